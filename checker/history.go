@@ -1,0 +1,171 @@
+// Package checker verifies the guarantees G1-G7 of DESIGN.md section 3
+// against a recorded history. It knows only the history types of this file,
+// never node internals (placement checks take the placement as data).
+package checker
+
+import "time"
+
+// Kind is the kind of a client operation.
+type Kind int
+
+// Client operation kinds.
+const (
+	Create Kind = iota + 1
+	Update
+	Delete
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Create:
+		return "create"
+	case Update:
+		return "update"
+	case Delete:
+		return "delete"
+	}
+	return "unknown"
+}
+
+// Outcome is what the client learned from an operation.
+type Outcome int
+
+// Outcomes. Unknown covers timeouts, lost responses and 5xx: the operation
+// may or may not have taken effect. Failed is a definite rejection (4xx) that
+// changed nothing.
+const (
+	OK Outcome = iota + 1
+	Failed
+	Unknown
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OK:
+		return "ok"
+	case Failed:
+		return "failed"
+	case Unknown:
+		return "unknown"
+	}
+	return "invalid"
+}
+
+// Spec is a timer definition as the client sent it.
+type Spec struct {
+	Interval          time.Duration
+	RepeatFor         time.Duration // 0 when the client gave none
+	URI               string
+	Opaque            string // unique per create/update in simulated workloads
+	ReplicationFactor int
+}
+
+// Pops returns how many pops the definition asks for.
+func (s Spec) Pops() int {
+	if s.Interval == 0 {
+		return 1
+	}
+	r := s.RepeatFor
+	if r == 0 {
+		r = s.Interval
+	}
+	return int(r / s.Interval)
+}
+
+// Op is one client operation. Times are true simulated time since the start
+// of the run.
+type Op struct {
+	// Seq numbers the operations of a history in invocation order.
+	Seq int
+	// Client identifies the simulated client; Node the node it was sent to.
+	Client int
+	Node   string
+	Kind   Kind
+	// Timer is the timer's unique ID (the first 16 hex digits of the wire
+	// ID): known at invocation for updates and deletes, and after an OK
+	// return for creates (0 when a create did not return OK).
+	Timer uint64
+	// Spec is the definition sent by a create or update.
+	Spec    Spec
+	Invoke  time.Duration
+	Return  time.Duration
+	Outcome Outcome
+	// Status is the HTTP status, 0 when no response arrived.
+	Status int
+}
+
+// Pop is one callback delivered to a client endpoint.
+type Pop struct {
+	At time.Duration
+	// Node is the node that sent the callback.
+	Node   string
+	URI    string
+	Opaque string
+	// Seq is the X-Sequence-Number header.
+	Seq int
+	// Answered is the status the endpoint answered (a slow or failing
+	// endpoint still received the pop).
+	Answered int
+}
+
+// FaultKind names a fault or topology event.
+type FaultKind string
+
+// Faults and events the simulator injects.
+const (
+	Crash         FaultKind = "crash"
+	Restart       FaultKind = "restart"
+	Pause         FaultKind = "pause"
+	Resume        FaultKind = "resume"
+	Partition     FaultKind = "partition"
+	Heal          FaultKind = "heal"
+	Clog          FaultKind = "clog"
+	ClockJump     FaultKind = "clock-jump"
+	ClockDrift    FaultKind = "clock-drift"
+	SlowCallback  FaultKind = "slow-callback"
+	FailCallback  FaultKind = "fail-callback"
+	CallbackOK    FaultKind = "callback-ok"
+	ScaleUp       FaultKind = "scale-up"
+	ScaleDown     FaultKind = "scale-down"
+	LivenessPhase FaultKind = "liveness-phase"
+)
+
+// Fault is one fault or event on the timeline. Nodes lists the nodes it
+// touches (for a partition, one side; Peers the other side).
+type Fault struct {
+	At     time.Duration
+	Kind   FaultKind
+	Nodes  []string
+	Peers  []string
+	Detail string
+}
+
+// History is everything a run recorded.
+type History struct {
+	Ops    []Op
+	Pops   []Pop
+	Faults []Fault
+	// End is the true time the run stopped.
+	End time.Duration
+	// MaxClockSkew is the largest offset between any node's clock and true
+	// time the run injected; early-pop checks allow for it.
+	MaxClockSkew time.Duration
+	// MaxNetDelay is the largest one-way network delay the run could
+	// inject on a healthy link.
+	MaxNetDelay time.Duration
+	// LivenessFrom is when faults stopped and the cluster healed (0 if the
+	// run had no faults).
+	LivenessFrom time.Duration
+}
+
+// Violation is one broken guarantee.
+type Violation struct {
+	// Guarantee is "G1".."G7".
+	Guarantee string
+	// At is the true time of the offending event.
+	At time.Duration
+	// Timer is the timer involved, if any.
+	Timer uint64
+	// Message says what broke, with got and want.
+	Message string
+}

@@ -1,0 +1,155 @@
+package node
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"time"
+)
+
+// Named limits and protocol constants.
+const (
+	// DefaultPort is the port a node serves on when none is configured.
+	DefaultPort = 7253
+	// MaxBodyBytes is the largest request body a node accepts.
+	MaxBodyBytes = 1 << 20
+	// MaxTimingSeconds bounds interval and repeat-for: ten years.
+	MaxTimingSeconds = 10 * 366 * 24 * 3600
+	// MaxReplicationFactor bounds the replication factor a client may ask for.
+	MaxReplicationFactor = 16
+	// MaxTags bounds the statistics tags of one timer.
+	MaxTags = 32
+	// MaxInstanceID is the largest instance number an ID can carry.
+	MaxInstanceID = 1<<10 - 1
+	// CallbackTimeout is how long a client callback may take (api.md).
+	CallbackTimeout = 2 * time.Second
+	// ReplicaSkew is how much later each replica rank pops.
+	ReplicaSkew = 2 * time.Second
+	// DefaultReplicationFactor applies when a client gives none.
+	DefaultReplicationFactor = 2
+)
+
+// Membership is the cluster as configured: the steady members, and the
+// nodes joining or leaving during a scale operation.
+type Membership struct {
+	Nodes   []string
+	Joining []string
+	Leaving []string
+}
+
+// Site is a remote site a timer is also replicated to.
+type Site struct {
+	Name    string
+	Address string
+}
+
+// Limits bounds what one node holds.
+type Limits struct {
+	// MaxTimers is the number of timers (tombstones included) a node stores
+	// before it answers 503.
+	MaxTimers int
+	// MaxInFlight is the number of outstanding outbound requests (callbacks
+	// and replication) before new work is refused with 503.
+	MaxInFlight int
+}
+
+// Config configures a Node. Start from DefaultConfig.
+type Config struct {
+	// Address is this node's address as the cluster knows it ("host:port").
+	Address string
+	// InstanceID is unique per node in a cluster and goes into every timer
+	// ID the node issues (0..MaxInstanceID).
+	InstanceID uint32
+	// Cluster is the membership; empty means a cluster of just Address.
+	Cluster Membership
+	// LocalSite names this node's site; RemoteSites are replicated to.
+	LocalSite   string
+	RemoteSites []Site
+	// ReplicationTimeout is how long the proxying node waits for replicas
+	// to acknowledge a client write.
+	ReplicationTimeout time.Duration
+	Limits             Limits
+
+	Clock   Clock
+	Network Network
+	// Logger receives the node's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the configuration of a lone node on the default
+// address; Clock and Network must still be supplied.
+func DefaultConfig() Config {
+	return Config{
+		Address:            fmt.Sprintf("127.0.0.1:%d", DefaultPort),
+		LocalSite:          "site1",
+		ReplicationTimeout: 500 * time.Millisecond,
+		Limits: Limits{
+			MaxTimers:   20_000_000,
+			MaxInFlight: 100_000,
+		},
+	}
+}
+
+// Validate reports the first invalid field, naming it and its value.
+func (c Config) Validate() error {
+	if c.Address == "" {
+		return fmt.Errorf("node: config Address is empty")
+	}
+	if _, err := url.Parse("http://" + c.Address); err != nil {
+		return fmt.Errorf("node: config Address %q is not host:port: %w", c.Address, err)
+	}
+	if c.InstanceID > MaxInstanceID {
+		return fmt.Errorf("node: config InstanceID %d is above %d", c.InstanceID, MaxInstanceID)
+	}
+	if c.ReplicationTimeout <= 0 {
+		return fmt.Errorf("node: config ReplicationTimeout %v is not positive", c.ReplicationTimeout)
+	}
+	if c.Limits.MaxTimers <= 0 {
+		return fmt.Errorf("node: config Limits.MaxTimers %d is not positive", c.Limits.MaxTimers)
+	}
+	if c.Limits.MaxInFlight <= 0 {
+		return fmt.Errorf("node: config Limits.MaxInFlight %d is not positive", c.Limits.MaxInFlight)
+	}
+	if c.Clock == nil {
+		return fmt.Errorf("node: config Clock is nil")
+	}
+	if c.Network == nil {
+		return fmt.Errorf("node: config Network is nil")
+	}
+	if err := c.Cluster.validate(c.Address); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m Membership) validate(self string) error {
+	seen := map[string]bool{}
+	for _, list := range [][]string{m.Nodes, m.Joining, m.Leaving} {
+		for _, a := range list {
+			if a == "" {
+				return fmt.Errorf("node: config Cluster has an empty address")
+			}
+			if seen[a] {
+				return fmt.Errorf("node: config Cluster lists %q twice", a)
+			}
+			seen[a] = true
+		}
+	}
+	if len(seen) > 0 && !seen[self] {
+		return fmt.Errorf("node: config Cluster does not list this node's Address %q", self)
+	}
+	return nil
+}
+
+// withSelf returns the membership, or a cluster of just self if it is empty.
+func (m Membership) withSelf(self string) Membership {
+	if len(m.Nodes)+len(m.Joining)+len(m.Leaving) == 0 {
+		return Membership{Nodes: []string{self}}
+	}
+	return Membership{
+		Nodes:   slices.Clone(m.Nodes),
+		Joining: slices.Clone(m.Joining),
+		Leaving: slices.Clone(m.Leaving),
+	}
+}

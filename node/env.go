@@ -1,0 +1,94 @@
+package node
+
+import (
+	"strings"
+	"time"
+)
+
+// Clock is the node's view of wall time. The driver owns it: the simulator
+// gives each node a skewed, drifting virtual clock, production wraps a real
+// one. Callbacks passed to AfterFunc must be delivered by the driver through
+// the same serialization as every other call into the node, never
+// concurrently with one.
+type Clock interface {
+	// Now returns the node's wall time.
+	Now() time.Time
+	// AfterFunc arranges for f to be called once, at or after d has passed
+	// on this clock. The returned Alarm may be stopped; a stopped alarm may
+	// still fire if it was already on its way, and the node tolerates that.
+	AfterFunc(d time.Duration, f func()) Alarm
+}
+
+// Alarm is a pending Clock callback.
+type Alarm interface {
+	// Stop cancels the alarm. It reports whether the call stopped it before
+	// it fired.
+	Stop() bool
+}
+
+// Network carries the node's outbound requests: replication to peers and
+// callbacks to clients. The driver performs the I/O and calls done exactly
+// once, serialized like every other call into the node, with the response
+// or with an error (connection refused, timeout, partition).
+type Network interface {
+	// Send sends req to the absolute URL in req.URL and calls done with the
+	// outcome, no later than timeout after the call.
+	Send(req Request, timeout time.Duration, done func(Response, error))
+}
+
+// Header holds HTTP header fields. Keys are canonical (see CanonicalKey); use
+// Get and Set rather than indexing, so both sides agree on spelling.
+type Header map[string]string
+
+// Get returns the value of the field key, or "".
+func (h Header) Get(key string) string { return h[CanonicalKey(key)] }
+
+// Set sets the field key to value.
+func (h Header) Set(key, value string) { h[CanonicalKey(key)] = value }
+
+// CanonicalKey returns the canonical spelling of a header field name, as
+// net/http does: "x-sequence-number" becomes "X-Sequence-Number".
+func CanonicalKey(key string) string {
+	upper := true
+	var b strings.Builder
+	b.Grow(len(key))
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case upper && 'a' <= c && c <= 'z':
+			c -= 'a' - 'A'
+		case !upper && 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+		upper = c == '-'
+	}
+	return b.String()
+}
+
+// Request is an HTTP-shaped message. Inbound, URL is the request target
+// ("/timers/0123?x=y"); outbound, it is absolute ("http://10.0.0.2:7253/timers/0123").
+type Request struct {
+	Method string
+	URL    string
+	Header Header
+	Body   []byte
+}
+
+// Response is an HTTP-shaped reply.
+type Response struct {
+	Status int
+	Header Header
+	Body   []byte
+}
+
+// Well-known header names.
+const (
+	HeaderReason         = "Reason"
+	HeaderLocation       = "Location"
+	HeaderSequenceNumber = "X-Sequence-Number"
+	HeaderRetryAfter     = "Retry-After"
+	HeaderContentType    = "Content-Type"
+	HeaderContentRange   = "Content-Range"
+	HeaderRange          = "Range"
+)

@@ -1,0 +1,105 @@
+package node
+
+// Timer is one replica's record of a timer: its definition, how far it has
+// popped, and where it sits in the store. Times are milliseconds on the
+// holding node's wall clock (Unix epoch); durations are milliseconds.
+//
+// The record is kept small on purpose (DESIGN.md section 5: at most 200
+// bytes per stored timer beyond its URI and opaque data): rarely used parts
+// live behind extra, and replica lists are interned and shared.
+type Timer struct {
+	// ID is the 64-bit unique ID (without the replica bloom filter).
+	ID uint64
+	// Version identifies the client write that defined this timer: the
+	// unique ID issued for the create, update or delete that produced it.
+	// Versions order competing definitions of one timer; within one
+	// version, Seq orders its pops.
+	Version uint64
+	// Start is when the definition took effect; pop k (1-based) is due at
+	// Start + k*Interval, and a zero-interval timer pops once at Start.
+	Start int64
+	// Interval and RepeatFor are the timing of api.md in milliseconds.
+	// RepeatFor is already defaulted: a timer without one has RepeatFor ==
+	// Interval.
+	Interval  int64
+	RepeatFor int64
+	// Seq is how many pops of this definition have happened (the internal
+	// API's sequence-number). The next callback carries X-Sequence-Number
+	// Seq+1.
+	Seq uint32
+	// Tombstone marks a deleted or finished timer, kept for one interval so
+	// stale replication cannot resurrect it.
+	Tombstone bool
+	// URI and Opaque are the HTTP callback.
+	URI    string
+	Opaque string
+	// Placement is the interned, ordered replica list (primary first) and
+	// the sites the timer is replicated to.
+	Placement *Placement
+	// ViewID is the cluster view the placement was computed under.
+	ViewID uint64
+	// Extra holds the rarely used parts; nil for most timers.
+	Extra *TimerExtra
+
+	// Store bookkeeping, owned by Store.
+	due        int64
+	prev, next *Timer
+	slot       int32
+}
+
+// TimerExtra holds the parts of a timer most timers do not have.
+type TimerExtra struct {
+	// Tags are the statistics tags of api.md.
+	Tags []Tag
+	// Resync bookkeeping is added here by the resync issue.
+}
+
+// Tag is one statistics tag with its count.
+type Tag struct {
+	Type  string `json:"type"`
+	Count int    `json:"count"`
+}
+
+// Placement is an ordered replica list (primary first, then backups) plus
+// the ordered sites. Nodes intern placements so that timers sharing one
+// share the memory.
+type Placement struct {
+	Replicas []string
+	Sites    []string
+}
+
+// Due returns the time at which the store will hand the timer back.
+func (t *Timer) Due() int64 { return t.due }
+
+// Tags returns the timer's statistics tags, or nil.
+func (t *Timer) Tags() []Tag {
+	if t.Extra == nil {
+		return nil
+	}
+	return t.Extra.Tags
+}
+
+// NextPopAt returns the due time of the timer's next pop (pop Seq+1) before
+// any replica skew, and whether there is one within repeat-for.
+func (t *Timer) NextPopAt() (int64, bool) {
+	if t.Tombstone {
+		return 0, false
+	}
+	if t.Interval == 0 {
+		return t.Start, t.Seq == 0
+	}
+	k := int64(t.Seq) + 1
+	offset := k * t.Interval
+	if offset > t.RepeatFor {
+		return 0, false
+	}
+	return t.Start + offset, true
+}
+
+// IsLastPop reports whether pop Seq+1 is the timer's final one.
+func (t *Timer) IsLastPop() bool {
+	if t.Interval == 0 {
+		return true
+	}
+	return (int64(t.Seq)+2)*t.Interval > t.RepeatFor
+}
