@@ -1,0 +1,49 @@
+// Command chronos runs one production Chronos node: it parses flags, loads
+// and validates the configuration, wires the adapters and serves until
+// SIGINT or SIGTERM. SIGHUP reloads the cluster configuration; SIGUSR1 asks
+// for a resync.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/chronos-timer/chronos/server"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run returns the process exit code: 0 after a clean shutdown, 1 on a
+// failure, 2 on bad flags or configuration.
+func run(args []string) int {
+	fs := flag.NewFlagSet("chronos", flag.ContinueOnError)
+	var flags server.Flags
+	flags.Register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "chronos: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	cfg, err := flags.Load()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "chronos: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if err := server.Run(context.Background(), cfg, log); err != nil {
+		log.Error("chronos stopped", "err", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,236 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/chronos-timer/chronos/node"
+)
+
+// Adapter defaults.
+const (
+	// DefaultBindAddress is where a node with no configuration serves.
+	DefaultBindAddress = "127.0.0.1"
+	// DefaultReplyTimeout bounds the wait for the node's reply to one
+	// request; the node itself answers writes within its
+	// ReplicationTimeout, so this is only a ceiling against a lost reply.
+	DefaultReplyTimeout = 10 * time.Second
+	// DefaultShutdownTimeout bounds the graceful shutdown.
+	DefaultShutdownTimeout = 15 * time.Second
+)
+
+// Config is the production configuration: what chronos.conf and
+// chronos_cluster.conf hold (DESIGN.md 4.9), plus the adapter's own knobs.
+// Start from DefaultConfig.
+type Config struct {
+	// BindAddress and BindPort are where the HTTP server listens
+	// ([http] bind-address, bind-port).
+	BindAddress string
+	BindPort    int
+	// LogLevel is the slog level ([logging] level, 0-5 or a name).
+	LogLevel slog.Level
+	// InstanceID goes into every timer ID this node issues
+	// ([identity] instance_id).
+	InstanceID uint32
+	// Localhost is this node's address as the cluster knows it, host:port
+	// ([cluster] localhost). Empty means the bind address and port.
+	Localhost string
+	// Cluster is the membership ([cluster] node, joining, leaving); empty
+	// means a cluster of just this node.
+	Cluster node.Membership
+	// LocalSite and RemoteSites are the replication sites ([sites]
+	// local_site, remote_site = name=address).
+	LocalSite   string
+	RemoteSites []node.Site
+
+	// ClusterConfigFile is re-read on SIGHUP; empty means there is none.
+	ClusterConfigFile string
+	// ReplyTimeout bounds the wait for the node's reply to one request.
+	ReplyTimeout time.Duration
+	// ShutdownTimeout bounds the graceful shutdown.
+	ShutdownTimeout time.Duration
+	// Clock is the wall clock; nil means the real one (clock.New()).
+	Clock clock.Clock
+
+	// clusterFlags are the command-line cluster settings, applied again
+	// over the re-read file on reload so that flags keep overriding it.
+	clusterFlags settings
+}
+
+// DefaultConfig returns the configuration of a lone node on
+// 127.0.0.1:7253.
+func DefaultConfig() Config {
+	nd := node.DefaultConfig()
+	return Config{
+		BindAddress:     DefaultBindAddress,
+		BindPort:        node.DefaultPort,
+		LogLevel:        slog.LevelInfo,
+		LocalSite:       nd.LocalSite,
+		ReplyTimeout:    DefaultReplyTimeout,
+		ShutdownTimeout: DefaultShutdownTimeout,
+	}
+}
+
+// ListenAddress is the host:port the HTTP server binds.
+func (c Config) ListenAddress() string {
+	return net.JoinHostPort(c.BindAddress, strconv.Itoa(c.BindPort))
+}
+
+// normalize fills derived fields and gives port-less addresses the default
+// port, so the node sees one spelling of each address.
+func (c *Config) normalize() error {
+	if c.Localhost == "" {
+		host := c.BindAddress
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			// Bound to every interface: the cluster must be told which
+			// address is ours; alone, loopback is as good as any.
+			if c.Cluster.Nodes != nil || c.Cluster.Joining != nil || c.Cluster.Leaving != nil {
+				return fmt.Errorf("server: localhost is not set and bind-address %q does not name one address", host)
+			}
+			host = DefaultBindAddress
+		}
+		c.Localhost = net.JoinHostPort(host, strconv.Itoa(c.BindPort))
+	}
+	var err error
+	if c.Localhost, err = withPort("localhost", c.Localhost); err != nil {
+		return err
+	}
+	for _, l := range []struct {
+		field string
+		addrs []string
+	}{{"node", c.Cluster.Nodes}, {"joining", c.Cluster.Joining}, {"leaving", c.Cluster.Leaving}} {
+		for i, a := range l.addrs {
+			if l.addrs[i], err = withPort(l.field, a); err != nil {
+				return err
+			}
+		}
+	}
+	for i, s := range c.RemoteSites {
+		if c.RemoteSites[i].Address, err = withPort("remote_site "+s.Name, s.Address); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withPort returns addr as host:port, adding the default port when it has
+// none. field names the setting in the error.
+func withPort(field, addr string) (string, error) {
+	addr = strings.TrimSpace(addr)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		// No port: a bare host, a bracketed or a bare IPv6 literal.
+		host = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")
+		port = strconv.Itoa(node.DefaultPort)
+	}
+	if host == "" || strings.ContainsAny(host, " \t/[]@?#") {
+		return "", fmt.Errorf("server: %s %q is not an address", field, addr)
+	}
+	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
+		return "", fmt.Errorf("server: %s %q is not an address", field, addr)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return "", fmt.Errorf("server: %s %q has no valid port", field, addr)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// Validate reports the first invalid setting, naming it and its value.
+func (c Config) Validate() error {
+	if c.BindAddress == "" || strings.ContainsAny(c.BindAddress, " \t/[]@?#") {
+		return fmt.Errorf("server: bind-address %q is not a host", c.BindAddress)
+	}
+	if _, _, err := net.SplitHostPort(c.BindAddress); err == nil {
+		return fmt.Errorf("server: bind-address %q carries a port; use bind-port", c.BindAddress)
+	}
+	if c.BindPort < 1 || c.BindPort > 65535 {
+		return fmt.Errorf("server: bind-port %d is not in 1..65535", c.BindPort)
+	}
+	if c.InstanceID > node.MaxInstanceID {
+		return fmt.Errorf("server: instance_id %d is above %d", c.InstanceID, node.MaxInstanceID)
+	}
+	if _, err := withPort("localhost", c.Localhost); err != nil {
+		return err
+	}
+	if err := validateMembership(c.Localhost, c.Cluster); err != nil {
+		return err
+	}
+	if err := validateSites(c.LocalSite, c.RemoteSites); err != nil {
+		return err
+	}
+	if c.ReplyTimeout <= 0 {
+		return fmt.Errorf("server: reply timeout %v is not positive", c.ReplyTimeout)
+	}
+	if c.ShutdownTimeout <= 0 {
+		return fmt.Errorf("server: shutdown timeout %v is not positive", c.ShutdownTimeout)
+	}
+	return nil
+}
+
+func validateMembership(self string, m node.Membership) error {
+	seen := map[string]string{}
+	for _, l := range []struct {
+		field string
+		addrs []string
+	}{{"node", m.Nodes}, {"joining", m.Joining}, {"leaving", m.Leaving}} {
+		for _, a := range l.addrs {
+			if prev, ok := seen[a]; ok {
+				return fmt.Errorf("server: %s %q is already listed as %s", l.field, a, prev)
+			}
+			seen[a] = l.field
+		}
+	}
+	if len(seen) > 0 && seen[self] == "" {
+		return fmt.Errorf("server: localhost %q is not listed as a node, joining or leaving", self)
+	}
+	return nil
+}
+
+func validateSites(local string, remote []node.Site) error {
+	if local == "" {
+		return errors.New("server: local_site is empty")
+	}
+	seen := map[string]bool{local: true}
+	for _, s := range remote {
+		if s.Name == "" {
+			return fmt.Errorf("server: remote_site %q has no name", s.Name+"="+s.Address)
+		}
+		if seen[s.Name] {
+			return fmt.Errorf("server: remote_site %q names a site twice", s.Name)
+		}
+		seen[s.Name] = true
+	}
+	return nil
+}
+
+// nodeConfig is the node's configuration for c, with the adapter's clock
+// and network.
+func (c Config) nodeConfig(clk node.Clock, nw node.Network, log *slog.Logger) node.Config {
+	nc := node.DefaultConfig()
+	nc.Address = c.Localhost
+	nc.InstanceID = c.InstanceID
+	nc.Cluster = c.Cluster
+	nc.LocalSite = c.LocalSite
+	nc.RemoteSites = c.RemoteSites
+	nc.Clock = clk
+	nc.Network = nw
+	nc.Logger = log
+	return nc
+}
+
+// readFile reads a configuration file; what names its role in errors.
+func readFile(what, path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("server: read %s: %w", what, err)
+	}
+	return data, nil
+}

@@ -1,0 +1,140 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+
+	"gopkg.in/ini.v1"
+)
+
+// MaxConfigFileBytes bounds a configuration file; real ones are a few
+// hundred bytes.
+const MaxConfigFileBytes = 1 << 20
+
+// ParseLocalConfig applies the settings of a chronos.conf held in data
+// ([http] bind-address, bind-port; [logging] level; [identity]
+// instance_id) to cfg. Other sections and keys of the original file are
+// ignored.
+func ParseLocalConfig(data []byte, cfg *Config) error {
+	s, err := parseLocal(data)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.apply(cfg)
+	return nil
+}
+
+// ParseClusterConfig applies the settings of a chronos_cluster.conf held
+// in data ([cluster] localhost, repeated node, joining, leaving; [sites]
+// local_site, repeated remote_site = name=address) to cfg.
+func ParseClusterConfig(data []byte, cfg *Config) error {
+	s, err := parseCluster(data)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.apply(cfg)
+	return nil
+}
+
+// loadINI parses data; repeated keys are kept (AllowShadows) because the
+// cluster file lists one node per line.
+func loadINI(data []byte) (*ini.File, error) {
+	if len(data) > MaxConfigFileBytes {
+		return nil, fmt.Errorf("file is larger than %d bytes", MaxConfigFileBytes)
+	}
+	f, err := ini.LoadSources(ini.LoadOptions{AllowShadows: true}, data)
+	if err != nil {
+		return nil, fmt.Errorf("not an INI file: %w", err)
+	}
+	return f, nil
+}
+
+// values returns every value of section.key in file order, or nil if the
+// key is absent.
+func values(f *ini.File, section, key string) []string {
+	sec, err := f.GetSection(section)
+	if err != nil || !sec.HasKey(key) {
+		return nil
+	}
+	return sec.Key(key).ValueWithShadows()
+}
+
+// last returns the last value of section.key: a repeated single-valued key
+// behaves as if the later line overrode the earlier.
+func last(f *ini.File, section, key string) (string, bool) {
+	vs := values(f, section, key)
+	if len(vs) == 0 {
+		return "", false
+	}
+	return strings.TrimSpace(vs[len(vs)-1]), true
+}
+
+func parseLocal(data []byte) (settings, error) {
+	var s settings
+	f, err := loadINI(data)
+	if err != nil {
+		return s, err
+	}
+	if v, ok := last(f, "http", "bind-address"); ok {
+		s.bindAddress.set(v)
+	}
+	if v, ok := last(f, "http", "bind-port"); ok {
+		p, err := parsePort("[http] bind-port", v)
+		if err != nil {
+			return s, err
+		}
+		s.bindPort.set(p)
+	}
+	if v, ok := last(f, "logging", "level"); ok {
+		l, err := parseLevel("[logging] level", v)
+		if err != nil {
+			return s, err
+		}
+		s.logLevel.set(l)
+	}
+	if v, ok := last(f, "identity", "instance_id"); ok {
+		id, err := parseInstanceID("[identity] instance_id", v)
+		if err != nil {
+			return s, err
+		}
+		s.instanceID.set(id)
+	}
+	return s, nil
+}
+
+func parseCluster(data []byte) (settings, error) {
+	var s settings
+	f, err := loadINI(data)
+	if err != nil {
+		return s, err
+	}
+	if v, ok := last(f, "cluster", "localhost"); ok {
+		if _, err := withPort("", v); err != nil {
+			return s, fmt.Errorf("[cluster] localhost %q is not an address", v)
+		}
+		s.localhost.set(v)
+	}
+	for _, l := range []struct {
+		key string
+		dst *opt[[]string]
+	}{{"node", &s.nodes}, {"joining", &s.joining}, {"leaving", &s.leaving}} {
+		for _, v := range values(f, "cluster", l.key) {
+			addrs, err := parseAddresses("[cluster] "+l.key, v)
+			if err != nil {
+				return s, err
+			}
+			l.dst.set(append(l.dst.v, addrs...))
+		}
+	}
+	if v, ok := last(f, "sites", "local_site"); ok {
+		s.localSite.set(v)
+	}
+	for _, v := range values(f, "sites", "remote_site") {
+		site, err := parseSite("[sites] remote_site", v)
+		if err != nil {
+			return s, err
+		}
+		s.remoteSites.set(append(s.remoteSites.v, site))
+	}
+	return s, nil
+}

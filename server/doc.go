@@ -1,0 +1,21 @@
+// Package server is the production adapter of a Chronos node: a real clock,
+// a net/http server feeding inbound requests, a net/http client carrying
+// outbound ones, the configuration files, and the run loop with its signals.
+//
+// The node (package node) is single-threaded pure logic (DESIGN.md section
+// 2). The adapter's duties towards it are:
+//
+//  1. Serialize every call into the node with one Serial: an inbound request
+//     (Handler), an alarm firing (Clock), a network completion (Client).
+//     Never two at once.
+//  2. Never block under that lock: HTTP reads, writes and round trips happen
+//     outside it, and only their results are handed in.
+//  3. Bound everything: request and response bodies (node.MaxBodyBytes), the
+//     wait for a reply (Config.ReplyTimeout), each outbound request (the
+//     node's timeout), shutdown (Config.ShutdownTimeout).
+//  4. After shutdown, or after the node panicked, drop late alarms and
+//     completions instead of re-entering a stopped node.
+//
+// cmd/chronos wires this package: parse flags (Flags), load and validate
+// the configuration (Flags.Load), then Run.
+package server

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/chronos-timer/chronos/node"
+)
+
+// Flags are the command-line settings. Each overrides the same setting from
+// the configuration files, whatever order they come in.
+type Flags struct {
+	// LocalConfigFile is chronos.conf; empty means none.
+	LocalConfigFile string
+	// ClusterConfigFile is chronos_cluster.conf; empty means none.
+	ClusterConfigFile string
+
+	local   settings
+	cluster settings
+}
+
+// Register defines the flags on fs.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.LocalConfigFile, "local-config-file", "", "`path` of chronos.conf ([http], [logging], [identity])")
+	fs.StringVar(&f.ClusterConfigFile, "cluster-config-file", "", "`path` of chronos_cluster.conf ([cluster], [sites]); re-read on SIGHUP")
+	fs.Func("bind-address", "`host` to listen on (default 127.0.0.1)", func(v string) error {
+		f.local.bindAddress.set(strings.TrimSpace(v))
+		return nil
+	})
+	fs.Func("bind-port", "`port` to listen on (default 7253)", func(v string) error {
+		p, err := parsePort("--bind-port", v)
+		f.local.bindPort.set(p)
+		return err
+	})
+	fs.Func("log-level", "log `level`: 0-5 or error, warning, status, info, verbose, debug (default 2)", func(v string) error {
+		l, err := parseLevel("--log-level", v)
+		f.local.logLevel.set(l)
+		return err
+	})
+	fs.Func("instance-id", "this node's instance `number`, unique in the cluster (0-1023)", func(v string) error {
+		id, err := parseInstanceID("--instance-id", v)
+		f.local.instanceID.set(id)
+		return err
+	})
+	fs.Func("localhost", "this node's `address` as the cluster knows it (default bind address and port)", func(v string) error {
+		f.cluster.localhost.set(strings.TrimSpace(v))
+		return nil
+	})
+	f.registerList(fs, "node", "cluster member `address`; repeat or separate with commas", &f.cluster.nodes)
+	f.registerList(fs, "joining", "joining node `address`; repeat or separate with commas", &f.cluster.joining)
+	f.registerList(fs, "leaving", "leaving node `address`; repeat or separate with commas", &f.cluster.leaving)
+	fs.Func("local-site", "this node's site `name` (default site1)", func(v string) error {
+		f.cluster.localSite.set(strings.TrimSpace(v))
+		return nil
+	})
+	fs.Func("remote-site", "remote site as `name=address`; repeat for more", func(v string) error {
+		s, err := parseSite("--remote-site", v)
+		f.cluster.remoteSites.set(append(f.cluster.remoteSites.v, s))
+		return err
+	})
+}
+
+// registerList defines a repeatable address-list flag. The first use
+// replaces the file's list rather than adding to it.
+func (f *Flags) registerList(fs *flag.FlagSet, name, usage string, dst *opt[[]string]) {
+	fs.Func(name, usage, func(v string) error {
+		addrs, err := parseAddresses("--"+name, v)
+		dst.set(append(dst.v, addrs...))
+		return err
+	})
+}
+
+// Load builds the configuration: defaults, then chronos.conf, then
+// chronos_cluster.conf, then the flags; it fills derived fields and
+// validates the result.
+func (f *Flags) Load() (Config, error) {
+	cfg := DefaultConfig()
+	if f.LocalConfigFile != "" {
+		data, err := readFile("local config file", f.LocalConfigFile)
+		if err != nil {
+			return Config{}, err
+		}
+		s, err := parseLocal(data)
+		if err != nil {
+			return Config{}, fmt.Errorf("server: %s: %w", f.LocalConfigFile, err)
+		}
+		s.apply(&cfg)
+	}
+	f.local.apply(&cfg)
+	cfg.ClusterConfigFile = f.ClusterConfigFile
+	cfg.clusterFlags = f.cluster
+	if err := cfg.loadCluster(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// loadCluster reads the cluster file (if any), applies the cluster flags
+// over it, normalizes and validates.
+func (c *Config) loadCluster() error {
+	if c.ClusterConfigFile != "" {
+		data, err := readFile("cluster config file", c.ClusterConfigFile)
+		if err != nil {
+			return err
+		}
+		s, err := parseCluster(data)
+		if err != nil {
+			return fmt.Errorf("server: %s: %w", c.ClusterConfigFile, err)
+		}
+		s.apply(c)
+	}
+	c.clusterFlags.apply(c)
+	if err := c.normalize(); err != nil {
+		return err
+	}
+	return c.Validate()
+}
+
+// ReloadCluster re-reads the cluster configuration as at start-up and
+// returns the configuration with the new membership. The node's own
+// address and the sites cannot change while it runs: a change to them is
+// an error.
+func (c Config) ReloadCluster() (Config, error) {
+	next := c
+	next.Localhost = ""
+	next.Cluster = node.Membership{}
+	next.LocalSite = DefaultConfig().LocalSite
+	next.RemoteSites = nil
+	if err := next.loadCluster(); err != nil {
+		return Config{}, err
+	}
+	if next.Localhost != c.Localhost {
+		return Config{}, fmt.Errorf("server: localhost %q differs from %q; restart to change it", next.Localhost, c.Localhost)
+	}
+	if next.LocalSite != c.LocalSite || !slices.Equal(next.RemoteSites, c.RemoteSites) {
+		return Config{}, fmt.Errorf("server: sites changed; restart to change them")
+	}
+	return next, nil
+}

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chronos-timer/chronos/node"
+)
+
+// Core is the part of a node the HTTP handler drives. *node.Node implements
+// it; the adapter's own tests drive the handler with a fake.
+type Core interface {
+	Handle(req node.Request, reply func(node.Response))
+}
+
+// Handler serves HTTP by handing each request to the node under the Serial
+// and writing the node's reply. Reading the body and waiting for the reply
+// happen outside the lock, so a slow client never holds the node.
+type Handler struct {
+	core         Core
+	serial       *Serial
+	replyTimeout time.Duration
+	log          *slog.Logger
+}
+
+// NewHandler returns a Handler for core. replyTimeout bounds the wait for
+// the node's reply; past it the client gets 503 with Retry-After.
+func NewHandler(core Core, s *Serial, replyTimeout time.Duration, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{core: core, serial: s, replyTimeout: replyTimeout, log: log}
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req, status, reason := readRequest(w, r)
+	if status != 0 {
+		writeError(w, status, reason)
+		return
+	}
+	// Buffered so a reply that comes after the client left, or after the
+	// ceiling, never blocks the node; the channel is garbage then.
+	replies := make(chan node.Response, 1)
+	reply := func(resp node.Response) {
+		select {
+		case replies <- resp:
+		default:
+			h.log.Error("node replied twice", "method", req.Method, "url", req.URL)
+		}
+	}
+	if !h.serial.Do(func() { h.core.Handle(req, reply) }) {
+		writeUnavailable(w, "node is stopping")
+		return
+	}
+	// Most replies are synchronous: take them without arming a timer.
+	select {
+	case resp := <-replies:
+		h.writeResponse(w, resp)
+		return
+	default:
+	}
+	ceiling := time.NewTimer(h.replyTimeout)
+	defer ceiling.Stop()
+	select {
+	case resp := <-replies:
+		h.writeResponse(w, resp)
+	case <-r.Context().Done():
+		// The client went away; nothing to write to.
+	case <-ceiling.C:
+		h.log.Warn("node did not reply in time", "method", req.Method, "url", req.URL, "timeout", h.replyTimeout)
+		writeUnavailable(w, fmt.Sprintf("no reply within %v", h.replyTimeout))
+	}
+}
+
+// readRequest converts r into a node request. A non-zero status means the
+// request was refused with that status and reason.
+func readRequest(w http.ResponseWriter, r *http.Request) (node.Request, int, string) {
+	tooBig := fmt.Sprintf("request body larger than %d bytes", node.MaxBodyBytes)
+	if r.ContentLength > node.MaxBodyBytes {
+		return node.Request{}, http.StatusRequestEntityTooLarge, tooBig
+	}
+	body, err := readBody(http.MaxBytesReader(w, r.Body, node.MaxBodyBytes), r.ContentLength)
+	if err != nil {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return node.Request{}, http.StatusRequestEntityTooLarge, tooBig
+		}
+		return node.Request{}, http.StatusBadRequest, "cannot read request body"
+	}
+	return node.Request{
+		Method: r.Method,
+		URL:    r.URL.RequestURI(),
+		Header: toNodeHeader(r.Header),
+		Body:   body,
+	}, 0, ""
+}
+
+// readBody reads all of rd, allocating once when the length is known.
+func readBody(rd io.Reader, length int64) ([]byte, error) {
+	if length == 0 {
+		return nil, nil
+	}
+	if length > 0 {
+		body := make([]byte, length)
+		if _, err := io.ReadFull(rd, body); err != nil {
+			return nil, err
+		}
+		return body, nil
+	}
+	body, err := io.ReadAll(rd)
+	if len(body) == 0 {
+		body = nil
+	}
+	return body, err
+}
+
+// toNodeHeader flattens HTTP header fields to the node's single values;
+// repeated fields join with ", " as RFC 9110 allows.
+func toNodeHeader(hh http.Header) node.Header {
+	h := make(node.Header, len(hh))
+	for k, v := range hh {
+		switch len(v) {
+		case 0:
+		case 1:
+			h.Set(k, v[0])
+		default:
+			h.Set(k, strings.Join(v, ", "))
+		}
+	}
+	return h
+}
+
+// writeResponse writes the node's reply.
+func (h *Handler) writeResponse(w http.ResponseWriter, resp node.Response) {
+	if resp.Status < 100 || resp.Status > 999 {
+		h.log.Error("node replied with an invalid status", "status", resp.Status)
+		writeError(w, http.StatusInternalServerError, "invalid reply from node")
+		return
+	}
+	hdr := w.Header()
+	for k, v := range resp.Header {
+		hdr[k] = []string{v}
+	}
+	hdr["Content-Length"] = []string{strconv.Itoa(len(resp.Body))}
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}
+
+// writeError answers with status and the reason both in the Reason header
+// and as the plain-text body (DESIGN.md 4.4).
+func writeError(w http.ResponseWriter, status int, reason string) {
+	hdr := w.Header()
+	hdr.Set(node.HeaderReason, reason)
+	hdr.Set(node.HeaderContentType, "text/plain; charset=utf-8")
+	hdr.Set("Content-Length", strconv.Itoa(len(reason)))
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, reason)
+}
+
+// writeUnavailable answers 503 with a Retry-After, so a client retries,
+// possibly on another node.
+func writeUnavailable(w http.ResponseWriter, reason string) {
+	w.Header().Set(node.HeaderRetryAfter, "1")
+	writeError(w, http.StatusServiceUnavailable, reason)
+}

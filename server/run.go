@@ -1,0 +1,185 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/chronos-timer/chronos/node"
+)
+
+// HTTP server limits. Bodies are at most node.MaxBodyBytes, so reading a
+// request never needs long; writing waits for the node's reply first.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 30 * time.Second
+	writeSlack        = 10 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
+
+// Server is one production node: the node itself, driven through a Serial
+// by the real clock, the HTTP handler and the HTTP client.
+type Server struct {
+	log    *slog.Logger
+	serial *Serial
+	client *Client
+	http   *http.Server
+
+	// mu guards cfg, which Reload replaces; the node has its own lock.
+	mu   sync.Mutex
+	cfg  Config
+	node *node.Node
+}
+
+// New builds the node and its adapters for a validated cfg. It does not
+// listen yet.
+func New(cfg Config, log *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("node", cfg.Localhost)
+	s := &Server{log: log, serial: NewSerial(), cfg: cfg}
+	s.client = NewClient(s.serial, log)
+	clk := NewClock(cfg.Clock, s.serial)
+	var err error
+	// Under the lock: the node may arm an alarm while it is being built.
+	s.serial.Do(func() { s.node, err = node.New(cfg.nodeConfig(clk, s.client, log)) })
+	if err != nil {
+		return nil, fmt.Errorf("server: build node: %w", err)
+	}
+	s.http = &http.Server{
+		Handler:           NewHandler(s.node, s.serial, cfg.ReplyTimeout, log),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      cfg.ReplyTimeout + writeSlack,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	return s, nil
+}
+
+// Serve serves on ln until ctx is done, then shuts down gracefully: it stops
+// accepting, lets requests in progress finish within the shutdown timeout,
+// and only then stops the node. It returns nil after a clean shutdown, or
+// the error that stopped it (the listener failed, the node panicked).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	served := make(chan error, 1)
+	go func() { served <- s.http.Serve(ln) }()
+	s.log.Info("serving", "address", ln.Addr().String())
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-served:
+		err = fmt.Errorf("server: serve: %w", err)
+	case <-s.serial.Failed():
+		err = s.serial.Err()
+	}
+	if shutErr := s.shutdown(); err == nil {
+		err = shutErr
+	}
+	return err
+}
+
+func (s *Server) shutdown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.config().ShutdownTimeout)
+	defer cancel()
+	err := s.http.Shutdown(ctx)
+	if err != nil {
+		_ = s.http.Close()
+		err = fmt.Errorf("server: shutdown: %w", err)
+	}
+	// Late alarms and completions are dropped from here on.
+	s.serial.Close()
+	s.client.Close()
+	s.log.Info("stopped")
+	return err
+}
+
+func (s *Server) config() Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+// Reload re-reads the cluster configuration and hands the new membership to
+// the node. On any error the node keeps its current membership.
+func (s *Server) Reload() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next, err := s.cfg.ReloadCluster()
+	if err != nil {
+		return err
+	}
+	var setErr error
+	if !s.serial.Do(func() { setErr = s.node.SetCluster(next.Cluster) }) {
+		return errors.New("server: node is stopped")
+	}
+	if setErr != nil {
+		return fmt.Errorf("server: set cluster: %w", setErr)
+	}
+	s.cfg = next
+	s.log.Info("cluster reloaded", "nodes", next.Cluster.Nodes, "joining", next.Cluster.Joining, "leaving", next.Cluster.Leaving)
+	return nil
+}
+
+// Resync is asked for by SIGUSR1.
+//
+// TODO(resync issue): start the active rebalancing of resynchronization.md
+// (GET /timers with node-for-replicas and cluster-view-id, then DELETE
+// /timers/references) once the node implements it; for now it only logs.
+func (s *Server) Resync() {
+	s.log.Info("resync requested")
+}
+
+// Run listens on cfg's bind address and serves until ctx is done or SIGINT
+// or SIGTERM arrives. SIGHUP reloads the cluster configuration; SIGUSR1
+// asks for a resync.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	srv, err := New(cfg, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.ListenAddress())
+	if err != nil {
+		return fmt.Errorf("server: listen: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go srv.handleSignals(ctx)
+	return srv.Serve(ctx, ln)
+}
+
+// handleSignals serves SIGHUP and SIGUSR1 until ctx is done.
+func (s *Server) handleSignals(ctx context.Context) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1)
+	defer signal.Stop(sigs)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case sig := <-sigs:
+			if sig == syscall.SIGUSR1 {
+				s.Resync()
+				continue
+			}
+			if err := s.Reload(); err != nil {
+				s.log.Error("cluster reload failed; keeping the current cluster", "err", err)
+			}
+		}
+	}
+}

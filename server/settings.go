@@ -1,0 +1,143 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/chronos-timer/chronos/node"
+)
+
+// opt is one setting of one configuration layer (a file or the flags);
+// ok tells "given" from the zero value.
+type opt[T any] struct {
+	v  T
+	ok bool
+}
+
+func (o *opt[T]) set(v T) { o.v, o.ok = v, true }
+
+// settings is one configuration layer. Layers apply in order, defaults
+// first and flags last, each overriding only what it gives.
+type settings struct {
+	bindAddress opt[string]
+	bindPort    opt[int]
+	logLevel    opt[slog.Level]
+	instanceID  opt[uint32]
+	localhost   opt[string]
+	nodes       opt[[]string]
+	joining     opt[[]string]
+	leaving     opt[[]string]
+	localSite   opt[string]
+	remoteSites opt[[]node.Site]
+}
+
+// apply copies the given settings onto c.
+func (s settings) apply(c *Config) {
+	if s.bindAddress.ok {
+		c.BindAddress = s.bindAddress.v
+	}
+	if s.bindPort.ok {
+		c.BindPort = s.bindPort.v
+	}
+	if s.logLevel.ok {
+		c.LogLevel = s.logLevel.v
+	}
+	if s.instanceID.ok {
+		c.InstanceID = s.instanceID.v
+	}
+	if s.localhost.ok {
+		c.Localhost = s.localhost.v
+	}
+	// Lists are copied: normalize rewrites them in place, and a layer is
+	// applied again on every reload.
+	if s.nodes.ok {
+		c.Cluster.Nodes = append([]string{}, s.nodes.v...)
+	}
+	if s.joining.ok {
+		c.Cluster.Joining = append([]string{}, s.joining.v...)
+	}
+	if s.leaving.ok {
+		c.Cluster.Leaving = append([]string{}, s.leaving.v...)
+	}
+	if s.localSite.ok {
+		c.LocalSite = s.localSite.v
+	}
+	if s.remoteSites.ok {
+		c.RemoteSites = append([]node.Site{}, s.remoteSites.v...)
+	}
+}
+
+// Original Chronos logs at numeric levels 0 (error) to 5 (debug).
+var (
+	levelsByNumber = []slog.Level{slog.LevelError, slog.LevelWarn, slog.LevelInfo, slog.LevelInfo, slog.LevelDebug, slog.LevelDebug - 4}
+	levelsByName   = map[string]slog.Level{
+		"error": slog.LevelError, "warning": slog.LevelWarn, "warn": slog.LevelWarn,
+		"status": slog.LevelInfo, "info": slog.LevelInfo,
+		"verbose": slog.LevelDebug, "debug": slog.LevelDebug - 4,
+	}
+)
+
+// parseLevel reads a log level, numeric (0-5) or by name.
+func parseLevel(field, v string) (slog.Level, error) {
+	v = strings.TrimSpace(v)
+	if n, err := strconv.Atoi(v); err == nil {
+		if n < 0 || n >= len(levelsByNumber) {
+			return 0, fmt.Errorf("%s %q is not in 0..%d", field, v, len(levelsByNumber)-1)
+		}
+		return levelsByNumber[n], nil
+	}
+	if l, ok := levelsByName[strings.ToLower(v)]; ok {
+		return l, nil
+	}
+	return 0, fmt.Errorf("%s %q is not a level (0-5, error, warning, status, info, verbose, debug)", field, v)
+}
+
+// parsePort reads a TCP port.
+func parsePort(field, v string) (int, error) {
+	p, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || p < 1 || p > 65535 {
+		return 0, fmt.Errorf("%s %q is not a port in 1..65535", field, v)
+	}
+	return p, nil
+}
+
+// parseInstanceID reads a node instance number.
+func parseInstanceID(field, v string) (uint32, error) {
+	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+	if err != nil || n > node.MaxInstanceID {
+		return 0, fmt.Errorf("%s %q is not an integer in 0..%d", field, v, node.MaxInstanceID)
+	}
+	return uint32(n), nil
+}
+
+// parseAddresses reads one value of an address list; a value may hold
+// several addresses separated by commas.
+func parseAddresses(field, v string) ([]string, error) {
+	var out []string
+	for _, a := range strings.Split(v, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		if _, err := withPort(field, a); err != nil {
+			return nil, fmt.Errorf("%s %q is not an address", field, a)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// parseSite reads "name=address".
+func parseSite(field, v string) (node.Site, error) {
+	name, addr, ok := strings.Cut(v, "=")
+	name, addr = strings.TrimSpace(name), strings.TrimSpace(addr)
+	if !ok || name == "" || addr == "" {
+		return node.Site{}, fmt.Errorf("%s %q is not name=address", field, v)
+	}
+	if _, err := withPort(field, addr); err != nil {
+		return node.Site{}, fmt.Errorf("%s %q has no valid address", field, v)
+	}
+	return node.Site{Name: name, Address: addr}, nil
+}
