@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/twmb/murmur3"
@@ -115,8 +116,9 @@ func viewID(members []string) uint64 {
 
 // Replicas returns the members holding timer id, primary first, then the
 // backups in rank order. The primary is the member with the lowest score;
-// the backups follow from the highest score down, so that a scale operation
-// never turns a primary into a backup (spec/hashing.md).
+// the backups follow from the highest score down, so that adding or removing
+// one member never turns a primary into a backup while the cluster is larger
+// than n (spec/hashing.md; on smaller clusters every member is a replica).
 //
 // n is the replication factor. It is capped at the number of members, and
 // n < 1 is treated as 1: every timer has a primary.
@@ -128,58 +130,94 @@ func (r *Ring) Replicas(id uint64, n int) []string {
 // slice. With room in dst and at most maxStackMembers members it does not
 // allocate, for the per-request hot path.
 func (r *Ring) AppendReplicas(dst []string, id uint64, n int) []string {
-	var scoreBuf [maxStackMembers]uint32
-	var keyBuf [maxStackMembers]uint64
-	scores, keys := scoreBuf[:0], keyBuf[:0]
+	var buf [maxStackMembers]uint32
+	scores := buf[:0]
 	if len(r.members) > maxStackMembers {
 		scores = make([]uint32, 0, len(r.members))
-		keys = make([]uint64, 0, len(r.members))
 	}
 	var le [8]byte
 	binary.LittleEndian.PutUint64(le[:], id)
 	for _, h := range r.hashes {
 		scores = append(scores, murmur3.SeedSum32(h, le[:]))
 	}
-	return r.appendRanked(dst, scores, keys[:len(scores)], n)
+	return r.appendRanked(dst, scores, n)
 }
 
 // appendRanked appends the members chosen by their timer scores (one per
-// member, in configured order; clobbered) to dst. keys is scratch of the
-// same length.
-func (r *Ring) appendRanked(dst []string, scores []uint32, keys []uint64, n int) []string {
+// member, in configured order; clobbered) to dst: the lowest, then from the
+// highest down. Selection scans the scores once per replica instead of
+// sorting them, since n is small: two or three scans in the usual case.
+func (r *Ring) appendRanked(dst []string, scores []uint32, n int) []string {
 	n = r.clamp(n)
-	rank(keys, scores)
-	m := len(keys)
-	dst = append(dst, r.members[uint32(keys[0])])
-	for i := 1; i < n; i++ {
-		dst = append(dst, r.members[uint32(keys[m-i])])
+	if hasClash(scores) {
+		resolveClashes(scores)
+	}
+	lo, hi := 0, 0
+	for i, s := range scores {
+		if s < scores[lo] {
+			lo = i
+		}
+		if s > scores[hi] {
+			hi = i
+		}
+	}
+	dst = append(dst, r.members[lo])
+	// Scores are unique now and n <= len(scores), so each scan finds a
+	// member and none of them is the primary.
+	for k := 1; k < n; k++ {
+		if k > 1 {
+			hi = highestBelow(scores, scores[hi])
+		}
+		dst = append(dst, r.members[hi])
 	}
 	return dst
+}
+
+// highestBelow returns the index of the highest score below bound; one must
+// exist.
+func highestBelow(scores []uint32, bound uint32) int {
+	best := -1
+	for i, s := range scores {
+		if s < bound && (best < 0 || s > scores[best]) {
+			best = i
+		}
+	}
+	return best
 }
 
 func (r *Ring) clamp(n int) int {
 	return max(1, min(n, len(r.members)))
 }
 
-// rank fills keys with score<<32 | member index, ascending by resolved
-// score. Clashing scores are rare (32-bit hashes), so they are detected
-// after the sort and only then resolved, keeping the common path at one
-// sort. scores is clobbered.
-func rank(keys []uint64, scores []uint32) {
-	fill := func() {
-		for i, s := range scores {
-			keys[i] = uint64(s)<<32 | uint64(i)
-		}
-		slices.Sort(keys)
+// hasClash reports whether two scores are equal, using an open-addressing
+// set of at least twice as many slots as scores, so that the common
+// clash-free case costs one probe or so per member.
+func hasClash(scores []uint32) bool {
+	size := 2 * maxStackMembers
+	for size < 2*len(scores) {
+		size *= 2
 	}
-	fill()
-	for i := 1; i < len(keys); i++ {
-		if keys[i]>>32 == keys[i-1]>>32 {
-			resolveClashes(scores)
-			fill()
-			return
-		}
+	var slotBuf [2 * maxStackMembers]uint32
+	var usedBuf [2 * maxStackMembers / 64]uint64
+	slots, used := slotBuf[:], usedBuf[:]
+	if size > len(slotBuf) {
+		slots, used = make([]uint32, size), make([]uint64, size/64)
 	}
+	shift := 32 - bits.TrailingZeros(uint(size))
+	for _, s := range scores {
+		// Fibonacci hashing: scores injected by tests are small numbers,
+		// and real ones are already uniform.
+		i := int((s * 0x9e3779b1) >> shift)
+		for used[i/64]&(1<<(i%64)) != 0 {
+			if slots[i] == s {
+				return true
+			}
+			i = (i + 1) & (size - 1)
+		}
+		slots[i] = s
+		used[i/64] |= 1 << (i % 64)
+	}
+	return false
 }
 
 // resolveClashes makes the values unique as spec/hashing.md requires: walking
@@ -199,11 +237,11 @@ func resolveClashes(v []uint32) {
 // (h >> 26) for each of the BloomHashes murmur3 hashes h of addr. Two hashes
 // may pick the same bit, so an address sets between 1 and BloomHashes bits.
 func BloomBits(addr string) uint64 {
-	var bits uint64
+	var set uint64
 	for _, seed := range bloomSeeds {
-		bits |= 1 << (murmur3.SeedStringSum32(seed, addr) >> 26)
+		set |= 1 << (murmur3.SeedStringSum32(seed, addr) >> 26)
 	}
-	return bits
+	return set
 }
 
 // Bloom returns the bloom filter of the replica addresses: the union of
