@@ -1,16 +1,40 @@
 package node
 
 import (
+	"fmt"
 	"log/slog"
+	"strings"
+	"time"
 )
+
+// TombstoneMin is how long a tombstone of a zero-interval timer is kept: a
+// tombstone normally lives one interval (api.md), which for interval 0
+// would not outlast a delayed replication message.
+const TombstoneMin = 10 * time.Second
 
 // Node is one Chronos node: the replicating proxy and the local timer
 // wheel. It is single-threaded: the driver calls Handle, alarm callbacks and
-// network completions one at a time.
+// network completions one at a time, never concurrently.
 type Node struct {
 	cfg   Config
 	log   *slog.Logger
+	self  string
+	clock Clock
+	net   Network
+
+	ring  *Ring
+	ids   idGen
 	store *Store
+
+	alarm    Alarm
+	alarmAt  int64
+	alarmGen uint64
+	popping  bool
+	popBuf   []*Timer
+
+	placements map[string]*Placement
+	inFlight   int
+	stats      Stats
 }
 
 // Stats are the node's plain counters, read by the production adapter's
@@ -29,7 +53,7 @@ type Stats struct {
 	// ReplicationsSent and ReplicationsReceived count internal PUTs.
 	ReplicationsSent     uint64
 	ReplicationsReceived uint64
-	// Tags counts live timers per statistics tag.
+	// Tags counts live timers per statistics tag (weighted by count).
 	Tags map[string]int
 }
 
@@ -38,12 +62,146 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	panic("TODO")
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{
+		cfg:        cfg,
+		log:        log.With("node", cfg.Address),
+		self:       cfg.Address,
+		clock:      cfg.Clock,
+		net:        cfg.Network,
+		ids:        newIDGen(cfg.InstanceID),
+		placements: map[string]*Placement{},
+		stats:      Stats{Tags: map[string]int{}},
+	}
+	n.store = NewStore(n.nowMs())
+	n.setCluster(cfg.Cluster)
+	return n, nil
 }
+
+// SetCluster replaces the cluster membership (a configuration reload).
+// Timers already held keep their placement until they are next written or
+// popped (passive rebalancing).
+func (n *Node) SetCluster(m Membership) error {
+	if err := m.validate(n.self); err != nil {
+		return err
+	}
+	n.setCluster(m)
+	return nil
+}
+
+func (n *Node) setCluster(m Membership) {
+	m = m.withSelf(n.self)
+	// New placements go to the steady and joining nodes; leaving nodes
+	// only hold what they had.
+	members := append(append([]string{}, m.Nodes...), m.Joining...)
+	n.cfg.Cluster = m
+	n.ring = NewRing(members)
+}
+
+// Stats returns a snapshot of the node's counters.
+func (n *Node) Stats() Stats {
+	s := n.stats
+	s.Tags = make(map[string]int, len(n.stats.Tags))
+	for k, v := range n.stats.Tags {
+		s.Tags[k] = v
+	}
+	return s
+}
+
+// Timer returns a copy of the timer held under id and whether there is
+// one, for tests and the placement checker.
+func (n *Node) Timer(id uint64) (Timer, bool) {
+	t := n.store.Get(id)
+	if t == nil {
+		return Timer{}, false
+	}
+	return *t, true
+}
+
+// Held calls fn for every timer held, in pop order, for the placement
+// checker and resync.
+func (n *Node) Held(fn func(*Timer) bool) { n.store.Ascend(fn) }
 
 // Handle serves one inbound request and calls reply exactly once, possibly
 // later (after replicas acknowledge), from a network completion.
-func (n *Node) Handle(req Request, reply func(Response)) { panic("TODO") }
+func (n *Node) Handle(req Request, reply func(Response)) {
+	path, _, _ := strings.Cut(req.URL, "?")
+	switch {
+	case path == "/ping":
+		n.route(req, reply, "GET", func() { reply(text(200, "OK")) })
+	case path == "/timers":
+		n.route(req, reply, "POST", func() { n.create(req.Body, reply) })
+	case strings.HasPrefix(path, "/timers/"):
+		id := strings.TrimPrefix(path, "/timers/")
+		switch req.Method {
+		case "PUT":
+			n.put(id, req.Body, reply)
+		case "DELETE":
+			n.remove(id, reply)
+		default:
+			reply(methodNotAllowed("PUT, DELETE"))
+		}
+	default:
+		reply(text(404, "no such resource: "+path))
+	}
+}
 
-// Stats returns a snapshot of the node's counters.
-func (n *Node) Stats() Stats { panic("TODO") }
+func (n *Node) route(req Request, reply func(Response), method string, serve func()) {
+	if req.Method != method {
+		reply(methodNotAllowed(method))
+		return
+	}
+	serve()
+}
+
+func (n *Node) nowMs() int64 { return n.clock.Now().UnixMilli() }
+
+// overloaded returns a 503 response when the node is at a limit.
+func (n *Node) overloaded() (Response, bool) {
+	switch {
+	case n.store.Len() >= n.cfg.Limits.MaxTimers:
+		return unavailable(fmt.Sprintf("node holds %d timers, its limit", n.store.Len())), true
+	case n.inFlight >= n.cfg.Limits.MaxInFlight:
+		return unavailable(fmt.Sprintf("node has %d requests in flight, its limit", n.inFlight)), true
+	}
+	return Response{}, false
+}
+
+// send sends req, counting it against MaxInFlight until done runs.
+func (n *Node) send(req Request, timeout time.Duration, done func(Response, error)) {
+	n.inFlight++
+	n.net.Send(req, timeout, func(resp Response, err error) {
+		n.inFlight--
+		done(resp, err)
+	})
+}
+
+func text(status int, body string) Response {
+	return Response{
+		Status: status,
+		Header: Header{HeaderContentType: "text/plain; charset=utf-8"},
+		Body:   []byte(body),
+	}
+}
+
+func badRequest(reason string) Response {
+	r := text(400, reason)
+	r.Header[HeaderReason] = reason
+	return r
+}
+
+func methodNotAllowed(allow string) Response {
+	r := text(405, "method not allowed")
+	r.Header["Allow"] = allow
+	return r
+}
+
+func unavailable(reason string) Response {
+	r := text(503, reason)
+	r.Header[HeaderReason] = reason
+	r.Header[HeaderRetryAfter] = "1"
+	return r
+}

@@ -30,6 +30,9 @@ type Timer struct {
 	// Tombstone marks a deleted or finished timer, kept for one interval so
 	// stale replication cannot resurrect it.
 	Tombstone bool
+	// RF is the replication factor the client asked for, which may be
+	// more than the cluster had nodes for.
+	RF uint8
 	// URI and Opaque are the HTTP callback.
 	URI    string
 	Opaque string

@@ -1,0 +1,172 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The harness drives one or more nodes by hand: a manual clock per node
+// and a network that holds every outbound request until the test answers
+// it. It is the smallest driver that honours the determinism contract; the
+// simulator in sim/ is the full one.
+
+// epoch is an arbitrary wall time the harness clocks start at.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type manualClock struct {
+	now    time.Time
+	seq    int
+	alarms []*manualAlarm
+}
+
+type manualAlarm struct {
+	at      time.Time
+	seq     int
+	f       func()
+	stopped bool
+	clock   *manualClock
+}
+
+func (a *manualAlarm) Stop() bool {
+	was := !a.stopped
+	a.stopped = true
+	a.clock.alarms = slices.DeleteFunc(a.clock.alarms, func(b *manualAlarm) bool { return b == a })
+	return was
+}
+
+func (c *manualClock) Now() time.Time { return c.now }
+
+func (c *manualClock) AfterFunc(d time.Duration, f func()) Alarm {
+	c.seq++
+	a := &manualAlarm{at: c.now.Add(d), seq: c.seq, f: f, clock: c}
+	c.alarms = append(c.alarms, a)
+	return a
+}
+
+// advance moves the clock to now+d, firing due alarms in time order.
+func (c *manualClock) advance(d time.Duration) {
+	end := c.now.Add(d)
+	for {
+		slices.SortFunc(c.alarms, func(a, b *manualAlarm) int {
+			if c := a.at.Compare(b.at); c != 0 {
+				return c
+			}
+			return a.seq - b.seq
+		})
+		if len(c.alarms) == 0 || c.alarms[0].at.After(end) {
+			break
+		}
+		a := c.alarms[0]
+		c.alarms = c.alarms[1:]
+		c.now = a.at
+		a.f()
+	}
+	c.now = end
+}
+
+type sent struct {
+	req     Request
+	timeout time.Duration
+	done    func(Response, error)
+}
+
+type heldNet struct{ out []*sent }
+
+func (h *heldNet) Send(req Request, timeout time.Duration, done func(Response, error)) {
+	h.out = append(h.out, &sent{req: req, timeout: timeout, done: done})
+}
+
+// take removes and returns the requests sent to URLs with the prefix.
+func (h *heldNet) take(prefix string) []*sent {
+	var got []*sent
+	h.out = slices.DeleteFunc(h.out, func(s *sent) bool {
+		if strings.HasPrefix(s.req.URL, prefix) {
+			got = append(got, s)
+			return true
+		}
+		return false
+	})
+	return got
+}
+
+type harness struct {
+	t     *testing.T
+	clock *manualClock
+	net   *heldNet
+	node  *Node
+}
+
+func newHarness(t *testing.T, mutate ...func(*Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, clock: &manualClock{now: epoch}, net: &heldNet{}}
+	cfg := DefaultConfig()
+	cfg.Clock, cfg.Network = h.clock, h.net
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	h.node = n
+	return h
+}
+
+// do sends a request and returns the reply, which must come at once.
+func (h *harness) do(method, url, body string) Response {
+	h.t.Helper()
+	var got *Response
+	h.node.Handle(Request{Method: method, URL: url, Header: Header{}, Body: []byte(body)}, func(r Response) {
+		if got != nil {
+			h.t.Fatalf("%s %s: replied twice", method, url)
+		}
+		got = &r
+	})
+	if got == nil {
+		h.t.Fatalf("%s %s: no immediate reply", method, url)
+	}
+	return *got
+}
+
+// create posts a timer and returns its wire ID.
+func (h *harness) create(body string) string {
+	h.t.Helper()
+	r := h.do("POST", "/timers", body)
+	if r.Status != 200 {
+		h.t.Fatalf("POST /timers: status %d (%s), want 200", r.Status, r.Body)
+	}
+	loc := r.Header.Get(HeaderLocation)
+	if !strings.HasPrefix(loc, "/timers/") {
+		h.t.Fatalf("POST /timers: Location %q, want /timers/<id>", loc)
+	}
+	return strings.TrimPrefix(loc, "/timers/")
+}
+
+// pops returns the callbacks sent so far to uri and answers each with
+// status.
+func (h *harness) pops(uri string, status int) []Request {
+	h.t.Helper()
+	var reqs []Request
+	for _, s := range h.net.take(uri) {
+		reqs = append(reqs, s.req)
+		s.done(Response{Status: status}, nil)
+	}
+	return reqs
+}
+
+func timerJSON(interval, repeatFor int, uri, opaque string) string {
+	return fmt.Sprintf(`{"timing":{"interval":%d,"repeat-for":%d},"callback":{"http":{"uri":%q,"opaque":%q}}}`,
+		interval, repeatFor, uri, opaque)
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,261 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+)
+
+// write is one client write waiting for its replicas' acknowledgements
+// (DESIGN.md 4.11): it answers once every target has answered, 2xx if at
+// least one replica applied it.
+type write struct {
+	reply    func(Response)
+	ok       Response
+	pending  int
+	applied  int
+	rejected *Response
+}
+
+func (w *write) done(applied bool, resp Response) {
+	w.pending--
+	switch {
+	case applied:
+		w.applied++
+	case resp.Status == 400 && w.rejected == nil:
+		w.rejected = &resp
+	}
+	if w.pending > 0 {
+		return
+	}
+	switch {
+	case w.applied > 0:
+		w.reply(w.ok)
+	case w.rejected != nil:
+		w.reply(*w.rejected)
+	default:
+		w.reply(unavailable("no replica of the timer could be reached"))
+	}
+}
+
+// create serves a client POST /timers.
+func (n *Node) create(body []byte, reply func(Response)) {
+	if resp, busy := n.overloaded(); busy {
+		reply(resp)
+		return
+	}
+	spec, repl, err := ParseBody(body)
+	if err != nil {
+		reply(errorResponse(err))
+		return
+	}
+	if repl != nil {
+		reply(badRequest("reliability.replicas is only for replication between nodes"))
+		return
+	}
+	now := n.nowMs()
+	id := n.ids.next(now)
+	if spec.RF == 0 {
+		spec.RF = DefaultReplicationFactor
+	}
+	n.write(id, id, spec, 0, now, reply)
+}
+
+// put serves PUT /timers/<id>: a client update (or create with a chosen
+// ID), or, when the body carries replicas, a replication message.
+func (n *Node) put(wire string, body []byte, reply func(Response)) {
+	id, bloom, err := ParseWireID(wire)
+	if err != nil {
+		reply(badRequest(ErrBadID.Error()))
+		return
+	}
+	spec, repl, err := ParseBody(body)
+	if err != nil {
+		reply(errorResponse(err))
+		return
+	}
+	if repl != nil {
+		n.replicaPut(id, spec, repl, reply)
+		return
+	}
+	if resp, busy := n.overloaded(); busy {
+		reply(resp)
+		return
+	}
+	if held := n.store.Get(id); held != nil && spec.RF != 0 && held.RF != 0 && spec.RF != int(held.RF) {
+		reply(badRequest("reliability.replication-factor cannot be changed from " + strconv.Itoa(int(held.RF))))
+		return
+	}
+	if spec.RF == 0 {
+		spec.RF = n.inferRF(id, bloom)
+	}
+	n.clientWrite(id, bloom, spec, reply)
+}
+
+// remove serves a client DELETE /timers/<id>: a tombstone written to the
+// timer's replicas, old and new.
+func (n *Node) remove(wire string, reply func(Response)) {
+	id, bloom, err := ParseWireID(wire)
+	if err != nil {
+		reply(badRequest(ErrBadID.Error()))
+		return
+	}
+	spec := Spec{Tombstone: true, RF: n.inferRF(id, bloom)}
+	n.clientWrite(id, bloom, spec, reply)
+}
+
+// clientWrite issues a version for an update or delete of id that orders
+// after the timer's creation and everything this node has seen.
+func (n *Node) clientWrite(id, bloom uint64, spec Spec, reply func(Response)) {
+	now := n.nowMs()
+	n.ids.observe(id)
+	n.write(id, n.ids.next(now), spec, bloom, now, reply)
+}
+
+// inferRF returns the replication factor of a timer a client did not give
+// one for: the held copy's, else the number of members its ID's bloom
+// filter names.
+func (n *Node) inferRF(id, bloom uint64) int {
+	if t := n.store.Get(id); t != nil && t.RF > 0 {
+		return int(t.RF)
+	}
+	if c := len(n.ring.Matching(bloom)); c > 0 {
+		return min(c, MaxReplicationFactor)
+	}
+	return DefaultReplicationFactor
+}
+
+// write sends a new definition of id to its replicas under today's
+// cluster, and to the nodes the old bloom filter names so that old
+// replicas drop their copy (passive rebalancing).
+func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, reply func(Response)) {
+	replicas := n.ring.Replicas(id, spec.RF)
+	t := &Timer{
+		ID: id, Version: version, Start: now,
+		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
+		Tombstone: spec.Tombstone, RF: uint8(spec.RF),
+		URI: spec.URI, Opaque: spec.Opaque,
+		Placement: n.placement(replicas, n.sites()),
+		ViewID:    n.ring.ViewID(),
+	}
+	if len(spec.Tags) > 0 {
+		t.Extra = &TimerExtra{Tags: spec.Tags}
+	}
+	targets := replicas
+	for _, old := range n.ring.Matching(oldBloom) {
+		if !slices.Contains(targets, old) {
+			targets = append(slices.Clip(targets), old)
+		}
+	}
+	w := &write{reply: reply, pending: len(targets), ok: Response{Status: 200, Header: Header{}}}
+	if !spec.Tombstone {
+		w.ok.Header[HeaderLocation] = "/timers/" + FormatWireID(id, n.ring.Bloom(replicas))
+	}
+	for _, peer := range targets {
+		counts := spec.Tombstone || slices.Contains(replicas, peer)
+		if peer == n.self {
+			local := *t
+			ok := n.apply(&local)
+			w.done(counts && ok, unavailable("node is full"))
+			continue
+		}
+		n.replicate(peer, t, now, func(ok bool, resp Response) { w.done(counts && ok, resp) })
+	}
+}
+
+// replicaPut applies a replication message from another node.
+func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Response)) {
+	n.stats.ReplicationsReceived++
+	t := &Timer{
+		ID: id, Version: r.Version, Start: n.nowMs() + r.StartTimeDelta,
+		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
+		Seq: r.Seq, Tombstone: spec.Tombstone, RF: uint8(spec.RF),
+		URI: spec.URI, Opaque: spec.Opaque,
+		Placement: n.placement(r.Replicas, r.Sites),
+		ViewID:    r.ViewID,
+	}
+	if len(spec.Tags) > 0 {
+		t.Extra = &TimerExtra{Tags: spec.Tags}
+	}
+	if !n.apply(t) {
+		reply(unavailable("node is full"))
+		return
+	}
+	reply(text(200, "OK"))
+}
+
+// sites lists the sites a new timer is replicated to: this one first.
+func (n *Node) sites() []string {
+	if len(n.cfg.RemoteSites) == 0 {
+		return nil
+	}
+	s := []string{n.cfg.LocalSite}
+	for _, r := range n.cfg.RemoteSites {
+		s = append(s, r.Name)
+	}
+	return s
+}
+
+func errorResponse(err error) Response {
+	var bad *BadRequestError
+	if errors.As(err, &bad) {
+		return badRequest(bad.Reason)
+	}
+	return unavailable(err.Error())
+}
+
+// replicationBody is the JSON of the internal PUT (api.md). version is an
+// extension: the client write that defined the timer, as a decimal string.
+type replicationBody struct {
+	Timing struct {
+		Interval       int64  `json:"interval"`
+		RepeatFor      int64  `json:"repeat-for"`
+		StartTimeDelta int64  `json:"start-time-delta"`
+		SequenceNumber uint32 `json:"sequence-number"`
+		Version        string `json:"version"`
+	} `json:"timing"`
+	Callback    map[string]*callbackHTTP `json:"callback"`
+	Reliability struct {
+		ClusterViewID     string   `json:"cluster-view-id"`
+		Replicas          []string `json:"replicas"`
+		Sites             []string `json:"sites,omitempty"`
+		ReplicationFactor int      `json:"replication-factor,omitempty"`
+	} `json:"reliability"`
+	Statistics *struct {
+		TagInfo []Tag `json:"tag-info"`
+	} `json:"statistics,omitempty"`
+}
+
+type callbackHTTP struct {
+	URI    string `json:"uri"`
+	Opaque string `json:"opaque"`
+}
+
+// EncodeReplication returns the internal PUT body for t as of now (ms).
+func EncodeReplication(t *Timer, now int64) []byte {
+	var b replicationBody
+	b.Timing.Interval = t.Interval / 1000
+	b.Timing.RepeatFor = t.RepeatFor / 1000
+	b.Timing.StartTimeDelta = t.Start - now
+	b.Timing.SequenceNumber = t.Seq
+	b.Timing.Version = strconv.FormatUint(t.Version, 10)
+	b.Callback = map[string]*callbackHTTP{}
+	if !t.Tombstone {
+		b.Callback["http"] = &callbackHTTP{URI: t.URI, Opaque: t.Opaque}
+	}
+	b.Reliability.ClusterViewID = strconv.FormatUint(t.ViewID, 10)
+	b.Reliability.Replicas = t.Placement.Replicas
+	b.Reliability.Sites = t.Placement.Sites
+	b.Reliability.ReplicationFactor = int(t.RF)
+	if tags := t.Tags(); len(tags) > 0 {
+		b.Statistics = &struct {
+			TagInfo []Tag `json:"tag-info"`
+		}{tags}
+	}
+	out, err := json.Marshal(&b)
+	if err != nil {
+		panic("node: encoding a replication body: " + err.Error())
+	}
+	return out
+}

@@ -1,0 +1,236 @@
+package node
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Supersedes reports whether incoming should replace existing, both being
+// records of the same timer ID. This is the conflict rule every replica
+// applies, whether the record comes from a client write, a replica's pop
+// notice, a tombstone or (later) a resync:
+//
+//   - a later client write wins: Version orders definitions;
+//   - within one definition, the record that has popped further wins: Seq
+//     orders pops, so a stale or duplicated pop notice changes nothing;
+//   - a tombstone of a definition beats that definition at any Seq (the
+//     final pop, or the record dropped by rebalancing) and is itself final.
+func Supersedes(existing, incoming *Timer) bool {
+	switch {
+	case existing == nil:
+		return true
+	case incoming.Version != existing.Version:
+		return incoming.Version > existing.Version
+	case existing.Tombstone:
+		return false
+	case incoming.Tombstone:
+		return true
+	default:
+		return incoming.Seq > existing.Seq
+	}
+}
+
+// apply stores t (built from a client write or a replication message) if
+// it supersedes what the node holds. It reports false only if the node
+// could not take the timer (full).
+func (n *Node) apply(t *Timer) bool {
+	n.ids.observe(t.Version)
+	if !t.Tombstone && !slices.Contains(t.Placement.Replicas, n.self) {
+		// Passive rebalancing: this node is no longer a replica. Keep a
+		// tombstone of the definition so that stale copies of it cannot
+		// bring the timer back here.
+		t.Tombstone = true
+	}
+	existing := n.store.Get(t.ID)
+	if t.Tombstone && existing != nil && t.Interval == 0 {
+		// A client delete does not know the interval; the tombstone
+		// lives one interval of the definition it buries.
+		t.Interval = existing.Interval
+	}
+	if !Supersedes(existing, t) {
+		return true
+	}
+	if existing == nil && n.store.Len() >= n.cfg.Limits.MaxTimers {
+		// A tombstone with nothing to bury is not worth refusing.
+		return t.Tombstone
+	}
+	n.release(existing)
+	n.hold(t, n.dueOf(t))
+	return true
+}
+
+// dueOf returns when this replica acts on t next: its next pop, skewed by
+// its rank, or for a tombstone (or a timer with nothing left to pop) the
+// end of its life.
+func (n *Node) dueOf(t *Timer) int64 {
+	if at, ok := t.NextPopAt(); ok {
+		return at + n.skew(t).Milliseconds()
+	}
+	t.Tombstone = true
+	return n.nowMs() + max(t.Interval, TombstoneMin.Milliseconds())
+}
+
+// skew is how much later than the due time this replica pops t: 2 s per
+// rank among the local replicas, and remote sites after every local
+// replica (DESIGN.md 4.10).
+func (n *Node) skew(t *Timer) time.Duration {
+	rank := slices.Index(t.Placement.Replicas, n.self)
+	if rank < 0 {
+		rank = len(t.Placement.Replicas)
+	}
+	site := max(slices.Index(t.Placement.Sites, n.cfg.LocalSite), 0)
+	return ReplicaSkew * time.Duration(rank+site*len(t.Placement.Replicas))
+}
+
+// hold inserts t, due at due, and counts it.
+func (n *Node) hold(t *Timer, due int64) {
+	n.store.Put(t, due)
+	n.count(t, 1)
+	n.rearm(due)
+}
+
+// release removes t, if held, and uncounts it.
+func (n *Node) release(t *Timer) {
+	if t == nil {
+		return
+	}
+	n.store.Remove(t.ID)
+	n.count(t, -1)
+}
+
+func (n *Node) count(t *Timer, sign int) {
+	if t.Tombstone {
+		n.stats.Tombstones += sign
+		return
+	}
+	n.stats.Timers += sign
+	for _, tag := range t.Tags() {
+		n.stats.Tags[tag.Type] += sign * tag.Count
+		if n.stats.Tags[tag.Type] == 0 {
+			delete(n.stats.Tags, tag.Type)
+		}
+	}
+}
+
+// rearm makes sure the alarm fires no later than due.
+func (n *Node) rearm(due int64) {
+	if n.popping || n.alarm != nil && n.alarmAt <= due {
+		return
+	}
+	n.armAt(due)
+}
+
+func (n *Node) armAt(due int64) {
+	if n.alarm != nil {
+		n.alarm.Stop()
+	}
+	n.alarmGen++
+	gen := n.alarmGen
+	d := max(time.UnixMilli(due).Sub(n.clock.Now()), 0)
+	n.alarm = n.clock.AfterFunc(d, func() { n.onAlarm(gen) })
+	n.alarmAt = due
+}
+
+// onAlarm pops everything due. Alarms that were replaced are ignored: a
+// stopped alarm may still fire.
+func (n *Node) onAlarm(gen uint64) {
+	if gen != n.alarmGen {
+		return
+	}
+	n.alarm = nil
+	now := n.nowMs()
+	n.popping = true
+	n.popBuf = n.store.PopDue(now, n.popBuf[:0])
+	for i, t := range n.popBuf {
+		n.popBuf[i] = nil
+		n.count(t, -1)
+		if !t.Tombstone {
+			n.pop(t, now)
+		}
+	}
+	n.popping = false
+	if due, ok := n.store.NextDue(); ok {
+		n.armAt(due)
+	}
+}
+
+// pop sends t's next callback and moves t on to its following pop, or to
+// a tombstone after the last one. The other replicas hear of it only when
+// the callback succeeds; on failure this replica drops its copy so that
+// the next replica pops (DESIGN.md 4.7).
+func (n *Node) pop(t *Timer, now int64) {
+	if at, ok := t.NextPopAt(); ok {
+		n.stats.PopLatenessMs += uint64(max(now-at-n.skew(t).Milliseconds(), 0))
+	}
+	t.Seq++
+	popped := *t
+	n.hold(t, n.dueOf(t))
+	n.stats.Pops++
+	req := Request{
+		Method: "POST",
+		URL:    popped.URI,
+		Header: Header{HeaderSequenceNumber: strconv.FormatUint(uint64(popped.Seq), 10)},
+		Body:   []byte(popped.Opaque),
+	}
+	n.send(req, CallbackTimeout, func(resp Response, err error) {
+		if err != nil || resp.Status < 200 || resp.Status > 299 {
+			n.callbackFailed(&popped, resp, err)
+			return
+		}
+		n.notifyPopped(&popped)
+	})
+}
+
+func (n *Node) callbackFailed(popped *Timer, resp Response, err error) {
+	n.stats.CallbackFailures++
+	n.log.Info("callback failed", "timer", popped.ID, "seq", popped.Seq, "status", resp.Status, "err", err)
+	cur := n.store.Get(popped.ID)
+	if cur != nil && cur.Version == popped.Version && cur.Seq == popped.Seq {
+		n.release(cur)
+	}
+}
+
+// notifyPopped tells the other replicas that pop Seq happened, so that they
+// skip it; after the last pop it sends them the tombstone.
+func (n *Node) notifyPopped(popped *Timer) {
+	notice := *popped
+	if _, more := notice.NextPopAt(); !more {
+		notice.Tombstone = true
+	}
+	now := n.nowMs()
+	for _, peer := range notice.Placement.Replicas {
+		if peer != n.self {
+			n.replicate(peer, &notice, now, nil)
+		}
+	}
+}
+
+// replicate sends t to peer with the internal PUT; done, if not nil,
+// receives whether the peer applied it.
+func (n *Node) replicate(peer string, t *Timer, now int64, done func(ok bool, resp Response)) {
+	n.stats.ReplicationsSent++
+	req := Request{
+		Method: "PUT",
+		URL:    "http://" + peer + "/timers/" + FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)),
+		Header: Header{HeaderContentType: "application/json"},
+		Body:   EncodeReplication(t, now),
+	}
+	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
+		if done != nil {
+			done(err == nil && resp.Status/100 == 2, resp)
+		}
+	})
+}
+
+// placement interns a replica and site list.
+func (n *Node) placement(replicas, sites []string) *Placement {
+	key := strings.Join(replicas, ",") + "|" + strings.Join(sites, ",")
+	if p, ok := n.placements[key]; ok {
+		return p
+	}
+	p := &Placement{Replicas: slices.Clone(replicas), Sites: slices.Clone(sites)}
+	n.placements[key] = p
+	return p
+}
