@@ -1,0 +1,50 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+GO        ?= go
+FUZZTIME  ?= 30s
+SEEDS     ?= 2000
+SOAKSEEDS ?= 10000
+
+.PHONY: build test test-race run bench fuzz verify lint sim sim-soak clean
+
+build:
+	$(GO) build ./...
+
+# test is what CI runs (.ci/run): static checks, then every test,
+# including the simulator's seeds (each run twice, trace hashes compared).
+test: verify
+	$(GO) test -count=1 -timeout 20m ./...
+
+test-race:
+	$(GO) test -count=1 -race -timeout 30m ./...
+
+# run starts one node on 127.0.0.1:7253 with no configuration.
+run:
+	$(GO) run ./cmd/chronos $(ARGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./node ./server ./sim
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParseBody$$' -fuzztime $(FUZZTIME) ./node
+	$(GO) test -run '^$$' -fuzz '^FuzzParseWireID$$' -fuzztime $(FUZZTIME) ./node
+	@for f in $$($(GO) test -list '^Fuzz' ./server | grep '^Fuzz'); do \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./server || exit 1; done
+
+# verify: formatting, vet, module tidiness; the import boundary of node is
+# a test (node/boundary_test.go) and runs with `make test`.
+verify:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+
+lint: verify
+
+# sim sweeps many seeds; sim-soak is the long sweep, not run in CI.
+sim:
+	$(GO) run ./cmd/chronos-sim sweep -seeds $(SEEDS)
+
+sim-soak:
+	$(GO) run ./cmd/chronos-sim sweep -seeds $(SOAKSEEDS)
+
+clean:
+	$(GO) clean ./...

@@ -1,0 +1,36 @@
+// Package node is the Chronos node: the replicating proxy and the local
+// timer wheel, as pure single-threaded logic with no I/O of its own. The
+// same code runs under the deterministic simulator (sim) and in production
+// (server).
+//
+// A Node never reads real time, sleeps, starts goroutines, touches sockets
+// or files, or uses global randomness (DESIGN.md section 2). Everything
+// from outside is injected through Config, and its driver has these duties:
+//
+//  1. Supply a Clock: Now is the node's wall time; AfterFunc callbacks must
+//     be run through the same serialization as every other call into the
+//     node.
+//  2. Supply a Network: Send performs the request (to a peer for
+//     replication, or to a client's callback URI) and calls done exactly
+//     once, within the timeout, serialized like everything else.
+//  3. Feed every inbound HTTP request to Handle, one call at a time, and
+//     deliver the Response passed to reply (which may come later, from a
+//     network completion: client writes are answered once replicas have
+//     acknowledged them).
+//  4. Call SetCluster when the cluster configuration changes.
+//
+// A minimal driver looks like this (the production one is server.Adapter):
+//
+//	n, err := node.New(cfg) // cfg.Clock, cfg.Network set
+//	...
+//	mu.Lock()
+//	n.Handle(req, func(r node.Response) { replies <- r })
+//	mu.Unlock()
+//	resp := <-replies // outside the lock
+//
+// The package's files: env.go (the injected interfaces and message
+// values), api.go (bodies and validation), id.go (unique and wire IDs),
+// ring.go (rendezvous hashing and the replica bloom filter), store.go (the
+// timing wheel), proxy.go (client writes and replication fan-out),
+// replica.go (holding, popping, conflict rules) and node.go (routing).
+package node
