@@ -1,0 +1,98 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Check runs G1-G5 and G7 on h with DefaultOptions. G6 needs the placement
+// as data: see CheckPlacement. Violations come sorted by At, then
+// Guarantee.
+func Check(h *History) []Violation {
+	return DefaultOptions().Check(h)
+}
+
+// Check runs G1-G5 and G7 on h:
+//
+//   - G1: every pop arrives no earlier than invoke + k x interval - skew.
+//   - G2: every due pop of an OK definition not replaced before its bound,
+//     with no fault around it, is delivered.
+//   - G3: the first delivery of each pop is within its bound (fault-free,
+//     or with replica failures for the worst rank).
+//   - G4: sequence numbers lie in 1..Pops() and fit the delivery time; no
+//     duplicate with no fault around; no pop of an unknown opaque.
+//   - G5: no pop of a rejected write or of a definition replaced by an OK
+//     DELETE or PUT; the per-timer porcupine model is linearizable.
+//   - G7: after the liveness phase began every pending pop is delivered
+//     within the replica-failure bound.
+func (o Options) Check(h *History) []Violation {
+	o.mustValidate()
+	x := newIndex(h, o)
+	var vs []Violation
+	vs = append(vs, x.checkPops()...)
+	vs = append(vs, x.checkMissing()...)
+	vs = append(vs, x.checkSticky()...)
+	vs = append(vs, o.linearizable(x).Violations...)
+	sortViolations(vs)
+	return vs
+}
+
+// CheckPlacement is G6: held maps each node to the timers it holds, want
+// maps each live timer to its rendezvous replicas under the current
+// cluster. It reports every missing replica and every copy held by a node
+// that is not among the timer's replicas (a stale copy, or a timer that is
+// no longer live at all).
+func CheckPlacement(held map[string][]uint64, want map[uint64][]string) []Violation {
+	holds := map[string]map[uint64]bool{}
+	for node, ts := range held {
+		holds[node] = map[uint64]bool{}
+		for _, t := range ts {
+			holds[node][t] = true
+		}
+	}
+	var vs []Violation
+	for t, replicas := range want {
+		isReplica := map[string]bool{}
+		for _, n := range replicas {
+			isReplica[n] = true
+			if !holds[n][t] {
+				vs = append(vs, Violation{Guarantee: "G6", Timer: t, Message: fmt.Sprintf(
+					"replica %s of timer %016x holds no copy: got missing, want held (replicas %v)", n, t, replicas)})
+			}
+		}
+		for n, ts := range holds {
+			if ts[t] && !isReplica[n] {
+				vs = append(vs, Violation{Guarantee: "G6", Timer: t, Message: fmt.Sprintf(
+					"node %s holds a stale copy of timer %016x: got held, want none (replicas %v)", n, t, replicas)})
+			}
+		}
+	}
+	for n, ts := range holds {
+		for t := range ts {
+			if _, live := want[t]; !live {
+				vs = append(vs, Violation{Guarantee: "G6", Timer: t, Message: fmt.Sprintf(
+					"node %s holds timer %016x that is not live: got held, want none", n, t)})
+			}
+		}
+	}
+	sortViolations(vs)
+	return vs
+}
+
+// sortViolations orders by time, guarantee, timer and message, so the
+// output never depends on map order.
+func sortViolations(vs []Violation) {
+	sort.SliceStable(vs, func(i, j int) bool {
+		a, b := vs[i], vs[j]
+		if a.At != b.At {
+			return a.At < b.At
+		}
+		if a.Guarantee != b.Guarantee {
+			return a.Guarantee < b.Guarantee
+		}
+		if a.Timer != b.Timer {
+			return a.Timer < b.Timer
+		}
+		return a.Message < b.Message
+	})
+}

@@ -1,0 +1,227 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// def is one definition: a create or update attempt and the pops that carry
+// its opaque.
+type def struct {
+	op Op
+	// lo and hi bound the start time: the op's invoke and its return (the
+	// end of history when the outcome is unknown).
+	lo, hi time.Duration
+	rf     int
+	// key partitions the porcupine history: the timer, or the op itself
+	// for a create whose timer the client never learned.
+	key string
+	// bySeq holds the indices of the pops per sequence number, by time.
+	bySeq map[int][]int
+	// lossFrom is the earliest time a fault may have removed every copy.
+	lossFrom time.Duration
+	// cutoff is the earliest a later op on the timer may have replaced it.
+	cutoff time.Duration
+}
+
+// due returns the window pop k falls due in.
+func (d *def) due(k int) (lo, hi time.Duration) {
+	step := time.Duration(k) * d.op.Spec.Interval
+	return d.lo + step, d.hi + step
+}
+
+// index is a history prepared for the checks.
+type index struct {
+	h        *History
+	o        Options
+	end      time.Duration
+	tl       timeline
+	defs     []*def
+	byOpaque map[string]*def
+	byTimer  map[uint64][]Op
+	// orphans are pops whose opaque no create or update sent.
+	orphans []int
+}
+
+// newIndex attributes every pop to its definition.
+func newIndex(h *History, o Options) *index {
+	x := &index{h: h, o: o, end: historyEnd(h), byOpaque: map[string]*def{}, byTimer: map[uint64][]Op{}}
+	x.tl = buildTimeline(h, x.end, o.FaultSettle)
+	ops := append([]Op(nil), h.Ops...)
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Seq < ops[j].Seq })
+	for _, op := range ops {
+		if op.Timer != 0 {
+			x.byTimer[op.Timer] = append(x.byTimer[op.Timer], op)
+		}
+		if op.Kind == Delete {
+			continue
+		}
+		if _, dup := x.byOpaque[op.Spec.Opaque]; dup {
+			continue // the first attempt with an opaque owns it
+		}
+		d := x.newDef(op)
+		x.defs = append(x.defs, d)
+		x.byOpaque[op.Spec.Opaque] = d
+	}
+	for i, p := range h.Pops {
+		d, ok := x.byOpaque[p.Opaque]
+		if !ok {
+			x.orphans = append(x.orphans, i)
+			continue
+		}
+		d.bySeq[p.Seq] = append(d.bySeq[p.Seq], i)
+	}
+	for _, d := range x.defs {
+		for _, idx := range d.bySeq {
+			sort.SliceStable(idx, func(i, j int) bool { return h.Pops[idx[i]].At < h.Pops[idx[j]].At })
+		}
+		d.cutoff = x.cutoff(d)
+		d.lossFrom = x.lossFrom(d)
+	}
+	return x
+}
+
+func (x *index) newDef(op Op) *def {
+	d := &def{op: op, lo: op.Invoke, hi: op.Return, rf: op.Spec.ReplicationFactor, bySeq: map[int][]int{}}
+	if op.Outcome == Unknown || d.hi < d.lo {
+		d.hi = x.end
+	}
+	if d.rf < 1 {
+		d.rf = x.o.DefaultReplicationFactor
+	}
+	d.key = timerKey(op.Timer)
+	if op.Timer == 0 {
+		d.key = fmt.Sprintf("op %d", op.Seq)
+	}
+	return d
+}
+
+// historyEnd is History.End, or the last recorded time if that is later.
+func historyEnd(h *History) time.Duration {
+	end := h.End
+	for _, op := range h.Ops {
+		end = max(end, op.Invoke, op.Return)
+	}
+	for _, p := range h.Pops {
+		end = max(end, p.At)
+	}
+	for _, f := range h.Faults {
+		end = max(end, f.At)
+	}
+	return end
+}
+
+// effReturn is when an op's effect is known to be settled one way or the
+// other: its return, or never for an unknown outcome.
+func effReturn(op Op) time.Duration {
+	if op.Outcome == Unknown {
+		return never
+	}
+	return op.Return
+}
+
+// cutoff is the earliest moment another op on d's timer may have taken
+// effect after d: any op not strictly before d (not failed) may be
+// linearized after it, from the later of the two invocations on.
+func (x *index) cutoff(d *def) time.Duration {
+	c := never
+	if d.op.Timer == 0 {
+		return c
+	}
+	for _, e := range x.byTimer[d.op.Timer] {
+		if e.Seq == d.op.Seq || e.Outcome == Failed || effReturn(e) < d.op.Invoke {
+			continue
+		}
+		c = min(c, max(e.Invoke, d.op.Invoke))
+	}
+	return c
+}
+
+// slack is what every lateness bound adds: the fault-free allowance, the
+// network hops and the clock skew of a node that runs behind.
+func (x *index) slack() time.Duration {
+	return x.o.FaultFreeLate + time.Duration(x.o.NetHops)*x.h.MaxNetDelay + x.h.MaxClockSkew
+}
+
+// rankBound is G3's bound with replica failures, for the worst rank.
+func (x *index) rankBound(d *def) time.Duration {
+	return x.o.ReplicaSkew*time.Duration(d.rf-1) + x.slack()
+}
+
+// window is the stretch around pop k in which a fault "touches" it: from
+// the earliest due time less the worst rank delay (a popped notice of the
+// previous pop may still be in flight) to the latest bound.
+func (x *index) window(d *def, k int) (a, b time.Duration) {
+	lo, hi := d.due(k)
+	r := x.rankBound(d)
+	return lo - r, hi + r
+}
+
+// lateBound is how late after its latest due time pop k may first arrive,
+// and false when no bound applies (all replicas may have been down).
+func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
+	a, b := x.window(d, k)
+	switch {
+	case !x.tl.touched(a, b):
+		return x.slack(), true
+	case x.tl.downNodes(a, b) >= d.rf:
+		return 0, false
+	}
+	return x.rankBound(d), true
+}
+
+// required reports whether pop k of d must arrive within bound: d
+// returned OK, the bound passed before the end of the history, nothing may
+// have replaced d by then, and no fault may have removed every copy of d
+// before the pop fell due.
+func (x *index) required(d *def, k int, bound time.Duration) bool {
+	lo, hi := d.due(k)
+	return d.op.Outcome == OK && hi+bound <= x.end && hi+bound < d.cutoff && lo < d.lossFrom
+}
+
+// lossFrom is the earliest time a fault may have removed every copy of d:
+// rf distinct nodes crashed (or any crash after a write a fault touched,
+// which may have reached one replica only), or a partition, clog or
+// callback fault over one of d's due times (a replica whose callback fails
+// drops its copy, DESIGN.md 4.7).
+func (x *index) lossFrom(d *def) time.Duration {
+	l := never
+	crashed := map[string]bool{}
+	partial := x.tl.touched(d.lo, min(d.hi, x.end)+x.o.FaultSettle)
+	for _, s := range x.tl.spans {
+		if s.to < d.lo {
+			continue
+		}
+		switch s.fault.Kind {
+		case Crash:
+			addAll(crashed, s.fault.Nodes)
+			if partial || len(crashed) >= d.rf || len(s.fault.Nodes) == 0 {
+				l = min(l, max(s.from, d.lo))
+			}
+		case Partition, Clog, SlowCallback, FailCallback:
+			if t, ok := x.firstDueIn(d, s.from, s.to); ok {
+				l = min(l, t)
+			}
+		}
+	}
+	return l
+}
+
+// firstDueIn returns the earliest time in [a, b] at which some pop of d
+// may be being delivered (from its earliest due time to its rank bound).
+func (x *index) firstDueIn(d *def, a, b time.Duration) (time.Duration, bool) {
+	r := x.rankBound(d)
+	k := 1
+	if iv := d.op.Spec.Interval; iv > 0 && a-r-d.hi > 0 {
+		k = max(1, int((a-r-d.hi+iv-1)/iv))
+	}
+	if k > d.op.Spec.Pops() {
+		return 0, false
+	}
+	lo, hi := d.due(k)
+	if lo > b || hi+r < a {
+		return 0, false
+	}
+	return max(a, lo), true
+}

@@ -1,0 +1,311 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// linKind is the kind of an operation in the porcupine model.
+type linKind int
+
+const (
+	linPut linKind = iota + 1
+	linDelete
+	linPop
+)
+
+// linInput is the input of one porcupine operation. Outputs are unused:
+// a pop's observation (the opaque it carried) is part of its input.
+type linInput struct {
+	Key    string
+	Timer  uint64
+	Kind   linKind
+	Opaque string
+	Desc   string
+}
+
+// linState is the model's state for one timer: the current definition.
+type linState struct {
+	Opaque string
+	Live   bool
+}
+
+// LinearizabilityInfo is what the porcupine check found.
+type LinearizabilityInfo struct {
+	// Result is porcupine's answer: Ok, Illegal, or Unknown on timeout.
+	Result porcupine.CheckResult
+	// Note explains an Unknown result or what was left out.
+	Note string
+	// Partitions is how many per-timer histories were checked, Operations
+	// how many operations they held, Excluded how many pop observations
+	// were left out because a fault touched them or the writes before them.
+	Partitions, Operations, Excluded int
+	// Violations are the G5 violations, one per non-linearizable timer.
+	Violations []Violation
+	// Model and Info feed porcupine.Visualize.
+	Model porcupine.Model
+	Info  porcupine.LinearizationInfo
+}
+
+// Model returns the porcupine model of one timer: create and update make
+// their definition current, delete makes none current, and a pop
+// observation is legal only while the definition it carried is current.
+// Histories are partitioned by timer.
+func Model() porcupine.Model {
+	return porcupine.Model{
+		Partition: partitionByKey,
+		Init:      func() interface{} { return linState{} },
+		Step: func(state, input, _ interface{}) (bool, interface{}) {
+			s, in := state.(linState), input.(linInput)
+			switch in.Kind {
+			case linPut:
+				return true, linState{Opaque: in.Opaque, Live: true}
+			case linDelete:
+				return true, linState{}
+			}
+			return s.Live && s.Opaque == in.Opaque, s
+		},
+		DescribeOperation: func(input, _ interface{}) string { return input.(linInput).Desc },
+		DescribeState: func(state interface{}) string {
+			if s := state.(linState); s.Live {
+				return fmt.Sprintf("current %q", s.Opaque)
+			}
+			return "no timer"
+		},
+	}
+}
+
+func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
+	byKey := map[string][]porcupine.Operation{}
+	for _, op := range ops {
+		k := op.Input.(linInput).Key
+		byKey[k] = append(byKey[k], op)
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([][]porcupine.Operation, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, byKey[k])
+	}
+	return out
+}
+
+// Linearizable checks the per-timer porcupine model on h with the default
+// options. An Unknown result (timeout) counts as linearizable, with a note.
+func Linearizable(h *History) (ok bool, info LinearizabilityInfo) {
+	return DefaultOptions().Linearizable(h)
+}
+
+// Linearizable checks the per-timer porcupine model on h.
+func (o Options) Linearizable(h *History) (bool, LinearizabilityInfo) {
+	o.mustValidate()
+	info := o.linearizable(newIndex(h, o))
+	return info.Result != porcupine.Illegal, info
+}
+
+func (o Options) linearizable(x *index) LinearizabilityInfo {
+	ops, excluded := x.linOps()
+	info := LinearizabilityInfo{Model: Model(), Operations: len(ops), Excluded: excluded}
+	info.Partitions = len(partitionByKey(ops))
+	info.Result, info.Info = porcupine.CheckOperationsVerbose(info.Model, ops, o.LinearizabilityTimeout)
+	switch info.Result {
+	case porcupine.Unknown:
+		info.Note = fmt.Sprintf("porcupine gave no answer within %v: reported as no violation", o.LinearizabilityTimeout)
+	case porcupine.Illegal:
+		info.Violations = o.illegalTimers(ops)
+	}
+	if excluded > 0 {
+		info.Note = joinNote(info.Note, fmt.Sprintf("%d pop observations left out: a fault touched them or a write before them", excluded))
+	}
+	return info
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// illegalTimers checks each timer alone to name the ones that fail, and
+// dates each failure by the earliest return the longest partial
+// linearization could not take in.
+func (o Options) illegalTimers(ops []porcupine.Operation) []Violation {
+	var vs []Violation
+	m := Model()
+	m.Partition = nil
+	for _, part := range partitionByKey(ops) {
+		res, info := porcupine.CheckOperationsVerbose(m, part, o.LinearizabilityTimeout)
+		if res != porcupine.Illegal {
+			continue
+		}
+		culprit := firstUnlinearized(part, info)
+		in := culprit.Input.(linInput)
+		vs = append(vs, Violation{Guarantee: "G5", At: time.Duration(culprit.Return), Timer: in.Timer,
+			Message: fmt.Sprintf("porcupine: history of %s is not linearizable; no linearization can take in %q (called %v, returned %v): got an illegal history, want a linearizable one",
+				in.Key, in.Desc, time.Duration(culprit.Call), time.Duration(culprit.Return))})
+	}
+	return vs
+}
+
+// firstUnlinearized returns the operation with the earliest return that a
+// longest partial linearization leaves out; among several longest ones the
+// earliest such return wins, so the answer does not depend on the order
+// porcupine lists them in.
+func firstUnlinearized(part []porcupine.Operation, info porcupine.LinearizationInfo) porcupine.Operation {
+	var pls [][]int
+	if all := info.PartialLinearizations(); len(all) > 0 {
+		pls = all[0]
+	}
+	longest := 0
+	for _, pl := range pls {
+		longest = max(longest, len(pl))
+	}
+	best := -1
+	for _, pl := range pls {
+		if len(pl) != longest {
+			continue
+		}
+		if c := leftOut(part, pl); c >= 0 && (best < 0 || part[c].Return < part[best].Return ||
+			part[c].Return == part[best].Return && c < best) {
+			best = c
+		}
+	}
+	if best < 0 {
+		best = len(part) - 1
+	}
+	return part[best]
+}
+
+// leftOut is the index of the earliest-returning operation not in pl.
+func leftOut(part []porcupine.Operation, pl []int) int {
+	in := make(map[int]bool, len(pl))
+	for _, id := range pl {
+		in[id] = true
+	}
+	best := -1
+	for i, op := range part {
+		if !in[i] && (best < 0 || op.Return < part[best].Return) {
+			best = i
+		}
+	}
+	return best
+}
+
+// linOps turns the history into porcupine operations: every write that did
+// not fail (an unknown outcome returns after the end of history, so it may
+// take effect any time after its invocation, or never), and every pop
+// observation with its window [due - skew, delivery]. Per timer, pops are
+// kept only while no fault has touched them or any write before them,
+// since a write cut by a fault may legitimately leave a stale replica
+// popping the old definition (G5 excuses that).
+func (x *index) linOps() ([]porcupine.Operation, int) {
+	taint := x.taints()
+	clients := 0
+	for _, op := range x.h.Ops {
+		clients = max(clients, op.Client+1)
+	}
+	var ops []porcupine.Operation
+	for _, op := range x.h.Ops {
+		in, ok := x.writeInput(op)
+		if !ok || op.Invoke >= taint[in.Key] {
+			continue
+		}
+		ret := op.Return
+		if op.Outcome == Unknown || ret < op.Invoke {
+			ret = x.end + 1
+		}
+		ops = append(ops, porcupine.Operation{ClientId: max(op.Client, 0), Input: in,
+			Call: int64(op.Invoke), Return: int64(ret)})
+	}
+	nodes := nodeIndex(x.h)
+	excluded := 0
+	for _, d := range x.defs {
+		for _, seq := range sortedSeqs(d) {
+			for _, i := range d.bySeq[seq] {
+				p := x.h.Pops[i]
+				a, b := x.window(d, max(seq, 1))
+				if t, ok := taint[d.key]; ok && p.At >= t || x.tl.touched(a, max(b, p.At)) {
+					excluded++
+					continue
+				}
+				ops = append(ops, x.popOp(d, seq, p, clients+nodes[p.Node]))
+			}
+		}
+	}
+	return ops, excluded
+}
+
+func (x *index) popOp(d *def, seq int, p Pop, client int) porcupine.Operation {
+	lo, _ := d.due(max(seq, 1))
+	call := min(lo-x.h.MaxClockSkew, p.At)
+	return porcupine.Operation{ClientId: client, Call: int64(call), Return: int64(p.At), Input: linInput{
+		Key: d.key, Timer: d.op.Timer, Kind: linPop, Opaque: p.Opaque,
+		Desc: fmt.Sprintf("pop %d %q from %s", seq, p.Opaque, p.Node)}}
+}
+
+// writeInput describes a client write, false for one that changed nothing
+// or names no timer.
+func (x *index) writeInput(op Op) (linInput, bool) {
+	if op.Outcome == Failed || op.Kind == Delete && op.Timer == 0 {
+		return linInput{}, false
+	}
+	if op.Kind == Delete {
+		return linInput{Key: timerKey(op.Timer), Timer: op.Timer, Kind: linDelete,
+			Desc: fmt.Sprintf("op %d delete (%s)", op.Seq, op.Outcome)}, true
+	}
+	d := x.byOpaque[op.Spec.Opaque]
+	if d == nil || d.op.Seq != op.Seq {
+		return linInput{}, false // a reused opaque: attribution is ambiguous
+	}
+	return linInput{Key: d.key, Timer: op.Timer, Kind: linPut, Opaque: op.Spec.Opaque,
+		Desc: fmt.Sprintf("op %d %s %q (%s)", op.Seq, op.Kind, op.Spec.Opaque, op.Outcome)}, true
+}
+
+// taints returns, per partition key, when the first fault touched one of
+// its writes (never when none did).
+func (x *index) taints() map[string]time.Duration {
+	taint := map[string]time.Duration{}
+	for _, op := range x.h.Ops {
+		in, ok := x.writeInput(op)
+		if !ok {
+			continue
+		}
+		if _, seen := taint[in.Key]; !seen {
+			taint[in.Key] = never
+		}
+		ret := min(effReturn(op), x.end) + x.o.FaultSettle
+		for _, s := range x.tl.spans {
+			if s.from <= ret && s.to >= op.Invoke {
+				taint[in.Key] = min(taint[in.Key], max(s.from, op.Invoke))
+			}
+		}
+	}
+	return taint
+}
+
+func timerKey(t uint64) string { return fmt.Sprintf("timer %016x", t) }
+
+// nodeIndex numbers the nodes that popped, in name order.
+func nodeIndex(h *History) map[string]int {
+	var names []string
+	seen := map[string]bool{}
+	for _, p := range h.Pops {
+		if !seen[p.Node] {
+			seen[p.Node] = true
+			names = append(names, p.Node)
+		}
+	}
+	sort.Strings(names)
+	idx := make(map[string]int, len(names))
+	for i, n := range names {
+		idx[n] = i
+	}
+	return idx
+}

@@ -1,0 +1,108 @@
+package checker
+
+import (
+	"fmt"
+	"time"
+)
+
+// Bounds of DESIGN.md section 3, as named constants. Options starts from
+// them; a run may widen or narrow them through its own Options.
+const (
+	// FaultFreeLate is the lateness G3 allows a pop with no fault around it,
+	// before network delay and clock skew are added.
+	FaultFreeLate = 100 * time.Millisecond
+	// ReplicaSkew is how much later each backup rank pops than the one
+	// before it (the redundancy path of G3).
+	ReplicaSkew = 2 * time.Second
+	// NetHops is how many one-way network delays a healthy pop may spend
+	// after its due time: the callback itself, plus one more for the
+	// replication or popped-notice message that can sit between a start
+	// time being fixed and the replica that pops learning of it.
+	NetHops = 2
+	// DefaultReplicationFactor is what a Spec with ReplicationFactor 0 gets
+	// (api.md: the default replication factor is 2).
+	DefaultReplicationFactor = 2
+	// FaultSettle is how long after a fault ends (heal, resume, restart,
+	// callback-ok) it still counts as active: the popped notices and
+	// resync that clean up after it need a moment.
+	FaultSettle = 5 * time.Second
+	// LinearizabilityTimeout caps the porcupine search for a whole history.
+	LinearizabilityTimeout = 10 * time.Second
+	// ReportWindow is how far around the first violation the report lists
+	// events.
+	ReportWindow = 5 * time.Second
+)
+
+// Options holds every bound the checks use. The zero value is not useful;
+// start from DefaultOptions.
+type Options struct {
+	// FaultFreeLate is G3's lateness allowance with no fault around.
+	FaultFreeLate time.Duration
+	// ReplicaSkew is the extra delay per backup rank.
+	ReplicaSkew time.Duration
+	// NetHops multiplies History.MaxNetDelay in every lateness bound.
+	NetHops int
+	// DefaultReplicationFactor stands in for a Spec's 0.
+	DefaultReplicationFactor int
+	// FaultSettle extends every fault's active interval past its end.
+	FaultSettle time.Duration
+	// StickAllowance is how long after a DELETE or PUT returned a pop of
+	// the superseded definition may still fall due (G5). Clock skew and
+	// network delay are added to it.
+	StickAllowance time.Duration
+	// LinearizabilityTimeout caps the porcupine search; an unfinished
+	// search is reported as a note, never as a violation.
+	LinearizabilityTimeout time.Duration
+	// ReportWindow is how far around the first violation the report looks.
+	ReportWindow time.Duration
+	// MaxReportEvents caps the events the text report lists.
+	MaxReportEvents int
+}
+
+// DefaultOptions returns the bounds of DESIGN.md section 3.
+func DefaultOptions() Options {
+	return Options{
+		FaultFreeLate:            FaultFreeLate,
+		ReplicaSkew:              ReplicaSkew,
+		NetHops:                  NetHops,
+		DefaultReplicationFactor: DefaultReplicationFactor,
+		FaultSettle:              FaultSettle,
+		StickAllowance:           FaultFreeLate,
+		LinearizabilityTimeout:   LinearizabilityTimeout,
+		ReportWindow:             ReportWindow,
+		MaxReportEvents:          200,
+	}
+}
+
+// Validate reports the first field that cannot be used.
+func (o Options) Validate() error {
+	switch {
+	case o.FaultFreeLate < 0:
+		return fmt.Errorf("checker: FaultFreeLate %v is negative", o.FaultFreeLate)
+	case o.ReplicaSkew < 0:
+		return fmt.Errorf("checker: ReplicaSkew %v is negative", o.ReplicaSkew)
+	case o.NetHops < 0:
+		return fmt.Errorf("checker: NetHops %d is negative", o.NetHops)
+	case o.DefaultReplicationFactor < 1:
+		return fmt.Errorf("checker: DefaultReplicationFactor %d is below 1", o.DefaultReplicationFactor)
+	case o.FaultSettle < 0:
+		return fmt.Errorf("checker: FaultSettle %v is negative", o.FaultSettle)
+	case o.StickAllowance < 0:
+		return fmt.Errorf("checker: StickAllowance %v is negative", o.StickAllowance)
+	case o.LinearizabilityTimeout < 0:
+		return fmt.Errorf("checker: LinearizabilityTimeout %v is negative", o.LinearizabilityTimeout)
+	case o.ReportWindow < 0:
+		return fmt.Errorf("checker: ReportWindow %v is negative", o.ReportWindow)
+	case o.MaxReportEvents < 1:
+		return fmt.Errorf("checker: MaxReportEvents %d is below 1", o.MaxReportEvents)
+	}
+	return nil
+}
+
+// mustValidate panics on options that would make every check meaningless:
+// a programming error of the caller, not an operating failure.
+func (o Options) mustValidate() {
+	if err := o.Validate(); err != nil {
+		panic(err)
+	}
+}

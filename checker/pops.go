@@ -1,0 +1,195 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// maxSeqScan caps how many candidate sequence numbers the seq-versus-time
+// check looks at for one pop.
+const maxSeqScan = 64
+
+// checkPops runs G1, G3, the per-pop half of G4 and the lateness half of
+// G7 on every delivered pop.
+func (x *index) checkPops() []Violation {
+	var vs []Violation
+	for _, i := range x.orphans {
+		p := x.h.Pops[i]
+		vs = append(vs, Violation{Guarantee: "G4", At: p.At, Message: fmt.Sprintf(
+			"pop from %s with seq %d carries opaque %q that no create or update sent: got a pop of no definition, want none",
+			p.Node, p.Seq, p.Opaque)})
+	}
+	for _, d := range x.defs {
+		if d.op.Outcome == Failed {
+			continue // every pop of a rejected write is a G5 violation
+		}
+		for _, seq := range sortedSeqs(d) {
+			vs = append(vs, x.checkSeq(d, seq)...)
+		}
+	}
+	return vs
+}
+
+func sortedSeqs(d *def) []int {
+	seqs := make([]int, 0, len(d.bySeq))
+	for s := range d.bySeq {
+		seqs = append(seqs, s)
+	}
+	sort.Ints(seqs)
+	return seqs
+}
+
+// checkSeq checks every delivery of pop seq of d.
+func (x *index) checkSeq(d *def, seq int) []Violation {
+	idx := d.bySeq[seq]
+	if n := d.op.Spec.Pops(); seq < 1 || seq > n {
+		var vs []Violation
+		for _, i := range idx {
+			p := x.h.Pops[i]
+			vs = append(vs, x.violation("G4", p.At, d, fmt.Sprintf(
+				"pop from %s carries seq %d: got seq %d, want 1..%d (interval %v, repeat-for %v)",
+				p.Node, seq, seq, n, d.op.Spec.Interval, d.op.Spec.RepeatFor)))
+		}
+		return vs
+	}
+	var vs []Violation
+	for n, i := range idx {
+		if v, bad := x.checkDelivery(d, seq, x.h.Pops[i], n == 0); bad {
+			vs = append(vs, v)
+		}
+	}
+	if v, bad := x.checkDuplicates(d, seq); bad {
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// checkDelivery checks one delivery: early (G1), carrying a seq its time
+// does not fit (G4, judged only where no fault widens the windows so that
+// they overlap), or, for the first delivery, late (G3, or G7 after the
+// liveness phase began).
+func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bool) {
+	lo, hi := d.due(seq)
+	if earliest := lo - x.h.MaxClockSkew; p.At < earliest {
+		return x.violation("G1", p.At, d, fmt.Sprintf(
+			"pop %d from %s arrived early: got %v, want at or after %v (invoke %v + %d x %v - skew %v)",
+			seq, p.Node, p.At, earliest, d.lo, seq, d.op.Spec.Interval, x.h.MaxClockSkew)), true
+	}
+	bound, ok := x.lateBound(d, seq)
+	liveness := x.tl.liveFrom > 0 && lo >= x.tl.liveFrom
+	if liveness && !ok {
+		bound, ok = x.rankBound(d), true
+	}
+	if !ok || p.At <= hi+bound {
+		return Violation{}, false
+	}
+	a, b := x.window(d, seq)
+	touched := x.tl.touched(a, b)
+	if fits := x.impliedSeqs(d, p.At, seq); len(fits) > 0 && !touched {
+		return x.violation("G4", p.At, d, fmt.Sprintf(
+			"pop from %s at %v carries seq %d, but its time fits only seq %v: got seq %d, want one of %v (a duplicate or mislabelled pop)",
+			p.Node, p.At, seq, fits, seq, fits)), true
+	}
+	if !first {
+		return Violation{}, false // a late copy is a duplicate, G4's business
+	}
+	g := "G3"
+	if liveness && touched {
+		g = "G7"
+	}
+	return x.violation(g, p.At, d, fmt.Sprintf(
+		"pop %d from %s arrived late: got %v, want by %v (due by %v + bound %v)",
+		seq, p.Node, p.At, hi+bound, hi, bound)), true
+}
+
+// impliedSeqs lists the sequence numbers other than seq whose due window,
+// with its lateness bound, contains at.
+func (x *index) impliedSeqs(d *def, at time.Duration, seq int) []int {
+	n := d.op.Spec.Pops()
+	k := 1
+	if iv := d.op.Spec.Interval; iv > 0 {
+		k = min(n, int((at+x.h.MaxClockSkew-d.lo)/iv))
+	}
+	var fits []int
+	for scanned := 0; k >= 1 && scanned < maxSeqScan; k, scanned = k-1, scanned+1 {
+		lo, hi := d.due(k)
+		if hi+x.rankBound(d) < at {
+			break
+		}
+		if k == seq || at < lo-x.h.MaxClockSkew {
+			continue
+		}
+		bound, ok := x.lateBound(d, k)
+		if !ok || at <= hi+bound {
+			fits = append(fits, k)
+		}
+	}
+	sort.Ints(fits)
+	return fits
+}
+
+// checkDuplicates reports a pop delivered more than once with no fault
+// around its due time or its deliveries (G4).
+func (x *index) checkDuplicates(d *def, seq int) (Violation, bool) {
+	idx := d.bySeq[seq]
+	if len(idx) < 2 {
+		return Violation{}, false
+	}
+	a, b := x.window(d, seq)
+	last := x.h.Pops[idx[len(idx)-1]]
+	if x.tl.touched(a, max(b, last.At)) {
+		return Violation{}, false
+	}
+	p0, p1 := x.h.Pops[idx[0]], x.h.Pops[idx[1]]
+	return x.violation("G4", p1.At, d, fmt.Sprintf(
+		"pop %d delivered %d times with no fault around it (first from %s at %v, again from %s at %v): got %d deliveries, want 1",
+		seq, len(idx), p0.Node, p0.At, p1.Node, p1.At, len(idx))), true
+}
+
+// checkMissing reports due pops never delivered: G2 for pops due in
+// fault-free stretches, G7 for pops due after the liveness phase began.
+func (x *index) checkMissing() []Violation {
+	var vs []Violation
+	for _, d := range x.defs {
+		if d.op.Outcome != OK {
+			continue
+		}
+		for k := 1; k <= d.op.Spec.Pops(); k++ {
+			lo, _ := d.due(k)
+			if lo > x.end {
+				break
+			}
+			if len(d.bySeq[k]) > 0 {
+				continue
+			}
+			if v, bad := x.missing(d, k); bad {
+				vs = append(vs, v)
+			}
+		}
+	}
+	return vs
+}
+
+// missing decides whether undelivered pop k of d is a violation.
+func (x *index) missing(d *def, k int) (Violation, bool) {
+	lo, hi := d.due(k)
+	g, bound := "G2", x.slack()
+	if x.tl.liveFrom > 0 && lo >= x.tl.liveFrom {
+		g, bound = "G7", x.rankBound(d)
+	} else if a, b := x.window(d, k); x.tl.touched(a, b) {
+		return Violation{}, false
+	}
+	if !x.required(d, k, bound) {
+		return Violation{}, false
+	}
+	return x.violation(g, hi+bound, d, fmt.Sprintf(
+		"pop %d (due %v..%v) never delivered: got no pop by %v (history end %v), want one by %v",
+		k, lo, hi, x.end, x.end, hi+bound)), true
+}
+
+// violation builds a Violation about definition d.
+func (x *index) violation(g string, at time.Duration, d *def, msg string) Violation {
+	return Violation{Guarantee: g, At: at, Timer: d.op.Timer,
+		Message: fmt.Sprintf("%s (op %d %s %q)", msg, d.op.Seq, d.op.Kind, d.op.Spec.Opaque)}
+}
