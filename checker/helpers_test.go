@@ -16,7 +16,7 @@ const (
 func write(seq int, kind Kind, timer uint64, opaque string, interval, repeatFor, invoke, ret time.Duration, out Outcome) Op {
 	status := map[Outcome]int{OK: 200, Failed: 400, Unknown: 0}[out]
 	return Op{Seq: seq, Client: seq % 3, Node: "n1", Kind: kind, Timer: timer,
-		Spec: Spec{Interval: interval, RepeatFor: repeatFor, URI: "http://client/cb", Opaque: opaque, ReplicationFactor: 2},
+		Spec:   Spec{Interval: interval, RepeatFor: repeatFor, URI: "http://client/cb", Opaque: opaque, ReplicationFactor: 2},
 		Invoke: invoke, Return: ret, Outcome: out, Status: status}
 }
 
