@@ -1,0 +1,272 @@
+package node
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cluster wires several nodes to one manual clock and one held network;
+// settle delivers node-to-node requests (except to nodes marked down) until
+// none are left, leaving client callbacks for the test to answer.
+type cluster struct {
+	t     *testing.T
+	clock *manualClock
+	net   *heldNet
+	nodes map[string]*Node
+	down  map[string]bool
+}
+
+func newCluster(t *testing.T, addrs ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, clock: &manualClock{now: epoch}, net: &heldNet{}, nodes: map[string]*Node{}, down: map[string]bool{}}
+	for i, a := range addrs {
+		cfg := DefaultConfig()
+		cfg.Address, cfg.InstanceID = a, uint32(i)
+		cfg.Cluster = Membership{Nodes: addrs}
+		cfg.Clock, cfg.Network = c.clock, senderNet{c, a}
+		n, err := New(cfg)
+		if err != nil {
+			t.Fatalf("New(%s): %v", a, err)
+		}
+		c.nodes[a] = n
+	}
+	return c
+}
+
+// settle delivers every pending node-to-node request; requests to down
+// nodes fail.
+func (c *cluster) settle() {
+	for {
+		reqs := c.net.take("http://10.")
+		if len(reqs) == 0 {
+			return
+		}
+		for _, s := range reqs {
+			host, path, _ := strings.Cut(strings.TrimPrefix(s.req.URL, "http://"), "/")
+			if c.down[host] {
+				s.done(Response{}, errUnreachable)
+				continue
+			}
+			in := s.req
+			in.URL = "/" + path
+			c.nodes[host].Handle(in, func(r Response) { s.done(r, nil) })
+		}
+	}
+}
+
+// senderNet is one node's view of the cluster network: a down node can
+// send nothing.
+type senderNet struct {
+	c    *cluster
+	from string
+}
+
+func (s senderNet) Send(req Request, timeout time.Duration, done func(Response, error)) {
+	if s.c.down[s.from] {
+		done(Response{}, errUnreachable)
+		return
+	}
+	s.c.net.Send(req, timeout, done)
+}
+
+type unreachable struct{}
+
+func (unreachable) Error() string { return "unreachable" }
+
+var errUnreachable error = unreachable{}
+
+// client sends a client request to a node, settles, and returns the reply.
+func (c *cluster) client(via, method, url, body string) Response {
+	c.t.Helper()
+	var got *Response
+	c.nodes[via].Handle(Request{Method: method, URL: url, Header: Header{}, Body: []byte(body)}, func(r Response) { got = &r })
+	c.settle()
+	if got == nil {
+		c.t.Fatalf("%s %s via %s: no reply after settling", method, url, via)
+	}
+	return *got
+}
+
+// advance moves time on in 100 ms steps, answering callbacks with status
+// and settling replication after each, and returns the callbacks.
+func (c *cluster) advance(d time.Duration, status int) []Request {
+	var out []Request
+	end := c.clock.now.Add(d)
+	for c.clock.now.Before(end) {
+		c.clock.advance(100 * time.Millisecond)
+		c.settle()
+		for _, s := range c.net.take(cb) {
+			out = append(out, s.req)
+			s.done(Response{Status: status}, nil)
+		}
+		c.settle()
+	}
+	return out
+}
+
+func (c *cluster) holders(wire string) []string {
+	id := mustID(c.t, wire)
+	var out []string
+	for a, n := range c.nodes {
+		if t, ok := n.Timer(id); ok && !t.Tombstone {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+var three = []string{"10.0.0.1:7253", "10.0.0.2:7253", "10.0.0.3:7253"}
+
+// TestCreateReplicatesToRendezvousReplicas proves a create through any node
+// is held by exactly the timer's rendezvous replicas, and that the
+// Location's bloom names them.
+func TestCreateReplicatesToRendezvousReplicas(t *testing.T) {
+	for _, rf := range []int{1, 2, 3, 5} {
+		c := newCluster(t, three...)
+		r := c.client(three[rf%3], "POST", "/timers", `{"timing":{"interval":10},"callback":{"http":{"uri":"`+cb+
+			`"}},"reliability":{"replication-factor":`+string(rune('0'+rf))+`}}`)
+		if r.Status != 200 {
+			t.Fatalf("rf %d: POST got %d (%s)", rf, r.Status, r.Body)
+		}
+		wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+		id, bloom, _ := ParseWireID(wire)
+		ring := NewRing(three)
+		want := ring.Replicas(id, rf)
+		got := c.holders(wire)
+		if !slices.Equal(got, sorted(want)) {
+			t.Errorf("rf %d: held by %v, want %v", rf, got, sorted(want))
+		}
+		if m := ring.Matching(bloom); !slices.Equal(sorted(m), sorted(want)) {
+			t.Errorf("rf %d: bloom matches %v, want %v", rf, m, want)
+		}
+	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// TestReplicasPopOnceWhenHealthy proves the skew scheme: the primary pops,
+// tells the backups, and they skip that pop; every pop of a repeating
+// timer is delivered exactly once, and the final pop removes the timer
+// from every replica.
+func TestReplicasPopOnceWhenHealthy(t *testing.T) {
+	c := newCluster(t, three...)
+	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":5,"repeat-for":15},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":3}}`)
+	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	got := seqs(c.advance(40*time.Second, 200))
+	if want := []string{"1:x", "2:x", "3:x"}; !slices.Equal(got, want) {
+		t.Fatalf("pops: got %v, want %v", got, want)
+	}
+	if h := c.holders(wire); len(h) != 0 {
+		t.Errorf("after the final pop: still held by %v", h)
+	}
+}
+
+// TestBackupPopsWhenPrimaryIsDown proves the redundancy path: with the
+// primary unreachable, the first backup pops 2 s late and the second
+// backup, told by it, does not pop.
+func TestBackupPopsWhenPrimaryIsDown(t *testing.T) {
+	c := newCluster(t, three...)
+	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":5,"repeat-for":10},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":3}}`)
+	id, _, _ := ParseWireID(strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/"))
+	primary := NewRing(three).Replicas(id, 3)[0]
+	c.down[primary] = true
+	if got := c.advance(6900*time.Millisecond, 200); len(got) != 0 {
+		t.Fatalf("pops by 6.9 s: got %v, want none (primary down, backup pops at 7 s)", seqs(got))
+	}
+	got := seqs(c.advance(20*time.Second, 200))
+	if want := []string{"1:x", "2:x"}; !slices.Equal(got, want) {
+		t.Fatalf("pops: got %v, want %v", got, want)
+	}
+}
+
+// TestCallbackFailureHandsOverToBackup proves that when the primary's
+// callback fails it drops its copy without telling the others, so the
+// first backup pops 2 s later (DESIGN.md 4.7), and the next pop brings
+// the primary's copy back.
+func TestCallbackFailureHandsOverToBackup(t *testing.T) {
+	c := newCluster(t, three...)
+	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":20},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
+	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	if got := seqs(c.advance(10*time.Second, 500)); !slices.Equal(got, []string{"1:x"}) {
+		t.Fatalf("first attempt: got %v", got)
+	}
+	if h := c.holders(wire); len(h) != 1 {
+		t.Fatalf("after the failure: held by %v, want only the backup", h)
+	}
+	if got := seqs(c.advance(2*time.Second, 200)); !slices.Equal(got, []string{"1:x"}) {
+		t.Fatalf("backup's retry: got %v, want [1:x]", got)
+	}
+	if h := c.holders(wire); len(h) != 2 {
+		t.Fatalf("after the backup's pop: held by %v, want both replicas again", h)
+	}
+}
+
+// TestDeleteThroughAnyNodeSticks proves a DELETE through a node that is not
+// a replica tombstones the timer on every replica.
+func TestDeleteThroughAnyNodeSticks(t *testing.T) {
+	c := newCluster(t, three...)
+	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":5},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":1}}`)
+	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	via := three[0]
+	for _, a := range three {
+		if !slices.Contains(c.holders(wire), a) {
+			via = a
+		}
+	}
+	if r := c.client(via, "DELETE", "/timers/"+wire, ""); r.Status != 200 {
+		t.Fatalf("DELETE: got %d", r.Status)
+	}
+	if got := c.advance(30*time.Second, 200); len(got) != 0 {
+		t.Fatalf("pops after delete: %v", seqs(got))
+	}
+}
+
+// TestPassiveRebalancing proves scaling.md's passive method: after a node
+// joins, an update through any node moves the timer onto its new replicas,
+// the old replicas that are no longer replicas drop their copy, and the
+// response carries the new bloom.
+func TestPassiveRebalancing(t *testing.T) {
+	four := append(slices.Clone(three), "10.0.0.4:7253")
+	c := newCluster(t, four...)
+	for _, n := range c.nodes {
+		if err := n.SetCluster(Membership{Nodes: three, Joining: nil}); err != nil && !strings.Contains(err.Error(), "does not list") {
+			t.Fatal(err)
+		}
+	}
+	// The fourth node is not yet a member: find a timer it will own.
+	var wire string
+	for {
+		r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":50},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":2}}`)
+		wire = strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+		if slices.Contains(NewRing(four).Replicas(mustID(t, wire), 2), four[3]) {
+			break
+		}
+	}
+	for _, n := range c.nodes {
+		if err := n.SetCluster(Membership{Nodes: four}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := c.client(three[1], "PUT", "/timers/"+wire, `{"timing":{"interval":50},"callback":{"http":{"uri":"`+cb+`","opaque":"moved"}}}`)
+	if r.Status != 200 {
+		t.Fatalf("PUT: got %d (%s)", r.Status, r.Body)
+	}
+	want := sorted(NewRing(four).Replicas(mustID(t, wire), 2))
+	if got := c.holders(wire); !slices.Equal(got, want) {
+		t.Errorf("held by %v, want %v", got, want)
+	}
+	_, bloom, _ := ParseWireID(strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/"))
+	if got := sorted(NewRing(four).Matching(bloom)); !slices.Equal(got, want) {
+		t.Errorf("new bloom matches %v, want %v", got, want)
+	}
+}
