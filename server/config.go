@@ -88,6 +88,10 @@ func (c Config) ListenAddress() string {
 // port, so the node sees one spelling of each address.
 func (c *Config) normalize() error {
 	if c.Localhost == "" {
+		// Derived from the bind address, which must be sound first.
+		if err := validateBindAddress(c.BindAddress); err != nil {
+			return err
+		}
 		host := c.BindAddress
 		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 			// Bound to every interface: the cluster must be told which
@@ -124,32 +128,51 @@ func (c *Config) normalize() error {
 // withPort returns addr as host:port, adding the default port when it has
 // none. field names the setting in the error.
 func withPort(field, addr string) (string, error) {
-	addr = strings.TrimSpace(addr)
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		// No port: a bare host, a bracketed or a bare IPv6 literal.
 		host = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")
 		port = strconv.Itoa(node.DefaultPort)
 	}
-	if host == "" || strings.ContainsAny(host, " \t/[]@?#") {
+	if !validHost(host) {
 		return "", fmt.Errorf("server: %s %q is not an address", field, addr)
 	}
-	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
-		return "", fmt.Errorf("server: %s %q is not an address", field, addr)
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+	p, ok := portNumber(port)
+	if !ok {
 		return "", fmt.Errorf("server: %s %q has no valid port", field, addr)
 	}
-	return net.JoinHostPort(host, port), nil
+	// Rewritten from the number, so "h:07253" and "h:7253" are one node.
+	return net.JoinHostPort(host, strconv.Itoa(p)), nil
+}
+
+// portNumber reads a TCP port: decimal digits only, 1..65535.
+func portNumber(s string) (int, bool) {
+	if s == "" || len(s) > 5 || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	p, _ := strconv.Atoi(s)
+	return p, p >= 1 && p <= 65535
+}
+
+// validHost reports whether h can be the host part of a URL authority: a
+// name or an IP literal (IPv6 without brackets), with no spaces, control
+// characters or URL delimiters.
+func validHost(h string) bool {
+	if h == "" || strings.ContainsAny(h, "/[]@?#%\\") {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if h[i] <= ' ' || h[i] == 0x7f {
+			return false
+		}
+	}
+	return !strings.Contains(h, ":") || net.ParseIP(h) != nil
 }
 
 // Validate reports the first invalid setting, naming it and its value.
 func (c Config) Validate() error {
-	if c.BindAddress == "" || strings.ContainsAny(c.BindAddress, " \t/[]@?#") {
-		return fmt.Errorf("server: bind-address %q is not a host", c.BindAddress)
-	}
-	if _, _, err := net.SplitHostPort(c.BindAddress); err == nil {
-		return fmt.Errorf("server: bind-address %q carries a port; use bind-port", c.BindAddress)
+	if err := validateBindAddress(c.BindAddress); err != nil {
+		return err
 	}
 	if c.BindPort < 1 || c.BindPort > 65535 {
 		return fmt.Errorf("server: bind-port %d is not in 1..65535", c.BindPort)
@@ -171,6 +194,16 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("server: shutdown timeout %v is not positive", c.ShutdownTimeout)
+	}
+	return nil
+}
+
+func validateBindAddress(a string) error {
+	if _, _, err := net.SplitHostPort(a); err == nil {
+		return fmt.Errorf("server: bind-address %q carries a port; use bind-port", a)
+	}
+	if !validHost(a) {
+		return fmt.Errorf("server: bind-address %q is not a host", a)
 	}
 	return nil
 }

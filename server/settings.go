@@ -96,8 +96,8 @@ func parseLevel(field, v string) (slog.Level, error) {
 
 // parsePort reads a TCP port.
 func parsePort(field, v string) (int, error) {
-	p, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || p < 1 || p > 65535 {
+	p, ok := portNumber(strings.TrimSpace(v))
+	if !ok {
 		return 0, fmt.Errorf("%s %q is not a port in 1..65535", field, v)
 	}
 	return p, nil

@@ -1,0 +1,45 @@
+package server
+
+import (
+	"net"
+	"testing"
+)
+
+// FuzzParseConfig proves that no configuration file, however malformed,
+// panics the parsers, and that whatever they accept normalizes into
+// addresses that all carry a valid port. The corpus lives under
+// testdata/fuzz/FuzzParseConfig.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(originalLocal))
+	f.Add([]byte(originalCluster))
+	f.Add([]byte("[sites]\nlocal_site = a\nremote_site = b=10.0.0.2\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg := DefaultConfig()
+		if err := ParseLocalConfig(data, &cfg); err != nil {
+			return
+		}
+		if err := ParseClusterConfig(data, &cfg); err != nil {
+			return
+		}
+		if err := cfg.normalize(); err != nil {
+			return
+		}
+		if err := cfg.Validate(); err != nil {
+			return
+		}
+		addrs := append([]string{cfg.Localhost}, cfg.Cluster.Nodes...)
+		addrs = append(addrs, cfg.Cluster.Joining...)
+		addrs = append(addrs, cfg.Cluster.Leaving...)
+		for _, s := range cfg.RemoteSites {
+			addrs = append(addrs, s.Address)
+		}
+		for _, a := range addrs {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				t.Fatalf("accepted address %q has no port: %v", a, err)
+			}
+			if again, err := withPort("address", a); err != nil || again != a {
+				t.Fatalf("withPort(%q) = %q, %v; want it unchanged", a, again, err)
+			}
+		}
+	})
+}

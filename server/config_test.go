@@ -1,0 +1,286 @@
+package server
+
+import (
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/chronos-timer/chronos/node"
+)
+
+// writeFile writes content to a new file in dir and returns its path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// load runs the flag and file pipeline of cmd/chronos: files given by
+// content ("" means no file), then args.
+func load(t *testing.T, local, cluster string, args ...string) (Config, error) {
+	t.Helper()
+	dir := t.TempDir()
+	if local != "" {
+		args = append([]string{"--local-config-file", writeFile(t, dir, "chronos.conf", local)}, args...)
+	}
+	if cluster != "" {
+		args = append([]string{"--cluster-config-file", writeFile(t, dir, "chronos_cluster.conf", cluster)}, args...)
+	}
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(new(strings.Builder))
+	var f Flags
+	f.Register(fs)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	return f.Load()
+}
+
+// TestDefaults proves that with no configuration at all the node serves
+// alone on 127.0.0.1:7253.
+func TestDefaults(t *testing.T) {
+	cfg, err := load(t, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.ListenAddress(), "127.0.0.1:7253"; got != want {
+		t.Errorf("ListenAddress() = %q, want %q", got, want)
+	}
+	if got, want := cfg.Localhost, "127.0.0.1:7253"; got != want {
+		t.Errorf("Localhost = %q, want %q", got, want)
+	}
+	if got := cfg.Cluster; len(got.Nodes)+len(got.Joining)+len(got.Leaving) != 0 {
+		t.Errorf("Cluster = %+v, want empty (a cluster of just this node)", got)
+	}
+	if got, want := cfg.LogLevel, slog.LevelInfo; got != want {
+		t.Errorf("LogLevel = %v, want %v", got, want)
+	}
+	if got, want := cfg.LocalSite, node.DefaultConfig().LocalSite; got != want {
+		t.Errorf("LocalSite = %q, want %q", got, want)
+	}
+}
+
+// originalLocal is a chronos.conf as the original service ships it, with
+// sections this port ignores.
+const originalLocal = `
+[http]
+bind-address = 10.0.0.1
+bind-port = 7254
+threads = 50
+
+[logging]
+folder = /var/log/chronos
+level = 5
+
+[alarms]
+enabled = true
+
+[identity]
+instance_id = 3
+deployment_id = 0
+`
+
+const originalCluster = `
+[cluster]
+localhost = 10.0.0.1:7254
+node = 10.0.0.1:7254
+node = 10.0.0.2
+node = 10.0.0.3:7000
+joining = 10.0.0.4
+leaving = 10.0.0.5
+`
+
+// TestLoad proves how files and flags combine: the original file format is
+// read, addresses without a port get 7253, and flags override files.
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name           string
+		local, cluster string
+		args           []string
+		want           func(*Config)
+	}{
+		{"original files", originalLocal, originalCluster, nil, func(c *Config) {
+			c.BindAddress, c.BindPort, c.LogLevel, c.InstanceID = "10.0.0.1", 7254, slog.LevelDebug-4, 3
+			c.Localhost = "10.0.0.1:7254"
+			c.Cluster = node.Membership{
+				Nodes:   []string{"10.0.0.1:7254", "10.0.0.2:7253", "10.0.0.3:7000"},
+				Joining: []string{"10.0.0.4:7253"}, Leaving: []string{"10.0.0.5:7253"},
+			}
+		}},
+		{"localhost defaults to the bind address", "[http]\nbind-address = 10.0.0.1\n", "[cluster]\nnode = 10.0.0.1\nnode = 10.0.0.2\n", nil, func(c *Config) {
+			c.BindAddress = "10.0.0.1"
+			c.Localhost = "10.0.0.1:7253"
+			c.Cluster.Nodes = []string{"10.0.0.1:7253", "10.0.0.2:7253"}
+		}},
+		{"comma lists and IPv6", "", "[cluster]\nlocalhost = ::1\nnode = [::1], [::2]:7000\n", nil, func(c *Config) {
+			c.Localhost = "[::1]:7253"
+			c.Cluster.Nodes = []string{"[::1]:7253", "[::2]:7000"}
+		}},
+		{"level by name", "[logging]\nlevel = WARNING\n", "", nil, func(c *Config) { c.LogLevel = slog.LevelWarn }},
+		{"level 0 is error", "[logging]\nlevel = 0\n", "", nil, func(c *Config) { c.LogLevel = slog.LevelError }},
+		{"sites", "", "[sites]\nlocal_site = east\nremote_site = west=10.1.0.1\nremote_site = north=10.2.0.1:7000\n", nil, func(c *Config) {
+			c.LocalSite = "east"
+			c.RemoteSites = []node.Site{{Name: "west", Address: "10.1.0.1:7253"}, {Name: "north", Address: "10.2.0.1:7000"}}
+		}},
+		{"flags override files", originalLocal, originalCluster, []string{
+			"--bind-port", "8000", "--log-level", "debug", "--instance-id", "9",
+			"--localhost", "10.0.0.1:8000", "--node", "10.0.0.1:8000", "--node", "10.0.0.7",
+		}, func(c *Config) {
+			c.BindAddress, c.BindPort, c.LogLevel, c.InstanceID = "10.0.0.1", 8000, slog.LevelDebug-4, 9
+			c.Localhost = "10.0.0.1:8000"
+			c.Cluster = node.Membership{
+				Nodes:   []string{"10.0.0.1:8000", "10.0.0.7:7253"},
+				Joining: []string{"10.0.0.4:7253"}, Leaving: []string{"10.0.0.5:7253"},
+			}
+		}},
+		{"flags alone", "", "", []string{"--bind-address", "0.0.0.0", "--localhost", "10.0.0.1", "--node", "10.0.0.1,10.0.0.2", "--remote-site", "b=10.9.0.1"}, func(c *Config) {
+			c.BindAddress = "0.0.0.0"
+			c.Localhost = "10.0.0.1:7253"
+			c.Cluster.Nodes = []string{"10.0.0.1:7253", "10.0.0.2:7253"}
+			c.RemoteSites = []node.Site{{Name: "b", Address: "10.9.0.1:7253"}}
+		}},
+		{"alone on every interface", "[http]\nbind-address = 0.0.0.0\n", "", nil, func(c *Config) {
+			c.BindAddress = "0.0.0.0"
+			c.Localhost = "127.0.0.1:7253"
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := load(t, tt.local, tt.cluster, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := DefaultConfig()
+			want.Localhost = "127.0.0.1:7253"
+			tt.want(&want)
+			assertConfig(t, got, want)
+		})
+	}
+}
+
+// assertConfig compares the settings that files and flags control.
+func assertConfig(t *testing.T, got, want Config) {
+	t.Helper()
+	type view struct {
+		BindAddress string
+		BindPort    int
+		LogLevel    slog.Level
+		InstanceID  uint32
+		Localhost   string
+		Cluster     node.Membership
+		LocalSite   string
+		RemoteSites []node.Site
+	}
+	g := view{got.BindAddress, got.BindPort, got.LogLevel, got.InstanceID, got.Localhost, got.Cluster, got.LocalSite, got.RemoteSites}
+	w := view{want.BindAddress, want.BindPort, want.LogLevel, want.InstanceID, want.Localhost, want.Cluster, want.LocalSite, want.RemoteSites}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("config\n got %+v\nwant %+v", g, w)
+	}
+}
+
+// TestLoadErrors proves that every invalid setting is refused with an error
+// naming the field and the bad value.
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name           string
+		local, cluster string
+		args           []string
+		want           string
+	}{
+		{"port not a number", "[http]\nbind-port = abc\n", "", nil, `[http] bind-port "abc"`},
+		{"port out of range", "[http]\nbind-port = 70000\n", "", nil, `[http] bind-port "70000"`},
+		{"bind address with port", "[http]\nbind-address = 10.0.0.1:80\n", "", nil, `bind-address "10.0.0.1:80" carries a port`},
+		{"level too high", "[logging]\nlevel = 6\n", "", nil, `[logging] level "6"`},
+		{"level unknown", "[logging]\nlevel = loud\n", "", nil, `[logging] level "loud"`},
+		{"instance id too big", "[identity]\ninstance_id = 1024\n", "", nil, `[identity] instance_id "1024"`},
+		{"instance id negative", "[identity]\ninstance_id = -1\n", "", nil, `[identity] instance_id "-1"`},
+		{"node port invalid", "", "[cluster]\nnode = 10.0.0.1:99999\n", nil, `[cluster] node "10.0.0.1:99999"`},
+		{"node not an address", "", "[cluster]\nnode = a b\n", nil, `[cluster] node "a b"`},
+		{"localhost not listed", "", "[cluster]\nlocalhost = 10.0.0.9\nnode = 10.0.0.1\n", nil, `localhost "10.0.0.9:7253" is not listed`},
+		{"node listed twice", "", "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\nnode = 10.0.0.1:7253\n", nil, `node "10.0.0.1:7253" is already listed as node`},
+		{"joining and node", "", "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\njoining = 10.0.0.1\n", nil, `joining "10.0.0.1:7253" is already listed as node`},
+		{"remote site malformed", "", "[sites]\nremote_site = nosign\n", nil, `[sites] remote_site "nosign"`},
+		{"remote site is local", "", "[sites]\nlocal_site = a\nremote_site = a=10.0.0.1\n", nil, `remote_site "a" names a site twice`},
+		{"cluster on every interface without localhost", "[http]\nbind-address = 0.0.0.0\n", "[cluster]\nnode = 10.0.0.1\n", nil, `localhost is not set and bind-address "0.0.0.0"`},
+		{"flag port", "", "", []string{"--bind-port", "x"}, `--bind-port "x"`},
+		{"flag level", "", "", []string{"--log-level", "9"}, `--log-level "9"`},
+		{"flag node", "", "", []string{"--node", "10.0.0.1:0"}, `--node "10.0.0.1:0"`},
+		{"flag remote site", "", "", []string{"--remote-site", "=10.0.0.1"}, `--remote-site "=10.0.0.1"`},
+		{"not INI", "[http\nbind-port = 1\n", "", nil, "not an INI file"},
+		{"missing file", "", "", []string{"--local-config-file", "/nonexistent/chronos.conf"}, "read local config file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := load(t, tt.local, tt.cluster, tt.args...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseFromBytes proves that the exported parsers apply only what the
+// file gives and prefix their errors.
+func TestParseFromBytes(t *testing.T) {
+	cfg := DefaultConfig()
+	if err := ParseLocalConfig([]byte("[http]\nbind-port = 7300\n"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := ParseClusterConfig([]byte("[cluster]\nnode = 10.0.0.1\nnode = 10.0.0.2\n"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.BindAddress, DefaultBindAddress; got != want {
+		t.Errorf("BindAddress = %q, want %q", got, want)
+	}
+	if got, want := cfg.BindPort, 7300; got != want {
+		t.Errorf("BindPort = %d, want %d", got, want)
+	}
+	if got, want := cfg.Cluster.Nodes, []string{"10.0.0.1", "10.0.0.2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Cluster.Nodes = %q, want %q", got, want)
+	}
+	err := ParseLocalConfig([]byte("[http]\nbind-port = x\n"), &cfg)
+	if err == nil || !strings.HasPrefix(err.Error(), "server: ") {
+		t.Errorf("error = %v, want one starting with %q", err, "server: ")
+	}
+}
+
+// TestReloadCluster proves that a reload re-reads the cluster file, that
+// flags still override it, and that the node's own address cannot change.
+func TestReloadCluster(t *testing.T) {
+	dir := t.TempDir()
+	path := writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\n")
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	var f Flags
+	f.Register(fs)
+	if err := fs.Parse([]string{"--cluster-config-file", path, "--leaving", "10.0.0.9"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := f.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\nnode = 10.0.0.2\nleaving = 10.0.0.3\n")
+	next, err := cfg.ReloadCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := node.Membership{Nodes: []string{"10.0.0.1:7253", "10.0.0.2:7253"}, Leaving: []string{"10.0.0.9:7253"}}
+	if got := next.Cluster; !reflect.DeepEqual(got, want) {
+		t.Errorf("Cluster = %+v, want %+v", got, want)
+	}
+	writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nlocalhost = 10.0.0.2\nnode = 10.0.0.2\n")
+	if _, err := cfg.ReloadCluster(); err == nil || !strings.Contains(err.Error(), `localhost "10.0.0.2:7253" differs`) {
+		t.Errorf("error = %v, want one saying localhost differs", err)
+	}
+	writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\nnode = bad:port\n")
+	if _, err := cfg.ReloadCluster(); err == nil || !strings.Contains(err.Error(), `[cluster] node "bad:port"`) {
+		t.Errorf("error = %v, want one naming [cluster] node \"bad:port\"", err)
+	}
+}
