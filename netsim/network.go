@@ -103,6 +103,17 @@ func New(opts Options, sched Scheduler, rng *rand.Rand) (*Network, error) {
 // SetTracer installs t to observe every network decision.
 func (n *Network) SetTracer(t Tracer) { n.trace = t }
 
+// SetOptions changes the knobs from now on (the simulator quiets the
+// network for its liveness phase). Messages in flight keep their fate.
+func (n *Network) SetOptions(o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	n.opts = o
+	n.trace("options", "", "", nil, 0)
+	return nil
+}
+
 // Options returns the network's options.
 func (n *Network) Options() Options { return n.opts }
 

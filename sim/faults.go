@@ -1,0 +1,192 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/chronos-timer/chronos/checker"
+)
+
+// step carries out one step of the plan.
+func (w *world) step(s Step) {
+	switch s.Op {
+	case OpCreate, OpUpdate, OpDelete:
+		w.clientOperation(s)
+	case OpCrash:
+		w.crash(w.machine(s.Side[0]))
+	case OpRestart:
+		w.restart(w.machine(s.Side[0]))
+	case OpPause:
+		m := w.machine(s.Side[0])
+		if !m.crashed && !m.paused {
+			m.paused = true
+			w.net.Pause(m.addr)
+			w.fault(checker.Pause, []string{m.addr}, nil, "")
+		}
+	case OpResume:
+		w.resume(w.machine(s.Side[0]))
+	case OpPartition:
+		w.partition(s)
+	case OpHeal:
+		w.net.HealAll()
+		w.fault(checker.Heal, nil, nil, "")
+	case OpClog:
+		for _, a := range w.hosts(s.Side) {
+			for _, b := range w.hosts(s.Peers) {
+				w.net.Clog(a, b, w.loop.Now()+s.For)
+			}
+		}
+		w.fault(checker.Clog, w.hosts(s.Side), w.hosts(s.Peers), "for="+s.For.String())
+	case OpJump:
+		m := w.machine(s.Side[0])
+		m.clock.Jump(s.Delta)
+		w.fault(checker.ClockJump, []string{m.addr}, nil, signed(s.Delta))
+	case OpDrift:
+		m := w.machine(s.Side[0])
+		m.clock.SetDrift(s.PPM)
+		w.fault(checker.ClockDrift, []string{m.addr}, nil, fmt.Sprintf("%dppm", s.PPM))
+	case OpSlow, OpFail, OpCallbackOK:
+		w.callbackMode(s)
+	case OpScaleUp, OpScaleDown:
+		w.scale(s)
+	default:
+		panic(fmt.Sprintf("sim: unknown step %q", s.Op))
+	}
+}
+
+// NetworkNoise is the fault recorded at the start of a run whose network
+// loses, duplicates or reorders messages between nodes. It lasts until the
+// liveness phase, which quiets the network.
+const NetworkNoise checker.FaultKind = "network-noise"
+
+// noise records the network's random faults, if any, as one fault.
+func (w *world) noise() {
+	o := w.plan.Net
+	if o.LossRate+o.DuplicateRate+o.ReorderRate == 0 {
+		return
+	}
+	w.fault(NetworkNoise, w.addrs(), nil, fmt.Sprintf("loss=%s dup=%s reorder=%s", ftoa(o.LossRate), ftoa(o.DuplicateRate), ftoa(o.ReorderRate)))
+}
+
+// scale is the hook for scale-up and scale-down, which come with the
+// resync issue: until then the step is traced and otherwise ignored.
+func (w *world) scale(s Step) { w.tr.event("scale-unsupported", string(s.Op), "", 0) }
+
+func (w *world) fault(kind checker.FaultKind, nodes, peers []string, detail string) {
+	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: kind, Nodes: nodes, Peers: peers, Detail: detail})
+	w.tr.event("fault", string(kind), fmt.Sprint(nodes, peers), 0)
+}
+
+func (w *world) machine(name string) *machine {
+	var i int
+	if _, err := fmt.Sscanf(name, "n%d", &i); err != nil || i < 1 || i > len(w.machines) {
+		panic(fmt.Sprintf("sim: %q is not a node", name))
+	}
+	return w.machines[i-1]
+}
+
+func (w *world) hosts(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		h, err := w.plan.host(n)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = h
+	}
+	return out
+}
+
+// crash kills the node on the machine: its state, alarms and in-flight
+// work are lost.
+func (w *world) crash(m *machine) {
+	if m.crashed {
+		return
+	}
+	m.replications += m.node.Stats().ReplicationsSent
+	w.net.Crash(m.addr)
+	m.clock.dropAlarms()
+	m.node, m.crashed, m.paused = nil, true, false
+	w.fault(checker.Crash, []string{m.addr}, nil, "")
+}
+
+// restart boots a fresh node (no state) where a crashed one was.
+func (w *world) restart(m *machine) {
+	if !m.crashed {
+		return
+	}
+	w.boot(m)
+	w.fault(checker.Restart, []string{m.addr}, nil, "")
+}
+
+func (w *world) resume(m *machine) {
+	if !m.paused {
+		return
+	}
+	m.paused = false
+	w.fault(checker.Resume, []string{m.addr}, nil, "")
+	w.net.Resume(m.addr)
+}
+
+func (w *world) partition(s Step) {
+	side, peers := w.hosts(s.Side), w.hosts(s.Peers)
+	for _, a := range side {
+		for _, b := range peers {
+			w.net.Block(a, b)
+			if !s.OneWay {
+				w.net.Block(b, a)
+			}
+		}
+	}
+	detail := "symmetric"
+	if s.OneWay {
+		detail = "one-way"
+	}
+	w.fault(checker.Partition, side, peers, detail)
+}
+
+// callbackMode makes a callback endpoint slow, failing or healthy. The
+// fault's Nodes holds the endpoint's URI.
+func (w *world) callbackMode(s Step) {
+	var i int
+	if _, err := fmt.Sscanf(s.Side[0], "c%d", &i); err != nil || i < 1 || i > len(w.callbacks) {
+		panic(fmt.Sprintf("sim: %q is not a callback endpoint", s.Side[0]))
+	}
+	cb := w.callbacks[i-1]
+	uri := []string{callbackURI(i)}
+	switch s.Op {
+	case OpSlow:
+		cb.delay, cb.status = s.Delta, 0
+		w.fault(checker.SlowCallback, uri, nil, "delay="+s.Delta.String())
+	case OpFail:
+		cb.delay, cb.status = 0, s.Status
+		w.fault(checker.FailCallback, uri, nil, fmt.Sprintf("status=%d", s.Status))
+	default:
+		cb.delay, cb.status = 0, 0
+		w.fault(checker.CallbackOK, uri, nil, "")
+	}
+}
+
+// liveness ends the safety phase: every fault stops and the cluster heals.
+func (w *world) liveness() {
+	w.fault(checker.LivenessPhase, nil, nil, "")
+	quiet := w.net.Options()
+	quiet.LossRate, quiet.DuplicateRate, quiet.ReorderRate = 0, 0, 0
+	if err := w.net.SetOptions(quiet); err != nil {
+		panic(err)
+	}
+	w.net.HealAll()
+	w.fault(checker.Heal, nil, nil, "")
+	for _, m := range w.machines {
+		w.resume(m)
+		w.restart(m)
+		if m.clock.Drift() != 0 {
+			m.clock.SetDrift(0)
+			w.fault(checker.ClockDrift, []string{m.addr}, nil, "0ppm")
+		}
+	}
+	for _, cb := range w.callbacks {
+		if cb.delay != 0 || cb.status != 0 {
+			w.callbackMode(Step{Op: OpCallbackOK, Side: []string{fmt.Sprintf("c%d", cb.idx)}})
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WriteScenario writes the plan in the scenario text format that
+// ParseScenario reads back to an equal plan.
+func WriteScenario(w io.Writer, p *Plan) error {
+	var b strings.Builder
+	if p.Name != "" {
+		fmt.Fprintf(&b, "name %s\n", p.Name)
+	}
+	fmt.Fprintf(&b, "seed %d\nnodes %d\ncallbacks %d\nclients %d\n", p.Seed, p.Nodes, p.Callbacks, p.Clients)
+	o := p.Net
+	fmt.Fprintf(&b, "net latency-min=%v latency-mean=%v latency-max=%v loss=%s dup=%s reorder=%s reorder-max=%v\n",
+		o.LatencyMin, o.LatencyMean, o.LatencyMax, ftoa(o.LossRate), ftoa(o.DuplicateRate), ftoa(o.ReorderRate), o.ReorderDelayMax)
+	if len(p.Mix) > 0 {
+		fmt.Fprintf(&b, "mix %s\n", strings.Join(p.Mix, ","))
+	}
+	for _, r := range p.Requires {
+		fmt.Fprintf(&b, "requires %s\n", r)
+	}
+	if p.LivenessFrom > 0 {
+		fmt.Fprintf(&b, "liveness %v\n", p.LivenessFrom)
+	}
+	fmt.Fprintf(&b, "end %v\n", p.End)
+	for _, s := range p.Steps {
+		fmt.Fprintf(&b, "at %v %s\n", s.At, s.String())
+	}
+	for _, e := range p.Expect {
+		fmt.Fprintf(&b, "expect %s\n", e.String())
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// String renders the step as a scenario line without its "at <time>".
+func (s Step) String() string {
+	switch s.Op {
+	case OpCreate, OpUpdate, OpDelete:
+		t := fmt.Sprintf("%s %s via n%d client=%d", s.Op, s.Timer, s.Via, s.Client)
+		if s.Op != OpDelete {
+			t += fmt.Sprintf(" interval=%v repeat-for=%v rf=%d cb=c%d", s.Interval, s.RepeatFor, s.RF, s.Callback)
+		}
+		return t
+	case OpPartition, OpClog:
+		sep := "|"
+		if s.OneWay {
+			sep = "->"
+		}
+		t := fmt.Sprintf("%s %s %s %s", s.Op, strings.Join(s.Side, " "), sep, strings.Join(s.Peers, " "))
+		if s.For > 0 {
+			t += fmt.Sprintf(" for=%v", s.For)
+		}
+		return t
+	case OpJump:
+		return fmt.Sprintf("jump %s %s", s.Side[0], signed(s.Delta))
+	case OpDrift:
+		return fmt.Sprintf("drift %s %dppm", s.Side[0], s.PPM)
+	case OpSlow:
+		return fmt.Sprintf("slow %s delay=%v", s.Side[0], s.Delta)
+	case OpFail:
+		return fmt.Sprintf("fail %s status=%d", s.Side[0], s.Status)
+	case OpHeal, OpScaleUp, OpScaleDown:
+		return string(s.Op)
+	}
+	return fmt.Sprintf("%s %s", s.Op, strings.Join(s.Side, " "))
+}
+
+func signed(d time.Duration) string {
+	if d >= 0 {
+		return "+" + d.String()
+	}
+	return d.String()
+}
+
+// String renders the expectation as in a scenario file.
+func (e Expect) String() string {
+	switch e.What {
+	case "violation":
+		return "violation " + e.Guarantee
+	case "pops":
+		return fmt.Sprintf("pops %s >= %d", e.Timer, e.Count)
+	}
+	return e.What
+}

@@ -1,0 +1,217 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/chronos-timer/chronos/netsim"
+)
+
+// Source is where a plan generator draws its choices: a seeded PCG for
+// seeds, or a rapid.T so that failing plans shrink.
+type Source interface {
+	// IntN returns a choice in [0, n).
+	IntN(label string, n int) int
+}
+
+type pcgSource struct{ r *rand.Rand }
+
+func (s pcgSource) IntN(_ string, n int) int { return s.r.IntN(n) }
+
+// RapidSource draws plan choices from rapid, which shrinks them toward 0.
+type RapidSource struct{ T *rapid.T }
+
+// IntN draws from rapid.
+func (s RapidSource) IntN(label string, n int) int { return rapid.IntRange(0, n-1).Draw(s.T, label) }
+
+// Fault kinds a generated plan may enable (swarm testing: each seed enables
+// a different subset, so rare combinations get runs of their own).
+var faultKinds = []string{"crash", "pause", "partition", "one-way", "clog", "clock-jump", "clock-drift",
+	"slow-callback", "fail-callback", "loss", "duplicate", "reorder"}
+
+// Generation bounds.
+const (
+	genSafetyMin = 40 * time.Second
+	genSafetyMax = 120 * time.Second
+	genTimersMax = 30
+	genFaultsMax = 12
+	// genSettle is the slack after the last due pop before the run ends:
+	// backup skews, callback timeouts, retries and backward clock jumps.
+	genSettle = 30 * time.Second
+)
+
+// Generate returns the plan of a seed: its fault mix, workload and fault
+// schedule drawn from the seed's workload and fault streams.
+func Generate(seed uint64) *Plan {
+	return GeneratePlan(seed, pcgSource{rand.New(stream(seed, streamWorkload))}, pcgSource{rand.New(stream(seed, streamFaults))})
+}
+
+// GeneratePlan draws a plan: the workload from work, the faults from faults.
+func GeneratePlan(seed uint64, work, faults Source) *Plan {
+	p := &Plan{Name: fmt.Sprintf("seed-%d", seed), Seed: seed, Net: netsim.DefaultOptions()}
+	p.Nodes = 3 + work.IntN("nodes", 3)
+	p.Callbacks = 1 + work.IntN("callbacks", 3)
+	p.Clients = 1 + work.IntN("clients", 3)
+	safety := genSafetyMin + time.Duration(work.IntN("safety", int((genSafetyMax-genSafetyMin)/time.Second)+1))*time.Second
+	for _, k := range faultKinds {
+		if faults.IntN("mix:"+k, 2) == 1 {
+			p.Mix = append(p.Mix, k)
+		}
+	}
+	genNet(p, faults)
+	last := genWorkload(p, work, safety)
+	if len(p.Mix) > 0 {
+		genFaults(p, faults, safety)
+	}
+	p.LivenessFrom = safety
+	p.End = max(safety+genSettle, last+genSettle)
+	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
+	return p
+}
+
+func (p *Plan) enabled(kind string) bool { return slices.Contains(p.Mix, kind) }
+
+func genNet(p *Plan, src Source) {
+	if p.enabled("loss") {
+		p.Net.LossRate = float64(1+src.IntN("loss", 10)) / 100
+	}
+	if p.enabled("duplicate") {
+		p.Net.DuplicateRate = float64(1+src.IntN("dup", 10)) / 100
+	}
+	if p.enabled("reorder") {
+		p.Net.ReorderRate = float64(1+src.IntN("reorder", 30)) / 100
+	}
+}
+
+var genIntervals = []time.Duration{1, 2, 3, 5, 10, 15, 20, 30}
+
+// genWorkload adds timer lifecycles (a create, maybe updates, maybe a
+// delete) and returns when the last pop could fall due.
+func genWorkload(p *Plan, src Source, safety time.Duration) (last time.Duration) {
+	n := 1 + src.IntN("timers", genTimersMax)
+	for i := 1; i <= n; i++ {
+		label := fmt.Sprintf("t%d", i)
+		at := time.Duration(src.IntN("create-at", int(safety/time.Second)*10)) * time.Second / 10
+		s := genTimerStep(p, src, OpCreate, label, at)
+		p.Steps = append(p.Steps, s)
+		last = max(last, s.At+s.span())
+		for range src.IntN("updates", 3) {
+			at += time.Duration(1+src.IntN("update-after", 300)) * time.Second / 10
+			if at >= safety {
+				break
+			}
+			u := genTimerStep(p, src, OpUpdate, label, at)
+			u.RF = s.RF // a PUT cannot change the replication factor
+			p.Steps = append(p.Steps, u)
+			last = max(last, u.At+u.span())
+		}
+		if src.IntN("delete", 4) == 0 {
+			at += time.Duration(1+src.IntN("delete-after", 300)) * time.Second / 10
+			p.Steps = append(p.Steps, Step{At: at, Op: OpDelete, Timer: label,
+				Client: 1 + src.IntN("client", p.Clients), Via: 1 + src.IntN("via", p.Nodes)})
+		}
+	}
+	return last
+}
+
+func genTimerStep(p *Plan, src Source, op Op, label string, at time.Duration) Step {
+	s := Step{At: at, Op: op, Timer: label, Client: 1 + src.IntN("client", p.Clients), Via: 1 + src.IntN("via", p.Nodes),
+		Callback: 1 + src.IntN("cb", p.Callbacks), RF: 1 + src.IntN("rf", 3)}
+	s.Interval = genIntervals[src.IntN("interval", len(genIntervals))] * time.Second
+	if k := src.IntN("repeats", 7); k > 0 {
+		s.RepeatFor = time.Duration(k) * s.Interval
+	}
+	return s
+}
+
+// span is how long after the step its timer may still pop.
+func (s Step) span() time.Duration {
+	return max(s.Interval, s.RepeatFor) + time.Duration(max(s.RF, 1))*2*time.Second
+}
+
+// genFaults adds a schedule of faults of the enabled kinds, each undone
+// after a while (or at the liveness phase).
+func genFaults(p *Plan, src Source, safety time.Duration) {
+	var kinds []string
+	for _, k := range p.Mix {
+		if k != "loss" && k != "duplicate" && k != "reorder" {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) == 0 {
+		return
+	}
+	for range 1 + src.IntN("faults", genFaultsMax) {
+		at := time.Duration(src.IntN("fault-at", int(safety/time.Second))) * time.Second
+		dur := time.Duration(1+src.IntN("fault-for", 30)) * time.Second
+		genFault(p, src, kinds[src.IntN("kind", len(kinds))], at, dur, safety)
+	}
+}
+
+func genFault(p *Plan, src Source, kind string, at, dur, safety time.Duration) {
+	n := fmt.Sprintf("n%d", 1+src.IntN("node", p.Nodes))
+	cb := fmt.Sprintf("c%d", 1+src.IntN("callback", p.Callbacks))
+	undo := func(s Step) {
+		if s.At = at + dur; s.At < safety {
+			p.Steps = append(p.Steps, s)
+		}
+	}
+	switch kind {
+	case "crash":
+		p.Steps = append(p.Steps, Step{At: at, Op: OpCrash, Side: []string{n}})
+		undo(Step{Op: OpRestart, Side: []string{n}})
+	case "pause":
+		p.Steps = append(p.Steps, Step{At: at, Op: OpPause, Side: []string{n}})
+		undo(Step{Op: OpResume, Side: []string{n}})
+	case "partition", "one-way":
+		side, peers := genSplit(p, src)
+		p.Steps = append(p.Steps, Step{At: at, Op: OpPartition, Side: side, Peers: peers, OneWay: kind == "one-way"})
+		undo(Step{Op: OpHeal})
+	case "clog":
+		side, peers := genSplit(p, src)
+		p.Steps = append(p.Steps, Step{At: at, Op: OpClog, Side: side[:1], Peers: peers[:1], OneWay: true,
+			For: time.Duration(1+src.IntN("clog-for", 50)) * 100 * time.Millisecond})
+	case "clock-jump":
+		d := time.Duration(1+src.IntN("jump", 50)) * 100 * time.Millisecond
+		if src.IntN("jump-back", 2) == 1 {
+			d = -d
+		}
+		p.Steps = append(p.Steps, Step{At: at, Op: OpJump, Side: []string{n}, Delta: d})
+	case "clock-drift":
+		ppm := int64(src.IntN("ppm", 2*MaxDriftPPM+1) - MaxDriftPPM)
+		p.Steps = append(p.Steps, Step{At: at, Op: OpDrift, Side: []string{n}, PPM: ppm})
+	case "slow-callback":
+		p.Steps = append(p.Steps, Step{At: at, Op: OpSlow, Side: []string{cb},
+			Delta: 2*time.Second + time.Duration(1+src.IntN("slow", 30))*100*time.Millisecond})
+		undo(Step{Op: OpCallbackOK, Side: []string{cb}})
+	case "fail-callback":
+		p.Steps = append(p.Steps, Step{At: at, Op: OpFail, Side: []string{cb}, Status: []int{500, 503}[src.IntN("status", 2)]})
+		undo(Step{Op: OpCallbackOK, Side: []string{cb}})
+	}
+}
+
+// genSplit splits the nodes into two non-empty sides, sometimes with a
+// callback endpoint cut off with the minority.
+func genSplit(p *Plan, src Source) (side, peers []string) {
+	for i := 1; i <= p.Nodes; i++ {
+		if src.IntN("side", 2) == 0 {
+			side = append(side, fmt.Sprintf("n%d", i))
+		} else {
+			peers = append(peers, fmt.Sprintf("n%d", i))
+		}
+	}
+	if len(side) == 0 {
+		side, peers = peers[:1], peers[1:]
+	}
+	if len(peers) == 0 {
+		peers, side = side[:1], side[1:]
+	}
+	if src.IntN("cut-callback", 4) == 0 {
+		peers = append(peers, fmt.Sprintf("c%d", 1+src.IntN("callback", p.Callbacks)))
+	}
+	return side, peers
+}

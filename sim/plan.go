@@ -1,0 +1,183 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/chronos-timer/chronos/netsim"
+)
+
+// Named limits of a plan.
+const (
+	MaxNodes     = 16
+	MaxCallbacks = 16
+	MaxClients   = 16
+	MaxSteps     = 10_000
+	// MaxRunTime bounds a plan's simulated length.
+	MaxRunTime = 24 * time.Hour
+)
+
+// Plan is one run as data: the cluster, the network, the workload and the
+// fault schedule. A seed generates a plan; a scenario file is a plan
+// written out; shrinking edits a plan. Running a plan is deterministic.
+type Plan struct {
+	Name string
+	// Origin is the scenario file the plan was read from ("" for a seed);
+	// it is not part of the scenario text.
+	Origin string
+	// Seed drives the run's own randomness (network and clock streams).
+	Seed      uint64
+	Nodes     int
+	Callbacks int
+	Clients   int
+	Net       netsim.Options
+	// LivenessFrom is when faults stop and everything heals (0: no
+	// liveness phase); End is when the run stops.
+	LivenessFrom time.Duration
+	End          time.Duration
+	// Mix names the fault kinds the generator enabled (swarm testing).
+	Mix []string
+	// Requires lists features the expectations depend on ("replication");
+	// until they exist, the expectations are reported, not enforced.
+	Requires []string
+	Steps    []Step
+	Expect   []Expect
+}
+
+// Op names a step's action.
+type Op string
+
+// Step actions.
+const (
+	OpCreate     Op = "create"
+	OpUpdate     Op = "update"
+	OpDelete     Op = "delete"
+	OpCrash      Op = "crash"
+	OpRestart    Op = "restart"
+	OpPause      Op = "pause"
+	OpResume     Op = "resume"
+	OpPartition  Op = "partition"
+	OpHeal       Op = "heal"
+	OpClog       Op = "clog"
+	OpJump       Op = "jump"
+	OpDrift      Op = "drift"
+	OpSlow       Op = "slow"
+	OpFail       Op = "fail"
+	OpCallbackOK Op = "callback-ok"
+	OpScaleUp    Op = "scale-up"
+	OpScaleDown  Op = "scale-down"
+)
+
+// Step is one scheduled action. Node, callback and client numbers are
+// 1-based, as in scenario files (n1, c1).
+type Step struct {
+	At time.Duration
+	Op Op
+	// Client operations.
+	Timer     string
+	Client    int
+	Via       int
+	Interval  time.Duration
+	RepeatFor time.Duration
+	RF        int
+	Callback  int
+	// Faults: hosts on each side ("n1", "c2"), one-way or not.
+	Side   []string
+	Peers  []string
+	OneWay bool
+	// For is how long a clog lasts; Delta a clock jump or callback delay.
+	For    time.Duration
+	Delta  time.Duration
+	PPM    int64
+	Status int
+}
+
+// Expect is one expectation of a scenario.
+type Expect struct {
+	// What is "ok" (no violation), "violation" (Guarantee is reported) or
+	// "pops" (timer Timer popped at least Count distinct sequence numbers).
+	What      string
+	Guarantee string
+	Timer     string
+	Count     int
+}
+
+// Validate reports the first thing wrong with the plan.
+func (p *Plan) Validate() error {
+	switch {
+	case p.Nodes < 1 || p.Nodes > MaxNodes:
+		return fmt.Errorf("sim: plan nodes %d not in [1, %d]", p.Nodes, MaxNodes)
+	case p.Callbacks < 1 || p.Callbacks > MaxCallbacks:
+		return fmt.Errorf("sim: plan callbacks %d not in [1, %d]", p.Callbacks, MaxCallbacks)
+	case p.Clients < 1 || p.Clients > MaxClients:
+		return fmt.Errorf("sim: plan clients %d not in [1, %d]", p.Clients, MaxClients)
+	case p.End <= 0 || p.End > MaxRunTime:
+		return fmt.Errorf("sim: plan end %v not in (0, %v]", p.End, MaxRunTime)
+	case p.LivenessFrom < 0 || p.LivenessFrom > p.End:
+		return fmt.Errorf("sim: plan liveness %v not in [0, end %v]", p.LivenessFrom, p.End)
+	case len(p.Steps) > MaxSteps:
+		return fmt.Errorf("sim: plan has %d steps, more than %d", len(p.Steps), MaxSteps)
+	}
+	if err := p.Net.Validate(); err != nil {
+		return err
+	}
+	for i, s := range p.Steps {
+		if err := p.validateStep(s); err != nil {
+			return fmt.Errorf("sim: plan step %d (%s at %v): %w", i+1, s.Op, s.At, err)
+		}
+	}
+	return nil
+}
+
+func (p *Plan) validateStep(s Step) error {
+	if s.At < 0 || s.At > p.End {
+		return fmt.Errorf("time not in [0, end %v]", p.End)
+	}
+	switch s.Op {
+	case OpCreate, OpUpdate, OpDelete:
+		if s.Timer == "" || s.Via < 1 || s.Via > p.Nodes || s.Client < 1 || s.Client > p.Clients {
+			return fmt.Errorf("timer %q via n%d client %d out of range", s.Timer, s.Via, s.Client)
+		}
+		if s.Op != OpDelete && (s.Callback < 1 || s.Callback > p.Callbacks) {
+			return fmt.Errorf("callback c%d out of range", s.Callback)
+		}
+		if s.Interval%time.Second != 0 || s.RepeatFor%time.Second != 0 || s.Interval < 0 || s.RepeatFor < 0 {
+			return fmt.Errorf("interval %v and repeat-for %v must be whole seconds", s.Interval, s.RepeatFor)
+		}
+	case OpHeal, OpScaleUp, OpScaleDown:
+	case OpDrift:
+		if s.PPM < -MaxDriftPPM || s.PPM > MaxDriftPPM {
+			return fmt.Errorf("drift %d ppm beyond %d", s.PPM, MaxDriftPPM)
+		}
+	}
+	for _, h := range append(append([]string{}, s.Side...), s.Peers...) {
+		if _, err := p.host(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// host resolves a scenario host name (n3, c1) to its network address.
+func (p *Plan) host(name string) (string, error) {
+	var i int
+	if _, err := fmt.Sscanf(name, "n%d", &i); err == nil && i >= 1 && i <= p.Nodes && name == fmt.Sprintf("n%d", i) {
+		return nodeAddr(i), nil
+	}
+	if _, err := fmt.Sscanf(name, "c%d", &i); err == nil && i >= 1 && i <= p.Callbacks && name == fmt.Sprintf("c%d", i) {
+		return callbackHost(i), nil
+	}
+	return "", fmt.Errorf("unknown host %q", name)
+}
+
+// nodeAddr is node i's address (1-based).
+func nodeAddr(i int) string { return fmt.Sprintf("10.0.0.%d:7253", i) }
+
+// callbackHost is callback endpoint i's host (1-based).
+func callbackHost(i int) string { return fmt.Sprintf("cb-%d.sim", i) }
+
+// callbackURI is callback endpoint i's URI.
+func callbackURI(i int) string { return "http://" + callbackHost(i) + "/cb" }
+
+// clientHost is client i's host (1-based).
+func clientHost(i int) string { return fmt.Sprintf("client-%d.sim", i) }

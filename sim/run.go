@@ -1,0 +1,220 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"time"
+
+	"github.com/chronos-timer/chronos/checker"
+	"github.com/chronos-timer/chronos/netsim"
+	"github.com/chronos-timer/chronos/node"
+)
+
+// Options tunes how a plan is run (not what it runs: that is the Plan).
+type Options struct {
+	// Trace, if set, receives the printed trace of the run.
+	Trace io.Writer
+	// Logger receives the nodes' logs; nil discards them.
+	Logger *slog.Logger
+	// ClientTimeout is how long a simulated client waits for an answer
+	// before it fails over to another node.
+	ClientTimeout time.Duration
+	// Check runs the checkers on the history (the default); benchmarks
+	// turn it off.
+	SkipCheck bool
+}
+
+// DefaultClientTimeout is a client's patience per attempt.
+const DefaultClientTimeout = 3 * time.Second
+
+// Result is what one run produced.
+type Result struct {
+	Plan      *Plan
+	History   *checker.History
+	TraceHash uint64
+	Events    uint64
+	// Violations are the checkers' findings plus the simulator's own
+	// protocol checks (guarantee "API").
+	Violations []checker.Violation
+	// Panic is set when a node (or the simulator) panicked; the run
+	// stopped there.
+	Panic string
+	// Unmet lists the scenario expectations that did not hold; Enforced
+	// is false when the plan requires features not there yet.
+	Unmet    []string
+	Enforced bool
+	// Replications is how many replication PUTs the nodes sent.
+	Replications uint64
+	Net          netsim.Stats
+}
+
+// Failed reports whether the run broke a guarantee, panicked or missed an
+// enforced expectation.
+func (r *Result) Failed() bool {
+	if r.Panic != "" {
+		return true
+	}
+	if len(r.Plan.Expect) > 0 {
+		return r.Enforced && len(r.Unmet) > 0
+	}
+	return len(r.Violations) > 0
+}
+
+// world is the state of one run. Everything in it is touched only from
+// the loop's goroutine.
+type world struct {
+	plan      *Plan
+	opts      Options
+	loop      Loop
+	tr        *tracer
+	net       *netsim.Network
+	clockRand *rand.Rand
+	machines  []*machine
+	callbacks []*callback
+	clients   []*netsim.Endpoint
+	timers    map[string]*timerRef
+	hist      checker.History
+	apiErrs   []checker.Violation
+}
+
+// machine is one simulated server: its clock outlives the nodes that run
+// on it, one incarnation after another.
+type machine struct {
+	idx     int // 1-based
+	addr    string
+	clock   *Clock
+	node    *node.Node
+	ep      *netsim.Endpoint
+	crashed bool
+	paused  bool
+	// replications accumulates ReplicationsSent of dead incarnations.
+	replications uint64
+}
+
+// Run runs the plan and checks its history. It never panics: a panic in a
+// node ends the run and is reported in the result.
+func Run(p *Plan, opts Options) (res *Result) {
+	if opts.ClientTimeout <= 0 {
+		opts.ClientTimeout = DefaultClientTimeout
+	}
+	w := &world{plan: p, opts: opts, timers: map[string]*timerRef{}}
+	w.tr = newTracer(opts.Trace, w.loop.Now)
+	res = &Result{Plan: p, History: &w.hist}
+	defer func() {
+		if r := recover(); r != nil {
+			res.Panic = fmt.Sprintf("panic at %v: %v\n%s", w.loop.Now(), r, debug.Stack())
+			w.tr.note("PANIC %v", r)
+		}
+		res.TraceHash, res.Events = w.tr.h, w.loop.Processed()
+	}()
+	if err := p.Validate(); err != nil {
+		panic(err)
+	}
+	w.setup()
+	w.schedule()
+	w.loop.RunUntil(p.End)
+	w.finish(res)
+	return res
+}
+
+func (w *world) setup() {
+	p := w.plan
+	netRand := rand.New(hashedSource{stream(p.Seed, streamNetwork), w.tr})
+	w.clockRand = rand.New(hashedSource{stream(p.Seed, streamClocks), w.tr})
+	var err error
+	if w.net, err = netsim.New(p.Net, &w.loop, netRand); err != nil {
+		panic(err)
+	}
+	w.net.SetTracer(func(what, from, to string, req *node.Request, n int64) {
+		if req != nil {
+			w.tr.event(what, from, to+" "+req.Method+" "+req.URL, n)
+			return
+		}
+		w.tr.event(what, from, to, n)
+	})
+	for i := 1; i <= p.Clients; i++ {
+		w.clients = append(w.clients, w.net.Listen(clientHost(i), nil, false))
+	}
+	for i := 1; i <= p.Callbacks; i++ {
+		w.callbacks = append(w.callbacks, w.newCallback(i))
+	}
+	for i := 1; i <= p.Nodes; i++ {
+		m := &machine{idx: i, addr: nodeAddr(i)}
+		// Machines boot with a small offset from true time.
+		offset := time.Duration(w.clockRand.Int64N(int64(100*time.Millisecond))) - 50*time.Millisecond
+		m.clock = newClock(&w.loop, offset, 0, func(inc uint64, f func()) { w.net.Run(m.addr, inc, f) })
+		w.machines = append(w.machines, m)
+		w.boot(m)
+	}
+}
+
+// boot starts a fresh node (empty state) on the machine.
+func (w *world) boot(m *machine) {
+	var nd *node.Node
+	m.ep = w.net.Listen(m.addr, func(_ string, req node.Request, reply func(node.Response)) {
+		nd.Handle(req, reply)
+	}, true)
+	m.clock.inc = m.ep.Incarnation()
+	cfg := node.DefaultConfig()
+	cfg.Address = m.addr
+	cfg.InstanceID = uint32(m.idx)
+	cfg.Cluster.Nodes = w.addrs()
+	cfg.Clock = m.clock
+	cfg.Network = m.ep
+	cfg.Logger = w.opts.Logger
+	var err error
+	if nd, err = node.New(cfg); err != nil {
+		panic(fmt.Sprintf("node.New for %s: %v", m.addr, err))
+	}
+	m.node, m.crashed, m.paused = nd, false, false
+	w.tr.event("boot", m.addr, "", int64(m.ep.Incarnation()))
+}
+
+func (w *world) addrs() []string {
+	a := make([]string, w.plan.Nodes)
+	for i := range a {
+		a[i] = nodeAddr(i + 1)
+	}
+	return a
+}
+
+// schedule puts every step of the plan on the loop.
+func (w *world) schedule() {
+	w.noise()
+	for _, s := range w.plan.Steps {
+		w.loop.At(s.At, func() { w.step(s) })
+	}
+	if w.plan.LivenessFrom > 0 {
+		w.loop.At(w.plan.LivenessFrom, w.liveness)
+	}
+}
+
+func (w *world) finish(res *Result) {
+	h := &w.hist
+	h.End = w.plan.End
+	h.MaxNetDelay = w.plan.Net.MaxDelay()
+	h.LivenessFrom = w.plan.LivenessFrom
+	for _, m := range w.machines {
+		h.MaxClockSkew = max(h.MaxClockSkew, m.clock.MaxSkew())
+		res.Replications += m.replications
+		if m.node != nil {
+			res.Replications += m.node.Stats().ReplicationsSent
+		}
+	}
+	res.Net = w.net.Stats()
+	res.Violations = append(res.Violations, w.apiErrs...)
+	if !w.opts.SkipCheck {
+		res.Violations = append(res.Violations, check(h)...)
+	}
+	res.Enforced = true
+	for _, r := range w.plan.Requires {
+		if r == "replication" && res.Replications == 0 {
+			res.Enforced = false
+		}
+	}
+	res.Unmet = w.expectations(res)
+	w.tr.event("end", "", "", int64(len(res.Violations)))
+}

@@ -1,0 +1,251 @@
+package sim
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chronos-timer/chronos/netsim"
+)
+
+// MaxScenarioBytes bounds a scenario file.
+const MaxScenarioBytes = 1 << 20
+
+// ParseScenario reads a plan from the scenario text format: one command a
+// line, '#' starts a comment. See scenarios/README.md for the grammar.
+// Steps are ordered by time, ties in file order.
+func ParseScenario(r io.Reader) (*Plan, error) {
+	p := &Plan{Seed: 1, Nodes: 3, Callbacks: 1, Clients: 1, Net: netsim.DefaultOptions()}
+	sc := bufio.NewScanner(io.LimitReader(r, MaxScenarioBytes))
+	for line := 1; sc.Scan(); line++ {
+		text, _, _ := strings.Cut(sc.Text(), "#")
+		f := strings.Fields(text)
+		if len(f) == 0 {
+			continue
+		}
+		if err := p.parseLine(f); err != nil {
+			return nil, fmt.Errorf("sim: scenario line %d %q: %w", line, strings.TrimSpace(text), err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("sim: reading scenario: %w", err)
+	}
+	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Plan) parseLine(f []string) error {
+	var err error
+	arg := func(i int) string {
+		if i < len(f) {
+			return f[i]
+		}
+		err = fmt.Errorf("missing argument %d", i)
+		return ""
+	}
+	switch f[0] {
+	case "name":
+		p.Name = arg(1)
+	case "seed":
+		p.Seed, err = strconv.ParseUint(arg(1), 10, 64)
+	case "nodes":
+		p.Nodes, err = strconv.Atoi(arg(1))
+	case "callbacks":
+		p.Callbacks, err = strconv.Atoi(arg(1))
+	case "clients":
+		p.Clients, err = strconv.Atoi(arg(1))
+	case "end":
+		p.End, err = time.ParseDuration(arg(1))
+	case "liveness":
+		p.LivenessFrom, err = time.ParseDuration(arg(1))
+	case "mix":
+		p.Mix = strings.Split(arg(1), ",")
+	case "requires":
+		p.Requires = append(p.Requires, f[1:]...)
+	case "net":
+		return parseNet(&p.Net, f[1:])
+	case "expect":
+		return p.parseExpect(f[1:])
+	case "at":
+		return p.parseStep(f[1:])
+	default:
+		return fmt.Errorf("unknown command %q", f[0])
+	}
+	return err
+}
+
+func parseNet(o *netsim.Options, kv []string) error {
+	durs := map[string]*time.Duration{"latency-min": &o.LatencyMin, "latency-mean": &o.LatencyMean,
+		"latency-max": &o.LatencyMax, "reorder-max": &o.ReorderDelayMax}
+	probs := map[string]*float64{"loss": &o.LossRate, "dup": &o.DuplicateRate, "reorder": &o.ReorderRate}
+	for _, a := range kv {
+		k, v, _ := strings.Cut(a, "=")
+		var err error
+		switch {
+		case durs[k] != nil:
+			*durs[k], err = time.ParseDuration(v)
+		case probs[k] != nil:
+			*probs[k], err = strconv.ParseFloat(v, 64)
+		default:
+			err = fmt.Errorf("unknown net option %q", k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Plan) parseExpect(f []string) error {
+	if len(f) == 0 {
+		return fmt.Errorf("expect what?")
+	}
+	e := Expect{What: f[0]}
+	switch {
+	case f[0] == "ok" && len(f) == 1:
+	case f[0] == "violation" && len(f) == 2:
+		e.Guarantee = f[1]
+	case f[0] == "pops" && len(f) == 4 && f[2] == ">=":
+		e.Timer = f[1]
+		n, err := strconv.Atoi(f[3])
+		if err != nil {
+			return err
+		}
+		e.Count = n
+	default:
+		return fmt.Errorf("want: expect ok | expect violation G<n> | expect pops <timer> >= <n>")
+	}
+	p.Expect = append(p.Expect, e)
+	return nil
+}
+
+// parseStep parses "<time> <op> args...".
+func (p *Plan) parseStep(f []string) error {
+	if len(f) < 2 {
+		return fmt.Errorf("want: at <time> <action> ...")
+	}
+	at, err := time.ParseDuration(f[0])
+	if err != nil {
+		return err
+	}
+	s := Step{At: at, Op: Op(f[1]), Client: 1, Callback: 1, RF: 0}
+	args := f[2:]
+	switch s.Op {
+	case OpCreate, OpUpdate, OpDelete:
+		err = parseTimerStep(&s, args)
+	case OpCrash, OpRestart, OpPause, OpResume, OpJump, OpDrift, OpSlow, OpFail, OpCallbackOK:
+		err = parseHostStep(&s, args)
+	case OpPartition, OpClog:
+		err = parseCutStep(&s, args)
+	case OpHeal, OpScaleUp, OpScaleDown:
+		if len(args) != 0 {
+			err = fmt.Errorf("%s takes no arguments", s.Op)
+		}
+	default:
+		err = fmt.Errorf("unknown action %q", s.Op)
+	}
+	if err != nil {
+		return err
+	}
+	p.Steps = append(p.Steps, s)
+	return nil
+}
+
+// parseTimerStep: <label> via n<i> [client=<k>] [interval=..] [repeat-for=..] [rf=..] [cb=c<k>].
+func parseTimerStep(s *Step, args []string) error {
+	if len(args) < 3 || args[1] != "via" {
+		return fmt.Errorf("want: %s <timer> via n<i> key=value...", s.Op)
+	}
+	s.Timer = args[0]
+	if _, err := fmt.Sscanf(args[2], "n%d", &s.Via); err != nil {
+		return fmt.Errorf("bad node %q", args[2])
+	}
+	for _, a := range args[3:] {
+		k, v, _ := strings.Cut(a, "=")
+		var err error
+		switch k {
+		case "client":
+			s.Client, err = strconv.Atoi(v)
+		case "interval":
+			s.Interval, err = time.ParseDuration(v)
+		case "repeat-for":
+			s.RepeatFor, err = time.ParseDuration(v)
+		case "rf":
+			s.RF, err = strconv.Atoi(v)
+		case "cb":
+			_, err = fmt.Sscanf(v, "c%d", &s.Callback)
+		default:
+			err = fmt.Errorf("unknown key %q", k)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", a, err)
+		}
+	}
+	return nil
+}
+
+// parseHostStep: <host> [+/-duration | <n>ppm | delay=.. | status=..].
+func parseHostStep(s *Step, args []string) error {
+	if len(args) < 1 {
+		return fmt.Errorf("want: %s <host>", s.Op)
+	}
+	s.Side = []string{args[0]}
+	for _, a := range args[1:] {
+		var err error
+		k, v, kv := strings.Cut(a, "=")
+		switch {
+		case s.Op == OpJump && !kv:
+			s.Delta, err = time.ParseDuration(strings.TrimPrefix(a, "+"))
+		case s.Op == OpDrift && strings.HasSuffix(a, "ppm"):
+			s.PPM, err = strconv.ParseInt(strings.TrimSuffix(a, "ppm"), 10, 64)
+		case s.Op == OpSlow && k == "delay":
+			s.Delta, err = time.ParseDuration(v)
+		case s.Op == OpFail && k == "status":
+			s.Status, err = strconv.Atoi(v)
+		default:
+			err = fmt.Errorf("unexpected argument %q", a)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseCutStep: <hosts> | <hosts> (symmetric) or <hosts> -> <hosts>
+// (one-way: the left side cannot reach the right), then [for=<duration>].
+func parseCutStep(s *Step, args []string) error {
+	side := &s.Side
+	sep := false
+	for _, a := range args {
+		switch {
+		case a == "|" || a == "->":
+			if sep {
+				return fmt.Errorf("two separators")
+			}
+			sep, s.OneWay, side = true, a == "->", &s.Peers
+		case strings.HasPrefix(a, "for="):
+			d, err := time.ParseDuration(a[len("for="):])
+			if err != nil {
+				return err
+			}
+			s.For = d
+		default:
+			*side = append(*side, a)
+		}
+	}
+	if !sep || len(s.Side) == 0 || len(s.Peers) == 0 {
+		return fmt.Errorf("want: %s <hosts> | <hosts>, or <hosts> -> <hosts>", s.Op)
+	}
+	if s.Op == OpClog && (!s.OneWay || s.For <= 0) {
+		return fmt.Errorf("want: clog <hosts> -> <hosts> for=<duration>")
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+)
+
+// FNV-64a parameters.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// tracer hashes every event and random draw of a run (FNV-64a over a
+// canonical encoding) and, when w is set, prints each event as a line. Two
+// runs of one plan on one binary must end with the same hash.
+type tracer struct {
+	h     uint64
+	w     io.Writer
+	now   func() time.Duration
+	lines uint64
+}
+
+func newTracer(w io.Writer, now func() time.Duration) *tracer {
+	return &tracer{h: fnvOffset, w: w, now: now}
+}
+
+func (t *tracer) byte(b byte) { t.h = (t.h ^ uint64(b)) * fnvPrime }
+
+func (t *tracer) u64(v uint64) {
+	for range 8 {
+		t.byte(byte(v))
+		v >>= 8
+	}
+}
+
+func (t *tracer) str(s string) {
+	for i := 0; i < len(s); i++ {
+		t.byte(s[i])
+	}
+	t.byte(0)
+}
+
+// event hashes one event: what happened, where, and a number.
+func (t *tracer) event(what, a, b string, n int64) {
+	t.u64(uint64(t.now()))
+	t.str(what)
+	t.str(a)
+	t.str(b)
+	t.u64(uint64(n))
+	t.lines++
+	if t.w != nil {
+		fmt.Fprintf(t.w, "%12v %-10s %-20s %-20s %d\n", t.now(), what, a, b, n)
+	}
+}
+
+// note prints a free-form line and hashes it.
+func (t *tracer) note(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	t.u64(uint64(t.now()))
+	t.str(s)
+	t.lines++
+	if t.w != nil {
+		fmt.Fprintf(t.w, "%12v %s\n", t.now(), s)
+	}
+}
+
+// Random streams split from one seed. Each is an independent PCG so that a
+// change in how much one part draws never shifts another part's draws.
+const (
+	streamNetwork uint64 = iota + 1
+	streamClocks
+	streamWorkload
+	streamFaults
+)
+
+// stream returns the seed's PCG stream number id.
+func stream(seed, id uint64) *rand.PCG {
+	return rand.NewPCG(seed, 0x9e3779b97f4a7c15*id)
+}
+
+// hashedSource feeds every draw of a source into the trace hash.
+type hashedSource struct {
+	src rand.Source
+	tr  *tracer
+}
+
+func (s hashedSource) Uint64() uint64 {
+	v := s.src.Uint64()
+	s.tr.u64(v)
+	return v
+}
