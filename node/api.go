@@ -209,7 +209,9 @@ func parseTags(st *wireStatistics) ([]Tag, error) {
 
 func parseReplication(w *wireBody) (*Replication, error) {
 	r := &Replication{Replicas: w.Reliability.Replicas, Sites: w.Reliability.Sites}
-	if len(r.Replicas) == 0 || len(r.Replicas) > MaxReplicationFactor {
+	// An empty replica list with sites is a timer forwarded from another
+	// site: the receiving node places it on its own cluster.
+	if len(r.Replicas) == 0 && len(r.Sites) == 0 || len(r.Replicas) > MaxReplicationFactor {
 		return nil, badf("reliability.replicas must list 1 to %d nodes", MaxReplicationFactor)
 	}
 	var err error

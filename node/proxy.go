@@ -152,6 +152,7 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 	if !spec.Tombstone {
 		w.ok.Header[HeaderLocation] = "/timers/" + FormatWireID(id, n.ring.Bloom(replicas))
 	}
+	n.forwardToSites(t, now)
 	for _, peer := range targets {
 		counts := spec.Tombstone || slices.Contains(replicas, peer)
 		if peer == n.self {
@@ -164,9 +165,16 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 	}
 }
 
-// replicaPut applies a replication message from another node.
+// replicaPut applies a replication message from another node, or places a
+// timer forwarded from another site on this site's replicas.
 func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Response)) {
 	n.stats.ReplicationsReceived++
+	if len(r.Replicas) == 0 {
+		rf := max(spec.RF, 1)
+		r.Replicas = n.ring.Replicas(id, rf)
+		n.placeFromSite(id, spec, r, reply)
+		return
+	}
 	t := &Timer{
 		ID: id, Version: r.Version, Start: n.nowMs() + r.StartTimeDelta,
 		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
@@ -183,6 +191,53 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		return
 	}
 	reply(text(200, "OK"))
+}
+
+// placeFromSite writes a timer another site forwarded to this site's
+// replicas, keeping its version, start and sequence.
+func (n *Node) placeFromSite(id uint64, spec Spec, r *Replication, reply func(Response)) {
+	now := n.nowMs()
+	t := &Timer{
+		ID: id, Version: r.Version, Start: now + r.StartTimeDelta,
+		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
+		Seq: r.Seq, Tombstone: spec.Tombstone, RF: uint8(max(spec.RF, 1)),
+		URI: spec.URI, Opaque: spec.Opaque,
+		Placement: n.placement(r.Replicas, r.Sites),
+		ViewID:    n.ring.ViewID(),
+	}
+	if len(spec.Tags) > 0 {
+		t.Extra = &TimerExtra{Tags: spec.Tags}
+	}
+	w := &write{reply: reply, pending: len(r.Replicas), ok: text(200, "OK")}
+	for _, peer := range r.Replicas {
+		if peer == n.self {
+			local := *t
+			w.done(n.apply(&local), unavailable("node is full"))
+			continue
+		}
+		n.replicate(peer, t, now, func(ok bool, resp Response) { w.done(ok, resp) })
+	}
+}
+
+// forwardToSites sends t to every other site it is replicated to, for that
+// site to place on its own replicas. Remote sites are not waited for: a
+// client write is acknowledged by its local replicas.
+func (n *Node) forwardToSites(t *Timer, now int64) {
+	for _, site := range n.cfg.RemoteSites {
+		if !slices.Contains(t.Placement.Sites, site.Name) {
+			continue
+		}
+		fwd := *t
+		fwd.Placement = &Placement{Sites: t.Placement.Sites}
+		n.stats.ReplicationsSent++
+		req := Request{
+			Method: "PUT",
+			URL:    "http://" + site.Address + "/timers/" + FormatWireID(t.ID, 0),
+			Header: Header{HeaderContentType: "application/json"},
+			Body:   EncodeReplication(&fwd, now),
+		}
+		n.send(req, n.cfg.ReplicationTimeout, func(Response, error) {})
+	}
 }
 
 // sites lists the sites a new timer is replicated to: this one first.
@@ -246,6 +301,9 @@ func EncodeReplication(t *Timer, now int64) []byte {
 	}
 	b.Reliability.ClusterViewID = strconv.FormatUint(t.ViewID, 10)
 	b.Reliability.Replicas = t.Placement.Replicas
+	if b.Reliability.Replicas == nil {
+		b.Reliability.Replicas = []string{} // a forward to another site, not a client body
+	}
 	b.Reliability.Sites = t.Placement.Sites
 	b.Reliability.ReplicationFactor = int(t.RF)
 	if tags := t.Tags(); len(tags) > 0 {

@@ -205,6 +205,7 @@ func (n *Node) notifyPopped(popped *Timer) {
 			n.replicate(peer, &notice, now, nil)
 		}
 	}
+	n.forwardToSites(&notice, now)
 }
 
 // replicate sends t to peer with the internal PUT; done, if not nil,
