@@ -30,10 +30,11 @@ func isEndEvent(k FaultKind) bool {
 	return false
 }
 
-// span is one fault's active interval, settle time included.
+// span is one fault's active interval, settle time included in to; end
+// is when its end event came (or the horizon), for drawing.
 type span struct {
-	from, to time.Duration
-	fault    Fault
+	from, to, end time.Duration
+	fault         Fault
 }
 
 // timeline answers "was a fault active in [a, b]" questions.
@@ -74,7 +75,7 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 				}
 			}
 		}
-		tl.spans = append(tl.spans, span{from: f.At, to: to + settle, fault: f})
+		tl.spans = append(tl.spans, span{from: f.At, to: to + settle, end: to, fault: f})
 	}
 	return tl
 }

@@ -1,0 +1,92 @@
+package checker
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+// htmlOut, when set, keeps the HTML report of TestWriteHTML for a person
+// to open: go test ./checker -run TestWriteHTML -html /tmp/report.html
+var htmlOut = flag.String("html", "", "write TestWriteHTML's report to this file")
+
+// brokenHistory has a delete that does not stick, a partition and an
+// early pop.
+func brokenHistory() *History {
+	h := healthy()
+	h.Ops = append(h.Ops, del(2, 1, 2500*ms, 2510*ms, OK))
+	h.Pops[0].At = 500 * ms
+	h.Faults = []Fault{{At: 6 * sec, Kind: Partition, Nodes: []string{"n1"}, Peers: []string{"n2"}},
+		{At: 7 * sec, Kind: Heal}}
+	h.LivenessFrom = 7 * sec
+	return h
+}
+
+var header = ReportHeader{Seed: 42, FaultMix: "partition,crash", ReplayCommand: "chronos-sim -seed 42 -replay",
+	TraceHash: "deadbeef"}
+
+func TestWriteReport(t *testing.T) {
+	// The text report names the seed, fault mix, trace hash, the first
+	// violation with the events around it in time order, and the replay
+	// command.
+	h := brokenHistory()
+	vs := Check(h)
+	var b bytes.Buffer
+	if err := WriteReport(&b, h, vs, header); err != nil {
+		t.Fatalf("got error %v, want none", err)
+	}
+	out := b.String()
+	for _, want := range []string{"seed:       42", "partition,crash", "deadbeef", "FIRST VIOLATION: G1",
+		"pop 1 from n1 arrived early", "op 2 client 2 -> n1: delete timer 0000000000000001",
+		"seq 1 \"a\" from n1", "replay: chronos-sim -seed 42 -replay", "all violations:", "G5"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("got report:\n%s\nwant it to contain %q", out, want)
+		}
+	}
+	first, later := strings.Index(out, "seq 1 \"a\""), strings.Index(out, "seq 2 \"a\"")
+	if first < 0 || later < 0 || first > later {
+		t.Fatalf("got report:\n%s\nwant events in time order", out)
+	}
+}
+
+func TestWriteReportWithoutViolations(t *testing.T) {
+	// A clean history still gets a header and says there is no violation.
+	var b bytes.Buffer
+	if err := WriteReport(&b, healthy(), nil, header); err != nil {
+		t.Fatalf("got error %v, want none", err)
+	}
+	if out := b.String(); !strings.Contains(out, "violations: none") || strings.Contains(out, "FIRST VIOLATION") {
+		t.Fatalf("got report:\n%s\nwant 'violations: none' and no first violation", out)
+	}
+}
+
+func TestWriteHTML(t *testing.T) {
+	// The HTML report is one self-contained page with the header, the
+	// violations table, an SVG timeline with faults, pops, ops and
+	// violation markers, and porcupine's visualization embedded.
+	h := brokenHistory()
+	vs := Check(h)
+	var b bytes.Buffer
+	if err := WriteHTML(&b, h, vs, header); err != nil {
+		t.Fatalf("got error %v, want none", err)
+	}
+	out := b.String()
+	if *htmlOut != "" {
+		if err := os.WriteFile(*htmlOut, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"<!DOCTYPE html>", "seed 42", "chronos-sim -seed 42 -replay", "deadbeef",
+		"<svg", `class="fault"`, `class="pop"`, `class="op"`, `<line class="violation"`, `<tr class="violation">`,
+		"partition n1 | n2", "<iframe class=\"porcupine\"", "srcdoc=\"&lt;!doctype html&gt;", "Illegal",
+		"G5", "</html>"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("got HTML without %q (length %d)", want, len(out))
+		}
+	}
+	if strings.Contains(out, "<script") && !strings.Contains(out, "srcdoc") {
+		t.Fatalf("got a script outside the porcupine frame, want it inside srcdoc")
+	}
+}
