@@ -391,7 +391,7 @@ func TestClientFailures(t *testing.T) {
 		want    string
 	}{
 		{peer.URL + "/slow", 10 * time.Millisecond, "deadline exceeded"},
-		{closed.URL + "/cb", waitTimeout, "server: POST"},
+		{closed.URL + "/cb", waitTimeout, "server: Post"},
 		{peer.URL + "/big", waitTimeout, "response body larger than"},
 	} {
 		if _, err := send(tt.url, tt.timeout); err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -98,7 +98,8 @@ func (c *Client) roundTrip(req node.Request, timeout time.Duration) (node.Respon
 	}
 	hresp, err := c.http.Do(hr)
 	if err != nil {
-		return node.Response{}, fmt.Errorf("server: %s %s: %w", req.Method, req.URL, err)
+		// The *url.Error already names the method and URL.
+		return node.Response{}, fmt.Errorf("server: %w", err)
 	}
 	defer hresp.Body.Close()
 	// One byte over the limit tells an oversized body from one exactly at it.

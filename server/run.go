@@ -49,13 +49,16 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// The node tags its own records with its address; the adapter's are
+	// tagged here.
+	nodeLog := log
 	log = log.With("node", cfg.Localhost)
 	s := &Server{log: log, serial: NewSerial(), cfg: cfg}
 	s.client = NewClient(s.serial, log)
 	clk := NewClock(cfg.Clock, s.serial)
 	var err error
 	// Under the lock: the node may arm an alarm while it is being built.
-	s.serial.Do(func() { s.node, err = node.New(cfg.nodeConfig(clk, s.client, log)) })
+	s.serial.Do(func() { s.node, err = node.New(cfg.nodeConfig(clk, s.client, nodeLog)) })
 	if err != nil {
 		return nil, fmt.Errorf("server: build node: %w", err)
 	}
