@@ -160,15 +160,22 @@ func (s *Store) NextDue() (int64, bool) {
 }
 
 // Ascend calls fn for each timer in nondecreasing due order (ties by ID)
-// until fn returns false. fn must not modify the store. Stopping early costs
-// only what was visited, plus sorting the overdue timers.
-func (s *Store) Ascend(fn func(*Timer) bool) {
+// until fn returns false. fn must not modify the store.
+func (s *Store) Ascend(fn func(*Timer) bool) { s.AscendFrom(math.MinInt64, fn) }
+
+// AscendFrom is Ascend over the timers due at or after from only. Its cost
+// is what it visits (and the sorting of overdue timers), not the timers
+// before from or after fn stops, so that resync can page by due time.
+func (s *Store) AscendFrom(from int64, fn func(*Timer) bool) {
 	mods := s.mods
 	var scratch []*Timer
 	visit := func(ts []*Timer) bool {
 		scratch = ts[:0]
 		slices.SortFunc(ts, byDueThenID)
 		for _, t := range ts {
+			if t.due < from {
+				continue
+			}
 			more := fn(t)
 			if s.mods != mods {
 				storeBug("Ascend callback modified the store")
@@ -179,25 +186,37 @@ func (s *Store) Ascend(fn func(*Timer) bool) {
 		}
 		return true
 	}
-	if !visit(append(scratch, s.overdue.ts...)) {
+	if from < s.next && !visit(append(scratch, s.overdue.ts...)) {
 		return
 	}
-	for i := s.fine.next(0); i >= 0; i = s.fine.after(i) {
-		if !visit(appendList(scratch, s.fine.head[i])) {
-			return
+	base := s.next &^ fineMask
+	if from <= base+fineMask {
+		i0 := 0
+		if from > base { // from-base would overflow for a from far back
+			i0 = int(from - base)
+		}
+		for i := s.fine.next(i0); i >= 0; i = s.fine.after(i) {
+			if !visit(appendList(scratch, s.fine.head[i])) {
+				return
+			}
 		}
 	}
 	// Coarse buckets hold blocks in circular order from the one after
-	// next's: first buckets from..end, then 0..from-1.
-	from := int((s.next>>fineBits + 1) & coarseMask)
-	for i := s.coarse.next(from); i >= 0; i = s.coarse.after(i) {
-		if !visit(appendList(scratch, s.coarse.head[i])) {
-			return
+	// next's (bucket wrap); visit from from's block to the wrap.
+	cur := s.next >> fineBits
+	if first := max(from>>fineBits, cur+1); first-cur < coarseSlots {
+		start, wrap := int(first&coarseMask), int((cur+1)&coarseMask)
+		ranges := [][2]int{{start, coarseSlots}, {0, wrap}}
+		if start < wrap {
+			ranges = ranges[:1]
+			ranges[0][1] = wrap
 		}
-	}
-	for i := s.coarse.next(0); i >= 0 && i < from; i = s.coarse.after(i) {
-		if !visit(appendList(scratch, s.coarse.head[i])) {
-			return
+		for _, r := range ranges {
+			for i := s.coarse.next(r[0]); i >= 0 && i < r[1]; i = s.coarse.after(i) {
+				if !visit(appendList(scratch, s.coarse.head[i])) {
+					return
+				}
+			}
 		}
 	}
 	visit(append(scratch, s.far.ts...))

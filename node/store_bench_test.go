@@ -1,0 +1,220 @@
+package node
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// The store's targets (DESIGN.md section 5) are ratios against a baseline
+// measured in the same run: insert at least as fast as time.AfterFunc, at
+// most 1.5 x slower per operation at 10M timers than at 1M, and at most 200
+// bytes per stored timer. So every benchmark runs at both sizes, and each
+// b.N op acts on a store kept at (within storeBenchBatch of) n timers:
+//
+//	go test -bench . -run '^$' ./node
+//
+// compares BenchmarkStore/n=1M/insert with n=10M/insert and with
+// BenchmarkAfterFunc/n=1M/insert. -short skips the 10M runs.
+
+// storeBenchSizes are the store sizes compared.
+var storeBenchSizes = []int{1_000_000, 10_000_000}
+
+// storeBenchBatch is how many ops run before the store is brought back to n
+// with the timer stopped.
+const storeBenchBatch = 1 << 16
+
+// storeBenchStride walks IDs 1..n in a scattered order without repeats: it
+// is prime, so coprime with the sizes.
+const storeBenchStride = 1_000_003
+
+// storeFixture is a store pre-filled with n timers due within the next
+// hour, shared by the sub-benchmarks of one size so it is built once.
+type storeFixture struct {
+	s       *Store
+	n       int
+	now     int64
+	nextID  uint64
+	cursor  uint64
+	rng     *rand.Rand
+	offsets []int64 // random dues within the hour, relative to now
+	perByte float64 // heap bytes per stored timer
+}
+
+func newStoreFixture(b *testing.B, n int) *storeFixture {
+	b.Helper()
+	f := &storeFixture{n: n, now: storeBase, nextID: uint64(n) + 1, rng: rand.New(rand.NewPCG(1, 2))}
+	f.offsets = make([]int64, storeBenchBatch)
+	for i := range f.offsets {
+		f.offsets[i] = 1 + f.rng.Int64N(storeHourMs)
+	}
+	before := storeHeapAlloc()
+	f.s = NewStore(f.now)
+	for i := range n {
+		f.s.Put(&Timer{ID: uint64(i + 1)}, f.now+1+f.rng.Int64N(storeHourMs))
+	}
+	f.perByte = float64(storeHeapAlloc()-before) / float64(n)
+	return f
+}
+
+// storeHeapAlloc returns the bytes of live heap after a full collection.
+func storeHeapAlloc() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+func storeBenchName(n int) string { return fmt.Sprintf("n=%dM", n/1_000_000) }
+
+func BenchmarkStore(b *testing.B) {
+	for _, n := range storeBenchSizes {
+		b.Run(storeBenchName(n), func(b *testing.B) {
+			if testing.Short() && n > storeBenchSizes[0] {
+				b.Skip("large store skipped in -short mode")
+			}
+			f := newStoreFixture(b, n)
+			b.Run("insert", f.benchInsert)
+			b.Run("delete", f.benchDelete)
+			b.Run("pop", f.benchPop)
+			if f.s.Len() != n {
+				b.Fatalf("store holds %d timers after the runs, want %d", f.s.Len(), n)
+			}
+		})
+	}
+}
+
+// benchInsert times allocating and putting a new timer due within the
+// hour, as the node does for a create.
+func (f *storeFixture) benchInsert(b *testing.B) {
+	added := make([]uint64, 0, storeBenchBatch)
+	restore := func() {
+		for _, id := range added {
+			f.s.Remove(id)
+		}
+		added = added[:0]
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		id := f.nextID
+		f.nextID++
+		f.s.Put(&Timer{ID: id}, f.now+f.offsets[i%storeBenchBatch])
+		added = append(added, id)
+		if len(added) == storeBenchBatch {
+			b.StopTimer()
+			restore()
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	restore()
+	b.ReportMetric(f.perByte, "bytes/timer")
+}
+
+// benchDelete times removing a held timer by ID, in scattered order.
+func (f *storeFixture) benchDelete(b *testing.B) {
+	removed := make([]*Timer, 0, storeBenchBatch)
+	restore := func() {
+		for _, t := range removed {
+			f.s.Put(t, t.Due())
+		}
+		removed = removed[:0]
+	}
+	b.ResetTimer()
+	for range b.N {
+		id := f.cursor%uint64(f.n) + 1
+		f.cursor += storeBenchStride
+		removed = append(removed, f.s.Remove(id))
+		if len(removed) == storeBenchBatch {
+			b.StopTimer()
+			restore()
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	restore()
+	b.ReportMetric(f.perByte, "bytes/timer")
+}
+
+// benchPop times popping, per timer popped, the way the node's alarm does:
+// PopDue at NextDue. Popped timers come back due within the next hour, so
+// the store stays near n and its density steady.
+func (f *storeFixture) benchPop(b *testing.B) {
+	buf := make([]*Timer, 0, 1024)
+	popped := make([]*Timer, 0, storeBenchBatch+1024)
+	restore := func() {
+		for i, t := range popped {
+			f.s.Put(t, f.now+f.offsets[i%storeBenchBatch])
+		}
+		popped = popped[:0]
+	}
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		f.now, _ = f.s.NextDue()
+		buf = f.s.PopDue(f.now, buf[:0])
+		done += len(buf)
+		popped = append(popped, buf...)
+		if len(popped) >= storeBenchBatch {
+			b.StopTimer()
+			restore()
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	restore()
+	b.ReportMetric(f.perByte, "bytes/timer")
+}
+
+// BenchmarkAfterFunc is the baseline: the Go runtime's timers, n of them
+// pending far in the future, and per op one more AfterFunc.
+func BenchmarkAfterFunc(b *testing.B) {
+	for _, n := range storeBenchSizes {
+		b.Run(storeBenchName(n), func(b *testing.B) {
+			if testing.Short() && n > storeBenchSizes[0] {
+				b.Skip("large timer heap skipped in -short mode")
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			durations := make([]time.Duration, storeBenchBatch)
+			for i := range durations {
+				durations[i] = time.Duration(storeHourMs+rng.Int64N(storeHourMs)) * time.Millisecond
+			}
+			fn := func() {} // shared, so no closure is counted: the leanest baseline
+			held := make([]*time.Timer, n)
+			before := storeHeapAlloc()
+			for i := range held {
+				held[i] = time.AfterFunc(durations[i%storeBenchBatch], fn)
+			}
+			perByte := float64(storeHeapAlloc()-before) / float64(n)
+			b.Run("insert", func(b *testing.B) {
+				benchAfterFuncInsert(b, durations, fn)
+				b.ReportMetric(perByte, "bytes/timer")
+			})
+			for _, t := range held {
+				t.Stop()
+			}
+		})
+	}
+}
+
+func benchAfterFuncInsert(b *testing.B, durations []time.Duration, fn func()) {
+	added := make([]*time.Timer, 0, storeBenchBatch)
+	restore := func() {
+		for _, t := range added {
+			t.Stop()
+		}
+		added = added[:0]
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		added = append(added, time.AfterFunc(durations[i%storeBenchBatch], fn))
+		if len(added) == storeBenchBatch {
+			b.StopTimer()
+			restore()
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	restore()
+}
