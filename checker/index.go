@@ -182,9 +182,9 @@ func (x *index) required(d *def, k int, bound time.Duration) bool {
 
 // lossFrom is the earliest time a fault may have removed every copy of d:
 // rf distinct nodes crashed (or any crash after a write a fault touched,
-// which may have reached one replica only), or a partition, clog or
-// callback fault over one of d's due times (a replica whose callback fails
-// drops its copy, DESIGN.md 4.7).
+// which may have reached one replica only), a partition, clog or callback
+// fault over one of d's due times, or a callback the endpoint refused (a
+// replica whose callback fails drops its copy, DESIGN.md 4.7).
 func (x *index) lossFrom(d *def) time.Duration {
 	l := never
 	crashed := map[string]bool{}
@@ -202,6 +202,13 @@ func (x *index) lossFrom(d *def) time.Duration {
 		case Partition, Clog, SlowCallback, FailCallback:
 			if t, ok := x.firstDueIn(d, s.from, s.to); ok {
 				l = min(l, t)
+			}
+		}
+	}
+	for _, idx := range d.bySeq {
+		for _, i := range idx {
+			if p := x.h.Pops[i]; !accepted(p) {
+				l = min(l, p.At)
 			}
 		}
 	}

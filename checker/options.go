@@ -46,6 +46,9 @@ type Options struct {
 	DefaultReplicationFactor int
 	// FaultSettle extends every fault's active interval past its end.
 	FaultSettle time.Duration
+	// LivenessGrace is added to the replica-failure bound for pops due
+	// after the liveness phase began (G7), for a resync still running.
+	LivenessGrace time.Duration
 	// StickAllowance is how long after a DELETE or PUT returned a pop of
 	// the superseded definition may still fall due (G5). Clock skew and
 	// network delay are added to it.
@@ -87,6 +90,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("checker: DefaultReplicationFactor %d is below 1", o.DefaultReplicationFactor)
 	case o.FaultSettle < 0:
 		return fmt.Errorf("checker: FaultSettle %v is negative", o.FaultSettle)
+	case o.LivenessGrace < 0:
+		return fmt.Errorf("checker: LivenessGrace %v is negative", o.LivenessGrace)
 	case o.StickAllowance < 0:
 		return fmt.Errorf("checker: StickAllowance %v is negative", o.StickAllowance)
 	case o.LinearizabilityTimeout < 0:

@@ -76,16 +76,17 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 			"pop %d from %s arrived early: got %v, want at or after %v (invoke %v + %d x %v - skew %v)",
 			seq, p.Node, p.At, earliest, d.lo, seq, d.op.Spec.Interval, x.h.MaxClockSkew)), true
 	}
+	a, b := x.window(d, seq)
+	touched := x.tl.touched(a, b)
 	bound, ok := x.lateBound(d, seq)
-	liveness := x.tl.liveFrom > 0 && lo >= x.tl.liveFrom
-	if liveness && !ok {
-		bound, ok = x.rankBound(d), true
+	liveness := x.tl.liveFrom > 0 && lo >= x.tl.liveFrom && touched
+	if liveness {
+		// G7: all replicas must be back, so the replica bound always holds.
+		bound, ok = x.rankBound(d)+x.o.LivenessGrace, true
 	}
 	if !ok || p.At <= hi+bound {
 		return Violation{}, false
 	}
-	a, b := x.window(d, seq)
-	touched := x.tl.touched(a, b)
 	if fits := x.impliedSeqs(d, p.At, seq); len(fits) > 0 && !touched {
 		return x.violation("G4", p.At, d, fmt.Sprintf(
 			"pop from %s at %v carries seq %d, but its time fits only seq %v: got seq %d, want one of %v (a duplicate or mislabelled pop)",
@@ -95,7 +96,7 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 		return Violation{}, false // a late copy is a duplicate, G4's business
 	}
 	g := "G3"
-	if liveness && touched {
+	if liveness {
 		g = "G7"
 	}
 	return x.violation(g, p.At, d, fmt.Sprintf(
@@ -129,23 +130,35 @@ func (x *index) impliedSeqs(d *def, at time.Duration, seq int) []int {
 	return fits
 }
 
-// checkDuplicates reports a pop delivered more than once with no fault
-// around its due time or its deliveries (G4).
+// checkDuplicates reports a pop delivered again after the endpoint
+// accepted it, with no fault around its due time or its deliveries (G4).
 func (x *index) checkDuplicates(d *def, seq int) (Violation, bool) {
 	idx := d.bySeq[seq]
-	if len(idx) < 2 {
-		return Violation{}, false
+	ok := -1 // the first delivery the endpoint accepted
+	for n, i := range idx {
+		if accepted(x.h.Pops[i]) {
+			ok = n
+			break
+		}
+	}
+	if ok < 0 || ok == len(idx)-1 {
+		return Violation{}, false // retries after a refused callback are the redundancy path
 	}
 	a, b := x.window(d, seq)
 	last := x.h.Pops[idx[len(idx)-1]]
 	if x.tl.touched(a, max(b, last.At)) {
 		return Violation{}, false
 	}
-	p0, p1 := x.h.Pops[idx[0]], x.h.Pops[idx[1]]
+	p0, p1 := x.h.Pops[idx[ok]], x.h.Pops[idx[ok+1]]
 	return x.violation("G4", p1.At, d, fmt.Sprintf(
-		"pop %d delivered %d times with no fault around it (first from %s at %v, again from %s at %v): got %d deliveries, want 1",
+		"pop %d delivered %d times with no fault around it (accepted from %s at %v, again from %s at %v): got %d deliveries, want 1",
 		seq, len(idx), p0.Node, p0.At, p1.Node, p1.At, len(idx))), true
 }
+
+// accepted reports whether the endpoint answered the pop with a 2xx: a
+// replica whose callback is refused drops its copy and the next replica
+// pops again (DESIGN.md 4.7), which is no duplicate.
+func accepted(p Pop) bool { return p.Answered >= 200 && p.Answered <= 299 }
 
 // checkMissing reports due pops never delivered: G2 for pops due in
 // fault-free stretches, G7 for pops due after the liveness phase began.
@@ -176,7 +189,7 @@ func (x *index) missing(d *def, k int) (Violation, bool) {
 	lo, hi := d.due(k)
 	g, bound := "G2", x.slack()
 	if x.tl.liveFrom > 0 && lo >= x.tl.liveFrom {
-		g, bound = "G7", x.rankBound(d)
+		g, bound = "G7", x.rankBound(d)+x.o.LivenessGrace
 	} else if a, b := x.window(d, k); x.tl.touched(a, b) {
 		return Violation{}, false
 	}
