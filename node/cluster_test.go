@@ -20,12 +20,29 @@ type cluster struct {
 
 func newCluster(t *testing.T, addrs ...string) *cluster {
 	t.Helper()
+	return newSkewedCluster(t, nil, addrs...)
+}
+
+// skewedClock is a node's clock offset from the cluster's manual clock.
+type skewedClock struct {
+	c      *manualClock
+	offset time.Duration
+}
+
+func (s skewedClock) Now() time.Time { return s.c.Now().Add(s.offset) }
+
+func (s skewedClock) AfterFunc(d time.Duration, f func()) Alarm { return s.c.AfterFunc(d, f) }
+
+// newSkewedCluster builds a cluster whose nodes' clocks are offset from
+// true time by offsets[addr].
+func newSkewedCluster(t *testing.T, offsets map[string]time.Duration, addrs ...string) *cluster {
+	t.Helper()
 	c := &cluster{t: t, clock: &manualClock{now: epoch}, net: &heldNet{}, nodes: map[string]*Node{}, down: map[string]bool{}}
 	for i, a := range addrs {
 		cfg := DefaultConfig()
 		cfg.Address, cfg.InstanceID = a, uint32(i)
 		cfg.Cluster = Membership{Nodes: addrs}
-		cfg.Clock, cfg.Network = c.clock, senderNet{c, a}
+		cfg.Clock, cfg.Network = skewedClock{c.clock, offsets[a]}, senderNet{c, a}
 		n, err := New(cfg)
 		if err != nil {
 			t.Fatalf("New(%s): %v", a, err)
@@ -322,5 +339,34 @@ func TestSitesReplicateAndPopAfterLocal(t *testing.T) {
 	}
 	if got := seqs(c.advance(10*time.Second, 200)); !slices.Equal(got, []string{"2:x"}) {
 		t.Fatalf("remote site's pop: got %v, want [2:x] once", got)
+	}
+}
+
+// TestUpdateThroughLaggingClockSticks proves a client update through a node
+// whose clock is behind still supersedes an earlier update made through
+// another node: the replica refuses the lower version with 409, and the
+// proxy retries above the version it reported.
+func TestUpdateThroughLaggingClockSticks(t *testing.T) {
+	lagging := three[2]
+	c := newSkewedCluster(t, map[string]time.Duration{lagging: -10 * time.Second}, three...)
+	var wire string
+	for {
+		r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":100},"callback":{"http":{"uri":"`+cb+
+			`","opaque":"a"}},"reliability":{"replication-factor":1}}`)
+		wire = strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+		if !slices.Contains(c.holders(wire), lagging) {
+			break
+		}
+	}
+	c.advance(time.Second, 200)
+	for _, step := range []struct{ via, opaque string }{{three[1], "b"}, {lagging, "c"}} {
+		r := c.client(step.via, "PUT", "/timers/"+wire, `{"timing":{"interval":100},"callback":{"http":{"uri":"`+cb+`","opaque":"`+step.opaque+`"}}}`)
+		if r.Status != 200 {
+			t.Fatalf("PUT via %s: got %d (%s)", step.via, r.Status, r.Body)
+		}
+	}
+	holder := c.holders(wire)[0]
+	if got, _ := c.nodes[holder].Timer(mustID(t, wire)); got.Opaque != "c" {
+		t.Fatalf("held definition: got opaque %q, want %q (the last update)", got.Opaque, "c")
 	}
 }

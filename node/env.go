@@ -91,4 +91,7 @@ const (
 	HeaderContentType    = "Content-Type"
 	HeaderContentRange   = "Content-Range"
 	HeaderRange          = "Range"
+	// HeaderVersion carries the newer version a replica holds when it
+	// refuses a client write with 409.
+	HeaderVersion = "X-Chronos-Version"
 )

@@ -125,7 +125,7 @@ func TestDeleteSticks(t *testing.T) {
 	}
 	stale := held
 	stale.Seq = 0
-	r := h.do("PUT", "/timers/"+id, string(EncodeReplication(&stale, h.node.nowMs())))
+	r := h.do("PUT", "/timers/"+id, string(EncodeReplication(&stale, h.node.nowMs(), false)))
 	if r.Status != 200 {
 		t.Fatalf("stale replication: got %d, want 200", r.Status)
 	}

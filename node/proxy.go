@@ -16,13 +16,26 @@ type write struct {
 	pending  int
 	applied  int
 	rejected *Response
+	// newer is the highest version a replica held above this write's;
+	// retry, if set, writes again above it.
+	newer uint64
+	retry func(newer uint64)
 }
+
+// maxWriteRetries bounds how often a client write is retried above a
+// newer version a replica reported.
+const maxWriteRetries = 3
 
 func (w *write) done(applied bool, resp Response) {
 	w.pending--
 	switch {
 	case applied:
 		w.applied++
+	case resp.Status == 409:
+		v, err := strconv.ParseUint(resp.Header.Get(HeaderVersion), 10, 64)
+		if err == nil {
+			w.newer = max(w.newer, v)
+		}
 	case resp.Status == 400 && w.rejected == nil:
 		w.rejected = &resp
 	}
@@ -30,6 +43,8 @@ func (w *write) done(applied bool, resp Response) {
 		return
 	}
 	switch {
+	case w.newer != 0 && w.retry != nil:
+		w.retry(w.newer)
 	case w.applied > 0:
 		w.reply(w.ok)
 	case w.rejected != nil:
@@ -59,7 +74,7 @@ func (n *Node) create(body []byte, reply func(Response)) {
 	if spec.RF == 0 {
 		spec.RF = DefaultReplicationFactor
 	}
-	n.write(id, id, spec, 0, now, reply)
+	n.write(id, id, spec, 0, now, reply, 0)
 }
 
 // put serves PUT /timers/<id>: a client update (or create with a chosen
@@ -110,7 +125,7 @@ func (n *Node) remove(wire string, reply func(Response)) {
 func (n *Node) clientWrite(id, bloom uint64, spec Spec, reply func(Response)) {
 	now := n.nowMs()
 	n.ids.observe(id)
-	n.write(id, n.ids.next(now), spec, bloom, now, reply)
+	n.write(id, n.ids.next(now), spec, bloom, now, reply, 0)
 }
 
 // inferRF returns the replication factor of a timer a client did not give
@@ -129,7 +144,7 @@ func (n *Node) inferRF(id, bloom uint64) int {
 // write sends a new definition of id to its replicas under today's
 // cluster, and to the nodes the old bloom filter names so that old
 // replicas drop their copy (passive rebalancing).
-func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, reply func(Response)) {
+func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, reply func(Response), tries int) {
 	replicas := n.ring.Replicas(id, spec.RF)
 	t := &Timer{
 		ID: id, Version: version, Start: now,
@@ -152,17 +167,36 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 	if !spec.Tombstone {
 		w.ok.Header[HeaderLocation] = "/timers/" + FormatWireID(id, n.ring.Bloom(replicas))
 	}
+	if tries < maxWriteRetries {
+		w.retry = func(newer uint64) {
+			n.ids.observe(newer)
+			now := n.nowMs()
+			n.write(id, n.ids.next(now), spec, oldBloom, now, reply, tries+1)
+		}
+	}
 	n.forwardToSites(t, now)
+	body := EncodeReplication(t, now, true)
 	for _, peer := range targets {
 		counts := spec.Tombstone || slices.Contains(replicas, peer)
 		if peer == n.self {
 			local := *t
-			ok := n.apply(&local)
-			w.done(counts && ok, unavailable("node is full"))
+			a := n.apply(&local, true)
+			w.done(counts && a.ok && a.newer == 0, staleOrFull(a))
 			continue
 		}
-		n.replicate(peer, t, now, func(ok bool, resp Response) { w.done(counts && ok, resp) })
+		n.replicate(peer, t, body, now, func(ok bool, resp Response) { w.done(counts && ok, resp) })
 	}
+}
+
+// staleOrFull is the response a replica gives for a record it did not
+// apply: 409 with the newer version it holds, or 503 when full.
+func staleOrFull(a applied) Response {
+	if a.newer != 0 {
+		r := text(409, "a newer definition of the timer is held")
+		r.Header[HeaderVersion] = strconv.FormatUint(a.newer, 10)
+		return r
+	}
+	return unavailable("node is full")
 }
 
 // replicaPut applies a replication message from another node, or places a
@@ -186,8 +220,8 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 	if len(spec.Tags) > 0 {
 		t.Extra = &TimerExtra{Tags: spec.Tags}
 	}
-	if !n.apply(t) {
-		reply(unavailable("node is full"))
+	if a := n.apply(t, r.ClientWrite); !a.ok || a.newer != 0 {
+		reply(staleOrFull(a))
 		return
 	}
 	reply(text(200, "OK"))
@@ -212,10 +246,11 @@ func (n *Node) placeFromSite(id uint64, spec Spec, r *Replication, reply func(Re
 	for _, peer := range r.Replicas {
 		if peer == n.self {
 			local := *t
-			w.done(n.apply(&local), unavailable("node is full"))
+			a := n.apply(&local, false)
+			w.done(a.ok, staleOrFull(a))
 			continue
 		}
-		n.replicate(peer, t, now, func(ok bool, resp Response) { w.done(ok, resp) })
+		n.replicate(peer, t, nil, now, func(ok bool, resp Response) { w.done(ok, resp) })
 	}
 }
 
@@ -234,7 +269,7 @@ func (n *Node) forwardToSites(t *Timer, now int64) {
 			Method: "PUT",
 			URL:    "http://" + site.Address + "/timers/" + FormatWireID(t.ID, 0),
 			Header: Header{HeaderContentType: "application/json"},
-			Body:   EncodeReplication(&fwd, now),
+			Body:   EncodeReplication(&fwd, now, false),
 		}
 		n.send(req, n.cfg.ReplicationTimeout, func(Response, error) {})
 	}
@@ -270,6 +305,9 @@ type replicationBody struct {
 		SequenceNumber uint32 `json:"sequence-number"`
 		Version        string `json:"version"`
 	} `json:"timing"`
+	// ClientWrite marks a client's create, update or delete, which a
+	// replica holding a newer version refuses with 409 (an extension).
+	ClientWrite bool `json:"client-write,omitempty"`
 	Callback    map[string]*callbackHTTP `json:"callback"`
 	Reliability struct {
 		ClusterViewID     string   `json:"cluster-view-id"`
@@ -287,9 +325,11 @@ type callbackHTTP struct {
 	Opaque string `json:"opaque"`
 }
 
-// EncodeReplication returns the internal PUT body for t as of now (ms).
-func EncodeReplication(t *Timer, now int64) []byte {
+// EncodeReplication returns the internal PUT body for t as of now (ms);
+// clientWrite marks a client's write rather than a pop notice.
+func EncodeReplication(t *Timer, now int64, clientWrite bool) []byte {
 	var b replicationBody
+	b.ClientWrite = clientWrite
 	b.Timing.Interval = t.Interval / 1000
 	b.Timing.RepeatFor = t.RepeatFor / 1000
 	b.Timing.StartTimeDelta = t.Start - now

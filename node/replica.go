@@ -32,10 +32,18 @@ func Supersedes(existing, incoming *Timer) bool {
 	}
 }
 
+// applied is the outcome of offering a record to a replica.
+type applied struct {
+	// ok is false only when the node could not take the timer (full).
+	ok bool
+	// newer is the version of the definition held, when the record was a
+	// client write older than it: the writing proxy retries above it.
+	newer uint64
+}
+
 // apply stores t (built from a client write or a replication message) if
-// it supersedes what the node holds. It reports false only if the node
-// could not take the timer (full).
-func (n *Node) apply(t *Timer) bool {
+// it supersedes what the node holds.
+func (n *Node) apply(t *Timer, clientWrite bool) applied {
 	n.ids.observe(t.Version)
 	if !t.Tombstone && !slices.Contains(t.Placement.Replicas, n.self) {
 		// Passive rebalancing: this node is no longer a replica. Keep a
@@ -50,15 +58,20 @@ func (n *Node) apply(t *Timer) bool {
 		t.Interval = existing.Interval
 	}
 	if !Supersedes(existing, t) {
-		return true
+		if clientWrite && existing.Version > t.Version {
+			// A client write ordered below what is held: the writer's
+			// clock is behind. Refuse it so the proxy retries above.
+			return applied{ok: true, newer: existing.Version}
+		}
+		return applied{ok: true}
 	}
 	if existing == nil && n.store.Len() >= n.cfg.Limits.MaxTimers {
 		// A tombstone with nothing to bury is not worth refusing.
-		return t.Tombstone
+		return applied{ok: t.Tombstone}
 	}
 	n.release(existing)
 	n.hold(t, n.dueOf(t))
-	return true
+	return applied{ok: true}
 }
 
 // dueOf returns when this replica acts on t next: its next pop, skewed by
@@ -202,21 +215,24 @@ func (n *Node) notifyPopped(popped *Timer) {
 	now := n.nowMs()
 	for _, peer := range notice.Placement.Replicas {
 		if peer != n.self {
-			n.replicate(peer, &notice, now, nil)
+			n.replicate(peer, &notice, nil, now, nil)
 		}
 	}
 	n.forwardToSites(&notice, now)
 }
 
 // replicate sends t to peer with the internal PUT; done, if not nil,
-// receives whether the peer applied it.
-func (n *Node) replicate(peer string, t *Timer, now int64, done func(ok bool, resp Response)) {
+// receives whether the peer applied it. body, if not nil, is t encoded.
+func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done func(ok bool, resp Response)) {
 	n.stats.ReplicationsSent++
+	if body == nil {
+		body = EncodeReplication(t, now, false)
+	}
 	req := Request{
 		Method: "PUT",
 		URL:    "http://" + peer + "/timers/" + FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)),
 		Header: Header{HeaderContentType: "application/json"},
-		Body:   EncodeReplication(t, now),
+		Body:   body,
 	}
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		if done != nil {
