@@ -307,7 +307,7 @@ type replicationBody struct {
 	} `json:"timing"`
 	// ClientWrite marks a client's create, update or delete, which a
 	// replica holding a newer version refuses with 409 (an extension).
-	ClientWrite bool `json:"client-write,omitempty"`
+	ClientWrite bool                     `json:"client-write,omitempty"`
 	Callback    map[string]*callbackHTTP `json:"callback"`
 	Reliability struct {
 		ClusterViewID     string   `json:"cluster-view-id"`
