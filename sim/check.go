@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"html"
 	"io"
 	"strings"
 
@@ -51,10 +50,13 @@ func (w *world) distinctPops(label string) int {
 	return len(seen)
 }
 
-// writeHTML is the seam to the checker's HTML report.
+// header is the checker's report header for a run.
+func header(res *Result) checker.ReportHeader {
+	return checker.ReportHeader{Seed: int64(res.Plan.Seed), FaultMix: mixString(res.Plan),
+		ReplayCommand: ReplayCommand(res.Plan), TraceHash: fmt.Sprintf("%016x", res.TraceHash)}
+}
+
+// writeHTML writes the checker's HTML report of a run.
 func writeHTML(w io.Writer, res *Result) error {
-	var b strings.Builder
-	WriteFailure(&b, res, "")
-	_, err := fmt.Fprintf(w, "<!doctype html><title>%s</title><pre>%s</pre>\n", html.EscapeString(res.Plan.Name), html.EscapeString(b.String()))
-	return err
+	return checker.WriteHTML(w, res.History, res.Violations, header(res))
 }

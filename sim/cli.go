@@ -72,7 +72,7 @@ func (c CLI) Replay(seed uint64, scenario string) int {
 	if err := WriteScenario(c.Stdout, p); err != nil {
 		return 2
 	}
-	res := Run(p, Options{Trace: c.Stdout})
+	res := Run(p, Options{Trace: c.Stdout, TraceBodies: true})
 	if res.Failed() {
 		WriteFailure(c.Stdout, res, "")
 	}

@@ -32,7 +32,8 @@ type Clock struct {
 
 	nextID  uint64
 	pending map[uint64]*alarm
-	maxSkew time.Duration
+	// minSkew and maxSkew are the lowest and highest offsets so far.
+	minSkew, maxSkew time.Duration
 }
 
 var _ node.Clock = (*Clock)(nil)
@@ -89,12 +90,13 @@ func (c *Clock) Now() time.Time { return Epoch.Add(c.local(c.loop.Now())) }
 // Skew returns the clock's offset from true time now.
 func (c *Clock) Skew() time.Duration { return c.local(c.loop.Now()) - c.loop.Now() }
 
-// MaxSkew returns the largest absolute offset the clock has had so far.
-func (c *Clock) MaxSkew() time.Duration { c.noteSkew(); return c.maxSkew }
+// SkewRange returns the lowest and highest offsets the clock has had so
+// far (true time's offset, 0, included).
+func (c *Clock) SkewRange() (lo, hi time.Duration) { c.noteSkew(); return c.minSkew, c.maxSkew }
 
 func (c *Clock) noteSkew() {
 	s := c.Skew()
-	c.maxSkew = max(c.maxSkew, s, -s)
+	c.minSkew, c.maxSkew = min(c.minSkew, s), max(c.maxSkew, s)
 }
 
 // AfterFunc calls f once the clock has advanced by d.

@@ -60,8 +60,13 @@ func WriteFailure(w io.Writer, res *Result, htmlPath string) {
 	}
 	v := firstViolation(res.Violations)
 	fmt.Fprintf(w, "first violation: %s at %v timer %016x: %s\n", v.Guarantee, v.At, v.Timer, v.Message)
-	fmt.Fprintf(w, "%d violations in all\n", len(res.Violations))
-	writeWindow(w, res.History, v.At-reportWindow, v.At+reportWindow)
+	if v.Guarantee == "API" {
+		writeWindow(w, res.History, v.At-reportWindow, v.At+reportWindow)
+		return
+	}
+	if err := checker.WriteReport(w, res.History, res.Violations, header(res)); err != nil {
+		fmt.Fprintf(w, "checker report: %v\n", err)
+	}
 }
 
 func mixString(p *Plan) string {

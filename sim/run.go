@@ -19,6 +19,8 @@ type Options struct {
 	Trace io.Writer
 	// Logger receives the nodes' logs; nil discards them.
 	Logger *slog.Logger
+	// TraceBodies adds the body of every delivered request to the trace.
+	TraceBodies bool
 	// ClientTimeout is how long a simulated client waits for an answer
 	// before it fails over to another node.
 	ClientTimeout time.Duration
@@ -131,6 +133,9 @@ func (w *world) setup() {
 	w.net.SetTracer(func(what, from, to string, req *node.Request, n int64) {
 		if req != nil {
 			w.tr.event(what, from, to+" "+req.Method+" "+req.URL, n)
+			if what == "deliver" && w.opts.TraceBodies && len(req.Body) > 0 {
+				w.tr.note("  body %s", req.Body)
+			}
 			return
 		}
 		w.tr.event(what, from, to, n)
@@ -197,8 +202,16 @@ func (w *world) finish(res *Result) {
 	h.End = w.plan.End
 	h.MaxNetDelay = w.plan.Net.MaxDelay()
 	h.LivenessFrom = w.plan.LivenessFrom
+	// A node may pop early by as much as its clock moved ahead since it
+	// read a start time, or as much as another clock it got the start
+	// from was behind: the spread of all offsets bounds both.
+	var lo, hi time.Duration
 	for _, m := range w.machines {
-		h.MaxClockSkew = max(h.MaxClockSkew, m.clock.MaxSkew())
+		l, h := m.clock.SkewRange()
+		lo, hi = min(lo, l), max(hi, h)
+	}
+	h.MaxClockSkew = hi - lo
+	for _, m := range w.machines {
 		res.Replications += m.replications
 		if m.node != nil {
 			res.Replications += m.node.Stats().ReplicationsSent
