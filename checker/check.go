@@ -17,8 +17,13 @@ func Check(h *History) []Violation {
 //   - G1: every pop arrives no earlier than invoke + k x interval - skew.
 //   - G2: every due pop of an OK definition not replaced before its bound,
 //     with no fault around it, is delivered.
-//   - G3: the first delivery of each pop is within its bound (fault-free,
-//     or with replica failures for the worst rank).
+//   - G3: the first delivery of each pop is within its bound. With no
+//     fault around: due + FaultFreeLate + NetHops x MaxNetDelay + skew.
+//     With faults: due + ReplicaSkew x (rf-1) + the same slack (the rank
+//     of the first live replica is unknown, so the worst is assumed);
+//     "always within 2 x interval for intervals of at least 2 s x (rf-1)"
+//     follows from it. No bound applies when as many nodes as rf were
+//     down or cut off around the due time.
 //   - G4: sequence numbers lie in 1..Pops() and fit the delivery time; no
 //     duplicate with no fault around; no pop of an unknown opaque.
 //   - G5: no pop of a rejected write or of a definition replaced by an OK
