@@ -32,6 +32,9 @@ func Check(h *History) []Violation {
 //     within the replica-failure bound.
 func (o Options) Check(h *History) []Violation {
 	o.mustValidate()
+	if h == nil {
+		return nil
+	}
 	x := newIndex(h, o)
 	var vs []Violation
 	vs = append(vs, x.checkPops()...)

@@ -53,8 +53,8 @@ type Options struct {
 	// the superseded definition may still fall due (G5). Clock skew and
 	// network delay are added to it.
 	StickAllowance time.Duration
-	// LinearizabilityTimeout caps the porcupine search; an unfinished
-	// search is reported as a note, never as a violation.
+	// LinearizabilityTimeout caps the porcupine search (0: no cap); an
+	// unfinished search is reported as a note, never as a violation.
 	LinearizabilityTimeout time.Duration
 	// ReportWindow is how far around the first violation the report looks.
 	ReportWindow time.Duration

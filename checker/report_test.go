@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -88,5 +89,16 @@ func TestWriteHTML(t *testing.T) {
 	}
 	if strings.Contains(out, "<script") && !strings.Contains(out, "srcdoc") {
 		t.Fatalf("got a script outside the porcupine frame, want it inside srcdoc")
+	}
+}
+
+func TestCheckIsDeterministic(t *testing.T) {
+	// Check gives the same violations, in the same order, every time,
+	// though porcupine checks partitions concurrently.
+	first := Check(brokenHistory())
+	for range 20 {
+		if again := Check(brokenHistory()); !reflect.DeepEqual(again, first) {
+			t.Fatalf("got:\n%s\nwant:\n%s", dump(again), dump(first))
+		}
 	}
 }
