@@ -155,10 +155,12 @@ func (x *index) checkDuplicates(d *def, seq int) (Violation, bool) {
 		seq, len(idx), p0.Node, p0.At, p1.Node, p1.At, len(idx))), true
 }
 
-// accepted reports whether the endpoint answered the pop with a 2xx: a
-// replica whose callback is refused drops its copy and the next replica
-// pops again (DESIGN.md 4.7), which is no duplicate.
-func accepted(p Pop) bool { return p.Answered >= 200 && p.Answered <= 299 }
+// accepted reports whether the endpoint accepted the pop: a replica whose
+// callback is refused drops its copy and the next replica pops again
+// (DESIGN.md 4.7), which is no duplicate. A status of 0 (not recorded)
+// counts as accepted, so that a simulator that leaves Answered unset does
+// not silently switch the duplicate and lost-pop checks off.
+func accepted(p Pop) bool { return p.Answered == 0 || p.Answered >= 200 && p.Answered <= 299 }
 
 // checkMissing reports due pops never delivered: G2 for pops due in
 // fault-free stretches, G7 for pops due after the liveness phase began.
