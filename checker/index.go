@@ -188,7 +188,7 @@ func (x *index) required(d *def, k int, bound time.Duration) bool {
 func (x *index) lossFrom(d *def) time.Duration {
 	l := never
 	crashed := map[string]bool{}
-	partial := x.tl.touched(d.lo, min(d.hi, x.end)+x.o.FaultSettle)
+	partial := x.tl.touched(d.lo, min(d.hi, x.end))
 	for _, s := range x.tl.spans {
 		if s.to < d.lo {
 			continue

@@ -280,7 +280,7 @@ func (x *index) taints() map[string]time.Duration {
 		if _, seen := taint[in.Key]; !seen {
 			taint[in.Key] = never
 		}
-		ret := min(effReturn(op), x.end) + x.o.FaultSettle
+		ret := min(effReturn(op), x.end)
 		for _, s := range x.tl.spans {
 			if s.from <= ret && s.to >= op.Invoke {
 				taint[in.Key] = min(taint[in.Key], max(s.from, op.Invoke))

@@ -41,7 +41,7 @@ func TestWriteReport(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{"seed:       42", "partition,crash", "deadbeef", "FIRST VIOLATION: G1",
 		"pop 1 from n1 arrived early", "op 2 client 2 -> n1: delete timer 0000000000000001",
-		"seq 1 \"a\" from n1", "replay: chronos-sim -seed 42 -replay", "all violations:", "G5"} {
+		"seq 1 \"a\" from n1", "replay: chronos-sim -seed 42 -replay", "all violations:", "timer deleted by op 2", "porcupine"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("got report:\n%s\nwant it to contain %q", out, want)
 		}
