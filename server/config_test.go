@@ -14,6 +14,7 @@ import (
 
 // writeFile writes content to a new file in dir and returns its path.
 func writeFile(t *testing.T, dir, name, content string) string {
+	// dir "" means name is already a path.
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {

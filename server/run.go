@@ -94,6 +94,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if shutErr := s.shutdown(); err == nil {
 		err = shutErr
 	}
+	// A panic is reported even if a stop request raced it.
+	if failure := s.serial.Err(); failure != nil {
+		err = failure
+	}
 	return err
 }
 
@@ -162,15 +166,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go srv.handleSignals(ctx)
+	// Registered before serving, so that once "serving" is logged a SIGHUP
+	// reloads instead of killing the process.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1)
+	defer signal.Stop(sigs)
+	go srv.handleSignals(ctx, sigs)
 	return srv.Serve(ctx, ln)
 }
 
 // handleSignals serves SIGHUP and SIGUSR1 until ctx is done.
-func (s *Server) handleSignals(ctx context.Context) {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1)
-	defer signal.Stop(sigs)
+func (s *Server) handleSignals(ctx context.Context, sigs <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():

@@ -72,6 +72,13 @@ func TestProcessLoopback(t *testing.T) {
 	}
 	cb.expect(t, pop{"sentinel", "1"})
 
+	// SIGHUP re-reads the cluster file; SIGUSR1 asks for a resync.
+	p.writeCluster(t, "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\njoining = 127.0.0.1:9\n")
+	p.signal(t, syscall.SIGHUP)
+	p.log.waitFor(t, `msg="cluster reloaded"`)
+	p.signal(t, syscall.SIGUSR1)
+	p.log.waitFor(t, `msg="resync requested"`)
+
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -152,10 +159,28 @@ func (c *callbacks) expect(t *testing.T, want pop) {
 
 // process is a running chronos binary.
 type process struct {
-	cmd    *exec.Cmd
-	url    string
-	log    *logWatch
-	exited chan error
+	cmd         *exec.Cmd
+	url         string
+	addr        string
+	clusterPath string
+	log         *logWatch
+	exited      chan error
+}
+
+// writeCluster rewrites the cluster file; %[1]s stands for the node's
+// address.
+func (p *process) writeCluster(t *testing.T, content string) {
+	t.Helper()
+	if err := os.WriteFile(p.clusterPath, []byte(strings.ReplaceAll(content, "%[1]s", p.addr)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (p *process) signal(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // startProcess starts bin on a free loopback port and waits until it
@@ -180,16 +205,17 @@ func tryStart(t *testing.T, bin string) (*process, error) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	host, port, _ := net.SplitHostPort(addr)
-	local := fmt.Sprintf("[http]\nbind-address = %s\nbind-port = %s\n\n[logging]\nlevel = 3\n\n[identity]\ninstance_id = 1\n", host, port)
-	cluster := fmt.Sprintf("[cluster]\nlocalhost = %s\nnode = %s\n", addr, addr)
-	localPath, clusterPath := filepath.Join(dir, "chronos.conf"), filepath.Join(dir, "chronos_cluster.conf")
-	for path, content := range map[string]string{localPath: local, clusterPath: cluster} {
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	p := &process{
+		url: "http://" + addr, addr: addr, clusterPath: filepath.Join(dir, "chronos_cluster.conf"),
+		log: newLogWatch(), exited: make(chan error, 1),
 	}
-	p := &process{url: "http://" + addr, log: newLogWatch("msg=serving"), exited: make(chan error, 1)}
-	p.cmd = exec.Command(bin, "--local-config-file", localPath, "--cluster-config-file", clusterPath)
+	localPath := filepath.Join(dir, "chronos.conf")
+	local := fmt.Sprintf("[http]\nbind-address = %s\nbind-port = %s\n\n[logging]\nlevel = 3\n\n[identity]\ninstance_id = 1\n", host, port)
+	if err := os.WriteFile(localPath, []byte(local), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.writeCluster(t, "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\n")
+	p.cmd = exec.Command(bin, "--local-config-file", localPath, "--cluster-config-file", p.clusterPath)
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -202,7 +228,7 @@ func tryStart(t *testing.T, bin string) (*process, error) {
 		}
 	})
 	select {
-	case <-p.log.seen:
+	case <-p.log.seen("msg=serving"):
 		return p, nil
 	case err := <-p.exited:
 		return nil, fmt.Errorf("chronos exited before serving: %v\n%s", err, p.log.String())
@@ -223,28 +249,50 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// logWatch keeps the process's log and closes seen when a line containing
-// marker is written.
+// logWatch keeps the process's log and tells when a marker shows up in it.
 type logWatch struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	marker string
-	seen   chan struct{}
-	once   sync.Once
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{} // closed and replaced on every write
 }
 
-func newLogWatch(marker string) *logWatch {
-	return &logWatch{marker: marker, seen: make(chan struct{})}
-}
+func newLogWatch() *logWatch { return &logWatch{changed: make(chan struct{})} }
 
 func (w *logWatch) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(b)
-	if bytes.Contains(w.buf.Bytes(), []byte(w.marker)) {
-		w.once.Do(func() { close(w.seen) })
-	}
+	close(w.changed)
+	w.changed = make(chan struct{})
 	return len(b), nil
+}
+
+// seen returns a channel closed once the log contains marker.
+func (w *logWatch) seen(marker string) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			w.mu.Lock()
+			found, changed := strings.Contains(w.buf.String(), marker), w.changed
+			w.mu.Unlock()
+			if found {
+				return
+			}
+			<-changed
+		}
+	}()
+	return done
+}
+
+// waitFor fails unless marker shows up in the log in time.
+func (w *logWatch) waitFor(t *testing.T, marker string) {
+	t.Helper()
+	select {
+	case <-w.seen(marker):
+	case <-time.After(waitTimeout):
+		t.Fatalf("log lacks %s after %v:\n%s", marker, waitTimeout, w.String())
+	}
 }
 
 func (w *logWatch) String() string {
