@@ -32,8 +32,12 @@ type Clock struct {
 
 	nextID  uint64
 	pending map[uint64]*alarm
-	// minSkew and maxSkew are the lowest and highest offsets so far.
+	// minSkew and maxSkew are the lowest and highest offsets so far;
+	// forward sums every forward movement of the offset (jumps ahead and
+	// fast drift), closed segments only.
 	minSkew, maxSkew time.Duration
+	forward          time.Duration
+	bootSkew         time.Duration // offset at creation
 }
 
 var _ node.Clock = (*Clock)(nil)
@@ -52,7 +56,7 @@ var _ node.Alarm = (*alarm)(nil)
 
 func newClock(loop *Loop, offset time.Duration, driftPPM int64, run func(uint64, func())) *Clock {
 	c := &Clock{loop: loop, run: run, anchorTrue: loop.Now(), anchorLocal: loop.Now() + offset,
-		driftPPM: driftPPM, pending: map[uint64]*alarm{}}
+		driftPPM: driftPPM, pending: map[uint64]*alarm{}, bootSkew: offset}
 	c.noteSkew()
 	return c
 }
@@ -135,6 +139,7 @@ func (a *alarm) Stop() bool {
 func (c *Clock) Jump(delta time.Duration) {
 	c.reanchor()
 	c.anchorLocal += delta
+	c.forward += max(delta, 0)
 	c.noteSkew()
 	c.reschedule()
 }
@@ -153,8 +158,22 @@ func (c *Clock) SetDrift(driftPPM int64) {
 // Drift returns the clock's current drift in parts per million.
 func (c *Clock) Drift() int64 { return c.driftPPM }
 
+// Forward returns how far the clock's offset has moved forward in all, by
+// jumps and fast drift. A node relaying a start time to another can make a
+// pop early by its own forward movement plus the other's, so the sum over
+// clocks bounds how early any pop can be.
+func (c *Clock) Forward() time.Duration { return c.forward + c.segmentDrift() }
+
+// segmentDrift is how far drift has moved the offset forward since the
+// last re-anchoring (0 for a slow clock).
+func (c *Clock) segmentDrift() time.Duration {
+	now := c.loop.Now()
+	return max(c.local(now)-c.anchorLocal-(now-c.anchorTrue), 0)
+}
+
 func (c *Clock) reanchor() {
 	now := c.loop.Now()
+	c.forward += c.segmentDrift()
 	c.anchorLocal = c.local(now)
 	c.anchorTrue = now
 	c.noteSkew()

@@ -132,7 +132,7 @@ func (w *world) setup() {
 	}
 	w.net.SetTracer(func(what, from, to string, req *node.Request, n int64) {
 		if req != nil {
-			w.tr.event(what, from, to+" "+req.Method+" "+req.URL, n)
+			w.tr.request(what, from, to, req.Method, req.URL, n)
 			if what == "deliver" && w.opts.TraceBodies && len(req.Body) > 0 {
 				w.tr.note("  body %s", req.Body)
 			}
@@ -202,15 +202,16 @@ func (w *world) finish(res *Result) {
 	h.End = w.plan.End
 	h.MaxNetDelay = w.plan.Net.MaxDelay()
 	h.LivenessFrom = w.plan.LivenessFrom
-	// A node may pop early by as much as its clock moved ahead since it
-	// read a start time, or as much as another clock it got the start
-	// from was behind: the spread of all offsets bounds both.
-	var lo, hi time.Duration
+	// A pop can be early by the boot offsets' spread plus every clock's
+	// forward movement: start times are relayed from node to node as
+	// deltas, so each clock that moved ahead while it held the schedule
+	// adds its movement (see Clock.Forward).
+	var lo, hi, fwd time.Duration
 	for _, m := range w.machines {
-		l, h := m.clock.SkewRange()
-		lo, hi = min(lo, l), max(hi, h)
+		l, h := m.clock.bootSkew, m.clock.bootSkew
+		lo, hi, fwd = min(lo, l), max(hi, h), fwd+m.clock.Forward()
 	}
-	h.MaxClockSkew = hi - lo
+	h.MaxClockSkew = hi - lo + fwd
 	for _, m := range w.machines {
 		res.Replications += m.replications
 		if m.node != nil {

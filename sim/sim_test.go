@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -51,18 +53,60 @@ func TestSeeds(t *testing.T) {
 	if testing.Short() && len(seeds) > 20 {
 		seeds = seeds[:20]
 	}
+	known := loadKnownFailing(t)
 	failed := forEachParallel(seeds, func(seed uint64) string {
 		res := runTwice(t, Generate(seed))
-		if res.Failed() {
-			var b bytes.Buffer
-			WriteFailure(&b, res, "")
-			return b.String()
+		kind, bug := failureKind(res), known[seed]
+		switch {
+		case kind == "" && bug.kind != "":
+			return fmt.Sprintf("NOTE seed %d (pinned as %s, %s) now passes: unpin it in %s", seed, bug.kind, bug.ref, knownFailingFile)
+		case kind == "":
+			return ""
+		case kind == bug.kind:
+			return fmt.Sprintf("NOTE seed %d still fails with %s (pinned, %s)", seed, kind, bug.ref)
 		}
-		return ""
+		var b bytes.Buffer
+		WriteFailure(&b, res, "")
+		return b.String()
 	})
 	for _, f := range failed {
+		if strings.HasPrefix(f, "NOTE ") {
+			t.Log(f)
+			continue
+		}
 		t.Error(f)
 	}
+}
+
+// knownFailingFile pins seeds that fail because of known, reported bugs
+// (scenarios/README.md): "<seed> <guarantee> <bug ref>" a line. A pinned
+// seed failing the same way is logged; failing any other way, or an
+// unpinned seed failing, fails the test; a pinned seed passing is logged
+// so it can be unpinned.
+const knownFailingFile = scenarioDir + "/known-failing-seeds.txt"
+
+type knownBug struct{ kind, ref string }
+
+func loadKnownFailing(t *testing.T) map[uint64]knownBug {
+	t.Helper()
+	data, err := os.ReadFile(knownFailingFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[uint64]knownBug{}
+	for i, line := range strings.Split(string(data), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		seed, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil || len(f) < 3 {
+			t.Fatalf("%s:%d: want <seed> <guarantee> <bug ref>", knownFailingFile, i+1)
+		}
+		known[seed] = knownBug{f[1], strings.Join(f[2:], " ")}
+	}
+	return known
 }
 
 // forEachParallel runs fn for every seed on all cores and returns the

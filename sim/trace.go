@@ -56,6 +56,21 @@ func (t *tracer) event(what, a, b string, n int64) {
 	}
 }
 
+// request hashes one network event about a request.
+func (t *tracer) request(what, from, to, method, url string, n int64) {
+	t.u64(uint64(t.now()))
+	t.str(what)
+	t.str(from)
+	t.str(to)
+	t.str(method)
+	t.str(url)
+	t.u64(uint64(n))
+	t.lines++
+	if t.w != nil {
+		fmt.Fprintf(t.w, "%12v %-10s %-20s %-20s %s %s %d\n", t.now(), what, from, to, method, url, n)
+	}
+}
+
 // note prints a free-form line and hashes it.
 func (t *tracer) note(format string, args ...any) {
 	s := fmt.Sprintf(format, args...)
