@@ -2,6 +2,8 @@ package checker
 
 import (
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -41,6 +43,16 @@ type span struct {
 type timeline struct {
 	spans    []span
 	liveFrom time.Duration
+	// clocks holds each node's clock changes, for lag.
+	clocks map[string][]clockChange
+}
+
+// clockChange is a backward jump or a new drift rate of one node's clock.
+type clockChange struct {
+	at       time.Duration
+	back     time.Duration // how far a jump moved the clock back
+	ppm      int64         // the drift from here on, when drift is set
+	setsRate bool
 }
 
 // livenessFrom is History.LivenessFrom, or the first liveness-phase event
@@ -61,7 +73,7 @@ func livenessFrom(h *History) time.Duration {
 func buildTimeline(h *History, end, settle time.Duration) timeline {
 	fs := append([]Fault(nil), h.Faults...)
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].At < fs[j].At })
-	tl := timeline{liveFrom: livenessFrom(h)}
+	tl := timeline{liveFrom: livenessFrom(h), clocks: clockChanges(fs)}
 	for i, f := range fs {
 		if isEndEvent(f.Kind) {
 			continue
@@ -152,4 +164,69 @@ func (tl timeline) active(a, b time.Duration) []Fault {
 		}
 	}
 	return out
+}
+
+// clockChanges reads the clock faults: a clock-jump's Detail is its signed
+// Go duration ("-3s", "+250ms"), a clock-drift's its rate ("-200ppm").
+// Details that do not parse are ignored.
+func clockChanges(fs []Fault) map[string][]clockChange {
+	out := map[string][]clockChange{}
+	for _, f := range fs {
+		var c clockChange
+		switch f.Kind {
+		case ClockJump:
+			d, err := time.ParseDuration(strings.TrimSpace(f.Detail))
+			if err != nil || d >= 0 {
+				continue
+			}
+			c = clockChange{at: f.At, back: -d}
+		case ClockDrift:
+			ppm, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(f.Detail), "ppm"), 10, 64)
+			if err != nil {
+				continue
+			}
+			c = clockChange{at: f.At, ppm: ppm, setsRate: true}
+		default:
+			continue
+		}
+		for _, n := range f.Nodes {
+			out[n] = append(out[n], c)
+		}
+	}
+	return out
+}
+
+// lag is how far node's clock has moved back in all by t: backward jumps
+// plus slow drift. A node whose clock fell behind pops that much late, so
+// lateness bounds grant it; forward movement makes pops early instead,
+// which History.MaxClockSkew covers.
+func (tl timeline) lag(node string, t time.Duration) time.Duration {
+	var lag, last time.Duration
+	var ppm int64
+	slow := func(until time.Duration) time.Duration {
+		if ppm >= 0 || until <= last {
+			return 0
+		}
+		return time.Duration(float64(until-last) * float64(-ppm) / 1e6)
+	}
+	for _, c := range tl.clocks[node] {
+		if c.at > t {
+			break
+		}
+		lag += slow(c.at) + c.back
+		last = c.at
+		if c.setsRate {
+			ppm = c.ppm
+		}
+	}
+	return lag + slow(t)
+}
+
+// maxLag is the largest lag of any node by t.
+func (tl timeline) maxLag(t time.Duration) time.Duration {
+	var m time.Duration
+	for n := range tl.clocks {
+		m = max(m, tl.lag(n, t))
+	}
+	return m
 }

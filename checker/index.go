@@ -150,12 +150,15 @@ func (x *index) rankBound(d *def) time.Duration {
 }
 
 // window is the stretch around pop k in which a fault "touches" it: from
-// the earliest due time less the worst rank delay (a popped notice of the
-// previous pop may still be in flight) to the latest bound.
+// the previous pop's earliest due time (or the write, for pop 1) less the
+// worst rank delay, to the latest bound. A fault around the previous pop
+// still counts: a replica that dropped its copy on a failed callback, or
+// missed the popped notice, is only set right by the next pop's notice,
+// so until then the timer runs on a backup's schedule.
 func (x *index) window(d *def, k int) (a, b time.Duration) {
 	lo, hi := d.due(k)
 	r := x.rankBound(d)
-	return lo - r, hi + r
+	return lo - d.op.Spec.Interval - r, hi + r
 }
 
 // lateBound is how late after its latest due time pop k may first arrive,
@@ -165,19 +168,30 @@ func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 	switch {
 	case !x.tl.touched(a, b):
 		return x.slack(), true
-	case x.tl.downNodes(a, b) >= d.rf:
+	case x.tl.downNodes(a, b) >= x.copies(d):
 		return 0, false
 	}
 	return x.rankBound(d), true
 }
 
+// copies is how many replicas surely hold d: rf, or just one when a fault
+// touched the write, which may then have reached a single replica (an
+// acknowledged write needs only one, DESIGN.md 4.11).
+func (x *index) copies(d *def) int {
+	if x.tl.touched(d.lo, min(d.hi, x.end)) {
+		return 1
+	}
+	return d.rf
+}
+
 // required reports whether pop k of d must arrive within bound: d
-// returned OK, the bound passed before the end of the history, nothing may
-// have replaced d by then, and no fault may have removed every copy of d
-// before the pop fell due.
+// returned OK, the bound (plus the worst clock lag) passed before the end
+// of the history, nothing may have replaced d by then, and no fault may
+// have removed every copy of d before the pop fell due.
 func (x *index) required(d *def, k int, bound time.Duration) bool {
 	lo, hi := d.due(k)
-	return d.op.Outcome == OK && hi+bound <= x.end && hi+bound < d.cutoff && lo < d.lossFrom
+	by := hi + bound + x.tl.maxLag(x.end) // a lagging clock may hold it
+	return d.op.Outcome == OK && by <= x.end && by < d.cutoff && lo < d.lossFrom
 }
 
 // lossFrom is the earliest time a fault may have removed every copy of d:

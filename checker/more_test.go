@@ -3,6 +3,7 @@ package checker
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -120,4 +121,43 @@ func TestOptionsValidate(t *testing.T) {
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "NetHops -1") {
 		t.Fatalf("got %v, want an error naming NetHops -1", err)
 	}
+}
+
+func TestBackwardClockJumpExcusesLatePops(t *testing.T) {
+	// A node whose clock jumped back 3s pops 3s late from then on, even
+	// after the liveness phase; another node gets no such allowance.
+	h := healthy()
+	h.Ops[0].Spec.RepeatFor = 20 * sec
+	h.End = 30 * sec
+	h.Faults = []Fault{{At: 1500 * ms, Kind: ClockJump, Nodes: []string{"n1"}, Detail: "-3s"}}
+	h.LivenessFrom = 2 * sec
+	h.Pops = pops("n1", "a", 1, 1, 0)
+	for k := 2; k <= 20; k++ {
+		h.Pops = append(h.Pops, pop(time.Duration(k)*sec+3*sec+20*ms, "n1", "a", k))
+	}
+	requireNone(t, Check(h))
+	h.Pops[10].Node = "n2" // 3s late without lag: its time fits seq 14
+	requireHas(t, Check(h), "G4", "from n2", "carries seq 11")
+}
+
+func TestSlowDriftAccruesLag(t *testing.T) {
+	// A clock running 1000ppm slow for 100s has fallen 100ms behind.
+	tl := buildTimeline(&History{Faults: []Fault{
+		{At: 0, Kind: ClockDrift, Nodes: []string{"a"}, Detail: "-1000ppm"},
+		{At: 100 * sec, Kind: ClockDrift, Nodes: []string{"a"}, Detail: "0ppm"}}}, 200*sec, 0)
+	if got := tl.lag("a", 150*sec); got != 100*ms {
+		t.Fatalf("got lag %v, want 100ms", got)
+	}
+}
+
+func TestPartialWriteThenPausedHolderIsExcused(t *testing.T) {
+	// A write a fault touched may sit on one replica only; if that node is
+	// then paused, its late pop on resume is no G3 even with rf 2.
+	h := healthy()
+	h.Faults = []Fault{{At: 0, Kind: Clog, Nodes: []string{"n1"}, Peers: []string{"n2"}},
+		{At: 100 * ms, Kind: Heal}, {At: 1500 * ms, Kind: Pause, Nodes: []string{"n1"}},
+		{At: 6 * sec, Kind: Resume, Nodes: []string{"n1"}}}
+	h.LivenessFrom = 6 * sec
+	h.Pops = []Pop{pop(6*sec, "n1", "a", 2)}
+	requireNone(t, Check(h))
 }

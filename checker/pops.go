@@ -84,7 +84,7 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 		// G7: all replicas must be back, so the replica bound always holds.
 		bound, ok = x.rankBound(d)+x.o.LivenessGrace, true
 	}
-	if !ok || p.At <= hi+bound {
+	if !ok || p.At <= hi+bound+x.tl.lag(p.Node, p.At) {
 		return Violation{}, false
 	}
 	if fits := x.impliedSeqs(d, p.At, seq); len(fits) > 0 && !touched {
@@ -99,9 +99,10 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 	if liveness {
 		g = "G7"
 	}
+	lag := x.tl.lag(p.Node, p.At)
 	return x.violation(g, p.At, d, fmt.Sprintf(
-		"pop %d from %s arrived late: got %v, want by %v (due by %v + bound %v)",
-		seq, p.Node, p.At, hi+bound, hi, bound)), true
+		"pop %d from %s arrived late: got %v, want by %v (due by %v + bound %v + clock lag of %s %v)",
+		seq, p.Node, p.At, hi+bound+lag, hi, bound, p.Node, lag)), true
 }
 
 // impliedSeqs lists the sequence numbers other than seq whose due window,
