@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/chronos-timer/chronos/checker"
 )
@@ -166,6 +167,27 @@ func (w *world) callbackMode(s Step) {
 	}
 }
 
+// clockSyncLead is how long before the liveness phase the clocks are set
+// right, so that the checker sees the correction as a fault of the safety
+// phase (a clock fault has no end event: it counts until liveness).
+const clockSyncLead = time.Millisecond
+
+// syncClocks sets every clock right, as NTP would once the faults stop: no
+// drift, no offset. Otherwise a clock left 2 s ahead would eat a backup's
+// replica skew and duplicate pops forever after the faults ended.
+func (w *world) syncClocks() {
+	for _, m := range w.machines {
+		if m.clock.Drift() != 0 {
+			m.clock.SetDrift(0)
+			w.fault(checker.ClockDrift, []string{m.addr}, nil, "0ppm")
+		}
+		if s := m.clock.Skew(); s != 0 {
+			m.clock.Jump(-s)
+			w.fault(checker.ClockJump, []string{m.addr}, nil, signed(-s))
+		}
+	}
+}
+
 // liveness ends the safety phase: every fault stops and the cluster heals.
 func (w *world) liveness() {
 	w.fault(checker.LivenessPhase, nil, nil, "")
@@ -179,10 +201,6 @@ func (w *world) liveness() {
 	for _, m := range w.machines {
 		w.resume(m)
 		w.restart(m)
-		if m.clock.Drift() != 0 {
-			m.clock.SetDrift(0)
-			w.fault(checker.ClockDrift, []string{m.addr}, nil, "0ppm")
-		}
 	}
 	for _, cb := range w.callbacks {
 		if cb.delay != 0 || cb.status != 0 {

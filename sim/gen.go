@@ -110,7 +110,9 @@ func genWorkload(p *Plan, src Source, safety time.Duration) (last time.Duration)
 			last = max(last, u.At+u.span())
 		}
 		if src.IntN("delete", 4) == 0 {
-			at += time.Duration(1+src.IntN("delete-after", 300)) * time.Second / 10
+			if at += time.Duration(1+src.IntN("delete-after", 300)) * time.Second / 10; at >= safety {
+				continue
+			}
 			p.Steps = append(p.Steps, Step{At: at, Op: OpDelete, Timer: label,
 				Client: 1 + src.IntN("client", p.Clients), Via: 1 + src.IntN("via", p.Nodes)})
 		}

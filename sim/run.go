@@ -192,7 +192,8 @@ func (w *world) schedule() {
 	for _, s := range w.plan.Steps {
 		w.loop.At(s.At, func() { w.step(s) })
 	}
-	if w.plan.LivenessFrom > 0 {
+	if w.plan.LivenessFrom > clockSyncLead {
+		w.loop.At(w.plan.LivenessFrom-clockSyncLead, w.syncClocks)
 		w.loop.At(w.plan.LivenessFrom, w.liveness)
 	}
 }

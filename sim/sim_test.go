@@ -209,3 +209,26 @@ func TestScenarioRoundTrip(t *testing.T) {
 		}
 	})
 }
+
+var flagRapid = flag.Bool("rapid-plans", false, "run TestRapidPlans (fails on the known bugs until they are fixed)")
+
+// TestRapidPlans proves rapid-drawn plans keep every guarantee. A failing
+// plan is shrunk by rapid (fewer timers, faults and nodes, smaller
+// values) and the minimal plan is printed as a scenario file, ready to pin
+// under scenarios/. Off by default while known bugs are open.
+func TestRapidPlans(t *testing.T) {
+	if !*flagRapid {
+		t.Skip("give -rapid-plans")
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		p := GeneratePlan(1, RapidSource{rt}, RapidSource{rt})
+		res := Run(p, Options{})
+		if kind := failureKind(res); kind != "" {
+			var b bytes.Buffer
+			if err := WriteScenario(&b, p); err != nil {
+				rt.Fatal(err)
+			}
+			rt.Fatalf("plan fails with %s (%s); as a scenario:\n%s", kind, firstProblem(res), b.String())
+		}
+	})
+}
