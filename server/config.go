@@ -107,22 +107,41 @@ func (c *Config) normalize() error {
 	if c.Localhost, err = withPort("localhost", c.Localhost); err != nil {
 		return err
 	}
-	for _, l := range []struct {
-		field string
-		addrs []string
-	}{{"node", c.Cluster.Nodes}, {"joining", c.Cluster.Joining}, {"leaving", c.Cluster.Leaving}} {
-		for i, a := range l.addrs {
-			if l.addrs[i], err = withPort(l.field, a); err != nil {
-				return err
-			}
-		}
+	// New slices, never rewritten in place: the caller's lists, and a
+	// configuration layer applied again on reload, stay as given.
+	var m node.Membership
+	if m.Nodes, err = withPorts("node", c.Cluster.Nodes); err != nil {
+		return err
 	}
-	for i, s := range c.RemoteSites {
-		if c.RemoteSites[i].Address, err = withPort("remote_site "+s.Name, s.Address); err != nil {
+	if m.Joining, err = withPorts("joining", c.Cluster.Joining); err != nil {
+		return err
+	}
+	if m.Leaving, err = withPorts("leaving", c.Cluster.Leaving); err != nil {
+		return err
+	}
+	c.Cluster = m
+	var sites []node.Site
+	for _, s := range c.RemoteSites {
+		if s.Address, err = withPort("remote_site "+s.Name, s.Address); err != nil {
 			return err
 		}
+		sites = append(sites, s)
 	}
+	c.RemoteSites = sites
 	return nil
+}
+
+// withPorts applies withPort to each address, into a new slice.
+func withPorts(field string, addrs []string) ([]string, error) {
+	var out []string
+	for _, a := range addrs {
+		a, err := withPort(field, a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // withPort returns addr as host:port, adding the default port when it has

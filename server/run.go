@@ -40,9 +40,13 @@ type Server struct {
 	node *node.Node
 }
 
-// New builds the node and its adapters for a validated cfg. It does not
-// listen yet.
+// New builds the node and its adapters for cfg. It does not listen yet.
+// Derived settings are filled in as Flags.Load does, so an embedder may
+// pass a hand-built Config.
 func New(cfg Config, log *slog.Logger) (*Server, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

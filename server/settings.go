@@ -50,22 +50,20 @@ func (s settings) apply(c *Config) {
 	if s.localhost.ok {
 		c.Localhost = s.localhost.v
 	}
-	// Lists are copied: normalize rewrites them in place, and a layer is
-	// applied again on every reload.
 	if s.nodes.ok {
-		c.Cluster.Nodes = append([]string{}, s.nodes.v...)
+		c.Cluster.Nodes = s.nodes.v
 	}
 	if s.joining.ok {
-		c.Cluster.Joining = append([]string{}, s.joining.v...)
+		c.Cluster.Joining = s.joining.v
 	}
 	if s.leaving.ok {
-		c.Cluster.Leaving = append([]string{}, s.leaving.v...)
+		c.Cluster.Leaving = s.leaving.v
 	}
 	if s.localSite.ok {
 		c.LocalSite = s.localSite.v
 	}
 	if s.remoteSites.ok {
-		c.RemoteSites = append([]node.Site{}, s.remoteSites.v...)
+		c.RemoteSites = s.remoteSites.v
 	}
 }
 
