@@ -188,8 +188,18 @@ func BenchmarkAfterFunc(b *testing.B) {
 			}
 			perByte := float64(storeHeapAlloc()-before) / float64(n)
 			b.Run("insert", func(b *testing.B) {
-				benchAfterFuncInsert(b, durations, fn)
+				benchAfterFuncInsert(b, durations, fn, nil)
 				b.ReportMetric(perByte, "bytes/timer")
+			})
+			// A timer service must also find its timers by ID to update or
+			// delete them; this is the runtime timer plus that index, for
+			// comparison with the store's insert, which includes one.
+			index := make(map[uint64]*time.Timer, n)
+			for i, t := range held {
+				index[uint64(i)] = t
+			}
+			b.Run("insertIndexed", func(b *testing.B) {
+				benchAfterFuncInsert(b, durations, fn, index)
 			})
 			for _, t := range held {
 				t.Stop()
@@ -198,17 +208,24 @@ func BenchmarkAfterFunc(b *testing.B) {
 	}
 }
 
-func benchAfterFuncInsert(b *testing.B, durations []time.Duration, fn func()) {
+func benchAfterFuncInsert(b *testing.B, durations []time.Duration, fn func(), index map[uint64]*time.Timer) {
 	added := make([]*time.Timer, 0, storeBenchBatch)
+	id := uint64(len(index))
 	restore := func() {
-		for _, t := range added {
+		for i, t := range added {
 			t.Stop()
+			delete(index, id-uint64(len(added)-i))
 		}
 		added = added[:0]
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		added = append(added, time.AfterFunc(durations[i%storeBenchBatch], fn))
+		t := time.AfterFunc(durations[i%storeBenchBatch], fn)
+		added = append(added, t)
+		if index != nil {
+			index[id] = t
+			id++
+		}
 		if len(added) == storeBenchBatch {
 			b.StopTimer()
 			restore()
