@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -368,5 +369,42 @@ func TestUpdateThroughLaggingClockSticks(t *testing.T) {
 	holder := c.holders(wire)[0]
 	if got, _ := c.nodes[holder].Timer(mustID(t, wire)); got.Opaque != "c" {
 		t.Fatalf("held definition: got opaque %q, want %q (the last update)", got.Opaque, "c")
+	}
+}
+
+// TestDelayedReplicationConverges proves a replica that applied a create
+// late (it was paused, or the link held the message) does not stay late:
+// the first pop round brings every replica back to the earliest start.
+func TestDelayedReplicationConverges(t *testing.T) {
+	c := newCluster(t, three...)
+	// A timer ID whose replicas are the other two nodes, so the proxy's
+	// messages to both can be delivered by hand.
+	id := uint64(1)
+	for slices.Contains(NewRing(three).Replicas(id, 2), three[0]) {
+		id++
+	}
+	primary := NewRing(three).Replicas(id, 2)[0]
+	body := `{"timing":{"interval":10,"repeat-for":40},"callback":{"http":{"uri":"` + cb + `","opaque":"x"}},"reliability":{"replication-factor":2}}`
+	var got *Response
+	start := c.clock.now
+	c.nodes[three[0]].Handle(Request{Method: "PUT", URL: "/timers/" + FormatWireID(id, 0), Header: Header{}, Body: []byte(body)},
+		func(r Response) { got = &r })
+	held := c.net.take("http://" + primary)
+	c.settle() // the backup applies at once
+	c.clock.advance(1500 * time.Millisecond)
+	c.net.out = append(c.net.out, held...)
+	c.settle() // the primary applies 1.5 s late
+	if got == nil || got.Status != 200 {
+		t.Fatalf("create: got %v, want 200", got)
+	}
+	var at []time.Duration
+	for range 400 {
+		for range c.advance(100*time.Millisecond, 200) {
+			at = append(at, c.clock.now.Sub(start).Round(100*time.Millisecond))
+		}
+	}
+	want := []time.Duration{11500 * time.Millisecond, 20 * time.Second, 30 * time.Second, 40 * time.Second}
+	if fmt.Sprint(at) != fmt.Sprint(want) {
+		t.Fatalf("pops at %v, want %v (the primary 1.5 s late once, then on time)", at, want)
 	}
 }

@@ -94,4 +94,7 @@ const (
 	// HeaderVersion carries the newer version a replica holds when it
 	// refuses a client write with 409.
 	HeaderVersion = "X-Chronos-Version"
+	// HeaderStartDelta answers a pop notice with the receiver's earlier
+	// start time of the same definition, as a start-time-delta in ms.
+	HeaderStartDelta = "X-Chronos-Start-Delta"
 )

@@ -224,7 +224,12 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		reply(staleOrFull(a))
 		return
 	}
-	reply(text(200, "OK"))
+	resp := text(200, "OK")
+	if held := n.store.Get(id); held != nil && held.Version == t.Version && held.Start < n.nowMs()+r.StartTimeDelta {
+		// The sender's start is later than ours: tell it (learnStart).
+		resp.Header[HeaderStartDelta] = strconv.FormatInt(held.Start-n.nowMs(), 10)
+	}
+	reply(resp)
 }
 
 // placeFromSite writes a timer another site forwarded to this site's

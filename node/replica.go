@@ -57,6 +57,9 @@ func (n *Node) apply(t *Timer, clientWrite bool) applied {
 		// lives one interval of the definition it buries.
 		t.Interval = existing.Interval
 	}
+	if existing != nil && existing.Version == t.Version && existing.Start != t.Start {
+		n.earliestStart(existing, t)
+	}
 	if !Supersedes(existing, t) {
 		if clientWrite && existing.Version > t.Version {
 			// A client write ordered below what is held: the writer's
@@ -72,6 +75,20 @@ func (n *Node) apply(t *Timer, clientWrite bool) applied {
 	n.release(existing)
 	n.hold(t, n.dueOf(t))
 	return applied{ok: true}
+}
+
+// earliestStart gives both records of one definition the earlier of their
+// start times. Every replica rebuilds the start from start-time-delta when
+// a message is processed, so a message that was held up (a paused node, a
+// clogged link) makes it late by the delay, never early; without this the
+// lateness would spread through pop notices and stay for good.
+func (n *Node) earliestStart(existing, incoming *Timer) {
+	if incoming.Start < existing.Start && !existing.Tombstone {
+		existing.Start = incoming.Start
+		n.store.Put(existing, n.dueOf(existing))
+		n.rearm(existing.Due())
+	}
+	incoming.Start = min(incoming.Start, existing.Start)
 }
 
 // dueOf returns when this replica acts on t next: its next pop, skewed by
@@ -215,10 +232,21 @@ func (n *Node) notifyPopped(popped *Timer) {
 	now := n.nowMs()
 	for _, peer := range notice.Placement.Replicas {
 		if peer != n.self {
-			n.replicate(peer, &notice, nil, now, nil)
+			n.replicate(peer, &notice, nil, now, func(_ bool, resp Response) { n.learnStart(&notice, resp) })
 		}
 	}
 	n.forwardToSites(&notice, now)
+}
+
+// learnStart adopts the earlier start time a replica reported in its
+// answer to a pop notice (see earliestStart).
+func (n *Node) learnStart(notice *Timer, resp Response) {
+	delta, err := strconv.ParseInt(resp.Header.Get(HeaderStartDelta), 10, 64)
+	held := n.store.Get(notice.ID)
+	if err != nil || held == nil || held.Version != notice.Version {
+		return
+	}
+	n.earliestStart(held, &Timer{Start: n.nowMs() + delta})
 }
 
 // replicate sends t to peer with the internal PUT; done, if not nil,
