@@ -302,3 +302,18 @@ func TestTimelinePairsFaultsWithTheirEnds(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteHeldUpByPauseAllowsThatMuchLateness(t *testing.T) {
+	// A replica paused during the write applies start-time-delta when it
+	// resumes, so every later pop may run late by the pause (heldFor):
+	// pops 400ms late after a 500ms pause around the write pass, long
+	// after the fault ended; 700ms late is still G3.
+	h := healthy()
+	h.End = 20 * sec
+	h.Ops[0].Spec.RepeatFor = 15 * sec
+	h.Pops = pops("n1", "a", 1, 15, 400*ms)
+	h.Faults = []Fault{{At: 0, Kind: Pause, Nodes: []string{"n2"}}, {At: 500 * ms, Kind: Resume, Nodes: []string{"n2"}}}
+	requireNone(t, Check(h))
+	h.Pops[12].At += 300 * ms
+	requireHas(t, requireOnly(t, Check(h), "G3"), "G3", "pop 13", "late")
+}

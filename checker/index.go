@@ -23,6 +23,9 @@ type def struct {
 	lossFrom time.Duration
 	// cutoff is the earliest a later op on the timer may have replaced it.
 	cutoff time.Duration
+	// held is how long the write's replication may have been held up on
+	// its way to a replica (see heldFor).
+	held time.Duration
 }
 
 // due returns the window pop k falls due in.
@@ -78,6 +81,7 @@ func newIndex(h *History, o Options) *index {
 		}
 		d.cutoff = x.cutoff(d)
 		d.lossFrom = x.lossFrom(d)
+		d.held = x.heldFor(d)
 	}
 	return x
 }
@@ -167,11 +171,32 @@ func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 	a, b := x.window(d, k)
 	switch {
 	case !x.tl.touched(a, b):
-		return x.slack(), true
+		return x.slack() + d.held, true
 	case x.tl.downNodes(a, b) >= x.copies(d):
 		return 0, false
 	}
-	return x.rankBound(d), true
+	return x.rankBound(d) + d.held, true
+}
+
+// heldFor is how long a write's replication may have been held up: from
+// the write to the end of a pause or clog that was active during it. A
+// replica applies start-time-delta when it processes the message (api.md),
+// so one that received the write late pops late by as much; replicas
+// converge on the earliest start they hold, but if every replica that
+// survives got the write late, the timer keeps that lateness until it is
+// next written. The delta carries no transit time, so no node can do
+// better without trusting other nodes' wall clocks.
+func (x *index) heldFor(d *def) time.Duration {
+	var held time.Duration
+	for _, s := range x.tl.spans {
+		if s.fault.Kind != Pause && s.fault.Kind != Clog {
+			continue
+		}
+		if s.from <= min(d.hi, x.end) && s.end >= d.lo {
+			held = max(held, s.end-d.lo)
+		}
+	}
+	return held
 }
 
 // copies is how many replicas surely hold d: rf, or just one when a fault

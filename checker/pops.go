@@ -82,7 +82,7 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 	liveness := x.tl.liveFrom > 0 && lo >= x.tl.liveFrom && touched
 	if liveness {
 		// G7: all replicas must be back, so the replica bound always holds.
-		bound, ok = x.rankBound(d)+x.o.LivenessGrace, true
+		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, true
 	}
 	if !ok || p.At <= hi+bound+x.tl.lag(p.Node, p.At) {
 		return Violation{}, false
