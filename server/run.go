@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
@@ -168,13 +167,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("server: listen: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, stopSignals...)
 	defer stop()
 	// Registered before serving, so that once "serving" is logged a SIGHUP
 	// reloads instead of killing the process.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1)
-	defer signal.Stop(sigs)
+	if len(extraSignals) > 0 {
+		signal.Notify(sigs, extraSignals...)
+		defer signal.Stop(sigs)
+	}
 	go srv.handleSignals(ctx, sigs)
 	return srv.Serve(ctx, ln)
 }
@@ -186,12 +187,13 @@ func (s *Server) handleSignals(ctx context.Context, sigs <-chan os.Signal) {
 		case <-ctx.Done():
 			return
 		case sig := <-sigs:
-			if sig == syscall.SIGUSR1 {
+			switch sig {
+			case resyncSignal:
 				s.Resync()
-				continue
-			}
-			if err := s.Reload(); err != nil {
-				s.log.Error("cluster reload failed; keeping the current cluster", "err", err)
+			case reloadSignal:
+				if err := s.Reload(); err != nil {
+					s.log.Error("cluster reload failed; keeping the current cluster", "err", err)
+				}
 			}
 		}
 	}

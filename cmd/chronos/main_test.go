@@ -1,3 +1,8 @@
+//go:build unix
+
+// The end-to-end test drives the process with Unix signals (SIGHUP,
+// SIGUSR1, SIGTERM), so it exists only where they do.
+
 package main
 
 import (
@@ -44,6 +49,9 @@ func TestProcessLoopback(t *testing.T) {
 
 	if status, _ := do(t, client, http.MethodGet, p.url+"/ping", ""); status != http.StatusOK {
 		t.Fatalf("GET /ping: status %d, want 200", status)
+	}
+	if status, _ := do(t, client, http.MethodPost, p.url+"/timers", `{"timing":{}}`); status != http.StatusBadRequest {
+		t.Fatalf("POST of a timer without interval: status %d, want 400", status)
 	}
 	// Create: one pop per second for 30 s.
 	status, loc := do(t, client, http.MethodPost, p.url+"/timers", timerBody(1, 30, cb.url, "hello"))
