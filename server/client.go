@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
@@ -113,16 +112,5 @@ func (c *Client) roundTrip(req node.Request, timeout time.Duration) (node.Respon
 	if len(body) == 0 {
 		body = nil
 	}
-	return node.Response{Status: hresp.StatusCode, Header: fromHTTPHeader(hresp.Header), Body: body}, nil
-}
-
-// fromHTTPHeader flattens response header fields like toNodeHeader does.
-func fromHTTPHeader(hh http.Header) node.Header {
-	h := make(node.Header, len(hh))
-	for k, v := range hh {
-		if len(v) > 0 {
-			h.Set(k, strings.Join(v, ", "))
-		}
-	}
-	return h
+	return node.Response{Status: hresp.StatusCode, Header: nodeHeader(hresp.Header), Body: body}, nil
 }

@@ -97,7 +97,7 @@ func readRequest(w http.ResponseWriter, r *http.Request) (node.Request, int, str
 	return node.Request{
 		Method: r.Method,
 		URL:    r.URL.RequestURI(),
-		Header: toNodeHeader(r.Header),
+		Header: nodeHeader(r.Header),
 		Body:   body,
 	}, 0, ""
 }
@@ -121,9 +121,10 @@ func readBody(rd io.Reader, length int64) ([]byte, error) {
 	return body, err
 }
 
-// toNodeHeader flattens HTTP header fields to the node's single values;
-// repeated fields join with ", " as RFC 9110 allows.
-func toNodeHeader(hh http.Header) node.Header {
+// nodeHeader flattens HTTP header fields, of requests and of responses, to
+// the node's single values; repeated fields join with ", " as RFC 9110
+// allows.
+func nodeHeader(hh http.Header) node.Header {
 	h := make(node.Header, len(hh))
 	for k, v := range hh {
 		switch len(v) {
