@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -135,7 +136,7 @@ func (c Config) ReloadCluster() (Config, error) {
 		return Config{}, fmt.Errorf("server: localhost %q differs from %q; restart to change it", next.Localhost, c.Localhost)
 	}
 	if next.LocalSite != c.LocalSite || !slices.Equal(next.RemoteSites, c.RemoteSites) {
-		return Config{}, fmt.Errorf("server: sites changed; restart to change them")
+		return Config{}, errors.New("server: sites changed; restart to change them")
 	}
 	return next, nil
 }
