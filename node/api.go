@@ -31,14 +31,11 @@ type Replication struct {
 	ViewID         uint64
 	Replicas       []string
 	Sites          []string
-	// ClientWrite is set on a client's create, update or delete.
-	ClientWrite bool
 }
 
 // wireBody is the JSON shape of both the client and the internal body.
 // Fields are raw so that types can be checked and reported precisely.
 type wireBody struct {
-	ClientWrite bool             `json:"client-write"`
 	Timing      *wireTiming      `json:"timing"`
 	Callback    *wireCallback    `json:"callback"`
 	Reliability *wireReliability `json:"reliability"`
@@ -211,7 +208,7 @@ func parseTags(st *wireStatistics) ([]Tag, error) {
 }
 
 func parseReplication(w *wireBody) (*Replication, error) {
-	r := &Replication{Replicas: w.Reliability.Replicas, Sites: w.Reliability.Sites, ClientWrite: w.ClientWrite}
+	r := &Replication{Replicas: w.Reliability.Replicas, Sites: w.Reliability.Sites}
 	// An empty replica list with sites is a timer forwarded from another
 	// site: the receiving node places it on its own cluster.
 	if len(r.Replicas) == 0 && len(r.Sites) == 0 || len(r.Replicas) > MaxReplicationFactor {

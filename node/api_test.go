@@ -137,7 +137,7 @@ func TestReplicationBodyRoundTrip(t *testing.T) {
 			ViewID:    1<<63 + 1,
 			Extra:     &TimerExtra{Tags: []Tag{{Type: "CALL", Count: 2}}},
 		}
-		spec, r, err := ParseBody(EncodeReplication(in, 1500, false))
+		spec, r, err := ParseBody(EncodeReplication(in, 1500))
 		if err != nil {
 			t.Fatalf("ParseBody: %v", err)
 		}
@@ -164,7 +164,7 @@ func FuzzParseBody(f *testing.F) {
 	f.Add([]byte(`{"timing":{"interval":5,"repeat-for":50},` + okCallback + `}`))
 	f.Add([]byte(`{"timing":{"interval":0},` + okCallback + `,"statistics":{"tag-info":[{"type":"A"}]}}`))
 	f.Add(EncodeReplication(&Timer{ID: 1, Interval: 1000, RepeatFor: 1000, URI: "http://a/",
-		Placement: &Placement{Replicas: []string{"a:1"}}}, 0, true))
+		Placement: &Placement{Replicas: []string{"a:1"}}}, 0))
 	f.Add([]byte(`{"timing":{"interval":1e400}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		spec, repl, err := ParseBody(body)

@@ -408,3 +408,32 @@ func TestDelayedReplicationConverges(t *testing.T) {
 		t.Fatalf("pops at %v, want %v (the primary 1.5 s late once, then on time)", at, want)
 	}
 }
+
+// TestReplicaThatMissedDeleteStopsAfterHeal proves read repair: a replica
+// cut off while a timer was deleted pops it (the net-split allowance),
+// but the replicas holding the tombstone answer its pop notice with it,
+// so after the heal it pops no more.
+func TestReplicaThatMissedDeleteStopsAfterHeal(t *testing.T) {
+	c := newCluster(t, three...)
+	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":100},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":3}}`)
+	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	backup := NewRing(three).Replicas(mustID(t, wire), 3)[2]
+	c.down[backup] = true // cut off: it neither sends nor receives
+	via := three[0]
+	if via == backup {
+		via = three[1]
+	}
+	if r := c.client(via, "DELETE", "/timers/"+wire, ""); r.Status != 200 {
+		t.Fatalf("DELETE: got %d", r.Status)
+	}
+	delete(c.down, backup)
+	// The cut-off replica still holds the timer and pops it once, at 10 s
+	// plus its 4 s skew; then it holds the tombstone and stops.
+	if got := seqs(c.advance(60*time.Second, 200)); !slices.Equal(got, []string{"1:x"}) {
+		t.Fatalf("pops after the delete: got %v, want one pop from the replica that missed it", got)
+	}
+	if h := c.holders(wire); len(h) != 0 {
+		t.Errorf("live copies after the repair: %v, want none", h)
+	}
+}

@@ -111,7 +111,8 @@ func TestPutUnknownIDCreates(t *testing.T) {
 
 // TestDeleteSticks proves a DELETE stops every later pop, answers 200, is
 // idempotent, and that a stale replication of the deleted definition
-// cannot bring the timer back while the tombstone lives.
+// cannot bring the timer back while the tombstone lives (it is answered
+// 409 with the tombstone).
 func TestDeleteSticks(t *testing.T) {
 	h := newHarness(t)
 	id := h.create(timerJSON(1, 10, cb, "x"))
@@ -125,9 +126,9 @@ func TestDeleteSticks(t *testing.T) {
 	}
 	stale := held
 	stale.Seq = 0
-	r := h.do("PUT", "/timers/"+id, string(EncodeReplication(&stale, h.node.nowMs(), false)))
-	if r.Status != 200 {
-		t.Fatalf("stale replication: got %d, want 200", r.Status)
+	r := h.do("PUT", "/timers/"+id, string(EncodeReplication(&stale, h.node.nowMs())))
+	if r.Status != 409 || r.Header.Get(HeaderVersion) == "" {
+		t.Fatalf("stale replication: got %d, want 409 with the newer version", r.Status)
 	}
 	h.clock.advance(time.Minute)
 	wantPops(t, h.pops(cb, 200))

@@ -175,13 +175,13 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 		}
 	}
 	n.forwardToSites(t, now)
-	body := EncodeReplication(t, now, true)
+	body := EncodeReplication(t, now)
 	for _, peer := range targets {
 		counts := spec.Tombstone || slices.Contains(replicas, peer)
 		if peer == n.self {
 			local := *t
-			a := n.apply(&local, true)
-			w.done(counts && a.ok && a.newer == 0, staleOrFull(a))
+			a := n.apply(&local)
+			w.done(counts && a.ok && a.newer == nil, n.staleOrFull(a))
 			continue
 		}
 		n.replicate(peer, t, body, now, func(ok bool, resp Response) { w.done(counts && ok, resp) })
@@ -189,14 +189,20 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 }
 
 // staleOrFull is the response a replica gives for a record it did not
-// apply: 409 with the newer version it holds, or 503 when full.
-func staleOrFull(a applied) Response {
-	if a.newer != 0 {
-		r := text(409, "a newer definition of the timer is held")
-		r.Header[HeaderVersion] = strconv.FormatUint(a.newer, 10)
-		return r
+// apply: 409 with the newer definition it holds (its version in a header,
+// the record as the body), or 503 when full.
+func (n *Node) staleOrFull(a applied) Response {
+	if a.newer == nil {
+		return unavailable("node is full")
 	}
-	return unavailable("node is full")
+	return Response{
+		Status: 409,
+		Header: Header{
+			HeaderContentType: "application/json",
+			HeaderVersion:     strconv.FormatUint(a.newer.Version, 10),
+		},
+		Body: EncodeReplication(a.newer, n.nowMs()),
+	}
 }
 
 // replicaPut applies a replication message from another node, or places a
@@ -209,6 +215,21 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		n.placeFromSite(id, spec, r, reply)
 		return
 	}
+	t := n.fromReplication(id, spec, r)
+	if a := n.apply(t); !a.ok || a.newer != nil {
+		reply(n.staleOrFull(a))
+		return
+	}
+	resp := text(200, "OK")
+	if held := n.store.Get(id); held != nil && held.Version == t.Version && held.Start < n.nowMs()+r.StartTimeDelta {
+		// The sender's start is later than ours: tell it (learnStart).
+		resp.Header[HeaderStartDelta] = strconv.FormatInt(held.Start-n.nowMs(), 10)
+	}
+	reply(resp)
+}
+
+// fromReplication builds the record a replication body describes.
+func (n *Node) fromReplication(id uint64, spec Spec, r *Replication) *Timer {
 	t := &Timer{
 		ID: id, Version: r.Version, Start: n.nowMs() + r.StartTimeDelta,
 		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
@@ -220,16 +241,7 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 	if len(spec.Tags) > 0 {
 		t.Extra = &TimerExtra{Tags: spec.Tags}
 	}
-	if a := n.apply(t, r.ClientWrite); !a.ok || a.newer != 0 {
-		reply(staleOrFull(a))
-		return
-	}
-	resp := text(200, "OK")
-	if held := n.store.Get(id); held != nil && held.Version == t.Version && held.Start < n.nowMs()+r.StartTimeDelta {
-		// The sender's start is later than ours: tell it (learnStart).
-		resp.Header[HeaderStartDelta] = strconv.FormatInt(held.Start-n.nowMs(), 10)
-	}
-	reply(resp)
+	return t
 }
 
 // placeFromSite writes a timer another site forwarded to this site's
@@ -251,8 +263,8 @@ func (n *Node) placeFromSite(id uint64, spec Spec, r *Replication, reply func(Re
 	for _, peer := range r.Replicas {
 		if peer == n.self {
 			local := *t
-			a := n.apply(&local, false)
-			w.done(a.ok, staleOrFull(a))
+			a := n.apply(&local)
+			w.done(a.ok, n.staleOrFull(a))
 			continue
 		}
 		n.replicate(peer, t, nil, now, func(ok bool, resp Response) { w.done(ok, resp) })
@@ -274,7 +286,7 @@ func (n *Node) forwardToSites(t *Timer, now int64) {
 			Method: "PUT",
 			URL:    "http://" + site.Address + "/timers/" + FormatWireID(t.ID, 0),
 			Header: Header{HeaderContentType: "application/json"},
-			Body:   EncodeReplication(&fwd, now, false),
+			Body:   EncodeReplication(&fwd, now),
 		}
 		n.send(req, n.cfg.ReplicationTimeout, func(Response, error) {})
 	}
@@ -310,9 +322,6 @@ type replicationBody struct {
 		SequenceNumber uint32 `json:"sequence-number"`
 		Version        string `json:"version"`
 	} `json:"timing"`
-	// ClientWrite marks a client's create, update or delete, which a
-	// replica holding a newer version refuses with 409 (an extension).
-	ClientWrite bool                     `json:"client-write,omitempty"`
 	Callback    map[string]*callbackHTTP `json:"callback"`
 	Reliability struct {
 		ClusterViewID     string   `json:"cluster-view-id"`
@@ -330,11 +339,9 @@ type callbackHTTP struct {
 	Opaque string `json:"opaque"`
 }
 
-// EncodeReplication returns the internal PUT body for t as of now (ms);
-// clientWrite marks a client's write rather than a pop notice.
-func EncodeReplication(t *Timer, now int64, clientWrite bool) []byte {
+// EncodeReplication returns the internal PUT body for t as of now (ms).
+func EncodeReplication(t *Timer, now int64) []byte {
 	var b replicationBody
-	b.ClientWrite = clientWrite
 	b.Timing.Interval = t.Interval / 1000
 	b.Timing.RepeatFor = t.RepeatFor / 1000
 	b.Timing.StartTimeDelta = t.Start - now

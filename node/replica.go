@@ -36,14 +36,15 @@ func Supersedes(existing, incoming *Timer) bool {
 type applied struct {
 	// ok is false only when the node could not take the timer (full).
 	ok bool
-	// newer is the version of the definition held, when the record was a
-	// client write older than it: the writing proxy retries above it.
-	newer uint64
+	// newer is the definition held when the record was of an older
+	// version: a writing proxy retries above it, a popping replica that
+	// missed a delete or update adopts it (read repair).
+	newer *Timer
 }
 
 // apply stores t (built from a client write or a replication message) if
 // it supersedes what the node holds.
-func (n *Node) apply(t *Timer, clientWrite bool) applied {
+func (n *Node) apply(t *Timer) applied {
 	n.ids.observe(t.Version)
 	if !t.Tombstone && !slices.Contains(t.Placement.Replicas, n.self) {
 		// Passive rebalancing: this node is no longer a replica. Keep a
@@ -53,18 +54,18 @@ func (n *Node) apply(t *Timer, clientWrite bool) applied {
 	}
 	existing := n.store.Get(t.ID)
 	if t.Tombstone && existing != nil && t.Interval == 0 {
-		// A client delete does not know the interval; the tombstone
-		// lives one interval of the definition it buries.
-		t.Interval = existing.Interval
+		// A client delete does not know the definition it buries; the
+		// tombstone's life is measured from it (see dueOf).
+		t.Start, t.Interval, t.RepeatFor = existing.Start, existing.Interval, existing.RepeatFor
 	}
 	if existing != nil && existing.Version == t.Version && existing.Start != t.Start {
 		n.earliestStart(existing, t)
 	}
 	if !Supersedes(existing, t) {
-		if clientWrite && existing.Version > t.Version {
-			// A client write ordered below what is held: the writer's
-			// clock is behind. Refuse it so the proxy retries above.
-			return applied{ok: true, newer: existing.Version}
+		if existing.Version > t.Version {
+			// The sender is behind: a client write from a node whose
+			// clock lags, or a replica that missed a later write.
+			return applied{ok: true, newer: existing}
 		}
 		return applied{ok: true}
 	}
@@ -99,7 +100,19 @@ func (n *Node) dueOf(t *Timer) int64 {
 		return at + n.skew(t).Milliseconds()
 	}
 	t.Tombstone = true
-	return n.nowMs() + max(t.Interval, TombstoneMin.Milliseconds())
+	return max(n.nowMs()+max(t.Interval, TombstoneMin.Milliseconds()), t.Start+t.RepeatFor+n.maxSkew(t).Milliseconds())
+}
+
+// maxSkew bounds how long after a due time any replica of t may still pop
+// it and tell the others: the last rank of the last site, then a callback
+// and a replication message. A tombstone lives at least one interval
+// (api.md) and at least until the buried definition's last pop by any
+// replica has passed: a replica that missed the delete (cut off by a
+// net-split) then still finds the tombstone when it pops, and is repaired
+// by the answer, instead of bringing the timer back on the others.
+func (n *Node) maxSkew(t *Timer) time.Duration {
+	ranks := len(t.Placement.Replicas) * max(len(t.Placement.Sites), 1)
+	return ReplicaSkew*time.Duration(ranks) + CallbackTimeout + n.cfg.ReplicationTimeout
 }
 
 // skew is how much later than the due time this replica pops t: 2 s per
@@ -232,15 +245,24 @@ func (n *Node) notifyPopped(popped *Timer) {
 	now := n.nowMs()
 	for _, peer := range notice.Placement.Replicas {
 		if peer != n.self {
-			n.replicate(peer, &notice, nil, now, func(_ bool, resp Response) { n.learnStart(&notice, resp) })
+			n.replicate(peer, &notice, nil, now, func(_ bool, resp Response) { n.noticeAnswered(&notice, resp) })
 		}
 	}
 	n.forwardToSites(&notice, now)
 }
 
-// learnStart adopts the earlier start time a replica reported in its
-// answer to a pop notice (see earliestStart).
-func (n *Node) learnStart(notice *Timer, resp Response) {
+// noticeAnswered learns from a replica's answer to a pop notice: a newer
+// definition it holds (this replica missed a delete or an update, say
+// across a net-split, and would otherwise pop it until repeat-for ends),
+// or an earlier start of the same one (see earliestStart).
+func (n *Node) noticeAnswered(notice *Timer, resp Response) {
+	if resp.Status == 409 {
+		spec, repl, err := ParseBody(resp.Body)
+		if err == nil && repl != nil && len(repl.Replicas) > 0 {
+			n.apply(n.fromReplication(notice.ID, spec, repl))
+		}
+		return
+	}
 	delta, err := strconv.ParseInt(resp.Header.Get(HeaderStartDelta), 10, 64)
 	held := n.store.Get(notice.ID)
 	if err != nil || held == nil || held.Version != notice.Version {
@@ -254,7 +276,7 @@ func (n *Node) learnStart(notice *Timer, resp Response) {
 func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done func(ok bool, resp Response)) {
 	n.stats.ReplicationsSent++
 	if body == nil {
-		body = EncodeReplication(t, now, false)
+		body = EncodeReplication(t, now)
 	}
 	req := Request{
 		Method: "PUT",
