@@ -8,8 +8,15 @@ import (
 )
 
 // step carries out one step of the plan.
-func (w *world) step(s Step) {
+func (w *world) step(written Step) {
+	s, err := w.resolveStep(written)
+	if err != nil {
+		w.scenarioError(written, err)
+		return
+	}
 	switch s.Op {
+	case OpExpect:
+		w.checkStep(written, s.Check)
 	case OpCreate, OpUpdate, OpDelete:
 		w.clientOperation(s)
 	case OpCrash:

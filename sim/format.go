@@ -70,6 +70,8 @@ func (s Step) String() string {
 		return fmt.Sprintf("fail %s status=%d", s.Side[0], s.Status)
 	case OpHeal, OpScaleUp, OpScaleDown:
 		return string(s.Op)
+	case OpExpect:
+		return "expect " + s.Check.String()
 	}
 	return fmt.Sprintf("%s %s", s.Op, strings.Join(s.Side, " "))
 }

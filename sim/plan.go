@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chronos-timer/chronos/netsim"
@@ -66,6 +67,8 @@ const (
 	OpCallbackOK Op = "callback-ok"
 	OpScaleUp    Op = "scale-up"
 	OpScaleDown  Op = "scale-down"
+	// OpExpect checks Check when the step fires.
+	OpExpect Op = "expect"
 )
 
 // Step is one scheduled action. Node, callback and client numbers are
@@ -90,6 +93,8 @@ type Step struct {
 	Delta  time.Duration
 	PPM    int64
 	Status int
+	// Check is an OpExpect step's expectation.
+	Check *StepCheck
 }
 
 // Expect is one expectation of a scenario.
@@ -145,15 +150,47 @@ func (p *Plan) validateStep(s Step) error {
 			return fmt.Errorf("interval %v and repeat-for %v must be whole seconds", s.Interval, s.RepeatFor)
 		}
 	case OpHeal, OpScaleUp, OpScaleDown:
-	case OpDrift:
-		if s.PPM < -MaxDriftPPM || s.PPM > MaxDriftPPM {
+	case OpExpect:
+		if s.Check == nil {
+			return fmt.Errorf("expect step without a check")
+		}
+		for _, h := range []string{s.Check.By, s.Check.On} {
+			if err := p.validNode(h); h != "" && err != nil {
+				return err
+			}
+		}
+	case OpCrash, OpRestart, OpPause, OpResume, OpJump, OpDrift:
+		if len(s.Side) != 1 {
+			return fmt.Errorf("want one node")
+		}
+		if err := p.validNode(s.Side[0]); err != nil {
+			return err
+		}
+		if s.Op == OpDrift && (s.PPM < -MaxDriftPPM || s.PPM > MaxDriftPPM) {
 			return fmt.Errorf("drift %d ppm beyond %d", s.PPM, MaxDriftPPM)
 		}
 	}
 	for _, h := range append(append([]string{}, s.Side...), s.Peers...) {
+		if isRoleLike(h) {
+			if err := p.validRole(h); err != nil {
+				return err
+			}
+			continue
+		}
 		if _, err := p.host(h); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// validNode checks a name that must be a node: n<i> or a role.
+func (p *Plan) validNode(name string) error {
+	if isRoleLike(name) {
+		return p.validRole(name)
+	}
+	if _, err := p.host(name); err != nil || !strings.HasPrefix(name, "n") {
+		return fmt.Errorf("%q is not a node (want n<i> or <timer>.<A..>)", name)
 	}
 	return nil
 }

@@ -48,6 +48,9 @@ type Result struct {
 	// is false when the plan requires features not there yet.
 	Unmet    []string
 	Enforced bool
+	// ScenarioErrors are steps the scenario got wrong (a role of a timer
+	// whose ID is not known yet); they fail the run whatever it requires.
+	ScenarioErrors []string
 	// Replications is how many replication PUTs the nodes sent.
 	Replications uint64
 	Net          netsim.Stats
@@ -56,10 +59,10 @@ type Result struct {
 // Failed reports whether the run broke a guarantee, panicked or missed an
 // enforced expectation.
 func (r *Result) Failed() bool {
-	if r.Panic != "" {
+	if r.Panic != "" || len(r.ScenarioErrors) > 0 {
 		return true
 	}
-	if len(r.Plan.Expect) > 0 {
+	if len(r.Plan.Expect) > 0 || r.Plan.hasStepChecks() {
 		return r.Enforced && len(r.Unmet) > 0
 	}
 	return len(r.Violations) > 0
@@ -80,6 +83,12 @@ type world struct {
 	timers    map[string]*timerRef
 	hist      checker.History
 	apiErrs   []checker.Violation
+	// stepUnmet are the step expectations that failed when they fired;
+	// poppedMark is, per timer label, the end of the last "expect popped"
+	// window; scenarioErrs are steps the scenario got wrong.
+	stepUnmet    []string
+	poppedMark   map[string]time.Duration
+	scenarioErrs []string
 }
 
 // machine is one simulated server: its clock outlives the nodes that run
@@ -102,7 +111,7 @@ func Run(p *Plan, opts Options) (res *Result) {
 	if opts.ClientTimeout <= 0 {
 		opts.ClientTimeout = DefaultClientTimeout
 	}
-	w := &world{plan: p, opts: opts, timers: map[string]*timerRef{}}
+	w := &world{plan: p, opts: opts, timers: map[string]*timerRef{}, poppedMark: map[string]time.Duration{}}
 	w.tr = newTracer(opts.Trace, w.loop.Now)
 	res = &Result{Plan: p, History: &w.hist}
 	defer func() {
@@ -230,6 +239,7 @@ func (w *world) finish(res *Result) {
 			res.Enforced = false
 		}
 	}
-	res.Unmet = w.expectations(res)
+	res.ScenarioErrors = w.scenarioErrs
+	res.Unmet = append(append(append([]string{}, w.scenarioErrs...), w.stepUnmet...), w.expectations(res)...)
 	w.tr.event("end", "", "", int64(len(res.Violations)))
 }

@@ -144,6 +144,8 @@ func (p *Plan) parseStep(f []string) error {
 		err = parseHostStep(&s, args)
 	case OpPartition, OpClog:
 		err = parseCutStep(&s, args)
+	case OpExpect:
+		s.Check, err = parseCheck(args)
 	case OpHeal, OpScaleUp, OpScaleDown:
 		if len(args) != 0 {
 			err = fmt.Errorf("%s takes no arguments", s.Op)

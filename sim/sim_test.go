@@ -160,6 +160,8 @@ func TestScenarios(t *testing.T) {
 			switch {
 			case res.Panic != "":
 				t.Fatalf("panic: %s", res.Panic)
+			case len(res.ScenarioErrors) > 0:
+				t.Fatalf("scenario errors: %v", res.ScenarioErrors)
 			case !res.Enforced:
 				t.Logf("requires %v (not there yet): expectations not enforced; unmet: %v", p.Requires, res.Unmet)
 			case len(res.Unmet) > 0:
