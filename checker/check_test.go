@@ -317,3 +317,18 @@ func TestWriteHeldUpByPauseAllowsThatMuchLateness(t *testing.T) {
 	h.Pops[12].At += 300 * ms
 	requireHas(t, requireOnly(t, Check(h), "G3"), "G3", "pop 13", "late")
 }
+
+func TestLatePopOfSupersededDefinitionIsNotJudgedLate(t *testing.T) {
+	// The backup skipped pop 2 because an update superseded the timer
+	// before the backup's turn; the paused primary delivered pop 2 of
+	// the old definition when it resumed. That is no lateness (G3): the
+	// update was invoked before pop 2's deadline.
+	h := healthy()
+	h.Faults = []Fault{{At: 1500 * ms, Kind: Pause, Nodes: []string{"n1"}}, {At: 4500 * ms, Kind: Resume, Nodes: []string{"n1"}}}
+	h.Ops = append(h.Ops, write(2, Update, 1, "b", sec, sec, 2100*ms, 2600*ms, OK))
+	h.Pops = append(h.Pops[:1], pop(4500*ms, "n1", "a", 2), pop(3600*ms, "n2", "b", 1))
+	requireNone(t, Check(h))
+	h.Ops = h.Ops[:1]
+	h.Pops = h.Pops[:2]
+	requireHas(t, Check(h), "G3", "pop 2", "late")
+}

@@ -84,7 +84,11 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 		// G7: all replicas must be back, so the replica bound always holds.
 		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, true
 	}
-	if !ok || p.At <= hi+bound+x.tl.lag(p.Node, p.At) {
+	if !ok || p.At <= hi+bound+x.tl.lag(p.Node, p.At) || touched && d.cutoff <= hi+bound {
+		// In time, or, with a fault around, superseded before its
+		// deadline by a later write: the backup that would have popped
+		// it in time may already hold the new definition (whether the
+		// late pop may happen at all is G5's business).
 		return Violation{}, false
 	}
 	if fits := x.impliedSeqs(d, p.At, seq); len(fits) > 0 && !touched {
