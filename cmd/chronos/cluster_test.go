@@ -1,0 +1,382 @@
+//go:build unix
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chronos-timer/chronos/node"
+)
+
+// clusterWait bounds every wait of the cluster test. Generous: three
+// processes share a possibly loaded machine, and a failover pop comes
+// node.ReplicaSkew per rank after its due time. It is a ceiling against
+// hangs, never a measured timing.
+const clusterWait = 30 * time.Second
+
+// TestClusterLoopback proves three production binaries forming one
+// cluster on loopback: timers created through one node pop, an update
+// through a second node and a delete through the third stop every pop of
+// the old definition, and after one process is killed with SIGKILL every
+// remaining pop of every live timer is still delivered (each sequence
+// number 1..N at least once, duplicates only of the same sequence number,
+// none beyond N).
+func TestClusterLoopback(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH, so cmd/chronos cannot be built; install Go to run this test")
+	}
+	bin := filepath.Join(t.TempDir(), "chronos")
+	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	rec := newRecorder(t)
+	members := startCluster(t, bin, 3)
+	a, b, c := members[0], members[1], members[2]
+	addrs := []string{a.addr, b.addr, c.addr}
+	ring := node.NewRing(addrs)
+	client := &http.Client{Timeout: clusterWait}
+
+	create := func(p *process, spec clusterTimer) string {
+		t.Helper()
+		status, loc := do(t, client, http.MethodPost, p.url+"/timers", spec.body(rec.url))
+		if status != http.StatusOK || !timerPath.MatchString(loc) {
+			t.Fatalf("POST /timers %s to %s: status %d Location %q, want 200 and /timers/<32 hex digits>", spec.opaque, p.addr, status, loc)
+		}
+		return loc
+	}
+
+	// Create through a the timers to update and to delete.
+	old := clusterTimer{opaque: "old", interval: 2, repeatFor: 60, rf: 2}
+	doomed := clusterTimer{opaque: "doomed", interval: 2, repeatFor: 60, rf: 3}
+	oldLoc := create(a, old)
+	doomedLoc := create(a, doomed)
+
+	// Update through b right after a pop of the old definition, so that
+	// its next pop is an interval away: from the moment the PUT returns,
+	// no pop of "old" may arrive.
+	updated := clusterTimer{opaque: "updated", interval: 1, repeatFor: 20, rf: 2}
+	rec.awaitNext(t, old.opaque)
+	status, updatedLoc := do(t, client, http.MethodPut, b.url+oldLoc, updated.body(rec.url))
+	if status != http.StatusOK || !timerPath.MatchString(updatedLoc) {
+		t.Fatalf("PUT %s to %s: status %d Location %q, want 200 and a timer path", oldLoc, b.addr, status, updatedLoc)
+	}
+	rec.forbid(old.opaque)
+
+	// Delete through c, likewise right after a pop.
+	rec.awaitNext(t, doomed.opaque)
+	if status, _ := do(t, client, http.MethodDelete, c.url+doomedLoc, ""); status != http.StatusOK {
+		t.Fatalf("DELETE %s to %s: status %d, want 200", doomedLoc, c.addr, status)
+	}
+	rec.forbid(doomed.opaque)
+
+	// A sentinel due after the next pop of either old definition would
+	// have been, even from the last-ranked replica: when it pops, such a
+	// pop would already have arrived.
+	sentinel := clusterTimer{opaque: "sentinel-1", interval: staleHorizon(2, 3), rf: 3}
+	create(c, sentinel)
+	rec.awaitSeq(t, sentinel.opaque, 1)
+
+	// Live timers across the kill, created through a as well.
+	live := []clusterTimer{
+		updated,
+		{opaque: "live-1", interval: 1, repeatFor: 12, rf: 2},
+		{opaque: "live-2", interval: 2, repeatFor: 16, rf: 2},
+		{opaque: "live-3", interval: 1, repeatFor: 12, rf: 3},
+	}
+	locs := map[string]string{updated.opaque: updatedLoc}
+	for _, lt := range live[1:] {
+		locs[lt.opaque] = create(a, lt)
+	}
+	// Kill the primary of live-1, so at least one timer must fail over.
+	// The ring the test computes must agree with the node's: the bloom
+	// filter in each Location names the replicas the node chose.
+	primaries := map[string]string{}
+	for _, lt := range live {
+		id, bloom, err := node.ParseWireID(strings.TrimPrefix(locs[lt.opaque], "/timers/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas := ring.Replicas(id, lt.rf)
+		if got := ring.Bloom(replicas); got != bloom {
+			t.Fatalf("timer %s: Location bloom %016x, but replicas %v give %016x", lt.opaque, bloom, replicas, got)
+		}
+		primaries[lt.opaque] = replicas[0]
+	}
+	victim := members[slices.Index(addrs, primaries["live-1"])]
+	var survivor *process
+	for _, m := range members {
+		if m != victim {
+			survivor = m
+			break
+		}
+	}
+	t.Logf("primaries %v; killing %s", primaries, victim.addr)
+	// Kill right after live-1's first pop, so that most of its pops are
+	// still due.
+	rec.awaitSeq(t, "live-1", 1)
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-victim.exited:
+	case <-time.After(clusterWait):
+		t.Fatalf("%s still running %v after SIGKILL", victim.addr, clusterWait)
+	}
+
+	// Every pop of every live timer arrives, from a survivor if need be.
+	for _, lt := range live {
+		for seq := 1; seq <= lt.pops(); seq++ {
+			rec.awaitSeq(t, lt.opaque, seq)
+		}
+	}
+
+	// A last sentinel, written through a survivor, due after any late
+	// duplicate or stale pop would have come: then check everything that
+	// arrived.
+	final := clusterTimer{opaque: "sentinel-2", interval: staleHorizon(2, 3), rf: 3}
+	create(survivor, final)
+	rec.awaitSeq(t, final.opaque, 1)
+
+	limits := map[string]int{sentinel.opaque: 1, final.opaque: 1}
+	for _, lt := range live {
+		limits[lt.opaque] = lt.pops()
+	}
+	rec.check(t, limits)
+}
+
+// staleHorizon is a one-shot interval, in seconds, that puts a sentinel
+// created right after a pop of a timer with the given interval after that
+// timer's next pop from any of rf replicas, with a second to spare.
+func staleHorizon(interval, rf int) int {
+	return interval + int(node.ReplicaSkew/time.Second)*(rf-1) + 2
+}
+
+// clusterTimer is a client timer definition with a replication factor.
+type clusterTimer struct {
+	opaque              string
+	interval, repeatFor int // seconds; repeatFor 0 means a one-shot
+	rf                  int
+}
+
+func (ct clusterTimer) body(uri string) string {
+	timing := fmt.Sprintf(`"interval":%d`, ct.interval)
+	if ct.repeatFor > 0 {
+		timing += fmt.Sprintf(`,"repeat-for":%d`, ct.repeatFor)
+	}
+	return fmt.Sprintf(`{"timing":{%s},"callback":{"http":{"uri":%q,"opaque":%q}},"reliability":{"replication-factor":%d}}`,
+		timing, uri, ct.opaque, ct.rf)
+}
+
+// pops is N, the number of pops of the definition.
+func (ct clusterTimer) pops() int {
+	if ct.repeatFor == 0 {
+		return 1
+	}
+	return ct.repeatFor / ct.interval
+}
+
+// recorder is the client's callback endpoint: it keeps every pop in
+// arrival order and notes any pop of a definition after it was forbidden
+// (its update or delete returned).
+type recorder struct {
+	url       string
+	mu        sync.Mutex
+	pops      []pop
+	forbidden map[string]bool
+	late      []pop
+	changed   chan struct{} // closed and replaced on every pop
+}
+
+func newRecorder(t *testing.T) *recorder {
+	t.Helper()
+	r := &recorder{forbidden: map[string]bool{}, changed: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		p := pop{string(body), req.Header.Get("X-Sequence-Number")}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.pops = append(r.pops, p)
+		if r.forbidden[p.body] {
+			r.late = append(r.late, p)
+		}
+		close(r.changed)
+		r.changed = make(chan struct{})
+	}))
+	t.Cleanup(srv.Close)
+	r.url = srv.URL + "/cb"
+	return r
+}
+
+// forbid makes every later pop of opaque a failure.
+func (r *recorder) forbid(opaque string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.forbidden[opaque] = true
+}
+
+// await fails unless cond holds of the pops from index from on within
+// clusterWait.
+func (r *recorder) await(t *testing.T, what string, from int, cond func(p pop) bool) {
+	t.Helper()
+	deadline := time.After(clusterWait)
+	for {
+		r.mu.Lock()
+		found, changed := false, r.changed
+		for _, p := range r.pops[from:] {
+			if cond(p) {
+				found = true
+				break
+			}
+		}
+		r.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("no pop %s within %v; pops so far: %v", what, clusterWait, r.snapshot())
+		}
+	}
+}
+
+// awaitSeq waits for a pop of opaque with sequence number seq, however
+// long ago it arrived.
+func (r *recorder) awaitSeq(t *testing.T, opaque string, seq int) {
+	t.Helper()
+	want := pop{opaque, strconv.Itoa(seq)}
+	r.await(t, fmt.Sprintf("%+v", want), 0, func(p pop) bool { return p == want })
+}
+
+// awaitNext waits for a pop of opaque that arrives after the call.
+func (r *recorder) awaitNext(t *testing.T, opaque string) {
+	t.Helper()
+	r.mu.Lock()
+	from := len(r.pops)
+	r.mu.Unlock()
+	r.await(t, "of "+opaque, from, func(p pop) bool { return p.body == opaque })
+}
+
+func (r *recorder) snapshot() []pop {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]pop(nil), r.pops...)
+}
+
+// check fails on any pop after its definition was forbidden, and on any
+// pop of a timer in limits whose sequence number is not in 1..N.
+func (r *recorder) check(t *testing.T, limits map[string]int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.late {
+		t.Errorf("pop %+v arrived after its definition was updated or deleted", p)
+	}
+	for _, p := range r.pops {
+		n, ok := limits[p.body]
+		if !ok {
+			continue
+		}
+		if seq, err := strconv.Atoi(p.seq); err != nil || seq < 1 || seq > n {
+			t.Errorf("pop %+v: X-Sequence-Number outside 1..%d", p, n)
+		}
+	}
+	if t.Failed() {
+		t.Logf("all pops: %v", r.pops)
+	}
+}
+
+// startCluster starts n processes of bin as one cluster on free loopback
+// ports, each with its own instance_id, and waits until all serve. If
+// another process takes a port between our probe and the bind, it starts
+// the whole cluster again on other ports.
+func startCluster(t *testing.T, bin string, n int) []*process {
+	t.Helper()
+	for attempt := 0; attempt < 3; attempt++ {
+		addrs := make([]string, n)
+		for i := range addrs {
+			addrs[i] = freeAddr(t)
+		}
+		var members []*process
+		var err error
+		for i := range addrs {
+			var p *process
+			if p, err = tryStartMember(t, bin, addrs, i); err != nil {
+				break
+			}
+			members = append(members, p)
+		}
+		if err == nil {
+			return members
+		}
+		for _, p := range members {
+			_ = p.cmd.Process.Kill()
+		}
+		if !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("no free ports after 3 attempts")
+	return nil
+}
+
+// tryStartMember starts member i of the cluster of addrs with instance_id
+// i+1 and waits until it serves.
+func tryStartMember(t *testing.T, bin string, addrs []string, i int) (*process, error) {
+	dir := t.TempDir()
+	addr := addrs[i]
+	host, port, _ := net.SplitHostPort(addr)
+	p := &process{
+		url: "http://" + addr, addr: addr, clusterPath: filepath.Join(dir, "chronos_cluster.conf"),
+		log: newLogWatch(), exited: make(chan error, 1),
+	}
+	localPath := filepath.Join(dir, "chronos.conf")
+	local := fmt.Sprintf("[http]\nbind-address = %s\nbind-port = %s\n\n[logging]\nlevel = 3\n\n[identity]\ninstance_id = %d\n", host, port, i+1)
+	if err := os.WriteFile(localPath, []byte(local), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var cluster strings.Builder
+	fmt.Fprintf(&cluster, "[cluster]\nlocalhost = %s\n", addr)
+	for _, a := range addrs {
+		fmt.Fprintf(&cluster, "node = %s\n", a)
+	}
+	if err := os.WriteFile(p.clusterPath, []byte(cluster.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(bin, "--local-config-file", localPath, "--cluster-config-file", p.clusterPath)
+	p.cmd.Stderr = p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill() // no-op once it has exited
+		if t.Failed() {
+			t.Logf("chronos %s log:\n%s", addr, p.log.String())
+		}
+	})
+	select {
+	case <-p.log.seen("msg=serving"):
+		return p, nil
+	case err := <-p.exited:
+		return nil, fmt.Errorf("chronos %s exited before serving: %v\n%s", addr, err, p.log.String())
+	case <-time.After(clusterWait):
+		return nil, errors.New("chronos " + addr + " did not start serving in time\n" + p.log.String())
+	}
+}
