@@ -81,8 +81,8 @@ func (s *Store) Len() int { return len(s.byID) }
 func (s *Store) Get(id uint64) *Timer { return s.byID[id] }
 
 // Put inserts t due at due (ms), or moves it there if it is already held. A
-// different timer held under t.ID is removed first. A due at or before the
-// time of the last PopDue pops on the next PopDue.
+// different timer held under t.ID is removed first. due may be in the past:
+// the timer then pops on the next PopDue whose now reaches it.
 func (s *Store) Put(t *Timer, due int64) {
 	if old, ok := s.byID[t.ID]; ok {
 		s.unlink(old)
@@ -116,7 +116,6 @@ func (s *Store) PopDue(now int64, buf []*Timer) []*Timer {
 	if now == math.MaxInt64 {
 		storeBug("PopDue at the end of time %d", now)
 	}
-	start := len(buf)
 	// Overdue timers are all due before next, so before any wheel timer.
 	for t := s.overdue.top(); t != nil && t.due <= now; t = s.overdue.top() {
 		s.overdue.remove(0)
@@ -124,12 +123,10 @@ func (s *Store) PopDue(now int64, buf []*Timer) []*Timer {
 	}
 	if now >= s.next {
 		buf = s.advance(now, buf)
-	} else if s.next-1-now > rebuildBackMs {
+	} else if now < s.next-1-rebuildBackMs {
 		s.rebuild(now + 1)
 	}
-	if len(buf) != start {
-		s.mods++
-	}
+	s.mods++ // even popping nothing may cascade
 	return buf
 }
 
@@ -163,9 +160,9 @@ func (s *Store) NextDue() (int64, bool) {
 // until fn returns false. fn must not modify the store.
 func (s *Store) Ascend(fn func(*Timer) bool) { s.AscendFrom(math.MinInt64, fn) }
 
-// AscendFrom is Ascend over the timers due at or after from only. Its cost
-// is what it visits (and the sorting of overdue timers), not the timers
-// before from or after fn stops, so that resync can page by due time.
+// AscendFrom is Ascend over the timers due at or after from only, so that
+// resync can page by due time: wheel timers before from or after fn stops
+// cost nothing, heap timers (overdue or over an hour ahead) a filter.
 func (s *Store) AscendFrom(from int64, fn func(*Timer) bool) {
 	mods := s.mods
 	var scratch []*Timer
@@ -186,7 +183,7 @@ func (s *Store) AscendFrom(from int64, fn func(*Timer) bool) {
 		}
 		return true
 	}
-	if from < s.next && !visit(append(scratch, s.overdue.ts...)) {
+	if from < s.next && !visit(appendDueFrom(scratch, s.overdue.ts, from)) {
 		return
 	}
 	base := s.next &^ fineMask
@@ -219,7 +216,7 @@ func (s *Store) AscendFrom(from int64, fn func(*Timer) bool) {
 			}
 		}
 	}
-	visit(append(scratch, s.far.ts...))
+	visit(appendDueFrom(scratch, s.far.ts, from))
 }
 
 // place files t (not held by any tier) into the tier its due time selects.
@@ -356,6 +353,16 @@ func (s *Store) rebuild(next int64) {
 	for _, t := range all {
 		s.place(t)
 	}
+}
+
+// appendDueFrom appends the timers of ts due at or after from.
+func appendDueFrom(dst, ts []*Timer, from int64) []*Timer {
+	for _, t := range ts {
+		if t.due >= from {
+			dst = append(dst, t)
+		}
+	}
+	return dst
 }
 
 // appendList appends the timers of the list starting at h.
