@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
@@ -16,13 +17,15 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stderr))
 }
 
 // run returns the process exit code: 0 after a clean shutdown, 1 on a
-// failure, 2 on bad flags or configuration.
-func run(args []string) int {
+// failure, 2 on bad flags or configuration. Usage, errors and logs go to
+// stderr.
+func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("chronos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	var flags server.Flags
 	flags.Register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -32,15 +35,15 @@ func run(args []string) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "chronos: unexpected arguments %q\n", fs.Args())
+		fmt.Fprintf(stderr, "chronos: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
 	cfg, err := flags.Load()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "chronos: %v\n", err)
+		fmt.Fprintf(stderr, "chronos: %v\n", err)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	if err := server.Run(context.Background(), cfg, log); err != nil {
 		log.Error("chronos stopped", "err", err)
 		return 1

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunExitCodes proves main's contract with its caller for what never
+// reaches the server: help exits 0, bad flags, stray arguments and invalid
+// configuration exit 2.
+func TestRunExitCodes(t *testing.T) {
+	badConf := filepath.Join(t.TempDir(), "chronos.conf")
+	if err := os.WriteFile(badConf, []byte("[http]\nbind-port = none\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"help", []string{"-h"}, 0},
+		{"bad flag value", []string{"--bind-port", "x"}, 2},
+		{"unknown flag", []string{"--no-such-flag"}, 2},
+		{"stray argument", []string{"serve"}, 2},
+		{"invalid file", []string{"--local-config-file", badConf}, 2},
+		{"missing file", []string{"--cluster-config-file", filepath.Join(t.TempDir(), "absent.conf")}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr strings.Builder
+			if got := run(tt.args, &stderr); got != tt.want {
+				t.Errorf("run(%q) = %d, want %d\n%s", tt.args, got, tt.want, stderr.String())
+			}
+		})
+	}
+}
