@@ -17,7 +17,7 @@ import (
 
 var (
 	flagSeed     = flag.Uint64("seed", 0, "run only this seed")
-	flagSeeds    = flag.Int("seeds", 200, "how many seeds to run (1..seeds)")
+	flagSeeds    = flag.Int("seeds", 1000, "how many seeds to run (1..seeds)")
 	flagScenario = flag.String("scenario", "", "run only this scenario file")
 )
 
