@@ -299,7 +299,13 @@ func (r *recorder) check(t *testing.T, limits map[string]int) {
 	}
 	if t.Failed() {
 		t.Logf("all pops: %v", r.pops)
+		return
 	}
+	counts := map[string]int{}
+	for _, p := range r.pops {
+		counts[p.body]++
+	}
+	t.Logf("pops per opaque (duplicates included): %v", counts)
 }
 
 // startCluster starts n processes of bin as one cluster on free loopback
