@@ -37,14 +37,7 @@ const clusterWait = 30 * time.Second
 // number 1..N at least once, duplicates only of the same sequence number,
 // none beyond N).
 func TestClusterLoopback(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go is not on PATH, so cmd/chronos cannot be built; install Go to run this test")
-	}
-	bin := filepath.Join(t.TempDir(), "chronos")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	rec := newRecorder(t)
 	members := startCluster(t, bin, 3)
 	a, b, c := members[0], members[1], members[2]

@@ -35,14 +35,7 @@ var timerPath = regexp.MustCompile(`^/timers/[0-9a-f]{32}$`)
 // data and X-Sequence-Number 1, pops the new definition after a PUT, pops
 // nothing of a timer after its DELETE, and exits 0 on SIGTERM.
 func TestProcessLoopback(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go is not on PATH, so cmd/chronos cannot be built; install Go to run this test")
-	}
-	bin := filepath.Join(t.TempDir(), "chronos")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	cb := newCallbacks(t)
 	p := startProcess(t, bin)
 	client := &http.Client{Timeout: waitTimeout}
@@ -98,6 +91,22 @@ func TestProcessLoopback(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatalf("process still running %v after SIGTERM", waitTimeout)
 	}
+}
+
+// buildBinary builds cmd/chronos into a temporary directory. Without a Go
+// toolchain on PATH the binary cannot be built, so the test is skipped;
+// installing Go lifts the skip.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH, so cmd/chronos cannot be built; install Go to run this test")
+	}
+	bin := filepath.Join(t.TempDir(), "chronos")
+	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // timerBody is a client timer definition; repeatFor 0 means a one-shot.
