@@ -72,7 +72,7 @@ func TestGeneratedBrokenHistoriesAreCaught(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		h, required := genHealthy(t)
 		if len(h.Pops) == 0 {
-			t.Skip("no pops")
+			t.Skip("discarded: the drawn history has no pop to break; rapid draws another")
 		}
 		i := rapid.IntRange(0, len(h.Pops)-1).Draw(t, "pop")
 		p := h.Pops[i]
@@ -80,7 +80,7 @@ func TestGeneratedBrokenHistoriesAreCaught(t *testing.T) {
 		switch rapid.IntRange(0, 3).Draw(t, "mutation") {
 		case 0:
 			if !required[i] {
-				t.Skip("pop not required")
+				t.Skip("discarded: dropping a pop that was never required breaks nothing; rapid draws another")
 			}
 			h.Pops = append(h.Pops[:i:i], h.Pops[i+1:]...)
 			g = "G2"

@@ -40,7 +40,7 @@ func runTwice(t *testing.T, p *Plan) *Result {
 // and replay identically: each seed runs twice with equal trace hashes.
 func TestSeeds(t *testing.T) {
 	if *flagScenario != "" {
-		t.Skip("-scenario given")
+		t.Skip("-scenario replays one scenario file only; run without it for the seeds")
 	}
 	seeds := make([]uint64, 0, *flagSeeds)
 	if *flagSeed != 0 {
@@ -148,7 +148,7 @@ func TestScenarios(t *testing.T) {
 	if *flagScenario != "" {
 		files = []string{*flagScenario}
 	} else if *flagSeed != 0 {
-		t.Skip("-seed given")
+		t.Skip("-seed replays one seed only; run without it for the scenarios")
 	}
 	if len(files) == 0 {
 		t.Fatal("no scenario files")
@@ -220,7 +220,7 @@ var flagRapid = flag.Bool("rapid-plans", false, "run TestRapidPlans (fails on th
 // under scenarios/. Off by default while known bugs are open.
 func TestRapidPlans(t *testing.T) {
 	if !*flagRapid {
-		t.Skip("give -rapid-plans")
+		t.Skip("opt-in: rapid draws a fresh random seed each run, which CI must not depend on; run with -rapid-plans to search and shrink")
 	}
 	rapid.Check(t, func(rt *rapid.T) {
 		p := GeneratePlan(1, RapidSource{rt}, RapidSource{rt})
