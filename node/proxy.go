@@ -3,23 +3,43 @@ package node
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 )
 
 // write is one client write waiting for its replicas' acknowledgements
 // (DESIGN.md 4.11): it answers once every target has answered, 2xx if at
-// least one replica applied it.
+// least quorum replicas applied it.
 type write struct {
 	reply    func(Response)
 	ok       Response
 	pending  int
 	applied  int
+	quorum   int
 	rejected *Response
 	// newer is the highest version a replica held above this write's;
 	// retry, if set, writes again above it.
 	newer uint64
 	retry func(newer uint64)
+}
+
+// writeQuorum is how many of a timer's n replicas must apply a client
+// write before it is acknowledged. From three replicas up it is a
+// majority, so any two acknowledged writes share a replica, and the later
+// one is ordered after the earlier whatever the clocks say: that replica
+// answers 409 with the newer version and the proxy writes again above it
+// (without a majority, seed 1596 lost an acknowledged update across a
+// one-way partition to a write whose version came from a faster clock;
+// scenarios/README.md N4). With one or two replicas a single one suffices,
+// as DESIGN.md 4.11 rules: a majority of two is both, and a timer service
+// whose default timers cannot be written while either replica is down is
+// worse than one that orders writes across a net-split by clock.
+func writeQuorum(n int) int {
+	if n >= 3 {
+		return n/2 + 1
+	}
+	return 1
 }
 
 // maxWriteRetries bounds how often a client write is retried above a
@@ -45,10 +65,12 @@ func (w *write) done(applied bool, resp Response) {
 	switch {
 	case w.newer != 0 && w.retry != nil:
 		w.retry(w.newer)
-	case w.applied > 0:
+	case w.applied >= max(w.quorum, 1):
 		w.reply(w.ok)
 	case w.rejected != nil:
 		w.reply(*w.rejected)
+	case w.applied > 0:
+		w.reply(unavailable(fmt.Sprintf("only %d of the %d replicas needed applied the write: it may still take effect", w.applied, w.quorum)))
 	default:
 		w.reply(unavailable("no replica of the timer could be reached"))
 	}
@@ -163,7 +185,7 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 			targets = append(slices.Clip(targets), old)
 		}
 	}
-	w := &write{reply: reply, pending: len(targets), ok: Response{Status: 200, Header: Header{}}}
+	w := &write{reply: reply, pending: len(targets), quorum: writeQuorum(len(replicas)), ok: Response{Status: 200, Header: Header{}}}
 	if !spec.Tombstone {
 		w.ok.Header[HeaderLocation] = "/timers/" + FormatWireID(id, n.ring.Bloom(replicas))
 	}

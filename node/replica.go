@@ -245,7 +245,7 @@ func (n *Node) notifyPopped(popped *Timer) {
 	now := n.nowMs()
 	for _, peer := range notice.Placement.Replicas {
 		if peer != n.self {
-			n.replicate(peer, &notice, nil, now, func(_ bool, resp Response) { n.noticeAnswered(&notice, resp) })
+			n.replicate(peer, &notice, nil, now, func(_ bool, resp Response) { n.noticeAnswered(peer, &notice, resp) })
 		}
 	}
 	n.forwardToSites(&notice, now)
@@ -255,11 +255,15 @@ func (n *Node) notifyPopped(popped *Timer) {
 // definition it holds (this replica missed a delete or an update, say
 // across a net-split, and would otherwise pop it until repeat-for ends),
 // or an earlier start of the same one (see earliestStart).
-func (n *Node) noticeAnswered(notice *Timer, resp Response) {
+func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 	if resp.Status == 409 {
 		spec, repl, err := ParseBody(resp.Body)
 		if err == nil && repl != nil && len(repl.Replicas) > 0 {
+			before := n.store.Get(notice.ID)
 			n.apply(n.fromReplication(notice.ID, spec, repl))
+			if held := n.store.Get(notice.ID); held != nil && held != before {
+				n.spreadRepair(held, notice, from)
+			}
 		}
 		return
 	}
@@ -269,6 +273,24 @@ func (n *Node) noticeAnswered(notice *Timer, resp Response) {
 		return
 	}
 	n.earliestStart(held, &Timer{Start: n.nowMs() + delta})
+}
+
+// spreadRepair passes a newer record learnt from a 409 answer to a pop
+// notice on to the other replicas: they were sent the same stale notice
+// (and may have taken it, a node that had lost or never held the timer),
+// and would otherwise pop the old definition at their rank until their own
+// notice is answered.
+func (n *Node) spreadRepair(held, notice *Timer, from string) {
+	now := n.nowMs()
+	sent := map[string]bool{n.self: true, from: true}
+	for _, peers := range [][]string{notice.Placement.Replicas, held.Placement.Replicas} {
+		for _, peer := range peers {
+			if !sent[peer] {
+				sent[peer] = true
+				n.replicate(peer, held, nil, now, nil)
+			}
+		}
+	}
 }
 
 // replicate sends t to peer with the internal PUT; done, if not nil,
