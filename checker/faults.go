@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -128,11 +129,11 @@ func (tl timeline) touched(a, b time.Duration) bool {
 	return false
 }
 
-// downNodes returns how many distinct nodes were crashed, paused, or on
-// either side of a partition or clog somewhere in [a, b]: when that reaches
-// a timer's replication factor, all its replicas may have been unable to
+// downNodes returns the distinct nodes that were crashed, paused, or on
+// either side of a partition or clog somewhere in [a, b]: when they are as
+// many as the copies of a timer, all its replicas may have been unable to
 // pop, and G3 cannot be asked of it.
-func (tl timeline) downNodes(a, b time.Duration) int {
+func (tl timeline) downNodes(a, b time.Duration) map[string]bool {
 	seen := map[string]bool{}
 	for _, s := range tl.spans {
 		if s.from > b || s.to < a {
@@ -146,7 +147,19 @@ func (tl timeline) downNodes(a, b time.Duration) int {
 			addAll(seen, s.fault.Peers)
 		}
 	}
-	return len(seen)
+	return seen
+}
+
+// slowAt reports whether a slow-callback fault on uri was active at t: the
+// endpoint then answers after the service's callback timeout, which the
+// popping replica takes for a failure.
+func (tl timeline) slowAt(uri string, t time.Duration) bool {
+	for _, s := range tl.spans {
+		if s.fault.Kind == SlowCallback && s.from <= t && s.to >= t && slices.Contains(s.fault.Nodes, uri) {
+			return true
+		}
+	}
+	return false
 }
 
 func addAll(set map[string]bool, xs []string) {

@@ -134,12 +134,26 @@ func (x *index) cutoff(d *def) time.Duration {
 		return c
 	}
 	for _, e := range x.byTimer[d.op.Timer] {
-		if e.Seq == d.op.Seq || e.Outcome == Failed || effReturn(e) < d.op.Invoke {
+		if e.Seq == d.op.Seq || e.Outcome == Failed || effReturn(e) < d.op.Invoke && !x.mayReorder(e, d) {
 			continue
 		}
 		c = min(c, max(e.Invoke, d.op.Invoke))
 	}
 	return c
+}
+
+// mayReorder reports whether e, a write that returned before d began, may
+// still win over d. Versions come from the proxies' clocks, and with one
+// or two replicas a single replica acknowledges a write (node's
+// writeQuorum), so when faults touched both writes (e reached only the
+// replica cut off from d's proxy, and its 409 could not reach d's proxy)
+// and the clocks' spread exceeds the gap between them, e's version may
+// order above d's and e's definition win once the split heals
+// (scenarios/README.md N4). From three replicas on, acknowledged writes
+// share a majority and cannot be reordered.
+func (x *index) mayReorder(e Op, d *def) bool {
+	return d.rf <= 2 && d.op.Invoke-e.Return < 2*x.h.MaxClockSkew &&
+		x.tl.touched(e.Invoke, e.Return) && x.tl.touched(d.lo, min(d.hi, x.end))
 }
 
 // slack is what every lateness bound adds: the fault-free allowance, the
@@ -172,10 +186,28 @@ func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 	switch {
 	case !x.tl.touched(a, b):
 		return x.slack() + d.held, true
-	case x.tl.downNodes(a, b) >= x.copies(d):
+	case len(x.withoutCopy(d, a, b)) >= x.copies(d):
 		return 0, false
 	}
 	return x.rankBound(d) + d.held, true
+}
+
+// withoutCopy is the nodes that may have been unable to pop d somewhere in
+// [a, b]: those a fault took down or cut off, and those whose callback
+// for d failed (refused, or answered after the timeout) in that stretch,
+// since a replica whose callback fails drops its copy until the next
+// popped notice brings it back (DESIGN.md 4.7).
+func (x *index) withoutCopy(d *def, a, b time.Duration) map[string]bool {
+	out := x.tl.downNodes(a, b)
+	for _, idx := range d.bySeq {
+		for _, i := range idx {
+			p := x.h.Pops[i]
+			if p.At >= a && p.At <= b && (!accepted(p) || x.tl.slowAt(p.URI, p.At)) {
+				out[p.Node] = true
+			}
+		}
+	}
+	return out
 }
 
 // heldFor is how long a write's replication may have been held up: from
@@ -199,14 +231,22 @@ func (x *index) heldFor(d *def) time.Duration {
 	return held
 }
 
-// copies is how many replicas surely hold d: rf, or just one when a fault
-// touched the write, which may then have reached a single replica (an
-// acknowledged write needs only one, DESIGN.md 4.11).
+// copies is how many replicas surely hold d: rf, or when a fault touched
+// the write only as many as acknowledge one: a majority from three
+// replicas up, else one (node's writeQuorum, DESIGN.md 4.11).
 func (x *index) copies(d *def) int {
 	if x.tl.touched(d.lo, min(d.hi, x.end)) {
-		return 1
+		return ackQuorum(d.rf)
 	}
 	return d.rf
+}
+
+// ackQuorum is how many of rf replicas hold an acknowledged write.
+func ackQuorum(rf int) int {
+	if rf >= 3 {
+		return rf/2 + 1
+	}
+	return 1
 }
 
 // required reports whether pop k of d must arrive within bound: d
