@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -194,17 +195,32 @@ func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 
 // withoutCopy is the nodes that may have been unable to pop d somewhere in
 // [a, b]: those a fault took down or cut off, and those whose callback
-// for d failed (refused, or answered after the timeout) in that stretch,
-// since a replica whose callback fails drops its copy until the next
-// popped notice brings it back (DESIGN.md 4.7).
+// for d failed (refused, or answered after the timeout) by b with no
+// successful pop of d between that failure and a, since a replica whose
+// callback fails drops its copy until the next popped notice brings it
+// back (DESIGN.md 4.7).
 func (x *index) withoutCopy(d *def, a, b time.Duration) map[string]bool {
 	out := x.tl.downNodes(a, b)
+	var ok []time.Duration
+	type failure struct {
+		node string
+		at   time.Duration
+	}
+	var failed []failure
 	for _, idx := range d.bySeq {
 		for _, i := range idx {
-			p := x.h.Pops[i]
-			if p.At >= a && p.At <= b && (!accepted(p) || x.tl.slowAt(p.URI, p.At)) {
-				out[p.Node] = true
+			switch p := x.h.Pops[i]; {
+			case p.At > b:
+			case !accepted(p) || x.tl.slowAt(p.URI, p.At):
+				failed = append(failed, failure{p.Node, p.At})
+			default:
+				ok = append(ok, p.At)
 			}
+		}
+	}
+	for _, f := range failed {
+		if !slices.ContainsFunc(ok, func(t time.Duration) bool { return t > f.at && t < a }) {
+			out[f.node] = true
 		}
 	}
 	return out

@@ -216,3 +216,23 @@ func TestLatePopAfterOtherReplicasFailedCallbackIsExcused(t *testing.T) {
 	h.Pops = append(h.Pops[:1], h.Pops[3:]...)
 	requireHas(t, Check(h), "G3", "pop 2 from n3 arrived late")
 }
+
+func TestCopyDroppedBeforeTheWindowStaysDropped(t *testing.T) {
+	// n1's callback for pop 1 fails at 10s and it drops its copy; no pop
+	// succeeds after, so it still has none when pop 3 falls due at 30s,
+	// while n2 is paused from 11s to 35s and pops 2 and 3 on resume.
+	h := healthy()
+	h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 30*sec
+	refused := pop(10020*ms, "n1", "a", 1)
+	refused.Answered = 500
+	h.Pops = []Pop{refused, pop(35*sec, "n2", "a", 1), pop(35001*ms, "n2", "a", 2), pop(35002*ms, "n2", "a", 3)}
+	h.Faults = []Fault{{At: 9 * sec, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
+		{At: 10500 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}},
+		{At: 11 * sec, Kind: Pause, Nodes: []string{"n2"}}, {At: 35 * sec, Kind: Resume, Nodes: []string{"n2"}}}
+	h.End = 40 * sec
+	requireNone(t, Check(h))
+	// Had n1's callback succeeded, n1 would still hold the timer: pop 3
+	// from the paused n2 is late.
+	h.Pops[0].Answered = 200
+	requireHas(t, Check(h), "G3", "pop 3 from n2 arrived late")
+}
