@@ -525,3 +525,33 @@ func TestReadRepairReachesEveryReplica(t *testing.T) {
 		t.Errorf("live copies after the repair: %v, want none", h)
 	}
 }
+
+// TestTombstoneOutlivesStaleDefinition: a replica that holds a tombstone
+// burying nothing it knew (the delete reached it, the create had not)
+// keeps it while notices of the buried definition still arrive, so each
+// one is answered 409, not taken once the tombstone's minimum life is up.
+func TestTombstoneOutlivesStaleDefinition(t *testing.T) {
+	c := newCluster(t, three...)
+	node := c.nodes[three[0]]
+	send := func(rec Timer) Response {
+		var got Response
+		node.Handle(Request{Method: "PUT", URL: "/timers/" + FormatWireID(rec.ID, 0), Header: Header{},
+			Body: EncodeReplication(&rec, node.nowMs())}, func(r Response) { got = r })
+		return got
+	}
+	place := &Placement{Replicas: three}
+	const id = 1 << 30
+	start := node.nowMs()
+	live := Timer{ID: id, Version: id, Start: start, Interval: 10_000, RepeatFor: 100_000, URI: cb, Opaque: "x", RF: 3, Placement: place}
+	if r := send(Timer{ID: id, Version: id + 1, Start: start, Tombstone: true, RF: 3, Placement: place}); r.Status != 200 {
+		t.Fatalf("tombstone: got %d (%s)", r.Status, r.Body)
+	}
+	for _, at := range []time.Duration{5 * time.Second, 2 * TombstoneMin, 6 * TombstoneMin} {
+		c.clock.advance(at - time.Duration(node.nowMs()-start)*time.Millisecond)
+		notice := live
+		notice.Seq = uint32(at / (10 * time.Second))
+		if r := send(notice); r.Status != 409 {
+			t.Fatalf("stale notice at +%v: got %d, want 409 (the tombstone still answering)", at, r.Status)
+		}
+	}
+}

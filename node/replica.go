@@ -62,6 +62,9 @@ func (n *Node) apply(t *Timer) applied {
 		n.earliestStart(existing, t)
 	}
 	if !Supersedes(existing, t) {
+		if existing.Tombstone && !t.Tombstone {
+			n.outlive(existing, t)
+		}
 		if existing.Version > t.Version {
 			// The sender is behind: a client write from a node whose
 			// clock lags, or a replica that missed a later write.
@@ -76,6 +79,19 @@ func (n *Node) apply(t *Timer) applied {
 	n.release(existing)
 	n.hold(t, n.dueOf(t))
 	return applied{ok: true}
+}
+
+// outlive keeps tombstone alive until the last pop of stale, a definition
+// it buries that some replica still holds and pops, has passed: every
+// notice of it then meets the tombstone and is repaired by the 409 answer.
+// Without this a tombstone that buried nothing known here (a delete that
+// reached a replica that had missed the create) lives only TombstoneMin,
+// and a later stale notice would bring the timer back.
+func (n *Node) outlive(tombstone, stale *Timer) {
+	if end := stale.Start + stale.RepeatFor + n.maxSkew(stale).Milliseconds(); end > tombstone.Due() {
+		n.store.Put(tombstone, end)
+		n.rearm(end)
+	}
 }
 
 // earliestStart gives both records of one definition the earlier of their
