@@ -193,6 +193,13 @@ func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 	return x.rankBound(d) + d.held, true
 }
 
+// failed reports whether the replica that delivered p took its callback
+// for a failure, and so dropped its copy (DESIGN.md 4.7): the endpoint
+// refused it, or answered after the service's timeout during a
+// slow-callback fault (the simulator's slow endpoints answer after more
+// than the 2 s the service waits).
+func (x *index) failed(p Pop) bool { return !accepted(p) || x.tl.slowAt(p.URI, p.At) }
+
 // withoutCopy is the nodes that may have been unable to pop d somewhere in
 // [a, b]: those a fault took down or cut off, and those whose callback
 // for d failed (refused, or answered after the timeout) by b with no
@@ -211,7 +218,7 @@ func (x *index) withoutCopy(d *def, a, b time.Duration) map[string]bool {
 		for _, i := range idx {
 			switch p := x.h.Pops[i]; {
 			case p.At > b:
-			case !accepted(p) || x.tl.slowAt(p.URI, p.At):
+			case x.failed(p):
 				failed = append(failed, failure{p.Node, p.At})
 			default:
 				ok = append(ok, p.At)
@@ -278,8 +285,10 @@ func (x *index) required(d *def, k int, bound time.Duration) bool {
 // lossFrom is the earliest time a fault may have removed every copy of d:
 // rf distinct nodes crashed (or any crash after a write a fault touched,
 // which may have reached one replica only), a partition, clog or callback
-// fault over one of d's due times, or a callback the endpoint refused (a
-// replica whose callback fails drops its copy, DESIGN.md 4.7).
+// fault over one of d's due times, or a failed callback (see failed: a
+// replica whose callback fails drops its copy, DESIGN.md 4.7), wherever it
+// fell: a clock set right may pop a timer before its due time, into a
+// callback fault that ended before that due time (seed 11801).
 func (x *index) lossFrom(d *def) time.Duration {
 	l := never
 	crashed := map[string]bool{}
@@ -302,7 +311,7 @@ func (x *index) lossFrom(d *def) time.Duration {
 	}
 	for _, idx := range d.bySeq {
 		for _, i := range idx {
-			if p := x.h.Pops[i]; !accepted(p) {
+			if p := x.h.Pops[i]; x.failed(p) {
 				l = min(l, p.At)
 			}
 		}

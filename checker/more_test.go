@@ -236,3 +236,23 @@ func TestCopyDroppedBeforeTheWindowStaysDropped(t *testing.T) {
 	h.Pops[0].Answered = 200
 	requireHas(t, Check(h), "G3", "pop 3 from n2 arrived late")
 }
+
+func TestSlowCallbackLosesTheOnlyCopy(t *testing.T) {
+	// Seed 11801: an rf 1 timer pops into a slow endpoint, which answers
+	// 200 after the service's timeout; the replica takes it for a failure
+	// and drops its only copy, so no later pop is owed, even after the
+	// liveness phase.
+	h := healthy()
+	h.Ops[0].Spec.ReplicationFactor = 1
+	h.Ops[0].Spec.RepeatFor = 10 * sec
+	h.End = 20 * sec
+	h.Faults = []Fault{{At: 500 * ms, Kind: SlowCallback, Nodes: []string{"http://client/cb"}, Detail: "delay=3s"},
+		{At: 1500 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}}}
+	h.LivenessFrom = 1500 * ms
+	h.Pops = h.Pops[:1]
+	requireNone(t, Check(h))
+	// With the endpoint fast, the copy stays and the missing pops are lost (G2).
+	h.Faults = nil
+	h.LivenessFrom = 0
+	requireOnly(t, Check(h), "G2")
+}
