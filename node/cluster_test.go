@@ -555,3 +555,31 @@ func TestTombstoneOutlivesStaleDefinition(t *testing.T) {
 		}
 	}
 }
+
+// TestTombstoneOfShortUpdateOutlivesTheOldDefinition is seed 9164's
+// shape: an update cuts a long timer down to two quick pops while one
+// replica is cut off. The update's tombstone must last until the old
+// definition's end, so the cut-off replica's stale pop is answered 409 and
+// does not bring the old definition back on the others.
+func TestTombstoneOfShortUpdateOutlivesTheOldDefinition(t *testing.T) {
+	c := newCluster(t, three...)
+	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":30,"repeat-for":120},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":3}}`)
+	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	replicas := NewRing(three).Replicas(mustID(t, wire), 3)
+	cutOff := replicas[2]
+	c.down[cutOff] = true
+	r = c.client(replicas[0], "PUT", "/timers/"+wire, `{"timing":{"interval":1,"repeat-for":2},"callback":{"http":{"uri":"`+cb+`","opaque":"y"}}}`)
+	if r.Status != 200 {
+		t.Fatalf("update: got %d (%s)", r.Status, r.Body)
+	}
+	// y pops twice and is over by 2 s; the cut-off replica rejoins at
+	// 20 s still holding x, pops it once at 30 s plus its 4 s skew, and is
+	// repaired by the 409s.
+	got := seqs(c.advance(20*time.Second, 200))
+	delete(c.down, cutOff)
+	got = append(got, seqs(c.advance(130*time.Second, 200))...)
+	if !slices.Equal(got, []string{"1:y", "2:y", "1:x"}) {
+		t.Fatalf("pops: got %v, want y's two pops and one stale pop of x", got)
+	}
+}

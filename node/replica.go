@@ -76,6 +76,9 @@ func (n *Node) apply(t *Timer) applied {
 		// A tombstone with nothing to bury is not worth refusing.
 		return applied{ok: t.Tombstone}
 	}
+	if existing != nil {
+		t.bury(existing.lastDue())
+	}
 	n.release(existing)
 	n.hold(t, n.dueOf(t))
 	return applied{ok: true}
@@ -116,7 +119,7 @@ func (n *Node) dueOf(t *Timer) int64 {
 		return at + n.skew(t).Milliseconds()
 	}
 	t.Tombstone = true
-	return max(n.nowMs()+max(t.Interval, TombstoneMin.Milliseconds()), t.Start+t.RepeatFor+n.maxSkew(t).Milliseconds())
+	return max(n.nowMs()+max(t.Interval, TombstoneMin.Milliseconds()), t.lastDue()+n.maxSkew(t).Milliseconds())
 }
 
 // maxSkew bounds how long after a due time any replica of t may still pop

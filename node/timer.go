@@ -54,6 +54,11 @@ type Timer struct {
 type TimerExtra struct {
 	// Tags are the statistics tags of api.md.
 	Tags []Tag
+	// Buried is the last due time (this node's clock, ms) of an older
+	// definition this record replaced: a replica cut off from the
+	// replacing write may pop that one until then, so a tombstone of this
+	// record must outlive it (seed 9164).
+	Buried int64
 	// Resync bookkeeping is added here by the resync issue.
 }
 
@@ -105,4 +110,27 @@ func (t *Timer) IsLastPop() bool {
 		return true
 	}
 	return (int64(t.Seq)+2)*t.Interval > t.RepeatFor
+}
+
+// lastDue is the latest due time of t or of any definition it replaced.
+func (t *Timer) lastDue() int64 {
+	end := t.Start + t.RepeatFor
+	if t.Extra != nil {
+		end = max(end, t.Extra.Buried)
+	}
+	return end
+}
+
+// bury records that t replaced a definition due until end. The extra
+// record is allocated only when an update shortens a timer's life.
+func (t *Timer) bury(end int64) {
+	if end <= t.lastDue() {
+		return
+	}
+	var e TimerExtra
+	if t.Extra != nil {
+		e = *t.Extra
+	}
+	e.Buried = end
+	t.Extra = &e
 }
