@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"sort"
 	"time"
@@ -44,13 +45,15 @@ type index struct {
 	defs     []*def
 	byOpaque map[string]*def
 	byTimer  map[uint64][]Op
+	// endpoints is the callback hosts, told apart from nodes in faults.
+	endpoints map[string]bool
 	// orphans are pops whose opaque no create or update sent.
 	orphans []int
 }
 
 // newIndex attributes every pop to its definition.
 func newIndex(h *History, o Options) *index {
-	x := &index{h: h, o: o, end: historyEnd(h), byOpaque: map[string]*def{}, byTimer: map[uint64][]Op{}}
+	x := &index{h: h, o: o, end: historyEnd(h), byOpaque: map[string]*def{}, byTimer: map[uint64][]Op{}, endpoints: map[string]bool{}}
 	x.tl = buildTimeline(h, x.end, o.FaultSettle)
 	ops := append([]Op(nil), h.Ops...)
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Seq < ops[j].Seq })
@@ -61,6 +64,7 @@ func newIndex(h *History, o Options) *index {
 		if op.Kind == Delete {
 			continue
 		}
+		x.endpoints[hostOf(op.Spec.URI)] = true
 		if _, dup := x.byOpaque[op.Spec.Opaque]; dup {
 			continue // the first attempt with an opaque owns it
 		}
@@ -208,6 +212,15 @@ func (x *index) failed(p Pop) bool { return !accepted(p) || x.tl.slowAt(p.URI, p
 // back (DESIGN.md 4.7).
 func (x *index) withoutCopy(d *def, a, b time.Duration) map[string]bool {
 	out := x.tl.downNodes(a, b)
+	for n := range x.dropped(d, a, b) {
+		out[n] = true
+	}
+	return out
+}
+
+// dropped is the failed-callback half of withoutCopy.
+func (x *index) dropped(d *def, a, b time.Duration) map[string]bool {
+	out := map[string]bool{}
 	var ok []time.Duration
 	type failure struct {
 		node string
@@ -225,12 +238,43 @@ func (x *index) withoutCopy(d *def, a, b time.Duration) map[string]bool {
 			}
 		}
 	}
+	// A replica cut off from the endpoint when a pop fell due failed that
+	// callback too, with no pop in the history to show for it.
+	host := hostOf(d.op.Spec.URI)
+	for _, sp := range x.tl.spans {
+		if sp.fault.Kind != Partition && sp.fault.Kind != Clog || sp.from > b || sp.to < d.lo {
+			continue
+		}
+		if _, due := x.firstDueIn(d, max(sp.from, d.lo), sp.to); !due {
+			continue
+		}
+		var cut []string
+		switch {
+		case slices.Contains(sp.fault.Peers, host):
+			cut = sp.fault.Nodes
+		case slices.Contains(sp.fault.Nodes, host):
+			cut = sp.fault.Peers
+		}
+		for _, n := range cut {
+			if !x.endpoints[n] {
+				failed = append(failed, failure{n, sp.to})
+			}
+		}
+	}
 	for _, f := range failed {
 		if !slices.ContainsFunc(ok, func(t time.Duration) bool { return t > f.at && t < a }) {
 			out[f.node] = true
 		}
 	}
 	return out
+}
+
+// hostOf is the host of a callback URI ("http://host/path").
+func hostOf(uri string) string {
+	if u, err := url.Parse(uri); err == nil {
+		return u.Host
+	}
+	return ""
 }
 
 // heldFor is how long a write's replication may have been held up: from

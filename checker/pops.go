@@ -81,8 +81,11 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 	bound, ok := x.lateBound(d, seq)
 	liveness := x.tl.liveFrom > 0 && lo >= x.tl.liveFrom && touched
 	if liveness {
-		// G7: all replicas must be back, so the replica bound always holds.
-		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, true
+		// G7: all replicas must be back, so the replica bound holds,
+		// unless failed callbacks left no replica a live copy: a dormant
+		// copy is revived only by the notice of a pop of a replica that
+		// missed the write, whenever that falls (seed 9920).
+		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, len(x.dropped(d, a, b)) < x.copies(d)
 	}
 	if !ok || p.At <= hi+bound+x.tl.lag(p.Node, p.At) || touched && d.cutoff <= hi+bound {
 		// In time, or, with a fault around, superseded before its

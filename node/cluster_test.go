@@ -583,3 +583,38 @@ func TestTombstoneOfShortUpdateOutlivesTheOldDefinition(t *testing.T) {
 		t.Fatalf("pops: got %v, want y's two pops and one stale pop of x", got)
 	}
 }
+
+// TestFailedCallbackKeepsDefinitionDormant is seed 1906's shape: the only
+// replica that took an update fails its callback. It stops popping (the
+// next replica's turn, DESIGN.md 4.7) but keeps the definition dormant,
+// so when the replica that missed the update pops the old definition, the
+// 409 hands it the update instead of the old definition coming back.
+func TestFailedCallbackKeepsDefinitionDormant(t *testing.T) {
+	c := newCluster(t, three...)
+	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":30,"repeat-for":300},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
+	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	replicas := NewRing(three).Replicas(mustID(t, wire), 2)
+	primary, backup := replicas[0], replicas[1]
+	c.down[backup] = true
+	r = c.client(primary, "PUT", "/timers/"+wire, `{"timing":{"interval":10,"repeat-for":300},"callback":{"http":{"uri":"`+cb+`","opaque":"y"}}}`)
+	if r.Status != 200 {
+		t.Fatalf("update: got %d (%s)", r.Status, r.Body)
+	}
+	if got := seqs(c.advance(15*time.Second, 500)); !slices.Equal(got, []string{"1:y"}) {
+		t.Fatalf("pops while the endpoint fails: got %v, want the primary's one failed pop of y", got)
+	}
+	if h := c.holders(wire); len(h) != 1 || h[0] != backup {
+		t.Fatalf("live copies after the failed callback: got %v, want only the backup's (stale) one", h)
+	}
+	delete(c.down, backup)
+	got := seqs(c.advance(60*time.Second, 200))
+	if len(got) < 2 || got[0] != "1:x" {
+		t.Fatalf("pops after the backup rejoined: got %v, want its one stale pop of x, then y", got)
+	}
+	for _, p := range got[1:] {
+		if !strings.HasSuffix(p, ":y") {
+			t.Fatalf("pops after the backup rejoined: got %v, want only y after the first (the old definition came back)", got)
+		}
+	}
+}

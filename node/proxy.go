@@ -223,8 +223,19 @@ func (n *Node) staleOrFull(a applied) Response {
 			HeaderContentType: "application/json",
 			HeaderVersion:     strconv.FormatUint(a.newer.Version, 10),
 		},
-		Body: EncodeReplication(a.newer, n.nowMs()),
+		Body: EncodeReplication(live(a.newer), n.nowMs()),
 	}
+}
+
+// live is t as other replicas should take it: a dormant copy (a callback
+// failed here) is the definition itself, for the sender to pop.
+func live(t *Timer) *Timer {
+	if !t.Dormant {
+		return t
+	}
+	c := *t
+	c.Tombstone, c.Dormant = false, false
+	return &c
 }
 
 // replicaPut applies a replication message from another node, or places a

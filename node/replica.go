@@ -16,7 +16,9 @@ import (
 //   - within one definition, the record that has popped further wins: Seq
 //     orders pops, so a stale or duplicated pop notice changes nothing;
 //   - a tombstone of a definition beats that definition at any Seq (the
-//     final pop, or the record dropped by rebalancing) and is itself final.
+//     final pop, or the record dropped by rebalancing) and is itself final,
+//     except a dormant one (a failed callback), which yields to its own
+//     definition as far popped, and to its tombstone.
 func Supersedes(existing, incoming *Timer) bool {
 	switch {
 	case existing == nil:
@@ -24,7 +26,7 @@ func Supersedes(existing, incoming *Timer) bool {
 	case incoming.Version != existing.Version:
 		return incoming.Version > existing.Version
 	case existing.Tombstone:
-		return false
+		return existing.Dormant && (incoming.Tombstone || incoming.Seq >= existing.Seq)
 	case incoming.Tombstone:
 		return true
 	default:
@@ -103,7 +105,7 @@ func (n *Node) outlive(tombstone, stale *Timer) {
 // clogged link) makes it late by the delay, never early; without this the
 // lateness would spread through pop notices and stay for good.
 func (n *Node) earliestStart(existing, incoming *Timer) {
-	if incoming.Start < existing.Start && !existing.Tombstone {
+	if incoming.Start < existing.Start && (!existing.Tombstone || existing.Dormant) {
 		existing.Start = incoming.Start
 		n.store.Put(existing, n.dueOf(existing))
 		n.rearm(existing.Due())
@@ -249,8 +251,14 @@ func (n *Node) callbackFailed(popped *Timer, resp Response, err error) {
 	n.stats.CallbackFailures++
 	n.log.Info("callback failed", "timer", popped.ID, "seq", popped.Seq, "status", resp.Status, "err", err)
 	cur := n.store.Get(popped.ID)
-	if cur != nil && cur.Version == popped.Version && cur.Seq == popped.Seq {
+	if cur != nil && cur.Version == popped.Version && cur.Seq == popped.Seq && !cur.Dormant {
+		// Drop the copy but keep it dormant: without it a replica that
+		// missed this definition (cut off from its write) would find
+		// nothing newer here, and its stale pops would bring the old
+		// definition back on every replica whose callback failed.
 		n.release(cur)
+		cur.Tombstone, cur.Dormant = true, true
+		n.hold(cur, n.dueOf(cur))
 	}
 }
 

@@ -30,6 +30,12 @@ type Timer struct {
 	// Tombstone marks a deleted or finished timer, kept for one interval so
 	// stale replication cannot resurrect it.
 	Tombstone bool
+	// Dormant marks a tombstone kept where a callback of the definition
+	// failed: the replica no longer pops it (DESIGN.md 4.7: the next
+	// replica does), but keeps its version and start, so a pop notice of
+	// the same definition revives it, and a replica still holding an older
+	// definition is repaired by it (see Supersedes and staleOrFull).
+	Dormant bool
 	// RF is the replication factor the client asked for, which may be
 	// more than the cluster had nodes for.
 	RF uint8
