@@ -26,9 +26,26 @@ var storeBenchSizes = []int{1_000_000, 10_000_000}
 // with the timer stopped.
 const storeBenchBatch = 1 << 16
 
-// storeBenchStride walks IDs 1..n in a scattered order without repeats: it
-// is prime, so coprime with the sizes.
-const storeBenchStride = 1_000_003
+// storeBenchStride returns a stride that walks IDs 1..n in a scattered
+// order without repeats: coprime with n, and near n/phi, so that consecutive
+// IDs are far apart at every size. (A fixed prime just above 1M was 3 mod 1M:
+// the 1M run deleted timers in allocation order, which the hardware
+// prefetches, while the 10M run jumped 1M timers each time; that, not the
+// store, made delete look 1.9 x slower at 10M.)
+func storeBenchStride(n int) uint64 {
+	s := uint64(float64(n) * 0.6180339887)
+	for storeBenchGCD(s, uint64(n)) != 1 {
+		s++
+	}
+	return s
+}
+
+func storeBenchGCD(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
 
 // storeFixture is a store pre-filled with n timers due within the next
 // hour, shared by the sub-benchmarks of one size so it is built once.
@@ -38,6 +55,7 @@ type storeFixture struct {
 	now     int64
 	nextID  uint64
 	cursor  uint64
+	stride  uint64
 	rng     *rand.Rand
 	offsets []int64 // random dues within the hour, relative to now
 	perByte float64 // heap bytes per stored timer
@@ -45,7 +63,8 @@ type storeFixture struct {
 
 func newStoreFixture(b *testing.B, n int) *storeFixture {
 	b.Helper()
-	f := &storeFixture{n: n, now: storeBase, nextID: uint64(n) + 1, rng: rand.New(rand.NewPCG(1, 2))}
+	f := &storeFixture{n: n, now: storeBase, nextID: uint64(n) + 1, stride: storeBenchStride(n),
+		rng: rand.New(rand.NewPCG(1, 2))}
 	f.offsets = make([]int64, storeBenchBatch)
 	for i := range f.offsets {
 		f.offsets[i] = 1 + f.rng.Int64N(storeHourMs)
@@ -125,7 +144,7 @@ func (f *storeFixture) benchDelete(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		id := f.cursor%uint64(f.n) + 1
-		f.cursor += storeBenchStride
+		f.cursor += f.stride
 		removed = append(removed, f.s.Remove(id))
 		if len(removed) == storeBenchBatch {
 			b.StopTimer()
@@ -201,6 +220,12 @@ func BenchmarkAfterFunc(b *testing.B) {
 			b.Run("insertIndexed", func(b *testing.B) {
 				benchAfterFuncInsert(b, durations, fn, index)
 			})
+			// The baseline of the store's delete: find by ID and stop, in
+			// the same scattered order, so that the 10M/1M ratio of the
+			// runtime's timers shows what the memory hierarchy alone costs.
+			b.Run("deleteIndexed", func(b *testing.B) {
+				benchAfterFuncDelete(b, durations, index, n)
+			})
 			for _, t := range held {
 				t.Stop()
 			}
@@ -227,6 +252,36 @@ func benchAfterFuncInsert(b *testing.B, durations []time.Duration, fn func(), in
 			id++
 		}
 		if len(added) == storeBenchBatch {
+			b.StopTimer()
+			restore()
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	restore()
+}
+
+func benchAfterFuncDelete(b *testing.B, durations []time.Duration, index map[uint64]*time.Timer, n int) {
+	stopped := make([]uint64, 0, storeBenchBatch)
+	timers := make([]*time.Timer, 0, storeBenchBatch)
+	stride, cursor := storeBenchStride(n), uint64(0)
+	restore := func() {
+		for i, id := range stopped {
+			t := timers[i]
+			t.Reset(durations[i%storeBenchBatch])
+			index[id] = t
+		}
+		stopped, timers = stopped[:0], timers[:0]
+	}
+	b.ResetTimer()
+	for range b.N {
+		id := cursor % uint64(n)
+		cursor += stride
+		t := index[id]
+		t.Stop()
+		delete(index, id)
+		stopped, timers = append(stopped, id), append(timers, t)
+		if len(stopped) == storeBenchBatch {
 			b.StopTimer()
 			restore()
 			b.StartTimer()
