@@ -19,6 +19,8 @@ type def struct {
 	// key partitions the porcupine history: the timer, or the op itself
 	// for a create whose timer the client never learned.
 	key string
+	// host is the callback URI's host, as faults name it.
+	host string
 	// bySeq holds the indices of the pops per sequence number, by time.
 	bySeq map[int][]int
 	// lossFrom is the earliest time a fault may have removed every copy.
@@ -64,11 +66,11 @@ func newIndex(h *History, o Options) *index {
 		if op.Kind == Delete {
 			continue
 		}
-		x.endpoints[hostOf(op.Spec.URI)] = true
 		if _, dup := x.byOpaque[op.Spec.Opaque]; dup {
 			continue // the first attempt with an opaque owns it
 		}
 		d := x.newDef(op)
+		x.endpoints[d.host] = true
 		x.defs = append(x.defs, d)
 		x.byOpaque[op.Spec.Opaque] = d
 	}
@@ -92,7 +94,7 @@ func newIndex(h *History, o Options) *index {
 }
 
 func (x *index) newDef(op Op) *def {
-	d := &def{op: op, lo: op.Invoke, hi: op.Return, rf: op.Spec.ReplicationFactor, bySeq: map[int][]int{}}
+	d := &def{op: op, lo: op.Invoke, hi: op.Return, rf: op.Spec.ReplicationFactor, host: hostOf(op.Spec.URI), bySeq: map[int][]int{}}
 	if op.Outcome == Unknown || d.hi < d.lo {
 		d.hi = x.end
 	}
@@ -240,7 +242,6 @@ func (x *index) dropped(d *def, a, b time.Duration) map[string]bool {
 	}
 	// A replica cut off from the endpoint when a pop fell due failed that
 	// callback too, with no pop in the history to show for it.
-	host := hostOf(d.op.Spec.URI)
 	for _, sp := range x.tl.spans {
 		if sp.fault.Kind != Partition && sp.fault.Kind != Clog || sp.from > b || sp.to < d.lo {
 			continue
@@ -250,9 +251,9 @@ func (x *index) dropped(d *def, a, b time.Duration) map[string]bool {
 		}
 		var cut []string
 		switch {
-		case slices.Contains(sp.fault.Peers, host):
+		case slices.Contains(sp.fault.Peers, d.host):
 			cut = sp.fault.Nodes
-		case slices.Contains(sp.fault.Nodes, host):
+		case slices.Contains(sp.fault.Nodes, d.host):
 			cut = sp.fault.Peers
 		}
 		for _, n := range cut {

@@ -65,7 +65,7 @@ func (w *write) done(applied bool, resp Response) {
 	switch {
 	case w.newer != 0 && w.retry != nil:
 		w.retry(w.newer)
-	case w.applied >= max(w.quorum, 1):
+	case w.applied >= w.quorum:
 		w.reply(w.ok)
 	case w.rejected != nil:
 		w.reply(*w.rejected)
@@ -292,7 +292,7 @@ func (n *Node) placeFromSite(id uint64, spec Spec, r *Replication, reply func(Re
 	if len(spec.Tags) > 0 {
 		t.Extra = &TimerExtra{Tags: spec.Tags}
 	}
-	w := &write{reply: reply, pending: len(r.Replicas), ok: text(200, "OK")}
+	w := &write{reply: reply, pending: len(r.Replicas), quorum: 1, ok: text(200, "OK")}
 	for _, peer := range r.Replicas {
 		if peer == n.self {
 			local := *t

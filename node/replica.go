@@ -93,9 +93,10 @@ func (n *Node) apply(t *Timer) applied {
 // reached a replica that had missed the create) lives only TombstoneMin,
 // and a later stale notice would bring the timer back.
 func (n *Node) outlive(tombstone, stale *Timer) {
-	if end := stale.Start + stale.RepeatFor + n.maxSkew(stale).Milliseconds(); end > tombstone.Due() {
-		n.store.Put(tombstone, end)
-		n.rearm(end)
+	if end := stale.lastDue(); end > tombstone.lastDue() {
+		tombstone.bury(end)
+		n.store.Put(tombstone, n.dueOf(tombstone))
+		n.rearm(tombstone.Due())
 	}
 }
 
