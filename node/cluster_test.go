@@ -40,9 +40,9 @@ func (s skewedClock) AfterFunc(d time.Duration, f func()) Alarm { return s.c.Aft
 func newSkewedCluster(t *testing.T, offsets map[string]time.Duration, addrs ...string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, clock: &manualClock{now: epoch}, net: &heldNet{}, nodes: map[string]*Node{}, cfgs: map[string]Config{}, down: map[string]bool{}}
-	for i, a := range addrs {
+	for _, a := range addrs {
 		cfg := DefaultConfig()
-		cfg.Address, cfg.InstanceID = a, uint32(i)
+		cfg.Address = a
 		cfg.Cluster = Membership{Nodes: addrs}
 		cfg.Clock, cfg.Network = skewedClock{c.clock, offsets[a]}, senderNet{c, a}
 		n, err := New(cfg)
@@ -312,7 +312,9 @@ func newSites(t *testing.T) (*cluster, []string, []string) {
 	add := func(addrs []string, local, remote string, remoteAddr string, base int) {
 		for i, addr := range addrs {
 			cfg := DefaultConfig()
-			cfg.Address, cfg.InstanceID = addr, uint32(base+i)
+			// Each site derives instance numbers from its own members
+			// only, so across sites they are configured.
+			cfg.Address, cfg.InstanceID = addr, base+i
 			cfg.Cluster = Membership{Nodes: addrs}
 			cfg.LocalSite, cfg.RemoteSites = local, []Site{{Name: remote, Address: remoteAddr}}
 			cfg.Clock, cfg.Network = c.clock, senderNet{c, addr}

@@ -22,6 +22,15 @@ const (
 	MaxTags = 32
 	// MaxInstanceID is the largest instance number an ID can carry.
 	MaxInstanceID = 1<<10 - 1
+	// AutoInstanceID asks a node to derive its instance number from the
+	// cluster membership (see InstanceIDs).
+	AutoInstanceID = -1
+	// DefaultMaxClockLead bounds how far ahead of a node's own clock a
+	// timer ID or version from outside may move its ID generator, as a
+	// hybrid logical clock bounds a remote timestamp.
+	DefaultMaxClockLead = time.Minute
+	// MinClusterKeyBytes is the shortest cluster key a node accepts.
+	MinClusterKeyBytes = 16
 	// CallbackTimeout is how long a client callback may take (api.md).
 	CallbackTimeout = 2 * time.Second
 	// ReplicaSkew is how much later each replica rank pops.
@@ -59,8 +68,24 @@ type Config struct {
 	// Address is this node's address as the cluster knows it ("host:port").
 	Address string
 	// InstanceID is unique per node in a cluster and goes into every timer
-	// ID the node issues (0..MaxInstanceID).
-	InstanceID uint32
+	// ID the node issues (0..MaxInstanceID). AutoInstanceID, the default,
+	// derives it from the membership, the same way on every node.
+	InstanceID int
+	// ClusterKey is the secret every member of the cluster (and of its
+	// remote sites) shares. Internal requests (replication, pop notices,
+	// tombstones) are signed with it and accepted only with a valid
+	// signature. Empty leaves the internal API open to anyone who can
+	// reach the node: only for a lone node or a loopback-only cluster.
+	ClusterKey string
+	// CallbackHosts, when not empty, is the allow-list of callback hosts:
+	// a timer whose callback URI names another host is refused with 400.
+	// An entry is a host name or IP ("cb.example", "::1"), a host and port
+	// ("cb.example:8080"), or an IP prefix ("127.0.0.0/8").
+	CallbackHosts []string
+	// MaxClockLead bounds how far ahead of this node's clock a timer ID or
+	// version it did not issue may move its ID generator; internal
+	// versions dated further ahead are refused.
+	MaxClockLead time.Duration
 	// Cluster is the membership; empty means a cluster of just Address.
 	Cluster Membership
 	// LocalSite names this node's site; RemoteSites are replicated to.
@@ -82,6 +107,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Address:            fmt.Sprintf("127.0.0.1:%d", DefaultPort),
+		InstanceID:         AutoInstanceID,
+		MaxClockLead:       DefaultMaxClockLead,
 		LocalSite:          "site1",
 		ReplicationTimeout: 500 * time.Millisecond,
 		Limits: Limits{
@@ -99,8 +126,17 @@ func (c Config) Validate() error {
 	if _, err := url.Parse("http://" + c.Address); err != nil {
 		return fmt.Errorf("node: config Address %q is not host:port: %w", c.Address, err)
 	}
-	if c.InstanceID > MaxInstanceID {
-		return fmt.Errorf("node: config InstanceID %d is above %d", c.InstanceID, MaxInstanceID)
+	if c.InstanceID < AutoInstanceID || c.InstanceID > MaxInstanceID {
+		return fmt.Errorf("node: config InstanceID %d is not in 0..%d (or AutoInstanceID)", c.InstanceID, MaxInstanceID)
+	}
+	if c.ClusterKey != "" && len(c.ClusterKey) < MinClusterKeyBytes {
+		return fmt.Errorf("node: config ClusterKey is %d bytes, fewer than %d", len(c.ClusterKey), MinClusterKeyBytes)
+	}
+	if _, err := parseHostList(c.CallbackHosts); err != nil {
+		return err
+	}
+	if c.MaxClockLead <= 0 {
+		return fmt.Errorf("node: config MaxClockLead %v is not positive", c.MaxClockLead)
 	}
 	if c.ReplicationTimeout <= 0 {
 		return fmt.Errorf("node: config ReplicationTimeout %v is not positive", c.ReplicationTimeout)
@@ -120,7 +156,8 @@ func (c Config) Validate() error {
 	if err := c.Cluster.validate(c.Address); err != nil {
 		return err
 	}
-	return nil
+	_, err := instanceFor(c.Address, c.InstanceID, c.Cluster.withSelf(c.Address))
+	return err
 }
 
 func (m Membership) validate(self string) error {
@@ -140,6 +177,11 @@ func (m Membership) validate(self string) error {
 		return fmt.Errorf("node: config Cluster does not list this node's Address %q", self)
 	}
 	return nil
+}
+
+// All returns every member, steady, joining and leaving, in that order.
+func (m Membership) All() []string {
+	return slices.Concat(m.Nodes, m.Joining, m.Leaving)
 }
 
 // withSelf returns the membership, or a cluster of just self if it is empty.

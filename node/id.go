@@ -27,38 +27,68 @@ var ErrBadID = errors.New("node: timer ID must be 32 hex digits")
 // idGen issues unique IDs that never repeat and never go backwards, even
 // when the clock does: a backward step reuses the last millisecond, and a
 // full millisecond borrows the next one.
+//
+// It is also the node's version clock, a hybrid logical clock: observe
+// moves it past an ID or version seen from outside, so that a version
+// issued afterwards orders after it. What it observes is bounded by the
+// node's own clock plus leadMs, as a hybrid logical clock bounds a remote
+// timestamp, so no ID a client chooses and no version a peer sends can drag
+// the generator towards the end of its range.
 type idGen struct {
 	instance uint64
-	lastMs   int64
-	seq      uint64
+	leadMs   int64
+	// lastMs is the time field of the last ID issued, -1 before the first.
+	lastMs int64
+	seq    uint64
 }
 
-func newIDGen(instance uint32) idGen {
-	return idGen{instance: uint64(instance), lastMs: -1}
+func newIDGen(instance uint64, leadMs int64) idGen {
+	return idGen{instance: instance, leadMs: leadMs, lastMs: -1}
 }
 
-// next returns a fresh ID for wall time nowMs.
-func (g *idGen) next(nowMs int64) uint64 {
+// idMs returns the time field of an ID: milliseconds since idEpochMs.
+func idMs(id uint64) int64 { return int64(id >> (instanceBits + seqBits)) }
+
+// next returns a fresh ID for wall time nowMs. ok is false only when the
+// ID space is used up: the clock (or the last ID) is at its end, in 2159.
+func (g *idGen) next(nowMs int64) (id uint64, ok bool) {
 	ms := min(max(nowMs-idEpochMs, 0), maxIDMs)
 	switch {
 	case ms > g.lastMs:
 		g.lastMs, g.seq = ms, 0
-	default:
+	case g.seq+1 < 1<<seqBits:
 		g.seq++
-		if g.seq == 1<<seqBits {
-			g.lastMs, g.seq = g.lastMs+1, 0
-		}
+	case g.lastMs < maxIDMs:
+		g.lastMs, g.seq = g.lastMs+1, 0
+	default:
+		return 0, false
 	}
-	return uint64(g.lastMs)<<(instanceBits+seqBits) | g.instance<<seqBits | g.seq
+	return uint64(g.lastMs)<<(instanceBits+seqBits) | g.instance<<seqBits | g.seq, true
 }
 
-// observe makes every later ID greater than id, so that a version issued
-// here after seeing id orders after it (a hybrid logical clock).
-func (g *idGen) observe(id uint64) {
-	ms := int64(id >> (instanceBits + seqBits))
+// observe makes every later ID greater than id, as far as the node's clock
+// (nowMs) plus the lead allows: past that bound it moves the generator to
+// the bound and no further.
+func (g *idGen) observe(id uint64, nowMs int64) {
+	ms := min(idMs(id), g.bound(nowMs))
 	if ms > g.lastMs {
 		g.lastMs, g.seq = ms, 1<<seqBits-1
 	}
+}
+
+// ahead reports whether id is dated past what the node's clock justifies.
+func (g *idGen) ahead(id uint64, nowMs int64) bool { return idMs(id) > g.bound(nowMs) }
+
+func (g *idGen) bound(nowMs int64) int64 {
+	return min(max(nowMs-idEpochMs, 0)+g.leadMs, maxIDMs)
+}
+
+// renumber switches to another instance number. Its IDs start past the
+// bound, beyond any ID the number's previous holder can have issued while
+// its clock was within the lead of this one.
+func (g *idGen) renumber(instance uint64, nowMs int64) {
+	g.instance = instance
+	g.lastMs, g.seq = max(g.lastMs, g.bound(nowMs)), 1<<seqBits-1
 }
 
 // IDTime returns the wall time in Unix milliseconds an ID was issued at.

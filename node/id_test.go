@@ -11,7 +11,7 @@ import (
 // 4096 IDs are asked for in one millisecond.
 func TestIDsNeverRepeat(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		g := newIDGen(uint32(rapid.IntRange(0, MaxInstanceID).Draw(t, "instance")))
+		g := newIDGen(uint64(rapid.IntRange(0, MaxInstanceID).Draw(t, "instance")), DefaultMaxClockLead.Milliseconds())
 		now := int64(idEpochMs) + rapid.Int64Range(0, 1<<40).Draw(t, "start")
 		last, first := uint64(0), true
 		steps := rapid.SliceOfN(rapid.Int64Range(-5000, 5000), 1, 300).Draw(t, "steps")
@@ -22,7 +22,7 @@ func TestIDsNeverRepeat(t *testing.T) {
 				burst = 5000
 			}
 			for range burst {
-				id := g.next(now)
+				id, _ := g.next(now)
 				if !first && id <= last {
 					t.Fatalf("id %x after %x: not increasing", id, last)
 				}
@@ -34,9 +34,9 @@ func TestIDsNeverRepeat(t *testing.T) {
 
 // TestIDLayout proves the ID carries its issue time and instance number.
 func TestIDLayout(t *testing.T) {
-	g := newIDGen(1023)
+	g := newIDGen(1023, DefaultMaxClockLead.Milliseconds())
 	now := int64(idEpochMs) + 123456789
-	id := g.next(now)
+	id, _ := g.next(now)
 	if got := IDTime(id); got != now {
 		t.Errorf("IDTime: got %d, want %d", got, now)
 	}
@@ -48,10 +48,11 @@ func TestIDLayout(t *testing.T) {
 // TestObserveOrdersLaterVersions proves a version issued after observing
 // another node's ID orders after it, whatever the local clock says.
 func TestObserveOrdersLaterVersions(t *testing.T) {
-	a, b := newIDGen(1), newIDGen(2)
-	seen := a.next(idEpochMs + 10_000)
-	b.observe(seen)
-	if got := b.next(idEpochMs + 5_000); got <= seen {
+	lead := DefaultMaxClockLead.Milliseconds()
+	a, b := newIDGen(1, lead), newIDGen(2, lead)
+	seen, _ := a.next(idEpochMs + 10_000)
+	b.observe(seen, idEpochMs+5_000)
+	if got, _ := b.next(idEpochMs + 5_000); got <= seen {
 		t.Errorf("version after observe: got %x, want above %x", got, seen)
 	}
 }

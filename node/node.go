@@ -22,9 +22,11 @@ type Node struct {
 	clock Clock
 	net   Network
 
-	ring  *Ring
-	ids   idGen
-	store *Store
+	ring      *Ring
+	ids       idGen
+	instance  int
+	store     *Store
+	callbacks *hostList
 
 	alarm    Alarm
 	alarmAt  int64
@@ -66,13 +68,18 @@ func New(cfg Config) (*Node, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// Validate has checked both.
+	instance, _ := instanceFor(cfg.Address, cfg.InstanceID, cfg.Cluster.withSelf(cfg.Address))
+	callbacks, _ := parseHostList(cfg.CallbackHosts)
 	n := &Node{
 		cfg:        cfg,
 		log:        log.With("node", cfg.Address),
 		self:       cfg.Address,
 		clock:      cfg.Clock,
 		net:        cfg.Network,
-		ids:        newIDGen(cfg.InstanceID),
+		ids:        newIDGen(uint64(instance), cfg.MaxClockLead.Milliseconds()),
+		instance:   instance,
+		callbacks:  callbacks,
 		placements: map[string]*Placement{},
 		stats:      Stats{Tags: map[string]int{}},
 	}
@@ -81,12 +88,32 @@ func New(cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// Instance returns the instance number the node issues IDs with, and
+// whether it was derived from the membership rather than configured.
+func (n *Node) Instance() (id int, derived bool) {
+	return n.instance, n.cfg.InstanceID == AutoInstanceID
+}
+
 // SetCluster replaces the cluster membership (a configuration reload).
 // Timers already held keep their placement until they are next written or
 // popped (passive rebalancing).
+//
+// A derived instance number may change with the membership (a clash with
+// a new member). IDs the node issues under the new number then start
+// MaxClockLead ahead of its clock, past any ID the number's previous
+// holder can have issued while its own reload was still on its way.
 func (n *Node) SetCluster(m Membership) error {
 	if err := m.validate(n.self); err != nil {
 		return err
+	}
+	instance, err := instanceFor(n.self, n.cfg.InstanceID, m.withSelf(n.self))
+	if err != nil {
+		return err
+	}
+	if instance != n.instance {
+		n.log.Warn("instance number changed with the membership", "from", n.instance, "to", instance)
+		n.instance = instance
+		n.ids.renumber(uint64(instance), n.nowMs())
 	}
 	n.setCluster(m)
 	return nil

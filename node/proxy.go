@@ -42,6 +42,10 @@ func writeQuorum(n int) int {
 	return 1
 }
 
+// errIDSpaceEnded is the reason a node whose clock has run past the end of
+// the ID space (in 2159) gives for refusing writes.
+const errIDSpaceEnded = "this node's clock is past the end of the timer ID space"
+
 // maxWriteRetries bounds how often a client write is retried above a
 // newer version a replica reported.
 const maxWriteRetries = 3
@@ -92,7 +96,11 @@ func (n *Node) create(body []byte, reply func(Response)) {
 		return
 	}
 	now := n.nowMs()
-	id := n.ids.next(now)
+	id, ok := n.ids.next(now)
+	if !ok {
+		reply(unavailable(errIDSpaceEnded))
+		return
+	}
 	if spec.RF == 0 {
 		spec.RF = DefaultReplicationFactor
 	}
@@ -146,8 +154,13 @@ func (n *Node) remove(wire string, reply func(Response)) {
 // after the timer's creation and everything this node has seen.
 func (n *Node) clientWrite(id, bloom uint64, spec Spec, reply func(Response)) {
 	now := n.nowMs()
-	n.ids.observe(id)
-	n.write(id, n.ids.next(now), spec, bloom, now, reply, 0)
+	n.ids.observe(id, now)
+	version, ok := n.ids.next(now)
+	if !ok {
+		reply(unavailable(errIDSpaceEnded))
+		return
+	}
+	n.write(id, version, spec, bloom, now, reply, 0)
 }
 
 // inferRF returns the replication factor of a timer a client did not give
@@ -191,9 +204,14 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 	}
 	if tries < maxWriteRetries {
 		w.retry = func(newer uint64) {
-			n.ids.observe(newer)
 			now := n.nowMs()
-			n.write(id, n.ids.next(now), spec, oldBloom, now, reply, tries+1)
+			n.ids.observe(newer, now)
+			version, ok := n.ids.next(now)
+			if !ok {
+				reply(unavailable(errIDSpaceEnded))
+				return
+			}
+			n.write(id, version, spec, oldBloom, now, reply, tries+1)
 		}
 	}
 	n.forwardToSites(t, now)

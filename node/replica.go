@@ -47,7 +47,7 @@ type applied struct {
 // apply stores t (built from a client write or a replication message) if
 // it supersedes what the node holds.
 func (n *Node) apply(t *Timer) applied {
-	n.ids.observe(t.Version)
+	n.ids.observe(t.Version, n.nowMs())
 	if !t.Tombstone && !slices.Contains(t.Placement.Replicas, n.self) {
 		// Passive rebalancing: this node is no longer a replica. Keep a
 		// tombstone of the definition so that stale copies of it cannot

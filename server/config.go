@@ -38,8 +38,9 @@ type Config struct {
 	// LogLevel is the slog level ([logging] level, 0-5 or a name).
 	LogLevel slog.Level
 	// InstanceID goes into every timer ID this node issues
-	// ([identity] instance_id).
-	InstanceID uint32
+	// ([identity] instance_id); node.AutoInstanceID, the default, derives
+	// it from the membership.
+	InstanceID int
 	// Localhost is this node's address as the cluster knows it, host:port
 	// ([cluster] localhost). Empty means the bind address and port.
 	Localhost string
@@ -73,6 +74,7 @@ func DefaultConfig() Config {
 		BindAddress:     DefaultBindAddress,
 		BindPort:        node.DefaultPort,
 		LogLevel:        slog.LevelInfo,
+		InstanceID:      node.AutoInstanceID,
 		LocalSite:       nd.LocalSite,
 		ReplyTimeout:    DefaultReplyTimeout,
 		ShutdownTimeout: DefaultShutdownTimeout,
@@ -196,8 +198,8 @@ func (c Config) Validate() error {
 	if c.BindPort < 1 || c.BindPort > 65535 {
 		return fmt.Errorf("server: bind-port %d is not in 1..65535", c.BindPort)
 	}
-	if c.InstanceID > node.MaxInstanceID {
-		return fmt.Errorf("server: instance_id %d is above %d", c.InstanceID, node.MaxInstanceID)
+	if c.InstanceID < node.AutoInstanceID || c.InstanceID > node.MaxInstanceID {
+		return fmt.Errorf("server: instance_id %d is not in 0..%d", c.InstanceID, node.MaxInstanceID)
 	}
 	if _, err := withPort("localhost", c.Localhost); err != nil {
 		return err

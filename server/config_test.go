@@ -173,7 +173,7 @@ func assertConfig(t *testing.T, got, want Config) {
 		BindAddress string
 		BindPort    int
 		LogLevel    slog.Level
-		InstanceID  uint32
+		InstanceID  int
 		Localhost   string
 		Cluster     node.Membership
 		LocalSite   string

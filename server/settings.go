@@ -24,7 +24,7 @@ type settings struct {
 	bindAddress opt[string]
 	bindPort    opt[int]
 	logLevel    opt[slog.Level]
-	instanceID  opt[uint32]
+	instanceID  opt[int]
 	localhost   opt[string]
 	nodes       opt[[]string]
 	joining     opt[[]string]
@@ -102,12 +102,12 @@ func parsePort(field, v string) (int, error) {
 }
 
 // parseInstanceID reads a node instance number.
-func parseInstanceID(field, v string) (uint32, error) {
+func parseInstanceID(field, v string) (int, error) {
 	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
 	if err != nil || n > node.MaxInstanceID {
 		return 0, fmt.Errorf("%s %q is not an integer in 0..%d", field, v, node.MaxInstanceID)
 	}
-	return uint32(n), nil
+	return int(n), nil
 }
 
 // parseAddresses reads one value of an address list; a value may hold

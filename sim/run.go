@@ -174,7 +174,6 @@ func (w *world) boot(m *machine) {
 	m.clock.inc = m.ep.Incarnation()
 	cfg := node.DefaultConfig()
 	cfg.Address = m.addr
-	cfg.InstanceID = uint32(m.idx)
 	cfg.Cluster.Nodes = w.addrs()
 	cfg.Clock = m.clock
 	cfg.Network = m.ep
