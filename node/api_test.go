@@ -90,7 +90,7 @@ func TestCreateValidation(t *testing.T) {
 }
 
 // TestRouting proves unknown routes get 404, wrong methods 405 with Allow,
-// malformed timer IDs 400, and GET /ping 200.
+// malformed timer IDs 400, and GET and HEAD /ping 200.
 func TestRouting(t *testing.T) {
 	cases := []struct {
 		method, url string
@@ -98,6 +98,7 @@ func TestRouting(t *testing.T) {
 	}{
 		{"GET", "/ping", 200},
 		{"GET", "/ping?x=1", 200},
+		{"HEAD", "/ping", 200},
 		{"POST", "/ping", 405},
 		{"GET", "/", 404},
 		{"GET", "/nothing", 404},

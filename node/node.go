@@ -158,7 +158,12 @@ func (n *Node) Handle(req Request, reply func(Response)) {
 	path, _, _ := strings.Cut(req.URL, "?")
 	switch {
 	case path == "/ping":
-		n.route(req, reply, "GET", func() { reply(text(200, "OK")) })
+		if req.Method != "GET" && req.Method != "HEAD" {
+			reply(methodNotAllowed("GET, HEAD"))
+			return
+		}
+		// The driver sends no body for HEAD, as net/http does.
+		reply(text(200, "OK"))
 	case path == "/timers":
 		n.route(req, reply, "POST", func() { n.create(req.Body, reply) })
 	case strings.HasPrefix(path, "/timers/"):
