@@ -63,6 +63,16 @@ func splitHostPort(s string) (host string, port int, ok bool) {
 	return host, p, true
 }
 
+// callbackAllowed reports whether the allow-list lets spec's callback be
+// sent. A tombstone has none.
+func (n *Node) callbackAllowed(spec Spec) bool {
+	if n.callbacks == nil || spec.Tombstone {
+		return true
+	}
+	u, err := url.Parse(spec.URI)
+	return err == nil && n.callbacks.allows(u)
+}
+
 // allows reports whether a callback to u may be sent. A nil list allows
 // every host.
 func (l *hostList) allows(u *url.URL) bool {

@@ -29,8 +29,11 @@ type Replication struct {
 	Seq            uint32
 	Version        uint64
 	ViewID         uint64
-	Replicas       []string
-	Sites          []string
+	// Definition fingerprints the definition (Timer.def), which a
+	// tombstone cannot be fingerprinted by; 0 when absent.
+	Definition uint32
+	Replicas   []string
+	Sites      []string
 }
 
 // wireBody is the JSON shape of both the client and the internal body.
@@ -48,6 +51,7 @@ type wireTiming struct {
 	StartTimeDelta json.RawMessage `json:"start-time-delta"`
 	SequenceNumber json.RawMessage `json:"sequence-number"`
 	Version        json.RawMessage `json:"version"`
+	Definition     json.RawMessage `json:"definition"`
 }
 
 type wireCallback map[string]json.RawMessage
@@ -231,6 +235,13 @@ func parseReplication(w *wireBody) (*Replication, error) {
 		if r.Version, err = uintField(w.Timing.Version, "timing.version"); err != nil {
 			return nil, err
 		}
+	}
+	if w.Timing.Definition != nil {
+		def, err := intField(w.Timing.Definition, "timing.definition", 0, 1<<32-1)
+		if err != nil {
+			return nil, err
+		}
+		r.Definition = uint32(def)
 	}
 	if w.Reliability.ClusterViewID != nil {
 		if r.ViewID, err = uintField(w.Reliability.ClusterViewID, "reliability.cluster-view-id"); err != nil {

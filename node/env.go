@@ -94,6 +94,12 @@ const (
 	// HeaderVersion carries the newer version a replica holds when it
 	// refuses a client write with 409.
 	HeaderVersion = "X-Chronos-Version"
+	// HeaderSignature carries an internal request's HMAC under the
+	// cluster key (see auth.go).
+	HeaderSignature = "X-Chronos-Signature"
+	// HeaderCollision marks a 409 answered because another timer is held
+	// under the ID.
+	HeaderCollision = "X-Chronos-Collision"
 	// HeaderStartDelta answers a pop notice with the receiver's earlier
 	// start time of the same definition, as a start-time-delta in ms.
 	HeaderStartDelta = "X-Chronos-Start-Delta"

@@ -76,8 +76,13 @@ func (g *idGen) observe(id uint64, nowMs int64) {
 	}
 }
 
-// ahead reports whether id is dated past what the node's clock justifies.
-func (g *idGen) ahead(id uint64, nowMs int64) bool { return idMs(id) > g.bound(nowMs) }
+// ahead reports whether a version a peer sent is dated further ahead of
+// this node's clock than any honest peer's can be: twice the lead, since a
+// peer's generator may itself be a lead ahead of a clock that runs ahead
+// of this one (by less than the lead, the clock skew the bound assumes).
+func (g *idGen) ahead(version uint64, nowMs int64) bool {
+	return idMs(version) > g.bound(nowMs)+g.leadMs
+}
 
 func (g *idGen) bound(nowMs int64) int64 {
 	return min(max(nowMs-idEpochMs, 0)+g.leadMs, maxIDMs)

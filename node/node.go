@@ -55,6 +55,13 @@ type Stats struct {
 	// ReplicationsSent and ReplicationsReceived count internal PUTs.
 	ReplicationsSent     uint64
 	ReplicationsReceived uint64
+	// IDCollisions counts records refused because they belong to another
+	// timer under the same ID (see collides), and creates this node
+	// restarted under a fresh ID because of one.
+	IDCollisions uint64
+	// Forbidden counts internal requests refused for want of a valid
+	// cluster key signature.
+	Forbidden uint64
 	// Tags counts live timers per statistics tag (weighted by count).
 	Tags map[string]int
 }
@@ -170,7 +177,7 @@ func (n *Node) Handle(req Request, reply func(Response)) {
 		id := strings.TrimPrefix(path, "/timers/")
 		switch req.Method {
 		case "PUT":
-			n.put(id, req.Body, reply)
+			n.put(id, req, reply)
 		case "DELETE":
 			n.remove(id, reply)
 		default:

@@ -12,16 +12,22 @@ import (
 // (DESIGN.md 4.11): it answers once every target has answered, 2xx if at
 // least quorum replicas applied it.
 type write struct {
-	reply    func(Response)
-	ok       Response
-	pending  int
-	applied  int
-	quorum   int
-	rejected *Response
+	reply   func(Response)
+	ok      Response
+	pending int
+	applied int
+	quorum  int
 	// newer is the highest version a replica held above this write's;
-	// retry, if set, writes again above it.
-	newer uint64
-	retry func(newer uint64)
+	// collided is set when a replica holds another timer under its ID.
+	newer    uint64
+	collided bool
+	// refused is the first outright refusal (a 4xx other than 409) a
+	// replica gave. The proxy validated the body itself, so it is a
+	// disagreement between nodes (a cluster key or clock), not the
+	// client's fault.
+	refused string
+	// again, if set, writes again after a newer version or a collision.
+	again func(w *write)
 }
 
 // writeQuorum is how many of a timer's n replicas must apply a client
@@ -55,29 +61,43 @@ func (w *write) done(applied bool, resp Response) {
 	switch {
 	case applied:
 		w.applied++
+	case resp.Status == 409 && resp.Header.Get(HeaderCollision) != "":
+		w.collided = true
 	case resp.Status == 409:
 		v, err := strconv.ParseUint(resp.Header.Get(HeaderVersion), 10, 64)
 		if err == nil {
 			w.newer = max(w.newer, v)
 		}
-	case resp.Status == 400 && w.rejected == nil:
-		w.rejected = &resp
+	case resp.Status/100 == 4 && w.refused == "":
+		w.refused = fmt.Sprintf("%d %s", resp.Status, reasonOf(resp))
 	}
 	if w.pending > 0 {
 		return
 	}
 	switch {
-	case w.newer != 0 && w.retry != nil:
-		w.retry(w.newer)
+	case (w.newer != 0 || w.collided) && w.again != nil:
+		w.again(w)
 	case w.applied >= w.quorum:
 		w.reply(w.ok)
-	case w.rejected != nil:
-		w.reply(*w.rejected)
+	case w.collided:
+		w.reply(unavailable("another timer holds this timer's ID and version: do two nodes issue IDs with one instance number?"))
+	case w.newer != 0:
+		w.reply(unavailable("the timer's replicas hold a newer version than this node can issue: its clock may be behind; retry on another node"))
+	case w.refused != "":
+		w.reply(unavailable("a replica refused the write: " + w.refused))
 	case w.applied > 0:
 		w.reply(unavailable(fmt.Sprintf("only %d of the %d replicas needed applied the write: it may still take effect", w.applied, w.quorum)))
 	default:
 		w.reply(unavailable("no replica of the timer could be reached"))
 	}
+}
+
+// reasonOf is the reason an error response gives.
+func reasonOf(r Response) string {
+	if reason := r.Header.Get(HeaderReason); reason != "" {
+		return reason
+	}
+	return string(r.Body[:min(len(r.Body), 200)])
 }
 
 // create serves a client POST /timers.
@@ -95,6 +115,10 @@ func (n *Node) create(body []byte, reply func(Response)) {
 		reply(badRequest("reliability.replicas is only for replication between nodes"))
 		return
 	}
+	if !n.callbackAllowed(spec) {
+		reply(badRequest(fmt.Sprintf("callback.http.uri %q: host is not in this service's allowed callback hosts", spec.URI)))
+		return
+	}
 	now := n.nowMs()
 	id, ok := n.ids.next(now)
 	if !ok {
@@ -109,19 +133,28 @@ func (n *Node) create(body []byte, reply func(Response)) {
 
 // put serves PUT /timers/<id>: a client update (or create with a chosen
 // ID), or, when the body carries replicas, a replication message.
-func (n *Node) put(wire string, body []byte, reply func(Response)) {
+func (n *Node) put(wire string, req Request, reply func(Response)) {
 	id, bloom, err := ParseWireID(wire)
 	if err != nil {
 		reply(badRequest(ErrBadID.Error()))
 		return
 	}
-	spec, repl, err := ParseBody(body)
+	spec, repl, err := ParseBody(req.Body)
 	if err != nil {
 		reply(errorResponse(err))
 		return
 	}
 	if repl != nil {
+		if !n.authentic(req) {
+			n.stats.Forbidden++
+			reply(forbidden(errForbidden))
+			return
+		}
 		n.replicaPut(id, spec, repl, reply)
+		return
+	}
+	if !n.callbackAllowed(spec) {
+		reply(badRequest(fmt.Sprintf("callback.http.uri %q: host is not in this service's allowed callback hosts", spec.URI)))
 		return
 	}
 	if resp, busy := n.overloaded(); busy {
@@ -181,17 +214,7 @@ func (n *Node) inferRF(id, bloom uint64) int {
 // replicas drop their copy (passive rebalancing).
 func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, reply func(Response), tries int) {
 	replicas := n.ring.Replicas(id, spec.RF)
-	t := &Timer{
-		ID: id, Version: version, Start: now,
-		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
-		Tombstone: spec.Tombstone, RF: uint8(spec.RF),
-		URI: spec.URI, Opaque: spec.Opaque,
-		Placement: n.placement(replicas, n.sites()),
-		ViewID:    n.ring.ViewID(),
-	}
-	if len(spec.Tags) > 0 {
-		t.Extra = &TimerExtra{Tags: spec.Tags}
-	}
+	t := newTimer(id, version, spec, now, 0, n.placement(replicas, n.sites()), n.ring.ViewID())
 	targets := replicas
 	for _, old := range n.ring.Matching(oldBloom) {
 		if !slices.Contains(targets, old) {
@@ -203,16 +226,7 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 		w.ok.Header[HeaderLocation] = "/timers/" + FormatWireID(id, n.ring.Bloom(replicas))
 	}
 	if tries < maxWriteRetries {
-		w.retry = func(newer uint64) {
-			now := n.nowMs()
-			n.ids.observe(newer, now)
-			version, ok := n.ids.next(now)
-			if !ok {
-				reply(unavailable(errIDSpaceEnded))
-				return
-			}
-			n.write(id, version, spec, oldBloom, now, reply, tries+1)
-		}
+		w.again = func(w *write) { n.rewrite(t, spec, oldBloom, targets, w, reply, tries) }
 	}
 	n.forwardToSites(t, now)
 	body := EncodeReplication(t, now)
@@ -221,17 +235,68 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 		if peer == n.self {
 			local := *t
 			a := n.apply(&local)
-			w.done(counts && a.ok && a.newer == nil, n.staleOrFull(a))
+			w.done(counts && a.ok && a.newer == nil && !a.collision, n.notApplied(a))
 			continue
 		}
 		n.replicate(peer, t, body, now, func(ok bool, resp Response) { w.done(counts && ok, resp) })
 	}
 }
 
-// staleOrFull is the response a replica gives for a record it did not
+// rewrite writes t again after its replicas did not take it. A create
+// whose ID another timer holds (two nodes issued the ID, or a client chose
+// it) withdraws the copies it left and starts again under a fresh ID, so a
+// collision never overwrites a timer; any other write goes again above the
+// newer version a replica reported.
+func (n *Node) rewrite(t *Timer, spec Spec, oldBloom uint64, targets []string, w *write, reply func(Response), tries int) {
+	now := n.nowMs()
+	create := t.Version == t.ID
+	if create {
+		n.stats.IDCollisions++
+		n.log.Warn("timer ID already held by another timer; creating under a fresh ID",
+			"timer", FormatWireID(t.ID, 0), "instance", n.instance)
+		n.withdraw(t, targets, now)
+	} else {
+		n.ids.observe(max(w.newer, t.Version), now)
+	}
+	version, ok := n.ids.next(now)
+	if !ok {
+		reply(unavailable(errIDSpaceEnded))
+		return
+	}
+	id := t.ID
+	if create {
+		id = version
+	}
+	n.write(id, version, spec, oldBloom, now, reply, tries+1)
+}
+
+// withdraw sends targets the tombstone of a create that collided. It
+// buries only the same definition (see collides): where the other timer
+// is held, it is refused.
+func (n *Node) withdraw(t *Timer, targets []string, now int64) {
+	tomb := *t
+	tomb.Tombstone = true
+	for _, peer := range targets {
+		if peer == n.self {
+			local := tomb
+			n.apply(&local)
+			continue
+		}
+		n.replicate(peer, &tomb, nil, now, nil)
+	}
+}
+
+// notApplied is the response a replica gives for a record it did not
 // apply: 409 with the newer definition it holds (its version in a header,
-// the record as the body), or 503 when full.
-func (n *Node) staleOrFull(a applied) Response {
+// the record as the body), 409 marked as a collision when it holds another
+// timer under the ID, or 503 when full.
+func (n *Node) notApplied(a applied) Response {
+	if a.collision {
+		r := text(409, "another timer is held under this ID")
+		r.Header[HeaderCollision] = "1"
+		r.Header[HeaderReason] = "another timer is held under this ID"
+		return r
+	}
 	if a.newer == nil {
 		return unavailable("node is full")
 	}
@@ -260,6 +325,11 @@ func live(t *Timer) *Timer {
 // timer forwarded from another site on this site's replicas.
 func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Response)) {
 	n.stats.ReplicationsReceived++
+	if now := n.nowMs(); n.ids.ahead(r.Version, now) {
+		reply(badRequest(fmt.Sprintf("timing.version %d is dated %d ms after this node's clock, more than twice MaxClockLead ahead",
+			r.Version, IDTime(r.Version)-now)))
+		return
+	}
 	if len(r.Replicas) == 0 {
 		rf := max(spec.RF, 1)
 		r.Replicas = n.ring.Replicas(id, rf)
@@ -267,8 +337,8 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		return
 	}
 	t := n.fromReplication(id, spec, r)
-	if a := n.apply(t); !a.ok || a.newer != nil {
-		reply(n.staleOrFull(a))
+	if a := n.apply(t); !a.ok || a.newer != nil || a.collision {
+		reply(n.notApplied(a))
 		return
 	}
 	resp := text(200, "OK")
@@ -281,13 +351,25 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 
 // fromReplication builds the record a replication body describes.
 func (n *Node) fromReplication(id uint64, spec Spec, r *Replication) *Timer {
+	t := newTimer(id, r.Version, spec, n.nowMs()+r.StartTimeDelta, r.Seq, n.placement(r.Replicas, r.Sites), r.ViewID)
+	if spec.Tombstone {
+		// A tombstone carries no callback to fingerprint, only the sender's.
+		t.def = r.Definition
+	}
+	return t
+}
+
+// newTimer builds the record of one definition of timer id.
+func newTimer(id, version uint64, spec Spec, start int64, seq uint32, p *Placement, view uint64) *Timer {
 	t := &Timer{
-		ID: id, Version: r.Version, Start: n.nowMs() + r.StartTimeDelta,
+		ID: id, Version: version, Start: start,
 		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
-		Seq: r.Seq, Tombstone: spec.Tombstone, RF: uint8(spec.RF),
+		Seq: seq, Tombstone: spec.Tombstone, RF: uint8(spec.RF),
 		URI: spec.URI, Opaque: spec.Opaque,
-		Placement: n.placement(r.Replicas, r.Sites),
-		ViewID:    r.ViewID,
+		Placement: p, ViewID: view,
+	}
+	if !spec.Tombstone {
+		t.def = definitionHash(spec.Interval, spec.RepeatFor, spec.URI, spec.Opaque)
 	}
 	if len(spec.Tags) > 0 {
 		t.Extra = &TimerExtra{Tags: spec.Tags}
@@ -299,23 +381,17 @@ func (n *Node) fromReplication(id uint64, spec Spec, r *Replication) *Timer {
 // replicas, keeping its version, start and sequence.
 func (n *Node) placeFromSite(id uint64, spec Spec, r *Replication, reply func(Response)) {
 	now := n.nowMs()
-	t := &Timer{
-		ID: id, Version: r.Version, Start: now + r.StartTimeDelta,
-		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
-		Seq: r.Seq, Tombstone: spec.Tombstone, RF: uint8(max(spec.RF, 1)),
-		URI: spec.URI, Opaque: spec.Opaque,
-		Placement: n.placement(r.Replicas, r.Sites),
-		ViewID:    n.ring.ViewID(),
-	}
-	if len(spec.Tags) > 0 {
-		t.Extra = &TimerExtra{Tags: spec.Tags}
+	spec.RF = max(spec.RF, 1)
+	t := newTimer(id, r.Version, spec, now+r.StartTimeDelta, r.Seq, n.placement(r.Replicas, r.Sites), n.ring.ViewID())
+	if spec.Tombstone {
+		t.def = r.Definition
 	}
 	w := &write{reply: reply, pending: len(r.Replicas), quorum: 1, ok: text(200, "OK")}
 	for _, peer := range r.Replicas {
 		if peer == n.self {
 			local := *t
 			a := n.apply(&local)
-			w.done(a.ok, n.staleOrFull(a))
+			w.done(a.ok && !a.collision, n.notApplied(a))
 			continue
 		}
 		n.replicate(peer, t, nil, now, func(ok bool, resp Response) { w.done(ok, resp) })
@@ -333,12 +409,7 @@ func (n *Node) forwardToSites(t *Timer, now int64) {
 		fwd := *t
 		fwd.Placement = &Placement{Sites: t.Placement.Sites}
 		n.stats.ReplicationsSent++
-		req := Request{
-			Method: "PUT",
-			URL:    "http://" + site.Address + "/timers/" + FormatWireID(t.ID, 0),
-			Header: Header{HeaderContentType: "application/json"},
-			Body:   EncodeReplication(&fwd, now),
-		}
+		req := n.internalPut(site.Address, FormatWireID(t.ID, 0), EncodeReplication(&fwd, now))
 		n.send(req, n.cfg.ReplicationTimeout, func(Response, error) {})
 	}
 }
@@ -372,6 +443,7 @@ type replicationBody struct {
 		StartTimeDelta int64  `json:"start-time-delta"`
 		SequenceNumber uint32 `json:"sequence-number"`
 		Version        string `json:"version"`
+		Definition     uint32 `json:"definition,omitempty"`
 	} `json:"timing"`
 	Callback    map[string]*callbackHTTP `json:"callback"`
 	Reliability struct {
@@ -398,6 +470,7 @@ func EncodeReplication(t *Timer, now int64) []byte {
 	b.Timing.StartTimeDelta = t.Start - now
 	b.Timing.SequenceNumber = t.Seq
 	b.Timing.Version = strconv.FormatUint(t.Version, 10)
+	b.Timing.Definition = t.def
 	b.Callback = map[string]*callbackHTTP{}
 	if !t.Tombstone {
 		b.Callback["http"] = &callbackHTTP{URI: t.URI, Opaque: t.Opaque}

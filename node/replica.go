@@ -42,6 +42,29 @@ type applied struct {
 	// version: a writing proxy retries above it, a popping replica that
 	// missed a delete or update adopts it (read repair).
 	newer *Timer
+	// collision is set when the node holds another timer under the ID.
+	collision bool
+}
+
+// collides reports whether incoming and existing, two records under one
+// ID, belong to different timers: two nodes issued the same ID (their
+// instance numbers clashed), or a client created a timer with a PUT to an
+// ID a node later issued. Such records must never replace each other.
+//
+//   - Records of one version are one client write: if they fingerprint
+//     different definitions, the write was two creates.
+//   - A record whose version is its ID is a create (or the create's final
+//     or withdrawn tombstone). Every later write of that timer has a higher
+//     version, so a record held below it belongs to another timer.
+func collides(existing, incoming *Timer) bool {
+	switch {
+	case existing == nil:
+		return false
+	case existing.Version == incoming.Version:
+		return existing.def != 0 && incoming.def != 0 && existing.def != incoming.def
+	default:
+		return incoming.Version == incoming.ID && existing.Version < incoming.Version
+	}
 }
 
 // apply stores t (built from a client write or a replication message) if
@@ -55,6 +78,10 @@ func (n *Node) apply(t *Timer) applied {
 		t.Tombstone = true
 	}
 	existing := n.store.Get(t.ID)
+	if collides(existing, t) {
+		n.stats.IDCollisions++
+		return applied{collision: true}
+	}
 	if t.Tombstone && existing != nil && t.Interval == 0 {
 		// A client delete does not know the definition it buries; the
 		// tombstone's life is measured from it (see dueOf).
@@ -284,6 +311,12 @@ func (n *Node) notifyPopped(popped *Timer) {
 // across a net-split, and would otherwise pop it until repeat-for ends),
 // or an earlier start of the same one (see earliestStart).
 func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
+	if resp.Status == 409 && resp.Header.Get(HeaderCollision) != "" {
+		// The peer holds another timer under this ID: neither record may
+		// replace the other (see collides).
+		n.log.Warn("pop notice met another timer under the same ID", "timer", FormatWireID(notice.ID, 0), "peer", from)
+		return
+	}
 	if resp.Status == 409 {
 		spec, repl, err := ParseBody(resp.Body)
 		if err == nil && repl != nil && len(repl.Replicas) > 0 {
@@ -328,12 +361,7 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 	if body == nil {
 		body = EncodeReplication(t, now)
 	}
-	req := Request{
-		Method: "PUT",
-		URL:    "http://" + peer + "/timers/" + FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)),
-		Header: Header{HeaderContentType: "application/json"},
-		Body:   body,
-	}
+	req := n.internalPut(peer, FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)), body)
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		if done != nil {
 			done(err == nil && resp.Status/100 == 2, resp)

@@ -1,5 +1,11 @@
 package node
 
+import (
+	"encoding/binary"
+
+	"github.com/twmb/murmur3"
+)
+
 // Timer is one replica's record of a timer: its definition, how far it has
 // popped, and where it sits in the store. Times are milliseconds on the
 // holding node's wall clock (Unix epoch); durations are milliseconds.
@@ -54,6 +60,27 @@ type Timer struct {
 	due        int64
 	prev, next *Timer
 	slot       int32
+
+	// def fingerprints the definition (see definitionHash), 0 when it is
+	// unknown (a client delete's tombstone, or a record from a node that
+	// does not send one). Two records of one ID and version with different
+	// fingerprints are two timers whose IDs collided. It sits here to use
+	// the padding after slot.
+	def uint32
+}
+
+// definitionHash fingerprints what a client defined: the timing and the
+// callback. It is never 0, so that 0 can mean "unknown".
+func definitionHash(interval, repeatFor int64, uri, opaque string) uint32 {
+	var buf [16]byte
+	binary.LittleEndian.PutUint64(buf[:8], uint64(interval))
+	binary.LittleEndian.PutUint64(buf[8:], uint64(repeatFor))
+	h := murmur3.SeedNew32(0x6465666e) // "defn"
+	_, _ = h.Write(buf[:])
+	_, _ = h.Write([]byte(uri))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(opaque))
+	return max(h.Sum32(), 1)
 }
 
 // TimerExtra holds the parts of a timer most timers do not have.

@@ -110,7 +110,7 @@ func (w *world) crash(m *machine) {
 	if m.crashed {
 		return
 	}
-	m.replications += m.node.Stats().ReplicationsSent
+	m.past.addStats(m.node.Stats())
 	w.net.Crash(m.addr)
 	m.clock.dropAlarms()
 	m.node, m.crashed, m.paused = nil, true, false

@@ -29,6 +29,10 @@ type Options struct {
 	SkipCheck bool
 }
 
+// clusterKey is the key every simulated node shares, as the members of a
+// production cluster do.
+const clusterKey = "simulated-cluster-key"
+
 // DefaultClientTimeout is a client's patience per attempt.
 const DefaultClientTimeout = 3 * time.Second
 
@@ -53,6 +57,13 @@ type Result struct {
 	ScenarioErrors []string
 	// Replications is how many replication PUTs the nodes sent.
 	Replications uint64
+	// IDCollisions is how often a node met another timer under a timer's
+	// ID (node.Stats.IDCollisions); Forbidden how many internal requests
+	// were refused for want of the cluster key. Both are 0 in a healthy
+	// simulated cluster, whose nodes derive distinct instance numbers and
+	// share the key.
+	IDCollisions uint64
+	Forbidden    uint64
 	Net          netsim.Stats
 }
 
@@ -101,8 +112,21 @@ type machine struct {
 	ep      *netsim.Endpoint
 	crashed bool
 	paused  bool
-	// replications accumulates ReplicationsSent of dead incarnations.
-	replications uint64
+	// past sums the counters of dead incarnations.
+	past counters
+}
+
+// counters are node counters a run reports, summed over incarnations.
+type counters struct{ replications, collisions, forbidden uint64 }
+
+func (c *counters) add(o counters) {
+	c.replications += o.replications
+	c.collisions += o.collisions
+	c.forbidden += o.forbidden
+}
+
+func (c *counters) addStats(s node.Stats) {
+	c.add(counters{s.ReplicationsSent, s.IDCollisions, s.Forbidden})
 }
 
 // Run runs the plan and checks its history. It never panics: a panic in a
@@ -172,9 +196,12 @@ func (w *world) boot(m *machine) {
 		nd.Handle(req, reply)
 	}, true)
 	m.clock.inc = m.ep.Incarnation()
+	// Configured as production configures a node: its address, the
+	// membership and the cluster key; its instance number is derived.
 	cfg := node.DefaultConfig()
 	cfg.Address = m.addr
 	cfg.Cluster.Nodes = w.addrs()
+	cfg.ClusterKey = clusterKey
 	cfg.Clock = m.clock
 	cfg.Network = m.ep
 	cfg.Logger = w.opts.Logger
@@ -221,12 +248,14 @@ func (w *world) finish(res *Result) {
 		lo, hi, fwd = min(lo, l), max(hi, h), fwd+m.clock.Forward()
 	}
 	h.MaxClockSkew = hi - lo + fwd
+	var total counters
 	for _, m := range w.machines {
-		res.Replications += m.replications
+		total.add(m.past)
 		if m.node != nil {
-			res.Replications += m.node.Stats().ReplicationsSent
+			total.addStats(m.node.Stats())
 		}
 	}
+	res.Replications, res.IDCollisions, res.Forbidden = total.replications, total.collisions, total.forbidden
 	res.Net = w.net.Stats()
 	res.Violations = append(res.Violations, w.apiErrs...)
 	if !w.opts.SkipCheck {
