@@ -39,12 +39,24 @@ func (s skewedClock) AfterFunc(d time.Duration, f func()) Alarm { return s.c.Aft
 // true time by offsets[addr].
 func newSkewedCluster(t *testing.T, offsets map[string]time.Duration, addrs ...string) *cluster {
 	t.Helper()
+	return newClusterWith(t, func(a string, cfg *Config) {
+		cfg.Clock = skewedClock{cfg.Clock.(skewedClock).c, offsets[a]}
+	}, addrs...)
+}
+
+// newClusterWith builds a cluster of addrs, letting configure change each
+// node's configuration before the node is built.
+func newClusterWith(t *testing.T, configure func(addr string, cfg *Config), addrs ...string) *cluster {
+	t.Helper()
 	c := &cluster{t: t, clock: &manualClock{now: epoch}, net: &heldNet{}, nodes: map[string]*Node{}, cfgs: map[string]Config{}, down: map[string]bool{}}
 	for _, a := range addrs {
 		cfg := DefaultConfig()
 		cfg.Address = a
 		cfg.Cluster = Membership{Nodes: addrs}
-		cfg.Clock, cfg.Network = skewedClock{c.clock, offsets[a]}, senderNet{c, a}
+		cfg.Clock, cfg.Network = skewedClock{c.clock, 0}, senderNet{c, a}
+		if configure != nil {
+			configure(a, &cfg)
+		}
 		n, err := New(cfg)
 		if err != nil {
 			t.Fatalf("New(%s): %v", a, err)

@@ -119,15 +119,22 @@ func newHarness(t *testing.T, mutate ...func(*Config)) *harness {
 // do sends a request and returns the reply, which must come at once.
 func (h *harness) do(method, url, body string) Response {
 	h.t.Helper()
+	return h.send(Request{Method: method, URL: url, Header: Header{}, Body: []byte(body)})
+}
+
+// send hands req to the node and returns the reply, which must come at
+// once.
+func (h *harness) send(req Request) Response {
+	h.t.Helper()
 	var got *Response
-	h.node.Handle(Request{Method: method, URL: url, Header: Header{}, Body: []byte(body)}, func(r Response) {
+	h.node.Handle(req, func(r Response) {
 		if got != nil {
-			h.t.Fatalf("%s %s: replied twice", method, url)
+			h.t.Fatalf("%s %s: replied twice", req.Method, req.URL)
 		}
 		got = &r
 	})
 	if got == nil {
-		h.t.Fatalf("%s %s: no immediate reply", method, url)
+		h.t.Fatalf("%s %s: no immediate reply", req.Method, req.URL)
 	}
 	return *got
 }

@@ -88,6 +88,21 @@ func (g *idGen) bound(nowMs int64) int64 {
 	return min(max(nowMs-idEpochMs, 0)+g.leadMs, maxIDMs)
 }
 
+// skip makes the next ID at least n sequence numbers later than it would
+// have been, borrowing later milliseconds as next does.
+func (g *idGen) skip(n uint64) {
+	if g.lastMs < 0 {
+		return
+	}
+	seq := g.seq + n
+	ms := g.lastMs + int64(seq>>seqBits)
+	if ms > maxIDMs {
+		g.lastMs, g.seq = maxIDMs, 1<<seqBits-1
+		return
+	}
+	g.lastMs, g.seq = ms, seq&(1<<seqBits-1)
+}
+
 // renumber switches to another instance number. Its IDs start past the
 // bound, beyond any ID the number's previous holder can have issued while
 // its clock was within the lead of this one.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/twmb/murmur3"
 )
 
 // write is one client write waiting for its replicas' acknowledgements
@@ -255,6 +257,11 @@ func (n *Node) rewrite(t *Timer, spec Spec, oldBloom uint64, targets []string, w
 		n.log.Warn("timer ID already held by another timer; creating under a fresh ID",
 			"timer", FormatWireID(t.ID, 0), "instance", n.instance)
 		n.withdraw(t, targets, now)
+		// The other node shares this one's instance number and, having
+		// met the collision in the same millisecond, would issue the same
+		// fresh ID: a stride of the sequence that differs between nodes
+		// breaks the lockstep.
+		n.ids.skip(uint64(murmur3.SeedStringSum32(0, n.self)&0xff) + 1)
 	} else {
 		n.ids.observe(max(w.newer, t.Version), now)
 	}

@@ -1,0 +1,147 @@
+package node
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sharedInstance returns a cluster of addrs whose nodes are all configured
+// with one instance number none of them derives: the misconfiguration that
+// makes two nodes issue the same ID in the same millisecond.
+func sharedInstance(t *testing.T, addrs ...string) *cluster {
+	t.Helper()
+	derived, err := InstanceIDs(Membership{Nodes: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := 0
+	for slices.Contains(slices.Collect(mapValues(derived)), shared) {
+		shared++
+	}
+	return newClusterWith(t, func(_ string, cfg *Config) { cfg.InstanceID = shared }, addrs...)
+}
+
+func mapValues(m map[string]int) func(func(int) bool) {
+	return func(yield func(int) bool) {
+		for _, v := range m {
+			if !yield(v) {
+				return
+			}
+		}
+	}
+}
+
+func oneShot(opaque string, rf int) string {
+	return `{"timing":{"interval":5},"callback":{"http":{"uri":"` + cb + `","opaque":"` + opaque +
+		`"}},"reliability":{"replication-factor":` + strconv.Itoa(rf) + `}}`
+}
+
+// TestCollidingCreateIsRetriedUnderFreshID proves the second line of
+// defence against shared instance numbers: a create whose ID another timer
+// already holds is refused by the replica holding it, and the proxy
+// creates the timer again under a fresh ID. The first timer is untouched
+// and both pop, each once, with its own data.
+func TestCollidingCreateIsRetriedUnderFreshID(t *testing.T) {
+	two := three[:2]
+	c := sharedInstance(t, two...)
+	// Both fresh generators issue the same first ID; find which node is
+	// its only replica, and create there first, so that the other node
+	// has never seen the ID.
+	g := newIDGen(uint64(c.cfgs[two[0]].InstanceID), DefaultMaxClockLead.Milliseconds())
+	x, _ := g.next(epoch.UnixMilli())
+	holder := NewRing(two).Replicas(x, 1)[0]
+	other := two[0]
+	if other == holder {
+		other = two[1]
+	}
+	first := c.client(holder, "POST", "/timers", oneShot("first", 1))
+	second := c.client(other, "POST", "/timers", oneShot("second", 1))
+	if first.Status != 200 || second.Status != 200 {
+		t.Fatalf("creates: got %d and %d (%s), want 200 and 200", first.Status, second.Status, second.Body)
+	}
+	idFirst := mustID(t, strings.TrimPrefix(first.Header.Get(HeaderLocation), "/timers/"))
+	idSecond := mustID(t, strings.TrimPrefix(second.Header.Get(HeaderLocation), "/timers/"))
+	if idFirst != x || idSecond == x {
+		t.Fatalf("IDs: got %016x and %016x, want %016x and a fresh one", idFirst, idSecond, x)
+	}
+	if held, _ := c.nodes[holder].Timer(x); held.Opaque != "first" || held.Tombstone {
+		t.Fatalf("timer %016x after the collision: got %+v, want the first definition, live", x, held)
+	}
+	got := seqs(c.advance(10*time.Second, 200))
+	slices.Sort(got)
+	if want := []string{"1:first", "1:second"}; !slices.Equal(got, want) {
+		t.Fatalf("pops: got %v, want %v", got, want)
+	}
+	if n := c.nodes[other].Stats().IDCollisions; n != 1 {
+		t.Errorf("proxy's IDCollisions: got %d, want 1", n)
+	}
+}
+
+// TestRacingCollidingCreatesBothSurvive proves that two creates issued the
+// same ID by two nodes at once, each reaching its own replica first, both
+// end up held under fresh IDs: each proxy withdraws the copy it left, and
+// neither withdrawal touches the other timer. Every acknowledged timer pops
+// once with its own data; nothing pops under the colliding ID.
+func TestRacingCollidingCreatesBothSurvive(t *testing.T) {
+	two := three[:2]
+	c := sharedInstance(t, two...)
+	replies := map[string]*Response{}
+	for i, a := range two {
+		opaque := []string{"a", "b"}[i]
+		c.nodes[a].Handle(Request{Method: "POST", URL: "/timers", Header: Header{}, Body: []byte(oneShot(opaque, 2))},
+			func(r Response) { replies[opaque] = &r })
+	}
+	c.settle()
+	ids := map[uint64]bool{}
+	for _, o := range []string{"a", "b"} {
+		r := replies[o]
+		if r == nil || r.Status != 200 {
+			t.Fatalf("create %s: got %+v, want 200", o, r)
+		}
+		id := mustID(t, strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/"))
+		if ids[id] {
+			t.Fatalf("create %s: ID %016x issued twice", o, id)
+		}
+		ids[id] = true
+	}
+	got := seqs(c.advance(10*time.Second, 200))
+	slices.Sort(got)
+	if want := []string{"1:a", "1:b"}; !slices.Equal(got, want) {
+		t.Fatalf("pops: got %v, want %v", got, want)
+	}
+}
+
+// TestCreateNeverReplacesTimerAClientCreatedUnderItsID proves a create
+// (whose version is its ID) is refused where a client already created a
+// timer under that ID with a PUT, whatever the versions: the PUT's timer
+// keeps popping, and the create is retried under a fresh ID.
+func TestCreateNeverReplacesTimerAClientCreatedUnderItsID(t *testing.T) {
+	h := newHarness(t)
+	// The ID the node will issue next, taken by a client first.
+	g := newIDGen(uint64(h.node.instance), DefaultMaxClockLead.Milliseconds())
+	x, _ := g.next(epoch.UnixMilli() + 1000)
+	if r := h.do("PUT", "/timers/"+FormatWireID(x, 0), oneShot("chosen", 1)); r.Status != 200 {
+		t.Fatalf("PUT: got %d (%s), want 200", r.Status, r.Body)
+	}
+	h.clock.advance(time.Second)
+	// The PUT moved the generator past x, so force the node to issue x
+	// again, as a second node with the same instance number would.
+	h.node.ids = g
+	h.node.ids.lastMs--
+	r := h.do("POST", "/timers", oneShot("created", 1))
+	if r.Status != 200 {
+		t.Fatalf("POST: got %d (%s), want 200", r.Status, r.Body)
+	}
+	if id := mustID(t, strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")); id == x {
+		t.Fatalf("POST: got ID %016x, the one the client's timer holds", id)
+	}
+	h.clock.advance(10 * time.Second)
+	got := seqs(h.pops(cb, 200))
+	slices.Sort(got)
+	if want := []string{"1:chosen", "1:created"}; !slices.Equal(got, want) {
+		t.Fatalf("pops: got %v, want %v", got, want)
+	}
+}
