@@ -34,11 +34,12 @@ func parseHostList(entries []string) (*hostList, error) {
 			continue
 		}
 		host := strings.TrimSuffix(strings.TrimPrefix(e, "["), "]")
-		if host == "" || strings.ContainsAny(host, "/[]@?#% ") {
-			return nil, fmt.Errorf("node: config CallbackHosts entry %q is not a host, host:port or IP prefix", e)
-		}
-		if ip, err := netip.ParseAddr(host); err == nil {
+		ip, err := netip.ParseAddr(host)
+		switch {
+		case err == nil:
 			host = ip.Unmap().String()
+		case host == "" || strings.ContainsAny(host, "/[]@?#%: "):
+			return nil, fmt.Errorf("node: config CallbackHosts entry %q is not a host, host:port or IP prefix", e)
 		}
 		l.hosts[host] = true
 	}

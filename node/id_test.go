@@ -2,6 +2,7 @@ package node
 
 import (
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -30,6 +31,113 @@ func TestIDsNeverRepeat(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestGeneratorCannotBePoisoned proves that whatever a node is shown, by
+// clients (IDs of any value in PUT and DELETE paths) or by peers
+// (versions), and whatever its clock does, the IDs it issues stay unique
+// and increasing, carry its instance number, never overflow, and are never
+// dated more than MaxClockLead (plus the milliseconds bursts borrowed)
+// ahead of the latest time its clock showed.
+func TestGeneratorCannotBePoisoned(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		lead := rapid.Int64Range(1, 120_000).Draw(t, "lead")
+		instance := uint64(rapid.IntRange(0, MaxInstanceID).Draw(t, "instance"))
+		g := newIDGen(instance, lead)
+		now := int64(idEpochMs) + rapid.Int64Range(0, maxIDMs).Draw(t, "start")
+		latest, issued, last := now, int64(0), uint64(0)
+		steps := rapid.IntRange(1, 200).Draw(t, "steps")
+		for range steps {
+			switch rapid.IntRange(0, 4).Draw(t, "op") {
+			case 0: // the clock jumps, either way
+				now = max(now+rapid.Int64Range(-3_600_000, 3_600_000).Draw(t, "jump"), 0)
+				latest = max(latest, now)
+			case 1: // a client's ID or a peer's version, any value
+				g.observe(rapid.Uint64().Draw(t, "seen"), now)
+			case 2: // a value at the very top of the ID space
+				g.observe(^uint64(0)-rapid.Uint64Range(0, 1<<20).Draw(t, "top"), now)
+			default:
+				for range rapid.IntRange(1, 5000).Draw(t, "burst") {
+					id, ok := g.next(now)
+					if !ok {
+						if g.lastMs != maxIDMs {
+							t.Fatalf("generator gave up at %d ms, before the end of the ID space", g.lastMs)
+						}
+						return
+					}
+					issued++
+					if issued > 1 && id <= last {
+						t.Fatalf("id %x after %x: not increasing", id, last)
+					}
+					if got := id >> seqBits & MaxInstanceID; got != instance {
+						t.Fatalf("id %x carries instance %d, want %d", id, got, instance)
+					}
+					if limit := min(latest-idEpochMs+lead+issued>>seqBits+1, maxIDMs); idMs(id) > limit {
+						t.Fatalf("id %x dated %d ms, past the bound %d", id, idMs(id), limit)
+					}
+					last = id
+				}
+			}
+		}
+	})
+}
+
+// TestObserveIsBounded tabulates what observing an outside value does to
+// the next ID: a value within the lead moves the generator past it; one
+// beyond it moves the generator only to the lead.
+func TestObserveIsBounded(t *testing.T) {
+	const lead = 60_000
+	now := int64(idEpochMs) + 1_000_000
+	at := func(ms int64) uint64 { return uint64(ms-idEpochMs) << (instanceBits + seqBits) }
+	for _, tc := range []struct {
+		name   string
+		seen   uint64
+		wantMs int64 // time field of the next ID, relative to now
+	}{
+		{"past value", at(now - 5000), 0},
+		{"value just ahead", at(now + 5000), 5001},
+		{"value at the lead", at(now + lead), lead + 1},
+		{"value beyond the lead", at(now + 10*lead), lead + 1},
+		{"top of the ID space", ^uint64(0), lead + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newIDGen(5, lead)
+			g.observe(tc.seen, now)
+			id, _ := g.next(now)
+			if got := idMs(id) - (now - idEpochMs); got != tc.wantMs {
+				t.Errorf("next ID dated now%+d ms, want now%+d", got, tc.wantMs)
+			}
+		})
+	}
+}
+
+// TestClientIDAtTopOfRangeCannotPoisonTheNode proves the reported bug is
+// gone: a PUT to ffff...ffff used to drag the generator to the top of its
+// range, so later IDs wrapped to small numbers and timers created earlier
+// could no longer be deleted (503). Now it is an ordinary client-chosen
+// timer, and the node goes on issuing IDs near its clock.
+func TestClientIDAtTopOfRangeCannotPoisonTheNode(t *testing.T) {
+	h := newHarness(t)
+	before := h.create(timerJSON(60, 60, cb, "before"))
+	top := FormatWireID(^uint64(0), ^uint64(0))
+	if r := h.do("PUT", "/timers/"+top, timerJSON(60, 60, cb, "top")); r.Status != 200 {
+		t.Fatalf("PUT %s: got %d (%s), want 200", top, r.Status, r.Body)
+	}
+	after := h.create(timerJSON(60, 60, cb, "after"))
+	idBefore, idAfter := mustID(t, before), mustID(t, after)
+	if idAfter <= idBefore || IDTime(idAfter)-h.node.nowMs() > DefaultMaxClockLead.Milliseconds()+1 {
+		t.Fatalf("ID after the PUT: got %016x (dated %d ms ahead), want above %016x and within the lead",
+			idAfter, IDTime(idAfter)-h.node.nowMs(), idBefore)
+	}
+	for _, wire := range []string{before, after, top} {
+		if r := h.do("DELETE", "/timers/"+wire, ""); r.Status != 200 {
+			t.Errorf("DELETE %s: got %d (%s), want 200", wire, r.Status, r.Body)
+		}
+	}
+	h.clock.advance(2 * time.Minute)
+	if got := h.pops(cb, 200); len(got) != 0 {
+		t.Errorf("pops after deleting every timer: got %v, want none", seqs(got))
+	}
 }
 
 // TestIDLayout proves the ID carries its issue time and instance number.

@@ -1,0 +1,147 @@
+package node
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/murmur3"
+	"pgregory.net/rapid"
+)
+
+// TestInstanceIDsAreUniqueAndAgreed proves the derivation every node runs:
+// for any membership, every member gets a distinct number in range, and
+// every node computes the same assignment whatever order its
+// configuration lists the members in.
+func TestInstanceIDsAreUniqueAndAgreed(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		all := rapid.SliceOfNDistinct(rapid.StringMatching(`127\.0\.[0-9]{1,3}\.[0-9]{1,3}:[0-9]{2,5}`), 1, 64, rapid.ID).Draw(t, "members")
+		joining := rapid.IntRange(0, len(all)-1).Draw(t, "joining")
+		m := Membership{Nodes: all[joining:], Joining: all[:joining]}
+		ids, err := InstanceIDs(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[int]string{}
+		for _, a := range all {
+			id, ok := ids[a]
+			if !ok || id < 0 || id > MaxInstanceID {
+				t.Fatalf("%s: got %d, %v, want a number in 0..%d", a, id, ok, MaxInstanceID)
+			}
+			if other, dup := seen[id]; dup {
+				t.Fatalf("%s and %s both got %d", a, other, id)
+			}
+			seen[id] = a
+		}
+		shuffled := Membership{Nodes: slices.Clone(m.Nodes), Joining: slices.Clone(m.Joining)}
+		slices.Reverse(shuffled.Nodes)
+		slices.Reverse(shuffled.Joining)
+		again, _ := InstanceIDs(shuffled)
+		if !maps.Equal(ids, again) {
+			t.Fatalf("reordered membership: got %v, want %v", again, ids)
+		}
+	})
+}
+
+// clashingPair returns two loopback addresses whose derived numbers clash,
+// in sorted order.
+func clashingPair(t *testing.T) (string, string) {
+	t.Helper()
+	byNumber := map[uint32]string{}
+	for port := 1000; port < 65535; port++ {
+		a := fmt.Sprintf("127.0.0.1:%d", port)
+		h := murmur3.SeedStringSum32(0, a) & MaxInstanceID
+		if b, ok := byNumber[h]; ok {
+			return b, a
+		}
+		byNumber[h] = a
+	}
+	t.Fatal("no clash among 64k addresses")
+	return "", ""
+}
+
+// TestInstanceClashMovesTheLaterMember proves clashes are resolved as
+// hashing.md resolves server hash clashes: the member first in order keeps
+// its number and the other moves to the next free one; a joining member
+// yields to a steady one whatever their addresses.
+func TestInstanceClashMovesTheLaterMember(t *testing.T) {
+	a, b := clashingPair(t) // a < b
+	h := int(murmur3.SeedStringSum32(0, a) & MaxInstanceID)
+	next := (h + 1) & MaxInstanceID
+	for _, tc := range []struct {
+		name       string
+		m          Membership
+		wantA, wantB int
+	}{
+		{"both steady", Membership{Nodes: []string{b, a}}, h, next},
+		{"the later address joining", Membership{Nodes: []string{a}, Joining: []string{b}}, h, next},
+		{"the earlier address joining", Membership{Nodes: []string{b}, Joining: []string{a}}, next, h},
+		{"the later address leaving", Membership{Nodes: []string{a}, Leaving: []string{b}}, h, next},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ids, err := InstanceIDs(tc.m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ids[a] != tc.wantA || ids[b] != tc.wantB {
+				t.Errorf("got %s=%d %s=%d, want %d and %d", a, ids[a], b, ids[b], tc.wantA, tc.wantB)
+			}
+		})
+	}
+}
+
+// TestConfiguredInstanceClashStopsTheNode proves a node configured with
+// the number another member derives refuses to start, naming the member,
+// and that a configured number nobody derives is used as given.
+func TestConfiguredInstanceClashStopsTheNode(t *testing.T) {
+	m := Membership{Nodes: three}
+	ids, _ := InstanceIDs(m)
+	cfg := DefaultConfig()
+	cfg.Address, cfg.Cluster = three[0], m
+	cfg.Clock, cfg.Network = &manualClock{now: epoch}, &heldNet{}
+	cfg.InstanceID = ids[three[1]]
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), three[1]) {
+		t.Fatalf("New with %s's number: got %v, want an error naming %s", three[1], err, three[1])
+	}
+	free := 0
+	for slices.Contains(slices.Collect(maps.Values(ids)), free) {
+		free++
+	}
+	cfg.InstanceID = free
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, derived := n.Instance(); got != free || derived {
+		t.Errorf("Instance: got %d, %v, want %d, false", got, derived, free)
+	}
+}
+
+// TestRenumberedNodeIssuesPastTheLead proves a node whose derived number
+// changes with a reload (a clash with a new member) issues its next IDs
+// under the new number, dated past the lead, so they cannot repeat an ID
+// the number's previous holder issued before its own reload.
+func TestRenumberedNodeIssuesPastTheLead(t *testing.T) {
+	a, b := clashingPair(t) // a keeps the number when both are steady
+	h := newHarness(t, func(c *Config) { c.Address, c.Cluster = b, Membership{Nodes: []string{b}} })
+	before, _ := h.node.Instance()
+	first := mustID(t, h.create(timerJSON(60, 60, cb, "x")))
+	if err := h.node.SetCluster(Membership{Nodes: []string{a, b}}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := h.node.Instance()
+	if after == before {
+		t.Fatalf("instance after %s joined: still %d", a, after)
+	}
+	// The next create would need a's answer; the ID it would carry is the
+	// generator's next.
+	second, _ := h.node.ids.next(h.node.nowMs())
+	if got := int(second >> seqBits & MaxInstanceID); got != after || second <= first {
+		t.Fatalf("ID after renumbering: got %016x (instance %d), want instance %d and above %016x", second, got, after, first)
+	}
+	if ahead := IDTime(second) - h.node.nowMs(); ahead < DefaultMaxClockLead.Milliseconds() {
+		t.Errorf("ID after renumbering dated %d ms ahead, want at least the lead %d", ahead, DefaultMaxClockLead.Milliseconds())
+	}
+}
