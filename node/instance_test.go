@@ -71,8 +71,8 @@ func TestInstanceClashMovesTheLaterMember(t *testing.T) {
 	h := int(murmur3.SeedStringSum32(0, a) & MaxInstanceID)
 	next := (h + 1) & MaxInstanceID
 	for _, tc := range []struct {
-		name       string
-		m          Membership
+		name         string
+		m            Membership
 		wantA, wantB int
 	}{
 		{"both steady", Membership{Nodes: []string{b, a}}, h, next},
