@@ -39,7 +39,7 @@ const clusterWait = 30 * time.Second
 func TestClusterLoopback(t *testing.T) {
 	bin := buildBinary(t)
 	rec := newRecorder(t)
-	members := startCluster(t, bin, 3)
+	members := startCluster(t, bin, 3, configuredIDs)
 	a, b, c := members[0], members[1], members[2]
 	addrs := []string{a.addr, b.addr, c.addr}
 	ring := node.NewRing(addrs)
@@ -185,12 +185,15 @@ func (ct clusterTimer) pops() int {
 }
 
 // recorder is the client's callback endpoint: it keeps every pop in
-// arrival order and notes any pop of a definition after it was forbidden
-// (its update or delete returned).
+// arrival order with the time it arrived, counts the pops of each opaque,
+// and notes any pop of a definition after it was forbidden (its update or
+// delete returned).
 type recorder struct {
 	url       string
 	mu        sync.Mutex
 	pops      []pop
+	at        []time.Time // at[i] is when pops[i] arrived, on this process's clock
+	popped    map[string]int
 	forbidden map[string]bool
 	late      []pop
 	changed   chan struct{} // closed and replaced on every pop
@@ -198,13 +201,16 @@ type recorder struct {
 
 func newRecorder(t *testing.T) *recorder {
 	t.Helper()
-	r := &recorder{forbidden: map[string]bool{}, changed: make(chan struct{})}
+	r := &recorder{popped: map[string]int{}, forbidden: map[string]bool{}, changed: make(chan struct{})}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		at := time.Now()
 		body, _ := io.ReadAll(req.Body)
 		p := pop{string(body), req.Header.Get("X-Sequence-Number")}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.pops = append(r.pops, p)
+		r.at = append(r.at, at)
+		r.popped[p.body]++
 		if r.forbidden[p.body] {
 			r.late = append(r.late, p)
 		}
@@ -266,10 +272,36 @@ func (r *recorder) awaitNext(t *testing.T, opaque string) {
 	r.await(t, "of "+opaque, from, func(p pop) bool { return p.body == opaque })
 }
 
+// awaitPopped waits until n distinct opaques have popped at least once,
+// or until timeout has passed; the caller checks which pops arrived.
+func (r *recorder) awaitPopped(n int, timeout time.Duration) {
+	deadline := time.After(timeout)
+	for {
+		r.mu.Lock()
+		done, changed := len(r.popped) >= n, r.changed
+		r.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return
+		}
+	}
+}
+
 func (r *recorder) snapshot() []pop {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]pop(nil), r.pops...)
+}
+
+// arrivals returns every pop so far with the time it arrived.
+func (r *recorder) arrivals() ([]pop, []time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]pop(nil), r.pops...), append([]time.Time(nil), r.at...)
 }
 
 // check fails on any pop after its definition was forbidden, and on any
@@ -301,11 +333,24 @@ func (r *recorder) check(t *testing.T, limits map[string]int) {
 	t.Logf("pops per opaque (duplicates included): %v", counts)
 }
 
+// instanceIDs says how the members of a test cluster get their instance
+// numbers.
+type instanceIDs int
+
+const (
+	// configuredIDs gives member i [identity] instance_id i+1.
+	configuredIDs instanceIDs = iota
+	// derivedIDs configures no instance_id anywhere, as a cluster
+	// configured with addresses only: each member derives its number from
+	// the membership.
+	derivedIDs
+)
+
 // startCluster starts n processes of bin as one cluster on free loopback
-// ports, each with its own instance_id, and waits until all serve. If
+// ports, with instance numbers as ids says, and waits until all serve. If
 // another process takes a port between our probe and the bind, it starts
 // the whole cluster again on other ports.
-func startCluster(t *testing.T, bin string, n int) []*process {
+func startCluster(t *testing.T, bin string, n int, ids instanceIDs) []*process {
 	t.Helper()
 	for attempt := 0; attempt < 3; attempt++ {
 		addrs := make([]string, n)
@@ -316,7 +361,7 @@ func startCluster(t *testing.T, bin string, n int) []*process {
 		var err error
 		for i := range addrs {
 			var p *process
-			if p, err = tryStartMember(t, bin, addrs, i); err != nil {
+			if p, err = tryStartMember(t, bin, addrs, i, ids); err != nil {
 				break
 			}
 			members = append(members, p)
@@ -335,9 +380,9 @@ func startCluster(t *testing.T, bin string, n int) []*process {
 	return nil
 }
 
-// tryStartMember starts member i of the cluster of addrs with instance_id
-// i+1 and waits until it serves.
-func tryStartMember(t *testing.T, bin string, addrs []string, i int) (*process, error) {
+// tryStartMember starts member i of the cluster of addrs, with
+// instance_id i+1 if ids is configuredIDs, and waits until it serves.
+func tryStartMember(t *testing.T, bin string, addrs []string, i int, ids instanceIDs) (*process, error) {
 	dir := t.TempDir()
 	addr := addrs[i]
 	host, port, _ := net.SplitHostPort(addr)
@@ -346,7 +391,10 @@ func tryStartMember(t *testing.T, bin string, addrs []string, i int) (*process, 
 		log: newLogWatch(), exited: make(chan error, 1),
 	}
 	localPath := filepath.Join(dir, "chronos.conf")
-	local := fmt.Sprintf("[http]\nbind-address = %s\nbind-port = %s\n\n[logging]\nlevel = 3\n\n[identity]\ninstance_id = %d\n", host, port, i+1)
+	local := fmt.Sprintf("[http]\nbind-address = %s\nbind-port = %s\n\n[logging]\nlevel = 3\n", host, port)
+	if ids == configuredIDs {
+		local += fmt.Sprintf("\n[identity]\ninstance_id = %d\n", i+1)
+	}
 	if err := os.WriteFile(localPath, []byte(local), 0o600); err != nil {
 		t.Fatal(err)
 	}

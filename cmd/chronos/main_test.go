@@ -121,20 +121,30 @@ func timerBody(interval, repeatFor int, uri, opaque string) string {
 // do sends one request and returns the status and Location.
 func do(t *testing.T, c *http.Client, method, url, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	status, loc, reason, err := request(c, method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if status != http.StatusOK {
+		t.Logf("%s %s: %d Reason %q", method, url, status, reason)
+	}
+	return status, loc
+}
+
+// request sends one request and returns the status, Location and Reason.
+// Unlike do it never fails the test, so any goroutine may call it.
+func request(c *http.Client, method, url, body string) (status int, loc, reason string, err error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		return 0, "", "", err
+	}
 	resp, err := c.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+		return 0, "", "", fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Logf("%s %s: %d Reason %q", method, url, resp.StatusCode, resp.Header.Get("Reason"))
-	}
-	return resp.StatusCode, resp.Header.Get("Location")
+	return resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("Reason"), nil
 }
 
 // pop is one callback as the client sees it.
