@@ -1,7 +1,10 @@
 package node
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -185,4 +188,191 @@ func FuzzParseBody(f *testing.F) {
 			t.Fatalf("accepted a client body without a callback: %+v", spec)
 		}
 	})
+}
+
+// parseReason returns the reason ParseBody refuses body with, failing the
+// test if it accepts it or fails with anything but a bad request.
+func parseReason(t *testing.T, body string) string {
+	t.Helper()
+	spec, repl, err := ParseBody([]byte(body))
+	if err == nil {
+		t.Fatalf("ParseBody(%s): got %+v %+v, want a bad request", body, spec, repl)
+	}
+	var bad *BadRequestError
+	if !errors.As(err, &bad) {
+		t.Fatalf("ParseBody(%s): got error %v, want a *BadRequestError", body, err)
+	}
+	return bad.Reason
+}
+
+// goInternals are words a reason must not contain: they belong to the
+// implementation (encoding/json's messages), not to the API.
+var goInternals = []string{"Go ", "struct", "node.", "wire", "RawMessage", "unmarshal"}
+
+func checkPlainReason(t *testing.T, reason string) {
+	t.Helper()
+	for _, w := range goInternals {
+		if strings.Contains(reason, w) {
+			t.Errorf("reason %q: got %q in it, want no Go internals", reason, w)
+		}
+	}
+}
+
+const (
+	// exactClientBody uses every member of the client body.
+	exactClientBody = `{"timing":{"interval":5,"repeat-for":50},` +
+		`"callback":{"http":{"uri":"http://a/","opaque":"x"}},` +
+		`"reliability":{"replication-factor":3},` +
+		`"statistics":{"tag-info":[{"type":"CALL","count":2}]}}`
+	// exactInternalBody uses every internal member.
+	exactInternalBody = `{"timing":{"interval":5,"start-time-delta":-500,"sequence-number":2,"version":"9"},` +
+		`"callback":{"http":{"uri":"http://a/"}},` +
+		`"reliability":{"cluster-view-id":"4","replicas":["a:1"],"sites":["s1","s2"]}}`
+)
+
+// TestBodyKeysExact proves keys match exactly, as the original parser's
+// lookups did, not case-insensitively as encoding/json's struct fields do
+// (which also fold the long s and the Kelvin sign): a key spelt any other
+// way is an unknown key, ignored, so a mandatory member is then missing
+// and an optional one absent. A name with escapes matches once decoded.
+func TestBodyKeysExact(t *testing.T) {
+	client := Spec{Interval: 5000, RepeatFor: 50000, URI: "http://a/", Opaque: "x", RF: 3, Tags: []Tag{{"CALL", 2}}}
+	internal := Spec{Interval: 5000, RepeatFor: 5000, URI: "http://a/"}
+	repl := Replication{StartTimeDelta: -500, Seq: 2, Version: 9, ViewID: 4, Replicas: []string{"a:1"}, Sites: []string{"s1", "s2"}}
+	with := func(s Spec, f func(*Spec)) *Spec { f(&s); return &s }
+	withRepl := func(r Replication, f func(*Replication)) *Replication { f(&r); return &r }
+	cases := []struct {
+		base, key, as string
+		reason        string // a substring of the reason when refused
+		spec          *Spec
+		repl          *Replication
+	}{
+		{exactClientBody, "timing", "Timing", "timing is missing", nil, nil},
+		{exactClientBody, "interval", "Interval", "timing.interval is missing", nil, nil},
+		{exactClientBody, "interval", "INTERVAL", "timing.interval is missing", nil, nil},
+		{exactClientBody, "interval", `interv\u0061l`, "", &client, nil},
+		{exactClientBody, "repeat-for", "Repeat-For", "", with(client, func(s *Spec) { s.RepeatFor = 5000 }), nil},
+		{exactClientBody, "callback", "Callback", "callback is missing", nil, nil},
+		{exactClientBody, "http", "HTTP", "exactly one mechanism", nil, nil},
+		{exactClientBody, "uri", "Uri", "callback.http.uri is missing", nil, nil},
+		{exactClientBody, "opaque", "Opaque", "", with(client, func(s *Spec) { s.Opaque = "" }), nil},
+		{exactClientBody, "reliability", "Reliability", "", with(client, func(s *Spec) { s.RF = 0 }), nil},
+		{exactClientBody, "replication-factor", "Replication-factor", "", with(client, func(s *Spec) { s.RF = 0 }), nil},
+		{exactClientBody, "statistics", "Statistics", "", with(client, func(s *Spec) { s.Tags = nil }), nil},
+		{exactClientBody, "statistics", "ſtatiſticſ", "", with(client, func(s *Spec) { s.Tags = nil }), nil},
+		{exactClientBody, "tag-info", "Tag-Info", "", with(client, func(s *Spec) { s.Tags = nil }), nil},
+		{exactClientBody, "type", "Type", "statistics.tag-info[0].type is missing", nil, nil},
+		{exactClientBody, "count", "Count", "", with(client, func(s *Spec) { s.Tags = []Tag{{"CALL", 1}} }), nil},
+		{exactInternalBody, "interval", "interval", "", &internal, &repl},
+		{exactInternalBody, "replicas", "Replicas", "", &internal, nil},
+		{exactInternalBody, "start-time-delta", "Start-Time-Delta", "", &internal, withRepl(repl, func(r *Replication) { r.StartTimeDelta = 0 })},
+		{exactInternalBody, "sequence-number", "Sequence-Number", "", &internal, withRepl(repl, func(r *Replication) { r.Seq = 0 })},
+		{exactInternalBody, "version", "Version", "", &internal, withRepl(repl, func(r *Replication) { r.Version = 0 })},
+		{exactInternalBody, "cluster-view-id", "Cluster-View-Id", "", &internal, withRepl(repl, func(r *Replication) { r.ViewID = 0 })},
+		{exactInternalBody, "sites", "Sites", "", &internal, withRepl(repl, func(r *Replication) { r.Sites = nil })},
+	}
+	for _, tc := range cases {
+		t.Run(tc.as, func(t *testing.T) {
+			body := strings.Replace(tc.base, `"`+tc.key+`"`, `"`+tc.as+`"`, 1)
+			if tc.reason != "" {
+				if reason := parseReason(t, body); !strings.Contains(reason, tc.reason) {
+					t.Errorf("reason: got %q, want it to contain %q", reason, tc.reason)
+				}
+				return
+			}
+			spec, repl, err := ParseBody([]byte(body))
+			if err != nil {
+				t.Fatalf("ParseBody(%s): got %v, want it accepted", body, err)
+			}
+			if !reflect.DeepEqual(spec, *tc.spec) {
+				t.Errorf("spec:\n got %+v\nwant %+v", spec, *tc.spec)
+			}
+			if !reflect.DeepEqual(repl, tc.repl) {
+				t.Errorf("replication:\n got %+v\nwant %+v", repl, tc.repl)
+			}
+		})
+	}
+}
+
+// jsonKinds are a value of each JSON type, by the name reasons give it.
+var jsonKinds = []struct{ name, value string }{
+	{"an object", `{}`}, {"an array", `[]`}, {"a string", `"s"`},
+	{"a number", `7`}, {"a boolean", `true`}, {"null", `null`},
+}
+
+// TestBodyTypeErrors proves a value of the wrong JSON type at any known
+// field, null included, is refused with a reason that names the field and
+// the JSON type it must have and has, in the API's words and none of Go's.
+func TestBodyTypeErrors(t *testing.T) {
+	const internal = `{"timing":{"interval":5,@T},` + okCallback + `,"reliability":{"replicas":["a:1"],@R}}`
+	fields := []struct {
+		field, body, want string
+		right             []string // the kinds the field may have
+	}{
+		{"the body", `@`, "a JSON object", []string{"an object"}},
+		{"timing", `{"timing":@,` + okCallback + `}`, "a JSON object", []string{"an object"}},
+		{"timing.interval", `{"timing":{"interval":@},` + okCallback + `}`, "an integer", []string{"a number"}},
+		{"timing.repeat-for", `{"timing":{"interval":5,"repeat-for":@},` + okCallback + `}`, "an integer", []string{"a number"}},
+		{"callback", `{"timing":{"interval":5},"callback":@}`, "a JSON object", []string{"an object"}},
+		{"callback.http", `{"timing":{"interval":5},"callback":{"http":@}}`, "a JSON object", []string{"an object"}},
+		{"callback.http.uri", `{"timing":{"interval":5},"callback":{"http":{"uri":@}}}`, "a string", []string{"a string"}},
+		{"callback.http.opaque", `{"timing":{"interval":5},"callback":{"http":{"uri":"http://a/","opaque":@}}}`, "a string", []string{"a string"}},
+		{"reliability", `{"timing":{"interval":5},` + okCallback + `,"reliability":@}`, "a JSON object", []string{"an object"}},
+		{"reliability.replication-factor", `{"timing":{"interval":5},` + okCallback + `,"reliability":{"replication-factor":@}}`, "an integer", []string{"a number"}},
+		{"statistics", `{"timing":{"interval":5},` + okCallback + `,"statistics":@}`, "a JSON object", []string{"an object"}},
+		{"statistics.tag-info", `{"timing":{"interval":5},` + okCallback + `,"statistics":{"tag-info":@}}`, "an array", []string{"an array"}},
+		{"statistics.tag-info[1]", `{"timing":{"interval":5},` + okCallback + `,"statistics":{"tag-info":[{"type":"A"},@]}}`, "a JSON object", []string{"an object"}},
+		{"statistics.tag-info[0].type", `{"timing":{"interval":5},` + okCallback + `,"statistics":{"tag-info":[{"type":@}]}}`, "a string", []string{"a string"}},
+		{"statistics.tag-info[0].count", `{"timing":{"interval":5},` + okCallback + `,"statistics":{"tag-info":[{"type":"A","count":@}]}}`, "an integer", []string{"a number"}},
+		{"timing.start-time-delta", strings.Replace(internal, "@T", `"start-time-delta":@`, 1), "an integer", []string{"a number"}},
+		{"timing.sequence-number", strings.Replace(internal, "@T", `"sequence-number":@`, 1), "an integer", []string{"a number"}},
+		{"timing.version", strings.Replace(internal, "@T", `"version":@`, 1), "an unsigned integer or a string of its decimal digits", []string{"a number", "a string"}},
+		{"reliability.cluster-view-id", strings.Replace(internal, "@R", `"cluster-view-id":@`, 1), "an unsigned integer or a string of its decimal digits", []string{"a number", "a string"}},
+		{"reliability.replicas", `{"timing":{"interval":5},` + okCallback + `,"reliability":{"replicas":@}}`, "an array", []string{"an array"}},
+		{"reliability.replicas[1]", `{"timing":{"interval":5},` + okCallback + `,"reliability":{"replicas":["a:1",@]}}`, "a string", []string{"a string"}},
+		{"reliability.sites", strings.Replace(internal, "@R", `"sites":@`, 1), "an array", []string{"an array"}},
+		{"reliability.sites[0]", strings.Replace(internal, "@R", `"sites":[@]`, 1), "a string", []string{"a string"}},
+	}
+	for _, f := range fields {
+		body := strings.NewReplacer(",@T", "", ",@R", "").Replace(f.body)
+		for _, k := range jsonKinds {
+			if slices.Contains(f.right, k.name) {
+				continue
+			}
+			t.Run(f.field+"="+k.value, func(t *testing.T) {
+				reason := parseReason(t, strings.Replace(body, "@", k.value, 1))
+				if want := f.field + " must be " + f.want + ", got " + k.name; !strings.Contains(reason, want) {
+					t.Errorf("reason: got %q, want it to contain %q", reason, want)
+				}
+				checkPlainReason(t, reason)
+			})
+		}
+	}
+}
+
+// TestBodyNotJSON proves a body that is not one JSON value (empty, not
+// JSON, cut short, or followed by more data) is refused with a plain
+// reason.
+func TestBodyNotJSON(t *testing.T) {
+	cases := []struct{ name, body, reason string }{
+		{"empty", ``, "the body is empty"},
+		{"blank", " \r\n\t", "the body is empty"},
+		{"not JSON", `<timer/>`, "not a valid JSON timer: invalid character '<'"},
+		{"cut short", `{"timing":{"interval":5}`, "not a valid JSON timer: it ends inside a value"},
+		{"bad escape", `{"timing":{"interval":5},"x":"\q"}`, "not a valid JSON timer: invalid character 'q'"},
+		{"control character", "{\"x\":\"a\x01\"}", "not a valid JSON timer: invalid character"},
+		{"second value", `{"timing":{"interval":5}} {}`, "after the JSON value"},
+		{"extra brace", `{"timing":{"interval":5}}}`, "after the JSON value"},
+		{"extra bracket", `{"timing":{"interval":5}}]`, "after the JSON value"},
+		{"too deep", strings.Repeat("[", 20000) + strings.Repeat("]", 20000), "exceeded max depth"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reason := parseReason(t, tc.body)
+			if !strings.Contains(reason, tc.reason) {
+				t.Errorf("reason: got %q, want it to contain %q", reason, tc.reason)
+			}
+			checkPlainReason(t, reason)
+		})
+	}
 }
