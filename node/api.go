@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Spec is a timer definition as a client sends it (api.md), validated.
@@ -567,13 +569,85 @@ func uintField(v rawValue, field string) (uint64, error) {
 	return n, nil
 }
 
-// unquote decodes a JSON string token.
+// unquote decodes a JSON string token byte for byte. Where encoding/json
+// would put U+FFFD in place of invalid UTF-8 or of an escaped UTF-16
+// surrogate without its pair, it refuses the string: opaque data must
+// reach the callback as the client sent it, or not at all.
 func unquote(v rawValue) (string, bool) {
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
+	s := v[1 : len(v)-1]
+	if !utf8.Valid(s) { // escapes are ASCII: this checks every literal byte
 		return "", false
 	}
-	return s, true
+	i := bytes.IndexByte(s, '\\')
+	if i < 0 {
+		return string(s), true
+	}
+	out := make([]byte, 0, len(s))
+	for ; i >= 0; i = bytes.IndexByte(s, '\\') {
+		out, s = append(out, s[:i]...), s[i:]
+		if s[1] != 'u' {
+			out, s = append(out, unescapeByte(s[1])), s[2:]
+			continue
+		}
+		r, n := unescapeRune(s)
+		if n == 0 {
+			return "", false
+		}
+		out, s = utf8.AppendRune(out, r), s[n:]
+	}
+	return string(append(out, s...)), true
+}
+
+// unescapeByte is the byte a two-character escape stands for.
+func unescapeByte(c byte) byte {
+	switch c {
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	}
+	return c // '"', '\\' and '/' stand for themselves
+}
+
+// unescapeRune decodes the \uXXXX escape s starts with, or the surrogate
+// pair of two such escapes, and returns the rune and the bytes it took; 0
+// bytes for a surrogate without its pair.
+func unescapeRune(s []byte) (rune, int) {
+	r := hex4(s[2:6])
+	if !utf16.IsSurrogate(r) {
+		return r, 6
+	}
+	if len(s) < 12 || s[6] != '\\' || s[7] != 'u' {
+		return 0, 0
+	}
+	pair := utf16.DecodeRune(r, hex4(s[8:12]))
+	if pair == utf8.RuneError {
+		return 0, 0 // r is a low surrogate, or not followed by one
+	}
+	return pair, 12
+}
+
+// hex4 decodes four hex digits, which json.Valid has checked.
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h[:4] {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c <= 'F':
+			c -= 'A' - 10
+		default:
+			c -= 'a' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // jsonIter walks the members of a JSON object, or the elements of a JSON

@@ -376,3 +376,84 @@ func TestBodyNotJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestBodyStringsLossFree proves a string member that encoding/json would
+// decode with U+FFFD in place of some of its bytes (invalid UTF-8, or an
+// escaped UTF-16 surrogate without its pair) is refused with the field's
+// name, in every string field, instead of being delivered altered.
+func TestBodyStringsLossFree(t *testing.T) {
+	const internal = `{"timing":{"interval":5},` + okCallback + `,"reliability":{"replicas":["a:1"],"sites":["s1"]}}`
+	fields := []struct{ field, body string }{
+		{"callback.http.uri", `{"timing":{"interval":5},"callback":{"http":{"uri":"http://a/@"}}}`},
+		{"callback.http.opaque", `{"timing":{"interval":5},"callback":{"http":{"uri":"http://a/","opaque":"x@y"}}}`},
+		{"statistics.tag-info[1].type", `{"timing":{"interval":5},` + okCallback + `,"statistics":{"tag-info":[{"type":"A"},{"type":"@"}]}}`},
+		{"reliability.replicas[0]", strings.Replace(internal, `"a:1"`, `"a:1@"`, 1)},
+		{"reliability.sites[0]", strings.Replace(internal, `"s1"`, `"@s1"`, 1)},
+		{"timing.version", strings.Replace(internal, `"interval":5`, `"interval":5,"version":"1@"`, 1)},
+		{"reliability.cluster-view-id", strings.Replace(internal, `"replicas"`, `"cluster-view-id":"@1","replicas"`, 1)},
+	}
+	bad := []struct{ name, value string }{
+		{"invalid byte", "\xff"},
+		{"cut-off sequence", "\xc3"},
+		{"overlong encoding", "\xc0\xaf"},
+		{"encoded surrogate", "\xed\xa0\x80"},
+		{"lone high surrogate", `\ud800`},
+		{"lone low surrogate", `\udc00`},
+		{"high surrogate at the end", `\uD83D`},
+		{"high surrogate then a letter", `\ud83dA`},
+		{"high surrogate then an escape", `\ud83d\u0041`},
+		{"two high surrogates", `\ud83d\ud83d`},
+		{"pair reversed", `\ude00\ud83d`},
+	}
+	for _, f := range fields {
+		for _, b := range bad {
+			t.Run(f.field+"/"+b.name, func(t *testing.T) {
+				reason := parseReason(t, strings.Replace(f.body, "@", b.value, 1))
+				if want := f.field + " is not valid UTF-8 (or holds an unpaired surrogate escape)"; reason != want {
+					t.Errorf("reason: got %q, want %q", reason, want)
+				}
+			})
+		}
+	}
+}
+
+// TestBodyStringsDecoded proves every JSON escape, and literal UTF-8,
+// decode to exactly the bytes they stand for, and that a member name which
+// does not decode is an unknown key, ignored like any other.
+func TestBodyStringsDecoded(t *testing.T) {
+	cases := []struct{ name, json, want string }{
+		{"plain", `call-id=4fe3a2`, "call-id=4fe3a2"},
+		{"empty", ``, ""},
+		{"short escapes", `\n\r\t\b\f`, "\n\r\t\b\f"},
+		{"quote, backslash, slash", `\"\\\/`, `"\/`},
+		{"NUL", `a\u0000b`, "a\x00b"},
+		{"latin escape and literal", `\u00e9é`, "éé"},
+		{"upper-case hex", `\u00C9`, "É"},
+		{"surrogate pair", `\ud83d\ude00`, "😀"},
+		{"surrogate pair, upper case", `\uD83D\uDE00`, "😀"},
+		{"literal emoji", `😀`, "😀"},
+		{"last BMP code point", `\uffff`, "\uffff"},
+		{"explicit replacement character", `\ufffd`, "\ufffd"},
+		{"escape at each end", `\u0041` + strings.Repeat("x", 100) + `\t`, "A" + strings.Repeat("x", 100) + "\t"},
+		{"line separator", `\u2028`, "\u2028"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"timing":{"interval":5},"callback":{"http":{"uri":"http:\/\/a\/","opaque":"` + tc.json + `"}},` +
+				`"statistics":{"tag-info":[{"type":"` + tc.json + `x"}]},"\ud800":1,` + "\"\xff\":2}"
+			spec, _, err := ParseBody([]byte(body))
+			if err != nil {
+				t.Fatalf("ParseBody: got %v, want it accepted", err)
+			}
+			if spec.Opaque != tc.want {
+				t.Errorf("opaque: got %q, want %q", spec.Opaque, tc.want)
+			}
+			if got, want := spec.Tags[0].Type, tc.want+"x"; got != want {
+				t.Errorf("tag type: got %q, want %q", got, want)
+			}
+			if spec.URI != "http://a/" {
+				t.Errorf("uri: got %q, want %q", spec.URI, "http://a/")
+			}
+		})
+	}
+}
