@@ -351,11 +351,19 @@ func parseHTTP(v rawValue, s *Spec) error {
 	return nil
 }
 
-// checkURI accepts an absolute http or https URL with a host.
+// checkURI accepts an absolute http or https URL with a host, and a port
+// if any that a callback can be sent to: url.Parse checks that a port is
+// decimal digits, but takes 0 and any number above 65535 too. An empty
+// port ("http://h:/") is the scheme's, as RFC 3986 has it.
 func checkURI(uri string) error {
 	u, err := url.Parse(uri)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return badf("callback.http.uri %q is not an absolute http or https URL", uri)
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+			return badf("callback.http.uri %q has port %q, which is not 1 to 65535", uri, port)
+		}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -453,6 +454,55 @@ func TestBodyStringsDecoded(t *testing.T) {
 			}
 			if spec.URI != "http://a/" {
 				t.Errorf("uri: got %q, want %q", spec.URI, "http://a/")
+			}
+		})
+	}
+}
+
+// TestCallbackURIPort proves a callback URI is refused, naming the field,
+// unless its port (if it has one) is decimal digits from 1 to 65535:
+// url.Parse alone takes ports 0 and above 65535. An empty port is the
+// scheme's default.
+func TestCallbackURIPort(t *testing.T) {
+	cases := []struct {
+		uri    string
+		reason string // a substring of the reason, "" when accepted
+	}{
+		{"http://h/", ""},
+		{"http://h:1/", ""},
+		{"http://h:8080/cb", ""},
+		{"https://h:65535/", ""},
+		{"http://h:080/", ""},
+		{"http://[::1]:8080/x", ""},
+		{"http://h:/", ""},
+		{"http://h:0/", "has port \"0\", which is not 1 to 65535"},
+		{"https://h:00/", "has port \"00\", which is not 1 to 65535"},
+		{"http://[::1]:0/", "has port \"0\", which is not 1 to 65535"},
+		{"http://h:65536/", "has port \"65536\", which is not 1 to 65535"},
+		{"http://h:70000/", "has port \"70000\", which is not 1 to 65535"},
+		{"http://h:99999/", "has port \"99999\", which is not 1 to 65535"},
+		{"http://h:99999999999999999999/", "which is not 1 to 65535"},
+		{"http://h:8a/", "is not an absolute http or https URL"},
+		{"http://h:+80/", "is not an absolute http or https URL"},
+		{"http://h:-1/", "is not an absolute http or https URL"},
+		{"http://h:٨٠/", "is not an absolute http or https URL"},
+		{"http://:80/", "is not an absolute http or https URL"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.uri, func(t *testing.T) {
+			body := `{"timing":{"interval":5},"callback":{"http":{"uri":"` + tc.uri + `"}}}`
+			if tc.reason == "" {
+				if spec, _, err := ParseBody([]byte(body)); err != nil || spec.URI != tc.uri {
+					t.Errorf("ParseBody: got %q, %v, want %q accepted", spec.URI, err, tc.uri)
+				}
+				return
+			}
+			reason := parseReason(t, body)
+			if want := "callback.http.uri " + strconv.Quote(tc.uri) + " "; !strings.HasPrefix(reason, want) {
+				t.Errorf("reason: got %q, want it to start with %q", reason, want)
+			}
+			if !strings.Contains(reason, tc.reason) {
+				t.Errorf("reason: got %q, want it to contain %q", reason, tc.reason)
 			}
 		})
 	}
