@@ -452,14 +452,6 @@ func parseTag(v rawValue, i int) (Tag, error) {
 // and a check here.
 func parseReplication(w *wireBody) (*Replication, error) {
 	rel, timing := &w.Reliability, &w.Timing
-	if !rel.Replicas.isArray() {
-		return nil, typeErr("reliability.replicas", "an array", rel.Replicas)
-	}
-	// An empty replica list with sites is a timer forwarded from another
-	// site: the receiving node places it on its own cluster.
-	if n := count(rel.Replicas); n == 0 && count(rel.Sites) == 0 || n > MaxReplicationFactor {
-		return nil, badf("reliability.replicas must list 1 to %d nodes", MaxReplicationFactor)
-	}
 	r := &Replication{}
 	var err error
 	if r.Replicas, err = stringList(rel.Replicas, "reliability.replicas"); err != nil {
@@ -467,6 +459,11 @@ func parseReplication(w *wireBody) (*Replication, error) {
 	}
 	if r.Sites, err = stringList(rel.Sites, "reliability.sites"); err != nil {
 		return nil, err
+	}
+	// An empty replica list with sites is a timer forwarded from another
+	// site: the receiving node places it on its own cluster.
+	if len(r.Replicas) == 0 && len(r.Sites) == 0 || len(r.Replicas) > MaxReplicationFactor {
+		return nil, badf("reliability.replicas must list 1 to %d nodes", MaxReplicationFactor)
 	}
 	if timing.StartTimeDelta != nil {
 		if r.StartTimeDelta, err = intField(timing.StartTimeDelta, "timing.start-time-delta", -MaxTimingSeconds*1000, MaxTimingSeconds*1000); err != nil {
@@ -705,11 +702,8 @@ func (it *jsonIter) name() []byte {
 	return it.key
 }
 
-// count is the number of elements of a JSON array, 0 when v is absent.
+// count is the number of elements of v, which must be a JSON array.
 func count(v rawValue) int {
-	if v == nil {
-		return 0
-	}
 	n := 0
 	for it := elements(v); it.next(); {
 		n++

@@ -332,6 +332,7 @@ func TestBodyTypeErrors(t *testing.T) {
 		{"reliability.replicas", `{"timing":{"interval":5},` + okCallback + `,"reliability":{"replicas":@}}`, "an array", []string{"an array"}},
 		{"reliability.replicas[1]", `{"timing":{"interval":5},` + okCallback + `,"reliability":{"replicas":["a:1",@]}}`, "a string", []string{"a string"}},
 		{"reliability.sites", strings.Replace(internal, "@R", `"sites":@`, 1), "an array", []string{"an array"}},
+		{"reliability.sites", `{"timing":{"interval":5},` + okCallback + `,"reliability":{"replicas":[],"sites":@}}`, "an array", []string{"an array"}},
 		{"reliability.sites[0]", strings.Replace(internal, "@R", `"sites":[@]`, 1), "a string", []string{"a string"}},
 	}
 	for _, f := range fields {
