@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -8,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 const okCallback = `"callback":{"http":{"uri":"http://client.example/cb","opaque":"x"}}`
@@ -163,20 +166,37 @@ func TestReplicationBodyRoundTrip(t *testing.T) {
 	}
 }
 
-// FuzzParseBody proves the body parser never panics and that whatever it
-// accepts is within the validated bounds.
+// FuzzParseBody proves the body parser never panics, that whatever it
+// accepts is within the validated bounds and holds only valid UTF-8, that
+// its strings are what encoding/json reads at the exact keys, and that an
+// accepted internal body, re-encoded, parses back to the same definition.
+// A refusal's reason is printable UTF-8, fit for the Reason header.
 func FuzzParseBody(f *testing.F) {
 	f.Add([]byte(`{"timing":{"interval":5,"repeat-for":50},` + okCallback + `}`))
 	f.Add([]byte(`{"timing":{"interval":0},` + okCallback + `,"statistics":{"tag-info":[{"type":"A"}]}}`))
 	f.Add(EncodeReplication(&Timer{ID: 1, Interval: 1000, RepeatFor: 1000, URI: "http://a/",
 		Placement: &Placement{Replicas: []string{"a:1"}}}, 0))
 	f.Add([]byte(`{"timing":{"interval":1e400}}`))
+	f.Add(benchClientBody)
+	f.Add(benchInternalBody)
+	f.Add([]byte(exactClientBody))
+	f.Add([]byte(exactInternalBody))
+	f.Add([]byte(`{"Timing":{"interval":5},` + okCallback + `}`))
+	f.Add([]byte(`{"timing":{"Interval":5,"interv\u0061l":6},"callback":{"http":{"URI":"http://a/","uri":"http://b/"}}}`))
+	f.Add([]byte("{\"timing\":{\"interval\":5},\"callback\":{\"http\":{\"uri\":\"http://a/\",\"opaque\":\"\xff\xc3\"}}}"))
+	f.Add([]byte(`{"timing":{"interval":5},"callback":{"http":{"uri":"http://a/","opaque":"\ud800 \udc00 \ud83d\ude00 \u0000"}}}`))
+	f.Add([]byte(`{"timing":{"interval":5},"callback":{"http":{"uri":"http:\/\/a\/","opaque":"\ud83d\ude00\u0000\n\"\\"}}}`))
+	f.Add(EncodeReplication(&Timer{ID: 2, Version: 5, Interval: 2000, Tombstone: true, RF: 3,
+		Placement: &Placement{Sites: []string{"s1", "s2"}}}, 0))
+	f.Add([]byte(`{"timing":{"interval":5},"callback":{"http":{"uri":"http://a:0/"}}}`))
+	f.Add([]byte(`{"timing":{"interval":5},"callback":{"http":{"uri":"http://a:70000/"}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		spec, repl, err := ParseBody(body)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "node: bad request: ") {
 				t.Fatalf("error %q is not a bad request", err)
 			}
+			checkReasonPrintable(t, err.(*BadRequestError).Reason)
 			return
 		}
 		if spec.Interval < 0 || spec.RepeatFor < spec.Interval && spec.RepeatFor != 0 && spec.Interval == 0 {
@@ -188,7 +208,130 @@ func FuzzParseBody(f *testing.F) {
 		if repl == nil && (spec.Tombstone || spec.URI == "") {
 			t.Fatalf("accepted a client body without a callback: %+v", spec)
 		}
+		checkStringsUTF8(t, spec, repl)
+		checkAsStdlibReads(t, body, spec, repl)
+		if repl != nil {
+			checkReencoded(t, spec, repl)
+		}
 	})
+}
+
+// checkReasonPrintable fails if a refusal's reason holds invalid UTF-8 or
+// control characters, which a Reason header must not carry.
+func checkReasonPrintable(t *testing.T, reason string) {
+	t.Helper()
+	if !utf8.ValidString(reason) || strings.ContainsFunc(reason, unicode.IsControl) {
+		t.Fatalf("reason: got %q, want printable UTF-8", reason)
+	}
+}
+
+// checkStringsUTF8 fails if an accepted body yielded a string that is not
+// valid UTF-8.
+func checkStringsUTF8(t *testing.T, spec Spec, repl *Replication) {
+	t.Helper()
+	strs := []string{spec.URI, spec.Opaque}
+	for _, tag := range spec.Tags {
+		strs = append(strs, tag.Type)
+	}
+	if repl != nil {
+		strs = append(append(strs, repl.Replicas...), repl.Sites...)
+	}
+	for _, s := range strs {
+		if !utf8.ValidString(s) {
+			t.Fatalf("accepted invalid UTF-8 %q in %+v %+v", s, spec, repl)
+		}
+	}
+}
+
+// checkAsStdlibReads fails unless the accepted body's values are what
+// encoding/json decodes at the same exact keys (decoding into maps, whose
+// keys it does not fold). Where a string is valid, as an accepted one is,
+// encoding/json decodes it exactly, so the two must agree.
+func checkAsStdlibReads(t *testing.T, body []byte, spec Spec, repl *Replication) {
+	t.Helper()
+	var doc any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatalf("ParseBody accepted what encoding/json refuses (%v): %q", err, body)
+	}
+	want := map[string]any{"interval": float64(spec.Interval / 1000)}
+	got := map[string]any{"interval": jsonAt(doc, "timing", "interval")}
+	if !spec.Tombstone {
+		want["uri"], got["uri"] = spec.URI, jsonAt(doc, "callback", "http", "uri")
+		want["opaque"], got["opaque"] = spec.Opaque, jsonAt(doc, "callback", "http", "opaque")
+		if got["opaque"] == nil {
+			got["opaque"] = ""
+		}
+	}
+	for i, tag := range spec.Tags {
+		k := fmt.Sprint("tag ", i)
+		want[k], got[k] = tag.Type, jsonAt(doc, "statistics", "tag-info", i, "type")
+	}
+	if repl != nil {
+		for i, r := range repl.Replicas {
+			k := fmt.Sprint("replica ", i)
+			want[k], got[k] = r, jsonAt(doc, "reliability", "replicas", i)
+		}
+		for i, s := range repl.Sites {
+			k := fmt.Sprint("site ", i)
+			want[k], got[k] = s, jsonAt(doc, "reliability", "sites", i)
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("encoding/json reads %q as\n got %v\nwant %v (ParseBody's)", body, got, want)
+	}
+}
+
+// jsonAt is the value encoding/json decoded at path (object keys and array
+// indices), nil where there is none.
+func jsonAt(v any, path ...any) any {
+	for _, p := range path {
+		switch p := p.(type) {
+		case string:
+			m, _ := v.(map[string]any)
+			v = m[p]
+		case int:
+			a, _ := v.([]any)
+			if p >= len(a) {
+				return nil
+			}
+			v = a[p]
+		}
+	}
+	return v
+}
+
+// checkReencoded fails unless the timer an internal body describes, built
+// as fromReplication builds it and encoded with EncodeReplication, parses
+// back to the same definition: nothing the parser accepts is lost on the
+// next hop.
+func checkReencoded(t *testing.T, spec Spec, repl *Replication) {
+	t.Helper()
+	const now = 1_000_000
+	tm := &Timer{
+		ID: 1, Version: repl.Version, Start: now + repl.StartTimeDelta,
+		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
+		Seq: repl.Seq, Tombstone: spec.Tombstone, RF: uint8(spec.RF),
+		URI: spec.URI, Opaque: spec.Opaque,
+		Placement: &Placement{Replicas: repl.Replicas, Sites: repl.Sites},
+		ViewID:    repl.ViewID,
+	}
+	if len(spec.Tags) > 0 {
+		tm.Extra = &TimerExtra{Tags: spec.Tags}
+	}
+	body := EncodeReplication(tm, now)
+	spec2, repl2, err := ParseBody(body)
+	if err != nil {
+		t.Fatalf("re-encoded body %s: got %v, want it accepted", body, err)
+	}
+	if !reflect.DeepEqual(spec2, spec) {
+		t.Fatalf("re-encoded spec:\n got %+v\nwant %+v", spec2, spec)
+	}
+	// An empty site list and an absent one are the same placement.
+	if repl2 == nil || repl2.StartTimeDelta != repl.StartTimeDelta || repl2.Seq != repl.Seq ||
+		repl2.Version != repl.Version || repl2.ViewID != repl.ViewID ||
+		!slices.Equal(repl2.Replicas, repl.Replicas) || !slices.Equal(repl2.Sites, repl.Sites) {
+		t.Fatalf("re-encoded replication:\n got %+v\nwant %+v", repl2, repl)
+	}
 }
 
 // parseReason returns the reason ParseBody refuses body with, failing the
