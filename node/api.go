@@ -3,9 +3,14 @@ package node
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Spec is a timer definition as a client sends it (api.md), validated.
@@ -36,45 +41,166 @@ type Replication struct {
 	Sites      []string
 }
 
-// wireBody is the JSON shape of both the client and the internal body.
-// Fields are raw so that types can be checked and reported precisely.
+// Body parsing is strict where encoding/json is lenient, as the original
+// parser (exact member lookups) was: keys match exactly, case included, and
+// every known member must have its JSON type (null is the wrong type for
+// all of them, as the original's type assertions had it). Unknown keys are
+// ignored, as there, so that newer senders may add members; a repeated key
+// takes its last value, as encoding/json does.
+//
+// json.Valid checks the syntax in one pass; a small walker over the
+// validated bytes then picks out the known members by exact name and keeps
+// each value as its raw bytes until its field is validated.
+
+// rawValue is one JSON value as the body holds it, nil when absent.
+type rawValue []byte
+
+// kind names v's JSON type for error reasons.
+func (v rawValue) kind() string {
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+func (v rawValue) isObject() bool { return v[0] == '{' }
+func (v rawValue) isArray() bool  { return v[0] == '[' }
+func (v rawValue) isString() bool { return v[0] == '"' }
+func (v rawValue) isNumber() bool { return v[0] == '-' || '0' <= v[0] && v[0] <= '9' }
+
+// wireBody holds the raw value of each known member of a client or
+// internal body, nil where absent. The callback and statistics sections
+// are walked where they are validated.
 type wireBody struct {
-	Timing      *wireTiming      `json:"timing"`
-	Callback    *wireCallback    `json:"callback"`
-	Reliability *wireReliability `json:"reliability"`
-	Statistics  *wireStatistics  `json:"statistics"`
+	Timing      wireTiming
+	Callback    rawValue
+	Reliability wireReliability
+	Statistics  rawValue
 }
 
 type wireTiming struct {
-	Interval       json.RawMessage `json:"interval"`
-	RepeatFor      json.RawMessage `json:"repeat-for"`
-	StartTimeDelta json.RawMessage `json:"start-time-delta"`
-	SequenceNumber json.RawMessage `json:"sequence-number"`
-	Version        json.RawMessage `json:"version"`
-	Definition     json.RawMessage `json:"definition"`
-}
-
-type wireCallback map[string]json.RawMessage
-
-type wireHTTP struct {
-	URI    *string `json:"uri"`
-	Opaque *string `json:"opaque"`
+	Interval       rawValue
+	RepeatFor      rawValue
+	StartTimeDelta rawValue // internal
+	SequenceNumber rawValue // internal
+	Version        rawValue // internal
+	Definition     rawValue // internal
 }
 
 type wireReliability struct {
-	ReplicationFactor json.RawMessage `json:"replication-factor"`
-	ClusterViewID     json.RawMessage `json:"cluster-view-id"`
-	Replicas          []string        `json:"replicas"`
-	Sites             []string        `json:"sites"`
+	ReplicationFactor rawValue
+	ClusterViewID     rawValue // internal
+	Replicas          rawValue // internal: its presence makes a body internal
+	Sites             rawValue // internal
 }
 
-type wireStatistics struct {
-	TagInfo []wireTag `json:"tag-info"`
+// decodeWire checks body is a JSON object and picks out its known members.
+func decodeWire(body []byte) (wireBody, error) {
+	var w wireBody
+	if !json.Valid(body) {
+		return w, syntaxError(body)
+	}
+	top := rawValue(bytes.TrimSpace(body))
+	if !top.isObject() {
+		return w, typeErr("the body", "a JSON object", top)
+	}
+	var timing, reliability rawValue
+	for it := members(top); it.next(); {
+		switch string(it.name()) {
+		case "timing":
+			timing = it.val
+		case "callback":
+			w.Callback = it.val
+		case "reliability":
+			reliability = it.val
+		case "statistics":
+			w.Statistics = it.val
+		}
+	}
+	if timing == nil {
+		return w, badf("timing is missing")
+	}
+	if err := w.Timing.decode(timing); err != nil {
+		return w, err
+	}
+	if reliability != nil {
+		if err := w.Reliability.decode(reliability); err != nil {
+			return w, err
+		}
+	}
+	return w, nil
 }
 
-type wireTag struct {
-	Type  *string         `json:"type"`
-	Count json.RawMessage `json:"count"`
+func (t *wireTiming) decode(v rawValue) error {
+	if !v.isObject() {
+		return typeErr("timing", "a JSON object", v)
+	}
+	for it := members(v); it.next(); {
+		switch string(it.name()) {
+		case "interval":
+			t.Interval = it.val
+		case "repeat-for":
+			t.RepeatFor = it.val
+		case "start-time-delta":
+			t.StartTimeDelta = it.val
+		case "sequence-number":
+			t.SequenceNumber = it.val
+		case "version":
+			t.Version = it.val
+		case "definition":
+			t.Definition = it.val
+		}
+	}
+	return nil
+}
+
+func (r *wireReliability) decode(v rawValue) error {
+	if !v.isObject() {
+		return typeErr("reliability", "a JSON object", v)
+	}
+	for it := members(v); it.next(); {
+		switch string(it.name()) {
+		case "replication-factor":
+			r.ReplicationFactor = it.val
+		case "cluster-view-id":
+			r.ClusterViewID = it.val
+		case "replicas":
+			r.Replicas = it.val
+		case "sites":
+			r.Sites = it.val
+		}
+	}
+	return nil
+}
+
+// syntaxError explains why body, which json.Valid refused, is not one JSON
+// value. It runs only on that error path, so it may decode again.
+func syntaxError(body []byte) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return badf("body is not a valid JSON timer: the body is empty")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var first json.RawMessage
+	err := dec.Decode(&first)
+	var syntax *json.SyntaxError
+	switch {
+	case err == nil:
+		return badf("body has data after the JSON value")
+	case errors.As(err, &syntax):
+		return badf("body is not a valid JSON timer: %s (at byte %d)", syntax, syntax.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badf("body is not a valid JSON timer: it ends inside a value")
+	}
+	return badf("body is not a valid JSON timer")
 }
 
 // BadRequestError is a client error: the reason goes to the client in the
@@ -87,18 +213,31 @@ func badf(format string, args ...any) error {
 	return &BadRequestError{Reason: fmt.Sprintf(format, args...)}
 }
 
+// typeErr reports a member of the wrong JSON type. The reason opens by
+// saying which part of the body is not shaped like a timer's, as it did
+// when encoding/json found the mismatch, then names the field, the JSON
+// type it must have and the one it has.
+func typeErr(field, want string, v rawValue) error {
+	shape := "body is not a valid JSON timer: "
+	if strings.HasPrefix(field, "callback.http") {
+		shape = "callback.http is not an object with string uri and opaque: "
+	}
+	return badf("%s%s must be %s, got %s", shape, field, want, v.kind())
+}
+
+// utf8Err refuses a string that would not arrive byte for byte.
+func utf8Err(field string) error {
+	return badf("%s is not valid UTF-8 (or holds an unpaired surrogate escape)", field)
+}
+
 // ParseBody parses and validates a client or internal timer body. repl is
 // nil for a client body (no "replicas" in "reliability").
 func ParseBody(body []byte) (spec Spec, repl *Replication, err error) {
-	var w wireBody
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&w); err != nil {
-		return Spec{}, nil, badf("body is not a valid JSON timer: %v", err)
+	w, err := decodeWire(body)
+	if err != nil {
+		return Spec{}, nil, err
 	}
-	if dec.More() {
-		return Spec{}, nil, badf("body has data after the JSON object")
-	}
-	internal := w.Reliability != nil && w.Reliability.Replicas != nil
+	internal := w.Reliability.Replicas != nil
 	if spec, err = parseSpec(&w, internal); err != nil {
 		return Spec{}, nil, err
 	}
@@ -112,9 +251,6 @@ func ParseBody(body []byte) (spec Spec, repl *Replication, err error) {
 
 func parseSpec(w *wireBody, internal bool) (Spec, error) {
 	var s Spec
-	if w.Timing == nil {
-		return s, badf("timing is missing")
-	}
 	if w.Timing.Interval == nil {
 		return s, badf("timing.interval is missing")
 	}
@@ -139,7 +275,7 @@ func parseSpec(w *wireBody, internal bool) (Spec, error) {
 	if err := parseCallback(w.Callback, internal, &s); err != nil {
 		return s, err
 	}
-	if w.Reliability != nil && w.Reliability.ReplicationFactor != nil {
+	if w.Reliability.ReplicationFactor != nil {
 		rf, err := intField(w.Reliability.ReplicationFactor, "reliability.replication-factor", 1, MaxReplicationFactor)
 		if err != nil {
 			return s, err
@@ -156,125 +292,479 @@ func parseSpec(w *wireBody, internal bool) (Spec, error) {
 
 // parseCallback accepts exactly one "http" callback. An internal body with
 // an empty callback is a tombstone (api.md).
-func parseCallback(cb *wireCallback, internal bool, s *Spec) error {
-	if internal && (cb == nil || len(*cb) == 0) {
+func parseCallback(cb rawValue, internal bool, s *Spec) error {
+	if cb == nil {
+		if internal {
+			s.Tombstone = true
+			return nil
+		}
+		return badf("callback is missing")
+	}
+	if !cb.isObject() {
+		return typeErr("callback", "a JSON object", cb)
+	}
+	var http rawValue
+	others := false
+	for it := members(cb); it.next(); {
+		if string(it.name()) == "http" {
+			http = it.val
+		} else {
+			others = true
+		}
+	}
+	if internal && http == nil && !others {
 		s.Tombstone = true
 		return nil
 	}
-	if cb == nil {
-		return badf("callback is missing")
-	}
-	raw, ok := (*cb)["http"]
-	if !ok || len(*cb) != 1 {
+	if http == nil || others {
 		return badf("callback must have exactly one mechanism, \"http\"")
 	}
-	var h wireHTTP
-	if err := json.Unmarshal(raw, &h); err != nil {
-		return badf("callback.http is not an object with string uri and opaque: %v", err)
+	return parseHTTP(http, s)
+}
+
+func parseHTTP(v rawValue, s *Spec) error {
+	if !v.isObject() {
+		return typeErr("callback.http", "a JSON object", v)
 	}
-	if h.URI == nil || *h.URI == "" {
+	var uri, opaque rawValue
+	for it := members(v); it.next(); {
+		switch string(it.name()) {
+		case "uri":
+			uri = it.val
+		case "opaque":
+			opaque = it.val
+		}
+	}
+	if uri == nil {
 		return badf("callback.http.uri is missing")
 	}
-	u, err := url.Parse(*h.URI)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return badf("callback.http.uri %q is not an absolute http or https URL", *h.URI)
+	u, err := stringField(uri, "callback.http.uri")
+	if err != nil {
+		return err
 	}
-	s.URI = *h.URI
-	if h.Opaque != nil {
-		s.Opaque = *h.Opaque
+	if u == "" {
+		return badf("callback.http.uri is missing")
+	}
+	if err := checkURI(u); err != nil {
+		return err
+	}
+	s.URI = u
+	if opaque != nil {
+		if s.Opaque, err = stringField(opaque, "callback.http.opaque"); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-func parseTags(st *wireStatistics) ([]Tag, error) {
-	if st == nil || len(st.TagInfo) == 0 {
+// checkURI accepts an absolute http or https URL with a host, and a port
+// if any that a callback can be sent to: url.Parse checks that a port is
+// decimal digits, but takes 0 and any number above 65535 too. An empty
+// port ("http://h:/") is the scheme's, as RFC 3986 has it.
+func checkURI(uri string) error {
+	u, err := url.Parse(uri)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return badf("callback.http.uri %q is not an absolute http or https URL", uri)
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+			return badf("callback.http.uri %q has port %q, which is not 1 to 65535", uri, port)
+		}
+	}
+	return nil
+}
+
+func parseTags(st rawValue) ([]Tag, error) {
+	if st == nil {
 		return nil, nil
 	}
-	if len(st.TagInfo) > MaxTags {
-		return nil, badf("statistics.tag-info has %d tags, more than %d", len(st.TagInfo), MaxTags)
+	if !st.isObject() {
+		return nil, typeErr("statistics", "a JSON object", st)
 	}
-	tags := make([]Tag, 0, len(st.TagInfo))
-	for i, t := range st.TagInfo {
-		if t.Type == nil || *t.Type == "" {
-			return nil, badf("statistics.tag-info[%d].type is missing", i)
+	var info rawValue
+	for it := members(st); it.next(); {
+		if string(it.name()) == "tag-info" {
+			info = it.val
 		}
-		count := int64(1)
-		if t.Count != nil {
-			c, err := intField(t.Count, fmt.Sprintf("statistics.tag-info[%d].count", i), 1, 1<<31-1)
-			if err != nil {
-				return nil, err
-			}
-			count = c
+	}
+	if info == nil {
+		return nil, nil
+	}
+	if !info.isArray() {
+		return nil, typeErr("statistics.tag-info", "an array", info)
+	}
+	n := count(info)
+	if n == 0 {
+		return nil, nil
+	}
+	if n > MaxTags {
+		return nil, badf("statistics.tag-info has %d tags, more than %d", n, MaxTags)
+	}
+	tags := make([]Tag, 0, n)
+	for it := elements(info); it.next(); {
+		tag, err := parseTag(it.val, len(tags))
+		if err != nil {
+			return nil, err
 		}
-		tags = append(tags, Tag{Type: *t.Type, Count: int(count)})
+		tags = append(tags, tag)
 	}
 	return tags, nil
 }
 
+// parseTag validates the i-th tag. Its field names are built only for an
+// error reason, so that valid tags cost no formatting.
+func parseTag(v rawValue, i int) (Tag, error) {
+	name := func(member string) string { return fmt.Sprintf("statistics.tag-info[%d]%s", i, member) }
+	if !v.isObject() {
+		return Tag{}, typeErr(name(""), "a JSON object", v)
+	}
+	var typ, count rawValue
+	for it := members(v); it.next(); {
+		switch string(it.name()) {
+		case "type":
+			typ = it.val
+		case "count":
+			count = it.val
+		}
+	}
+	if typ == nil {
+		return Tag{}, badf("%s is missing", name(".type"))
+	}
+	if !typ.isString() {
+		return Tag{}, typeErr(name(".type"), "a string", typ)
+	}
+	t, ok := unquote(typ)
+	if !ok {
+		return Tag{}, utf8Err(name(".type"))
+	}
+	if t == "" {
+		return Tag{}, badf("%s is missing", name(".type"))
+	}
+	c := int64(1)
+	if count != nil {
+		if !count.isNumber() {
+			return Tag{}, typeErr(name(".count"), "an integer", count)
+		}
+		var problem string
+		if c, problem = intValue(count, 1, 1<<31-1); problem != "" {
+			return Tag{}, badf("%s %s", name(".count"), problem)
+		}
+	}
+	return Tag{Type: t, Count: int(c)}, nil
+}
+
+// parseReplication validates the internal members. To add one, give it a
+// field in wireTiming or wireReliability, a case in that type's decode,
+// and a check here.
 func parseReplication(w *wireBody) (*Replication, error) {
-	r := &Replication{Replicas: w.Reliability.Replicas, Sites: w.Reliability.Sites}
+	rel, timing := &w.Reliability, &w.Timing
+	r := &Replication{}
+	var err error
+	if r.Replicas, err = stringList(rel.Replicas, "reliability.replicas"); err != nil {
+		return nil, err
+	}
+	if r.Sites, err = stringList(rel.Sites, "reliability.sites"); err != nil {
+		return nil, err
+	}
 	// An empty replica list with sites is a timer forwarded from another
 	// site: the receiving node places it on its own cluster.
 	if len(r.Replicas) == 0 && len(r.Sites) == 0 || len(r.Replicas) > MaxReplicationFactor {
 		return nil, badf("reliability.replicas must list 1 to %d nodes", MaxReplicationFactor)
 	}
-	var err error
-	if w.Timing.StartTimeDelta != nil {
-		if r.StartTimeDelta, err = intField(w.Timing.StartTimeDelta, "timing.start-time-delta", -MaxTimingSeconds*1000, MaxTimingSeconds*1000); err != nil {
+	if timing.StartTimeDelta != nil {
+		if r.StartTimeDelta, err = intField(timing.StartTimeDelta, "timing.start-time-delta", -MaxTimingSeconds*1000, MaxTimingSeconds*1000); err != nil {
 			return nil, err
 		}
 	}
-	if w.Timing.SequenceNumber != nil {
-		seq, err := intField(w.Timing.SequenceNumber, "timing.sequence-number", 0, 1<<31-1)
+	if timing.SequenceNumber != nil {
+		seq, err := intField(timing.SequenceNumber, "timing.sequence-number", 0, 1<<31-1)
 		if err != nil {
 			return nil, err
 		}
 		r.Seq = uint32(seq)
 	}
-	if w.Timing.Version != nil {
-		if r.Version, err = uintField(w.Timing.Version, "timing.version"); err != nil {
+	if timing.Version != nil {
+		if r.Version, err = uintField(timing.Version, "timing.version"); err != nil {
 			return nil, err
 		}
 	}
-	if w.Timing.Definition != nil {
-		def, err := intField(w.Timing.Definition, "timing.definition", 0, 1<<32-1)
+	if timing.Definition != nil {
+		def, err := intField(timing.Definition, "timing.definition", 0, 1<<32-1)
 		if err != nil {
 			return nil, err
 		}
 		r.Definition = uint32(def)
 	}
-	if w.Reliability.ClusterViewID != nil {
-		if r.ViewID, err = uintField(w.Reliability.ClusterViewID, "reliability.cluster-view-id"); err != nil {
+	if rel.ClusterViewID != nil {
+		if r.ViewID, err = uintField(rel.ClusterViewID, "reliability.cluster-view-id"); err != nil {
 			return nil, err
 		}
 	}
 	return r, nil
 }
 
+// stringField decodes a JSON string member.
+func stringField(v rawValue, field string) (string, error) {
+	if !v.isString() {
+		return "", typeErr(field, "a string", v)
+	}
+	s, ok := unquote(v)
+	if !ok {
+		return "", utf8Err(field)
+	}
+	return s, nil
+}
+
+// stringList decodes a JSON array of strings; nil when v is absent, empty
+// (not nil) when v is [].
+func stringList(v rawValue, field string) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if !v.isArray() {
+		return nil, typeErr(field, "an array", v)
+	}
+	out := make([]string, 0, count(v))
+	for it := elements(v); it.next(); {
+		if !it.val.isString() {
+			return nil, typeErr(fmt.Sprintf("%s[%d]", field, len(out)), "a string", it.val)
+		}
+		s, ok := unquote(it.val)
+		if !ok {
+			return nil, utf8Err(fmt.Sprintf("%s[%d]", field, len(out)))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
 // intField parses a JSON integer within [lo, hi]. Strings, fractions,
 // exponents and nulls are rejected with the field's name.
-func intField(raw json.RawMessage, name string, lo, hi int64) (int64, error) {
-	v, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+func intField(v rawValue, field string, lo, hi int64) (int64, error) {
+	if !v.isNumber() {
+		return 0, typeErr(field, "an integer", v)
+	}
+	n, problem := intValue(v, lo, hi)
+	if problem != "" {
+		return 0, badf("%s %s", field, problem)
+	}
+	return n, nil
+}
+
+// intValue parses a JSON number as an integer within [lo, hi]. On failure
+// it says what is wrong, worded to follow the field's name.
+func intValue(v rawValue, lo, hi int64) (int64, string) {
+	n, err := strconv.ParseInt(string(v), 10, 64)
 	if err != nil {
-		return 0, badf("%s must be an integer, got %.40s", name, raw)
+		return 0, fmt.Sprintf("must be an integer, got %.40s", v)
 	}
-	if v < lo || v > hi {
-		return 0, badf("%s must be between %d and %d, got %d", name, lo, hi, v)
+	if n < lo || n > hi {
+		return 0, fmt.Sprintf("must be between %d and %d, got %d", lo, hi, n)
 	}
-	return v, nil
+	return n, ""
 }
 
 // uintField parses a JSON unsigned 64-bit integer. Versions and view IDs
 // are carried as JSON strings of decimal digits too, since JSON numbers
 // above 2^53 do not survive every parser.
-func uintField(raw json.RawMessage, name string) (uint64, error) {
-	s := string(bytes.TrimSpace(raw))
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		s = s[1 : len(s)-1]
+func uintField(v rawValue, field string) (uint64, error) {
+	var digits string
+	switch {
+	case v.isNumber():
+		digits = string(v)
+	case v.isString():
+		var err error
+		if digits, err = stringField(v, field); err != nil {
+			return 0, err
+		}
+	default:
+		return 0, typeErr(field, "an unsigned integer or a string of its decimal digits", v)
 	}
-	v, err := strconv.ParseUint(s, 10, 64)
+	n, err := strconv.ParseUint(digits, 10, 64)
 	if err != nil {
-		return 0, badf("%s must be an unsigned integer, got %.40s", name, raw)
+		return 0, badf("%s must be an unsigned integer, got %.40q", field, digits)
 	}
-	return v, nil
+	return n, nil
+}
+
+// unquote decodes a JSON string token byte for byte. Where encoding/json
+// would put U+FFFD in place of invalid UTF-8 or of an escaped UTF-16
+// surrogate without its pair, it refuses the string: opaque data must
+// reach the callback as the client sent it, or not at all.
+func unquote(v rawValue) (string, bool) {
+	s := v[1 : len(v)-1]
+	if !utf8.Valid(s) { // escapes are ASCII: this checks every literal byte
+		return "", false
+	}
+	i := bytes.IndexByte(s, '\\')
+	if i < 0 {
+		return string(s), true
+	}
+	out := make([]byte, 0, len(s))
+	for ; i >= 0; i = bytes.IndexByte(s, '\\') {
+		out, s = append(out, s[:i]...), s[i:]
+		if s[1] != 'u' {
+			out, s = append(out, unescapeByte(s[1])), s[2:]
+			continue
+		}
+		r, n := unescapeRune(s)
+		if n == 0 {
+			return "", false
+		}
+		out, s = utf8.AppendRune(out, r), s[n:]
+	}
+	return string(append(out, s...)), true
+}
+
+// unescapeByte is the byte a two-character escape stands for.
+func unescapeByte(c byte) byte {
+	switch c {
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	}
+	return c // '"', '\\' and '/' stand for themselves
+}
+
+// unescapeRune decodes the \uXXXX escape s starts with, or the surrogate
+// pair of two such escapes, and returns the rune and the bytes it took; 0
+// bytes for a surrogate without its pair.
+func unescapeRune(s []byte) (rune, int) {
+	r := hex4(s[2:6])
+	if !utf16.IsSurrogate(r) {
+		return r, 6
+	}
+	if len(s) < 12 || s[6] != '\\' || s[7] != 'u' {
+		return 0, 0
+	}
+	pair := utf16.DecodeRune(r, hex4(s[8:12]))
+	if pair == utf8.RuneError {
+		return 0, 0 // r is a low surrogate, or not followed by one
+	}
+	return pair, 12
+}
+
+// hex4 decodes four hex digits, which json.Valid has checked.
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h[:4] {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c <= 'F':
+			c -= 'A' - 10
+		default:
+			c -= 'a' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// jsonIter walks the members of a JSON object, or the elements of a JSON
+// array, within a body json.Valid accepted: it meets no syntax errors, so
+// it only needs to find where each token ends.
+type jsonIter struct {
+	b   []byte
+	i   int
+	obj bool
+	key []byte   // the current member's name as written, quotes included
+	val rawValue // the current member's value, or the current element
+}
+
+func members(v rawValue) jsonIter  { return jsonIter{b: v, i: 1, obj: true} }
+func elements(v rawValue) jsonIter { return jsonIter{b: v, i: 1} }
+
+func (it *jsonIter) next() bool {
+	i := skipSpace(it.b, it.i)
+	if it.b[i] == ',' {
+		i = skipSpace(it.b, i+1)
+	}
+	if it.b[i] == '}' || it.b[i] == ']' {
+		it.i = i
+		return false
+	}
+	if it.obj {
+		end := stringEnd(it.b, i)
+		it.key = it.b[i:end]
+		i = skipSpace(it.b, skipSpace(it.b, end)+1) // past the colon
+	}
+	end := valueEnd(it.b, i)
+	it.val, it.i = it.b[i:end], end
+	return true
+}
+
+// name is the current member's name with its escapes decoded, for exact
+// comparison with the known keys. A name that does not decode comes back
+// as written, quotes included, which matches no known key.
+func (it *jsonIter) name() []byte {
+	k := it.key[1 : len(it.key)-1]
+	if bytes.IndexByte(k, '\\') < 0 {
+		return k
+	}
+	if s, ok := unquote(it.key); ok {
+		return []byte(s)
+	}
+	return it.key
+}
+
+// count is the number of elements of v, which must be a JSON array.
+func count(v rawValue) int {
+	n := 0
+	for it := elements(v); it.next(); {
+		n++
+	}
+	return n
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string token starting at i.
+func stringEnd(b []byte, i int) int {
+	for i++; ; i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+}
+
+// valueEnd returns the index just past the value starting at i.
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
 }
