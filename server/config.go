@@ -51,6 +51,11 @@ type Config struct {
 	// local_site, remote_site = name=address).
 	LocalSite   string
 	RemoteSites []node.Site
+	// ClusterKey is the secret shared by every node of the cluster and of
+	// its remote sites ([cluster] key): internal requests are signed with
+	// it. Empty leaves the internal API open to anyone who can reach the
+	// node. It is never logged.
+	ClusterKey string
 
 	// ClusterConfigFile is re-read on SIGHUP; empty means there is none.
 	ClusterConfigFile string
@@ -210,6 +215,10 @@ func (c Config) Validate() error {
 	if err := validateSites(c.LocalSite, c.RemoteSites); err != nil {
 		return err
 	}
+	if c.ClusterKey != "" && len(c.ClusterKey) < node.MinClusterKeyBytes {
+		// The length only: the key itself never reaches an error or a log.
+		return fmt.Errorf("server: cluster key is %d bytes, fewer than %d", len(c.ClusterKey), node.MinClusterKeyBytes)
+	}
 	if c.ReplyTimeout <= 0 {
 		return fmt.Errorf("server: reply timeout %v is not positive", c.ReplyTimeout)
 	}
@@ -274,6 +283,7 @@ func (c Config) nodeConfig(clk node.Clock, nw node.Network, log *slog.Logger) no
 	nc.Cluster = c.Cluster
 	nc.LocalSite = c.LocalSite
 	nc.RemoteSites = c.RemoteSites
+	nc.ClusterKey = c.ClusterKey
 	nc.Clock = clk
 	nc.Network = nw
 	nc.Logger = log

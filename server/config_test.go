@@ -151,6 +151,12 @@ func TestLoad(t *testing.T) {
 			c.BindAddress = "0.0.0.0"
 			c.Localhost = "127.0.0.1:7253"
 		}},
+		{"cluster key", "", "[cluster]\nkey = 0123456789abcdef  # shared by every node\n", nil, func(c *Config) {
+			c.ClusterKey = "0123456789abcdef"
+		}},
+		{"cluster key flag overrides the file", "", "[cluster]\nkey = 0123456789abcdef\n", []string{"--cluster-key", " fedcba9876543210fedcba "}, func(c *Config) {
+			c.ClusterKey = "fedcba9876543210fedcba"
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,9 +184,10 @@ func assertConfig(t *testing.T, got, want Config) {
 		Cluster     node.Membership
 		LocalSite   string
 		RemoteSites []node.Site
+		ClusterKey  string
 	}
-	g := view{got.BindAddress, got.BindPort, got.LogLevel, got.InstanceID, got.Localhost, got.Cluster, got.LocalSite, got.RemoteSites}
-	w := view{want.BindAddress, want.BindPort, want.LogLevel, want.InstanceID, want.Localhost, want.Cluster, want.LocalSite, want.RemoteSites}
+	g := view{got.BindAddress, got.BindPort, got.LogLevel, got.InstanceID, got.Localhost, got.Cluster, got.LocalSite, got.RemoteSites, got.ClusterKey}
+	w := view{want.BindAddress, want.BindPort, want.LogLevel, want.InstanceID, want.Localhost, want.Cluster, want.LocalSite, want.RemoteSites, want.ClusterKey}
 	if !reflect.DeepEqual(g, w) {
 		t.Errorf("config\n got %+v\nwant %+v", g, w)
 	}
@@ -214,6 +221,7 @@ func TestLoadErrors(t *testing.T) {
 		{"flag level", "", "", []string{"--log-level", "9"}, `--log-level "9"`},
 		{"flag node", "", "", []string{"--node", "10.0.0.1:0"}, `--node "10.0.0.1:0"`},
 		{"flag remote site", "", "", []string{"--remote-site", "=10.0.0.1"}, `--remote-site "=10.0.0.1"`},
+		{"empty value", "[http]\nbind-address =\n", "", nil, `bind-address "" is not a host`},
 		{"not INI", "[http\nbind-port = 1\n", "", nil, "not an INI file"},
 		{"missing file", "", "", []string{"--local-config-file", "/nonexistent/chronos.conf"}, "read local config file"},
 	}
@@ -224,6 +232,42 @@ func TestLoadErrors(t *testing.T) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestClusterKeyErrors proves that a cluster key that is too short, empty
+// or cut short by a comment character is refused, from the file and from
+// the flag, with an error that names the setting and never holds the key.
+func TestClusterKeyErrors(t *testing.T) {
+	tests := []struct {
+		name, cluster string
+		args          []string
+		want, secret  string
+	}{
+		{"file too short", "[cluster]\nkey = sesame-15-bytes\n", nil, "[cluster] key is 15 bytes, fewer than 16", "sesame"},
+		{"file empty", "[cluster]\nkey =\n", nil, "[cluster] key is empty", ""},
+		{"file cut by #", "[cluster]\nkey = sesame0123456789#abcdef\n", nil, "[cluster] key holds '#' or ';'", "sesame"},
+		{"file cut by ;", "[cluster]\nkey = sesame0123456789;abcdef\n", nil, "[cluster] key holds '#' or ';'", "sesame"},
+		{"flag too short", "", []string{"--cluster-key", "sesame"}, "--cluster-key is 6 bytes, fewer than 16", "sesame"},
+		{"flag empty", "", []string{"--cluster-key", " "}, "--cluster-key is empty", ""},
+		{"flag too short over a good file", "[cluster]\nkey = 0123456789abcdef\n", []string{"--cluster-key", "sesame"}, "--cluster-key is 6 bytes", "sesame"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := load(t, "", tt.cluster, tt.args...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want one containing %q", err, tt.want)
+			}
+			if tt.secret != "" && strings.Contains(err.Error(), tt.secret) {
+				t.Errorf("error %q holds the key", err)
+			}
+		})
+	}
+	cfg := DefaultConfig()
+	cfg.Localhost = "127.0.0.1:7253"
+	cfg.ClusterKey = "sesame"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "cluster key is 6 bytes") || strings.Contains(err.Error(), "sesame") {
+		t.Errorf("Validate() = %v, want a cluster key length error without the key", err)
 	}
 }
 
@@ -253,7 +297,8 @@ func TestParseFromBytes(t *testing.T) {
 }
 
 // TestReloadCluster proves that a reload re-reads the cluster file, that
-// flags still override it, and that the node's own address cannot change.
+// flags still override it, and that neither the node's own address nor the
+// cluster key can change.
 func TestReloadCluster(t *testing.T) {
 	dir := t.TempDir()
 	path := writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\n")
@@ -283,5 +328,38 @@ func TestReloadCluster(t *testing.T) {
 	writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\nnode = bad:port\n")
 	if _, err := cfg.ReloadCluster(); err == nil || !strings.Contains(err.Error(), `[cluster] node "bad:port"`) {
 		t.Errorf("error = %v, want one naming [cluster] node \"bad:port\"", err)
+	}
+	writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\nkey = 0123456789abcdef\n")
+	if _, err := cfg.ReloadCluster(); err == nil || !strings.Contains(err.Error(), "cluster key changed; restart to change it") {
+		t.Errorf("error = %v, want one saying the cluster key changed", err)
+	}
+}
+
+// TestReloadClusterKey proves that a reload keeps an unchanged cluster key
+// and refuses a changed or removed one without printing either key.
+func TestReloadClusterKey(t *testing.T) {
+	dir := t.TempDir()
+	const base = "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\n"
+	path := writeFile(t, dir, "chronos_cluster.conf", base+"key = old-key-0123456789\n")
+	cfg, err := load(t, "", "", "--cluster-config-file", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "chronos_cluster.conf", base+"node = 10.0.0.2\nkey = old-key-0123456789\n")
+	next, err := cfg.ReloadCluster()
+	if err != nil {
+		t.Fatalf("reload with the same key: %v", err)
+	}
+	if next.ClusterKey != cfg.ClusterKey || len(next.Cluster.Nodes) != 2 {
+		t.Errorf("reload kept key %v and nodes %q, want the key and 2 nodes", next.ClusterKey == cfg.ClusterKey, next.Cluster.Nodes)
+	}
+	for _, content := range []string{base + "key = new-key-0123456789\n", base} {
+		writeFile(t, dir, "chronos_cluster.conf", content)
+		_, err := cfg.ReloadCluster()
+		if err == nil || !strings.Contains(err.Error(), "cluster key changed; restart to change it") {
+			t.Errorf("reload of %q: error %v, want the cluster key change refused", content, err)
+		} else if strings.Contains(err.Error(), "-key-") {
+			t.Errorf("reload error %q holds a key", err)
+		}
 	}
 }

@@ -25,8 +25,8 @@ func ParseLocalConfig(data []byte, cfg *Config) error {
 }
 
 // ParseClusterConfig applies the settings of a chronos_cluster.conf held
-// in data ([cluster] localhost, repeated node, joining, leaving; [sites]
-// local_site, repeated remote_site = name=address) to cfg.
+// in data ([cluster] localhost, repeated node, joining, leaving, key;
+// [sites] local_site, repeated remote_site = name=address) to cfg.
 func ParseClusterConfig(data []byte, cfg *Config) error {
 	s, err := parseCluster(data)
 	if err != nil {
@@ -60,11 +60,15 @@ func values(f *ini.File, section, key string) []string {
 }
 
 // last returns the last value of section.key: a repeated single-valued key
-// behaves as if the later line overrode the earlier.
+// behaves as if the later line overrode the earlier. A key given only
+// empty values ("key =") is present with the value "", so that the
+// mistake is refused rather than read as absent. (The INI parser drops
+// empty values among non-empty ones.)
 func last(f *ini.File, section, key string) (string, bool) {
 	vs := values(f, section, key)
 	if len(vs) == 0 {
-		return "", false
+		sec, err := f.GetSection(section)
+		return "", err == nil && sec.HasKey(key)
 	}
 	return strings.TrimSpace(vs[len(vs)-1]), true
 }
@@ -126,6 +130,16 @@ func parseCluster(data []byte) (settings, error) {
 			l.dst.set(append(l.dst.v, addrs...))
 		}
 	}
+	if v, ok := last(f, "cluster", "key"); ok {
+		if err := commentCut(data, "cluster", "key", v); err != nil {
+			return s, err
+		}
+		k, err := parseClusterKey("[cluster] key", v)
+		if err != nil {
+			return s, err
+		}
+		s.clusterKey.set(k)
+	}
 	if v, ok := last(f, "sites", "local_site"); ok {
 		s.localSite.set(v)
 	}
@@ -137,4 +151,20 @@ func parseCluster(data []byte) (settings, error) {
 		s.remoteSites.set(append(s.remoteSites.v, site))
 	}
 	return s, nil
+}
+
+// commentCut fails if an inline comment cut the value v of section.key
+// short: the INI parser starts a comment at '#' or ';' even inside a word,
+// which would silently shorten a secret. A comment after a space is fine.
+// The error names the key, never its value.
+func commentCut(data []byte, section, key, v string) error {
+	f, err := ini.LoadSources(ini.LoadOptions{AllowShadows: true, IgnoreInlineComment: true}, data)
+	if err != nil {
+		return nil // loadINI read it; nothing more to learn
+	}
+	raw, _ := last(f, section, key)
+	if strings.HasPrefix(raw, v) && len(raw) > len(v) && strings.ContainsRune("#;", rune(raw[len(v)])) {
+		return fmt.Errorf("[%s] %s holds '#' or ';', which start a comment in this file; use letters and digits", section, key)
+	}
+	return nil
 }

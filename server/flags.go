@@ -20,6 +20,8 @@ type Flags struct {
 
 	local   settings
 	cluster settings
+	// keyErr is the --cluster-key error, reported by Load.
+	keyErr error
 }
 
 // Register defines the flags on fs.
@@ -61,6 +63,14 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		f.cluster.remoteSites.set(append(f.cluster.remoteSites.v, s))
 		return err
 	})
+	fs.Func("cluster-key", "`secret` shared by every node for the internal API, at least 16 bytes (prefer [cluster] key: a flag shows in the process list)", func(v string) error {
+		// The flag package would print a refused value, so the error
+		// waits for Load, which never prints the key.
+		k, err := parseClusterKey("--cluster-key", v)
+		f.cluster.clusterKey.set(k)
+		f.keyErr = err
+		return nil
+	})
 }
 
 // registerList defines a repeatable address-list flag. The first use
@@ -77,6 +87,9 @@ func (f *Flags) registerList(fs *flag.FlagSet, name, usage string, dst *opt[[]st
 // chronos_cluster.conf, then the flags; it fills derived fields and
 // validates the result.
 func (f *Flags) Load() (Config, error) {
+	if f.keyErr != nil {
+		return Config{}, fmt.Errorf("server: %w", f.keyErr)
+	}
 	cfg := DefaultConfig()
 	if f.LocalConfigFile != "" {
 		data, err := readFile("local config file", f.LocalConfigFile)
@@ -121,14 +134,15 @@ func (c *Config) loadCluster() error {
 
 // ReloadCluster re-reads the cluster configuration as at start-up and
 // returns the configuration with the new membership. The node's own
-// address and the sites cannot change while it runs: a change to them is
-// an error.
+// address, the sites and the cluster key cannot change while it runs: a
+// change to them is an error.
 func (c Config) ReloadCluster() (Config, error) {
 	next := c
 	next.Localhost = ""
 	next.Cluster = node.Membership{}
 	next.LocalSite = DefaultConfig().LocalSite
 	next.RemoteSites = nil
+	next.ClusterKey = ""
 	if err := next.loadCluster(); err != nil {
 		return Config{}, err
 	}
@@ -137,6 +151,9 @@ func (c Config) ReloadCluster() (Config, error) {
 	}
 	if next.LocalSite != c.LocalSite || !slices.Equal(next.RemoteSites, c.RemoteSites) {
 		return Config{}, errors.New("server: sites changed; restart to change them")
+	}
+	if next.ClusterKey != c.ClusterKey {
+		return Config{}, errors.New("server: cluster key changed; restart to change it")
 	}
 	return next, nil
 }

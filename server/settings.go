@@ -31,6 +31,7 @@ type settings struct {
 	leaving     opt[[]string]
 	localSite   opt[string]
 	remoteSites opt[[]node.Site]
+	clusterKey  opt[string]
 }
 
 // apply copies the given settings onto c.
@@ -64,6 +65,9 @@ func (s settings) apply(c *Config) {
 	}
 	if s.remoteSites.ok {
 		c.RemoteSites = s.remoteSites.v
+	}
+	if s.clusterKey.ok {
+		c.ClusterKey = s.clusterKey.v
 	}
 }
 
@@ -138,4 +142,16 @@ func parseSite(field, v string) (node.Site, error) {
 		return node.Site{}, fmt.Errorf("%s %q has no valid address", field, v)
 	}
 	return node.Site{Name: name, Address: addr}, nil
+}
+
+// parseClusterKey reads the cluster key. Its errors never hold the key.
+func parseClusterKey(field, v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", fmt.Errorf("%s is empty; remove it to leave the internal API open", field)
+	}
+	if len(v) < node.MinClusterKeyBytes {
+		return "", fmt.Errorf("%s is %d bytes, fewer than %d", field, len(v), node.MinClusterKeyBytes)
+	}
+	return v, nil
 }
