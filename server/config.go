@@ -41,6 +41,10 @@ type Config struct {
 	// ([identity] instance_id); node.AutoInstanceID, the default, derives
 	// it from the membership.
 	InstanceID int
+	// CallbackHosts, when not empty, is the allow-list of hosts timer
+	// callbacks may reach ([callbacks] allowed_host): a host name or IP, a
+	// host:port, or an IP prefix such as 127.0.0.0/8. Empty allows any.
+	CallbackHosts []string
 	// Localhost is this node's address as the cluster knows it, host:port
 	// ([cluster] localhost). Empty means the bind address and port.
 	Localhost string
@@ -206,6 +210,11 @@ func (c Config) Validate() error {
 	if c.InstanceID < node.AutoInstanceID || c.InstanceID > node.MaxInstanceID {
 		return fmt.Errorf("server: instance_id %d is not in 0..%d", c.InstanceID, node.MaxInstanceID)
 	}
+	for _, h := range c.CallbackHosts {
+		if !validCallbackHost(h) {
+			return fmt.Errorf("server: allowed_host %q is not a host, host:port or IP prefix", h)
+		}
+	}
 	if _, err := withPort("localhost", c.Localhost); err != nil {
 		return err
 	}
@@ -284,6 +293,7 @@ func (c Config) nodeConfig(clk node.Clock, nw node.Network, log *slog.Logger) no
 	nc.LocalSite = c.LocalSite
 	nc.RemoteSites = c.RemoteSites
 	nc.ClusterKey = c.ClusterKey
+	nc.CallbackHosts = c.CallbackHosts
 	nc.Clock = clk
 	nc.Network = nw
 	nc.Logger = log

@@ -151,6 +151,12 @@ func TestLoad(t *testing.T) {
 			c.BindAddress = "0.0.0.0"
 			c.Localhost = "127.0.0.1:7253"
 		}},
+		{"callback hosts", "[callbacks]\nallowed_host = cb.example\nallowed_host = 127.0.0.0/8, [::1]:8080 ,::1, cb.example:80\n", "", nil, func(c *Config) {
+			c.CallbackHosts = []string{"cb.example", "127.0.0.0/8", "[::1]:8080", "::1", "cb.example:80"}
+		}},
+		{"callback hosts flag replaces the file's list", "[callbacks]\nallowed_host = cb.example\n", "", []string{"--allowed-callback-host", "10.0.0.0/8", "--allowed-callback-host", "a.example,b.example"}, func(c *Config) {
+			c.CallbackHosts = []string{"10.0.0.0/8", "a.example", "b.example"}
+		}},
 		{"cluster key", "", "[cluster]\nkey = 0123456789abcdef  # shared by every node\n", nil, func(c *Config) {
 			c.ClusterKey = "0123456789abcdef"
 		}},
@@ -180,14 +186,15 @@ func assertConfig(t *testing.T, got, want Config) {
 		BindPort    int
 		LogLevel    slog.Level
 		InstanceID  int
+		Callbacks   []string
 		Localhost   string
 		Cluster     node.Membership
 		LocalSite   string
 		RemoteSites []node.Site
 		ClusterKey  string
 	}
-	g := view{got.BindAddress, got.BindPort, got.LogLevel, got.InstanceID, got.Localhost, got.Cluster, got.LocalSite, got.RemoteSites, got.ClusterKey}
-	w := view{want.BindAddress, want.BindPort, want.LogLevel, want.InstanceID, want.Localhost, want.Cluster, want.LocalSite, want.RemoteSites, want.ClusterKey}
+	g := view{got.BindAddress, got.BindPort, got.LogLevel, got.InstanceID, got.CallbackHosts, got.Localhost, got.Cluster, got.LocalSite, got.RemoteSites, got.ClusterKey}
+	w := view{want.BindAddress, want.BindPort, want.LogLevel, want.InstanceID, want.CallbackHosts, want.Localhost, want.Cluster, want.LocalSite, want.RemoteSites, want.ClusterKey}
 	if !reflect.DeepEqual(g, w) {
 		t.Errorf("config\n got %+v\nwant %+v", g, w)
 	}
@@ -221,6 +228,11 @@ func TestLoadErrors(t *testing.T) {
 		{"flag level", "", "", []string{"--log-level", "9"}, `--log-level "9"`},
 		{"flag node", "", "", []string{"--node", "10.0.0.1:0"}, `--node "10.0.0.1:0"`},
 		{"flag remote site", "", "", []string{"--remote-site", "=10.0.0.1"}, `--remote-site "=10.0.0.1"`},
+		{"callback host with a path", "[callbacks]\nallowed_host = cb.example, cb.example/x\n", "", nil, `[callbacks] allowed_host "cb.example/x" is not a host, host:port or IP prefix`},
+		{"callback host port 0", "[callbacks]\nallowed_host = cb.example:0\n", "", nil, `[callbacks] allowed_host "cb.example:0"`},
+		{"callback prefix too long", "[callbacks]\nallowed_host = 10.0.0.0/33\n", "", nil, `[callbacks] allowed_host "10.0.0.0/33"`},
+		{"callback host with colons", "[callbacks]\nallowed_host = a:b:c\n", "", nil, `[callbacks] allowed_host "a:b:c"`},
+		{"flag callback host", "", "", []string{"--allowed-callback-host", "http://cb.example"}, `--allowed-callback-host "http://cb.example"`},
 		{"empty value", "[http]\nbind-address =\n", "", nil, `bind-address "" is not a host`},
 		{"not INI", "[http\nbind-port = 1\n", "", nil, "not an INI file"},
 		{"missing file", "", "", []string{"--local-config-file", "/nonexistent/chronos.conf"}, "read local config file"},
@@ -268,6 +280,24 @@ func TestClusterKeyErrors(t *testing.T) {
 	cfg.ClusterKey = "sesame"
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "cluster key is 6 bytes") || strings.Contains(err.Error(), "sesame") {
 		t.Errorf("Validate() = %v, want a cluster key length error without the key", err)
+	}
+}
+
+// TestNodeConfig proves that the settings the node enforces reach it: the
+// cluster key and the callback-host allow-list, and that a hand-built
+// allow-list is validated before the node sees it.
+func TestNodeConfig(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Localhost = "127.0.0.1:7253"
+	cfg.ClusterKey = "0123456789abcdef"
+	cfg.CallbackHosts = []string{"127.0.0.0/8", "[::1]:8080"}
+	nc := cfg.nodeConfig(nil, nil, nil)
+	if nc.ClusterKey != cfg.ClusterKey || !reflect.DeepEqual(nc.CallbackHosts, cfg.CallbackHosts) {
+		t.Errorf("node config has key %v and hosts %q, want the key and %q", nc.ClusterKey == cfg.ClusterKey, nc.CallbackHosts, cfg.CallbackHosts)
+	}
+	cfg.CallbackHosts = []string{"cb.example", "cb example"}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `allowed_host "cb example"`) {
+		t.Errorf("Validate() = %v, want one naming allowed_host \"cb example\"", err)
 	}
 }
 

@@ -13,8 +13,8 @@ const MaxConfigFileBytes = 1 << 20
 
 // ParseLocalConfig applies the settings of a chronos.conf held in data
 // ([http] bind-address, bind-port; [logging] level; [identity]
-// instance_id) to cfg. Other sections and keys of the original file are
-// ignored.
+// instance_id; [callbacks] repeated allowed_host) to cfg. Other sections
+// and keys of the original file are ignored.
 func ParseLocalConfig(data []byte, cfg *Config) error {
 	s, err := parseLocal(data)
 	if err != nil {
@@ -102,6 +102,13 @@ func parseLocal(data []byte) (settings, error) {
 			return s, err
 		}
 		s.instanceID.set(id)
+	}
+	for _, v := range values(f, "callbacks", "allowed_host") {
+		hosts, err := parseCallbackHosts("[callbacks] allowed_host", v)
+		if err != nil {
+			return s, err
+		}
+		s.callbacks.set(append(s.callbacks.v, hosts...))
 	}
 	return s, nil
 }

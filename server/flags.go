@@ -26,7 +26,7 @@ type Flags struct {
 
 // Register defines the flags on fs.
 func (f *Flags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&f.LocalConfigFile, "local-config-file", "", "`path` of chronos.conf ([http], [logging], [identity])")
+	fs.StringVar(&f.LocalConfigFile, "local-config-file", "", "`path` of chronos.conf ([http], [logging], [identity], [callbacks])")
 	fs.StringVar(&f.ClusterConfigFile, "cluster-config-file", "", "`path` of chronos_cluster.conf ([cluster], [sites]); re-read on SIGHUP")
 	fs.Func("bind-address", "`host` to listen on (default 127.0.0.1)", func(v string) error {
 		f.local.bindAddress.set(strings.TrimSpace(v))
@@ -51,9 +51,10 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		f.cluster.localhost.set(strings.TrimSpace(v))
 		return nil
 	})
-	f.registerList(fs, "node", "cluster member `address`; repeat or separate with commas", &f.cluster.nodes)
-	f.registerList(fs, "joining", "joining node `address`; repeat or separate with commas", &f.cluster.joining)
-	f.registerList(fs, "leaving", "leaving node `address`; repeat or separate with commas", &f.cluster.leaving)
+	registerList(fs, "allowed-callback-host", "allowed callback `host`, host:port or IP prefix (e.g. 127.0.0.0/8); repeat or separate with commas (default any)", parseCallbackHosts, &f.local.callbacks)
+	registerList(fs, "node", "cluster member `address`; repeat or separate with commas", parseAddresses, &f.cluster.nodes)
+	registerList(fs, "joining", "joining node `address`; repeat or separate with commas", parseAddresses, &f.cluster.joining)
+	registerList(fs, "leaving", "leaving node `address`; repeat or separate with commas", parseAddresses, &f.cluster.leaving)
 	fs.Func("local-site", "this node's site `name` (default site1)", func(v string) error {
 		f.cluster.localSite.set(strings.TrimSpace(v))
 		return nil
@@ -73,12 +74,12 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	})
 }
 
-// registerList defines a repeatable address-list flag. The first use
-// replaces the file's list rather than adding to it.
-func (f *Flags) registerList(fs *flag.FlagSet, name, usage string, dst *opt[[]string]) {
+// registerList defines a repeatable list flag whose values parse reads.
+// The first use replaces the file's list rather than adding to it.
+func registerList(fs *flag.FlagSet, name, usage string, parse func(field, v string) ([]string, error), dst *opt[[]string]) {
 	fs.Func(name, usage, func(v string) error {
-		addrs, err := parseAddresses("--"+name, v)
-		dst.set(append(dst.v, addrs...))
+		items, err := parse("--"+name, v)
+		dst.set(append(dst.v, items...))
 		return err
 	})
 }
