@@ -69,6 +69,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Clock is the wall clock; nil means the real one (clock.New()).
 	Clock clock.Clock
+	// Warnings are the lines of the files last read (both by Load, the
+	// cluster file by ReloadCluster) that were accepted but not read.
+	Warnings []Warning
 
 	// clusterFlags are the command-line cluster settings, applied again
 	// over the re-read file on reload so that flags keep overriding it.

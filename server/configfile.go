@@ -14,25 +14,29 @@ const MaxConfigFileBytes = 1 << 20
 // ParseLocalConfig applies the settings of a chronos.conf held in data
 // ([http] bind-address, bind-port; [logging] level; [identity]
 // instance_id; [callbacks] repeated allowed_host) to cfg. Other sections
-// and keys of the original file are ignored.
+// and keys are accepted and reported in cfg.Warnings, with no file name.
 func ParseLocalConfig(data []byte, cfg *Config) error {
-	s, err := parseLocal(data)
+	s, ws, err := parseLocal(data, "")
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
 	s.apply(cfg)
+	cfg.Warnings = append(cfg.Warnings, ws...)
 	return nil
 }
 
 // ParseClusterConfig applies the settings of a chronos_cluster.conf held
 // in data ([cluster] localhost, repeated node, joining, leaving, key;
-// [sites] local_site, repeated remote_site = name=address) to cfg.
+// [sites] local_site, repeated remote_site = name=address) to cfg. Other
+// sections and keys are accepted and reported in cfg.Warnings, with no
+// file name.
 func ParseClusterConfig(data []byte, cfg *Config) error {
-	s, err := parseCluster(data)
+	s, ws, err := parseCluster(data, "")
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
 	s.apply(cfg)
+	cfg.Warnings = append(cfg.Warnings, ws...)
 	return nil
 }
 
@@ -73,12 +77,21 @@ func last(f *ini.File, section, key string) (string, bool) {
 	return strings.TrimSpace(vs[len(vs)-1]), true
 }
 
-func parseLocal(data []byte) (settings, error) {
-	var s settings
+// parseLocal reads chronos.conf; path names it in the warnings.
+func parseLocal(data []byte, path string) (settings, []Warning, error) {
 	f, err := loadINI(data)
 	if err != nil {
-		return s, err
+		return settings{}, nil, err
 	}
+	s, err := localSettings(f)
+	if err != nil {
+		return settings{}, nil, err
+	}
+	return s, checkKeys(f, path, localFile), nil
+}
+
+func localSettings(f *ini.File) (settings, error) {
+	var s settings
 	if v, ok := last(f, "http", "bind-address"); ok {
 		s.bindAddress.set(v)
 	}
@@ -113,12 +126,24 @@ func parseLocal(data []byte) (settings, error) {
 	return s, nil
 }
 
-func parseCluster(data []byte) (settings, error) {
-	var s settings
+// parseCluster reads chronos_cluster.conf; path names it in the
+// warnings.
+func parseCluster(data []byte, path string) (settings, []Warning, error) {
 	f, err := loadINI(data)
 	if err != nil {
-		return s, err
+		return settings{}, nil, err
 	}
+	s, err := clusterSettings(f, data)
+	if err != nil {
+		return settings{}, nil, err
+	}
+	return s, checkKeys(f, path, clusterFile), nil
+}
+
+// clusterSettings reads the settings of a cluster file; data is its text,
+// to check the key for comment characters.
+func clusterSettings(f *ini.File, data []byte) (settings, error) {
+	var s settings
 	if v, ok := last(f, "cluster", "localhost"); ok {
 		if _, err := withPort("", v); err != nil {
 			return s, fmt.Errorf("[cluster] localhost %q is not an address", v)

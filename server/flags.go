@@ -86,7 +86,8 @@ func registerList(fs *flag.FlagSet, name, usage string, parse func(field, v stri
 
 // Load builds the configuration: defaults, then chronos.conf, then
 // chronos_cluster.conf, then the flags; it fills derived fields and
-// validates the result.
+// validates the result. The lines of either file that are not read are in
+// Config.Warnings, for the caller to log (LogWarnings).
 func (f *Flags) Load() (Config, error) {
 	if f.keyErr != nil {
 		return Config{}, fmt.Errorf("server: %w", f.keyErr)
@@ -97,11 +98,12 @@ func (f *Flags) Load() (Config, error) {
 		if err != nil {
 			return Config{}, err
 		}
-		s, err := parseLocal(data)
+		s, ws, err := parseLocal(data, f.LocalConfigFile)
 		if err != nil {
 			return Config{}, fmt.Errorf("server: %s: %w", f.LocalConfigFile, err)
 		}
 		s.apply(&cfg)
+		cfg.Warnings = ws
 	}
 	f.local.apply(&cfg)
 	cfg.ClusterConfigFile = f.ClusterConfigFile
@@ -120,11 +122,12 @@ func (c *Config) loadCluster() error {
 		if err != nil {
 			return err
 		}
-		s, err := parseCluster(data)
+		s, ws, err := parseCluster(data, c.ClusterConfigFile)
 		if err != nil {
 			return fmt.Errorf("server: %s: %w", c.ClusterConfigFile, err)
 		}
 		s.apply(c)
+		c.Warnings = append(c.Warnings, ws...)
 	}
 	c.clusterFlags.apply(c)
 	if err := c.normalize(); err != nil {
@@ -134,9 +137,10 @@ func (c *Config) loadCluster() error {
 }
 
 // ReloadCluster re-reads the cluster configuration as at start-up and
-// returns the configuration with the new membership. The node's own
-// address, the sites and the cluster key cannot change while it runs: a
-// change to them is an error.
+// returns the configuration with the new membership, and in Warnings the
+// lines of the cluster file that are not read. The node's own address,
+// the sites and the cluster key cannot change while it runs: a change to
+// them is an error.
 func (c Config) ReloadCluster() (Config, error) {
 	next := c
 	next.Localhost = ""
@@ -144,6 +148,7 @@ func (c Config) ReloadCluster() (Config, error) {
 	next.LocalSite = DefaultConfig().LocalSite
 	next.RemoteSites = nil
 	next.ClusterKey = ""
+	next.Warnings = nil
 	if err := next.loadCluster(); err != nil {
 		return Config{}, err
 	}

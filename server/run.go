@@ -126,7 +126,8 @@ func (s *Server) config() Config {
 }
 
 // Reload re-reads the cluster configuration and hands the new membership to
-// the node. On any error the node keeps its current membership.
+// the node, logging the lines of the file it does not read. On any error
+// the node keeps its current membership.
 func (s *Server) Reload() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -134,6 +135,7 @@ func (s *Server) Reload() error {
 	if err != nil {
 		return err
 	}
+	LogWarnings(s.log, next.Warnings)
 	var setErr error
 	if !s.serial.Do(func() { setErr = s.node.SetCluster(next.Cluster) }) {
 		return errors.New("server: node is stopped")
