@@ -98,15 +98,18 @@ joining = 10.0.0.4
 leaving = 10.0.0.5
 `
 
+// loadCase is one row of a table of loads that succeed.
+type loadCase struct {
+	name           string
+	local, cluster string
+	args           []string
+	want           func(*Config)
+}
+
 // TestLoad proves how files and flags combine: the original file format is
 // read, addresses without a port get 7253, and flags override files.
 func TestLoad(t *testing.T) {
-	tests := []struct {
-		name           string
-		local, cluster string
-		args           []string
-		want           func(*Config)
-	}{
+	tests := []loadCase{
 		{"original files", originalLocal, originalCluster, nil, func(c *Config) {
 			c.BindAddress, c.BindPort, c.LogLevel, c.InstanceID = "10.0.0.1", 7254, slog.LevelDebug-4, 3
 			c.Localhost = "10.0.0.1:7254"
@@ -151,6 +154,16 @@ func TestLoad(t *testing.T) {
 			c.BindAddress = "0.0.0.0"
 			c.Localhost = "127.0.0.1:7253"
 		}},
+	}
+	runLoadCases(t, tests)
+}
+
+// TestLoadKeyAndAllowList proves that the cluster key and the callback-host
+// allow-list are read from their files, and that their flags override the
+// files: the key flag replaces the key, the first allow-list flag replaces
+// the file's list.
+func TestLoadKeyAndAllowList(t *testing.T) {
+	runLoadCases(t, []loadCase{
 		{"callback hosts", "[callbacks]\nallowed_host = cb.example\nallowed_host = 127.0.0.0/8, [::1]:8080 ,::1, cb.example:80\n", "", nil, func(c *Config) {
 			c.CallbackHosts = []string{"cb.example", "127.0.0.0/8", "[::1]:8080", "::1", "cb.example:80"}
 		}},
@@ -163,7 +176,13 @@ func TestLoad(t *testing.T) {
 		{"cluster key flag overrides the file", "", "[cluster]\nkey = 0123456789abcdef\n", []string{"--cluster-key", " fedcba9876543210fedcba "}, func(c *Config) {
 			c.ClusterKey = "fedcba9876543210fedcba"
 		}},
-	}
+	})
+}
+
+// runLoadCases loads each case and compares the result with the defaults
+// changed by the case's want.
+func runLoadCases(t *testing.T, tests []loadCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := load(t, tt.local, tt.cluster, tt.args...)
