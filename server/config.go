@@ -41,6 +41,10 @@ type Config struct {
 	// ([identity] instance_id); node.AutoInstanceID, the default, derives
 	// it from the membership.
 	InstanceID int
+	// CallbackHosts, when not empty, is the allow-list of hosts timer
+	// callbacks may reach ([callbacks] allowed_host): a host name or IP, a
+	// host:port, or an IP prefix such as 127.0.0.0/8. Empty allows any.
+	CallbackHosts []string
 	// Localhost is this node's address as the cluster knows it, host:port
 	// ([cluster] localhost). Empty means the bind address and port.
 	Localhost string
@@ -51,6 +55,11 @@ type Config struct {
 	// local_site, remote_site = name=address).
 	LocalSite   string
 	RemoteSites []node.Site
+	// ClusterKey is the secret shared by every node of the cluster and of
+	// its remote sites ([cluster] key): internal requests are signed with
+	// it. Empty leaves the internal API open to anyone who can reach the
+	// node. It is never logged.
+	ClusterKey string
 
 	// ClusterConfigFile is re-read on SIGHUP; empty means there is none.
 	ClusterConfigFile string
@@ -60,6 +69,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Clock is the wall clock; nil means the real one (clock.New()).
 	Clock clock.Clock
+	// Warnings are the lines of the files last read (both by Load, the
+	// cluster file by ReloadCluster) that were accepted but not read.
+	Warnings []Warning
 
 	// clusterFlags are the command-line cluster settings, applied again
 	// over the re-read file on reload so that flags keep overriding it.
@@ -201,6 +213,11 @@ func (c Config) Validate() error {
 	if c.InstanceID < node.AutoInstanceID || c.InstanceID > node.MaxInstanceID {
 		return fmt.Errorf("server: instance_id %d is not in 0..%d", c.InstanceID, node.MaxInstanceID)
 	}
+	for _, h := range c.CallbackHosts {
+		if !validCallbackHost(h) {
+			return fmt.Errorf("server: allowed_host %q is not a host, host:port or IP prefix", h)
+		}
+	}
 	if _, err := withPort("localhost", c.Localhost); err != nil {
 		return err
 	}
@@ -209,6 +226,10 @@ func (c Config) Validate() error {
 	}
 	if err := validateSites(c.LocalSite, c.RemoteSites); err != nil {
 		return err
+	}
+	if c.ClusterKey != "" && len(c.ClusterKey) < node.MinClusterKeyBytes {
+		// The length only: the key itself never reaches an error or a log.
+		return fmt.Errorf("server: cluster key is %d bytes, fewer than %d", len(c.ClusterKey), node.MinClusterKeyBytes)
 	}
 	if c.ReplyTimeout <= 0 {
 		return fmt.Errorf("server: reply timeout %v is not positive", c.ReplyTimeout)
@@ -274,6 +295,8 @@ func (c Config) nodeConfig(clk node.Clock, nw node.Network, log *slog.Logger) no
 	nc.Cluster = c.Cluster
 	nc.LocalSite = c.LocalSite
 	nc.RemoteSites = c.RemoteSites
+	nc.ClusterKey = c.ClusterKey
+	nc.CallbackHosts = c.CallbackHosts
 	nc.Clock = clk
 	nc.Network = nw
 	nc.Logger = log

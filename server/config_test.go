@@ -98,15 +98,18 @@ joining = 10.0.0.4
 leaving = 10.0.0.5
 `
 
+// loadCase is one row of a table of loads that succeed.
+type loadCase struct {
+	name           string
+	local, cluster string
+	args           []string
+	want           func(*Config)
+}
+
 // TestLoad proves how files and flags combine: the original file format is
 // read, addresses without a port get 7253, and flags override files.
 func TestLoad(t *testing.T) {
-	tests := []struct {
-		name           string
-		local, cluster string
-		args           []string
-		want           func(*Config)
-	}{
+	tests := []loadCase{
 		{"original files", originalLocal, originalCluster, nil, func(c *Config) {
 			c.BindAddress, c.BindPort, c.LogLevel, c.InstanceID = "10.0.0.1", 7254, slog.LevelDebug-4, 3
 			c.Localhost = "10.0.0.1:7254"
@@ -152,6 +155,34 @@ func TestLoad(t *testing.T) {
 			c.Localhost = "127.0.0.1:7253"
 		}},
 	}
+	runLoadCases(t, tests)
+}
+
+// TestLoadKeyAndAllowList proves that the cluster key and the callback-host
+// allow-list are read from their files, and that their flags override the
+// files: the key flag replaces the key, the first allow-list flag replaces
+// the file's list.
+func TestLoadKeyAndAllowList(t *testing.T) {
+	runLoadCases(t, []loadCase{
+		{"callback hosts", "[callbacks]\nallowed_host = cb.example\nallowed_host = 127.0.0.0/8, [::1]:8080 ,::1, cb.example:80\n", "", nil, func(c *Config) {
+			c.CallbackHosts = []string{"cb.example", "127.0.0.0/8", "[::1]:8080", "::1", "cb.example:80"}
+		}},
+		{"callback hosts flag replaces the file's list", "[callbacks]\nallowed_host = cb.example\n", "", []string{"--allowed-callback-host", "10.0.0.0/8", "--allowed-callback-host", "a.example,b.example"}, func(c *Config) {
+			c.CallbackHosts = []string{"10.0.0.0/8", "a.example", "b.example"}
+		}},
+		{"cluster key", "", "[cluster]\nkey = 0123456789abcdef  # shared by every node\n", nil, func(c *Config) {
+			c.ClusterKey = "0123456789abcdef"
+		}},
+		{"cluster key flag overrides the file", "", "[cluster]\nkey = 0123456789abcdef\n", []string{"--cluster-key", " fedcba9876543210fedcba "}, func(c *Config) {
+			c.ClusterKey = "fedcba9876543210fedcba"
+		}},
+	})
+}
+
+// runLoadCases loads each case and compares the result with the defaults
+// changed by the case's want.
+func runLoadCases(t *testing.T, tests []loadCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := load(t, tt.local, tt.cluster, tt.args...)
@@ -174,13 +205,15 @@ func assertConfig(t *testing.T, got, want Config) {
 		BindPort    int
 		LogLevel    slog.Level
 		InstanceID  int
+		Callbacks   []string
 		Localhost   string
 		Cluster     node.Membership
 		LocalSite   string
 		RemoteSites []node.Site
+		ClusterKey  string
 	}
-	g := view{got.BindAddress, got.BindPort, got.LogLevel, got.InstanceID, got.Localhost, got.Cluster, got.LocalSite, got.RemoteSites}
-	w := view{want.BindAddress, want.BindPort, want.LogLevel, want.InstanceID, want.Localhost, want.Cluster, want.LocalSite, want.RemoteSites}
+	g := view{got.BindAddress, got.BindPort, got.LogLevel, got.InstanceID, got.CallbackHosts, got.Localhost, got.Cluster, got.LocalSite, got.RemoteSites, got.ClusterKey}
+	w := view{want.BindAddress, want.BindPort, want.LogLevel, want.InstanceID, want.CallbackHosts, want.Localhost, want.Cluster, want.LocalSite, want.RemoteSites, want.ClusterKey}
 	if !reflect.DeepEqual(g, w) {
 		t.Errorf("config\n got %+v\nwant %+v", g, w)
 	}
@@ -214,6 +247,12 @@ func TestLoadErrors(t *testing.T) {
 		{"flag level", "", "", []string{"--log-level", "9"}, `--log-level "9"`},
 		{"flag node", "", "", []string{"--node", "10.0.0.1:0"}, `--node "10.0.0.1:0"`},
 		{"flag remote site", "", "", []string{"--remote-site", "=10.0.0.1"}, `--remote-site "=10.0.0.1"`},
+		{"callback host with a path", "[callbacks]\nallowed_host = cb.example, cb.example/x\n", "", nil, `[callbacks] allowed_host "cb.example/x" is not a host, host:port or IP prefix`},
+		{"callback host port 0", "[callbacks]\nallowed_host = cb.example:0\n", "", nil, `[callbacks] allowed_host "cb.example:0"`},
+		{"callback prefix too long", "[callbacks]\nallowed_host = 10.0.0.0/33\n", "", nil, `[callbacks] allowed_host "10.0.0.0/33"`},
+		{"callback host with colons", "[callbacks]\nallowed_host = a:b:c\n", "", nil, `[callbacks] allowed_host "a:b:c"`},
+		{"flag callback host", "", "", []string{"--allowed-callback-host", "http://cb.example"}, `--allowed-callback-host "http://cb.example"`},
+		{"empty value", "[http]\nbind-address =\n", "", nil, `bind-address "" is not a host`},
 		{"not INI", "[http\nbind-port = 1\n", "", nil, "not an INI file"},
 		{"missing file", "", "", []string{"--local-config-file", "/nonexistent/chronos.conf"}, "read local config file"},
 	}
@@ -224,6 +263,60 @@ func TestLoadErrors(t *testing.T) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestClusterKeyErrors proves that a cluster key that is too short, empty
+// or cut short by a comment character is refused, from the file and from
+// the flag, with an error that names the setting and never holds the key.
+func TestClusterKeyErrors(t *testing.T) {
+	tests := []struct {
+		name, cluster string
+		args          []string
+		want, secret  string
+	}{
+		{"file too short", "[cluster]\nkey = sesame-15-bytes\n", nil, "[cluster] key is 15 bytes, fewer than 16", "sesame"},
+		{"file empty", "[cluster]\nkey =\n", nil, "[cluster] key is empty", ""},
+		{"file cut by #", "[cluster]\nkey = sesame0123456789#abcdef\n", nil, "[cluster] key holds '#' or ';'", "sesame"},
+		{"file cut by ;", "[cluster]\nkey = sesame0123456789;abcdef\n", nil, "[cluster] key holds '#' or ';'", "sesame"},
+		{"flag too short", "", []string{"--cluster-key", "sesame"}, "--cluster-key is 6 bytes, fewer than 16", "sesame"},
+		{"flag empty", "", []string{"--cluster-key", " "}, "--cluster-key is empty", ""},
+		{"flag too short over a good file", "[cluster]\nkey = 0123456789abcdef\n", []string{"--cluster-key", "sesame"}, "--cluster-key is 6 bytes", "sesame"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := load(t, "", tt.cluster, tt.args...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want one containing %q", err, tt.want)
+			}
+			if tt.secret != "" && strings.Contains(err.Error(), tt.secret) {
+				t.Errorf("error %q holds the key", err)
+			}
+		})
+	}
+	cfg := DefaultConfig()
+	cfg.Localhost = "127.0.0.1:7253"
+	cfg.ClusterKey = "sesame"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "cluster key is 6 bytes") || strings.Contains(err.Error(), "sesame") {
+		t.Errorf("Validate() = %v, want a cluster key length error without the key", err)
+	}
+}
+
+// TestNodeConfig proves that the settings the node enforces reach it: the
+// cluster key and the callback-host allow-list, and that a hand-built
+// allow-list is validated before the node sees it.
+func TestNodeConfig(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Localhost = "127.0.0.1:7253"
+	cfg.ClusterKey = "0123456789abcdef"
+	cfg.CallbackHosts = []string{"127.0.0.0/8", "[::1]:8080"}
+	nc := cfg.nodeConfig(nil, nil, nil)
+	if nc.ClusterKey != cfg.ClusterKey || !reflect.DeepEqual(nc.CallbackHosts, cfg.CallbackHosts) {
+		t.Errorf("node config has key %v and hosts %q, want the key and %q", nc.ClusterKey == cfg.ClusterKey, nc.CallbackHosts, cfg.CallbackHosts)
+	}
+	cfg.CallbackHosts = []string{"cb.example", "cb example"}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `allowed_host "cb example"`) {
+		t.Errorf("Validate() = %v, want one naming allowed_host \"cb example\"", err)
 	}
 }
 
@@ -253,7 +346,8 @@ func TestParseFromBytes(t *testing.T) {
 }
 
 // TestReloadCluster proves that a reload re-reads the cluster file, that
-// flags still override it, and that the node's own address cannot change.
+// flags still override it, and that neither the node's own address nor the
+// cluster key can change.
 func TestReloadCluster(t *testing.T) {
 	dir := t.TempDir()
 	path := writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\n")
@@ -283,5 +377,38 @@ func TestReloadCluster(t *testing.T) {
 	writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\nnode = bad:port\n")
 	if _, err := cfg.ReloadCluster(); err == nil || !strings.Contains(err.Error(), `[cluster] node "bad:port"`) {
 		t.Errorf("error = %v, want one naming [cluster] node \"bad:port\"", err)
+	}
+	writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\nkey = 0123456789abcdef\n")
+	if _, err := cfg.ReloadCluster(); err == nil || !strings.Contains(err.Error(), "cluster key changed; restart to change it") {
+		t.Errorf("error = %v, want one saying the cluster key changed", err)
+	}
+}
+
+// TestReloadClusterKey proves that a reload keeps an unchanged cluster key
+// and refuses a changed or removed one without printing either key.
+func TestReloadClusterKey(t *testing.T) {
+	dir := t.TempDir()
+	const base = "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\n"
+	path := writeFile(t, dir, "chronos_cluster.conf", base+"key = old-key-0123456789\n")
+	cfg, err := load(t, "", "", "--cluster-config-file", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "chronos_cluster.conf", base+"node = 10.0.0.2\nkey = old-key-0123456789\n")
+	next, err := cfg.ReloadCluster()
+	if err != nil {
+		t.Fatalf("reload with the same key: %v", err)
+	}
+	if next.ClusterKey != cfg.ClusterKey || len(next.Cluster.Nodes) != 2 {
+		t.Errorf("reload kept key %v and nodes %q, want the key and 2 nodes", next.ClusterKey == cfg.ClusterKey, next.Cluster.Nodes)
+	}
+	for _, content := range []string{base + "key = new-key-0123456789\n", base} {
+		writeFile(t, dir, "chronos_cluster.conf", content)
+		_, err := cfg.ReloadCluster()
+		if err == nil || !strings.Contains(err.Error(), "cluster key changed; restart to change it") {
+			t.Errorf("reload of %q: error %v, want the cluster key change refused", content, err)
+		} else if strings.Contains(err.Error(), "-key-") {
+			t.Errorf("reload error %q holds a key", err)
+		}
 	}
 }

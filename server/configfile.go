@@ -13,26 +13,30 @@ const MaxConfigFileBytes = 1 << 20
 
 // ParseLocalConfig applies the settings of a chronos.conf held in data
 // ([http] bind-address, bind-port; [logging] level; [identity]
-// instance_id) to cfg. Other sections and keys of the original file are
-// ignored.
+// instance_id; [callbacks] repeated allowed_host) to cfg. Other sections
+// and keys are accepted and reported in cfg.Warnings, with no file name.
 func ParseLocalConfig(data []byte, cfg *Config) error {
-	s, err := parseLocal(data)
+	s, ws, err := parseLocal(data, "")
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
 	s.apply(cfg)
+	cfg.Warnings = append(cfg.Warnings, ws...)
 	return nil
 }
 
 // ParseClusterConfig applies the settings of a chronos_cluster.conf held
-// in data ([cluster] localhost, repeated node, joining, leaving; [sites]
-// local_site, repeated remote_site = name=address) to cfg.
+// in data ([cluster] localhost, repeated node, joining, leaving, key;
+// [sites] local_site, repeated remote_site = name=address) to cfg. Other
+// sections and keys are accepted and reported in cfg.Warnings, with no
+// file name.
 func ParseClusterConfig(data []byte, cfg *Config) error {
-	s, err := parseCluster(data)
+	s, ws, err := parseCluster(data, "")
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
 	s.apply(cfg)
+	cfg.Warnings = append(cfg.Warnings, ws...)
 	return nil
 }
 
@@ -60,21 +64,34 @@ func values(f *ini.File, section, key string) []string {
 }
 
 // last returns the last value of section.key: a repeated single-valued key
-// behaves as if the later line overrode the earlier.
+// behaves as if the later line overrode the earlier. A key given only
+// empty values ("key =") is present with the value "", so that the
+// mistake is refused rather than read as absent. (The INI parser drops
+// empty values among non-empty ones.)
 func last(f *ini.File, section, key string) (string, bool) {
 	vs := values(f, section, key)
 	if len(vs) == 0 {
-		return "", false
+		sec, err := f.GetSection(section)
+		return "", err == nil && sec.HasKey(key)
 	}
 	return strings.TrimSpace(vs[len(vs)-1]), true
 }
 
-func parseLocal(data []byte) (settings, error) {
-	var s settings
+// parseLocal reads chronos.conf; path names it in the warnings.
+func parseLocal(data []byte, path string) (settings, []Warning, error) {
 	f, err := loadINI(data)
 	if err != nil {
-		return s, err
+		return settings{}, nil, err
 	}
+	s, err := localSettings(f)
+	if err != nil {
+		return settings{}, nil, err
+	}
+	return s, checkKeys(f, path, localFile), nil
+}
+
+func localSettings(f *ini.File) (settings, error) {
+	var s settings
 	if v, ok := last(f, "http", "bind-address"); ok {
 		s.bindAddress.set(v)
 	}
@@ -99,15 +116,34 @@ func parseLocal(data []byte) (settings, error) {
 		}
 		s.instanceID.set(id)
 	}
+	for _, v := range values(f, "callbacks", "allowed_host") {
+		hosts, err := parseCallbackHosts("[callbacks] allowed_host", v)
+		if err != nil {
+			return s, err
+		}
+		s.callbacks.set(append(s.callbacks.v, hosts...))
+	}
 	return s, nil
 }
 
-func parseCluster(data []byte) (settings, error) {
-	var s settings
+// parseCluster reads chronos_cluster.conf; path names it in the
+// warnings.
+func parseCluster(data []byte, path string) (settings, []Warning, error) {
 	f, err := loadINI(data)
 	if err != nil {
-		return s, err
+		return settings{}, nil, err
 	}
+	s, err := clusterSettings(f, data)
+	if err != nil {
+		return settings{}, nil, err
+	}
+	return s, checkKeys(f, path, clusterFile), nil
+}
+
+// clusterSettings reads the settings of a cluster file; data is its text,
+// to check the key for comment characters.
+func clusterSettings(f *ini.File, data []byte) (settings, error) {
+	var s settings
 	if v, ok := last(f, "cluster", "localhost"); ok {
 		if _, err := withPort("", v); err != nil {
 			return s, fmt.Errorf("[cluster] localhost %q is not an address", v)
@@ -126,6 +162,16 @@ func parseCluster(data []byte) (settings, error) {
 			l.dst.set(append(l.dst.v, addrs...))
 		}
 	}
+	if v, ok := last(f, "cluster", "key"); ok {
+		if err := commentCut(data, "cluster", "key", v); err != nil {
+			return s, err
+		}
+		k, err := parseClusterKey("[cluster] key", v)
+		if err != nil {
+			return s, err
+		}
+		s.clusterKey.set(k)
+	}
 	if v, ok := last(f, "sites", "local_site"); ok {
 		s.localSite.set(v)
 	}
@@ -137,4 +183,20 @@ func parseCluster(data []byte) (settings, error) {
 		s.remoteSites.set(append(s.remoteSites.v, site))
 	}
 	return s, nil
+}
+
+// commentCut fails if an inline comment cut the value v of section.key
+// short: the INI parser starts a comment at '#' or ';' even inside a word,
+// which would silently shorten a secret. A comment after a space is fine.
+// The error names the key, never its value.
+func commentCut(data []byte, section, key, v string) error {
+	f, err := ini.LoadSources(ini.LoadOptions{AllowShadows: true, IgnoreInlineComment: true}, data)
+	if err != nil {
+		return nil // loadINI read it; nothing more to learn
+	}
+	raw, _ := last(f, section, key)
+	if strings.HasPrefix(raw, v) && len(raw) > len(v) && strings.ContainsRune("#;", rune(raw[len(v)])) {
+		return fmt.Errorf("[%s] %s holds '#' or ';', which start a comment in this file; use letters and digits", section, key)
+	}
+	return nil
 }

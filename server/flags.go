@@ -20,11 +20,13 @@ type Flags struct {
 
 	local   settings
 	cluster settings
+	// keyErr is the --cluster-key error, reported by Load.
+	keyErr error
 }
 
 // Register defines the flags on fs.
 func (f *Flags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&f.LocalConfigFile, "local-config-file", "", "`path` of chronos.conf ([http], [logging], [identity])")
+	fs.StringVar(&f.LocalConfigFile, "local-config-file", "", "`path` of chronos.conf ([http], [logging], [identity], [callbacks])")
 	fs.StringVar(&f.ClusterConfigFile, "cluster-config-file", "", "`path` of chronos_cluster.conf ([cluster], [sites]); re-read on SIGHUP")
 	fs.Func("bind-address", "`host` to listen on (default 127.0.0.1)", func(v string) error {
 		f.local.bindAddress.set(strings.TrimSpace(v))
@@ -49,9 +51,10 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		f.cluster.localhost.set(strings.TrimSpace(v))
 		return nil
 	})
-	f.registerList(fs, "node", "cluster member `address`; repeat or separate with commas", &f.cluster.nodes)
-	f.registerList(fs, "joining", "joining node `address`; repeat or separate with commas", &f.cluster.joining)
-	f.registerList(fs, "leaving", "leaving node `address`; repeat or separate with commas", &f.cluster.leaving)
+	registerList(fs, "allowed-callback-host", "allowed callback `host`, host:port or IP prefix (e.g. 127.0.0.0/8); repeat or separate with commas (default any)", parseCallbackHosts, &f.local.callbacks)
+	registerList(fs, "node", "cluster member `address`; repeat or separate with commas", parseAddresses, &f.cluster.nodes)
+	registerList(fs, "joining", "joining node `address`; repeat or separate with commas", parseAddresses, &f.cluster.joining)
+	registerList(fs, "leaving", "leaving node `address`; repeat or separate with commas", parseAddresses, &f.cluster.leaving)
 	fs.Func("local-site", "this node's site `name` (default site1)", func(v string) error {
 		f.cluster.localSite.set(strings.TrimSpace(v))
 		return nil
@@ -61,33 +64,46 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		f.cluster.remoteSites.set(append(f.cluster.remoteSites.v, s))
 		return err
 	})
+	fs.Func("cluster-key", "`secret` shared by every node for the internal API, at least 16 bytes (prefer [cluster] key: a flag shows in the process list)", func(v string) error {
+		// The flag package would print a refused value, so the error
+		// waits for Load, which never prints the key.
+		k, err := parseClusterKey("--cluster-key", v)
+		f.cluster.clusterKey.set(k)
+		f.keyErr = err
+		return nil
+	})
 }
 
-// registerList defines a repeatable address-list flag. The first use
-// replaces the file's list rather than adding to it.
-func (f *Flags) registerList(fs *flag.FlagSet, name, usage string, dst *opt[[]string]) {
+// registerList defines a repeatable list flag whose values parse reads.
+// The first use replaces the file's list rather than adding to it.
+func registerList(fs *flag.FlagSet, name, usage string, parse func(field, v string) ([]string, error), dst *opt[[]string]) {
 	fs.Func(name, usage, func(v string) error {
-		addrs, err := parseAddresses("--"+name, v)
-		dst.set(append(dst.v, addrs...))
+		items, err := parse("--"+name, v)
+		dst.set(append(dst.v, items...))
 		return err
 	})
 }
 
 // Load builds the configuration: defaults, then chronos.conf, then
 // chronos_cluster.conf, then the flags; it fills derived fields and
-// validates the result.
+// validates the result. The lines of either file that are not read are in
+// Config.Warnings, for the caller to log (LogWarnings).
 func (f *Flags) Load() (Config, error) {
+	if f.keyErr != nil {
+		return Config{}, fmt.Errorf("server: %w", f.keyErr)
+	}
 	cfg := DefaultConfig()
 	if f.LocalConfigFile != "" {
 		data, err := readFile("local config file", f.LocalConfigFile)
 		if err != nil {
 			return Config{}, err
 		}
-		s, err := parseLocal(data)
+		s, ws, err := parseLocal(data, f.LocalConfigFile)
 		if err != nil {
 			return Config{}, fmt.Errorf("server: %s: %w", f.LocalConfigFile, err)
 		}
 		s.apply(&cfg)
+		cfg.Warnings = ws
 	}
 	f.local.apply(&cfg)
 	cfg.ClusterConfigFile = f.ClusterConfigFile
@@ -106,11 +122,12 @@ func (c *Config) loadCluster() error {
 		if err != nil {
 			return err
 		}
-		s, err := parseCluster(data)
+		s, ws, err := parseCluster(data, c.ClusterConfigFile)
 		if err != nil {
 			return fmt.Errorf("server: %s: %w", c.ClusterConfigFile, err)
 		}
 		s.apply(c)
+		c.Warnings = append(c.Warnings, ws...)
 	}
 	c.clusterFlags.apply(c)
 	if err := c.normalize(); err != nil {
@@ -120,15 +137,18 @@ func (c *Config) loadCluster() error {
 }
 
 // ReloadCluster re-reads the cluster configuration as at start-up and
-// returns the configuration with the new membership. The node's own
-// address and the sites cannot change while it runs: a change to them is
-// an error.
+// returns the configuration with the new membership, and in Warnings the
+// lines of the cluster file that are not read. The node's own address,
+// the sites and the cluster key cannot change while it runs: a change to
+// them is an error.
 func (c Config) ReloadCluster() (Config, error) {
 	next := c
 	next.Localhost = ""
 	next.Cluster = node.Membership{}
 	next.LocalSite = DefaultConfig().LocalSite
 	next.RemoteSites = nil
+	next.ClusterKey = ""
+	next.Warnings = nil
 	if err := next.loadCluster(); err != nil {
 		return Config{}, err
 	}
@@ -137,6 +157,9 @@ func (c Config) ReloadCluster() (Config, error) {
 	}
 	if next.LocalSite != c.LocalSite || !slices.Equal(next.RemoteSites, c.RemoteSites) {
 		return Config{}, errors.New("server: sites changed; restart to change them")
+	}
+	if next.ClusterKey != c.ClusterKey {
+		return Config{}, errors.New("server: cluster key changed; restart to change it")
 	}
 	return next, nil
 }

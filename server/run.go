@@ -82,6 +82,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 // and only then stops the node. It returns nil after a clean shutdown, or
 // the error that stopped it (the listener failed, the node panicked).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.logStart()
 	served := make(chan error, 1)
 	go func() { served <- s.http.Serve(ln) }()
 	s.log.Info("serving", "address", ln.Addr().String())
@@ -102,6 +103,36 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = failure
 	}
 	return err
+}
+
+// logStart logs what the node starts with (never the cluster key, only
+// whether there is one), and warns loudly when a node in a cluster has
+// its internal API open.
+func (s *Server) logStart() {
+	cfg := s.config()
+	var id int
+	var derived bool
+	s.serial.Do(func() { id, derived = s.node.Instance() })
+	m := cfg.Cluster
+	if len(m.All()) == 0 {
+		m.Nodes = []string{cfg.Localhost}
+	}
+	sites := make([]string, 0, len(cfg.RemoteSites))
+	for _, r := range cfg.RemoteSites {
+		sites = append(sites, r.Name+"="+r.Address)
+	}
+	var hosts any = "any"
+	if len(cfg.CallbackHosts) > 0 {
+		hosts = cfg.CallbackHosts
+	}
+	s.log.Info("starting", "instance", id, "instance derived", derived,
+		"nodes", m.Nodes, "joining", m.Joining, "leaving", m.Leaving,
+		"local site", cfg.LocalSite, "remote sites", sites,
+		"key set", cfg.ClusterKey != "", "callback hosts", hosts)
+	if cfg.ClusterKey == "" && (len(m.All()) > 1 || len(sites) > 0) {
+		s.log.Warn("no cluster key: the internal API (replication, pop notices, tombstones) is open to anyone who can reach this node; " +
+			"set the same [cluster] key, at least 16 bytes, in the cluster config file of every node and site, or pass --cluster-key")
+	}
 }
 
 func (s *Server) shutdown() error {
@@ -126,7 +157,8 @@ func (s *Server) config() Config {
 }
 
 // Reload re-reads the cluster configuration and hands the new membership to
-// the node. On any error the node keeps its current membership.
+// the node, logging the lines of the file it does not read. On any error
+// the node keeps its current membership.
 func (s *Server) Reload() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -134,15 +166,20 @@ func (s *Server) Reload() error {
 	if err != nil {
 		return err
 	}
+	LogWarnings(s.log, next.Warnings)
 	var setErr error
-	if !s.serial.Do(func() { setErr = s.node.SetCluster(next.Cluster) }) {
+	var id int
+	if !s.serial.Do(func() {
+		setErr = s.node.SetCluster(next.Cluster)
+		id, _ = s.node.Instance()
+	}) {
 		return errors.New("server: node is stopped")
 	}
 	if setErr != nil {
 		return fmt.Errorf("server: set cluster: %w", setErr)
 	}
 	s.cfg = next
-	s.log.Info("cluster reloaded", "nodes", next.Cluster.Nodes, "joining", next.Cluster.Joining, "leaving", next.Cluster.Leaving)
+	s.log.Info("cluster reloaded", "instance", id, "nodes", next.Cluster.Nodes, "joining", next.Cluster.Joining, "leaving", next.Cluster.Leaving)
 	return nil
 }
 

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/chronos-timer/chronos/node"
 )
 
 // syncBuffer is a log sink safe for the server's goroutines.
@@ -121,5 +125,80 @@ func TestServeStopsOnNodePanic(t *testing.T) {
 	}()
 	if err := receive(t, served, "Serve return"); err == nil || !strings.Contains(err.Error(), "node panicked: broken invariant") {
 		t.Errorf("Serve = %v, want the node's panic", err)
+	}
+}
+
+// TestHeadPing proves that HEAD /ping through the real HTTP server answers
+// 200 with an empty body, as a load balancer's health check expects.
+func TestHeadPing(t *testing.T) {
+	_, url, _, _, _ := startServer(t, "", &syncBuffer{})
+	resp, err := http.Head(url + "/ping")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || len(body) != 0 {
+		t.Errorf("HEAD /ping: status %d body %q, want 200 and no body", resp.StatusCode, body)
+	}
+}
+
+// TestStartLog proves the start-up record: the derived instance number,
+// the membership, the sites, whether a key is set (never the key) and the
+// callback allow-list; and the loud warning for a cluster without a key,
+// which a lone node does not get.
+func TestStartLog(t *testing.T) {
+	const openWarning = `level=WARN msg="no cluster key: the internal API (replication, pop notices, tombstones) is open`
+	tests := []struct {
+		name, cluster string
+		others        []string // the other members
+		want, lacks   []string
+	}{
+		{"lone node", "[cluster]\nlocalhost = %[1]s\n", nil,
+			[]string{"nodes=[%[1]s] joining=[] leaving=[]", `"local site"=site1 "remote sites"=[] "key set"=false "callback hosts"=any`}, []string{openWarning}},
+		{"cluster without key", "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\nnode = 127.0.0.1:9\n", []string{"127.0.0.1:9"},
+			[]string{`nodes="[%[1]s 127.0.0.1:9]"`, `"key set"=false`, openWarning}, nil},
+		{"remote site without key", "[cluster]\nlocalhost = %[1]s\n[sites]\nlocal_site = a\nremote_site = b=127.0.0.1:9\n", nil,
+			[]string{`"local site"=a "remote sites"="[b=127.0.0.1:9]"`, openWarning}, nil},
+		{"cluster with key", "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\njoining = 127.0.0.1:9\nkey = 0123456789-sesame\n", []string{"127.0.0.1:9"},
+			[]string{"joining=[127.0.0.1:9]", `"key set"=true`}, []string{openWarning, "sesame"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := &syncBuffer{}
+			_, url, _, _, _ := startServer(t, tt.cluster, logs)
+			// Served only after the start-up record is written.
+			resp, err := http.Get(url + "/ping")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			self := strings.TrimPrefix(url, "http://")
+			m := node.Membership{Nodes: []string{self}}
+			if strings.Contains(tt.cluster, "joining") {
+				m.Joining = tt.others
+			} else {
+				m.Nodes = append(m.Nodes, tt.others...)
+			}
+			ids, err := node.InstanceIDs(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := append([]string{fmt.Sprintf(`msg=starting node=%s instance=%d "instance derived"=true nodes=`, self, ids[self])}, tt.want...)
+			got := logs.String()
+			for _, w := range want {
+				if w = strings.ReplaceAll(w, "%[1]s", self); !strings.Contains(got, w) {
+					t.Errorf("log lacks %s:\n%s", w, got)
+				}
+			}
+			for _, l := range tt.lacks {
+				if strings.Contains(got, l) {
+					t.Errorf("log holds %s:\n%s", l, got)
+				}
+			}
+		})
 	}
 }

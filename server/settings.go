@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -25,12 +27,14 @@ type settings struct {
 	bindPort    opt[int]
 	logLevel    opt[slog.Level]
 	instanceID  opt[int]
+	callbacks   opt[[]string]
 	localhost   opt[string]
 	nodes       opt[[]string]
 	joining     opt[[]string]
 	leaving     opt[[]string]
 	localSite   opt[string]
 	remoteSites opt[[]node.Site]
+	clusterKey  opt[string]
 }
 
 // apply copies the given settings onto c.
@@ -46,6 +50,9 @@ func (s settings) apply(c *Config) {
 	}
 	if s.instanceID.ok {
 		c.InstanceID = s.instanceID.v
+	}
+	if s.callbacks.ok {
+		c.CallbackHosts = s.callbacks.v
 	}
 	if s.localhost.ok {
 		c.Localhost = s.localhost.v
@@ -64,6 +71,9 @@ func (s settings) apply(c *Config) {
 	}
 	if s.remoteSites.ok {
 		c.RemoteSites = s.remoteSites.v
+	}
+	if s.clusterKey.ok {
+		c.ClusterKey = s.clusterKey.v
 	}
 }
 
@@ -138,4 +148,48 @@ func parseSite(field, v string) (node.Site, error) {
 		return node.Site{}, fmt.Errorf("%s %q has no valid address", field, v)
 	}
 	return node.Site{Name: name, Address: addr}, nil
+}
+
+// parseClusterKey reads the cluster key. Its errors never hold the key.
+func parseClusterKey(field, v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", fmt.Errorf("%s is empty; remove it to leave the internal API open", field)
+	}
+	if len(v) < node.MinClusterKeyBytes {
+		return "", fmt.Errorf("%s is %d bytes, fewer than %d", field, len(v), node.MinClusterKeyBytes)
+	}
+	return v, nil
+}
+
+// parseCallbackHosts reads one value of the callback-host allow-list; a
+// value may hold several entries separated by commas.
+func parseCallbackHosts(field, v string) ([]string, error) {
+	var out []string
+	for _, e := range strings.Split(v, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if !validCallbackHost(e) {
+			return nil, fmt.Errorf("%s %q is not a host, host:port or IP prefix", field, e)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// validCallbackHost reports whether e is an allow-list entry: an IP prefix
+// ("127.0.0.0/8"), a host and port ("cb.example:8080", "[::1]:80") or a
+// host ("cb.example", "::1", "[::1]"). It is at least as strict as the
+// node's own check (node.Config.Validate).
+func validCallbackHost(e string) bool {
+	if _, err := netip.ParsePrefix(e); err == nil {
+		return true
+	}
+	if host, port, err := net.SplitHostPort(e); err == nil {
+		_, ok := portNumber(port)
+		return ok && validHost(host)
+	}
+	return validHost(strings.TrimSuffix(strings.TrimPrefix(e, "["), "]"))
 }

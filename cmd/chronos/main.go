@@ -44,6 +44,7 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	server.LogWarnings(log, cfg.Warnings)
 	if err := server.Run(context.Background(), cfg, log); err != nil {
 		log.Error("chronos stopped", "err", err)
 		return 1

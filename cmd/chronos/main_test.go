@@ -189,6 +189,7 @@ type process struct {
 	cmd         *exec.Cmd
 	url         string
 	addr        string
+	localPath   string
 	clusterPath string
 	log         *logWatch
 	exited      chan error
@@ -210,13 +211,24 @@ func (p *process) signal(t *testing.T, sig os.Signal) {
 	}
 }
 
-// startProcess starts bin on a free loopback port and waits until it
-// serves. Another process may take the port between our probe and the
-// bind; then it tries again on another.
+// startProcess starts bin on a free loopback port, as a lone node with
+// instance_id 1, and waits until it serves.
 func startProcess(t *testing.T, bin string) *process {
 	t.Helper()
+	return startWith(t, bin, func(host, port string) (string, string) {
+		return fmt.Sprintf("[http]\nbind-address = %s\nbind-port = %s\n\n[logging]\nlevel = 3\n\n[identity]\ninstance_id = 1\n", host, port),
+			"[cluster]\nlocalhost = %[1]s\nnode = %[1]s\n"
+	})
+}
+
+// startWith starts bin on a free loopback port with the configuration
+// files conf gives for that port (in the cluster file, %[1]s stands for the
+// node's address) and waits until it serves. Another process may take the
+// port between our probe and the bind; then it tries again on another.
+func startWith(t *testing.T, bin string, conf func(host, port string) (local, cluster string)) *process {
+	t.Helper()
 	for attempt := 0; attempt < 3; attempt++ {
-		p, err := tryStart(t, bin)
+		p, err := tryStart(t, bin, conf)
 		if err == nil {
 			return p
 		}
@@ -228,21 +240,20 @@ func startProcess(t *testing.T, bin string) *process {
 	return nil
 }
 
-func tryStart(t *testing.T, bin string) (*process, error) {
+func tryStart(t *testing.T, bin string, conf func(host, port string) (local, cluster string)) (*process, error) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	host, port, _ := net.SplitHostPort(addr)
 	p := &process{
 		url: "http://" + addr, addr: addr, clusterPath: filepath.Join(dir, "chronos_cluster.conf"),
-		log: newLogWatch(), exited: make(chan error, 1),
+		localPath: filepath.Join(dir, "chronos.conf"), log: newLogWatch(), exited: make(chan error, 1),
 	}
-	localPath := filepath.Join(dir, "chronos.conf")
-	local := fmt.Sprintf("[http]\nbind-address = %s\nbind-port = %s\n\n[logging]\nlevel = 3\n\n[identity]\ninstance_id = 1\n", host, port)
-	if err := os.WriteFile(localPath, []byte(local), 0o600); err != nil {
+	local, cluster := conf(host, port)
+	if err := os.WriteFile(p.localPath, []byte(local), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p.writeCluster(t, "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\n")
-	p.cmd = exec.Command(bin, "--local-config-file", localPath, "--cluster-config-file", p.clusterPath)
+	p.writeCluster(t, cluster)
+	p.cmd = exec.Command(bin, "--local-config-file", p.localPath, "--cluster-config-file", p.clusterPath)
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -36,3 +36,16 @@ func TestRunExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestRunNeverPrintsClusterKey proves that a refused --cluster-key exits 2
+// with an error naming the flag but not the key, although the flag package
+// prints the values it refuses.
+func TestRunNeverPrintsClusterKey(t *testing.T) {
+	var stderr strings.Builder
+	if got := run([]string{"--cluster-key", "open-sesame"}, &stderr); got != 2 {
+		t.Errorf("run = %d, want 2\n%s", got, stderr.String())
+	}
+	if out := stderr.String(); !strings.Contains(out, "--cluster-key is 11 bytes") || strings.Contains(out, "sesame") {
+		t.Errorf("stderr = %q, want the length error without the key", out)
+	}
+}

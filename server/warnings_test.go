@@ -1,0 +1,201 @@
+package server
+
+import (
+	"log/slog"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestWarnings proves that lines the files hold but this implementation
+// does not read are accepted and reported, in file order, each naming its
+// file, section and key, and distinguishing unknown sections and keys,
+// settings of the original Chronos not used here, and settings read from
+// the other file.
+func TestWarnings(t *testing.T) {
+	type w struct {
+		file, section, key string
+		kind               WarningKind
+	}
+	const local, cluster = "chronos.conf", "chronos_cluster.conf"
+	tests := []struct {
+		name           string
+		local, cluster string
+		want           []w
+	}{
+		{"none", "[http]\nbind-port = 7253\n", "[cluster]\nnode = 127.0.0.1\n", nil},
+		{"original files", originalLocal, originalCluster, []w{
+			{local, "http", "threads", OriginalOnly},
+			{local, "logging", "folder", OriginalOnly},
+			{local, "alarms", "enabled", OriginalOnly},
+			{local, "identity", "deployment_id", OriginalOnly},
+		}},
+		{"original shared settings", "", "[sites]\nreplicate_timers_across_sites = true\n[dns]\nservers = 127.0.0.1\n[exceptions]\nmax_ttl = 600\n", []w{
+			{cluster, "sites", "replicate_timers_across_sites", OriginalOnly},
+			{cluster, "dns", "servers", OriginalOnly},
+			{cluster, "exceptions", "max_ttl", OriginalOnly},
+		}},
+		{"unknown key", "[http]\nbind_port = 7300\n", "[cluster]\nnodes = 127.0.0.1\n", []w{
+			{local, "http", "bind_port", UnknownKey},
+			{cluster, "cluster", "nodes", UnknownKey},
+		}},
+		{"unknown key in an original section", "[dns]\nserver = 127.0.0.1\n", "", []w{
+			{local, "dns", "server", UnknownKey},
+		}},
+		{"unknown section", "[HTTP]\nbind-port = 7300\n[empty]\n", "[clustr]\nnode = 127.0.0.1\nnode = 127.0.0.2\n", []w{
+			{local, "HTTP", "bind-port", UnknownSection},
+			{local, "empty", "", UnknownSection},
+			{cluster, "clustr", "node", UnknownSection},
+		}},
+		{"key outside any section", "level = 3\n[logging]\nlevel = 2\n", "", []w{
+			{local, "", "level", UnknownKey},
+		}},
+		{"wrong file", "[cluster]\nnode = 127.0.0.1\nkey = 0123456789abcdef\n[sites]\nlocal_site = a\n", "[http]\nbind-port = 7300\n[callbacks]\nallowed_host = ::1\n", []w{
+			{local, "cluster", "node", OtherFile},
+			{local, "cluster", "key", OtherFile},
+			{local, "sites", "local_site", OtherFile},
+			{cluster, "http", "bind-port", OtherFile},
+			{cluster, "callbacks", "allowed_host", OtherFile},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := load(t, tt.local, tt.cluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []w
+			for _, x := range cfg.Warnings {
+				got = append(got, w{filepath.Base(x.File), x.Section, x.Key, x.Kind})
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("warnings\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestWarningMessages proves that each kind of warning says why the line
+// is not read, and that a setting in the wrong file names the file it
+// belongs in.
+func TestWarningMessages(t *testing.T) {
+	cfg, err := load(t, "[http]\nthreads = 5\nbind_port = 1\n[cluster]\nnode = 127.0.0.1\n[nosuch]\nx = 1\n", "[http]\nbind-port = 7300\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"ignored: setting of the original Chronos not used here",
+		"unknown configuration key; not read",
+		"not read from this file; read from chronos_cluster.conf (--cluster-config-file)",
+		"unknown configuration section; not read",
+		"not read from this file; read from chronos.conf (--local-config-file)",
+	}
+	var got []string
+	for _, w := range cfg.Warnings {
+		got = append(got, w.Message)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("messages\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestEveryReadKeyIsKnown proves that the table of keys this
+// implementation reads matches the parsers: a file of every key in the
+// table, each in its own file, loads with no warning.
+func TestEveryReadKeyIsKnown(t *testing.T) {
+	values := map[string]string{
+		"bind-address": "127.0.0.1", "bind-port": "7253", "level": "2", "instance_id": "1",
+		"allowed_host": "::1", "localhost": "127.0.0.1", "node": "127.0.0.1", "joining": "127.0.0.2",
+		"leaving": "127.0.0.3", "key": "0123456789abcdef", "local_site": "a", "remote_site": "b=127.0.0.4",
+	}
+	var local, cluster strings.Builder
+	for section, keys := range readKeys {
+		for key, role := range keys {
+			v, ok := values[key]
+			if !ok {
+				t.Fatalf("no sample value for [%s] %s", section, key)
+			}
+			dst := &local
+			if role == clusterFile {
+				dst = &cluster
+			}
+			dst.WriteString("[" + section + "]\n" + key + " = " + v + "\n")
+		}
+	}
+	cfg, err := load(t, local.String(), cluster.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings %+v, want none", cfg.Warnings)
+	}
+}
+
+// TestWarningsOnReload proves that a reload reports the cluster file's
+// unread lines, and only those: the local file's were reported at start.
+func TestWarningsOnReload(t *testing.T) {
+	dir := t.TempDir()
+	path := writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nnode = 127.0.0.1\n")
+	cfg, err := load(t, "[http]\nthreads = 5\n", "", "--cluster-config-file", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 1 || cfg.Warnings[0].Key != "threads" {
+		t.Fatalf("warnings at load %+v, want the one of [http] threads", cfg.Warnings)
+	}
+	writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nnode = 127.0.0.1\nnodes = 127.0.0.2\n")
+	next, err := cfg.ReloadCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Warning{{File: path, Section: "cluster", Key: "nodes", Kind: UnknownKey, Message: "unknown configuration key; not read"}}
+	if !reflect.DeepEqual(next.Warnings, want) {
+		t.Errorf("warnings at reload %+v, want %+v", next.Warnings, want)
+	}
+}
+
+// TestParseWarnings proves that the exported parsers append their
+// warnings to the configuration, with no file name.
+func TestParseWarnings(t *testing.T) {
+	cfg := DefaultConfig()
+	if err := ParseLocalConfig([]byte("[dns]\nport = 53\n"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := ParseClusterConfig([]byte("[nosuch]\nx = 1\n"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	var got []WarningKind
+	for _, w := range cfg.Warnings {
+		if w.File != "" {
+			t.Errorf("warning %+v names a file", w)
+		}
+		got = append(got, w.Kind)
+	}
+	if want := []WarningKind{OriginalOnly, UnknownSection}; !reflect.DeepEqual(got, want) {
+		t.Errorf("kinds %v, want %v", got, want)
+	}
+}
+
+// TestLogWarnings proves that each warning becomes one Warn record with
+// its message and the keys file, section and key.
+func TestLogWarnings(t *testing.T) {
+	var buf strings.Builder
+	LogWarnings(slog.New(slog.NewTextHandler(&buf, nil)), []Warning{
+		{File: "conf/chronos.conf", Section: "http", Key: "bind_port", Kind: UnknownKey, Message: "unknown configuration key; not read"},
+		{File: "c.conf", Section: "empty", Kind: UnknownSection, Message: "unknown configuration section; not read"},
+	})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	want := []string{
+		`level=WARN msg="unknown configuration key; not read" file=conf/chronos.conf section=http key=bind_port`,
+		`level=WARN msg="unknown configuration section; not read" file=c.conf section=empty key=""`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("log has %d lines, want %d:\n%s", len(lines), len(want), buf.String())
+	}
+	for i, l := range lines {
+		if !strings.HasSuffix(l, want[i]) {
+			t.Errorf("line %d = %s\nwant it to end %s", i, l, want[i])
+		}
+	}
+}
