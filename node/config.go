@@ -156,7 +156,7 @@ func (c Config) Validate() error {
 	if err := c.Cluster.validate(c.Address); err != nil {
 		return err
 	}
-	_, err := instanceFor(c.Address, c.InstanceID, c.Cluster.withSelf(c.Address))
+	_, err := InstanceFor(c.Address, c.InstanceID, c.Cluster.withSelf(c.Address))
 	return err
 }
 

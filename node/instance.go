@@ -48,11 +48,11 @@ func InstanceIDs(m Membership) (map[string]int, error) {
 	return ids, nil
 }
 
-// instanceFor returns the instance number self issues IDs with: the
+// InstanceFor returns the instance number self issues IDs with: the
 // configured one, or the derived one when configured is AutoInstanceID. A
 // configured number that another member derives would issue that member's
 // IDs, so it is an error.
-func instanceFor(self string, configured int, m Membership) (int, error) {
+func InstanceFor(self string, configured int, m Membership) (int, error) {
 	ids, err := InstanceIDs(m)
 	if err != nil {
 		return 0, err

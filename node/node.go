@@ -76,7 +76,7 @@ func New(cfg Config) (*Node, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	// Validate has checked both.
-	instance, _ := instanceFor(cfg.Address, cfg.InstanceID, cfg.Cluster.withSelf(cfg.Address))
+	instance, _ := InstanceFor(cfg.Address, cfg.InstanceID, cfg.Cluster.withSelf(cfg.Address))
 	callbacks, _ := parseHostList(cfg.CallbackHosts)
 	n := &Node{
 		cfg:        cfg,
@@ -113,7 +113,7 @@ func (n *Node) SetCluster(m Membership) error {
 	if err := m.validate(n.self); err != nil {
 		return err
 	}
-	instance, err := instanceFor(n.self, n.cfg.InstanceID, m.withSelf(n.self))
+	instance, err := InstanceFor(n.self, n.cfg.InstanceID, m.withSelf(n.self))
 	if err != nil {
 		return err
 	}

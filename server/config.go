@@ -224,6 +224,13 @@ func (c Config) Validate() error {
 	if err := validateMembership(c.Localhost, c.Cluster); err != nil {
 		return err
 	}
+	m := c.Cluster
+	if len(m.All()) == 0 {
+		m = node.Membership{Nodes: []string{c.Localhost}}
+	}
+	if _, err := node.InstanceFor(c.Localhost, c.InstanceID, m); err != nil {
+		return fmt.Errorf("server: instance_id: %w", err)
+	}
 	if err := validateSites(c.LocalSite, c.RemoteSites); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -410,5 +411,21 @@ func TestReloadClusterKey(t *testing.T) {
 		} else if strings.Contains(err.Error(), "-key-") {
 			t.Errorf("reload error %q holds a key", err)
 		}
+	}
+}
+
+// TestConfiguredInstanceClashIsAConfigError proves a configured
+// instance_id that another member derives is refused when the
+// configuration is loaded (exit code 2), naming that member.
+func TestConfiguredInstanceClashIsAConfigError(t *testing.T) {
+	m := node.Membership{Nodes: []string{"10.0.0.1:7253", "10.0.0.2:7253"}}
+	ids, err := node.InstanceIDs(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := fmt.Sprintf("[identity]\ninstance_id = %d\n", ids["10.0.0.2:7253"])
+	_, err = load(t, local, "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\nnode = 10.0.0.2\n")
+	if err == nil || !strings.Contains(err.Error(), "10.0.0.2:7253") {
+		t.Fatalf("error = %v, want one naming 10.0.0.2:7253", err)
 	}
 }
