@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/url"
 	"strconv"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -213,16 +212,10 @@ func badf(format string, args ...any) error {
 	return &BadRequestError{Reason: fmt.Sprintf(format, args...)}
 }
 
-// typeErr reports a member of the wrong JSON type. The reason opens by
-// saying which part of the body is not shaped like a timer's, as it did
-// when encoding/json found the mismatch, then names the field, the JSON
+// typeErr reports a member of the wrong JSON type: the field, the JSON
 // type it must have and the one it has.
 func typeErr(field, want string, v rawValue) error {
-	shape := "body is not a valid JSON timer: "
-	if strings.HasPrefix(field, "callback.http") {
-		shape = "callback.http is not an object with string uri and opaque: "
-	}
-	return badf("%s%s must be %s, got %s", shape, field, want, v.kind())
+	return badf("%s must be %s, got %s", field, want, v.kind())
 }
 
 // utf8Err refuses a string that would not arrive byte for byte.

@@ -21,6 +21,10 @@ const (
 	maxIDMs      = 1<<timeBits - 1
 )
 
+// errBadWireID is the reason a request with a malformed timer ID is
+// refused with.
+const errBadWireID = "the timer ID must be 32 hex digits"
+
 // ErrBadID is returned for a timer ID that is not 32 hex digits.
 var ErrBadID = errors.New("node: timer ID must be 32 hex digits")
 

@@ -233,7 +233,7 @@ func badRequest(reason string) Response {
 }
 
 func methodNotAllowed(allow string) Response {
-	r := text(405, "method not allowed")
+	r := text(405, "method not allowed; allowed: "+allow)
 	r.Header["Allow"] = allow
 	return r
 }

@@ -138,7 +138,7 @@ func (n *Node) create(body []byte, reply func(Response)) {
 func (n *Node) put(wire string, req Request, reply func(Response)) {
 	id, bloom, err := ParseWireID(wire)
 	if err != nil {
-		reply(badRequest(ErrBadID.Error()))
+		reply(badRequest(errBadWireID))
 		return
 	}
 	spec, repl, err := ParseBody(req.Body)
@@ -178,7 +178,7 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 func (n *Node) remove(wire string, reply func(Response)) {
 	id, bloom, err := ParseWireID(wire)
 	if err != nil {
-		reply(badRequest(ErrBadID.Error()))
+		reply(badRequest(errBadWireID))
 		return
 	}
 	spec := Spec{Tombstone: true, RF: n.inferRF(id, bloom)}
