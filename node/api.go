@@ -49,7 +49,11 @@ type Replication struct {
 //
 // json.Valid checks the syntax in one pass; a small walker over the
 // validated bytes then picks out the known members by exact name and keeps
-// each value as its raw bytes until its field is validated.
+// each value as its raw bytes until its field is validated. Every create
+// parses a body, and this costs about a third of the reflective decode it
+// replaced (BenchmarkParseBody); decoding each level into
+// map[string]json.RawMessage instead, the obvious exact-key approach,
+// measured twice the old cost before any validation.
 
 // rawValue is one JSON value as the body holds it, nil when absent.
 type rawValue []byte
