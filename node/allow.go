@@ -64,14 +64,16 @@ func splitHostPort(s string) (host string, port int, ok bool) {
 	return host, p, true
 }
 
-// callbackAllowed reports whether the allow-list lets spec's callback be
-// sent. A tombstone has none.
-func (n *Node) callbackAllowed(spec Spec) bool {
+// refuseCallback answers 400 when the allow-list does not let spec's
+// callback be sent. A tombstone has none.
+func (n *Node) refuseCallback(spec Spec) (Response, bool) {
 	if n.callbacks == nil || spec.Tombstone {
-		return true
+		return Response{}, false
 	}
-	u, err := url.Parse(spec.URI)
-	return err == nil && n.callbacks.allows(u)
+	if u, err := url.Parse(spec.URI); err == nil && n.callbacks.allows(u) {
+		return Response{}, false
+	}
+	return badRequest(fmt.Sprintf("callback.http.uri %q: host is not in this service's allowed callback hosts", spec.URI)), true
 }
 
 // allows reports whether a callback to u may be sent. A nil list allows

@@ -117,8 +117,8 @@ func (n *Node) create(body []byte, reply func(Response)) {
 		reply(badRequest("reliability.replicas is only for replication between nodes"))
 		return
 	}
-	if !n.callbackAllowed(spec) {
-		reply(badRequest(fmt.Sprintf("callback.http.uri %q: host is not in this service's allowed callback hosts", spec.URI)))
+	if resp, refused := n.refuseCallback(spec); refused {
+		reply(resp)
 		return
 	}
 	now := n.nowMs()
@@ -155,8 +155,8 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 		n.replicaPut(id, spec, repl, reply)
 		return
 	}
-	if !n.callbackAllowed(spec) {
-		reply(badRequest(fmt.Sprintf("callback.http.uri %q: host is not in this service's allowed callback hosts", spec.URI)))
+	if resp, refused := n.refuseCallback(spec); refused {
+		reply(resp)
 		return
 	}
 	if resp, busy := n.overloaded(); busy {
