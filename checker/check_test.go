@@ -214,7 +214,7 @@ func TestPendingTimerNeverPoppingAfterLivenessIsG7(t *testing.T) {
 
 func TestLivenessExcusesTimersAllFaultsMayHaveLost(t *testing.T) {
 	// A callback fault over a due time may have made every replica drop
-	// the timer (DESIGN.md 4.7), so its later silence is not G7.
+	// the timer (docs/design.md 4.7), so its later silence is not G7.
 	h := healthy()
 	h.Ops[0].Spec.RepeatFor = 10 * sec
 	h.End = 20 * sec

@@ -200,7 +200,7 @@ func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 }
 
 // failed reports whether the replica that delivered p took its callback
-// for a failure, and so dropped its copy (DESIGN.md 4.7): the endpoint
+// for a failure, and so dropped its copy (docs/design.md 4.7): the endpoint
 // refused it, or answered after the service's timeout during a
 // slow-callback fault (the simulator's slow endpoints answer after more
 // than the 2 s the service waits).
@@ -211,7 +211,7 @@ func (x *index) failed(p Pop) bool { return !accepted(p) || x.tl.slowAt(p.URI, p
 // for d failed (refused, or answered after the timeout) by b with no
 // successful pop of d between that failure and a, since a replica whose
 // callback fails drops its copy until the next popped notice brings it
-// back (DESIGN.md 4.7).
+// back (docs/design.md 4.7).
 func (x *index) withoutCopy(d *def, a, b time.Duration) map[string]bool {
 	out := x.tl.downNodes(a, b)
 	for n := range x.dropped(d, a, b) {
@@ -301,7 +301,7 @@ func (x *index) heldFor(d *def) time.Duration {
 
 // copies is how many replicas surely hold d: rf, or when a fault touched
 // the write only as many as acknowledge one: a majority from three
-// replicas up, else one (node's writeQuorum, DESIGN.md 4.11).
+// replicas up, else one (node's writeQuorum, docs/design.md 4.11).
 func (x *index) copies(d *def) int {
 	if x.tl.touched(d.lo, min(d.hi, x.end)) {
 		return ackQuorum(d.rf)
@@ -331,7 +331,7 @@ func (x *index) required(d *def, k int, bound time.Duration) bool {
 // rf distinct nodes crashed (or any crash after a write a fault touched,
 // which may have reached one replica only), a partition, clog or callback
 // fault over one of d's due times, or a failed callback (see failed: a
-// replica whose callback fails drops its copy, DESIGN.md 4.7), wherever it
+// replica whose callback fails drops its copy, docs/design.md 4.7), wherever it
 // fell: a clock set right may pop a timer before its due time, into a
 // callback fault that ended before that due time (seed 11801).
 func (x *index) lossFrom(d *def) time.Duration {

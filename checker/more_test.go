@@ -90,7 +90,7 @@ func TestLinearizableLeavesOutFaultedStretch(t *testing.T) {
 
 func TestRefusedCallbackRetriedIsNoDuplicate(t *testing.T) {
 	// A callback the endpoint refused is popped again by the next replica
-	// 2s later (DESIGN.md 4.7): no G4, though later pops need not come.
+	// 2s later (docs/design.md 4.7): no G4, though later pops need not come.
 	h := healthy()
 	h.Ops[0].Spec.RepeatFor = 2 * sec
 	h.Pops = h.Pops[:2]
@@ -197,7 +197,7 @@ func TestClockReorderedUpdatesAreExcusedOnlyBelowAMajority(t *testing.T) {
 
 func TestLatePopAfterOtherReplicasFailedCallbackIsExcused(t *testing.T) {
 	// Pop 2's callback fails from the primary and the first backup, each
-	// of which drops its copy (DESIGN.md 4.7); the second backup is paused
+	// of which drops its copy (docs/design.md 4.7); the second backup is paused
 	// and pops on resume, seconds late. Every replica was without a copy
 	// or down, so no lateness bound applies.
 	h := healthy()

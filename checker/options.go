@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Bounds of DESIGN.md section 3, as named constants. Options starts from
+// Bounds of docs/design.md section 3, as named constants. Options starts from
 // them; a run may widen or narrow them through its own Options.
 const (
 	// FaultFreeLate is the lateness G3 allows a pop with no fault around it,
@@ -62,7 +62,7 @@ type Options struct {
 	MaxReportEvents int
 }
 
-// DefaultOptions returns the bounds of DESIGN.md section 3.
+// DefaultOptions returns the bounds of docs/design.md section 3.
 func DefaultOptions() Options {
 	return Options{
 		FaultFreeLate:            FaultFreeLate,

@@ -165,7 +165,7 @@ func (x *index) checkDuplicates(d *def, seq int) (Violation, bool) {
 
 // accepted reports whether the endpoint accepted the pop: a replica whose
 // callback is refused drops its copy and the next replica pops again
-// (DESIGN.md 4.7), which is no duplicate. A status of 0 (not recorded)
+// (docs/design.md 4.7), which is no duplicate. A status of 0 (not recorded)
 // counts as accepted, so that a simulator that leaves Answered unset does
 // not silently switch the duplicate and lost-pop checks off.
 func accepted(p Pop) bool { return p.Answered == 0 || p.Answered >= 200 && p.Answered <= 299 }

@@ -6,7 +6,7 @@ import (
 )
 
 // benchClientBody is a client create with every public section, tags
-// included: the body the create path parses at the rate DESIGN.md section 5
+// included: the body the create path parses at the rate docs/design.md section 5
 // asks for.
 var benchClientBody = []byte(`{"timing":{"interval":30,"repeat-for":300},` +
 	`"callback":{"http":{"uri":"http://client.example:8080/callbacks/timer","opaque":"call-id=4fe3a2; leg=2"}},` +

@@ -15,7 +15,7 @@ import (
 
 const okCallback = `"callback":{"http":{"uri":"http://client.example/cb","opaque":"x"}}`
 
-// TestCreateValidation proves every validation rule of DESIGN.md 4.6 on
+// TestCreateValidation proves every validation rule of docs/design.md 4.6 on
 // POST /timers: each bad body gets 400 with the reason in both the Reason
 // header and the body, each good one 200.
 func TestCreateValidation(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 )
 
 // TestDeterminismBoundary proves the node package keeps the determinism
-// contract of DESIGN.md section 2: its non-test files import no I/O,
+// contract of docs/design.md section 2: its non-test files import no I/O,
 // locking or global randomness, never read real time or sleep, and never
 // start a goroutine. It reads the source, so a violation fails here before
 // it can make a simulation irreproducible.

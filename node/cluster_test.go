@@ -233,7 +233,7 @@ func TestBackupPopsWhenPrimaryIsDown(t *testing.T) {
 
 // TestCallbackFailureHandsOverToBackup proves that when the primary's
 // callback fails it drops its copy without telling the others, so the
-// first backup pops 2 s later (DESIGN.md 4.7), and the next pop brings
+// first backup pops 2 s later (docs/design.md 4.7), and the next pop brings
 // the primary's copy back.
 func TestCallbackFailureHandsOverToBackup(t *testing.T) {
 	c := newCluster(t, three...)
@@ -342,7 +342,7 @@ func newSites(t *testing.T) (*cluster, []string, []string) {
 	return c, a, b
 }
 
-// TestSitesReplicateAndPopAfterLocal proves DESIGN.md 4.10: a timer is
+// TestSitesReplicateAndPopAfterLocal proves docs/design.md 4.10: a timer is
 // replicated to the remote site's own replicas, the remote site skips pops
 // the local site made, and pops (after every local replica's skew) when
 // the whole local site is down.
@@ -600,7 +600,7 @@ func TestTombstoneOfShortUpdateOutlivesTheOldDefinition(t *testing.T) {
 
 // TestFailedCallbackKeepsDefinitionDormant is seed 1906's shape: the only
 // replica that took an update fails its callback. It stops popping (the
-// next replica's turn, DESIGN.md 4.7) but keeps the definition dormant,
+// next replica's turn, docs/design.md 4.7) but keeps the definition dormant,
 // so when the replica that missed the update pops the old definition, the
 // 409 hands it the update instead of the old definition coming back.
 func TestFailedCallbackKeepsDefinitionDormant(t *testing.T) {

@@ -4,7 +4,7 @@
 // (server).
 //
 // A Node never reads real time, sleeps, starts goroutines, touches sockets
-// or files, or uses global randomness (DESIGN.md section 2). Everything
+// or files, or uses global randomness (docs/design.md section 2). Everything
 // from outside is injected through Config, and its driver has these duties:
 //
 //  1. Supply a Clock: Now is the node's wall time; AfterFunc callbacks must

@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// Unique IDs (DESIGN.md 4.2) are milliseconds since idEpochMs, the issuing
+// Unique IDs (docs/design.md 4.2) are milliseconds since idEpochMs, the issuing
 // node's instance number and a per-millisecond sequence:
 //
 //	| 42 bits ms since 2020-01-01 | 10 bits instance | 12 bits sequence |
@@ -121,7 +121,7 @@ func IDTime(id uint64) int64 {
 }
 
 // FormatWireID returns the client-facing timer ID: the unique ID and the
-// replica bloom filter, 16 hex digits each (DESIGN.md 4.1).
+// replica bloom filter, 16 hex digits each (docs/design.md 4.1).
 func FormatWireID(id, bloom uint64) string {
 	return fmt.Sprintf("%016x%016x", id, bloom)
 }

@@ -138,7 +138,7 @@ func TestDeleteSticks(t *testing.T) {
 }
 
 // TestCallbackFailureDropsCopy proves a failed callback (non-2xx or
-// error) makes the popping replica drop its copy (DESIGN.md 4.7).
+// error) makes the popping replica drop its copy (docs/design.md 4.7).
 func TestCallbackFailureDropsCopy(t *testing.T) {
 	for _, status := range []int{500, 404, 0} {
 		h := newHarness(t)
@@ -187,7 +187,7 @@ func TestTagCounts(t *testing.T) {
 }
 
 // TestReplicationFactorCannotChange proves a PUT cannot change the
-// replication factor of a timer (DESIGN.md 4.6).
+// replication factor of a timer (docs/design.md 4.6).
 func TestReplicationFactorCannotChange(t *testing.T) {
 	h := newHarness(t)
 	id := h.create(`{"timing":{"interval":5},` + okCallback + `,"reliability":{"replication-factor":2}}`)

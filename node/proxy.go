@@ -11,7 +11,7 @@ import (
 )
 
 // write is one client write waiting for its replicas' acknowledgements
-// (DESIGN.md 4.11): it answers once every target has answered, 2xx if at
+// (docs/design.md 4.11): it answers once every target has answered, 2xx if at
 // least quorum replicas applied it.
 type write struct {
 	reply   func(Response)
@@ -40,7 +40,7 @@ type write struct {
 // (without a majority, seed 1596 lost an acknowledged update across a
 // one-way partition to a write whose version came from a faster clock;
 // scenarios/README.md N4). With one or two replicas a single one suffices,
-// as DESIGN.md 4.11 rules: a majority of two is both, and a timer service
+// as docs/design.md 4.11 rules: a majority of two is both, and a timer service
 // whose default timers cannot be written while either replica is down is
 // worse than one that orders writes across a net-split by clock.
 func writeQuorum(n int) int {

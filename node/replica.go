@@ -166,7 +166,7 @@ func (n *Node) maxSkew(t *Timer) time.Duration {
 
 // skew is how much later than the due time this replica pops t: 2 s per
 // rank among the local replicas, and remote sites after every local
-// replica (DESIGN.md 4.10).
+// replica (docs/design.md 4.10).
 func (n *Node) skew(t *Timer) time.Duration {
 	rank := slices.Index(t.Placement.Replicas, n.self)
 	if rank < 0 {
@@ -251,7 +251,7 @@ func (n *Node) onAlarm(gen uint64) {
 // pop sends t's next callback and moves t on to its following pop, or to
 // a tombstone after the last one. The other replicas hear of it only when
 // the callback succeeds; on failure this replica drops its copy so that
-// the next replica pops (DESIGN.md 4.7).
+// the next replica pops (docs/design.md 4.7).
 func (n *Node) pop(t *Timer, now int64) {
 	if at, ok := t.NextPopAt(); ok {
 		n.stats.PopLatenessMs += uint64(max(now-at-n.skew(t).Milliseconds(), 0))

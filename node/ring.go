@@ -9,9 +9,9 @@ import (
 	"github.com/twmb/murmur3"
 )
 
-// Rendezvous hashing (spec/hashing.md, DESIGN.md 4.3) and the replica bloom
-// filter carried in every wire timer ID (spec/technical-introduction.md,
-// DESIGN.md 4.1).
+// Rendezvous hashing (the original hashing.md, docs/design.md 4.3) and the replica bloom
+// filter carried in every wire timer ID (the original technical introduction,
+// docs/design.md 4.1).
 //
 // Every node must place every timer identically, so nothing here depends on
 // anything but the configured member list and the timer's unique ID: no map
@@ -118,7 +118,7 @@ func viewID(members []string) uint64 {
 // backups in rank order. The primary is the member with the lowest score;
 // the backups follow from the highest score down, so that adding or removing
 // one member never turns a primary into a backup while the cluster is larger
-// than n (spec/hashing.md; on smaller clusters every member is a replica).
+// than n (the original hashing.md; on smaller clusters every member is a replica).
 //
 // n is the replication factor. It is capped at the number of members, and
 // n < 1 is treated as 1: every timer has a primary.
@@ -220,7 +220,7 @@ func hasClash(scores []uint32) bool {
 	return false
 }
 
-// resolveClashes makes the values unique as spec/hashing.md requires: walking
+// resolveClashes makes the values unique as the original hashing.md requires: walking
 // in configured order, a value equal to an earlier one is incremented (with
 // uint32 wrap-around) until it is unique, so the earlier member keeps its
 // value. It is quadratic, which is fine: server hashes are resolved once per

@@ -28,7 +28,7 @@ func placeWith(t *testing.T, r *Ring, scoreOf map[uint32]uint32, n int) []string
 	return r.appendRanked(nil, scores, n)
 }
 
-// TestRingWorkedExamples reproduces the worked examples of spec/hashing.md
+// TestRingWorkedExamples reproduces the worked examples of the original hashing.md
 // with their injected server hashes and timer scores: ordering (primary is
 // the lowest score, backups from the highest down), scale-up, server hash
 // clashes resolved by incrementing the later server, and timer score clashes
@@ -95,7 +95,7 @@ func TestRingWorkedExamples(t *testing.T) {
 	}
 }
 
-// TestRingResolveClashes proves the clash rule of spec/hashing.md on its edges:
+// TestRingResolveClashes proves the clash rule of the original hashing.md on its edges:
 // the earlier value keeps its hash, increments cascade past values already
 // taken, and the increment wraps at 2^32 (so a wrapped value ranks lowest).
 func TestRingResolveClashes(t *testing.T) {
@@ -314,7 +314,7 @@ func genIDs(t *rapid.T, count int) []uint64 {
 
 // clashFree reports whether r places id without resolving any clash: raw
 // server hashes and the timer's raw scores all distinct. Only then do the
-// scale properties of spec/hashing.md hold exactly (the spec gives them up
+// scale properties of the original hashing.md hold exactly (the spec gives them up
 // on a clash); with 32-bit hashes a clash is about one in 10^8 here.
 func clashFree(members []string, id uint64) bool {
 	seen := make(map[uint32]bool, len(members))
@@ -334,7 +334,7 @@ func clashFree(members []string, id uint64) bool {
 	return true
 }
 
-// modelPlace is the naive reading of spec/hashing.md the ranking code is
+// modelPlace is the naive reading of the original hashing.md the ranking code is
 // checked against: resolve clashes in configured order with a set, sort all
 // members by resolved score, take the lowest, then the highest down.
 func modelPlace(scores []uint32, n int) []int {
@@ -488,7 +488,7 @@ func TestReplicasBalance(t *testing.T) {
 	})
 }
 
-// TestReplicasScaleUp proves the scale-up properties of spec/hashing.md
+// TestReplicasScaleUp proves the scale-up properties of the original hashing.md
 // when a node X joins: a timer's replicas change only by taking X in (in
 // the same order otherwise); a primary changes only to X; and, once the new
 // cluster is larger than the replication factor, the old primary is never
@@ -512,7 +512,7 @@ func TestReplicasScaleUp(t *testing.T) {
 	})
 }
 
-// TestReplicasScaleDown proves the scale-down properties of spec/hashing.md
+// TestReplicasScaleDown proves the scale-down properties of the original hashing.md
 // when a node L leaves: timers that L did not hold keep their placement
 // exactly; the others keep their other replicas; a primary changes only
 // when L was the primary; and a primary is never made a backup.

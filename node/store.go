@@ -7,7 +7,7 @@ import (
 	"slices"
 )
 
-// The store is a hierarchical timing wheel (DESIGN.md section 5: O(1)
+// The store is a hierarchical timing wheel (docs/design.md section 5: O(1)
 // insert, update and delete, never early, p99 lateness within 10 ms).
 //
 // Time is cut into blocks of fineSlots milliseconds. Let next be the first

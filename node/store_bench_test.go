@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The store's targets (DESIGN.md section 5) are ratios against a baseline
+// The store's targets (docs/design.md section 5) are ratios against a baseline
 // measured in the same run: insert at least as fast as time.AfterFunc, at
 // most 1.5 x slower per operation at 10M timers than at 1M, and at most 200
 // bytes per stored timer. So every benchmark runs at both sizes, and each

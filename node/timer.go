@@ -10,7 +10,7 @@ import (
 // popped, and where it sits in the store. Times are milliseconds on the
 // holding node's wall clock (Unix epoch); durations are milliseconds.
 //
-// The record is kept small on purpose (DESIGN.md section 5: at most 200
+// The record is kept small on purpose (docs/design.md section 5: at most 200
 // bytes per stored timer beyond its URI and opaque data): rarely used parts
 // live behind extra, and replica lists are interned and shared.
 type Timer struct {
@@ -37,7 +37,7 @@ type Timer struct {
 	// stale replication cannot resurrect it.
 	Tombstone bool
 	// Dormant marks a tombstone kept where a callback of the definition
-	// failed: the replica no longer pops it (DESIGN.md 4.7: the next
+	// failed: the replica no longer pops it (docs/design.md 4.7: the next
 	// replica does), but keeps its version and start, so a pop notice of
 	// the same definition revives it, and a replica still holding an older
 	// definition is repaired by it (see Supersedes and staleOrFull).

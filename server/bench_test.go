@@ -23,7 +23,7 @@ const benchParallelism = 8
 var bareRate float64
 
 // BenchmarkBareHTTP measures a bare net/http handler that reads the same
-// small JSON POST and answers 200 with a Location: the baseline of DESIGN.md
+// small JSON POST and answers 200 with a Location: the baseline of docs/design.md
 // section 5.
 func BenchmarkBareHTTP(b *testing.B) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -28,7 +28,7 @@ const (
 )
 
 // Config is the production configuration: what chronos.conf and
-// chronos_cluster.conf hold (DESIGN.md 4.9), plus the adapter's own knobs.
+// chronos_cluster.conf hold (docs/design.md 4.9), plus the adapter's own knobs.
 // Start from DefaultConfig.
 type Config struct {
 	// BindAddress and BindPort are where the HTTP server listens

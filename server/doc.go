@@ -2,7 +2,7 @@
 // a net/http server feeding inbound requests, a net/http client carrying
 // outbound ones, the configuration files, and the run loop with its signals.
 //
-// The node (package node) is single-threaded pure logic (DESIGN.md section
+// The node (package node) is single-threaded pure logic (docs/design.md section
 // 2). The adapter's duties towards it are:
 //
 //  1. Serialize every call into the node with one Serial: an inbound request

@@ -155,7 +155,7 @@ func (h *Handler) writeResponse(w http.ResponseWriter, resp node.Response) {
 }
 
 // writeError answers with status and the reason both in the Reason header
-// and as the plain-text body (DESIGN.md 4.4).
+// and as the plain-text body (docs/design.md 4.4).
 func writeError(w http.ResponseWriter, status int, reason string) {
 	hdr := w.Header()
 	hdr.Set(node.HeaderReason, reason)

@@ -7,7 +7,7 @@ import (
 )
 
 // Serial serializes every call into one node. The node is single-threaded
-// (DESIGN.md section 2) while the HTTP server, the client completions and the
+// (docs/design.md section 2) while the HTTP server, the client completions and the
 // clock's alarms all run on goroutines of their own, so each of them enters
 // the node only through Do.
 //

@@ -21,7 +21,7 @@ func benchPlan(timers int, end time.Duration) *Plan {
 }
 
 // BenchmarkSimSpeed measures simulated seconds per wall second for a 5-node
-// cluster with 1,000 live timers (DESIGN.md section 5: target >= 1,000).
+// cluster with 1,000 live timers (docs/design.md section 5: target >= 1,000).
 func BenchmarkSimSpeed(b *testing.B) {
 	const simulated = 10 * time.Minute
 	p := benchPlan(1000, simulated)
