@@ -198,6 +198,20 @@ func (n *Node) route(req Request, reply func(Response), method string, serve fun
 
 func (n *Node) nowMs() int64 { return n.clock.Now().UnixMilli() }
 
+// startMs is the start of a definition a client writes now: the node's
+// time rounded up to the millisecond, so that no pop can precede the
+// request's arrival + interval on this node's clock, by any fraction of a
+// millisecond. Replicas rebuild the start from a delta against their own
+// truncated time, which can only make it later.
+func (n *Node) startMs() int64 {
+	t := n.clock.Now()
+	ms := t.UnixMilli()
+	if t.Sub(time.UnixMilli(ms)) > 0 {
+		ms++
+	}
+	return ms
+}
+
 // overloaded returns a 503 response when the node is at a limit.
 func (n *Node) overloaded() (Response, bool) {
 	switch {

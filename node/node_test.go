@@ -233,3 +233,21 @@ func mustID(t *testing.T, wire string) uint64 {
 	}
 	return id
 }
+
+// TestNeverEarlyBySubMillisecond proves a pop is never sent before the
+// request's arrival + interval on the node's clock, by any fraction of a
+// millisecond: a timer created 0.4 ms into a millisecond does not pop at
+// the whole millisecond one interval later, which would be 0.4 ms early.
+func TestNeverEarlyBySubMillisecond(t *testing.T) {
+	h := newHarness(t)
+	h.clock.advance(400 * time.Microsecond)
+	h.create(timerJSON(1, 1, cb, "x"))
+	h.clock.advance(time.Second - time.Microsecond)
+	if got := h.pops(cb, 200); len(got) != 0 {
+		t.Fatalf("pops by arrival + 1 s - 1 µs: got %v, want none", seqs(got))
+	}
+	h.clock.advance(time.Millisecond)
+	if got := seqs(h.pops(cb, 200)); len(got) != 1 {
+		t.Fatalf("pops by arrival + 1.001 s: got %v, want one", got)
+	}
+}

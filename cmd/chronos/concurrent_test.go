@@ -32,9 +32,12 @@ func TestConcurrentCreatesAcrossAddressOnlyCluster(t *testing.T) {
 		// returned. Generous: a ceiling against hangs, never a measured
 		// timing.
 		popWait = 60 * time.Second
-		// resolution: a node takes a create's start from its clock in whole
-		// milliseconds, truncated, so a pop that is on time can arrive up
-		// to this much before send time + interval as measured here.
+		// resolution: the nodes time pops by the wall clock, this test
+		// by its monotonic clock, and the two may drift apart (an NTP
+		// slew) while it runs; this much is allowed for that. The node's
+		// own rule, never before arrival + interval by any fraction of a
+		// millisecond, is proven on one clock by TestNeverEarlyBySubMillisecond
+		// in node.
 		resolution = time.Millisecond
 	)
 	bin := buildBinary(t)
