@@ -92,6 +92,7 @@ func (c CLI) Sweep(from uint64, n int) int {
 	done, events := 0, uint64(0)
 	work := make(chan uint64)
 	var wg sync.WaitGroup
+	tty := isTerminal(c.Stderr)
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for seed := range work {
@@ -106,7 +107,12 @@ func (c CLI) Sweep(from uint64, n int) int {
 				case a.Failed():
 					failed = append(failed, Summary(a)+" mix="+mixString(p)+" first="+firstProblem(a))
 				}
-				fmt.Fprintf(c.Stderr, "\rsweep: %d/%d seeds, %d failed", done, n, len(failed))
+				switch {
+				case tty:
+					fmt.Fprintf(c.Stderr, "\rsweep: %d/%d seeds, %d failed", done, n, len(failed))
+				case done%1000 == 0 || done == n:
+					fmt.Fprintf(c.Stderr, "sweep: %d/%d seeds, %d failed\n", done, n, len(failed))
+				}
 				mu.Unlock()
 			}
 		})
@@ -116,7 +122,9 @@ func (c CLI) Sweep(from uint64, n int) int {
 	}
 	close(work)
 	wg.Wait()
-	fmt.Fprintln(c.Stderr)
+	if tty {
+		fmt.Fprintln(c.Stderr)
+	}
 	for _, f := range failed {
 		fmt.Fprintln(c.Stdout, f)
 	}
@@ -194,4 +202,15 @@ func writeHTMLFile(path string, res *Result) error {
 		return err
 	}
 	return f.Close()
+}
+
+// isTerminal reports whether w is a terminal, where progress may redraw
+// one line; in a log (CI) it would pile up thousands of carriage returns.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
