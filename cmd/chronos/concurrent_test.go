@@ -23,7 +23,7 @@ import (
 // another's timer, which then never popped.
 func TestConcurrentCreatesAcrossAddressOnlyCluster(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts three chronos processes and waits for thousands of real pops; skipped under -short")
+		t.Skip("starts three chronos processes and waits for thousands of real pops; skipped under -short, run without it (make test does)")
 	}
 	const (
 		creates = 3000
