@@ -429,3 +429,34 @@ func TestConfiguredInstanceClashIsAConfigError(t *testing.T) {
 		t.Fatalf("error = %v, want one naming 10.0.0.2:7253", err)
 	}
 }
+
+// TestClusterKeyFile proves --cluster-key-file supplies the key (a
+// trailing newline and all), overrides the cluster file's key, and that a
+// short key, a missing file or the flag given beside --cluster-key is an
+// error that never shows the key.
+func TestClusterKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	const key = "0123456789abcdef-from-a-file"
+	good := writeFile(t, dir, "key", key+"\n")
+	cfg, err := load(t, "", "[cluster]\nkey = 0123456789abcdef-from-the-cluster-file\n", "--cluster-key-file", good)
+	if err != nil || cfg.ClusterKey != key {
+		t.Fatalf("key from the file: got %q, %v, want %q", cfg.ClusterKey, err, key)
+	}
+	short := writeFile(t, dir, "short", "tiny-secret\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"short key", []string{"--cluster-key-file", short}, "fewer than 16"},
+		{"missing file", []string{"--cluster-key-file", dir + "/none"}, "read cluster key file"},
+		{"both flags", []string{"--cluster-key", key, "--cluster-key-file", good}, "both given"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, "", "", tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "tiny-secret") || strings.Contains(err.Error(), key) {
+				t.Errorf("error = %v, want one containing %q and no key", err, tc.want)
+			}
+		})
+	}
+}

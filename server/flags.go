@@ -20,8 +20,10 @@ type Flags struct {
 
 	local   settings
 	cluster settings
-	// keyErr is the --cluster-key error, reported by Load.
-	keyErr error
+	// keyErr is the --cluster-key error, reported by Load; keyFile is
+	// --cluster-key-file, read by Load.
+	keyErr  error
+	keyFile string
 }
 
 // Register defines the flags on fs.
@@ -72,6 +74,27 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		f.keyErr = err
 		return nil
 	})
+	fs.StringVar(&f.keyFile, "cluster-key-file", "", "`path` of a file holding the cluster key, which then shows in no process list")
+}
+
+// readKeyFile takes the cluster key from --cluster-key-file, if given.
+func (f *Flags) readKeyFile() error {
+	if f.keyFile == "" {
+		return nil
+	}
+	if f.cluster.clusterKey.ok {
+		return errors.New("server: --cluster-key and --cluster-key-file both given; give one")
+	}
+	data, err := readFile("cluster key file", f.keyFile)
+	if err != nil {
+		return err
+	}
+	k, err := parseClusterKey("--cluster-key-file "+f.keyFile, string(data))
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	f.cluster.clusterKey.set(k)
+	return nil
 }
 
 // registerList defines a repeatable list flag whose values parse reads.
@@ -91,6 +114,9 @@ func registerList(fs *flag.FlagSet, name, usage string, parse func(field, v stri
 func (f *Flags) Load() (Config, error) {
 	if f.keyErr != nil {
 		return Config{}, fmt.Errorf("server: %w", f.keyErr)
+	}
+	if err := f.readKeyFile(); err != nil {
+		return Config{}, err
 	}
 	cfg := DefaultConfig()
 	if f.LocalConfigFile != "" {
