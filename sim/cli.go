@@ -90,6 +90,9 @@ func (c CLI) Sweep(from uint64, n int) int {
 	var mu sync.Mutex
 	var failed []string
 	done, events := 0, uint64(0)
+	// collided counts the seeds in which some node met another timer
+	// under a timer's ID: the collision defence at work.
+	collided := 0
 	work := make(chan uint64)
 	var wg sync.WaitGroup
 	tty := isTerminal(c.Stderr)
@@ -101,6 +104,9 @@ func (c CLI) Sweep(from uint64, n int) int {
 				mu.Lock()
 				done++
 				events += a.Events
+				if a.IDCollisions > 0 {
+					collided++
+				}
 				switch {
 				case a.TraceHash != b.TraceHash:
 					failed = append(failed, fmt.Sprintf("seed=%d NONDETERMINISTIC trace %016x vs %016x", seed, a.TraceHash, b.TraceHash))
@@ -129,6 +135,7 @@ func (c CLI) Sweep(from uint64, n int) int {
 		fmt.Fprintln(c.Stdout, f)
 	}
 	fmt.Fprintf(c.Stdout, "sweep: %d seeds from %d, %d failed, %d events, %v\n", n, from, len(failed), events, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(c.Stdout, "sweep: %d seeds met an ID collision (mix %s)\n", collided, mixSharedInstance)
 	if len(failed) > 0 {
 		return 1
 	}

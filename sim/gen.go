@@ -33,6 +33,10 @@ func (s RapidSource) IntN(label string, n int) int { return rapid.IntRange(0, n-
 var faultKinds = []string{"crash", "pause", "partition", "one-way", "clog", "clock-jump", "clock-drift",
 	"slow-callback", "fail-callback", "loss", "duplicate", "reorder"}
 
+// mixSharedInstance in a plan's mix configures nodes n1 and n2 with one
+// instance number, so that they issue colliding IDs.
+const mixSharedInstance = "shared-instance"
+
 // Generation bounds.
 const (
 	genSafetyMin = 40 * time.Second
@@ -69,6 +73,12 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 	}
 	p.LivenessFrom = safety
 	p.End = max(safety+genSettle, last+genSettle)
+	// A misconfiguration rather than a fault, drawn last so that it moves
+	// no other draw: two nodes configured with one instance number, which
+	// the node's collision defence must make harmless.
+	if faults.IntN("mix:"+mixSharedInstance, 8) == 0 {
+		p.Mix = append(p.Mix, mixSharedInstance)
+	}
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
 }

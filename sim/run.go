@@ -202,6 +202,9 @@ func (w *world) boot(m *machine) {
 	cfg.Address = m.addr
 	cfg.Cluster.Nodes = w.addrs()
 	cfg.ClusterKey = clusterKey
+	if w.plan.enabled(mixSharedInstance) && m.idx <= 2 {
+		cfg.InstanceID = w.sharedInstance()
+	}
 	cfg.Clock = m.clock
 	cfg.Network = m.ep
 	cfg.Logger = w.opts.Logger
@@ -211,6 +214,25 @@ func (w *world) boot(m *machine) {
 	}
 	m.node, m.crashed, m.paused = nd, false, false
 	w.tr.event("boot", m.addr, "", int64(m.ep.Incarnation()))
+}
+
+// sharedInstance is the instance number a shared-instance plan configures
+// n1 and n2 with: the lowest that no node derives, so that only those two
+// collide.
+func (w *world) sharedInstance() int {
+	derived, err := node.InstanceIDs(node.Membership{Nodes: w.addrs()})
+	if err != nil {
+		panic(err)
+	}
+	taken := map[int]bool{}
+	for _, id := range derived {
+		taken[id] = true
+	}
+	shared := 0
+	for taken[shared] {
+		shared++
+	}
+	return shared
 }
 
 func (w *world) addrs() []string {
