@@ -279,7 +279,9 @@ func (n *Node) rewrite(t *Timer, spec Spec, oldBloom uint64, targets []string, w
 
 // withdraw sends targets the tombstone of a create that collided. It
 // buries only the same definition (see collides): where the other timer
-// is held, it is refused.
+// is held, it is refused. A copy it fails to reach would pop under the old
+// ID for good, so each peer is sent it again until it answers, up to
+// maxWithdrawAttempts times.
 func (n *Node) withdraw(t *Timer, targets []string, now int64) {
 	tomb := *t
 	tomb.Tombstone = true
@@ -289,8 +291,19 @@ func (n *Node) withdraw(t *Timer, targets []string, now int64) {
 			n.apply(&local)
 			continue
 		}
-		n.replicate(peer, &tomb, nil, now, nil)
+		n.withdrawFrom(peer, &tomb, 1)
 	}
+}
+
+// maxWithdrawAttempts bounds how often a withdrawal is sent to one peer.
+const maxWithdrawAttempts = 5
+
+func (n *Node) withdrawFrom(peer string, tomb *Timer, attempt int) {
+	n.replicate(peer, tomb, nil, n.nowMs(), func(ok bool, resp Response) {
+		if !ok && resp.Status != 409 && attempt < maxWithdrawAttempts {
+			n.withdrawFrom(peer, tomb, attempt+1)
+		}
+	})
 }
 
 // notApplied is the response a replica gives for a record it did not

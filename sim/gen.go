@@ -78,6 +78,8 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 	// the node's collision defence must make harmless.
 	if faults.IntN("mix:"+mixSharedInstance, 8) == 0 {
 		p.Mix = append(p.Mix, mixSharedInstance)
+		genTwinBurst(p, faults, safety)
+		slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	}
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
@@ -94,6 +96,19 @@ func genNet(p *Plan, src Source) {
 	}
 	if p.enabled("reorder") {
 		p.Net.ReorderRate = float64(1+src.IntN("reorder", 30)) / 100
+	}
+}
+
+// genTwinBurst adds creates through the two nodes that share an instance
+// number, all in one instant, so that their IDs collide: the generated
+// workload alone seldom creates through both in one millisecond.
+func genTwinBurst(p *Plan, src Source, safety time.Duration) {
+	at := time.Duration(src.IntN("burst-at", int(safety/time.Second)*10)) * time.Second / 10
+	for i := range 2 * (1 + src.IntN("burst", 8)) {
+		s := genTimerStep(p, src, OpCreate, fmt.Sprintf("b%d", i+1), at)
+		s.Via = 1 + i%2
+		p.Steps = append(p.Steps, s)
+		p.End = max(p.End, s.At+s.span()+genSettle)
 	}
 }
 
