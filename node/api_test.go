@@ -651,3 +651,20 @@ func TestCallbackURIPort(t *testing.T) {
 		})
 	}
 }
+
+// TestLongReasonIsCutInTheHeader proves a reason quoting a huge client
+// value (a callback URI near the body limit) is cut to MaxReasonBytes in
+// the Reason header, with control characters replaced, while the body
+// keeps it whole.
+func TestLongReasonIsCutInTheHeader(t *testing.T) {
+	h := newHarness(t)
+	uri := "ftp://x/" + strings.Repeat("é", 100_000) + "\r\nX-Injected: 1"
+	r := h.do("POST", "/timers", `{"timing":{"interval":1},"callback":{"http":{"uri":`+strconv.Quote(uri)+`}}}`)
+	reason := r.Header.Get(HeaderReason)
+	if r.Status != 400 || len(reason) > MaxReasonBytes+3 || !utf8.ValidString(reason) || strings.ContainsAny(reason, "\r\n") {
+		t.Fatalf("got %d with a %d-byte Reason, want 400 with at most %d valid bytes and no line breaks", r.Status, len(reason), MaxReasonBytes+3)
+	}
+	if !strings.Contains(string(r.Body), "X-Injected") {
+		t.Errorf("body lost the end of the reason")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // TombstoneMin is how long a tombstone of a zero-interval timer is kept: a
@@ -240,10 +241,33 @@ func text(status int, body string) Response {
 	}
 }
 
+// MaxReasonBytes bounds the Reason header of an error response: a reason
+// that quotes a client's value (a callback URI of up to MaxBodyBytes) is
+// cut there, and only the body carries it whole.
+const MaxReasonBytes = 512
+
 func badRequest(reason string) Response {
 	r := text(400, reason)
-	r.Header[HeaderReason] = reason
+	r.Header[HeaderReason] = headerReason(reason)
 	return r
+}
+
+// headerReason is reason cut to MaxReasonBytes on a UTF-8 boundary, with
+// header-breaking control characters replaced.
+func headerReason(reason string) string {
+	if len(reason) > MaxReasonBytes {
+		cut := MaxReasonBytes
+		for cut > 0 && !utf8.RuneStart(reason[cut]) {
+			cut--
+		}
+		reason = reason[:cut] + "..."
+	}
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, reason)
 }
 
 func methodNotAllowed(allow string) Response {
@@ -254,7 +278,7 @@ func methodNotAllowed(allow string) Response {
 
 func unavailable(reason string) Response {
 	r := text(503, reason)
-	r.Header[HeaderReason] = reason
+	r.Header[HeaderReason] = headerReason(reason)
 	r.Header[HeaderRetryAfter] = "1"
 	return r
 }
