@@ -145,3 +145,44 @@ func TestCreateNeverReplacesTimerAClientCreatedUnderItsID(t *testing.T) {
 		t.Fatalf("pops: got %v, want %v", got, want)
 	}
 }
+
+// TestLostWithdrawalIsSentAgain proves a collided create's withdrawal that
+// is lost on its way is sent again: without that, the copy it should have
+// buried pops under the old ID for good, beside the timer's new ID (found
+// by the simulator's shared-instance runs with message loss). Two twins
+// create at once with three replicas; the third node takes one create and
+// refuses the other, and the withdrawals sent to it are lost once each.
+func TestLostWithdrawalIsSentAgain(t *testing.T) {
+	c := sharedInstance(t, three...)
+	for i, a := range three[:2] {
+		opaque := []string{"a", "b"}[i]
+		c.nodes[a].Handle(Request{Method: "POST", URL: "/timers", Header: Header{}, Body: []byte(oneShot(opaque, 3))},
+			func(Response) {})
+	}
+	dropped := 0
+	for {
+		reqs := c.net.take("http://10.")
+		if len(reqs) == 0 {
+			break
+		}
+		for _, s := range reqs {
+			host, path, _ := strings.Cut(strings.TrimPrefix(s.req.URL, "http://"), "/")
+			if host == three[2] && dropped < 2 && strings.Contains(string(s.req.Body), `"callback":{}`) {
+				dropped++
+				s.done(Response{}, errUnreachable)
+				continue
+			}
+			in := s.req
+			in.URL = "/" + path
+			c.nodes[host].Handle(in, func(r Response) { s.done(r, nil) })
+		}
+	}
+	if dropped == 0 {
+		t.Fatal("no withdrawal reached the third node: the test lost its point")
+	}
+	got := seqs(c.advance(10*time.Second, 200))
+	slices.Sort(got)
+	if want := []string{"1:a", "1:b"}; !slices.Equal(got, want) {
+		t.Fatalf("pops: got %v, want %v (an orphan copy popped)", got, want)
+	}
+}
