@@ -22,9 +22,6 @@ import (
 // issued the same IDs in the same millisecond, and one create overwrote
 // another's timer, which then never popped.
 func TestConcurrentCreatesAcrossAddressOnlyCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts three chronos processes and waits for thousands of real pops; skipped under -short, run without it (make test does)")
-	}
 	const (
 		creates = 3000
 		workers = 48

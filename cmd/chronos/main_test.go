@@ -98,15 +98,49 @@ func TestProcessLoopback(t *testing.T) {
 // installing Go lifts the skip.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
+	if testing.Short() {
+		t.Skip("builds and starts the chronos binary; skipped under -short, run without it (make test does)")
+	}
+	built.once.Do(func() { built.bin, built.err = build() })
+	if errors.Is(built.err, exec.ErrNotFound) {
 		t.Skip("go is not on PATH, so cmd/chronos cannot be built; install Go to run this test")
 	}
-	bin := filepath.Join(t.TempDir(), "chronos")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
+}
+
+// built is the binary the tests share: built once per test run, removed
+// by TestMain.
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+func build() (string, error) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return "", err
+	}
+	if built.dir, err = os.MkdirTemp("", "chronos-test-"); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(built.dir, "chronos")
+	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // timerBody is a client timer definition; repeatFor 0 means a one-shot.
