@@ -80,7 +80,11 @@ func (c *cluster) restart(addr string) {
 
 // settle delivers every pending node-to-node request; requests to down
 // nodes fail.
-func (c *cluster) settle() {
+func (c *cluster) settle() { c.settleLosing(nil) }
+
+// settleLosing settles like settle, failing as lost every request for
+// which lose, if not nil, returns true.
+func (c *cluster) settleLosing(lose func(host string, req Request) bool) {
 	for {
 		reqs := c.net.take("http://10.")
 		if len(reqs) == 0 {
@@ -88,7 +92,7 @@ func (c *cluster) settle() {
 		}
 		for _, s := range reqs {
 			host, path, _ := strings.Cut(strings.TrimPrefix(s.req.URL, "http://"), "/")
-			if c.down[host] {
+			if c.down[host] || lose != nil && lose(host, s.req) {
 				s.done(Response{}, errUnreachable)
 				continue
 			}

@@ -160,23 +160,13 @@ func TestLostWithdrawalIsSentAgain(t *testing.T) {
 			func(Response) {})
 	}
 	dropped := 0
-	for {
-		reqs := c.net.take("http://10.")
-		if len(reqs) == 0 {
-			break
+	c.settleLosing(func(host string, req Request) bool {
+		if host == three[2] && dropped < 2 && strings.Contains(string(req.Body), `"callback":{}`) {
+			dropped++
+			return true
 		}
-		for _, s := range reqs {
-			host, path, _ := strings.Cut(strings.TrimPrefix(s.req.URL, "http://"), "/")
-			if host == three[2] && dropped < 2 && strings.Contains(string(s.req.Body), `"callback":{}`) {
-				dropped++
-				s.done(Response{}, errUnreachable)
-				continue
-			}
-			in := s.req
-			in.URL = "/" + path
-			c.nodes[host].Handle(in, func(r Response) { s.done(r, nil) })
-		}
-	}
+		return false
+	})
 	if dropped == 0 {
 		t.Fatal("no withdrawal reached the third node: the test lost its point")
 	}
