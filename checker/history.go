@@ -98,7 +98,10 @@ type Op struct {
 type Pop struct {
 	At time.Duration
 	// Node is the node that sent the callback.
-	Node   string
+	Node string
+	// Timer is the unique ID the pop named (its X-Chronos-Timer header),
+	// 0 when it named none.
+	Timer  uint64
 	URI    string
 	Opaque string
 	// Seq is the X-Sequence-Number header.
@@ -128,6 +131,13 @@ const (
 	ScaleUp       FaultKind = "scale-up"
 	ScaleDown     FaultKind = "scale-down"
 	LivenessPhase FaultKind = "liveness-phase"
+	// Message faults hit one message on the link Nodes[0] -> Peers[0]:
+	// lost, delivered twice, or held back (Detail: how long) so that later
+	// messages overtake it. Fault.Timer names the timer the message was
+	// about, when its request named one.
+	Lost       FaultKind = "lost"
+	Duplicated FaultKind = "duplicated"
+	Reordered  FaultKind = "reordered"
 )
 
 // Fault is one fault or event on the timeline. Nodes lists the nodes it
@@ -138,6 +148,9 @@ type Fault struct {
 	Nodes  []string
 	Peers  []string
 	Detail string
+	// Timer is the timer a message fault hit (0: unknown, or not a
+	// message fault).
+	Timer uint64
 }
 
 // History is everything a run recorded.
@@ -145,6 +158,10 @@ type History struct {
 	Ops    []Op
 	Pops   []Pop
 	Faults []Fault
+	// Members are the cluster's nodes. The checker places each timer on
+	// them with its own reference rendezvous hashing (see Replicas), to
+	// tell the faults that touch a timer from those elsewhere.
+	Members []string
 	// End is the true time the run stopped.
 	End time.Duration
 	// MaxClockSkew is the largest offset between any node's clock and true

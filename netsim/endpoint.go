@@ -32,6 +32,7 @@ type call struct {
 	from     *host
 	inc      uint64
 	to       string
+	req      *node.Request // as sent, for tracing what a fault hit
 	done     func(node.Response, error)
 	finished bool
 }
@@ -66,8 +67,12 @@ func (e *Endpoint) Send(req node.Request, timeout time.Duration, done func(node.
 		n.stats.Duplicated++
 		copies = 2
 	}
+	if copies == 2 {
+		n.trace("duplicated", e.host.name, to, &req, 0)
+	}
+	c.req = &req
 	for range copies {
-		n.transmit(e.host.name, to, func() { n.arrive(c, inbound) })
+		n.transmit(e.host.name, to, c.req, func() { n.arrive(c, inbound) })
 	}
 }
 
@@ -89,7 +94,7 @@ func (n *Network) arrive(c *call, req node.Request) {
 	if hs == nil || hs.state == Down || hs.handler == nil {
 		n.stats.Refused++
 		n.trace("refused", c.from.name, c.to, nil, 0)
-		n.transmit(c.to, c.from.name, func() { n.finish(c, node.Response{}, ErrRefused) })
+		n.transmit(c.to, c.from.name, c.req, func() { n.finish(c, node.Response{}, ErrRefused) })
 		return
 	}
 	n.stats.Delivered++
@@ -105,7 +110,7 @@ func (n *Network) arrive(c *call, req node.Request) {
 				return // the replying incarnation is gone
 			}
 			n.trace("reply", c.to, c.from.name, nil, int64(resp.Status))
-			n.transmit(c.to, c.from.name, func() { n.finish(c, resp, nil) })
+			n.transmit(c.to, c.from.name, c.req, func() { n.finish(c, resp, nil) })
 		})
 	}
 	n.trace("deliver", c.from.name, c.to, &req, 0)
@@ -119,8 +124,10 @@ func (n *Network) noisy(from, to string) bool {
 }
 
 // transmit carries one message from one host to another and runs deliver
-// on arrival, unless a partition, loss or crash intervenes.
-func (n *Network) transmit(from, to string, deliver func()) {
+// on arrival, unless a partition, loss or crash intervenes. req is the
+// request the message is or answers: the tracer names it with every fault
+// that hits the message, so that a checker can tell which timer it hit.
+func (n *Network) transmit(from, to string, req *node.Request, deliver func()) {
 	l := link{from, to}
 	if n.blocked[l] {
 		n.stats.Blocked++
@@ -130,14 +137,16 @@ func (n *Network) transmit(from, to string, deliver func()) {
 	noisy := n.noisy(from, to)
 	if noisy && n.opts.LossRate > 0 && n.rng.Float64() < n.opts.LossRate {
 		n.stats.Lost++
-		n.trace("lost", from, to, nil, 0)
+		n.trace("lost", from, to, req, 0)
 		return
 	}
 	now := n.sched.Now()
 	at := now + n.latency()
 	if noisy && n.opts.ReorderRate > 0 && n.rng.Float64() < n.opts.ReorderRate {
 		n.stats.Reordered++
-		at += time.Duration(n.rng.Int64N(int64(n.opts.ReorderDelayMax) + 1))
+		held := time.Duration(n.rng.Int64N(int64(n.opts.ReorderDelayMax) + 1))
+		at += held
+		n.trace("reordered", from, to, req, int64(held))
 	}
 	if until, ok := n.clogged[l]; ok {
 		if until > now {

@@ -103,4 +103,9 @@ const (
 	// HeaderStartDelta answers a pop notice with the receiver's earlier
 	// start time of the same definition, as a start-time-delta in ms.
 	HeaderStartDelta = "X-Chronos-Start-Delta"
+	// HeaderTimerID names the timer a callback pops: the 16 hex digits of
+	// its unique ID (the first half of the ID in Location), which stay the
+	// same for the timer's life. With X-Sequence-Number it lets a client
+	// tell a duplicate pop from a new one.
+	HeaderTimerID = "X-Chronos-Timer"
 )

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -124,6 +126,14 @@ func IDTime(id uint64) int64 {
 // replica bloom filter, 16 hex digits each (docs/design.md 4.1).
 func FormatWireID(id, bloom uint64) string {
 	return fmt.Sprintf("%016x%016x", id, bloom)
+}
+
+// FormatID returns a unique ID as 16 hex digits, as the first half of a
+// wire ID shows it (and the X-Chronos-Timer header of a pop carries it).
+func FormatID(id uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], id)
+	return hex.EncodeToString(b[:])
 }
 
 // ParseWireID splits a client-facing timer ID into its unique ID and its

@@ -44,6 +44,20 @@ func TestPopsOncePerIntervalUntilRepeatFor(t *testing.T) {
 	}
 }
 
+// TestPopNamesItsTimer proves a callback carries the timer's unique ID,
+// as the first 16 hex digits of the ID the create answered with.
+func TestPopNamesItsTimer(t *testing.T) {
+	h := newHarness(t)
+	id := h.create(timerJSON(1, 2, cb, "named"))
+	for range 2 {
+		h.clock.advance(time.Second)
+		got := h.pops(cb, 200)
+		if len(got) != 1 || got[0].Header.Get(HeaderTimerID) != id[:16] {
+			t.Fatalf("pops: got %v, want one carrying %s %s", got, HeaderTimerID, id[:16])
+		}
+	}
+}
+
 // TestOneShotAndEdgeTimings proves the timing rules of api.md: no
 // repeat-for pops once; repeat-for equal to the interval pops once;
 // repeat-for below the interval never fires; interval 0 pops once at once.

@@ -263,7 +263,10 @@ func (n *Node) pop(t *Timer, now int64) {
 	req := Request{
 		Method: "POST",
 		URL:    popped.URI,
-		Header: Header{HeaderSequenceNumber: strconv.FormatUint(uint64(popped.Seq), 10)},
+		Header: Header{
+			HeaderSequenceNumber: strconv.FormatUint(uint64(popped.Seq), 10),
+			HeaderTimerID:        FormatID(popped.ID),
+		},
 		Body:   []byte(popped.Opaque),
 	}
 	n.send(req, CallbackTimeout, func(resp Response, err error) {

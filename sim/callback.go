@@ -29,6 +29,7 @@ func (w *world) newCallback(i int) *callback {
 
 func (w *world) receivePop(cb *callback, from string, req node.Request, reply func(node.Response)) {
 	seq, _ := strconv.Atoi(req.Header.Get(node.HeaderSequenceNumber))
+	timer, _ := strconv.ParseUint(req.Header.Get(node.HeaderTimerID), 16, 64)
 	status := 200
 	if cb.status != 0 {
 		status = cb.status
@@ -36,7 +37,7 @@ func (w *world) receivePop(cb *callback, from string, req node.Request, reply fu
 	if req.Method != "POST" {
 		status = 405
 	}
-	w.hist.Pops = append(w.hist.Pops, checker.Pop{At: w.loop.Now(), Node: from, URI: "http://" + cb.host + req.URL,
+	w.hist.Pops = append(w.hist.Pops, checker.Pop{At: w.loop.Now(), Node: from, Timer: timer, URI: "http://" + cb.host + req.URL,
 		Opaque: string(req.Body), Seq: seq, Answered: status})
 	w.tr.event("pop", from, cb.host+" "+string(req.Body), int64(seq))
 	if cb.delay > 0 {

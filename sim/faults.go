@@ -2,9 +2,11 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chronos-timer/chronos/checker"
+	"github.com/chronos-timer/chronos/node"
 )
 
 // step carries out one step of the plan.
@@ -61,18 +63,40 @@ func (w *world) step(written Step) {
 	}
 }
 
-// NetworkNoise is the fault recorded at the start of a run whose network
-// loses, duplicates or reorders messages between nodes. It lasts until the
-// liveness phase, which quiets the network.
-const NetworkNoise checker.FaultKind = "network-noise"
+// messageFaults maps the network's trace words for a message it lost,
+// duplicated or held back to the fault the history records.
+var messageFaults = map[string]checker.FaultKind{
+	"lost":       checker.Lost,
+	"duplicated": checker.Duplicated,
+	"reordered":  checker.Reordered,
+}
 
-// noise records the network's random faults, if any, as one fault.
-func (w *world) noise() {
-	o := w.plan.Net
-	if o.LossRate+o.DuplicateRate+o.ReorderRate == 0 {
-		return
+// messageFault records one message the network's noise hit, naming the
+// timer its request was about (internal requests name it in their path),
+// so that the checker excuses only that timer, not the whole cluster.
+func (w *world) messageFault(kind checker.FaultKind, from, to string, req *node.Request, n int64) {
+	f := checker.Fault{At: w.loop.Now(), Kind: kind, Nodes: []string{from}, Peers: []string{to}}
+	if kind == checker.Reordered {
+		f.Detail = "held=" + time.Duration(n).String()
 	}
-	w.fault(NetworkNoise, w.addrs(), nil, fmt.Sprintf("loss=%s dup=%s reorder=%s", ftoa(o.LossRate), ftoa(o.DuplicateRate), ftoa(o.ReorderRate)))
+	if req != nil {
+		f.Timer = timerOfURL(req.URL)
+	}
+	w.hist.Faults = append(w.hist.Faults, f)
+}
+
+// timerOfURL is the unique ID named by a /timers/<wire ID> URL, 0 if none.
+func timerOfURL(url string) uint64 {
+	_, rest, ok := strings.Cut(url, "/timers/")
+	if !ok {
+		return 0
+	}
+	rest, _, _ = strings.Cut(rest, "?")
+	id, _, err := node.ParseWireID(rest)
+	if err != nil {
+		return 0
+	}
+	return id
 }
 
 // scale is the hook for scale-up and scale-down, which come with the

@@ -164,6 +164,9 @@ func (w *world) setup() {
 		panic(err)
 	}
 	w.net.SetTracer(func(what, from, to string, req *node.Request, n int64) {
+		if kind, ok := messageFaults[what]; ok {
+			w.messageFault(kind, from, to, req, n)
+		}
 		if req != nil {
 			w.tr.request(what, from, to, req.Method, req.URL, n)
 			if what == "deliver" && w.opts.TraceBodies && len(req.Body) > 0 {
@@ -250,7 +253,6 @@ func (w *world) addrs() []string {
 
 // schedule puts every step of the plan on the loop.
 func (w *world) schedule() {
-	w.noise()
 	for _, s := range w.plan.Steps {
 		w.loop.At(s.At, func() { w.step(s) })
 	}
@@ -263,6 +265,7 @@ func (w *world) schedule() {
 func (w *world) finish(res *Result) {
 	h := &w.hist
 	h.End = w.plan.End
+	h.Members = w.addrs()
 	h.MaxNetDelay = w.plan.Net.MaxDelay()
 	h.LivenessFrom = w.plan.LivenessFrom
 	// A pop can be early by the boot offsets' spread plus every clock's
