@@ -267,7 +267,7 @@ func (n *Node) pop(t *Timer, now int64) {
 			HeaderSequenceNumber: strconv.FormatUint(uint64(popped.Seq), 10),
 			HeaderTimerID:        FormatID(popped.ID),
 		},
-		Body:   []byte(popped.Opaque),
+		Body: []byte(popped.Opaque),
 	}
 	n.send(req, CallbackTimeout, func(resp Response, err error) {
 		if err != nil || resp.Status < 200 || resp.Status > 299 {
