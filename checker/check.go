@@ -3,6 +3,8 @@ package checker
 import (
 	"fmt"
 	"sort"
+
+	"github.com/anishathalye/porcupine"
 )
 
 // Check runs G1-G5 and G7 on h with DefaultOptions. G6 needs the placement
@@ -31,18 +33,31 @@ func Check(h *History) []Violation {
 //   - G7: after the liveness phase began every pending pop is delivered
 //     within the replica-failure bound.
 func (o Options) Check(h *History) []Violation {
+	vs, _ := o.Judge(h)
+	return vs
+}
+
+// Judge is Check that also reports the judged coverage: how many due
+// pops and writes were held strictly to each guarantee, and what excused
+// the others. A porcupine search that ran out of time is a violation of
+// kind "CHECK": the history was not judged, which is never a pass.
+func (o Options) Judge(h *History) ([]Violation, Coverage) {
 	o.mustValidate()
 	if h == nil {
-		return nil
+		return nil, newCoverage()
 	}
 	x := newIndex(h, o)
 	var vs []Violation
 	vs = append(vs, x.checkPops()...)
 	vs = append(vs, x.checkMissing()...)
 	vs = append(vs, x.checkSticky()...)
-	vs = append(vs, o.linearizable(x).Violations...)
+	lin := o.linearizable(x)
+	vs = append(vs, lin.Violations...)
+	if lin.Result == porcupine.Unknown {
+		vs = append(vs, Violation{Guarantee: "CHECK", At: x.end, Message: lin.Note})
+	}
 	sortViolations(vs)
-	return vs
+	return vs, x.coverage()
 }
 
 // CheckPlacement is G6: held maps each node to the timers it holds, want

@@ -23,6 +23,10 @@ var endKind = map[FaultKind]FaultKind{
 	FailCallback: CallbackOK,
 }
 
+// isMessageFault reports the kinds that hit one message: they end when the
+// message's effect has settled, with no end event.
+func isMessageFault(k FaultKind) bool { return k == Lost || k == Duplicated || k == Reordered }
+
 // isEndEvent reports kinds that end a fault or mark a phase; they are no
 // fault themselves.
 func isEndEvent(k FaultKind) bool {
@@ -42,15 +46,19 @@ type span struct {
 
 // timeline answers "was a fault active in [a, b]" questions.
 type timeline struct {
+	// spans are every fault but the message faults that name a timer,
+	// which byTimer files by the timer they hit.
 	spans    []span
+	byTimer  map[uint64][]span
 	liveFrom time.Duration
 	// clocks holds each node's clock changes, for lag.
 	clocks map[string][]clockChange
 }
 
-// clockChange is a backward jump or a new drift rate of one node's clock.
+// clockChange is a jump or a new drift rate of one node's clock.
 type clockChange struct {
 	at       time.Duration
+	jump     time.Duration // how far a jump moved the clock (signed)
 	back     time.Duration // how far a jump moved the clock back
 	ppm      int64         // the drift from here on, when drift is set
 	setsRate bool
@@ -74,9 +82,21 @@ func livenessFrom(h *History) time.Duration {
 func buildTimeline(h *History, end, settle time.Duration) timeline {
 	fs := append([]Fault(nil), h.Faults...)
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].At < fs[j].At })
-	tl := timeline{liveFrom: livenessFrom(h), clocks: clockChanges(fs)}
+	tl := timeline{liveFrom: livenessFrom(h), clocks: clockChanges(fs), byTimer: map[uint64][]span{}}
 	for i, f := range fs {
 		if isEndEvent(f.Kind) {
+			continue
+		}
+		if isMessageFault(f.Kind) {
+			// The message is settled once it arrived or was given up:
+			// a reordered one within its hold, any within the settle
+			// time that covers the retry or notice that mends it.
+			sp := span{from: f.At, to: f.At + settle, end: f.At, fault: f}
+			if f.Timer != 0 {
+				tl.byTimer[f.Timer] = append(tl.byTimer[f.Timer], sp)
+			} else {
+				tl.spans = append(tl.spans, sp)
+			}
 			continue
 		}
 		to := tl.horizon(f.At, end)
@@ -133,9 +153,9 @@ func (tl timeline) touched(a, b time.Duration) bool {
 // either side of a partition or clog somewhere in [a, b]: when they are as
 // many as the copies of a timer, all its replicas may have been unable to
 // pop, and G3 cannot be asked of it.
-func (tl timeline) downNodes(a, b time.Duration) map[string]bool {
+func downNodes(spans []span, a, b time.Duration) map[string]bool {
 	seen := map[string]bool{}
-	for _, s := range tl.spans {
+	for _, s := range spans {
 		if s.from > b || s.to < a {
 			continue
 		}
@@ -189,10 +209,10 @@ func clockChanges(fs []Fault) map[string][]clockChange {
 		switch f.Kind {
 		case ClockJump:
 			d, err := time.ParseDuration(strings.TrimSpace(f.Detail))
-			if err != nil || d >= 0 {
+			if err != nil {
 				continue
 			}
-			c = clockChange{at: f.At, back: -d}
+			c = clockChange{at: f.At, jump: d, back: max(-d, 0)}
 		case ClockDrift:
 			ppm, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(f.Detail), "ppm"), 10, 64)
 			if err != nil {
@@ -233,6 +253,79 @@ func (tl timeline) lag(node string, t time.Duration) time.Duration {
 		}
 	}
 	return lag + slow(t)
+}
+
+// clockTimes lists, in order, every time a clock changed, and the times
+// drift moves a clock on by a step of a tenth of a second, up to the
+// liveness phase (or the end), so that an offset growing by drift is seen.
+func (tl timeline) clockTimes() []time.Duration {
+	var ts []time.Duration
+	for _, cs := range tl.clocks {
+		for _, c := range cs {
+			ts = append(ts, c.at)
+		}
+	}
+	if len(ts) == 0 {
+		return nil
+	}
+	slices.Sort(ts)
+	horizon := tl.liveFrom
+	if horizon == 0 {
+		horizon = ts[len(ts)-1] + time.Hour
+	}
+	for t := ts[0]; t < horizon; t += clockStep {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	return slices.Compact(ts)
+}
+
+// clockStep is how often clockTimes samples drifting clocks.
+const clockStep = time.Second
+
+// offset is how far node's clock had moved from true time by t, through
+// jumps and drift (its boot offset, within MaxClockSkew, left out).
+func (tl timeline) offset(node string, t time.Duration) time.Duration {
+	var off, last time.Duration
+	var ppm int64
+	for _, c := range tl.clocks[node] {
+		if c.at > t {
+			break
+		}
+		off += time.Duration(float64(c.at-last)*float64(ppm)/1e6) + c.jump
+		last = c.at
+		if c.setsRate {
+			ppm = c.ppm
+		}
+	}
+	return off + time.Duration(float64(t-last)*float64(ppm)/1e6)
+}
+
+// gain is how far node's clock moved ahead of true time within [a, b]:
+// its forward jumps there plus what fast drift added over the stretch.
+func (tl timeline) gain(node string, a, b time.Duration) time.Duration {
+	var gain time.Duration
+	var ppm int64
+	last := a
+	fast := func(until time.Duration) time.Duration {
+		if ppm <= 0 || until <= last {
+			return 0
+		}
+		return time.Duration(float64(until-last) * float64(ppm) / 1e6)
+	}
+	for _, c := range tl.clocks[node] {
+		if c.at > b {
+			break
+		}
+		if c.at >= a {
+			gain += fast(c.at) + max(c.jump, 0)
+			last = c.at
+		}
+		if c.setsRate {
+			ppm = c.ppm
+		}
+	}
+	return gain + fast(b)
 }
 
 // maxLag is the largest lag of any node by t.

@@ -30,6 +30,18 @@ type def struct {
 	// held is how long the write's replication may have been held up on
 	// its way to a replica (see heldFor).
 	held time.Duration
+	// timer is the timer's ID: the op's, or for a create whose answer was
+	// lost the one its pops name (0: unknown).
+	timer uint64
+	// placed is true when the replicas are known (the history names the
+	// members and the timer is known); replicas are then the reference
+	// placement, primary first. nodes are the replicas and every node
+	// that took a write of the timer (all members when not placed).
+	placed   bool
+	replicas []string
+	nodes    map[string]bool
+	// spans are the faults that touch d, by start (see attribute).
+	spans []span
 }
 
 // due returns the window pop k falls due in.
@@ -86,6 +98,9 @@ func newIndex(h *History, o Options) *index {
 		for _, idx := range d.bySeq {
 			sort.SliceStable(idx, func(i, j int) bool { return h.Pops[idx[i]].At < h.Pops[idx[j]].At })
 		}
+		x.attribute(d)
+	}
+	for _, d := range x.defs {
 		d.cutoff = x.cutoff(d)
 		d.lossFrom = x.lossFrom(d)
 		d.held = x.heldFor(d)
@@ -160,7 +175,7 @@ func (x *index) cutoff(d *def) time.Duration {
 // share a majority and cannot be reordered.
 func (x *index) mayReorder(e Op, d *def) bool {
 	return d.rf <= 2 && d.op.Invoke-e.Return < 2*x.h.MaxClockSkew &&
-		x.tl.touched(e.Invoke, e.Return) && x.tl.touched(d.lo, min(d.hi, x.end))
+		x.touched(d, e.Invoke, e.Return) && x.touched(d, d.lo, min(d.hi, x.end))
 }
 
 // slack is what every lateness bound adds: the fault-free allowance, the
@@ -191,7 +206,7 @@ func (x *index) window(d *def, k int) (a, b time.Duration) {
 func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 	a, b := x.window(d, k)
 	switch {
-	case !x.tl.touched(a, b):
+	case !x.popTouched(d, k, b):
 		return x.slack() + d.held, true
 	case len(x.withoutCopy(d, a, b)) >= x.copies(d):
 		return 0, false
@@ -213,7 +228,7 @@ func (x *index) failed(p Pop) bool { return !accepted(p) || x.tl.slowAt(p.URI, p
 // callback fails drops its copy until the next popped notice brings it
 // back (docs/design.md 4.7).
 func (x *index) withoutCopy(d *def, a, b time.Duration) map[string]bool {
-	out := x.tl.downNodes(a, b)
+	out := downNodes(d.spans, a, b)
 	for n := range x.dropped(d, a, b) {
 		out[n] = true
 	}
@@ -242,7 +257,7 @@ func (x *index) dropped(d *def, a, b time.Duration) map[string]bool {
 	}
 	// A replica cut off from the endpoint when a pop fell due failed that
 	// callback too, with no pop in the history to show for it.
-	for _, sp := range x.tl.spans {
+	for _, sp := range d.spans {
 		if sp.fault.Kind != Partition && sp.fault.Kind != Clog || sp.from > b || sp.to < d.lo {
 			continue
 		}
@@ -288,7 +303,7 @@ func hostOf(uri string) string {
 // better without trusting other nodes' wall clocks.
 func (x *index) heldFor(d *def) time.Duration {
 	var held time.Duration
-	for _, s := range x.tl.spans {
+	for _, s := range d.spans {
 		if s.fault.Kind != Pause && s.fault.Kind != Clog {
 			continue
 		}
@@ -303,7 +318,7 @@ func (x *index) heldFor(d *def) time.Duration {
 // the write only as many as acknowledge one: a majority from three
 // replicas up, else one (node's writeQuorum, docs/design.md 4.11).
 func (x *index) copies(d *def) int {
-	if x.tl.touched(d.lo, min(d.hi, x.end)) {
+	if x.touched(d, d.lo, min(d.hi, x.end)) {
 		return ackQuorum(d.rf)
 	}
 	return d.rf
@@ -337,14 +352,18 @@ func (x *index) required(d *def, k int, bound time.Duration) bool {
 func (x *index) lossFrom(d *def) time.Duration {
 	l := never
 	crashed := map[string]bool{}
-	partial := x.tl.touched(d.lo, min(d.hi, x.end))
-	for _, s := range x.tl.spans {
+	partial := x.touched(d, d.lo, min(d.hi, x.end))
+	for _, s := range d.spans {
 		if s.to < d.lo {
 			continue
 		}
 		switch s.fault.Kind {
 		case Crash:
-			addAll(crashed, s.fault.Nodes)
+			for _, n := range s.fault.Nodes {
+				if !d.placed || slices.Contains(d.replicas, n) {
+					crashed[n] = true
+				}
+			}
 			if partial || len(crashed) >= d.rf || len(s.fault.Nodes) == 0 {
 				l = min(l, max(s.from, d.lo))
 			}

@@ -116,7 +116,7 @@ func (o Options) linearizable(x *index) LinearizabilityInfo {
 	info.Result, info.Info = porcupine.CheckOperationsVerbose(info.Model, ops, o.LinearizabilityTimeout)
 	switch info.Result {
 	case porcupine.Unknown:
-		info.Note = fmt.Sprintf("porcupine gave no answer within %v: reported as no violation", o.LinearizabilityTimeout)
+		info.Note = fmt.Sprintf("porcupine gave no answer within %v: the history was not judged", o.LinearizabilityTimeout)
 	case porcupine.Illegal:
 		info.Violations = o.illegalTimers(ops)
 	}
@@ -230,8 +230,8 @@ func (x *index) linOps() ([]porcupine.Operation, int) {
 		for _, seq := range sortedSeqs(d) {
 			for _, i := range d.bySeq[seq] {
 				p := x.h.Pops[i]
-				a, b := x.window(d, max(seq, 1))
-				if t, ok := taint[d.key]; ok && p.At >= t || x.tl.touched(a, max(b, p.At)) {
+				_, b := x.window(d, max(seq, 1))
+				if t, ok := taint[d.key]; ok && p.At >= t || x.popTouched(d, max(seq, 1), max(b, p.At)) {
 					excluded++
 					continue
 				}
@@ -281,7 +281,7 @@ func (x *index) taints() map[string]time.Duration {
 			taint[in.Key] = never
 		}
 		ret := min(effReturn(op), x.end)
-		for _, s := range x.tl.spans {
+		for _, s := range x.spansOf(op) {
 			if s.from <= ret && s.to >= op.Invoke {
 				taint[in.Key] = min(taint[in.Key], max(s.from, op.Invoke))
 			}

@@ -71,13 +71,13 @@ func (x *index) checkSeq(d *def, seq int) []Violation {
 // liveness phase began).
 func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bool) {
 	lo, hi := d.due(seq)
-	if earliest := lo - x.h.MaxClockSkew; p.At < earliest {
+	if gain := x.forward(d, d.lo, p.At); p.At < lo-gain {
 		return x.violation("G1", p.At, d, fmt.Sprintf(
-			"pop %d from %s arrived early: got %v, want at or after %v (invoke %v + %d x %v - skew %v)",
-			seq, p.Node, p.At, earliest, d.lo, seq, d.op.Spec.Interval, x.h.MaxClockSkew)), true
+			"pop %d from %s arrived early: got %v, want at or after %v (invoke %v + %d x %v - clock gain %v of the timer's nodes)",
+			seq, p.Node, p.At, lo-gain, d.lo, seq, d.op.Spec.Interval, gain)), true
 	}
 	a, b := x.window(d, seq)
-	touched := x.tl.touched(a, b)
+	touched := x.popTouched(d, seq, b)
 	bound, ok := x.lateBound(d, seq)
 	liveness := x.tl.liveFrom > 0 && lo >= x.tl.liveFrom && touched
 	if liveness {
@@ -87,7 +87,7 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 		// missed the write, whenever that falls (seed 9920).
 		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, len(x.dropped(d, a, b)) < x.copies(d)
 	}
-	if !ok || p.At <= hi+bound+x.tl.lag(p.Node, p.At) || touched && d.cutoff <= hi+bound {
+	if !ok || p.At <= hi+bound+x.lag(d, p.At) || touched && d.cutoff <= hi+bound {
 		// In time, or, with a fault around, superseded before its
 		// deadline by a later write: the backup that would have popped
 		// it in time may already hold the new definition (whether the
@@ -106,10 +106,23 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 	if liveness {
 		g = "G7"
 	}
-	lag := x.tl.lag(p.Node, p.At)
+	lag := x.lag(d, p.At)
 	return x.violation(g, p.At, d, fmt.Sprintf(
-		"pop %d from %s arrived late: got %v, want by %v (due by %v + bound %v + clock lag of %s %v)",
-		seq, p.Node, p.At, hi+bound+lag, hi, bound, p.Node, lag)), true
+		"pop %d from %s arrived late: got %v, want by %v (due by %v + bound %v + clock lag of the timer's nodes %v)",
+		seq, p.Node, p.At, hi+bound+lag, hi, bound, lag)), true
+}
+
+// lag is the largest clock lag of d's nodes at t: a replica whose clock
+// fell behind pops that much late, and the next one may only step in at
+// its rank, so the first pop may be late by the lag of any of them.
+func (x *index) lag(d *def, t time.Duration) time.Duration {
+	var m time.Duration
+	for n := range x.tl.clocks {
+		if !d.placed || d.nodes[n] {
+			m = max(m, x.tl.lag(n, t))
+		}
+	}
+	return m
 }
 
 // impliedSeqs lists the sequence numbers other than seq whose due window,
@@ -152,9 +165,9 @@ func (x *index) checkDuplicates(d *def, seq int) (Violation, bool) {
 	if ok < 0 || ok == len(idx)-1 {
 		return Violation{}, false // retries after a refused callback are the redundancy path
 	}
-	a, b := x.window(d, seq)
+	_, b := x.window(d, seq)
 	last := x.h.Pops[idx[len(idx)-1]]
-	if x.tl.touched(a, max(b, last.At)) {
+	if x.popTouched(d, seq, max(b, last.At)) {
 		return Violation{}, false
 	}
 	p0, p1 := x.h.Pops[idx[ok]], x.h.Pops[idx[ok+1]]
@@ -200,7 +213,7 @@ func (x *index) missing(d *def, k int) (Violation, bool) {
 	g, bound := "G2", x.slack()
 	if x.tl.liveFrom > 0 && lo >= x.tl.liveFrom {
 		g, bound = "G7", x.rankBound(d)+x.o.LivenessGrace
-	} else if a, b := x.window(d, k); x.tl.touched(a, b) {
+	} else if _, b := x.window(d, k); x.popTouched(d, k, b) {
 		return Violation{}, false
 	}
 	if !x.required(d, k, bound) {

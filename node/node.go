@@ -199,11 +199,13 @@ func (n *Node) route(req Request, reply func(Response), method string, serve fun
 
 func (n *Node) nowMs() int64 { return n.clock.Now().UnixMilli() }
 
-// startMs is the start of a definition a client writes now: the node's
-// time rounded up to the millisecond, so that no pop can precede the
-// request's arrival + interval on this node's clock, by any fraction of a
-// millisecond. Replicas rebuild the start from a delta against their own
-// truncated time, which can only make it later.
+// startMs is the node's time rounded up to the millisecond: the start of a
+// definition a client writes now, and the base a replica adds a received
+// start-time-delta to. Senders compute deltas against their truncated
+// time (nowMs) and receivers apply them to their rounded-up time, so a
+// start can only move later on its way from node to node, and no pop can
+// precede the request's arrival + interval on the popping node's clock,
+// by any fraction of a millisecond.
 func (n *Node) startMs() int64 {
 	t := n.clock.Now()
 	ms := t.UnixMilli()

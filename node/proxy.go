@@ -362,7 +362,7 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		return
 	}
 	resp := text(200, "OK")
-	if held := n.store.Get(id); held != nil && held.Version == t.Version && held.Start < n.nowMs()+r.StartTimeDelta {
+	if held := n.store.Get(id); held != nil && held.Version == t.Version && held.Start < n.startMs()+r.StartTimeDelta {
 		// The sender's start is later than ours: tell it (learnStart).
 		resp.Header[HeaderStartDelta] = strconv.FormatInt(held.Start-n.nowMs(), 10)
 	}
@@ -371,7 +371,7 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 
 // fromReplication builds the record a replication body describes.
 func (n *Node) fromReplication(id uint64, spec Spec, r *Replication) *Timer {
-	t := newTimer(id, r.Version, spec, n.nowMs()+r.StartTimeDelta, r.Seq, n.placement(r.Replicas, r.Sites), r.ViewID)
+	t := newTimer(id, r.Version, spec, n.startMs()+r.StartTimeDelta, r.Seq, n.placement(r.Replicas, r.Sites), r.ViewID)
 	if spec.Tombstone {
 		// A tombstone carries no callback to fingerprint, only the sender's.
 		t.def = r.Definition

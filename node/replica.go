@@ -336,7 +336,7 @@ func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 	if err != nil || held == nil || held.Version != notice.Version {
 		return
 	}
-	n.earliestStart(held, &Timer{Start: n.nowMs() + delta})
+	n.earliestStart(held, &Timer{Start: n.startMs() + delta})
 }
 
 // spreadRepair passes a newer record learnt from a 409 answer to a pop

@@ -9,8 +9,10 @@ import (
 )
 
 // check is the seam to the checker package: every guarantee G1-G7 the
-// history can be judged on.
-func check(h *checker.History) []checker.Violation { return checker.Check(h) }
+// history can be judged on, and how much of it was judged strictly.
+func check(h *checker.History) ([]checker.Violation, checker.Coverage) {
+	return checker.DefaultOptions().Judge(h)
+}
 
 // expectations evaluates the plan's expect lines against the run.
 func (w *world) expectations(res *Result) []string {

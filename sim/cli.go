@@ -5,8 +5,11 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/chronos-timer/chronos/checker"
 )
 
 // CLI implements the chronos-sim commands, so that main stays a flag
@@ -93,6 +96,13 @@ func (c CLI) Sweep(from uint64, n int) int {
 	// collided counts the seeds in which some node met another timer
 	// under a timer's ID: the collision defence at work.
 	collided := 0
+	var cov checker.Coverage
+	known, err := ReadKnownFailing(KnownFailingFile)
+	if err != nil {
+		fmt.Fprintln(c.Stderr, err)
+		return 2
+	}
+	pinned := 0
 	work := make(chan uint64)
 	var wg sync.WaitGroup
 	tty := isTerminal(c.Stderr)
@@ -104,12 +114,15 @@ func (c CLI) Sweep(from uint64, n int) int {
 				mu.Lock()
 				done++
 				events += a.Events
+				cov.Add(a.Coverage)
 				if a.IDCollisions > 0 {
 					collided++
 				}
 				switch {
 				case a.TraceHash != b.TraceHash:
 					failed = append(failed, fmt.Sprintf("seed=%d NONDETERMINISTIC trace %016x vs %016x", seed, a.TraceHash, b.TraceHash))
+				case a.Failed() && known[seed].Kind == failureKind(a):
+					pinned++ // a known problem (KnownFailingFile)
 				case a.Failed():
 					failed = append(failed, Summary(a)+" mix="+mixString(p)+" first="+firstProblem(a))
 				}
@@ -135,7 +148,13 @@ func (c CLI) Sweep(from uint64, n int) int {
 		fmt.Fprintln(c.Stdout, f)
 	}
 	fmt.Fprintf(c.Stdout, "sweep: %d seeds from %d, %d failed, %d events, %v\n", n, from, len(failed), events, time.Since(start).Round(time.Millisecond))
+	if pinned > 0 {
+		fmt.Fprintf(c.Stdout, "sweep: %d seeds failed as pinned in %s\n", pinned, KnownFailingFile)
+	}
 	fmt.Fprintf(c.Stdout, "sweep: %d seeds met an ID collision (mix %s)\n", collided, mixSharedInstance)
+	for _, line := range strings.Split(strings.TrimSpace(cov.String()), "\n") {
+		fmt.Fprintf(c.Stdout, "sweep: %s\n", line)
+	}
 	if len(failed) > 0 {
 		return 1
 	}

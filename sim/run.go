@@ -65,6 +65,9 @@ type Result struct {
 	IDCollisions uint64
 	Forbidden    uint64
 	Net          netsim.Stats
+	// Coverage is how much of the history the checker held strictly to
+	// each guarantee, and what excused the rest.
+	Coverage checker.Coverage
 }
 
 // Failed reports whether the run broke a guarantee, panicked or missed an
@@ -289,7 +292,9 @@ func (w *world) finish(res *Result) {
 	res.Net = w.net.Stats()
 	res.Violations = append(res.Violations, w.apiErrs...)
 	if !w.opts.SkipCheck {
-		res.Violations = append(res.Violations, check(h)...)
+		vs, cov := check(h)
+		res.Violations = append(res.Violations, vs...)
+		res.Coverage = cov
 	}
 	res.Enforced = true
 	for _, r := range w.plan.Requires {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -58,12 +57,12 @@ func TestSeeds(t *testing.T) {
 		res := runTwice(t, Generate(seed))
 		kind, bug := failureKind(res), known[seed]
 		switch {
-		case kind == "" && bug.kind != "":
-			return fmt.Sprintf("NOTE seed %d (pinned as %s, %s) now passes: unpin it in %s", seed, bug.kind, bug.ref, knownFailingFile)
+		case kind == "" && bug.Kind != "":
+			return fmt.Sprintf("NOTE seed %d (pinned as %s, %s) now passes: unpin it in %s", seed, bug.Kind, bug.Ref, knownFailingFile)
 		case kind == "":
 			return ""
-		case kind == bug.kind:
-			return fmt.Sprintf("NOTE seed %d still fails with %s (pinned, %s)", seed, kind, bug.ref)
+		case kind == bug.Kind:
+			return fmt.Sprintf("NOTE seed %d still fails with %s (pinned, %s)", seed, kind, bug.Ref)
 		}
 		var b bytes.Buffer
 		WriteFailure(&b, res, "")
@@ -79,32 +78,16 @@ func TestSeeds(t *testing.T) {
 }
 
 // knownFailingFile pins seeds that fail because of known, reported bugs
-// (scenarios/README.md): "<seed> <guarantee> <bug ref>" a line. A pinned
-// seed failing the same way is logged; failing any other way, or an
-// unpinned seed failing, fails the test; a pinned seed passing is logged
-// so it can be unpinned.
-const knownFailingFile = scenarioDir + "/known-failing-seeds.txt"
+// (see KnownFailingFile). A pinned seed failing the same way is logged;
+// failing any other way, or an unpinned seed failing, fails the test; a
+// pinned seed passing is logged so it can be unpinned.
+const knownFailingFile = "../" + KnownFailingFile
 
-type knownBug struct{ kind, ref string }
-
-func loadKnownFailing(t *testing.T) map[uint64]knownBug {
+func loadKnownFailing(t *testing.T) map[uint64]KnownBug {
 	t.Helper()
-	data, err := os.ReadFile(knownFailingFile)
+	known, err := ReadKnownFailing(knownFailingFile)
 	if err != nil {
 		t.Fatal(err)
-	}
-	known := map[uint64]knownBug{}
-	for i, line := range strings.Split(string(data), "\n") {
-		line, _, _ = strings.Cut(line, "#")
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		seed, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil || len(f) < 3 {
-			t.Fatalf("%s:%d: want <seed> <guarantee> <bug ref>", knownFailingFile, i+1)
-		}
-		known[seed] = knownBug{f[1], strings.Join(f[2:], " ")}
 	}
 	return known
 }

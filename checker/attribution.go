@@ -1,0 +1,284 @@
+package checker
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// Per-timer attribution (docs/design.md section 3): a fault touches a
+// definition only when it hits the timer's own replicas, the nodes that
+// took its writes, their links, its callback endpoint, or a message about
+// the timer. A fault elsewhere in the cluster excuses nothing.
+
+// attribute resolves d's timer, replicas and hosts, and keeps the spans
+// of the faults that touch it.
+func (x *index) attribute(d *def) {
+	d.timer = d.op.Timer
+	if d.timer == 0 {
+		// A create whose answer was lost: its pops name the timer.
+		for _, seq := range sortedSeqs(d) {
+			for _, i := range d.bySeq[seq] {
+				if t := x.h.Pops[i].Timer; t != 0 && d.timer == 0 {
+					d.timer = t
+				}
+			}
+		}
+	}
+	d.nodes = map[string]bool{d.op.Node: true}
+	if d.timer != 0 {
+		for _, op := range x.byTimer[d.timer] {
+			d.nodes[op.Node] = true
+		}
+	}
+	switch {
+	case len(x.h.Members) == 0:
+		// No membership recorded: every fault may touch every timer.
+		d.placed = false
+	case d.timer == 0:
+		// A create whose timer nobody learned: any member may hold it.
+		d.placed = false
+		for _, m := range x.h.Members {
+			d.nodes[m] = true
+		}
+	default:
+		d.placed = true
+		d.replicas = Replicas(x.h.Members, d.timer, d.rf)
+		d.rf = len(d.replicas) // the placement caps it at the members
+		for _, r := range d.replicas {
+			d.nodes[r] = true
+		}
+	}
+	for _, s := range x.tl.spans {
+		if !d.placed || x.affects(s.fault, d) {
+			d.spans = append(d.spans, s)
+		}
+	}
+	d.spans = append(d.spans, x.clockSpread(d)...)
+	for _, s := range x.tl.byTimer[d.timer] {
+		d.spans = append(d.spans, s)
+	}
+	if x.sharedID(d) {
+		// Excuse shared-id: another create was acknowledged under this
+		// timer's ID, so the two timers' replicas refuse each other's
+		// records and the survivor pops at whatever rank holds it.
+		d.spans = append(d.spans, span{from: 0, to: never, end: x.end, fault: Fault{Kind: sharedIDFault, Detail: "another create was acknowledged under this ID"}})
+	}
+	sort.SliceStable(d.spans, func(i, j int) bool { return d.spans[i].from < d.spans[j].from })
+}
+
+// affects reports whether fault f (not a message fault about a known
+// timer: those are filed by timer) touches definition d.
+func (x *index) affects(f Fault, d *def) bool {
+	switch f.Kind {
+	case ClockJump, ClockDrift:
+		return false // see clockSpread
+	case Crash, Pause:
+		return meets(f.Nodes, d.nodes)
+	case Partition, Clog:
+		// A cut link between two of the timer's hosts (its nodes and its
+		// callback endpoint), whichever way the cut runs.
+		hosts := func(xs []string) bool { return meets(xs, d.nodes) || slices.Contains(xs, d.host) }
+		return hosts(f.Nodes) && hosts(f.Peers)
+	case SlowCallback, FailCallback:
+		return slices.Contains(f.Nodes, d.op.Spec.URI)
+	case Lost, Duplicated, Reordered:
+		// A message about no known timer, on a link between its nodes.
+		return f.Timer == 0 && meets(f.Nodes, d.nodes) && meets(f.Peers, d.nodes)
+	}
+	return true // scale events and kinds the checker does not know
+}
+
+// sharedIDFault marks a timer whose ID two acknowledged creates share: a
+// misconfiguration (two nodes with one instance number) that the node's
+// collision defence cannot always undo when the refusal is lost
+// (scenarios/README.md I2).
+const sharedIDFault FaultKind = "shared-id"
+
+// sharedID reports whether two OK creates name d's timer.
+func (x *index) sharedID(d *def) bool {
+	creates := 0
+	for _, op := range x.byTimer[d.timer] {
+		if op.Kind == Create && op.Outcome == OK {
+			creates++
+		}
+	}
+	return d.timer != 0 && creates > 1
+}
+
+func meets(xs []string, set map[string]bool) bool {
+	for _, s := range xs {
+		if set[s] {
+			return true
+		}
+	}
+	return false
+}
+
+// clockSpreadFault marks a stretch in which the clocks of a timer's nodes
+// had moved apart from true time by more than spreadMargin in all.
+const clockSpreadFault FaultKind = "clock-spread"
+
+// clockSpread returns the stretches in which the clocks of d's nodes had
+// moved (by jumps and drift) more than the margin a backup's skew leaves,
+// summed over the nodes: only then can one replica pop before another's
+// notice arrives, or so late that the next one pops too. A clock that
+// moved less touches no timer: a pop it makes early is judged by G1 with
+// the clock's gain, and one it makes late by G3 with the clock's lag.
+// Without a membership, every clock change touches every timer.
+func (x *index) clockSpread(d *def) []span {
+	var out []span
+	margin := x.spreadMargin()
+	var open *span
+	for _, t := range x.tl.clockTimes() {
+		var sum time.Duration
+		for n := range x.tl.clocks {
+			if !d.placed || d.nodes[n] {
+				sum += x.tl.offset(n, t).Abs()
+			}
+		}
+		switch {
+		case sum > margin && open == nil:
+			open = &span{from: t, fault: Fault{At: t, Kind: clockSpreadFault, Detail: "clocks moved " + sum.String()}}
+		case sum <= margin && open != nil:
+			open.end, open.to = t, t+x.o.FaultSettle
+			out = append(out, *open)
+			open = nil
+		}
+	}
+	if open != nil {
+		open.end, open.to = x.tl.horizon(open.from, x.end), x.tl.horizon(open.from, x.end)+x.o.FaultSettle
+		out = append(out, *open)
+	}
+	return out
+}
+
+// spreadMargin is how far the clocks of a timer's nodes may move apart in
+// all before a backup's rank skew no longer separates the replicas' pops:
+// the skew less the lateness slack a healthy pop may use.
+func (x *index) spreadMargin() time.Duration {
+	return x.o.ReplicaSkew - x.o.FaultFreeLate - time.Duration(x.o.NetHops)*x.h.MaxNetDelay
+}
+
+// popTouched reports whether a fault touched pop k of d: one active
+// around the pop (from its earliest due time less the worst rank delay to
+// upTo, at least its rank bound), around the pop before it (or the write,
+// for pop 1), whose popped notice sets the replicas right for this one, or
+// around another write of the timer in between; or, at any time since the
+// pop before, a fault whose effect outlasts it: a crash (the restarted
+// node holds no copy until a notice brings one), a lost or delayed message
+// about the timer (a replica left stale), a clock spread, a shared ID. A
+// partition, pause or callback fault in a quiet gap between two pops moves
+// no message of the timer.
+func (x *index) popTouched(d *def, k int, upTo time.Duration) bool {
+	_, ok := x.popFault(d, k, upTo)
+	return ok
+}
+
+// popFault is the first fault that touched pop k of d (see popTouched).
+func (x *index) popFault(d *def, k int, upTo time.Duration) (Fault, bool) {
+	r := x.rankBound(d)
+	pl, ph := d.lo, d.hi
+	if k > 1 {
+		pl, ph = d.due(k - 1)
+	}
+	lo, hi := d.due(k)
+	upTo = max(upTo, hi+r)
+	around := [][2]time.Duration{{pl - r, ph + r}, {lo - r, upTo}}
+	if d.timer != 0 {
+		for _, op := range x.byTimer[d.timer] {
+			if ret := min(effReturn(op), x.end); ret >= pl-r && op.Invoke <= upTo {
+				around = append(around, [2]time.Duration{op.Invoke, ret})
+			}
+		}
+	}
+	for _, s := range d.spans {
+		if s.from > upTo {
+			break
+		}
+		if lasting(s.fault.Kind) && s.to >= pl-r {
+			return s.fault, true
+		}
+		for _, w := range around {
+			if s.to >= w[0] && s.from <= w[1] {
+				return s.fault, true
+			}
+		}
+	}
+	return Fault{}, false
+}
+
+// lasting reports the faults whose effect on a timer outlasts them.
+func lasting(k FaultKind) bool {
+	switch k {
+	case Pause, Partition, Clog, SlowCallback, FailCallback:
+		return false
+	}
+	return true
+}
+
+// touched reports whether a fault that touches d was active in [a, b].
+func (x *index) touched(d *def, a, b time.Duration) bool {
+	for _, s := range d.spans {
+		if s.from > b {
+			break
+		}
+		if s.to >= a {
+			return true
+		}
+	}
+	return false
+}
+
+// spansOf lists the faults that touch op's timer: those of the
+// definition it wrote, or for a delete those of every definition of its
+// timer (all faults when it has none).
+func (x *index) spansOf(op Op) []span {
+	if d := x.byOpaque[op.Spec.Opaque]; op.Kind != Delete && d != nil && d.op.Seq == op.Seq {
+		return d.spans
+	}
+	var out []span
+	found := false
+	for _, d := range x.defs {
+		if d.timer == op.Timer && op.Timer != 0 {
+			found = true
+			out = append(out, d.spans...)
+		}
+	}
+	if !found {
+		return x.tl.spans
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].from < out[j].from })
+	return out
+}
+
+// touchedOp reports whether a fault touching op's timer was active in
+// [a, b].
+func (x *index) touchedOp(op Op, a, b time.Duration) bool {
+	for _, s := range x.spansOf(op) {
+		if s.from <= b && s.to >= a {
+			return true
+		}
+	}
+	return false
+}
+
+// forward is how far the clocks of d's nodes moved ahead of true time in
+// [a, b], beyond the rate of true time: forward jumps and fast drift. Start
+// times travel between replicas as deltas (api.md's start-time-delta), so
+// a clock's offset from true time cancels out, and a pop can be early only
+// by what a clock that held the schedule gained while it held it.
+func (x *index) forward(d *def, a, b time.Duration) time.Duration {
+	var sum time.Duration
+	for n := range d.nodes {
+		sum += x.tl.gain(n, a, b)
+	}
+	if !d.placed {
+		for n := range x.tl.clocks {
+			if !d.nodes[n] {
+				sum += x.tl.gain(n, a, b)
+			}
+		}
+	}
+	return sum
+}

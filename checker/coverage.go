@@ -1,0 +1,264 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Excuse names one allowance the checker makes: a reason a due pop or a
+// write is not held strictly to a guarantee. Every excuse is counted per
+// run (Coverage.Excused), so that a checker which excuses most of a run
+// shows it.
+type Excuse string
+
+// The checker's excuses. Each comment is the reason the allowance is
+// correct; self-tests show each is needed (a history it rightly excuses)
+// and bounded (the same history with the fault moved elsewhere fails).
+const (
+	// ExFault: a fault touched the timer's replicas, the nodes that took
+	// its writes, their links, its callback endpoint or a message about it
+	// around the pop (FaultSettle included). The pop may be late by the
+	// worst replica rank (G3), missing when every copy was lost (G2), or
+	// delivered twice (G4). Judged with rank bounds, not skipped: G3 still
+	// applies at the worst rank.
+	ExFault Excuse = "fault-window"
+	// ExUnknownWrite: the write's answer was lost (timeout, 5xx), so it may
+	// have taken effect or not; its pops are not owed (G2) and its effect
+	// on later pops is checked only by the porcupine model.
+	ExUnknownWrite Excuse = "unknown-outcome"
+	// ExSuperseded: a later write on the timer may have replaced the
+	// definition before the pop's deadline, so the pop is not owed.
+	ExSuperseded Excuse = "superseded"
+	// ExCopiesLost: a fault may have removed every copy before the pop
+	// fell due (rf replicas crashed, a failed callback dropped the copy).
+	ExCopiesLost Excuse = "copies-lost"
+	// ExHeld: a pause or clog held the write's replication, and a replica
+	// applies the start-time-delta when the message arrives, so every
+	// replica that got it late pops late by as much (heldFor).
+	ExHeld Excuse = "held-replication"
+	// ExWorstRank: with a fault around, G3 allows the worst replica rank,
+	// as the history does not say which replica was live.
+	ExWorstRank Excuse = "worst-rank"
+	// ExAllDown: as many replicas as hold the timer were down or cut off
+	// around the pop, so no lateness bound applies (G3).
+	ExAllDown Excuse = "all-replicas-down"
+	// ExLinTaint: a fault touched a write of the timer, so the porcupine
+	// model leaves out its later pops (a stale replica cut off from the
+	// write may rightly pop the old definition until repaired).
+	ExLinTaint Excuse = "lin-taint"
+	// ExMayReorder: two writes of one timer from proxies with spread
+	// clocks, both touched by faults, with rf <= 2: versions may order the
+	// later write below the earlier one (scenarios/README.md N4).
+	ExMayReorder Excuse = "may-reorder"
+	// ExSharedID: two acknowledged creates share the timer's ID (two nodes
+	// configured with one instance number; scenarios/README.md I2).
+	ExSharedID Excuse = "shared-id"
+)
+
+// Phase splits a run at the liveness phase.
+type Phase int
+
+// Phases.
+const (
+	Safety Phase = iota
+	Liveness
+)
+
+// Coverage is how much of a run the checker held strictly to each
+// guarantee, and what excused the rest.
+type Coverage struct {
+	// Due counts the due pops per phase: pops of an acknowledged or
+	// unknown write whose deadline passed before the end of the history.
+	Due [2]int
+	// Strict counts, per guarantee ("G2", "G3", "G4") and phase, the due
+	// pops held to it with no excuse.
+	Strict map[string]*[2]int
+	// Writes counts the writes (not refused) and StrictWrites those held
+	// to G5 with no excuse: part of the porcupine history before any
+	// taint, and for an OK update or delete, checked by the stickiness
+	// rule.
+	Writes, StrictWrites int
+	// Excused counts, per excuse, the (due pop or write, guarantee) pairs
+	// it covered.
+	Excused map[Excuse]int
+}
+
+func newCoverage() Coverage {
+	return Coverage{Strict: map[string]*[2]int{"G2": {}, "G3": {}, "G4": {}}, Excused: map[Excuse]int{}}
+}
+
+// Add sums o into c.
+func (c *Coverage) Add(o Coverage) {
+	if c.Strict == nil {
+		*c = newCoverage()
+	}
+	for p := range c.Due {
+		c.Due[p] += o.Due[p]
+	}
+	for g, n := range o.Strict {
+		if c.Strict[g] == nil {
+			c.Strict[g] = &[2]int{}
+		}
+		for p := range n {
+			c.Strict[g][p] += n[p]
+		}
+	}
+	c.Writes += o.Writes
+	c.StrictWrites += o.StrictWrites
+	for e, n := range o.Excused {
+		c.Excused[e] += n
+	}
+}
+
+// Share returns the share of due pops of phase p held strictly to g.
+func (c Coverage) Share(g string, p Phase) float64 {
+	if c.Due[p] == 0 || c.Strict[g] == nil {
+		return 1
+	}
+	return float64(c.Strict[g][p]) / float64(c.Due[p])
+}
+
+// WriteShare returns the share of writes held strictly to G5.
+func (c Coverage) WriteShare() float64 {
+	if c.Writes == 0 {
+		return 1
+	}
+	return float64(c.StrictWrites) / float64(c.Writes)
+}
+
+// String prints the judged coverage and the excuses, largest first.
+func (c Coverage) String() string {
+	var b strings.Builder
+	for p, name := range []string{"safety", "liveness"} {
+		fmt.Fprintf(&b, "judged %s phase: %d due pops, G2 %.1f%%, G3 %.1f%%, G4 %.1f%%\n", name, c.Due[p],
+			100*c.Share("G2", Phase(p)), 100*c.Share("G3", Phase(p)), 100*c.Share("G4", Phase(p)))
+	}
+	fmt.Fprintf(&b, "judged writes: %d, G5 %.1f%%\n", c.Writes, 100*c.WriteShare())
+	ex := make([]Excuse, 0, len(c.Excused))
+	for e := range c.Excused {
+		ex = append(ex, e)
+	}
+	sort.Slice(ex, func(i, j int) bool {
+		if c.Excused[ex[i]] != c.Excused[ex[j]] {
+			return c.Excused[ex[i]] > c.Excused[ex[j]]
+		}
+		return ex[i] < ex[j]
+	})
+	b.WriteString("excused:")
+	for _, e := range ex {
+		fmt.Fprintf(&b, " %s=%d", e, c.Excused[e])
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// coverage judges every due pop and write of the index.
+func (x *index) coverage() Coverage {
+	c := newCoverage()
+	for _, d := range x.defs {
+		if d.op.Outcome == Failed {
+			continue
+		}
+		for k := 1; k <= d.op.Spec.Pops(); k++ {
+			lo, hi := d.due(k)
+			if hi+x.slack() > x.end {
+				break // not due within the history
+			}
+			p := Safety
+			if x.tl.liveFrom > 0 && lo >= x.tl.liveFrom {
+				p = Liveness
+			}
+			c.Due[p]++
+			for g, e := range x.judgePop(d, k, p) {
+				if e == "" {
+					c.Strict[g][p]++
+				} else {
+					c.Excused[e]++
+				}
+			}
+		}
+	}
+	taint := x.taints()
+	for _, op := range x.h.Ops {
+		if op.Outcome == Failed {
+			continue
+		}
+		c.Writes++
+		if e := x.judgeWrite(op, taint); e == "" {
+			c.StrictWrites++
+		} else {
+			c.Excused[e]++
+		}
+	}
+	return c
+}
+
+// judgePop names what excuses pop k of d from G2, G3 and G4 ("" when it
+// is held strictly). It mirrors the checks in pops.go.
+func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
+	_, b := x.window(d, k)
+	touched := x.popTouched(d, k, b)
+	fault := x.faultExcuse(d, k, b)
+	out := map[string]Excuse{"G2": "", "G3": "", "G4": ""}
+	lo, hi := d.due(k)
+	bound := x.slack()
+	if p == Liveness {
+		bound = x.rankBound(d) + x.o.LivenessGrace
+	}
+	switch {
+	case d.op.Outcome == Unknown:
+		out["G2"] = ExUnknownWrite
+	case touched && p == Safety:
+		out["G2"] = fault
+	case hi+bound+x.tl.maxLag(x.end) >= d.cutoff:
+		out["G2"] = ExSuperseded
+	case lo >= d.lossFrom:
+		out["G2"] = ExCopiesLost
+	}
+	switch _, ok := x.lateBound(d, k); {
+	case !ok:
+		out["G3"] = ExAllDown
+	case touched:
+		out["G3"] = ExWorstRank
+	case d.held > 0:
+		out["G3"] = ExHeld
+	}
+	last := b
+	for _, i := range d.bySeq[k] {
+		last = max(last, x.h.Pops[i].At)
+	}
+	if x.popTouched(d, k, last) {
+		out["G4"] = x.faultExcuse(d, k, last)
+	}
+	return out
+}
+
+// faultExcuse names the fault-window excuse by the kind of the first
+// fault that touched d in [a, b] ("fault-window/crash"), so that a run
+// shows which faults excuse most.
+func (x *index) faultExcuse(d *def, k int, upTo time.Duration) Excuse {
+	f, ok := x.popFault(d, k, upTo)
+	switch {
+	case !ok:
+		return ExFault
+	case f.Kind == sharedIDFault:
+		return ExSharedID
+	}
+	return ExFault + "/" + Excuse(f.Kind)
+}
+
+// judgeWrite names what excuses op from G5 ("" when held strictly).
+func (x *index) judgeWrite(op Op, taint map[string]time.Duration) Excuse {
+	in, ok := x.writeInput(op)
+	switch {
+	case !ok:
+		return ExUnknownWrite // a delete of a timer the client never learned
+	case op.Invoke >= taint[in.Key]:
+		return ExLinTaint
+	case op.Kind != Create && op.Outcome == OK && x.touchedOp(op, op.Invoke, op.Return):
+		return ExFault + "/write"
+	}
+	return ""
+}
