@@ -252,6 +252,49 @@ func (x *index) spansOf(op Op) []span {
 	return out
 }
 
+// defOf is the definition op wrote, or for a delete the first definition
+// of its timer (nil when the history has none).
+func (x *index) defOf(op Op) *def {
+	if d := x.byOpaque[op.Spec.Opaque]; op.Kind != Delete && d != nil && d.op.Seq == op.Seq {
+		return d
+	}
+	for _, d := range x.defs {
+		if op.Timer != 0 && d.timer == op.Timer {
+			return d
+		}
+	}
+	return nil
+}
+
+// writeHit reports whether a fault may have kept write op from one of its
+// timer's replicas, and from when: the node that took it or a replica was
+// down, a cut separated them (or a replica from the callback endpoint)
+// while it ran, or a request about the timer was lost on its way. A fault
+// that moved no message of the write (a clock, a cut elsewhere) leaves
+// every replica with it, and the write is held to G5.
+func (x *index) writeHit(op Op) (time.Duration, bool) {
+	ret := min(effReturn(op), x.end)
+	d := x.defOf(op)
+	if d == nil || !d.placed {
+		for _, s := range x.spansOf(op) {
+			if s.from <= ret && s.to >= op.Invoke {
+				return max(s.from, op.Invoke), true
+			}
+		}
+		return never, false
+	}
+	missed := x.downNodes(d, op.Invoke, ret)
+	for _, s := range d.spans {
+		if lostRequest(s.fault) && s.from <= ret && s.to >= op.Invoke {
+			missed[s.fault.Peers[0]] = true
+		}
+	}
+	if missed[op.Node] || meets(d.replicas, missed) {
+		return op.Invoke, true
+	}
+	return never, false
+}
+
 // touchedOp reports whether a fault touching op's timer was active in
 // [a, b].
 func (x *index) touchedOp(op Op, a, b time.Duration) bool {

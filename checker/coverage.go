@@ -170,8 +170,13 @@ func (x *index) coverage() Coverage {
 			if x.tl.liveFrom > 0 && lo >= x.tl.liveFrom {
 				p = Liveness
 			}
+			judged := x.judgePop(d, k, p)
+			if judged["G2"] == ExSuperseded {
+				c.Excused[ExSuperseded]++ // not due: replaced before its deadline
+				continue
+			}
 			c.Due[p]++
-			for g, e := range x.judgePop(d, k, p) {
+			for g, e := range judged {
 				if e == "" {
 					c.Strict[g][p]++
 				} else {
@@ -200,24 +205,32 @@ func (x *index) coverage() Coverage {
 func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 	_, b := x.window(d, k)
 	touched := x.popTouched(d, k, b)
-	fault := x.faultExcuse(d, k, b)
 	out := map[string]Excuse{"G2": "", "G3": "", "G4": ""}
 	lo, hi := d.due(k)
 	bound := x.slack()
 	if p == Liveness {
 		bound = x.rankBound(d) + x.o.LivenessGrace
 	}
+	late, ok := x.lateBound(d, k)
+	if p == Safety {
+		bound = late
+	}
 	switch {
-	case d.op.Outcome == Unknown:
-		out["G2"] = ExUnknownWrite
-	case touched && p == Safety:
-		out["G2"] = fault
 	case hi+bound+x.tl.maxLag(x.end) >= d.cutoff:
 		out["G2"] = ExSuperseded
+	case d.op.Outcome == Unknown:
+		out["G2"] = ExUnknownWrite
+	case !ok && p == Safety:
+		out["G2"] = ExAllDown
+
 	case lo >= d.lossFrom:
 		out["G2"] = ExCopiesLost
 	}
-	switch _, ok := x.lateBound(d, k); {
+	if p == Liveness && touched {
+		a, b := x.window(d, k)
+		ok = len(x.dropped(d, a, b)) < x.copies(d)
+	}
+	switch {
 	case !ok:
 		out["G3"] = ExAllDown
 	case touched:
@@ -257,8 +270,10 @@ func (x *index) judgeWrite(op Op, taint map[string]time.Duration) Excuse {
 		return ExUnknownWrite // a delete of a timer the client never learned
 	case op.Invoke >= taint[in.Key]:
 		return ExLinTaint
-	case op.Kind != Create && op.Outcome == OK && x.touchedOp(op, op.Invoke, op.Return):
-		return ExFault + "/write"
+	case op.Kind != Create && op.Outcome == OK:
+		if _, hit := x.writeHit(op); hit {
+			return ExFault + "/write"
+		}
 	}
 	return ""
 }

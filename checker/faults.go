@@ -87,6 +87,13 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 		if isEndEvent(f.Kind) {
 			continue
 		}
+		if f.Kind == Reordered || f.Kind == Duplicated {
+			// A message held back or delivered twice arrives within
+			// MaxNetDelay, which every bound already allows, and the
+			// nodes apply replication idempotently: the checker holds
+			// the timer strictly.
+			continue
+		}
 		if isMessageFault(f.Kind) {
 			// The message is settled once it arrived or was given up:
 			// a reordered one within its hold, any within the settle
@@ -149,13 +156,17 @@ func (tl timeline) touched(a, b time.Duration) bool {
 	return false
 }
 
-// downNodes returns the distinct nodes that were crashed, paused, or on
-// either side of a partition or clog somewhere in [a, b]: when they are as
-// many as the copies of a timer, all its replicas may have been unable to
-// pop, and G3 cannot be asked of it.
-func downNodes(spans []span, a, b time.Duration) map[string]bool {
+// downNodes returns the nodes of d that may have been unable to pop it
+// somewhere in [a, b]: crashed or paused, or cut off by a partition or
+// clog from d's callback endpoint, or from a node that took a write of d
+// while the cut lasted (the replication may not have reached them). A cut
+// between two nodes that both still reach the endpoint, with no write
+// across it, takes no copy away (it may cause a duplicate: G4's business).
+// When they are as many as the copies of a timer, all its replicas may
+// have been unable to pop, and no lateness bound can be asked of it.
+func (x *index) downNodes(d *def, a, b time.Duration) map[string]bool {
 	seen := map[string]bool{}
-	for _, s := range spans {
+	for _, s := range d.spans {
 		if s.from > b || s.to < a {
 			continue
 		}
@@ -163,11 +174,33 @@ func downNodes(spans []span, a, b time.Duration) map[string]bool {
 		case Crash, Pause:
 			addAll(seen, s.fault.Nodes)
 		case Partition, Clog:
-			addAll(seen, s.fault.Nodes)
-			addAll(seen, s.fault.Peers)
+			if !d.placed {
+				addAll(seen, s.fault.Nodes)
+				addAll(seen, s.fault.Peers)
+				continue
+			}
+			for _, side := range [2][2][]string{{s.fault.Nodes, s.fault.Peers}, {s.fault.Peers, s.fault.Nodes}} {
+				if x.cutFromTimer(d, s, side[1]) {
+					addAll(seen, side[0])
+				}
+			}
 		}
 	}
 	return seen
+}
+
+// cutFromTimer reports whether the far side of cut s holds d's callback
+// endpoint or a node that took a write of d while s lasted.
+func (x *index) cutFromTimer(d *def, s span, far []string) bool {
+	if slices.Contains(far, d.host) {
+		return true
+	}
+	for _, op := range x.byTimer[d.timer] {
+		if slices.Contains(far, op.Node) && op.Invoke <= s.to && min(effReturn(op), x.end) >= s.from {
+			return true
+		}
+	}
+	return d.timer == 0 || slices.Contains(far, d.op.Node) && d.lo <= s.to && min(d.hi, x.end) >= s.from
 }
 
 // slowAt reports whether a slow-callback fault on uri was active at t: the

@@ -135,10 +135,16 @@ const (
 	// lost, delivered twice, or held back (Detail: how long) so that later
 	// messages overtake it. Fault.Timer names the timer the message was
 	// about, when its request named one.
+	// A message fault whose Detail holds ReplyDetail hit the answer to a
+	// request, not the request.
 	Lost       FaultKind = "lost"
 	Duplicated FaultKind = "duplicated"
 	Reordered  FaultKind = "reordered"
 )
+
+// ReplyDetail marks, in a message fault's Detail, a fault that hit a
+// response: the request itself arrived.
+const ReplyDetail = "reply"
 
 // Fault is one fault or event on the timeline. Nodes lists the nodes it
 // touches (for a partition, one side; Peers the other side).

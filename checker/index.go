@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -228,9 +229,25 @@ func (x *index) failed(p Pop) bool { return !accepted(p) || x.tl.slowAt(p.URI, p
 // callback fails drops its copy until the next popped notice brings it
 // back (docs/design.md 4.7).
 func (x *index) withoutCopy(d *def, a, b time.Duration) map[string]bool {
-	out := downNodes(d.spans, a, b)
+	out := x.downNodes(d, a, b)
 	for n := range x.dropped(d, a, b) {
 		out[n] = true
+	}
+	for _, s := range d.spans {
+		// A lost request about the timer may have left its receiver
+		// without its copy until a later write or notice repairs it.
+		if lostRequest(s.fault) && s.from <= b && s.to >= a {
+			addAll(out, s.fault.Peers)
+		}
+	}
+	if d.placed {
+		// Only the timer's replicas hold copies: a node cut off or down
+		// elsewhere in the cluster takes none away.
+		for n := range out {
+			if !slices.Contains(d.replicas, n) {
+				delete(out, n)
+			}
+		}
 	}
 	return out
 }
@@ -314,14 +331,37 @@ func (x *index) heldFor(d *def) time.Duration {
 	return held
 }
 
-// copies is how many replicas surely hold d: rf, or when a fault touched
-// the write only as many as acknowledge one: a majority from three
-// replicas up, else one (node's writeQuorum, docs/design.md 4.11).
+// copies is how many replicas surely hold d: rf, less those a fault may
+// have kept the write from (down, cut off from the node that took it, or
+// at either end of a lost message about the timer while it ran), but never
+// fewer than acknowledge a write: a majority from three replicas up, else
+// one (node's writeQuorum, docs/design.md 4.11).
 func (x *index) copies(d *def) int {
-	if x.touched(d, d.lo, min(d.hi, x.end)) {
-		return ackQuorum(d.rf)
+	if !d.placed {
+		if x.touched(d, d.lo, min(d.hi, x.end)) {
+			return ackQuorum(d.rf)
+		}
+		return d.rf
 	}
-	return d.rf
+	missed := x.downNodes(d, d.lo, min(d.hi, x.end))
+	for _, s := range d.spans {
+		if lostRequest(s.fault) && s.from <= min(d.hi, x.end) && s.to >= d.lo {
+			addAll(missed, s.fault.Peers)
+		}
+	}
+	n := 0
+	for _, r := range d.replicas {
+		if !missed[r] {
+			n++
+		}
+	}
+	return max(n, ackQuorum(d.rf))
+}
+
+// lostRequest reports a lost message that was a request: its receiver
+// (Peers) never saw it. A lost answer takes no copy away.
+func lostRequest(f Fault) bool {
+	return f.Kind == Lost && !strings.Contains(f.Detail, ReplyDetail)
 }
 
 // ackQuorum is how many of rf replicas hold an acknowledged write.

@@ -268,8 +268,8 @@ func (x *index) writeInput(op Op) (linInput, bool) {
 		Desc: fmt.Sprintf("op %d %s %q (%s)", op.Seq, op.Kind, op.Spec.Opaque, op.Outcome)}, true
 }
 
-// taints returns, per partition key, when the first fault touched one of
-// its writes (never when none did).
+// taints returns, per partition key, when the first fault hit one of its
+// writes (see writeHit; never when none did).
 func (x *index) taints() map[string]time.Duration {
 	taint := map[string]time.Duration{}
 	for _, op := range x.h.Ops {
@@ -280,11 +280,8 @@ func (x *index) taints() map[string]time.Duration {
 		if _, seen := taint[in.Key]; !seen {
 			taint[in.Key] = never
 		}
-		ret := min(effReturn(op), x.end)
-		for _, s := range x.spansOf(op) {
-			if s.from <= ret && s.to >= op.Invoke {
-				taint[in.Key] = min(taint[in.Key], max(s.from, op.Invoke))
-			}
+		if at, hit := x.writeHit(op); hit {
+			taint[in.Key] = min(taint[in.Key], at)
 		}
 	}
 	return taint

@@ -196,7 +196,7 @@ func (x *index) checkMissing() []Violation {
 			if lo > x.end {
 				break
 			}
-			if len(d.bySeq[k]) > 0 {
+			if x.delivered(d, k) {
 				continue
 			}
 			if v, bad := x.missing(d, k); bad {
@@ -207,21 +207,34 @@ func (x *index) checkMissing() []Violation {
 	return vs
 }
 
-// missing decides whether undelivered pop k of d is a violation.
+// delivered reports whether the endpoint accepted pop k of d at least once
+// (G2 asks for an accepted delivery: a refused one is a failed pop).
+func (x *index) delivered(d *def, k int) bool {
+	for _, i := range d.bySeq[k] {
+		if accepted(x.h.Pops[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// missing decides whether pop k of d, never accepted, is a violation. G2
+// holds with faults around too, at the rank bound, as long as fewer
+// replicas than hold the timer were down or cut off (see lateBound).
 func (x *index) missing(d *def, k int) (Violation, bool) {
 	lo, hi := d.due(k)
-	g, bound := "G2", x.slack()
+	g, bound, ok := "G2", x.slack(), true
 	if x.tl.liveFrom > 0 && lo >= x.tl.liveFrom {
 		g, bound = "G7", x.rankBound(d)+x.o.LivenessGrace
-	} else if _, b := x.window(d, k); x.popTouched(d, k, b) {
-		return Violation{}, false
+	} else {
+		bound, ok = x.lateBound(d, k)
 	}
-	if !x.required(d, k, bound) {
+	if !ok || !x.required(d, k, bound) {
 		return Violation{}, false
 	}
 	return x.violation(g, hi+bound, d, fmt.Sprintf(
-		"pop %d (due %v..%v) never delivered: got no pop by %v (history end %v), want one by %v",
-		k, lo, hi, x.end, x.end, hi+bound)), true
+		"pop %d (due %v..%v) never delivered: got no accepted delivery (%d refused) by %v (history end %v), want one by %v",
+		k, lo, hi, len(d.bySeq[k]), x.end, x.end, hi+bound)), true
 }
 
 // violation builds a Violation about definition d.

@@ -38,7 +38,7 @@ func (x *index) checkSticky() []Violation {
 	sort.Slice(timers, func(i, j int) bool { return timers[i] < timers[j] })
 	for _, t := range timers {
 		for _, s := range x.byTimer[t] {
-			if s.Kind == Create || s.Outcome != OK || x.touchedOp(s, s.Invoke, s.Return) {
+			if _, hit := x.writeHit(s); s.Kind == Create || s.Outcome != OK || hit {
 				continue
 			}
 			for _, d := range defsOf[t] {

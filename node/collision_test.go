@@ -176,3 +176,39 @@ func TestLostWithdrawalIsSentAgain(t *testing.T) {
 		t.Fatalf("pops: got %v, want %v (an orphan copy popped)", got, want)
 	}
 }
+
+// TestReplicaRefusingACollidedTimerLosesItsRank proves that a backup
+// whose pop notice is answered with a collision (the primary holds another
+// timer under the ID: two nodes issued it, and the refusal of the create
+// was lost) takes the primary's rank from the next pop on, instead of
+// popping every pop 2 s late for good (scenarios/README.md I2).
+func TestReplicaRefusingACollidedTimerLosesItsRank(t *testing.T) {
+	two := three[:2]
+	c := newCluster(t, two...)
+	g := newIDGen(1, 0)
+	id, _ := g.next(epoch.UnixMilli())
+	replicas := NewRing(two).Replicas(id, 2)
+	// The two replicas hold two timers of one version under the ID, as
+	// the twins of a shared instance number leave them.
+	for i, opaque := range []string{"other", "first"} {
+		rec := Timer{ID: id, Version: id, Start: epoch.UnixMilli(), Interval: 5000, RepeatFor: 30000, RF: 2, URI: cb, Opaque: opaque,
+			Placement: &Placement{Replicas: replicas}}
+		rec.def = definitionHash(rec.Interval, rec.RepeatFor, rec.URI, rec.Opaque)
+		put := Request{Method: "PUT", URL: "/timers/" + FormatWireID(id, 0), Header: Header{}, Body: EncodeReplication(&rec, epoch.UnixMilli())}
+		c.nodes[replicas[i]].Handle(put, func(r Response) {
+			if r.Status != 200 {
+				t.Fatalf("placing %q on %s: got %d (%s), want 200", opaque, replicas[i], r.Status, r.Body)
+			}
+		})
+	}
+	got := seqs(c.advance(7500*time.Millisecond, 200))
+	slices.Sort(got)
+	if want := []string{"1:first", "1:other"}; !slices.Equal(got, want) {
+		t.Fatalf("pops by 7.5 s: got %v, want %v (the backup pops the first timer at its rank, 2 s late)", got, want)
+	}
+	got = seqs(c.advance(3*time.Second, 200))
+	slices.Sort(got)
+	if want := []string{"2:first", "2:other"}; !slices.Equal(got, want) {
+		t.Fatalf("pops by 10.5 s: got %v, want %v (the backup has taken the refusing primary's rank)", got, want)
+	}
+}

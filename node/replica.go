@@ -1,6 +1,7 @@
 package node
 
 import (
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,8 +170,11 @@ func (n *Node) maxSkew(t *Timer) time.Duration {
 // replica (docs/design.md 4.10).
 func (n *Node) skew(t *Timer) time.Duration {
 	rank := slices.Index(t.Placement.Replicas, n.self)
-	if rank < 0 {
+	switch {
+	case rank < 0:
 		rank = len(t.Placement.Replicas)
+	case t.Extra != nil && t.Extra.Refused != 0:
+		rank -= bits.OnesCount32(t.Extra.Refused & (1<<rank - 1))
 	}
 	site := max(slices.Index(t.Placement.Sites, n.cfg.LocalSite), 0)
 	return ReplicaSkew * time.Duration(rank+site*len(t.Placement.Replicas))
@@ -318,6 +322,7 @@ func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 		// The peer holds another timer under this ID: neither record may
 		// replace the other (see collides).
 		n.log.Warn("pop notice met another timer under the same ID", "timer", FormatWireID(notice.ID, 0), "peer", from)
+		n.markRefusing(notice, from, true)
 		return
 	}
 	if resp.Status == 409 {
@@ -331,12 +336,36 @@ func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 		}
 		return
 	}
+	if resp.Status >= 200 && resp.Status <= 299 {
+		n.markRefusing(notice, from, false)
+	}
 	delta, err := strconv.ParseInt(resp.Header.Get(HeaderStartDelta), 10, 64)
 	held := n.store.Get(notice.ID)
 	if err != nil || held == nil || held.Version != notice.Version {
 		return
 	}
 	n.earliestStart(held, &Timer{Start: n.startMs() + delta})
+}
+
+// markRefusing notes whether replica from holds another timer under the
+// notice's ID (it answered with a collision) or this one (it took the
+// notice): a refusing replica will never pop this timer, so it no longer
+// counts in this replica's rank.
+func (n *Node) markRefusing(notice *Timer, from string, refusing bool) {
+	held := n.store.Get(notice.ID)
+	if held == nil || held.Version != notice.Version || held.Tombstone {
+		return
+	}
+	i := slices.Index(held.Placement.Replicas, from)
+	if i < 0 || i >= 32 || (held.Extra != nil && held.Extra.Refused&(1<<i) != 0) == refusing {
+		return
+	}
+	if held.Extra == nil {
+		held.Extra = &TimerExtra{}
+	}
+	held.Extra.Refused ^= 1 << i
+	n.store.Put(held, n.dueOf(held))
+	n.rearm(held.Due())
 }
 
 // spreadRepair passes a newer record learnt from a 409 answer to a pop

@@ -92,6 +92,12 @@ type TimerExtra struct {
 	// replacing write may pop that one until then, so a tombstone of this
 	// record must outlive it (seed 9164).
 	Buried int64
+	// Refused marks, by position in Placement.Replicas, the replicas
+	// that answered a pop notice with a collision: they hold another
+	// timer under this ID (two nodes issued it) and will never pop this
+	// one, so the replicas ranked after them move up a rank instead of
+	// popping every pop 2 s late for good (scenarios/README.md I2).
+	Refused uint32
 	// Resync bookkeeping is added here by the resync issue.
 }
 

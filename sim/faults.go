@@ -81,6 +81,9 @@ func (w *world) messageFault(kind checker.FaultKind, from, to string, req *node.
 	}
 	if req != nil {
 		f.Timer = timerOfURL(req.URL)
+		if !strings.Contains(req.URL, "://"+to+"/") {
+			f.Detail = strings.TrimSpace(f.Detail + " " + checker.ReplyDetail)
+		}
 	}
 	w.hist.Faults = append(w.hist.Faults, f)
 }
