@@ -58,7 +58,7 @@ func (x *index) attribute(d *def) {
 	for _, s := range x.tl.byTimer[d.timer] {
 		d.spans = append(d.spans, s)
 	}
-	if x.sharedID(d) {
+	if d.shared = x.sharedID(d); d.shared {
 		// Excuse shared-id: another create was acknowledged under this
 		// timer's ID, so the two timers' replicas refuse each other's
 		// records and the survivor pops at whatever rank holds it.
@@ -95,7 +95,9 @@ func (x *index) affects(f Fault, d *def) bool {
 // (scenarios/README.md I2).
 const sharedIDFault FaultKind = "shared-id"
 
-// sharedID reports whether two OK creates name d's timer.
+// sharedID reports whether two timers are known to share d's ID: two OK
+// creates name it, or a node answered a request about it with a
+// collision.
 func (x *index) sharedID(d *def) bool {
 	creates := 0
 	for _, op := range x.byTimer[d.timer] {
@@ -103,7 +105,7 @@ func (x *index) sharedID(d *def) bool {
 			creates++
 		}
 	}
-	return d.timer != 0 && creates > 1
+	return d.timer != 0 && (creates > 1 || x.tl.collided[d.timer])
 }
 
 func meets(xs []string, set map[string]bool) bool {

@@ -233,7 +233,9 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 	switch {
 	case !ok:
 		out["G3"] = ExAllDown
-	case touched:
+	case touched && d.shared:
+		out["G3"] = ExSharedID
+	case touched && !d.placed:
 		out["G3"] = ExWorstRank
 	case d.held > 0:
 		out["G3"] = ExHeld

@@ -50,6 +50,8 @@ type timeline struct {
 	// which byTimer files by the timer they hit.
 	spans    []span
 	byTimer  map[uint64][]span
+	// collided holds the timers some node answered with a collision.
+	collided map[uint64]bool
 	liveFrom time.Duration
 	// clocks holds each node's clock changes, for lag.
 	clocks map[string][]clockChange
@@ -82,7 +84,7 @@ func livenessFrom(h *History) time.Duration {
 func buildTimeline(h *History, end, settle time.Duration) timeline {
 	fs := append([]Fault(nil), h.Faults...)
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].At < fs[j].At })
-	tl := timeline{liveFrom: livenessFrom(h), clocks: clockChanges(fs), byTimer: map[uint64][]span{}}
+	tl := timeline{liveFrom: livenessFrom(h), clocks: clockChanges(fs), byTimer: map[uint64][]span{}, collided: map[uint64]bool{}}
 	for i, f := range fs {
 		if isEndEvent(f.Kind) {
 			continue
@@ -92,6 +94,10 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 			// MaxNetDelay, which every bound already allows, and the
 			// nodes apply replication idempotently: the checker holds
 			// the timer strictly.
+			continue
+		}
+		if f.Kind == IDCollision {
+			tl.collided[f.Timer] = true
 			continue
 		}
 		if isMessageFault(f.Kind) {

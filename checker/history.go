@@ -140,6 +140,10 @@ const (
 	Lost       FaultKind = "lost"
 	Duplicated FaultKind = "duplicated"
 	Reordered  FaultKind = "reordered"
+	// IDCollision: node Nodes[0] answered a request about Fault.Timer
+	// with a collision (it holds another timer under that ID: two nodes
+	// issued it, a misconfiguration).
+	IDCollision FaultKind = "id-collision"
 )
 
 // ReplyDetail marks, in a message fault's Detail, a fault that hit a

@@ -39,6 +39,7 @@ type def struct {
 	// placement, primary first. nodes are the replicas and every node
 	// that took a write of the timer (all members when not placed).
 	placed   bool
+	shared   bool // see sharedID
 	replicas []string
 	nodes    map[string]bool
 	// spans are the faults that touch d, by start (see attribute).
@@ -206,13 +207,34 @@ func (x *index) window(d *def, k int) (a, b time.Duration) {
 // and false when no bound applies (all replicas may have been down).
 func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 	a, b := x.window(d, k)
-	switch {
-	case !x.popTouched(d, k, b):
+	if !x.popTouched(d, k, b) {
 		return x.slack() + d.held, true
-	case len(x.withoutCopy(d, a, b)) >= x.copies(d):
+	}
+	out := x.withoutCopy(d, a, b)
+	if len(out) >= x.copies(d) {
 		return 0, false
 	}
+	if r, ok := x.firstLive(d, out); ok {
+		return x.o.ReplicaSkew*time.Duration(r) + x.slack() + d.held, true
+	}
 	return x.rankBound(d) + d.held, true
+}
+
+// firstLive is the rank of the first of d's replicas, in placement order,
+// that no fault kept from popping (G3's "rank of the first live replica").
+// Unknown when the placement is: then the worst rank is assumed.
+func (x *index) firstLive(d *def, out map[string]bool) (int, bool) {
+	if !d.placed || d.shared {
+		// Unknown placement, or a replica holding another timer under
+		// the ID (which pops that one, not this).
+		return 0, false
+	}
+	for i, r := range d.replicas {
+		if !out[r] {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // failed reports whether the replica that delivered p took its callback
@@ -255,7 +277,7 @@ func (x *index) withoutCopy(d *def, a, b time.Duration) map[string]bool {
 // dropped is the failed-callback half of withoutCopy.
 func (x *index) dropped(d *def, a, b time.Duration) map[string]bool {
 	out := map[string]bool{}
-	var ok []time.Duration
+	var ok []Pop
 	type failure struct {
 		node string
 		at   time.Duration
@@ -268,7 +290,25 @@ func (x *index) dropped(d *def, a, b time.Duration) map[string]bool {
 			case x.failed(p):
 				failed = append(failed, failure{p.Node, p.At})
 			default:
-				ok = append(ok, p.At)
+				ok = append(ok, p)
+			}
+		}
+	}
+	// A replica that missed the write holds no copy either, nor one that
+	// crashed since (it restarts empty), until a notice reaches it.
+	if d.placed {
+		for n := range x.missedWrite(d) {
+			if slices.Contains(d.replicas, n) {
+				failed = append(failed, failure{n, min(d.hi, x.end)})
+			}
+		}
+		for _, sp := range d.spans {
+			if sp.fault.Kind == Crash && sp.end >= d.lo && sp.from <= b {
+				for _, n := range sp.fault.Nodes {
+					if slices.Contains(d.replicas, n) {
+						failed = append(failed, failure{n, sp.end})
+					}
+				}
 			}
 		}
 	}
@@ -295,11 +335,42 @@ func (x *index) dropped(d *def, a, b time.Duration) map[string]bool {
 		}
 	}
 	for _, f := range failed {
-		if !slices.ContainsFunc(ok, func(t time.Duration) bool { return t > f.at && t < a }) {
+		// A later successful pop revives the dropped copy with its
+		// notice, unless a cut or a lost request kept the notice away.
+		if !slices.ContainsFunc(ok, func(p Pop) bool {
+			return p.At > f.at && p.At < a && !x.noticeKept(d, p.Node, f.node, p.At)
+		}) {
 			out[f.node] = true
 		}
 	}
 	return out
+}
+
+// noticeKept reports whether the popped notice node "from" sent at t may
+// not have reached node "to": a cut between them around t, or a lost
+// request about the timer from one to the other around t.
+func (x *index) noticeKept(d *def, from, to string, t time.Duration) bool {
+	if from == to {
+		return false
+	}
+	for _, s := range d.spans {
+		if s.from > t+x.o.FaultSettle || s.to < t {
+			continue
+		}
+		f := s.fault
+		switch {
+		case (f.Kind == Partition || f.Kind == Clog) && (slices.Contains(f.Nodes, from) && slices.Contains(f.Peers, to) ||
+			slices.Contains(f.Nodes, to) && slices.Contains(f.Peers, from)):
+			return true
+		case lostRequest(f) && f.Nodes[0] == from && f.Peers[0] == to:
+			return true
+		case f.Kind == Crash || f.Kind == Pause:
+			if slices.Contains(f.Nodes, from) || slices.Contains(f.Nodes, to) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // hostOf is the host of a callback URI ("http://host/path").
@@ -343,12 +414,7 @@ func (x *index) copies(d *def) int {
 		}
 		return d.rf
 	}
-	missed := x.downNodes(d, d.lo, min(d.hi, x.end))
-	for _, s := range d.spans {
-		if lostRequest(s.fault) && s.from <= min(d.hi, x.end) && s.to >= d.lo {
-			addAll(missed, s.fault.Peers)
-		}
-	}
+	missed := x.missedWrite(d)
 	n := 0
 	for _, r := range d.replicas {
 		if !missed[r] {
@@ -356,6 +422,20 @@ func (x *index) copies(d *def) int {
 		}
 	}
 	return max(n, ackQuorum(d.rf))
+}
+
+// missedWrite is the replicas a fault may have kept d's write from: down,
+// cut off from the node that took it, or the receiver of a lost request
+// about the timer while it ran. Each holds no copy until a notice of a
+// later pop reaches it (see dropped).
+func (x *index) missedWrite(d *def) map[string]bool {
+	missed := x.downNodes(d, d.lo, min(d.hi, x.end))
+	for _, s := range d.spans {
+		if lostRequest(s.fault) && s.from <= min(d.hi, x.end) && s.to >= d.lo {
+			addAll(missed, s.fault.Peers)
+		}
+	}
+	return missed
 }
 
 // lostRequest reports a lost message that was a request: its receiver

@@ -204,7 +204,15 @@ func (w *world) setup() {
 func (w *world) boot(m *machine) {
 	var nd *node.Node
 	m.ep = w.net.Listen(m.addr, func(_ string, req node.Request, reply func(node.Response)) {
-		nd.Handle(req, reply)
+		nd.Handle(req, func(resp node.Response) {
+			if resp.Status == 409 && resp.Header.Get(node.HeaderCollision) != "" {
+				// The answer says another timer is held under the ID:
+				// two nodes issued it (a shared instance number).
+				w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.IDCollision,
+					Nodes: []string{m.addr}, Timer: timerOfURL(req.URL)})
+			}
+			reply(resp)
+		})
 	}, true)
 	m.clock.inc = m.ep.Incarnation()
 	// Configured as production configures a node: its address, the
