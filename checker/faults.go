@@ -48,8 +48,8 @@ type span struct {
 type timeline struct {
 	// spans are every fault but the message faults that name a timer,
 	// which byTimer files by the timer they hit.
-	spans    []span
-	byTimer  map[uint64][]span
+	spans   []span
+	byTimer map[uint64][]span
 	// collided holds the timers some node answered with a collision.
 	collided map[uint64]bool
 	liveFrom time.Duration
