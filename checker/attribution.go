@@ -50,7 +50,11 @@ func (x *index) attribute(d *def) {
 		}
 	}
 	for _, s := range x.tl.spans {
-		if !d.placed || x.affects(s.fault, d) {
+		switch {
+		case !d.placed || x.affects(s.fault, d, d.replicaSet()):
+			d.spans = append(d.spans, s)
+		case x.affects(s.fault, d, d.nodes):
+			s.writeOnly = true
 			d.spans = append(d.spans, s)
 		}
 	}
@@ -67,24 +71,34 @@ func (x *index) attribute(d *def) {
 	sort.SliceStable(d.spans, func(i, j int) bool { return d.spans[i].from < d.spans[j].from })
 }
 
+// replicaSet is d's replicas as a set.
+func (d *def) replicaSet() map[string]bool {
+	set := make(map[string]bool, len(d.replicas))
+	for _, r := range d.replicas {
+		set[r] = true
+	}
+	return set
+}
+
 // affects reports whether fault f (not a message fault about a known
-// timer: those are filed by timer) touches definition d.
-func (x *index) affects(f Fault, d *def) bool {
+// timer: those are filed by timer) touches definition d through the given
+// nodes of it (its replicas, or all its nodes).
+func (x *index) affects(f Fault, d *def, nodes map[string]bool) bool {
 	switch f.Kind {
 	case ClockJump, ClockDrift:
 		return false // see clockSpread
 	case Crash, Pause:
-		return meets(f.Nodes, d.nodes)
+		return meets(f.Nodes, nodes)
 	case Partition, Clog:
 		// A cut link between two of the timer's hosts (its nodes and its
 		// callback endpoint), whichever way the cut runs.
-		hosts := func(xs []string) bool { return meets(xs, d.nodes) || slices.Contains(xs, d.host) }
+		hosts := func(xs []string) bool { return meets(xs, nodes) || slices.Contains(xs, d.host) }
 		return hosts(f.Nodes) && hosts(f.Peers)
 	case SlowCallback, FailCallback:
 		return slices.Contains(f.Nodes, d.op.Spec.URI)
 	case Lost, Duplicated, Reordered:
 		// A message about no known timer, on a link between its nodes.
-		return f.Timer == 0 && meets(f.Nodes, d.nodes) && meets(f.Peers, d.nodes)
+		return f.Timer == 0 && meets(f.Nodes, nodes) && meets(f.Peers, nodes)
 	}
 	return true // scale events and kinds the checker does not know
 }
@@ -197,6 +211,14 @@ func (x *index) popFault(d *def, k int, upTo time.Duration) (Fault, bool) {
 	for _, s := range d.spans {
 		if s.from > upTo {
 			break
+		}
+		if s.writeOnly {
+			for _, w := range around[2:] {
+				if s.to >= w[0] && s.from <= w[1] {
+					return s.fault, true
+				}
+			}
+			continue
 		}
 		if lasting(s.fault.Kind) && s.to >= pl-r {
 			return s.fault, true

@@ -42,6 +42,10 @@ func isEndEvent(k FaultKind) bool {
 type span struct {
 	from, to, end time.Duration
 	fault         Fault
+	// writeOnly marks, in a definition's spans, a fault that hit only
+	// nodes that took a write of the timer and hold no replica: it
+	// touches the timer only while such a write runs.
+	writeOnly bool
 }
 
 // timeline answers "was a fault active in [a, b]" questions.
