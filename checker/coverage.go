@@ -237,7 +237,7 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 		out["G3"] = ExSharedID
 	case touched && !d.placed:
 		out["G3"] = ExWorstRank
-	case d.held > 0:
+	case d.held > 0 && x.heldUsed(d, k):
 		out["G3"] = ExHeld
 	}
 	last := b
@@ -262,6 +262,20 @@ func (x *index) faultExcuse(d *def, k int, upTo time.Duration) Excuse {
 		return ExSharedID
 	}
 	return ExFault + "/" + Excuse(f.Kind)
+}
+
+// heldUsed reports whether some live replica may still carry the write's
+// hold when pop k falls due (see heldAt).
+func (x *index) heldUsed(d *def, k int) bool {
+	if !d.placed {
+		return true
+	}
+	for _, r := range d.replicas {
+		if x.heldAt(d, r, k) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // judgeWrite names what excuses op from G5 ("" when held strictly).

@@ -175,13 +175,23 @@ func (tl timeline) touched(a, b time.Duration) bool {
 // When they are as many as the copies of a timer, all its replicas may
 // have been unable to pop, and no lateness bound can be asked of it.
 func (x *index) downNodes(d *def, a, b time.Duration) map[string]bool {
+	return x.down(d, a, b, true)
+}
+
+// down is downNodes, leaving out paused nodes when paused is false: a
+// paused node gets every message sent to it once it resumes.
+func (x *index) down(d *def, a, b time.Duration, paused bool) map[string]bool {
 	seen := map[string]bool{}
 	for _, s := range d.spans {
 		if s.from > b || s.to < a {
 			continue
 		}
 		switch s.fault.Kind {
-		case Crash, Pause:
+		case Pause:
+			if paused {
+				addAll(seen, s.fault.Nodes)
+			}
+		case Crash:
 			addAll(seen, s.fault.Nodes)
 		case Partition, Clog:
 			if !d.placed {

@@ -29,8 +29,9 @@ type def struct {
 	// cutoff is the earliest a later op on the timer may have replaced it.
 	cutoff time.Duration
 	// held is how long the write's replication may have been held up on
-	// its way to a replica (see heldFor).
+	// its way to a replica, and late the replicas it held (see heldFor).
 	held time.Duration
+	late map[string]bool
 	// timer is the timer's ID: the op's, or for a create whose answer was
 	// lost the one its pops name (0: unknown).
 	timer uint64
@@ -105,7 +106,7 @@ func newIndex(h *History, o Options) *index {
 	for _, d := range x.defs {
 		d.cutoff = x.cutoff(d)
 		d.lossFrom = x.lossFrom(d)
-		d.held = x.heldFor(d)
+		d.held, d.late = x.heldFor(d)
 	}
 	return x
 }
@@ -207,35 +208,22 @@ func (x *index) window(d *def, k int) (a, b time.Duration) {
 // and false when no bound applies (all replicas may have been down).
 func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 	a, b := x.window(d, k)
-	if !x.popTouched(d, k, b) {
+	out := map[string]bool{}
+	if x.popTouched(d, k, b) {
+		out = x.withoutCopy(d, a, b)
+		if len(out) >= x.copies(d) {
+			return 0, false
+		}
+	}
+	if live, ok := x.liveBound(d, k, out); ok {
+		return live + x.slack(), true
+	}
+	if len(out) == 0 && !d.shared {
 		return x.slack() + d.held, true
-	}
-	out := x.withoutCopy(d, a, b)
-	if len(out) >= x.copies(d) {
-		return 0, false
-	}
-	if r, ok := x.firstLive(d, out); ok {
-		return x.o.ReplicaSkew*time.Duration(r) + x.slack() + d.held, true
 	}
 	return x.rankBound(d) + d.held, true
 }
 
-// firstLive is the rank of the first of d's replicas, in placement order,
-// that no fault kept from popping (G3's "rank of the first live replica").
-// Unknown when the placement is: then the worst rank is assumed.
-func (x *index) firstLive(d *def, out map[string]bool) (int, bool) {
-	if !d.placed || d.shared {
-		// Unknown placement, or a replica holding another timer under
-		// the ID (which pops that one, not this).
-		return 0, false
-	}
-	for i, r := range d.replicas {
-		if !out[r] {
-			return i, true
-		}
-	}
-	return 0, false
-}
 
 // failed reports whether the replica that delivered p took its callback
 // for a failure, and so dropped its copy (docs/design.md 4.7): the endpoint
@@ -382,25 +370,83 @@ func hostOf(uri string) string {
 }
 
 // heldFor is how long a write's replication may have been held up: from
-// the write to the end of a pause or clog that was active during it. A
-// replica applies start-time-delta when it processes the message (api.md),
-// so one that received the write late pops late by as much; replicas
-// converge on the earliest start they hold, but if every replica that
-// survives got the write late, the timer keeps that lateness until it is
-// next written. The delta carries no transit time, so no node can do
-// better without trusting other nodes' wall clocks.
-func (x *index) heldFor(d *def) time.Duration {
+// the write to the end of a pause or clog that was active during it, and
+// the replicas it held (unplaced: every node). A replica applies
+// start-time-delta when it processes the message (api.md), so one that
+// received the write late pops late by as much; replicas converge on the
+// earliest start they hold when a notice passes between them, but until
+// then each keeps its own. The delta carries no transit time, so no node
+// can do better without trusting other nodes' wall clocks.
+func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 	var held time.Duration
+	late := map[string]bool{}
+	ret := min(d.hi, x.end)
 	for _, s := range d.spans {
-		if s.fault.Kind != Pause && s.fault.Kind != Clog {
+		if s.fault.Kind != Pause && s.fault.Kind != Clog || s.from > ret || s.end < d.lo {
 			continue
 		}
-		if s.from <= min(d.hi, x.end) && s.end >= d.lo {
-			held = max(held, s.end-d.lo)
+		held = max(held, s.end-d.lo)
+		switch {
+		case s.fault.Kind == Pause && slices.Contains(s.fault.Nodes, d.op.Node):
+			addAll(late, d.replicas) // the node that took the write stood still
+		case s.fault.Kind == Pause:
+			addAll(late, s.fault.Nodes)
+		case slices.Contains(s.fault.Nodes, d.op.Node):
+			addAll(late, s.fault.Peers)
 		}
 	}
-	return held
+	if held > 0 && d.placed {
+		// A replica that lost its copy at any time (missed write, crash,
+		// failed callback) may have it back from a late replica's notice,
+		// start and all.
+		for n := range x.dropped(d, d.lo, x.end) {
+			late[n] = true
+		}
+	}
+	return held, late
 }
+
+// heldAt is the hold replica r may still carry when pop k falls due: the
+// write's hold if r got the write late and no notice of a successful pop
+// by a replica that got it in time has reached r since (which would have
+// given it the earlier start).
+func (x *index) heldAt(d *def, r string, k int) time.Duration {
+	if d.held == 0 || !d.late[r] {
+		return 0
+	}
+	a, _ := x.window(d, k)
+	for _, idx := range d.bySeq {
+		for _, i := range idx {
+			p := x.h.Pops[i]
+			if p.At < a && !d.late[p.Node] && !x.failed(p) && !x.noticeKept(d, p.Node, r, p.At) {
+				return 0
+			}
+		}
+	}
+	return d.held
+}
+
+// liveBound is G3's bound with replicas out unable to pop: the earliest
+// any live replica pops, its rank's skew plus the hold it may carry, and
+// false when the placement is unknown or shared (then the worst rank
+// with the write's hold is assumed).
+func (x *index) liveBound(d *def, k int, out map[string]bool) (time.Duration, bool) {
+	if !d.placed || d.shared {
+		return 0, false
+	}
+	best, found := time.Duration(0), false
+	for i, r := range d.replicas {
+		if out[r] {
+			continue
+		}
+		b := x.o.ReplicaSkew*time.Duration(i) + x.heldAt(d, r, k)
+		if !found || b < best {
+			best, found = b, true
+		}
+	}
+	return best, found
+}
+
 
 // copies is how many replicas surely hold d: rf, less those a fault may
 // have kept the write from (down, cut off from the node that took it, or
@@ -424,12 +470,12 @@ func (x *index) copies(d *def) int {
 	return max(n, ackQuorum(d.rf))
 }
 
-// missedWrite is the replicas a fault may have kept d's write from: down,
-// cut off from the node that took it, or the receiver of a lost request
+// missedWrite is the replicas a fault may have kept d's write from:
+// crashed, cut off from the node that took it, or the receiver of a lost request
 // about the timer while it ran. Each holds no copy until a notice of a
 // later pop reaches it (see dropped).
 func (x *index) missedWrite(d *def) map[string]bool {
-	missed := x.downNodes(d, d.lo, min(d.hi, x.end))
+	missed := x.down(d, d.lo, min(d.hi, x.end), false)
 	for _, s := range d.spans {
 		if lostRequest(s.fault) && s.from <= min(d.hi, x.end) && s.to >= d.lo {
 			addAll(missed, s.fault.Peers)
