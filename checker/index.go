@@ -224,7 +224,6 @@ func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 	return x.rankBound(d) + d.held, true
 }
 
-
 // failed reports whether the replica that delivered p took its callback
 // for a failure, and so dropped its copy (docs/design.md 4.7): the endpoint
 // refused it, or answered after the service's timeout during a
@@ -446,7 +445,6 @@ func (x *index) liveBound(d *def, k int, out map[string]bool) (time.Duration, bo
 	}
 	return best, found
 }
-
 
 // copies is how many replicas surely hold d: rf, less those a fault may
 // have kept the write from (down, cut off from the node that took it, or
