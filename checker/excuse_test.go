@@ -1,0 +1,212 @@
+package checker
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// placedTimer is the timer of the excuse tests: rf 2 on five members, so
+// that three members hold no replica of it.
+const placedTimer = 0x0b061cf0001d7000
+
+// placed builds the excuse tests' base history: one timer created through
+// its primary, interval 1 s, repeat-for 10 s, every pop delivered by the
+// primary 20 ms after due. It returns the history, the timer's replicas
+// (primary first) and a member that is neither replica nor proxy.
+func placed(t *testing.T) (h *History, primary, backup, other string) {
+	t.Helper()
+	members := []string{"n1", "n2", "n3", "n4", "n5"}
+	r := Replicas(members, placedTimer, 2)
+	for _, m := range members {
+		if !slices.Contains(r, m) {
+			other = m
+		}
+	}
+	h = &History{
+		Members:      members,
+		Ops:          []Op{write(1, Create, placedTimer, "a", sec, 10*sec, 0, 10*ms, OK)},
+		Pops:         pops(r[0], "a", 1, 10, 0),
+		End:          25 * sec,
+		MaxClockSkew: ms,
+		MaxNetDelay:  5 * ms,
+	}
+	h.Ops[0].Node = r[0]
+	for i := range h.Pops {
+		h.Pops[i].Timer = placedTimer
+	}
+	return h, r[0], r[1], other
+}
+
+// handOver makes the backup deliver pops from..10, each at its rank (2 s
+// after due), instead of the primary.
+func handOver(h *History, backup string, from int) {
+	h.Pops = h.Pops[:from-1]
+	for k := from; k <= 10; k++ {
+		p := pop(time.Duration(k)*sec+2*sec+20*ms, backup, "a", k)
+		p.Timer = placedTimer
+		h.Pops = append(h.Pops, p)
+	}
+}
+
+// TestEveryExcuseIsNeededAndBounded shows, for each named excuse, a
+// history it rightly excuses (the fault on the timer's own replica, link,
+// endpoint or message) and that the same history with the fault moved to
+// a member holding no replica, or to another timer, is a violation.
+func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
+	cases := []struct {
+		excuse Excuse
+		want   string // the guarantee broken once the fault is moved
+		build  func(h *History, primary, backup, other string, related bool)
+	}{
+		{ExFault + "/crash", "G3", func(h *History, p, b, o string, rel bool) {
+			// The primary crashes; the backup pops at its rank.
+			h.Faults = []Fault{{At: 2500 * ms, Kind: Crash, Nodes: []string{pick(rel, p, o)}}}
+			handOver(h, b, 3)
+		}},
+		{ExFault + "/pause", "G3", func(h *History, p, b, o string, rel bool) {
+			h.Faults = []Fault{{At: 2500 * ms, Kind: Pause, Nodes: []string{pick(rel, p, o)}},
+				{At: 20 * sec, Kind: Resume, Nodes: []string{pick(rel, p, o)}}}
+			handOver(h, b, 3)
+		}},
+		{ExFault + "/partition", "G3", func(h *History, p, b, o string, rel bool) {
+			// The primary is cut off from the callback endpoint.
+			h.Faults = []Fault{{At: 2500 * ms, Kind: Partition, Nodes: []string{pick(rel, p, o)}, Peers: []string{"client"}},
+				{At: 20 * sec, Kind: Heal}}
+			handOver(h, b, 3)
+		}},
+		{ExFault + "/fail-callback", "G4", func(h *History, p, b, o string, rel bool) {
+			// The endpoint refuses the primary's pop 3; the backup pops
+			// it at its rank, and its notice revives the primary's copy.
+			uri := pick(rel, "http://client/cb", "http://elsewhere/cb")
+			h.Faults = []Fault{{At: 2900 * ms, Kind: FailCallback, Nodes: []string{uri}},
+				{At: 3500 * ms, Kind: CallbackOK, Nodes: []string{uri}}}
+			h.Pops[2].Answered = 500
+			again := pop(5020*ms, b, "a", 3)
+			again.Timer = placedTimer
+			h.Pops = append(h.Pops, again)
+		}},
+		{ExFault + "/lost", "G4", func(h *History, p, b, o string, rel bool) {
+			// The primary's popped notice of pop 3 is lost: the backup
+			// pops 3 again at its rank.
+			h.Faults = []Fault{{At: 3030 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b},
+				Timer: pickTimer(rel)}}
+			dup := pop(5020*ms, b, "a", 3)
+			dup.Timer = placedTimer
+			h.Pops = append(h.Pops, dup)
+		}},
+		{ExAllDown, "G2", func(h *History, p, b, o string, rel bool) {
+			// Both replicas crash: the timer is gone.
+			n := pick(rel, p, o)
+			h.Faults = []Fault{{At: 2500 * ms, Kind: Crash, Nodes: []string{n}},
+				{At: 2500 * ms, Kind: Crash, Nodes: []string{pick(rel, b, o)}}}
+			h.Pops = h.Pops[:2]
+		}},
+		{ExCopiesLost, "G2", func(h *History, p, b, o string, rel bool) {
+			// rf 1: the only replica's callback of pop 3 fails and it
+			// drops its copy, so no pop follows. Moved: the refused pop
+			// is another timer's.
+			h.Ops[0].Spec.ReplicationFactor = 1
+			h.Pops = h.Pops[:2]
+			refused := pop(3020*ms, p, pick(rel, "a", "x"), 3)
+			refused.Answered = 500
+			h.Faults = []Fault{{At: 2900 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
+				{At: 3500 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}}}
+			h.Pops = append(h.Pops, refused)
+			if !rel {
+				h.Ops = append(h.Ops, write(2, Create, 99, "x", sec, 10*sec, 0, 10*ms, OK))
+			}
+		}},
+		{ExHeld, "G3", func(h *History, p, b, o string, rel bool) {
+			// The primary stands still while the write reaches it: it
+			// applies the write 1.5 s late and pops 1 that late; its
+			// notice brings it the backup's earlier start.
+			n := pick(rel, p, o)
+			h.Faults = []Fault{{At: 0, Kind: Pause, Nodes: []string{n}}, {At: 1500 * ms, Kind: Resume, Nodes: []string{n}}}
+			h.Pops[0].At = 2520 * ms
+		}},
+		{ExSharedID, "G3", func(h *History, p, b, o string, rel bool) {
+			// The primary answered with a collision: it holds another
+			// timer under the ID, and the backup pops at its rank.
+			h.Faults = []Fault{{At: 5 * ms, Kind: IDCollision, Nodes: []string{p}, Timer: pickTimer(rel)}}
+			handOver(h, b, 1)
+		}},
+		{ExLinTaint, "G5", func(h *History, p, b, o string, rel bool) {
+			// A delete whose request to the backup is lost: the backup
+			// goes on popping at its rank. Moved: the lost request was
+			// another timer's.
+			h.Ops = append(h.Ops, del(2, placedTimer, 4500*ms, 4510*ms, OK))
+			h.Ops[1].Node = p
+			h.Faults = []Fault{{At: 4501 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: pickTimer(rel)}}
+			h.Pops = h.Pops[:4]
+			for k := 5; k <= 10; k++ {
+				s := pop(time.Duration(k)*sec+2*sec+20*ms, b, "a", k)
+				s.Timer = placedTimer
+				h.Pops = append(h.Pops, s)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(string(c.excuse), func(t *testing.T) {
+			h, p, b, o := placed(t)
+			c.build(h, p, b, o, true)
+			vs, cov := DefaultOptions().Judge(h)
+			requireNone(t, vs)
+			if cov.Excused[c.excuse] == 0 {
+				t.Errorf("excuse %s covered nothing: got %v", c.excuse, cov.Excused)
+			}
+			h, p, b, o = placed(t)
+			c.build(h, p, b, o, false)
+			requireHas(t, Check(h), c.want)
+		})
+	}
+}
+
+func pick(related bool, yes, no string) string {
+	if related {
+		return yes
+	}
+	return no
+}
+
+func pickTimer(related bool) uint64 {
+	if related {
+		return placedTimer
+	}
+	return placedTimer + 1
+}
+
+// TestHealthyRunIsJudgedStrictly shows a fault-free history is held to
+// every guarantee in full, and a fault on a member holding no replica of
+// the timer changes none of that.
+func TestHealthyRunIsJudgedStrictly(t *testing.T) {
+	h, _, _, other := placed(t)
+	for _, faults := range [][]Fault{nil, {{At: 2 * sec, Kind: Crash, Nodes: []string{other}},
+		{At: 3 * sec, Kind: Partition, Nodes: []string{other}, Peers: []string{"client"}}}} {
+		h.Faults = faults
+		vs, cov := DefaultOptions().Judge(h)
+		requireNone(t, vs)
+		for _, g := range []string{"G2", "G3", "G4"} {
+			if s := cov.Share(g, Safety); s != 1 {
+				t.Errorf("faults %v: %s judged %.2f of due pops, want all (excused: %v)", faults, g, s, cov.Excused)
+			}
+		}
+		if cov.WriteShare() != 1 || cov.Due[Safety] != 10 {
+			t.Errorf("faults %v: got %d due pops and G5 on %.2f of writes, want 10 and all", faults, cov.Due[Safety], cov.WriteShare())
+		}
+	}
+}
+
+// TestPorcupineTimeoutIsNeverAPass shows that a linearizability search
+// that ran out of time is reported as a CHECK violation, not passed.
+func TestPorcupineTimeoutIsNeverAPass(t *testing.T) {
+	vs := linViolations(LinearizabilityInfo{Result: porcupine.Unknown, Note: "no answer"}, 9*sec)
+	if len(vs) != 1 || vs[0].Guarantee != "CHECK" || vs[0].At != 9*sec {
+		t.Fatalf("got %s, want one CHECK violation at 9s", dump(vs))
+	}
+	if vs := linViolations(LinearizabilityInfo{Result: porcupine.Ok}, 9*sec); len(vs) != 0 {
+		t.Fatalf("got %s for a finished search, want none", dump(vs))
+	}
+}
