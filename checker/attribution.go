@@ -220,10 +220,50 @@ func (x *index) popFault(d *def, k int, upTo time.Duration) (Fault, bool) {
 			}
 			continue
 		}
-		if lasting(s.fault.Kind) && s.to >= pl-r {
+		if lasting(s.fault.Kind) && s.to >= pl-r || s.fault.Kind == clockSpreadFault && s.to >= d.lo {
 			return s.fault, true
 		}
 		for _, w := range around {
+			if s.to >= w[0] && s.from <= w[1] {
+				return s.fault, true
+			}
+		}
+	}
+	return Fault{}, false
+}
+
+// dupFault is the first fault that may have made pop k of d be delivered
+// twice: one active around the pop itself (from its earliest due time
+// less the worst rank delay to upTo, its last delivery) or around a write
+// of the timer then, or a clock spread or shared ID at any time. A fault
+// around the pop before only duplicates that one; a replica that crashed
+// before holds no copy, so it cannot pop this one twice.
+func (x *index) dupFault(d *def, k int, upTo time.Duration) (Fault, bool) {
+	r := x.rankBound(d)
+	lo, hi := d.due(k)
+	upTo = max(upTo, hi+r)
+	around := [][2]time.Duration{{lo - r, upTo}}
+	if d.timer != 0 {
+		for _, op := range x.byTimer[d.timer] {
+			if ret := min(effReturn(op), x.end); ret >= lo-r && op.Invoke <= upTo {
+				around = append(around, [2]time.Duration{op.Invoke, ret})
+			}
+		}
+	}
+	for _, s := range d.spans {
+		if s.from > upTo {
+			break
+		}
+		if k := s.fault.Kind; (k == clockSpreadFault || k == sharedIDFault) && s.to >= d.lo {
+			// A schedule held while clocks were apart keeps the shift
+			// once they are set right (starts travel as deltas).
+			return s.fault, true
+		}
+		ws := around
+		if s.writeOnly {
+			ws = around[1:]
+		}
+		for _, w := range ws {
 			if s.to >= w[0] && s.from <= w[1] {
 				return s.fault, true
 			}

@@ -244,8 +244,8 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 	for _, i := range d.bySeq[k] {
 		last = max(last, x.h.Pops[i].At)
 	}
-	if x.popTouched(d, k, last) {
-		out["G4"] = x.faultExcuse(d, k, last)
+	if f, ok := x.mayDuplicate(d, k); ok {
+		out["G4"] = excuseOf(f)
 	}
 	return out
 }
@@ -255,10 +255,15 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 // shows which faults excuse most.
 func (x *index) faultExcuse(d *def, k int, upTo time.Duration) Excuse {
 	f, ok := x.popFault(d, k, upTo)
-	switch {
-	case !ok:
+	if !ok {
 		return ExFault
-	case f.Kind == sharedIDFault:
+	}
+	return excuseOf(f)
+}
+
+// excuseOf names the fault-window excuse of fault f.
+func excuseOf(f Fault) Excuse {
+	if f.Kind == sharedIDFault {
 		return ExSharedID
 	}
 	return ExFault + "/" + Excuse(f.Kind)

@@ -66,6 +66,10 @@ type index struct {
 	endpoints map[string]bool
 	// orphans are pops whose opaque no create or update sent.
 	orphans []int
+	// keyOf is each write's porcupine partition key and taint when a
+	// fault first hit a write of that partition (see epochs).
+	keyOf map[int]string
+	taint map[string]time.Duration
 }
 
 // newIndex attributes every pop to its definition.
@@ -103,6 +107,7 @@ func newIndex(h *History, o Options) *index {
 		}
 		x.attribute(d)
 	}
+	x.epochs()
 	for _, d := range x.defs {
 		d.cutoff = x.cutoff(d)
 		d.lossFrom = x.lossFrom(d)
@@ -184,7 +189,13 @@ func (x *index) mayReorder(e Op, d *def) bool {
 // slack is what every lateness bound adds: the fault-free allowance, the
 // network hops and the clock skew of a node that runs behind.
 func (x *index) slack() time.Duration {
-	return x.o.FaultFreeLate + time.Duration(x.o.NetHops)*x.h.MaxNetDelay + x.h.MaxClockSkew
+	return x.healthyLate() + x.h.MaxClockSkew
+}
+
+// healthyLate is how late a pop with no fault around it and no clock
+// moved may arrive: the fault-free allowance and the network hops.
+func (x *index) healthyLate() time.Duration {
+	return x.o.FaultFreeLate + time.Duration(x.o.NetHops)*x.h.MaxNetDelay
 }
 
 // rankBound is G3's bound with replica failures, for the worst rank.

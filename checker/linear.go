@@ -257,7 +257,11 @@ func (x *index) writeInput(op Op) (linInput, bool) {
 		return linInput{}, false
 	}
 	if op.Kind == Delete {
-		return linInput{Key: timerKey(op.Timer), Timer: op.Timer, Kind: linDelete,
+		key, ok := x.keyOf[op.Seq]
+		if !ok {
+			key = timerKey(op.Timer)
+		}
+		return linInput{Key: key, Timer: op.Timer, Kind: linDelete,
 			Desc: fmt.Sprintf("op %d delete (%s)", op.Seq, op.Outcome)}, true
 	}
 	d := x.byOpaque[op.Spec.Opaque]
@@ -270,21 +274,60 @@ func (x *index) writeInput(op Op) (linInput, bool) {
 
 // taints returns, per partition key, when the first fault hit one of its
 // writes (see writeHit; never when none did).
-func (x *index) taints() map[string]time.Duration {
-	taint := map[string]time.Duration{}
-	for _, op := range x.h.Ops {
-		in, ok := x.writeInput(op)
-		if !ok {
+func (x *index) taints() map[string]time.Duration { return x.taint }
+
+// epochs splits each timer's porcupine history at clean writes: once a
+// fault hit a write of the timer, the model leaves out its later pops (a
+// replica the write missed may rightly pop the old definition), but an
+// acknowledged write that no fault hit, issued when every earlier write of
+// the timer had returned, reaches every replica with the newest version,
+// so the timer's history starts over from it under a new partition key
+// ("timer <id> #2"). It sets keyOf (each write's key) and taint.
+func (x *index) epochs() {
+	x.keyOf, x.taint = map[int]string{}, map[string]time.Duration{}
+	ops := append([]Op(nil), x.h.Ops...)
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Seq < ops[j].Seq })
+	type state struct {
+		key     string
+		epoch   int
+		pending time.Duration // the latest return of a write so far
+	}
+	timers := map[string]*state{}
+	for _, op := range ops {
+		if op.Outcome == Failed || op.Kind == Delete && op.Timer == 0 {
 			continue
 		}
-		if _, seen := taint[in.Key]; !seen {
-			taint[in.Key] = never
+		base := timerKey(op.Timer)
+		if op.Kind != Delete {
+			d := x.byOpaque[op.Spec.Opaque]
+			if d == nil || d.op.Seq != op.Seq {
+				continue
+			}
+			base = d.key
 		}
-		if at, hit := x.writeHit(op); hit {
-			taint[in.Key] = min(taint[in.Key], at)
+		st := timers[base]
+		if st == nil {
+			st = &state{key: base}
+			timers[base] = st
+			x.taint[base] = never
+		}
+		at, hit := x.writeHit(op)
+		if x.taint[st.key] < never && !hit && op.Outcome == OK && st.pending < op.Invoke && op.Timer != 0 {
+			st.epoch++
+			st.key = fmt.Sprintf("%s #%d", base, st.epoch+1)
+			x.taint[st.key] = never
+		}
+		x.keyOf[op.Seq] = st.key
+		if hit {
+			x.taint[st.key] = min(x.taint[st.key], at)
+		}
+		st.pending = max(st.pending, min(effReturn(op), x.end+1))
+	}
+	for _, d := range x.defs {
+		if k, ok := x.keyOf[d.op.Seq]; ok {
+			d.key = k
 		}
 	}
-	return taint
 }
 
 func timerKey(t uint64) string { return fmt.Sprintf("timer %016x", t) }

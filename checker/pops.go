@@ -165,15 +165,34 @@ func (x *index) checkDuplicates(d *def, seq int) (Violation, bool) {
 	if ok < 0 || ok == len(idx)-1 {
 		return Violation{}, false // retries after a refused callback are the redundancy path
 	}
-	_, b := x.window(d, seq)
-	last := x.h.Pops[idx[len(idx)-1]]
-	if x.popTouched(d, seq, max(b, last.At)) {
+	if _, dup := x.mayDuplicate(d, seq); dup {
 		return Violation{}, false
 	}
 	p0, p1 := x.h.Pops[idx[ok]], x.h.Pops[idx[ok+1]]
 	return x.violation("G4", p1.At, d, fmt.Sprintf(
 		"pop %d delivered %d times with no fault around it (accepted from %s at %v, again from %s at %v): got %d deliveries, want 1",
 		seq, len(idx), p0.Node, p0.At, p1.Node, p1.At, len(idx))), true
+}
+
+// mayDuplicate names the fault that may have made pop k of d arrive more
+// than once: one around the pop itself (see dupFault), or, when its first
+// delivery came later than a healthy pop may, the fault that made it late
+// (a late pop meets the next replica's turn).
+func (x *index) mayDuplicate(d *def, k int) (Fault, bool) {
+	_, b := x.window(d, k)
+	last, first := b, never
+	for _, i := range d.bySeq[k] {
+		last, first = max(last, x.h.Pops[i].At), min(first, x.h.Pops[i].At)
+	}
+	if f, ok := x.dupFault(d, k, last); ok {
+		return f, true
+	}
+	if _, hi := d.due(k); first > hi+x.healthyLate() || d.op.Outcome == Unknown {
+		// An unknown write's start is anywhere up to the end of the
+		// history: whether the pop was late cannot be told.
+		return x.popFault(d, k, last)
+	}
+	return Fault{}, false
 }
 
 // accepted reports whether the endpoint accepted the pop: a replica whose
