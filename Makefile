@@ -3,16 +3,20 @@ GO        ?= go
 FUZZTIME  ?= 30s
 SEEDS     ?= 2000
 SOAKSEEDS ?= 10000
+# MUTATESEEDS is the sweep each planted bug must fail: the CI-size sweep.
+MUTATESEEDS ?= 1000
 
-.PHONY: build test test-race run bench fuzz verify lint sim sim-soak clean
+.PHONY: build test test-race run bench fuzz verify lint sim sim-soak mutate clean
 
 build:
 	$(GO) build ./...
 
 # test is what CI runs (.ci/run): static checks, then every test,
-# including the simulator's seeds (each run twice, trace hashes compared).
+# including the simulator's seeds (each run twice, trace hashes compared),
+# then the mutation audit.
 test: verify
 	$(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) mutate
 
 test-race:
 	$(GO) test -count=1 -race -timeout 30m ./...
@@ -46,6 +50,11 @@ sim:
 
 sim-soak:
 	$(GO) run ./cmd/chronos-sim sweep -seeds $(SOAKSEEDS)
+
+# mutate plants each bug of mutations/ in a copy of the repository and
+# requires the simulator's sweep alone to catch it (mutations/README.md).
+mutate:
+	$(GO) run ./cmd/chronos-mutate -seeds $(MUTATESEEDS)
 
 clean:
 	$(GO) clean ./...

@@ -28,6 +28,9 @@ const (
 	FaultSettle = 5 * time.Second
 	// LinearizabilityTimeout caps the porcupine search for a whole history.
 	LinearizabilityTimeout = 10 * time.Second
+	// TombstoneLife is the least time a replica remembers a finished
+	// timer after its last pop was due (node.TombstoneMin).
+	TombstoneLife = 10 * time.Second
 	// ReportWindow is how far around the first violation the report lists
 	// events.
 	ReportWindow = 5 * time.Second
@@ -58,6 +61,9 @@ type Options struct {
 	LinearizabilityTimeout time.Duration
 	// ReportWindow is how far around the first violation the report looks.
 	ReportWindow time.Duration
+	// TombstoneLife is how long after its last due pop a replica surely
+	// still remembers a timer (see checkRetries).
+	TombstoneLife time.Duration
 	// MaxReportEvents caps the events the text report lists.
 	MaxReportEvents int
 }
@@ -73,6 +79,7 @@ func DefaultOptions() Options {
 		StickAllowance:           FaultFreeLate,
 		LinearizabilityTimeout:   LinearizabilityTimeout,
 		ReportWindow:             ReportWindow,
+		TombstoneLife:            TombstoneLife,
 		MaxReportEvents:          200,
 	}
 }
@@ -98,6 +105,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("checker: LinearizabilityTimeout %v is negative", o.LinearizabilityTimeout)
 	case o.ReportWindow < 0:
 		return fmt.Errorf("checker: ReportWindow %v is negative", o.ReportWindow)
+	case o.TombstoneLife < 0:
+		return fmt.Errorf("checker: TombstoneLife %v is negative", o.TombstoneLife)
 	case o.MaxReportEvents < 1:
 		return fmt.Errorf("checker: MaxReportEvents %d is below 1", o.MaxReportEvents)
 	}

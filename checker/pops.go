@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -62,7 +63,46 @@ func (x *index) checkSeq(d *def, seq int) []Violation {
 	if v, bad := x.checkDuplicates(d, seq); bad {
 		vs = append(vs, v)
 	}
+	if v, bad := x.checkRetries(d, seq); bad {
+		vs = append(vs, v)
+	}
 	return vs
+}
+
+// checkRetries reports a replica that delivered one pop twice (G4): a
+// replica makes one attempt per pop and leaves a failed one to the next
+// replica (docs/design.md 4.7), whatever the faults. It is excused only
+// where the node may have forgotten the timer: a crash between the two
+// attempts, or a second attempt after the timer's last pop was due plus
+// the tombstone's life, on the node's clock (a replica that was paused
+// meanwhile may bring the finished timer back with its stale copy).
+func (x *index) checkRetries(d *def, seq int) (Violation, bool) {
+	last := map[string]Pop{}
+	lastDue, _ := d.due(d.op.Spec.Pops())
+	for _, i := range d.bySeq[seq] {
+		p := x.h.Pops[i]
+		q, seen := last[p.Node]
+		// A clock that moved ahead ends the tombstone early in true time.
+		gain := x.tl.gain(p.Node, q.At, p.At)
+		forgot := p.At+gain >= lastDue+x.o.TombstoneLife || x.crashedBetween(p.Node, q.At, p.At)
+		if seen && !forgot {
+			return x.violation("G4", p.At, d, fmt.Sprintf(
+				"pop %d delivered twice by %s (at %v, answered %d, and at %v): got 2 attempts by one replica, want at most 1",
+				seq, p.Node, q.At, q.Answered, p.At)), true
+		}
+		last[p.Node] = p
+	}
+	return Violation{}, false
+}
+
+// crashedBetween reports whether node crashed in [a, b].
+func (x *index) crashedBetween(node string, a, b time.Duration) bool {
+	for _, f := range x.h.Faults {
+		if f.Kind == Crash && f.At >= a && f.At <= b && slices.Contains(f.Nodes, node) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkDelivery checks one delivery: early (G1), carrying a seq its time

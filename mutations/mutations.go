@@ -1,0 +1,255 @@
+// Package mutations is the mutation audit of the simulator: each mutation
+// is a small, deliberate bug in node/, kept as a patch in this folder, and
+// the audit applies each one to a copy of the repository and runs the
+// simulator's sweep on it (the sweep alone, no unit test). A mutation the
+// sweep does not catch is a hole in the workload or the checkers.
+//
+// A patch file starts with a header the patch tools skip:
+//
+//	Mutation: pop-1ms-early
+//	Expect: G1
+//	Bug: A replica pops one millisecond before the due time.
+//
+// followed by a unified diff against the repository root (git diff).
+package mutations
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Mutation is one planted bug.
+type Mutation struct {
+	// Name is the mutation's name; File the patch's path.
+	Name, File string
+	// Expect is the guarantee expected to catch it; Bug says what it
+	// breaks.
+	Expect, Bug string
+}
+
+// Load reads the mutations of dir (*.patch), in file name order.
+func Load(dir string) ([]Mutation, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.patch"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var ms []Mutation
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		m, err := parseHeader(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		m.File = f
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// parseHeader reads the header lines before the diff.
+func parseHeader(data []byte) (Mutation, error) {
+	var m Mutation
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "diff ") || strings.HasPrefix(line, "--- ") {
+			break
+		}
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(key) {
+		case "Mutation":
+			m.Name = strings.TrimSpace(val)
+		case "Expect":
+			m.Expect = strings.TrimSpace(val)
+		case "Bug":
+			m.Bug = strings.TrimSpace(val)
+		}
+	}
+	if m.Name == "" || m.Expect == "" || m.Bug == "" {
+		return m, fmt.Errorf("want a header with Mutation:, Expect: and Bug: lines before the diff")
+	}
+	if !bytes.Contains(data, []byte("\n--- ")) {
+		return m, fmt.Errorf("mutation %s holds no diff", m.Name)
+	}
+	return m, nil
+}
+
+// Sweep is what a sweep's output says.
+type Sweep struct {
+	// Failed maps each failing seed to the guarantee (or problem) it
+	// failed first.
+	Failed map[uint64]string
+	// Seeds is how many seeds ran.
+	Seeds int
+}
+
+// First returns the lowest failing seed and its guarantee.
+func (s Sweep) First() (uint64, string, bool) {
+	var best uint64
+	found := false
+	for seed := range s.Failed {
+		if !found || seed < best {
+			best, found = seed, true
+		}
+	}
+	return best, s.Failed[best], found
+}
+
+var (
+	failLine    = regexp.MustCompile(`^seed=(\d+) .*?(?:first=([A-Za-z0-9]+)|NONDETERMINISTIC)`)
+	summaryLine = regexp.MustCompile(`^sweep: (\d+) seeds from \d+, (\d+) failed`)
+)
+
+// ParseSweep reads the output of `chronos-sim sweep`: one line per failing
+// seed ("seed=N ... first=G4@..."), then the summary.
+func ParseSweep(out string) (Sweep, error) {
+	s := Sweep{Failed: map[uint64]string{}}
+	summary := false
+	want := 0
+	for _, line := range strings.Split(out, "\n") {
+		if m := failLine.FindStringSubmatch(line); m != nil {
+			seed, err := strconv.ParseUint(m[1], 10, 64)
+			if err != nil {
+				return s, fmt.Errorf("sweep line %q: %w", line, err)
+			}
+			g := m[2]
+			if g == "" {
+				g = "NONDETERMINISTIC"
+			}
+			s.Failed[seed] = g
+		}
+		if m := summaryLine.FindStringSubmatch(line); m != nil {
+			s.Seeds, _ = strconv.Atoi(m[1])
+			want, _ = strconv.Atoi(m[2])
+			summary = true
+		}
+	}
+	if !summary {
+		return s, fmt.Errorf("sweep output has no summary line")
+	}
+	if want != len(s.Failed) {
+		return s, fmt.Errorf("sweep reports %d failed seeds but lists %d", want, len(s.Failed))
+	}
+	return s, nil
+}
+
+// Outcome is the audit's verdict on one mutation.
+type Outcome struct {
+	Mutation Mutation
+	// Stale is set when the patch no longer applies or builds: the
+	// audit cannot judge it.
+	Stale string
+	Sweep Sweep
+}
+
+// Caught reports whether some seed failed.
+func (o Outcome) Caught() bool { return o.Stale == "" && len(o.Sweep.Failed) > 0 }
+
+// Line is the outcome as one line of the report.
+func (o Outcome) Line() string {
+	m := o.Mutation
+	switch {
+	case o.Stale != "":
+		return fmt.Sprintf("%-28s STALE   %s", m.Name, o.Stale)
+	case !o.Caught():
+		return fmt.Sprintf("%-28s MISSED  0 of %d seeds failed (expected %s): %s", m.Name, o.Sweep.Seeds, m.Expect, m.Bug)
+	}
+	seed, g, _ := o.Sweep.First()
+	return fmt.Sprintf("%-28s CAUGHT  first seed %d by %s, %d of %d seeds failed (expected %s)",
+		m.Name, seed, g, len(o.Sweep.Failed), o.Sweep.Seeds, m.Expect)
+}
+
+// Run applies m to a copy of the repository at root and runs the sweep of
+// seeds 1..seeds on it. Commands' output goes to log.
+func Run(ctx context.Context, root string, m Mutation, seeds int, log io.Writer) (Outcome, error) {
+	out := Outcome{Mutation: m}
+	dir, err := os.MkdirTemp("", "chronos-mutate-")
+	if err != nil {
+		return out, err
+	}
+	defer os.RemoveAll(dir)
+	if err := copyTracked(ctx, root, dir); err != nil {
+		return out, err
+	}
+	patch, err := filepath.Abs(m.File)
+	if err != nil {
+		return out, err
+	}
+	if b, err := command(ctx, dir, "git", "apply", patch); err != nil {
+		out.Stale = "patch does not apply: " + firstLine(b)
+		return out, nil
+	}
+	bin := filepath.Join(dir, "chronos-sim.bin")
+	if b, err := command(ctx, dir, "go", "build", "-o", bin, "./cmd/chronos-sim"); err != nil {
+		out.Stale = "does not build: " + firstLine(b)
+		return out, nil
+	}
+	b, err := command(ctx, dir, bin, "sweep", "-seeds", strconv.Itoa(seeds))
+	fmt.Fprintf(log, "%s", b)
+	if err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			return out, fmt.Errorf("sweep of %s: %w", m.Name, err)
+		}
+	}
+	out.Sweep, err = ParseSweep(string(b))
+	if err != nil {
+		return out, fmt.Errorf("sweep of %s: %w", m.Name, err)
+	}
+	return out, nil
+}
+
+// copyTracked copies the files git tracks under root into dir.
+func copyTracked(ctx context.Context, root, dir string) error {
+	list, err := command(ctx, root, "git", "ls-files", "-z")
+	if err != nil {
+		return fmt.Errorf("git ls-files: %v: %s", err, list)
+	}
+	for _, name := range strings.Split(strings.TrimRight(string(list), "\x00"), "\x00") {
+		if name == "" {
+			continue
+		}
+		src, dst := filepath.Join(root, name), filepath.Join(dir, name)
+		data, err := os.ReadFile(src)
+		if os.IsNotExist(err) {
+			continue // deleted in the work tree
+		}
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func command(ctx context.Context, dir, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	return cmd.CombinedOutput()
+}
+
+func firstLine(b []byte) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return line
+}

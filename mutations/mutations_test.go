@@ -1,0 +1,88 @@
+package mutations
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseSweep(t *testing.T) {
+	out := `sweep: 1000/1000 seeds, 2 failed
+seed=17 trace=ab events=9 result=FAIL 1 violations mix=crash first=G4@1s:pop 2 delivered twice
+seed=3 trace=cd events=9 result=FAIL 1 violations mix=loss first=G2@2s:pop 1 never delivered
+sweep: 1000 seeds from 1, 2 failed, 12345 events, 6s
+sweep: judged safety phase: 10 due pops, G2 50.0%, G3 50.0%, G4 50.0%
+`
+	s, err := ParseSweep(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, g, ok := s.First()
+	if !ok || seed != 3 || g != "G2" || s.Seeds != 1000 || len(s.Failed) != 2 {
+		t.Fatalf("got first seed %d by %s (%v), %d seeds, %d failed; want 3 by G2, 1000 seeds, 2 failed", seed, g, ok, s.Seeds, len(s.Failed))
+	}
+	clean, err := ParseSweep("sweep: 200 seeds from 1, 0 failed, 5 events, 1s\n")
+	if err != nil || len(clean.Failed) != 0 {
+		t.Fatalf("clean sweep: got %v, %v; want no failure", clean, err)
+	}
+	for _, bad := range []string{"", "seed=1 x first=G1@1s\n", "sweep: 10 seeds from 1, 3 failed, 5 events, 1s\n"} {
+		if _, err := ParseSweep(bad); err == nil {
+			t.Errorf("ParseSweep(%q): got no error, want one", bad)
+		}
+	}
+}
+
+func TestParseHeader(t *testing.T) {
+	good := "Mutation: m\nExpect: G1\nBug: b\n\n--- a/x\n+++ b/x\n"
+	if m, err := parseHeader([]byte(good)); err != nil || m.Name != "m" || m.Expect != "G1" || m.Bug != "b" {
+		t.Fatalf("got %+v, %v", m, err)
+	}
+	for _, bad := range []string{"Mutation: m\nExpect: G1\n\n--- a/x\n", "Mutation: m\nExpect: G1\nBug: b\n"} {
+		if _, err := parseHeader([]byte(bad)); err == nil {
+			t.Errorf("parseHeader(%q): got no error, want one", bad)
+		}
+	}
+}
+
+// TestEveryMutationApplies keeps the audit honest between runs: every
+// patch must apply to the current tree and still build (a mutation that no
+// longer applies would be reported STALE by make mutate). It does not run
+// the sweep.
+func TestEveryMutationApplies(t *testing.T) {
+	ms, err := Load(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) < 15 {
+		t.Fatalf("got %d mutations, want at least 15", len(ms))
+	}
+	dir := t.TempDir()
+	if err := copyTracked(context.Background(), "..", dir); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, m := range ms {
+		if names[m.Name] {
+			t.Errorf("mutation name %s used twice", m.Name)
+		}
+		names[m.Name] = true
+		patch, _ := filepath.Abs(m.File)
+		if out, err := command(context.Background(), dir, "git", "apply", "--check", patch); err != nil {
+			t.Errorf("%s no longer applies: %s", m.Name, strings.TrimSpace(string(out)))
+		}
+		if !strings.Contains(readFile(t, m.File), "node/") {
+			t.Errorf("%s patches nothing in node/", m.Name)
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
