@@ -71,9 +71,18 @@ func (e *Endpoint) Send(req node.Request, timeout time.Duration, done func(node.
 		n.trace("duplicated", e.host.name, to, &req, 0)
 	}
 	c.req = &req
-	for range copies {
-		n.transmit(e.host.name, to, c.req, func() { n.arrive(c, inbound) })
+	send := func() {
+		for range copies {
+			n.transmit(e.host.name, to, c.req, func() { n.arrive(c, inbound) })
+		}
 	}
+	if done, ok := n.sendCPU(e.host); ok {
+		// The request leaves once the sender's CPU has written it.
+		inc, from := e.inc, e.host.name
+		n.sched.At(done, func() { n.Run(from, inc, send) })
+		return
+	}
+	send()
 }
 
 // finish completes c once, on its sender's process.
@@ -114,6 +123,11 @@ func (n *Network) arrive(c *call, req node.Request) {
 		})
 	}
 	n.trace("deliver", c.from.name, c.to, &req, 0)
+	if done, ok := n.cpu(hs); ok {
+		// The request waits for the host's CPU, then is served.
+		n.sched.At(done, func() { n.Run(c.to, inc, serve) })
+		return
+	}
 	n.Run(c.to, inc, serve)
 }
 

@@ -51,9 +51,12 @@ const (
 	Paused
 )
 
-// Stats counts what the network did.
+// Stats counts what the network did. Queued counts work that waited for a
+// busy host's modelled CPU, and QueuedFor sums the waits.
 type Stats struct {
 	Sent, Delivered, Lost, Duplicated, Reordered, Blocked, Refused, TimedOut, Clogged uint64
+	Queued                                                                            uint64
+	QueuedFor                                                                         time.Duration
 }
 
 type link struct{ from, to string }
@@ -65,6 +68,8 @@ type host struct {
 	inc     uint64 // incarnation: bumped by every Listen
 	handler Handler
 	queue   []func() // work held while paused
+	// free holds, per modelled worker, when it is next idle (see cpu).
+	free []time.Duration
 }
 
 // Network is the simulated network: the factory of endpoints and the switch
@@ -132,7 +137,7 @@ func (n *Network) Listen(name string, h Handler, noisy bool) *Endpoint {
 		n.hosts[name] = hs
 	}
 	hs.inc++
-	hs.state, hs.handler, hs.noisy, hs.queue = Up, h, noisy, nil
+	hs.state, hs.handler, hs.noisy, hs.queue, hs.free = Up, h, noisy, nil, nil
 	n.trace("listen", name, name, nil, int64(hs.inc))
 	return &Endpoint{net: n, host: hs, inc: hs.inc}
 }
@@ -227,6 +232,48 @@ func (n *Network) Run(name string, inc uint64, f func()) {
 		return
 	}
 	f()
+}
+
+// cpu models the host's CPU: it returns when work of the given cost that
+// arrives now is done, on the first worker to be free, first come first
+// served; and false when the host has no modelled CPU (the work is free).
+func (n *Network) cpu(hs *host) (done time.Duration, modelled bool) {
+	workers, cost := n.opts.EndpointWorkers, n.opts.EndpointServiceTime
+	if hs.noisy {
+		workers, cost = n.opts.NodeWorkers, n.opts.NodeServiceTime
+	}
+	return n.busy(hs, workers, cost)
+}
+
+// sendCPU is cpu for a request the host sends.
+func (n *Network) sendCPU(hs *host) (time.Duration, bool) {
+	if !hs.noisy {
+		return 0, false
+	}
+	return n.busy(hs, n.opts.NodeWorkers, n.opts.NodeSendTime)
+}
+
+func (n *Network) busy(hs *host, workers int, cost time.Duration) (time.Duration, bool) {
+	if workers == 0 {
+		return 0, false
+	}
+	if len(hs.free) != workers {
+		hs.free = make([]time.Duration, workers)
+	}
+	w := 0
+	for i, f := range hs.free {
+		if f < hs.free[w] {
+			w = i
+		}
+	}
+	now := n.sched.Now()
+	start := max(now, hs.free[w])
+	if start > now {
+		n.stats.Queued++
+		n.stats.QueuedFor += start - now
+	}
+	hs.free[w] = start + cost
+	return start + cost, true
 }
 
 func (n *Network) mustHost(name string) *host {

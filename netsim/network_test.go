@@ -248,3 +248,80 @@ func TestDeterministicNoise(t *testing.T) {
 		t.Fatalf("got stats %+v, want noise only on the noisy link", st)
 	}
 }
+
+// TestBusyEndpointQueuesBurst proves the load model: 100 requests sent at
+// once to an endpoint with 2 workers and 10 ms of service each are all
+// answered, the last after about 50 x 10 ms of queueing, and none before
+// its share of the queue; with no workers modelled the same burst is
+// answered at network speed.
+func TestBusyEndpointQueuesBurst(t *testing.T) {
+	burst := func(o Options) (last time.Duration, st Stats) {
+		n, l := newNet(t, o, 1)
+		n.Listen("cb", func(_ string, _ node.Request, reply func(node.Response)) { reply(node.Response{Status: 200}) }, false)
+		src := n.Listen("n1", nil, true)
+		for range 100 {
+			src.Send(node.Request{Method: "POST", URL: "http://cb/x"}, 10*time.Second, func(r node.Response, err error) {
+				if err != nil || r.Status != 200 {
+					t.Fatalf("got %v %v, want 200", r.Status, err)
+				}
+				last = max(last, l.now)
+			})
+		}
+		l.run()
+		return last, n.Stats()
+	}
+	o := DefaultOptions()
+	free, st := burst(o)
+	if free > 2*o.LatencyMax || st.Queued != 0 {
+		t.Fatalf("unmodelled: last answer at %v, %d queued; want within two network delays, none queued", free, st.Queued)
+	}
+	o.EndpointWorkers, o.EndpointServiceTime = 2, 10*time.Millisecond
+	busy, st := burst(o)
+	if busy < 500*time.Millisecond || busy > 500*time.Millisecond+2*o.LatencyMax {
+		t.Fatalf("2 workers x 10 ms: last answer at %v, want 500 ms plus at most two network delays", busy)
+	}
+	if st.Queued == 0 || st.Queued > 100 {
+		t.Fatalf("queued %d requests, want some and at most 100", st.Queued)
+	}
+}
+
+// TestBusyNodeSendsInTurn proves that a node's sends take its CPU in turn:
+// 50 requests sent at once with 1 worker and 4 ms per send leave 4 ms
+// apart.
+func TestBusyNodeSendsInTurn(t *testing.T) {
+	o := DefaultOptions()
+	o.NodeWorkers, o.NodeSendTime = 1, 4*time.Millisecond
+	o.LatencyMin, o.LatencyMean, o.LatencyMax = time.Millisecond, time.Millisecond, time.Millisecond
+	n, l := newNet(t, o, 1)
+	var arrivals []time.Duration
+	n.Listen("cb", func(_ string, _ node.Request, reply func(node.Response)) {
+		arrivals = append(arrivals, l.now)
+		reply(node.Response{Status: 200})
+	}, false)
+	src := n.Listen("n1", nil, true)
+	for range 50 {
+		src.Send(node.Request{Method: "POST", URL: "http://cb/x"}, time.Minute, func(node.Response, error) {})
+	}
+	l.run()
+	if len(arrivals) != 50 {
+		t.Fatalf("got %d arrivals, want 50", len(arrivals))
+	}
+	for i, at := range arrivals {
+		if want := time.Duration(i+1)*4*time.Millisecond + time.Millisecond; at != want {
+			t.Fatalf("arrival %d at %v, want %v", i, at, want)
+		}
+	}
+}
+
+func TestLoadOptionsValidate(t *testing.T) {
+	o := DefaultOptions()
+	o.NodeWorkers = -1
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "NodeWorkers -1") {
+		t.Fatalf("got %v, want an error naming NodeWorkers -1", err)
+	}
+	o = DefaultOptions()
+	o.EndpointServiceTime = 2 * MaxServiceTime
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "EndpointServiceTime") {
+		t.Fatalf("got %v, want an error naming EndpointServiceTime", err)
+	}
+}

@@ -28,6 +28,10 @@ const (
 	// MaxPausedQueue bounds what a paused host buffers (inbound requests
 	// and completions of its own requests) before it drops the oldest.
 	MaxPausedQueue = 100_000
+	// MaxWorkers bounds a host's modelled parallelism.
+	MaxWorkers = 1024
+	// MaxServiceTime bounds a modelled per-request cost.
+	MaxServiceTime = time.Second
 )
 
 // Options holds every knob of the simulated network, each with its unit in
@@ -48,6 +52,21 @@ type Options struct {
 	// held back by up to ReorderDelayMax more, so later ones overtake it.
 	ReorderRate     float64
 	ReorderDelayMax time.Duration
+
+	// Load: a host's work costs time on a modelled CPU of Workers
+	// parallel workers, queued first come first served, so that bursts
+	// build queues. With 0 workers work costs nothing (the default).
+	//
+	// NodeWorkers, NodeServiceTime and NodeSendTime model the Chronos
+	// nodes (the noisy hosts): handling an inbound request, and sending
+	// a request (a pop, a replication, a notice).
+	NodeWorkers     int
+	NodeServiceTime time.Duration
+	NodeSendTime    time.Duration
+	// EndpointWorkers and EndpointServiceTime model the other hosts that
+	// serve requests: the clients' callback endpoints.
+	EndpointWorkers     int
+	EndpointServiceTime time.Duration
 }
 
 // DefaultOptions returns a healthy data-centre network: 0.2 ms to 20 ms,
@@ -82,6 +101,22 @@ func (o Options) Validate() error {
 	}
 	if o.ReorderDelayMax < 0 || o.ReorderDelayMax > MaxLatency {
 		return fmt.Errorf("netsim: ReorderDelayMax %v is not in [0, %v]", o.ReorderDelayMax, MaxLatency)
+	}
+	for _, w := range []struct {
+		name string
+		v    int
+	}{{"NodeWorkers", o.NodeWorkers}, {"EndpointWorkers", o.EndpointWorkers}} {
+		if w.v < 0 || w.v > MaxWorkers {
+			return fmt.Errorf("netsim: %s %d is not in [0, %d]", w.name, w.v, MaxWorkers)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"NodeServiceTime", o.NodeServiceTime}, {"NodeSendTime", o.NodeSendTime}, {"EndpointServiceTime", o.EndpointServiceTime}} {
+		if d.v < 0 || d.v > MaxServiceTime {
+			return fmt.Errorf("netsim: %s %v is not in [0, %v]", d.name, d.v, MaxServiceTime)
+		}
 	}
 	return nil
 }

@@ -21,6 +21,8 @@ func (w *world) step(written Step) {
 		w.checkStep(written, s.Check)
 	case OpCreate, OpUpdate, OpDelete:
 		w.clientOperation(s)
+	case OpBurst:
+		w.burst(s)
 	case OpCrash:
 		w.crash(w.machine(s.Side[0]))
 	case OpRestart:
@@ -60,6 +62,15 @@ func (w *world) step(written Step) {
 		w.scale(s)
 	default:
 		panic(fmt.Sprintf("sim: unknown step %q", s.Op))
+	}
+}
+
+// burst schedules the creates of a burst step, spread evenly over s.For.
+func (w *world) burst(s Step) {
+	for i := range s.Count {
+		c := s
+		c.Op, c.Timer = OpCreate, fmt.Sprintf("%s%d", s.Timer, i+1)
+		w.loop.After(s.For*time.Duration(i)/time.Duration(s.Count), func() { w.clientOperation(c) })
 	}
 }
 

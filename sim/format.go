@@ -19,6 +19,10 @@ func WriteScenario(w io.Writer, p *Plan) error {
 	o := p.Net
 	fmt.Fprintf(&b, "net latency-min=%v latency-mean=%v latency-max=%v loss=%s dup=%s reorder=%s reorder-max=%v\n",
 		o.LatencyMin, o.LatencyMean, o.LatencyMax, ftoa(o.LossRate), ftoa(o.DuplicateRate), ftoa(o.ReorderRate), o.ReorderDelayMax)
+	if o.NodeWorkers+o.EndpointWorkers > 0 {
+		fmt.Fprintf(&b, "net node-workers=%d node-service=%v node-send=%v cb-workers=%d cb-service=%v\n",
+			o.NodeWorkers, o.NodeServiceTime, o.NodeSendTime, o.EndpointWorkers, o.EndpointServiceTime)
+	}
 	if len(p.Mix) > 0 {
 		fmt.Fprintf(&b, "mix %s\n", strings.Join(p.Mix, ","))
 	}
@@ -44,6 +48,9 @@ func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 // String renders the step as a scenario line without its "at <time>".
 func (s Step) String() string {
 	switch s.Op {
+	case OpBurst:
+		return fmt.Sprintf("burst %s %d via n%d client=%d over=%v interval=%v repeat-for=%v rf=%d cb=c%d",
+			s.Timer, s.Count, s.Via, s.Client, s.For, s.Interval, s.RepeatFor, s.RF, s.Callback)
 	case OpCreate, OpUpdate, OpDelete:
 		t := fmt.Sprintf("%s %s via n%d client=%d", s.Op, s.Timer, s.Via, s.Client)
 		if s.Op != OpDelete {

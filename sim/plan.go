@@ -14,6 +14,8 @@ const (
 	MaxCallbacks = 16
 	MaxClients   = 16
 	MaxSteps     = 10_000
+	// MaxBurst bounds the creates of one burst step.
+	MaxBurst = 100_000
 	// MaxRunTime bounds a plan's simulated length.
 	MaxRunTime = 24 * time.Hour
 )
@@ -67,6 +69,9 @@ const (
 	OpCallbackOK Op = "callback-ok"
 	OpScaleUp    Op = "scale-up"
 	OpScaleDown  Op = "scale-down"
+	// OpBurst creates Count timers <Timer>1..<Timer>N through one node,
+	// spread evenly over For: a load spike in one line.
+	OpBurst Op = "burst"
 	// OpExpect checks Check when the step fires.
 	OpExpect Op = "expect"
 )
@@ -88,7 +93,10 @@ type Step struct {
 	Side   []string
 	Peers  []string
 	OneWay bool
-	// For is how long a clog lasts; Delta a clock jump or callback delay.
+	// Count is how many timers a burst creates.
+	Count int
+	// For is how long a clog lasts or a burst spreads over; Delta a clock
+	// jump or callback delay.
 	For    time.Duration
 	Delta  time.Duration
 	PPM    int64
@@ -139,6 +147,11 @@ func (p *Plan) validateStep(s Step) error {
 		return fmt.Errorf("time not in [0, end %v]", p.End)
 	}
 	switch s.Op {
+	case OpBurst:
+		if s.Count < 1 || s.Count > MaxBurst || s.For < 0 {
+			return fmt.Errorf("burst of %d timers over %v: want 1..%d timers and a spread of 0 or more", s.Count, s.For, MaxBurst)
+		}
+		fallthrough
 	case OpCreate, OpUpdate, OpDelete:
 		if s.Timer == "" || s.Via < 1 || s.Via > p.Nodes || s.Client < 1 || s.Client > p.Clients {
 			return fmt.Errorf("timer %q via n%d client %d out of range", s.Timer, s.Via, s.Client)

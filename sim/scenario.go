@@ -83,7 +83,9 @@ func (p *Plan) parseLine(f []string) error {
 
 func parseNet(o *netsim.Options, kv []string) error {
 	durs := map[string]*time.Duration{"latency-min": &o.LatencyMin, "latency-mean": &o.LatencyMean,
-		"latency-max": &o.LatencyMax, "reorder-max": &o.ReorderDelayMax}
+		"latency-max": &o.LatencyMax, "reorder-max": &o.ReorderDelayMax,
+		"node-service": &o.NodeServiceTime, "node-send": &o.NodeSendTime, "cb-service": &o.EndpointServiceTime}
+	ints := map[string]*int{"node-workers": &o.NodeWorkers, "cb-workers": &o.EndpointWorkers}
 	probs := map[string]*float64{"loss": &o.LossRate, "dup": &o.DuplicateRate, "reorder": &o.ReorderRate}
 	for _, a := range kv {
 		k, v, _ := strings.Cut(a, "=")
@@ -93,6 +95,8 @@ func parseNet(o *netsim.Options, kv []string) error {
 			*durs[k], err = time.ParseDuration(v)
 		case probs[k] != nil:
 			*probs[k], err = strconv.ParseFloat(v, 64)
+		case ints[k] != nil:
+			*ints[k], err = strconv.Atoi(v)
 		default:
 			err = fmt.Errorf("unknown net option %q", k)
 		}
@@ -140,6 +144,25 @@ func (p *Plan) parseStep(f []string) error {
 	switch s.Op {
 	case OpCreate, OpUpdate, OpDelete:
 		err = parseTimerStep(&s, args)
+	case OpBurst:
+		// burst <prefix> <count> via n<i> [over=<duration>] key=value...
+		if len(args) < 2 {
+			return fmt.Errorf("want: burst <prefix> <count> via n<i> [over=<d>] key=value...")
+		}
+		if s.Count, err = strconv.Atoi(args[1]); err != nil {
+			return err
+		}
+		rest := []string{args[0]}
+		for _, a := range args[2:] {
+			if v, ok := strings.CutPrefix(a, "over="); ok {
+				if s.For, err = time.ParseDuration(v); err != nil {
+					return err
+				}
+				continue
+			}
+			rest = append(rest, a)
+		}
+		err = parseTimerStep(&s, rest)
 	case OpCrash, OpRestart, OpPause, OpResume, OpJump, OpDrift, OpSlow, OpFail, OpCallbackOK:
 		err = parseHostStep(&s, args)
 	case OpPartition, OpClog:
