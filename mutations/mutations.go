@@ -176,16 +176,31 @@ func (o Outcome) Line() string {
 		m.Name, seed, g, len(o.Sweep.Failed), o.Sweep.Seeds, m.Expect)
 }
 
-// Run applies m to a copy of the repository at root and runs the sweep of
-// seeds 1..seeds on it. Commands' output goes to log.
-func Run(ctx context.Context, root string, m Mutation, seeds int, log io.Writer) (Outcome, error) {
+// Snapshot copies the files git tracks under root, as they are in the
+// work tree, into a new temporary folder, so that an audit judges one
+// state of the tree even while it is edited. The caller removes it.
+func Snapshot(ctx context.Context, root string) (string, error) {
+	dir, err := os.MkdirTemp("", "chronos-snapshot-")
+	if err != nil {
+		return "", err
+	}
+	if err := copyTracked(ctx, root, dir); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// Run applies m to a copy of the snapshot and runs the sweep of seeds
+// 1..seeds on it. Commands' output goes to log.
+func Run(ctx context.Context, snapshot string, m Mutation, seeds int, log io.Writer) (Outcome, error) {
 	out := Outcome{Mutation: m}
 	dir, err := os.MkdirTemp("", "chronos-mutate-")
 	if err != nil {
 		return out, err
 	}
 	defer os.RemoveAll(dir)
-	if err := copyTracked(ctx, root, dir); err != nil {
+	if err := os.CopyFS(dir, os.DirFS(snapshot)); err != nil {
 		return out, err
 	}
 	patch, err := filepath.Abs(m.File)

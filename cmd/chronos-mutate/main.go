@@ -41,9 +41,15 @@ func run(dir string, seeds int, only string, verbose bool) int {
 	if verbose {
 		log = os.Stderr
 	}
+	snap, err := mutations.Snapshot(context.Background(), ".")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer os.RemoveAll(snap)
 	caught, bad := 0, 0
 	for _, m := range ms {
-		o, err := mutations.Run(context.Background(), ".", m, seeds, log)
+		o, err := mutations.Run(context.Background(), snap, m, seeds, log)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
