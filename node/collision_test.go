@@ -212,3 +212,40 @@ func TestReplicaRefusingACollidedTimerLosesItsRank(t *testing.T) {
 		t.Fatalf("pops by 10.5 s: got %v, want %v (the backup has taken the refusing primary's rank)", got, want)
 	}
 }
+
+// TestRetriedWriteDoesNotPopAgain proves that a newer version of the same
+// definition written again moments later (a proxy's retry above a
+// concurrent write) keeps the pops this replica already made: a one-shot
+// timer popped under the first version does not pop again under the
+// second. A definition written again later starts over.
+func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
+	one := three[:1]
+	c := newCluster(t, one...)
+	g := newIDGen(1, 0)
+	id, _ := g.next(epoch.UnixMilli())
+	put := func(version uint64, startDelayMs int64) {
+		rec := Timer{ID: id, Version: version, Start: epoch.UnixMilli(), Interval: 0, RepeatFor: 0, RF: 1, URI: cb, Opaque: "once",
+			Placement: &Placement{Replicas: one}}
+		rec.def = definitionHash(rec.Interval, rec.RepeatFor, rec.URI, rec.Opaque)
+		now := c.clock.now.UnixMilli()
+		body := EncodeReplication(&rec, now-startDelayMs)
+		c.nodes[one[0]].Handle(Request{Method: "PUT", URL: "/timers/" + FormatWireID(id, 0), Header: Header{}, Body: body}, func(r Response) {
+			if r.Status != 200 {
+				t.Fatalf("PUT version %d: got %d (%s), want 200", version, r.Status, r.Body)
+			}
+		})
+	}
+	put(id, 0)
+	if got := seqs(c.advance(200*time.Millisecond, 200)); len(got) != 1 {
+		t.Fatalf("first version: got pops %v, want one", got)
+	}
+	put(id+1, 0) // the retry, 200 ms later
+	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
+		t.Fatalf("retried version: got pops %v, want none", got)
+	}
+	c.advance(time.Minute, 200)
+	put(id+2, 0) // the same definition written again a minute later
+	if got := seqs(c.advance(time.Second, 200)); len(got) != 1 {
+		t.Fatalf("a later write of the same definition: got pops %v, want one", got)
+	}
+}

@@ -108,10 +108,34 @@ func (n *Node) apply(t *Timer) applied {
 	}
 	if existing != nil {
 		t.bury(existing.lastDue())
+		n.keepProgress(existing, t)
 	}
 	n.release(existing)
 	n.hold(t, n.dueOf(t))
 	return applied{ok: true}
+}
+
+// keepProgress carries the pops already made over to a newer version of
+// the same definition that a proxy wrote again within moments: a client
+// write retried above a concurrent write's version (rewrite) is one client
+// write, and must not pop again what this replica popped of its first
+// version. A later PUT of the same definition has a start of its own,
+// further off, and starts over.
+func (n *Node) keepProgress(existing, t *Timer) {
+	if t.Tombstone || t.def == 0 || existing.def != t.def || existing.Dormant ||
+		existing.Seq <= t.Seq || existing.Interval != t.Interval || existing.RepeatFor != t.RepeatFor {
+		return
+	}
+	if d := t.Start - existing.Start; d < 0 || d > n.retryWindow().Milliseconds() {
+		return
+	}
+	t.Start, t.Seq = existing.Start, existing.Seq
+}
+
+// retryWindow bounds how much later a proxy's retry of a write starts
+// than its first try: one replication round per try.
+func (n *Node) retryWindow() time.Duration {
+	return n.cfg.ReplicationTimeout * (maxWriteRetries + 1)
 }
 
 // outlive keeps tombstone alive until the last pop of stale, a definition

@@ -45,12 +45,16 @@ func (w *world) attempt(c *clientOp) {
 	seq := len(w.hist.Ops)
 	op := checker.Op{Seq: seq, Client: s.Client, Node: m.addr, Kind: c.kind, Invoke: w.loop.Now()}
 	req := node.Request{Header: node.Header{}}
-	switch c.kind {
-	case checker.Create:
+	switch {
+	case c.kind == checker.Create && s.ID != 0:
+		// A client-chosen ID: the create is a PUT to a new ID.
+		req.Method, req.URL = "PUT", "http://"+m.addr+"/timers/"+node.FormatWireID(s.ID, 0)
+		op.Timer = s.ID
+	case c.kind == checker.Create:
 		req.Method, req.URL = "POST", "http://"+m.addr+"/timers"
-	case checker.Update:
+	case c.kind == checker.Update:
 		req.Method, req.URL = "PUT", "http://"+m.addr+"/timers/"+w.timers[s.Timer].wire
-	case checker.Delete:
+	case c.kind == checker.Delete:
 		req.Method, req.URL = "DELETE", "http://"+m.addr+"/timers/"+w.timers[s.Timer].wire
 	}
 	if c.kind != checker.Create {
@@ -59,7 +63,7 @@ func (w *world) attempt(c *clientOp) {
 	if c.kind != checker.Delete {
 		op.Spec = checker.Spec{Interval: s.Interval, RepeatFor: s.RepeatFor, URI: callbackURI(s.Callback),
 			Opaque: fmt.Sprintf("%s.%d", s.Timer, seq), ReplicationFactor: s.RF}
-		req.Body = timerBody(op.Spec)
+		req.Body = timerBody(op.Spec, s.Tag)
 		req.Header.Set(node.HeaderContentType, "application/json")
 	}
 	w.hist.Ops = append(w.hist.Ops, op)
@@ -107,7 +111,7 @@ func (w *world) learn(c *clientOp, op *checker.Op, resp node.Response) {
 		w.apiError(op, fmt.Sprintf("%s answered %d with Location %q, want /timers/<32 hex>", op.Node, op.Status, loc))
 		return
 	}
-	if c.kind == checker.Update && id != op.Timer {
+	if (c.kind == checker.Update || c.s.ID != 0) && id != op.Timer {
 		w.apiError(op, fmt.Sprintf("update of %016x answered with Location %q: the unique ID changed", op.Timer, loc))
 		return
 	}
@@ -120,8 +124,9 @@ func (w *world) apiError(op *checker.Op, msg string) {
 	w.tr.note("API violation: %s", msg)
 }
 
-// timerBody is the client API JSON body for a spec.
-func timerBody(s checker.Spec) []byte {
+// timerBody is the client API JSON body for a spec and an optional
+// statistics tag ("<type>:<count>").
+func timerBody(s checker.Spec, tag string) []byte {
 	type http struct {
 		URI    string `json:"uri"`
 		Opaque string `json:"opaque"`
@@ -137,7 +142,15 @@ func timerBody(s checker.Spec) []byte {
 		Reliability *struct {
 			RF int `json:"replication-factor"`
 		} `json:"reliability,omitempty"`
+		Statistics *struct {
+			TagInfo []node.Tag `json:"tag-info"`
+		} `json:"statistics,omitempty"`
 	}{}
+	if typ, count, err := parseTag(tag); err == nil {
+		body.Statistics = &struct {
+			TagInfo []node.Tag `json:"tag-info"`
+		}{[]node.Tag{{Type: typ, Count: count}}}
+	}
 	body.Timing.Interval = int64(s.Interval.Seconds())
 	body.Timing.RepeatFor = int64(s.RepeatFor.Seconds())
 	body.Callback.HTTP = http{URI: s.URI, Opaque: s.Opaque}

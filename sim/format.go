@@ -56,6 +56,12 @@ func (s Step) String() string {
 		if s.Op != OpDelete {
 			t += fmt.Sprintf(" interval=%v repeat-for=%v rf=%d cb=c%d", s.Interval, s.RepeatFor, s.RF, s.Callback)
 		}
+		if s.ID != 0 {
+			t += fmt.Sprintf(" id=%016x", s.ID)
+		}
+		if s.Tag != "" {
+			t += " tag=" + s.Tag
+		}
 		return t
 	case OpPartition, OpClog:
 		sep := "|"

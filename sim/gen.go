@@ -122,6 +122,12 @@ func genWorkload(p *Plan, src Source, safety time.Duration) (last time.Duration)
 		label := fmt.Sprintf("t%d", i)
 		at := time.Duration(src.IntN("create-at", int(safety/time.Second)*10)) * time.Second / 10
 		s := genTimerStep(p, src, OpCreate, label, at)
+		if src.IntN("chosen-id", 8) == 0 {
+			// A client-chosen ID (a PUT to a new ID), with the top bit
+			// set: far from the IDs nodes issue, which count
+			// milliseconds from 2020.
+			s.ID = 1<<63 | uint64(src.IntN("id-hi", 1<<31))<<31 | uint64(src.IntN("id-lo", 1<<31))
+		}
 		p.Steps = append(p.Steps, s)
 		last = max(last, s.At+s.span())
 		for range src.IntN("updates", 3) {
@@ -133,6 +139,17 @@ func genWorkload(p *Plan, src Source, safety time.Duration) (last time.Duration)
 			u.RF = s.RF // a PUT cannot change the replication factor
 			p.Steps = append(p.Steps, u)
 			last = max(last, u.At+u.span())
+			if src.IntN("concurrent", 6) == 0 {
+				// Another write of the same timer through another node
+				// in the same instant: an update, or a delete.
+				c := genTimerStep(p, src, OpUpdate, label, at)
+				c.RF, c.Via = s.RF, 1+(u.Via%p.Nodes)
+				if src.IntN("concurrent-delete", 3) == 0 {
+					c = Step{At: at, Op: OpDelete, Timer: label, Client: c.Client, Via: c.Via}
+				}
+				p.Steps = append(p.Steps, c)
+				last = max(last, c.At+c.span())
+			}
 		}
 		if src.IntN("delete", 4) == 0 {
 			if at += time.Duration(1+src.IntN("delete-after", 300)) * time.Second / 10; at >= safety {
@@ -152,8 +169,38 @@ func genTimerStep(p *Plan, src Source, op Op, label string, at time.Duration) St
 	if k := src.IntN("repeats", 7); k > 0 {
 		s.RepeatFor = time.Duration(k) * s.Interval
 	}
+	// The edges of api.md's timing, so that every branch of it runs.
+	switch src.IntN("timing", 24) {
+	case 0: // interval 0: one pop, at once
+		s.Interval, s.RepeatFor = 0, 0
+	case 1: // repeat-for below the interval: never pops
+		if s.Interval >= 2*time.Second {
+			s.RepeatFor = s.Interval - time.Second
+		}
+	case 2, 3: // repeat-for not a multiple of the interval
+		if s.Interval >= 2*time.Second {
+			s.RepeatFor = time.Duration(1+src.IntN("whole", 4))*s.Interval + time.Duration(1+src.IntN("part", int(s.Interval/time.Second)-1))*time.Second
+		}
+	case 4: // due beyond the store's coarse wheel: hours away
+		s.Interval = genLongIntervals[src.IntN("long", len(genLongIntervals))]
+		s.RepeatFor = time.Duration(1+src.IntN("long-repeats", 2)) * s.Interval
+	}
+	if src.IntN("rf-over", 12) == 0 {
+		// More replicas than members: placement takes every member.
+		s.RF = min(p.Nodes+1+src.IntN("rf-extra", 3), genMaxRF)
+	}
+	if src.IntN("tag", 6) == 0 {
+		s.Tag = fmt.Sprintf("tag%d:%d", src.IntN("tag-type", 3), 1+src.IntN("tag-count", 3))
+	}
 	return s
 }
+
+// genLongIntervals are the hour-long intervals of timers due beyond the
+// store's coarse wheel (cheap in virtual time).
+var genLongIntervals = []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour}
+
+// genMaxRF is the largest replication factor the API takes.
+const genMaxRF = 16
 
 // span is how long after the step its timer may still pop.
 func (s Step) span() time.Duration {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,6 +90,11 @@ type Step struct {
 	RepeatFor time.Duration
 	RF        int
 	Callback  int
+	// ID, when not 0, is the unique ID a create chooses for its timer: it
+	// is sent as a PUT to /timers/<ID> instead of a POST.
+	ID uint64
+	// Tag, when set, is one statistics tag "<type>:<count>".
+	Tag string
 	// Faults: hosts on each side ("n1", "c2"), one-way or not.
 	Side   []string
 	Peers  []string
@@ -162,6 +168,12 @@ func (p *Plan) validateStep(s Step) error {
 		if s.Interval%time.Second != 0 || s.RepeatFor%time.Second != 0 || s.Interval < 0 || s.RepeatFor < 0 {
 			return fmt.Errorf("interval %v and repeat-for %v must be whole seconds", s.Interval, s.RepeatFor)
 		}
+		if s.ID != 0 && s.Op != OpCreate {
+			return fmt.Errorf("only a create chooses its timer's ID")
+		}
+		if _, _, err := parseTag(s.Tag); s.Tag != "" && err != nil {
+			return err
+		}
 	case OpHeal, OpScaleUp, OpScaleDown:
 	case OpExpect:
 		if s.Check == nil {
@@ -231,3 +243,13 @@ func callbackURI(i int) string { return "http://" + callbackHost(i) + "/cb" }
 
 // clientHost is client i's host (1-based).
 func clientHost(i int) string { return fmt.Sprintf("client-%d.sim", i) }
+
+// parseTag splits a step's tag "<type>:<count>".
+func parseTag(tag string) (string, int, error) {
+	typ, count, ok := strings.Cut(tag, ":")
+	n, err := strconv.Atoi(count)
+	if !ok || typ == "" || err != nil || n < 1 {
+		return "", 0, fmt.Errorf("tag %q: want <type>:<count>, count 1 or more", tag)
+	}
+	return typ, n, nil
+}

@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
@@ -298,6 +300,7 @@ func (w *world) finish(res *Result) {
 	}
 	res.Replications, res.IDCollisions, res.Forbidden = total.replications, total.collisions, total.forbidden
 	res.Net = w.net.Stats()
+	w.checkTags()
 	res.Violations = append(res.Violations, w.apiErrs...)
 	if !w.opts.SkipCheck {
 		vs, cov := check(h)
@@ -313,4 +316,43 @@ func (w *world) finish(res *Result) {
 	res.ScenarioErrors = w.scenarioErrs
 	res.Unmet = append(append(append([]string{}, w.scenarioErrs...), w.stepUnmet...), w.expectations(res)...)
 	w.tr.event("end", "", "", int64(len(res.Violations)))
+}
+
+// checkTags holds each live node's per-tag statistics to the timers it
+// holds: the count of a tag is the sum of its counts over the live records
+// carrying it (api.md statistics), whatever updates, deletes, pops and
+// failed callbacks came before. A mismatch is a TAGS violation.
+func (w *world) checkTags() {
+	for _, m := range w.machines {
+		if m.node == nil {
+			continue
+		}
+		want := map[string]int{}
+		m.node.Held(func(t *node.Timer) bool {
+			if !t.Tombstone {
+				for _, tag := range t.Tags() {
+					want[tag.Type] += tag.Count
+				}
+			}
+			return true
+		})
+		got := m.node.Stats().Tags
+		for _, k := range slices.Sorted(maps.Keys(mergeKeys(want, got))) {
+			if want[k] != got[k] {
+				msg := fmt.Sprintf("%s counts %d for statistics tag %q but holds live timers carrying %d", m.addr, got[k], k, want[k])
+				w.apiErrs = append(w.apiErrs, checker.Violation{Guarantee: "TAGS", At: w.loop.Now(), Message: msg})
+			}
+		}
+	}
+}
+
+func mergeKeys(a, b map[string]int) map[string]int {
+	out := map[string]int{}
+	for k := range a {
+		out[k] = 0
+	}
+	for k := range b {
+		out[k] = 0
+	}
+	return out
 }

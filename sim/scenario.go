@@ -206,6 +206,10 @@ func parseTimerStep(s *Step, args []string) error {
 			s.RF, err = strconv.Atoi(v)
 		case "cb":
 			_, err = fmt.Sscanf(v, "c%d", &s.Callback)
+		case "id":
+			s.ID, err = strconv.ParseUint(v, 16, 64)
+		case "tag":
+			s.Tag = v
 		default:
 			err = fmt.Errorf("unknown key %q", k)
 		}
