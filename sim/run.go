@@ -3,11 +3,11 @@ package sim
 import (
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/chronos-timer/chronos/checker"
