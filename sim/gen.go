@@ -37,6 +37,22 @@ var faultKinds = []string{"crash", "pause", "partition", "one-way", "clog", "clo
 // instance number, so that they issue colliding IDs.
 const mixSharedInstance = "shared-instance"
 
+// mixLoad in a plan's mix gives every host a modelled CPU (modest service
+// times, well within what a burst of the plan needs) and adds a burst of
+// timers due in the same second, so that G4 is judged under load too.
+const mixLoad = "load"
+
+// genLoad turns the load model on and adds a burst of 50 to 500 timers
+// created within 100 ms, so that they fall due together.
+func genLoad(p *Plan, src Source, safety time.Duration) {
+	p.Net.NodeWorkers, p.Net.NodeServiceTime, p.Net.NodeSendTime = 2, 20*time.Microsecond, 50*time.Microsecond
+	p.Net.EndpointWorkers, p.Net.EndpointServiceTime = 4, time.Millisecond
+	s := genTimerStep(p, src, OpBurst, "L", time.Duration(src.IntN("load-at", int(safety/time.Second)))*time.Second)
+	s.Count, s.For, s.ID = 50+src.IntN("load-count", 451), 100*time.Millisecond, 0
+	p.Steps = append(p.Steps, s)
+	p.End = max(p.End, s.At+s.For+s.span()+genSettle)
+}
+
 // Generation bounds.
 const (
 	genSafetyMin = 40 * time.Second
@@ -80,6 +96,10 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 		p.Mix = append(p.Mix, mixSharedInstance)
 		genTwinBurst(p, faults, safety)
 		slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
+	}
+	if work.IntN("mix:"+mixLoad, 4) == 0 {
+		p.Mix = append(p.Mix, mixLoad)
+		genLoad(p, work, safety)
 	}
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
