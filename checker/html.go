@@ -19,6 +19,8 @@ const (
 	svgRowHeight  = 22
 	maxSVGPops    = 20000
 	maxSVGClients = 16
+	// maxReportViolations caps the violation table.
+	maxReportViolations = 200
 )
 
 // faultColor gives each fault kind its colour on the timeline.
@@ -47,7 +49,9 @@ func (o Options) WriteHTML(w io.Writer, h *History, vs []Violation, r ReportHead
 	}
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Chronos seed %d</title>\n%s</head><body>\n", r.Seed, htmlStyle)
-	fmt.Fprintf(b, "<h1>Chronos checker report, seed %d</h1>\n<table class=\"hdr\">\n", r.Seed)
+	fmt.Fprintf(b, "<h1>Chronos checker report, seed %d</h1>\n", r.Seed)
+	writeVerdict(b, vs, r)
+	fmt.Fprintf(b, "<table class=\"hdr\">\n")
 	for _, kv := range [][2]string{{"fault mix", r.FaultMix}, {"trace hash", r.TraceHash},
 		{"replay", r.ReplayCommand}, {"history", x.summary()}, {"violations", countByGuarantee(vs)}} {
 		fmt.Fprintf(b, "<tr><th>%s</th><td><code>%s</code></td></tr>\n", kv[0], esc(orNone(kv[1])))
@@ -55,7 +59,10 @@ func (o Options) WriteHTML(w io.Writer, h *History, vs []Violation, r ReportHead
 	fmt.Fprintf(b, "</table>\n")
 	writeViolationTable(b, vs)
 	fmt.Fprintf(b, "<h2>Timeline</h2>\n")
+	writeLegend(b)
 	x.writeSVG(b, vs)
+	x.writeCoverage(b)
+	x.writeTimers(b, vs, r.Trace)
 	fmt.Fprintf(b, "<h2>Linearizability (porcupine)</h2>\n<p>result: <b>%s</b>; %d timers, %d operations. %s</p>\n",
 		esc(string(info.Result)), info.Partitions, info.Operations, esc(info.Note))
 	fmt.Fprintf(b, "<iframe class=\"porcupine\" title=\"porcupine visualization\" srcdoc=\"%s\"></iframe>\n", esc(viz))
@@ -74,6 +81,10 @@ const htmlStyle = `<style>
 body{font-family:sans-serif;margin:1em 2em}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
 tr.violation td{background:#fdecea}
+.verdict{padding:4px 12px;margin:8px 0;border-radius:4px}.verdict.fail{background:#fdecea;border:1px solid #e53935}.verdict.pass{background:#e8f5e9;border:1px solid #43a047}
+.swatch{display:inline-block;width:14px;height:14px;border:1px solid #999}
+pre.trace{max-height:400px;overflow:auto;background:#f7f7f7}
+details{margin:4px 0}
 .porcupine{width:100%;height:700px;border:1px solid #ccc}
 svg text{font-size:11px;font-family:monospace}
 </style>
@@ -88,9 +99,13 @@ func writeViolationTable(b *bufio.Writer, vs []Violation) {
 		return
 	}
 	fmt.Fprintf(b, "<table><tr><th>guarantee</th><th>at</th><th>timer</th><th>what</th></tr>\n")
-	for _, v := range vs {
-		fmt.Fprintf(b, "<tr class=\"violation\"><td>%s</td><td>%v</td><td>%016x</td><td>%s</td></tr>\n",
-			esc(v.Guarantee), v.At, v.Timer, esc(v.Message))
+	for i, v := range vs {
+		if i == maxReportViolations {
+			fmt.Fprintf(b, "<tr><td colspan=\"4\">... %d more</td></tr>\n", len(vs)-i)
+			break
+		}
+		fmt.Fprintf(b, "<tr class=\"violation\" id=\"v%d\"><td>%s</td><td>%v</td><td><a href=\"#timer-%016x\">%016x</a></td><td>%s</td></tr>\n",
+			i, esc(v.Guarantee), v.At, v.Timer, v.Timer, esc(v.Message))
 	}
 	fmt.Fprintf(b, "</table>\n")
 }

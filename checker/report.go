@@ -19,6 +19,13 @@ type ReportHeader struct {
 	ReplayCommand string
 	// TraceHash is the hash of the run's trace (the determinism proof).
 	TraceHash string
+	// Unmet are the scenario expectations that did not hold, and Panic
+	// a panic that ended the run: the HTML report leads with them.
+	Unmet []string
+	Panic string
+	// Trace, when set, is the run's trace: the HTML report shows the
+	// lines that name each timer.
+	Trace []TraceLine
 }
 
 // event is one line of a report's event list.

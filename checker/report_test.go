@@ -3,10 +3,12 @@ package checker
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // htmlOut, when set, keeps the HTML report of TestWriteHTML for a person
@@ -80,7 +82,7 @@ func TestWriteHTML(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"<!DOCTYPE html>", "seed 42", "chronos-sim -seed 42 -replay", "deadbeef",
-		"<svg", `class="fault"`, `class="pop"`, `class="op"`, `<line class="violation"`, `<tr class="violation">`,
+		"<svg", `class="fault"`, `class="pop"`, `class="op"`, `<line class="violation"`, `<tr class="violation" id="v0">`,
 		"partition n1 | n2", "<iframe class=\"porcupine\"", "srcdoc=\"&lt;!doctype html&gt;", "Illegal",
 		"G5", "</html>"} {
 		if !strings.Contains(out, want) {
@@ -89,6 +91,55 @@ func TestWriteHTML(t *testing.T) {
 	}
 	if strings.Contains(out, "<script") && !strings.Contains(out, "srcdoc") {
 		t.Fatalf("got a script outside the porcupine frame, want it inside srcdoc")
+	}
+}
+
+func TestHTMLLeadsWithTheReasonAndDetailsEachTimer(t *testing.T) {
+	// The page names what failed before anything else, links the first
+	// violation to its timer's section, which lists the replicas by rank
+	// and the due pops against the deliveries, escapes what the client
+	// sent, and keeps to its limits on a big history.
+	h, primary, _, _ := placed(t)
+	h.Ops[0].Spec.Opaque = "<script>alert(1)</script>"
+	for i := range h.Pops {
+		h.Pops[i].Opaque = h.Ops[0].Spec.Opaque
+	}
+	h.Pops = h.Pops[:4] // pops 5..10 are lost: G2
+	vs := Check(h)
+	hdr := header
+	hdr.Unmet = []string{"expect pops t1 >= 10: got 4"}
+	hdr.Trace = []TraceLine{{At: sec, Text: "send n1 n2 PUT http://n2/timers/" + fmt.Sprintf("%016x", uint64(placedTimer)) + "0000000000000000"}}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, h, vs, hdr); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	verdict, timeline := strings.Index(out, "FAILED"), strings.Index(out, "<h2>Timeline")
+	if verdict < 0 || timeline < 0 || verdict > timeline || !strings.Contains(out[:timeline], "unmet expectation") {
+		t.Fatalf("want the verdict and the unmet expectation before the timeline")
+	}
+	anchor := fmt.Sprintf(`href="#timer-%016x"`, uint64(placedTimer))
+	section := fmt.Sprintf(`id="timer-%016x"`, uint64(placedTimer))
+	for _, want := range []string{anchor, section, `href="#v0"`, `id="v0"`, "(primary)", primary, "missing", "rank 0",
+		"trace lines naming this timer", "Judged coverage", "Legend", "&lt;script&gt;"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("got HTML without %q", want)
+		}
+	}
+	if i := strings.Index(out, "<script>alert"); i >= 0 {
+		t.Fatalf("client data reached the page unescaped: %s", out[max(0, i-200):i+40])
+	}
+	big := &History{Members: h.Members, End: time.Hour}
+	for i := range 200 {
+		op := write(i+1, Create, uint64(1000+i), fmt.Sprint("o", i), sec, 10*time.Minute, 0, 10*ms, OK)
+		big.Ops = append(big.Ops, op)
+	}
+	b.Reset()
+	if err := WriteHTML(&b, big, Check(big), header); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), `<details id="timer-`); n != maxReportTimers {
+		t.Fatalf("got %d timer sections, want the cap %d", n, maxReportTimers)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/chronos-timer/chronos/checker"
 )
@@ -55,10 +56,21 @@ func (w *world) distinctPops(label string) int {
 // header is the checker's report header for a run.
 func header(res *Result) checker.ReportHeader {
 	return checker.ReportHeader{Seed: int64(res.Plan.Seed), FaultMix: mixString(res.Plan),
-		ReplayCommand: ReplayCommand(res.Plan), TraceHash: fmt.Sprintf("%016x", res.TraceHash)}
+		ReplayCommand: ReplayCommand(res.Plan), TraceHash: fmt.Sprintf("%016x", res.TraceHash),
+		Unmet: res.Unmet, Panic: res.Panic}
 }
 
-// writeHTML writes the checker's HTML report of a run.
+// writeHTML writes the checker's HTML report of a run, with the run's
+// trace (the plan is run again to print it: runs are deterministic).
 func writeHTML(w io.Writer, res *Result) error {
-	return checker.WriteHTML(w, res.History, res.Violations, header(res))
+	h := header(res)
+	var trace strings.Builder
+	Run(res.Plan, Options{Trace: &trace, SkipCheck: true})
+	for _, line := range strings.Split(trace.String(), "\n") {
+		at, err := time.ParseDuration(strings.Fields(line + " x")[0])
+		if err == nil {
+			h.Trace = append(h.Trace, checker.TraceLine{At: at, Text: strings.TrimSpace(line)})
+		}
+	}
+	return checker.WriteHTML(w, res.History, res.Violations, h)
 }
