@@ -21,8 +21,8 @@ const (
 	maxReportTrace = 80
 )
 
-// TraceLine is one line of the simulator's trace, for the report to show
-// the messages around a timer's pops.
+// TraceLine is one line of the simulator's trace (its text starts with
+// its time), for the report to show the messages around a timer's pops.
 type TraceLine struct {
 	At   time.Duration
 	Text string
@@ -189,7 +189,7 @@ func (x *index) writeTimer(b *bufio.Writer, t uint64, defs []*def, trace []Trace
 		var lines []string
 		for _, l := range trace {
 			if strings.Contains(l.Text, needle) || strings.Contains(l.Text, d0.op.Spec.Opaque+" ") {
-				lines = append(lines, fmt.Sprintf("%12v %s", l.At, l.Text))
+				lines = append(lines, l.Text)
 			}
 		}
 		fmt.Fprintf(b, "<p>trace lines naming this timer (replication, notices, pops): %d</p>\n", len(lines))
