@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"strings"
 )
 
@@ -23,7 +24,13 @@ import (
 
 // signature returns the hex HMAC-SHA256 of a request under key.
 func signature(key, method, url string, body []byte) string {
-	mac := hmac.New(sha256.New, []byte(key))
+	return sum(hmac.New(sha256.New, []byte(key)), method, url, body)
+}
+
+// sum is signature with a keyed MAC made once (and reset here), since a
+// node signs and checks every internal request.
+func sum(mac hash.Hash, method, url string, body []byte) string {
+	mac.Reset()
 	mac.Write([]byte(method))
 	mac.Write([]byte{'\n'})
 	mac.Write([]byte(requestTarget(url)))
@@ -63,8 +70,17 @@ func (n *Node) internalPut(host, wire string, body []byte) Request {
 // sign adds the signature of req to it, when the cluster has a key.
 func (n *Node) sign(req *Request) {
 	if n.cfg.ClusterKey != "" {
-		req.Header.Set(HeaderSignature, signature(n.cfg.ClusterKey, req.Method, req.URL, req.Body))
+		req.Header.Set(HeaderSignature, sum(n.keyMAC(), req.Method, req.URL, req.Body))
 	}
+}
+
+// keyMAC is the node's MAC under the cluster key, made on first use; the
+// node is single-threaded, so one serves every request.
+func (n *Node) keyMAC() hash.Hash {
+	if n.mac == nil {
+		n.mac = hmac.New(sha256.New, []byte(n.cfg.ClusterKey))
+	}
+	return n.mac
 }
 
 // authentic reports whether req, an internal request, comes from a holder
@@ -73,7 +89,7 @@ func (n *Node) authentic(req Request) bool {
 	if n.cfg.ClusterKey == "" {
 		return true
 	}
-	want := signature(n.cfg.ClusterKey, req.Method, req.URL, req.Body)
+	want := sum(n.keyMAC(), req.Method, req.URL, req.Body)
 	return hmac.Equal([]byte(req.Header.Get(HeaderSignature)), []byte(want))
 }
 

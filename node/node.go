@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"hash"
 	"log/slog"
 	"strings"
 	"time"
@@ -17,7 +18,10 @@ const TombstoneMin = 10 * time.Second
 // wheel. It is single-threaded: the driver calls Handle, alarm callbacks and
 // network completions one at a time, never concurrently.
 type Node struct {
-	cfg   Config
+	cfg Config
+	// mac signs and checks internal requests under the cluster key (see
+	// keyMAC).
+	mac   hash.Hash
 	log   *slog.Logger
 	self  string
 	clock Clock
