@@ -200,14 +200,7 @@ func (x *index) popFault(d *def, k int, upTo time.Duration) (Fault, bool) {
 	}
 	lo, hi := d.due(k)
 	upTo = max(upTo, hi+r)
-	around := [][2]time.Duration{{pl - r, ph + r}, {lo - r, upTo}}
-	if d.timer != 0 {
-		for _, op := range x.byTimer[d.timer] {
-			if ret := min(effReturn(op), x.end); ret >= pl-r && op.Invoke <= upTo {
-				around = append(around, [2]time.Duration{op.Invoke, ret})
-			}
-		}
-	}
+	around := append([][2]time.Duration{{pl - r, ph + r}, {lo - r, upTo}}, x.writeWindows(d, pl-r, upTo)...)
 	for _, s := range d.spans {
 		if s.from > upTo {
 			break
@@ -232,6 +225,21 @@ func (x *index) popFault(d *def, k int, upTo time.Duration) (Fault, bool) {
 	return Fault{}, false
 }
 
+// writeWindows lists when the writes of d's timer that ran within
+// [from, upTo] ran.
+func (x *index) writeWindows(d *def, from, upTo time.Duration) [][2]time.Duration {
+	if d.timer == 0 {
+		return nil
+	}
+	var out [][2]time.Duration
+	for _, op := range x.byTimer[d.timer] {
+		if ret := min(effReturn(op), x.end); ret >= from && op.Invoke <= upTo {
+			out = append(out, [2]time.Duration{op.Invoke, ret})
+		}
+	}
+	return out
+}
+
 // dupFault is the first fault that may have made pop k of d be delivered
 // twice: one active around the pop itself (from its earliest due time
 // less the worst rank delay to upTo, its last delivery) or around a write
@@ -242,14 +250,7 @@ func (x *index) dupFault(d *def, k int, upTo time.Duration) (Fault, bool) {
 	r := x.rankBound(d)
 	lo, hi := d.due(k)
 	upTo = max(upTo, hi+r)
-	around := [][2]time.Duration{{lo - r, upTo}}
-	if d.timer != 0 {
-		for _, op := range x.byTimer[d.timer] {
-			if ret := min(effReturn(op), x.end); ret >= lo-r && op.Invoke <= upTo {
-				around = append(around, [2]time.Duration{op.Invoke, ret})
-			}
-		}
-	}
+	around := append([][2]time.Duration{{lo - r, upTo}}, x.writeWindows(d, lo-r, upTo)...)
 	for _, s := range d.spans {
 		if s.from > upTo {
 			break

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"slices"
 	"testing"
 	"time"
 )
@@ -34,19 +33,10 @@ func TestEarlyPopWithinClockGainIsAllowed(t *testing.T) {
 	// replica excuses nothing, and neither does a general skew: start
 	// times travel as deltas, so only a clock's gain can make a pop early.
 	h := healthy()
-	h.Members = []string{"n1", "n2", "n3"}
-	h.Ops[0].Timer = 0x0b061cf0001d7000 // replicas n1, n2 of n1..n3 at rf 2
+	replicas, other := placeHealthy(h)
 	h.MaxClockSkew = 50 * ms
 	h.Pops[2].At = 3*sec - 40*ms
 	requireHas(t, requireOnly(t, Check(h), "G1"), "G1", "pop 3", "early")
-	replicas := Replicas(h.Members, h.Ops[0].Timer, 2)
-	h.Ops[0].Node = replicas[0]
-	other := ""
-	for _, m := range h.Members {
-		if !slices.Contains(replicas, m) {
-			other = m
-		}
-	}
 	jumped := *h
 	jumped.Faults = []Fault{{At: 2 * sec, Kind: ClockJump, Nodes: []string{replicas[0]}, Detail: "+50ms"}}
 	requireNone(t, Check(&jumped))

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,22 @@ func healthy() *History {
 		MaxClockSkew: 1 * ms,
 		MaxNetDelay:  5 * ms,
 	}
+}
+
+// placeHealthy gives a healthy() history three members and a timer ID
+// whose rf-2 replicas leave one member out; the timer is written through
+// its primary. It returns the replicas and the member left out.
+func placeHealthy(h *History) (replicas []string, other string) {
+	h.Members = []string{"n1", "n2", "n3"}
+	h.Ops[0].Timer = 0x0b061cf0001d7000
+	replicas = Replicas(h.Members, h.Ops[0].Timer, 2)
+	h.Ops[0].Node = replicas[0]
+	for _, m := range h.Members {
+		if !slices.Contains(replicas, m) {
+			other = m
+		}
+	}
+	return replicas, other
 }
 
 // without returns h without the pops matching drop.

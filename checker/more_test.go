@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,16 +128,7 @@ func TestBackwardClockJumpExcusesLatePops(t *testing.T) {
 	// after the liveness phase; the same jump on a node that holds no
 	// replica of the timer excuses nothing.
 	h := healthy()
-	h.Members = []string{"n1", "n2", "n3"}
-	h.Ops[0].Timer = 0x0b061cf0001d7000
-	replicas := Replicas(h.Members, h.Ops[0].Timer, 2)
-	h.Ops[0].Node = replicas[0]
-	other := ""
-	for _, m := range h.Members {
-		if !slices.Contains(replicas, m) {
-			other = m
-		}
-	}
+	replicas, other := placeHealthy(h)
 	h.Ops[0].Spec.RepeatFor = 20 * sec
 	h.End = 30 * sec
 	h.Faults = []Fault{{At: 1500 * ms, Kind: ClockJump, Nodes: []string{replicas[0]}, Detail: "-3s"}}
