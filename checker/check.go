@@ -15,22 +15,25 @@ func Check(h *History) []Violation {
 	return DefaultOptions().Check(h)
 }
 
-// Check runs G1-G5 and G7 on h:
+// Check runs G1-G5 and G7 on h (docs/design.md section 3), attributing
+// each fault only to the timers whose replicas, writing nodes, links,
+// endpoint or messages it hit (attribution.go):
 //
-//   - G1: every pop arrives no earlier than invoke + k x interval - skew.
-//   - G2: every due pop of an OK definition not replaced before its bound,
-//     with no fault around it, is delivered.
-//   - G3: the first delivery of each pop is within its bound. With no
-//     fault around: due + FaultFreeLate + NetHops x MaxNetDelay + skew.
-//     With faults: due + ReplicaSkew x (rf-1) + the same slack (the rank
-//     of the first live replica is unknown, so the worst is assumed);
-//     "always within 2 x interval for intervals of at least 2 s x (rf-1)"
-//     follows from it. No bound applies when as many nodes as rf were
-//     down or cut off around the due time.
+//   - G1: every pop arrives no earlier than invoke + k x interval, less
+//     what the clocks of the timer's nodes gained meanwhile.
+//   - G2: every due pop of an OK definition not replaced before its bound
+//     is accepted (2xx) by the endpoint, unless as many replicas as hold
+//     it were down, cut off or without a copy (see lateBound).
+//   - G3: the first delivery of each pop is within its bound: with no
+//     fault around, due + FaultFreeLate + NetHops x MaxNetDelay + skew;
+//     with faults, the rank of the first live replica x ReplicaSkew plus
+//     the replication hold it may carry, plus the same slack.
 //   - G4: sequence numbers lie in 1..Pops() and fit the delivery time; no
-//     duplicate with no fault around; no pop of an unknown opaque.
+//     duplicate with no fault around the pop; a replica attempts each pop
+//     once; no pop of an unknown opaque.
 //   - G5: no pop of a rejected write or of a definition replaced by an OK
-//     DELETE or PUT; the per-timer porcupine model is linearizable.
+//     DELETE or PUT no fault kept from a replica; the per-timer porcupine
+//     model is linearizable, and a search that times out is reported.
 //   - G7: after the liveness phase began every pending pop is delivered
 //     within the replica-failure bound.
 func (o Options) Check(h *History) []Violation {

@@ -19,10 +19,10 @@ type Excuse string
 const (
 	// ExFault: a fault touched the timer's replicas, the nodes that took
 	// its writes, their links, its callback endpoint or a message about it
-	// around the pop (FaultSettle included). The pop may be late by the
-	// worst replica rank (G3), missing when every copy was lost (G2), or
-	// delivered twice (G4). Judged with rank bounds, not skipped: G3 still
-	// applies at the worst rank.
+	// around the pop (FaultSettle included), named by its kind
+	// ("fault-window/crash"). The pop may be delivered twice (G4). G2 and
+	// G3 are still judged, at the rank of the first live replica: they
+	// count as excused by it only when the placement is unknown.
 	ExFault Excuse = "fault-window"
 	// ExUnknownWrite: the write's answer was lost (timeout, 5xx), so it may
 	// have taken effect or not; its pops are not owed (G2) and its effect
