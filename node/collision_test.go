@@ -223,8 +223,9 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	c := newCluster(t, one...)
 	g := newIDGen(1, 0)
 	id, _ := g.next(epoch.UnixMilli())
+	opaque := "once"
 	put := func(version uint64, startDelayMs int64) {
-		rec := Timer{ID: id, Version: version, Start: epoch.UnixMilli(), Interval: 0, RepeatFor: 0, RF: 1, URI: cb, Opaque: "once",
+		rec := Timer{ID: id, Version: version, Start: epoch.UnixMilli(), Interval: 0, RepeatFor: 0, RF: 1, URI: cb, Opaque: opaque,
 			Placement: &Placement{Replicas: one}}
 		rec.def = definitionHash(rec.Interval, rec.RepeatFor, rec.URI, rec.Opaque)
 		now := c.clock.now.UnixMilli()
@@ -243,8 +244,20 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
 		t.Fatalf("retried version: got pops %v, want none", got)
 	}
+	// A concurrent write of another definition lands in between, then the
+	// proxy's retry of the first comes back above it.
+	opaque = "other"
+	put(id+2, 0)
+	if got := seqs(c.advance(200*time.Millisecond, 200)); len(got) != 1 || got[0] != "1:other" {
+		t.Fatalf("the concurrent write: got pops %v, want its one pop", got)
+	}
+	opaque = "once"
+	put(id+3, 0)
+	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
+		t.Fatalf("the retry above a concurrent write: got pops %v, want none", got)
+	}
 	c.advance(time.Minute, 200)
-	put(id+2, 0) // the same definition written again a minute later
+	put(id+4, 0) // the same definition written again a minute later
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 1 {
 		t.Fatalf("a later write of the same definition: got pops %v, want one", got)
 	}

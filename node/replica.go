@@ -97,7 +97,12 @@ func (n *Node) apply(t *Timer) applied {
 		}
 		if existing.Version > t.Version {
 			// The sender is behind: a client write from a node whose
-			// clock lags, or a replica that missed a later write.
+			// clock lags, or a replica that missed a later write. If it
+			// tells of pops of the older definition, remember them for
+			// a retry of that definition (see keepProgress).
+			if t.Seq > 0 && t.def != 0 && t.def != existing.def && !t.Dormant {
+				existing.replaced(Progress{Def: t.def, Seq: t.Seq, Start: t.Start, Interval: t.Interval, RepeatFor: t.RepeatFor})
+			}
 			return applied{ok: true, newer: existing}
 		}
 		return applied{ok: true}
@@ -119,17 +124,33 @@ func (n *Node) apply(t *Timer) applied {
 // the same definition that a proxy wrote again within moments: a client
 // write retried above a concurrent write's version (rewrite) is one client
 // write, and must not pop again what this replica popped of its first
-// version. A later PUT of the same definition has a start of its own,
-// further off, and starts over.
+// version, whether the replica still holds that version or the concurrent
+// write has replaced it meanwhile (Extra.Replaced). A later PUT of the
+// same definition has a start of its own, further off, and starts over.
+// Otherwise it notes existing's progress in t, for such a retry to come.
 func (n *Node) keepProgress(existing, t *Timer) {
-	if t.Tombstone || t.def == 0 || existing.def != t.def || existing.Dormant ||
-		existing.Seq <= t.Seq || existing.Interval != t.Interval || existing.RepeatFor != t.RepeatFor {
+	prior := Progress{Def: existing.def, Seq: existing.Seq, Start: existing.Start,
+		Interval: existing.Interval, RepeatFor: existing.RepeatFor}
+	if existing.Dormant {
+		prior = Progress{}
+	}
+	if prior.Def != t.def && existing.Extra != nil {
+		prior = existing.Extra.Replaced
+	}
+	switch {
+	case t.Tombstone || t.def == 0 || prior.Def != t.def:
+		if existing.Seq > 0 && existing.def != 0 && existing.def != t.def && !existing.Dormant && !t.Tombstone {
+			t.replaced(Progress{Def: existing.def, Seq: existing.Seq, Start: existing.Start,
+				Interval: existing.Interval, RepeatFor: existing.RepeatFor})
+		}
+		return
+	case prior.Seq <= t.Seq || prior.Interval != t.Interval || prior.RepeatFor != t.RepeatFor:
 		return
 	}
-	if d := t.Start - existing.Start; d < 0 || d > n.retryWindow().Milliseconds() {
+	if d := t.Start - prior.Start; d < 0 || d > n.retryWindow().Milliseconds() {
 		return
 	}
-	t.Start, t.Seq = existing.Start, existing.Seq
+	t.Start, t.Seq = prior.Start, prior.Seq
 }
 
 // retryWindow bounds how much later a proxy's retry of a write starts

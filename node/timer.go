@@ -92,6 +92,11 @@ type TimerExtra struct {
 	// replacing write may pop that one until then, so a tombstone of this
 	// record must outlive it (seed 9164).
 	Buried int64
+	// Replaced is the pop progress of the definition this record
+	// replaced, when that one had popped: a proxy that retries its write
+	// above this record's version brings that definition back, and it
+	// must not pop again what it popped (see Node.keepProgress).
+	Replaced Progress
 	// Refused marks, by position in Placement.Replicas, the replicas
 	// that answered a pop notice with a collision: they hold another
 	// timer under this ID (two nodes issued it) and will never pop this
@@ -99,6 +104,15 @@ type TimerExtra struct {
 	// popping every pop 2 s late for good (scenarios/README.md I2).
 	Refused uint32
 	// Resync bookkeeping is added here by the resync issue.
+}
+
+// Progress is how far one definition of a timer popped: its fingerprint,
+// timing, start and sequence number.
+type Progress struct {
+	Def                 uint32
+	Seq                 uint32
+	Start               int64
+	Interval, RepeatFor int64
 }
 
 // Tag is one statistics tag with its count.
@@ -158,6 +172,17 @@ func (t *Timer) lastDue() int64 {
 		end = max(end, t.Extra.Buried)
 	}
 	return end
+}
+
+// replaced records the progress of the definition t replaces (see
+// TimerExtra.Replaced).
+func (t *Timer) replaced(p Progress) {
+	var e TimerExtra
+	if t.Extra != nil {
+		e = *t.Extra
+	}
+	e.Replaced = p
+	t.Extra = &e
 }
 
 // bury records that t replaced a definition due until end. The extra

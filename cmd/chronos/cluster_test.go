@@ -338,7 +338,8 @@ func (r *recorder) check(t *testing.T, limits map[string]int) {
 type instanceIDs int
 
 const (
-	// configuredIDs gives member i [identity] instance_id i+1.
+	// configuredIDs gives each member an [identity] instance_id of its own
+	// that no member derives (see configuredID).
 	configuredIDs instanceIDs = iota
 	// derivedIDs configures no instance_id anywhere, as a cluster
 	// configured with addresses only: each member derives its number from
@@ -380,8 +381,33 @@ func startCluster(t *testing.T, bin string, n int, ids instanceIDs) []*process {
 	return nil
 }
 
-// tryStartMember starts member i of the cluster of addrs, with
-// instance_id i+1 if ids is configuredIDs, and waits until it serves.
+// configuredID is the instance number member i is configured with: the
+// (i+1)-th lowest number no member of addrs derives, since the node
+// refuses to start with a number another member derives (and ports, so
+// derived numbers, differ from run to run).
+func configuredID(t *testing.T, addrs []string, i int) int {
+	derived, err := node.InstanceIDs(node.Membership{Nodes: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := map[int]bool{}
+	for _, id := range derived {
+		taken[id] = true
+	}
+	id := 0
+	for n := 0; ; id++ {
+		if !taken[id] {
+			if n == i {
+				return id
+			}
+			n++
+		}
+	}
+}
+
+// tryStartMember starts member i of the cluster of addrs, with an
+// instance_id of its own if ids is configuredIDs, and waits until it
+// serves.
 func tryStartMember(t *testing.T, bin string, addrs []string, i int, ids instanceIDs) (*process, error) {
 	dir := t.TempDir()
 	addr := addrs[i]
@@ -393,7 +419,7 @@ func tryStartMember(t *testing.T, bin string, addrs []string, i int, ids instanc
 	localPath := filepath.Join(dir, "chronos.conf")
 	local := fmt.Sprintf("[http]\nbind-address = %s\nbind-port = %s\n\n[logging]\nlevel = 3\n", host, port)
 	if ids == configuredIDs {
-		local += fmt.Sprintf("\n[identity]\ninstance_id = %d\n", i+1)
+		local += fmt.Sprintf("\n[identity]\ninstance_id = %d\n", configuredID(t, addrs, i))
 	}
 	if err := os.WriteFile(localPath, []byte(local), 0o600); err != nil {
 		t.Fatal(err)
