@@ -191,15 +191,8 @@ func TestReplicaRefusingACollidedTimerLosesItsRank(t *testing.T) {
 	// The two replicas hold two timers of one version under the ID, as
 	// the twins of a shared instance number leave them.
 	for i, opaque := range []string{"other", "first"} {
-		rec := Timer{ID: id, Version: id, Start: epoch.UnixMilli(), Interval: 5000, RepeatFor: 30000, RF: 2, URI: cb, Opaque: opaque,
-			Placement: &Placement{Replicas: replicas}}
-		rec.def = definitionHash(rec.Interval, rec.RepeatFor, rec.URI, rec.Opaque)
-		put := Request{Method: "PUT", URL: "/timers/" + FormatWireID(id, 0), Header: Header{}, Body: EncodeReplication(&rec, epoch.UnixMilli())}
-		c.nodes[replicas[i]].Handle(put, func(r Response) {
-			if r.Status != 200 {
-				t.Fatalf("placing %q on %s: got %d (%s), want 200", opaque, replicas[i], r.Status, r.Body)
-			}
-		})
+		c.place(replicas[i], Timer{ID: id, Version: id, Start: epoch.UnixMilli(), Interval: 5000, RepeatFor: 30000, RF: 2,
+			URI: cb, Opaque: opaque, Placement: &Placement{Replicas: replicas}})
 	}
 	got := seqs(c.advance(7500*time.Millisecond, 200))
 	slices.Sort(got)
@@ -224,41 +217,47 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	g := newIDGen(1, 0)
 	id, _ := g.next(epoch.UnixMilli())
 	opaque := "once"
-	put := func(version uint64, startDelayMs int64) {
-		rec := Timer{ID: id, Version: version, Start: epoch.UnixMilli(), Interval: 0, RepeatFor: 0, RF: 1, URI: cb, Opaque: opaque,
-			Placement: &Placement{Replicas: one}}
-		rec.def = definitionHash(rec.Interval, rec.RepeatFor, rec.URI, rec.Opaque)
-		now := c.clock.now.UnixMilli()
-		body := EncodeReplication(&rec, now-startDelayMs)
-		c.nodes[one[0]].Handle(Request{Method: "PUT", URL: "/timers/" + FormatWireID(id, 0), Header: Header{}, Body: body}, func(r Response) {
-			if r.Status != 200 {
-				t.Fatalf("PUT version %d: got %d (%s), want 200", version, r.Status, r.Body)
-			}
-		})
+	put := func(version uint64) {
+		c.place(one[0], Timer{ID: id, Version: version, Start: epoch.UnixMilli(), RF: 1, URI: cb, Opaque: opaque,
+			Placement: &Placement{Replicas: one}})
 	}
-	put(id, 0)
+	put(id)
 	if got := seqs(c.advance(200*time.Millisecond, 200)); len(got) != 1 {
 		t.Fatalf("first version: got pops %v, want one", got)
 	}
-	put(id+1, 0) // the retry, 200 ms later
+	put(id+1) // the retry, 200 ms later
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
 		t.Fatalf("retried version: got pops %v, want none", got)
 	}
 	// A concurrent write of another definition lands in between, then the
 	// proxy's retry of the first comes back above it.
 	opaque = "other"
-	put(id+2, 0)
+	put(id+2)
 	if got := seqs(c.advance(200*time.Millisecond, 200)); len(got) != 1 || got[0] != "1:other" {
 		t.Fatalf("the concurrent write: got pops %v, want its one pop", got)
 	}
 	opaque = "once"
-	put(id+3, 0)
+	put(id+3)
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
 		t.Fatalf("the retry above a concurrent write: got pops %v, want none", got)
 	}
 	c.advance(time.Minute, 200)
-	put(id+4, 0) // the same definition written again a minute later
+	put(id+4) // the same definition written again a minute later
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 1 {
 		t.Fatalf("a later write of the same definition: got pops %v, want one", got)
 	}
+}
+
+// place hands node addr the replication PUT of rec, fingerprinted, as if
+// from a peer, and requires it taken.
+func (c *cluster) place(addr string, rec Timer) {
+	c.t.Helper()
+	rec.def = definitionHash(rec.Interval, rec.RepeatFor, rec.URI, rec.Opaque)
+	put := Request{Method: "PUT", URL: "/timers/" + FormatWireID(rec.ID, 0), Header: Header{},
+		Body: EncodeReplication(&rec, c.clock.now.UnixMilli())}
+	c.nodes[addr].Handle(put, func(r Response) {
+		if r.Status != 200 {
+			c.t.Fatalf("placing %q version %d on %s: got %d (%s), want 200", rec.Opaque, rec.Version, addr, r.Status, r.Body)
+		}
+	})
 }
