@@ -225,24 +225,24 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	if got := seqs(c.advance(200*time.Millisecond, 200)); len(got) != 1 {
 		t.Fatalf("first version: got pops %v, want one", got)
 	}
-	put(id+1) // the retry, 200 ms later
+	put(id + 1) // the retry, 200 ms later
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
 		t.Fatalf("retried version: got pops %v, want none", got)
 	}
 	// A concurrent write of another definition lands in between, then the
 	// proxy's retry of the first comes back above it.
 	opaque = "other"
-	put(id+2)
+	put(id + 2)
 	if got := seqs(c.advance(200*time.Millisecond, 200)); len(got) != 1 || got[0] != "1:other" {
 		t.Fatalf("the concurrent write: got pops %v, want its one pop", got)
 	}
 	opaque = "once"
-	put(id+3)
+	put(id + 3)
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
 		t.Fatalf("the retry above a concurrent write: got pops %v, want none", got)
 	}
 	c.advance(time.Minute, 200)
-	put(id+4) // the same definition written again a minute later
+	put(id + 4) // the same definition written again a minute later
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 1 {
 		t.Fatalf("a later write of the same definition: got pops %v, want one", got)
 	}
