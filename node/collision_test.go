@@ -216,9 +216,9 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	c := newCluster(t, one...)
 	g := newIDGen(1, 0)
 	id, _ := g.next(epoch.UnixMilli())
-	opaque := "once"
+	opaque, start := "once", epoch.UnixMilli()
 	put := func(version uint64) {
-		c.place(one[0], Timer{ID: id, Version: version, Start: epoch.UnixMilli(), RF: 1, URI: cb, Opaque: opaque,
+		c.place(one[0], Timer{ID: id, Version: version, Start: start, RF: 1, URI: cb, Opaque: opaque,
 			Placement: &Placement{Replicas: one}})
 	}
 	put(id)
@@ -241,8 +241,26 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
 		t.Fatalf("the retry above a concurrent write: got pops %v, want none", got)
 	}
+	// The same race with a one-shot timer, whose pop notice is a
+	// tombstone: the replica that holds the concurrent write refuses the
+	// notice as older but must remember the pop it tells of, with the
+	// definition the notice names.
 	c.advance(time.Minute, 200)
-	put(id + 4) // the same definition written again a minute later
+	start = c.clock.now.UnixMilli()
+	c.place(one[0], Timer{ID: id, Version: id + 6, Start: start, Interval: 20000, RepeatFor: 40000,
+		RF: 1, URI: cb, Opaque: "other", Placement: &Placement{Replicas: one}})
+	notice := Timer{ID: id, Version: id + 5, Start: start, Seq: 1, Tombstone: true,
+		RF: 1, URI: cb, Opaque: "once", Placement: &Placement{Replicas: one}}
+	if r := c.offer(one[0], notice); r.Status != 409 {
+		t.Fatalf("a pop notice older than the held record: got %d, want 409", r.Status)
+	}
+	put(id + 7) // the proxy's retry of the one-shot, above the concurrent write
+	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
+		t.Fatalf("the retry of a one-shot whose pop notice was refused: got pops %v, want none", got)
+	}
+	c.advance(time.Minute, 200)
+	start = c.clock.now.UnixMilli()
+	put(id + 8) // the same definition written again a minute later
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 1 {
 		t.Fatalf("a later write of the same definition: got pops %v, want one", got)
 	}
@@ -252,12 +270,18 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 // from a peer, and requires it taken.
 func (c *cluster) place(addr string, rec Timer) {
 	c.t.Helper()
+	if r := c.offer(addr, rec); r.Status != 200 {
+		c.t.Fatalf("placing %q version %d on %s: got %d (%s), want 200", rec.Opaque, rec.Version, addr, r.Status, r.Body)
+	}
+}
+
+// offer hands node addr the replication PUT of rec, fingerprinted, as if
+// from a peer, and returns the node's answer.
+func (c *cluster) offer(addr string, rec Timer) Response {
 	rec.def = definitionHash(rec.Interval, rec.RepeatFor, rec.URI, rec.Opaque)
 	put := Request{Method: "PUT", URL: "/timers/" + FormatWireID(rec.ID, 0), Header: Header{},
 		Body: EncodeReplication(&rec, c.clock.now.UnixMilli())}
-	c.nodes[addr].Handle(put, func(r Response) {
-		if r.Status != 200 {
-			c.t.Fatalf("placing %q version %d on %s: got %d (%s), want 200", rec.Opaque, rec.Version, addr, r.Status, r.Body)
-		}
-	})
+	var got Response
+	c.nodes[addr].Handle(put, func(r Response) { got = r })
+	return got
 }

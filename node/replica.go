@@ -83,9 +83,11 @@ func (n *Node) apply(t *Timer) applied {
 		n.stats.IDCollisions++
 		return applied{collision: true}
 	}
-	if t.Tombstone && existing != nil && t.Interval == 0 {
+	if t.Tombstone && existing != nil && t.def == 0 && t.Interval == 0 {
 		// A client delete does not know the definition it buries; the
-		// tombstone's life is measured from it (see dueOf).
+		// tombstone's life is measured from it (see dueOf). A pop notice
+		// of a one-shot timer (interval 0) is a tombstone too, but it
+		// carries its own definition, which must stay as it is.
 		t.Start, t.Interval, t.RepeatFor = existing.Start, existing.Interval, existing.RepeatFor
 	}
 	if existing != nil && existing.Version == t.Version && existing.Start != t.Start {
