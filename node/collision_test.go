@@ -258,9 +258,22 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
 		t.Fatalf("the retry of a one-shot whose pop notice was refused: got pops %v, want none", got)
 	}
+	// And with a concurrent delete: its tombstone replaces the popped
+	// one-shot, then the retry comes back above it.
 	c.advance(time.Minute, 200)
 	start = c.clock.now.UnixMilli()
-	put(id + 8) // the same definition written again a minute later
+	put(id + 8)
+	if got := seqs(c.advance(200*time.Millisecond, 200)); len(got) != 1 {
+		t.Fatalf("one-shot before a concurrent delete: got pops %v, want one", got)
+	}
+	c.place(one[0], Timer{ID: id, Version: id + 9, Start: start, Tombstone: true, RF: 1, Placement: &Placement{Replicas: one}})
+	put(id + 10)
+	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
+		t.Fatalf("the retry of a one-shot above a concurrent delete: got pops %v, want none", got)
+	}
+	c.advance(time.Minute, 200)
+	start = c.clock.now.UnixMilli()
+	put(id + 11) // the same definition written again a minute later
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 1 {
 		t.Fatalf("a later write of the same definition: got pops %v, want one", got)
 	}
@@ -278,7 +291,9 @@ func (c *cluster) place(addr string, rec Timer) {
 // offer hands node addr the replication PUT of rec, fingerprinted, as if
 // from a peer, and returns the node's answer.
 func (c *cluster) offer(addr string, rec Timer) Response {
-	rec.def = definitionHash(rec.Interval, rec.RepeatFor, rec.URI, rec.Opaque)
+	if rec.URI != "" { // a client delete's tombstone knows no definition
+		rec.def = definitionHash(rec.Interval, rec.RepeatFor, rec.URI, rec.Opaque)
+	}
 	put := Request{Method: "PUT", URL: "/timers/" + FormatWireID(rec.ID, 0), Header: Header{},
 		Body: EncodeReplication(&rec, c.clock.now.UnixMilli())}
 	var got Response

@@ -141,7 +141,7 @@ func (n *Node) keepProgress(existing, t *Timer) {
 	}
 	switch {
 	case t.Tombstone || t.def == 0 || prior.Def != t.def:
-		if existing.Seq > 0 && existing.def != 0 && existing.def != t.def && !existing.Dormant && !t.Tombstone {
+		if existing.Seq > 0 && existing.def != 0 && existing.def != t.def && !existing.Dormant {
 			t.replaced(Progress{Def: existing.def, Seq: existing.Seq, Start: existing.Start,
 				Interval: existing.Interval, RepeatFor: existing.RepeatFor})
 		}
