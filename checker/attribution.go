@@ -111,7 +111,10 @@ const sharedIDFault FaultKind = "shared-id"
 
 // sharedID reports whether two timers are known to share d's ID: two OK
 // creates name it, or a node answered a request about it with a
-// collision.
+// collision; or whether d was first written under an ID that collided and
+// pops under it: the proxy writes the create again under a new ID and
+// withdraws the first, but a replica may pop the first before the
+// withdrawal reaches it.
 func (x *index) sharedID(d *def) bool {
 	creates := 0
 	for _, op := range x.byTimer[d.timer] {
@@ -119,7 +122,17 @@ func (x *index) sharedID(d *def) bool {
 			creates++
 		}
 	}
-	return d.timer != 0 && (creates > 1 || x.tl.collided[d.timer])
+	if d.timer != 0 && (creates > 1 || x.tl.collided[d.timer]) {
+		return true
+	}
+	for _, seq := range sortedSeqs(d) {
+		for _, i := range d.bySeq[seq] {
+			if t := x.h.Pops[i].Timer; t != 0 && t != d.timer && x.tl.collided[t] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func meets(xs []string, set map[string]bool) bool {

@@ -133,6 +133,16 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			h.Faults = []Fault{{At: 5 * ms, Kind: IDCollision, Nodes: []string{p}, Timer: pickTimer(rel)}}
 			handOver(h, b, 1)
 		}},
+		{ExSharedID, "G4", func(h *History, p, b, o string, rel bool) {
+			// The create first went out under an ID that collided; the
+			// proxy wrote it again under placedTimer, and the primary
+			// popped the first copy before its withdrawal arrived.
+			first := uint64(placedTimer + 7)
+			h.Faults = []Fault{{At: 5 * ms, Kind: IDCollision, Nodes: []string{p}, Timer: pick64(rel, first, first+1)}}
+			early := pop(1010*ms, p, "a", 1)
+			early.Timer = first
+			h.Pops = append([]Pop{early}, h.Pops...)
+		}},
 		{ExLinTaint, "G5", func(h *History, p, b, o string, rel bool) {
 			// A delete whose request to the backup is lost: the backup
 			// goes on popping at its rank. Moved: the lost request was
@@ -165,6 +175,13 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 }
 
 func pick(related bool, yes, no string) string {
+	if related {
+		return yes
+	}
+	return no
+}
+
+func pick64(related bool, yes, no uint64) uint64 {
 	if related {
 		return yes
 	}
