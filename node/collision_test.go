@@ -258,22 +258,36 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
 		t.Fatalf("the retry of a one-shot whose pop notice was refused: got pops %v, want none", got)
 	}
+	// The replica holds the retry when the notice of the first try's pop
+	// arrives, its start rebuilt a millisecond later on a clock that
+	// differs: it is older, refused, and its pop taken over.
+	c.advance(time.Minute, 200)
+	start = c.clock.now.UnixMilli()
+	put(id + 12)
+	notice = Timer{ID: id, Version: id + 11, Start: start + 1, Seq: 1, Tombstone: true,
+		RF: 1, URI: cb, Opaque: "once", Placement: &Placement{Replicas: one}}
+	if r := c.offer(one[0], notice); r.Status != 409 {
+		t.Fatalf("a pop notice of the first try: got %d, want 409", r.Status)
+	}
+	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
+		t.Fatalf("the retry after the first try's pop notice: got pops %v, want none", got)
+	}
 	// And with a concurrent delete: its tombstone replaces the popped
 	// one-shot, then the retry comes back above it.
 	c.advance(time.Minute, 200)
 	start = c.clock.now.UnixMilli()
-	put(id + 8)
+	put(id + 13)
 	if got := seqs(c.advance(200*time.Millisecond, 200)); len(got) != 1 {
 		t.Fatalf("one-shot before a concurrent delete: got pops %v, want one", got)
 	}
-	c.place(one[0], Timer{ID: id, Version: id + 9, Start: start, Tombstone: true, RF: 1, Placement: &Placement{Replicas: one}})
-	put(id + 10)
+	c.place(one[0], Timer{ID: id, Version: id + 14, Start: start, Tombstone: true, RF: 1, Placement: &Placement{Replicas: one}})
+	put(id + 15)
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
 		t.Fatalf("the retry of a one-shot above a concurrent delete: got pops %v, want none", got)
 	}
 	c.advance(time.Minute, 200)
 	start = c.clock.now.UnixMilli()
-	put(id + 11) // the same definition written again a minute later
+	put(id + 16) // the same definition written again a minute later
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 1 {
 		t.Fatalf("a later write of the same definition: got pops %v, want one", got)
 	}

@@ -102,8 +102,17 @@ func (n *Node) apply(t *Timer) applied {
 			// clock lags, or a replica that missed a later write. If it
 			// tells of pops of the older definition, remember them for
 			// a retry of that definition (see keepProgress).
-			if t.Seq > 0 && t.def != 0 && t.def != existing.def && !t.Dormant {
-				existing.replaced(Progress{Def: t.def, Seq: t.Seq, Start: t.Start, Interval: t.Interval, RepeatFor: t.RepeatFor})
+			if t.Seq > 0 && t.def != 0 && !t.Dormant {
+				told := Progress{Def: t.def, Seq: t.Seq, Start: t.Start, Interval: t.Interval, RepeatFor: t.RepeatFor}
+				switch {
+				case t.def != existing.def:
+					existing.replaced(told)
+				case !existing.Tombstone && n.carry(told, existing):
+					// The sender popped the first try of the write
+					// this replica holds the retry of.
+					n.store.Put(existing, n.dueOf(existing))
+					n.rearm(existing.Due())
+				}
 			}
 			return applied{ok: true, newer: existing}
 		}
@@ -139,20 +148,33 @@ func (n *Node) keepProgress(existing, t *Timer) {
 	if prior.Def != t.def && existing.Extra != nil {
 		prior = existing.Extra.Replaced
 	}
-	switch {
-	case t.Tombstone || t.def == 0 || prior.Def != t.def:
+	if t.Tombstone || t.def == 0 || prior.Def != t.def {
 		if existing.Seq > 0 && existing.def != 0 && existing.def != t.def && !existing.Dormant {
 			t.replaced(Progress{Def: existing.def, Seq: existing.Seq, Start: existing.Start,
 				Interval: existing.Interval, RepeatFor: existing.RepeatFor})
 		}
 		return
-	case prior.Seq <= t.Seq || prior.Interval != t.Interval || prior.RepeatFor != t.RepeatFor:
-		return
 	}
-	if d := t.Start - prior.Start; d < 0 || d > n.retryWindow().Milliseconds() {
-		return
+	n.carry(prior, t)
+}
+
+// carry gives t, a write of definition prior.Def, the pops of prior when
+// t is a retry of the same client write that is behind it. It reports
+// whether t changed. A retry starts at most retryWindow after the first
+// try; starts also differ by a millisecond or two either way when they
+// were rebuilt from deltas on nodes whose clocks differ, so the window is
+// taken both ways: the same definition written twice so close together
+// is one write to the client too.
+func (n *Node) carry(prior Progress, t *Timer) bool {
+	switch {
+	case prior.Def != t.def || prior.Seq <= t.Seq || prior.Interval != t.Interval || prior.RepeatFor != t.RepeatFor:
+		return false
+	}
+	if d := t.Start - prior.Start; d < -n.retryWindow().Milliseconds() || d > n.retryWindow().Milliseconds() {
+		return false
 	}
 	t.Start, t.Seq = prior.Start, prior.Seq
+	return true
 }
 
 // retryWindow bounds how much later a proxy's retry of a write starts
