@@ -269,6 +269,7 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	if r := c.offer(one[0], notice); r.Status != 409 {
 		t.Fatalf("a pop notice of the first try: got %d, want 409", r.Status)
 	}
+	c.requireCounts(one[0]) // taking the pop over ended the timer
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
 		t.Fatalf("the retry after the first try's pop notice: got pops %v, want none", got)
 	}
@@ -313,4 +314,22 @@ func (c *cluster) offer(addr string, rec Timer) Response {
 	var got Response
 	c.nodes[addr].Handle(put, func(r Response) { got = r })
 	return got
+}
+
+// requireCounts requires node addr's counts of timers and tombstones to
+// match the records it holds.
+func (c *cluster) requireCounts(addr string) {
+	c.t.Helper()
+	var live, dead int
+	c.nodes[addr].Held(func(t *Timer) bool {
+		if t.Tombstone {
+			dead++
+		} else {
+			live++
+		}
+		return true
+	})
+	if s := c.nodes[addr].Stats(); s.Timers != live || s.Tombstones != dead {
+		c.t.Fatalf("%s counts %d timers and %d tombstones, holds %d and %d", addr, s.Timers, s.Tombstones, live, dead)
+	}
 }

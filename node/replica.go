@@ -110,8 +110,7 @@ func (n *Node) apply(t *Timer) applied {
 				case !existing.Tombstone && n.carry(told, existing):
 					// The sender popped the first try of the write
 					// this replica holds the retry of.
-					n.store.Put(existing, n.dueOf(existing))
-					n.rearm(existing.Due())
+					n.reschedule(existing)
 				}
 			}
 			return applied{ok: true, newer: existing}
@@ -192,8 +191,7 @@ func (n *Node) retryWindow() time.Duration {
 func (n *Node) outlive(tombstone, stale *Timer) {
 	if end := stale.lastDue(); end > tombstone.lastDue() {
 		tombstone.bury(end)
-		n.store.Put(tombstone, n.dueOf(tombstone))
-		n.rearm(tombstone.Due())
+		n.reschedule(tombstone)
 	}
 }
 
@@ -205,8 +203,7 @@ func (n *Node) outlive(tombstone, stale *Timer) {
 func (n *Node) earliestStart(existing, incoming *Timer) {
 	if incoming.Start < existing.Start && (!existing.Tombstone || existing.Dormant) {
 		existing.Start = incoming.Start
-		n.store.Put(existing, n.dueOf(existing))
-		n.rearm(existing.Due())
+		n.reschedule(existing)
 	}
 	incoming.Start = min(incoming.Start, existing.Start)
 }
@@ -254,6 +251,16 @@ func (n *Node) hold(t *Timer, due int64) {
 	n.store.Put(t, due)
 	n.count(t, 1)
 	n.rearm(due)
+}
+
+// reschedule moves t, held, to when it is next due after a change. A
+// change that leaves it nothing to pop turns it into a tombstone (see
+// dueOf), so it is uncounted before and counted again after.
+func (n *Node) reschedule(t *Timer) {
+	if n.store.Get(t.ID) == t {
+		n.release(t)
+	}
+	n.hold(t, n.dueOf(t))
 }
 
 // release removes t, if held, and uncounts it.
@@ -433,8 +440,7 @@ func (n *Node) markRefusing(notice *Timer, from string, refusing bool) {
 		held.Extra = &TimerExtra{}
 	}
 	held.Extra.Refused ^= 1 << i
-	n.store.Put(held, n.dueOf(held))
-	n.rearm(held.Due())
+	n.reschedule(held)
 }
 
 // spreadRepair passes a newer record learnt from a 409 answer to a pop
