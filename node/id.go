@@ -82,6 +82,19 @@ func (g *idGen) observe(id uint64, nowMs int64) {
 	}
 }
 
+// observeID orders later versions after the creation of timer id, whose
+// version is its ID when a node issued it. An ID dated beyond the bound
+// is no node's (a client chose it: its create was versioned by the node
+// that took it), so it is not observed at all: moving the generator to the
+// bound on its account would date this node's versions a lead ahead of
+// its peers', and a later write through a peer would lose to an earlier
+// one through this node.
+func (g *idGen) observeID(id uint64, nowMs int64) {
+	if idMs(id) <= g.bound(nowMs) {
+		g.observe(id, nowMs)
+	}
+}
+
 // ahead reports whether a version a peer sent is dated further ahead of
 // this node's clock than any honest peer's can be: twice the lead, since a
 // peer's generator may itself be a lead ahead of a clock that runs ahead

@@ -111,6 +111,33 @@ func TestObserveIsBounded(t *testing.T) {
 	}
 }
 
+// TestObserveIDIgnoresIDsNoNodeIssued shows that a timer ID dated beyond
+// the lead, which no node issues, leaves the version clock where it is,
+// while one within the lead is observed as a version is.
+func TestObserveIDIgnoresIDsNoNodeIssued(t *testing.T) {
+	const lead = 60_000
+	now := int64(idEpochMs) + 1_000_000
+	at := func(ms int64) uint64 { return uint64(ms-idEpochMs) << (instanceBits + seqBits) }
+	for _, tc := range []struct {
+		seen   uint64
+		wantMs int64 // time field of the next ID, relative to now
+	}{
+		{at(now - 5000), 0},
+		{at(now + 5000), 5001},
+		{at(now + lead), lead + 1},
+		{at(now + lead + 1), 0},
+		{1 << 63, 0},
+		{^uint64(0), 0},
+	} {
+		g := newIDGen(5, lead)
+		g.observeID(tc.seen, now)
+		id, _ := g.next(now)
+		if got := idMs(id) - (now - idEpochMs); got != tc.wantMs {
+			t.Errorf("after observing ID %016x: next ID dated now%+d ms, want now%+d", tc.seen, got, tc.wantMs)
+		}
+	}
+}
+
 // TestClientIDAtTopOfRangeCannotPoisonTheNode proves the reported bug is
 // gone: a PUT to ffff...ffff used to drag the generator to the top of its
 // range, so later IDs wrapped to small numbers and timers created earlier
@@ -125,8 +152,8 @@ func TestClientIDAtTopOfRangeCannotPoisonTheNode(t *testing.T) {
 	}
 	after := h.create(timerJSON(60, 60, cb, "after"))
 	idBefore, idAfter := mustID(t, before), mustID(t, after)
-	if idAfter <= idBefore || IDTime(idAfter)-h.node.nowMs() > DefaultMaxClockLead.Milliseconds()+1 {
-		t.Fatalf("ID after the PUT: got %016x (dated %d ms ahead), want above %016x and within the lead",
+	if idAfter <= idBefore || IDTime(idAfter)-h.node.nowMs() > 1 {
+		t.Fatalf("ID after the PUT: got %016x (dated %d ms ahead), want above %016x and dated now",
 			idAfter, IDTime(idAfter)-h.node.nowMs(), idBefore)
 	}
 	for _, wire := range []string{before, after, top} {

@@ -189,7 +189,7 @@ func (n *Node) remove(wire string, reply func(Response)) {
 // after the timer's creation and everything this node has seen.
 func (n *Node) clientWrite(id, bloom uint64, spec Spec, reply func(Response)) {
 	now := n.nowMs()
-	n.ids.observe(id, now)
+	n.ids.observeID(id, now)
 	version, ok := n.ids.next(now)
 	if !ok {
 		reply(unavailable(errIDSpaceEnded))
