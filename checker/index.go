@@ -320,11 +320,11 @@ func (x *index) dropped(d *def, a, b time.Duration) map[string]bool {
 			continue
 		}
 		var cut []string
-		switch {
-		case slices.Contains(sp.fault.Peers, d.host):
-			cut = sp.fault.Nodes
-		case slices.Contains(sp.fault.Nodes, d.host):
-			cut = sp.fault.Peers
+		if slices.Contains(sp.fault.Peers, d.host) {
+			cut = append(cut, sp.fault.Nodes...)
+		}
+		if slices.Contains(sp.fault.Nodes, d.host) {
+			cut = append(cut, sp.fault.Peers...)
 		}
 		for _, n := range cut {
 			if !x.endpoints[n] {
@@ -519,15 +519,19 @@ func (x *index) required(d *def, k int, bound time.Duration) bool {
 
 // lossFrom is the earliest time a fault may have removed every copy of d:
 // rf distinct nodes crashed (or any crash after a write a fault touched,
-// which may have reached one replica only), a partition, clog or callback
-// fault over one of d's due times, or a failed callback (see failed: a
-// replica whose callback fails drops its copy, docs/design.md 4.7), wherever it
+// which may have reached one replica only), or as many replicas as hold a
+// copy dropped theirs (see dropped: a failed callback, a cut from the
+// endpoint over a due time, a missed write), with no successful pop since
+// whose notice brings one back. Each such failure is weighed where it
 // fell: a clock set right may pop a timer before its due time, into a
-// callback fault that ended before that due time (seed 11801).
+// callback fault that ended before that due time (seed 11801). One
+// replica's failed callback is no loss while another holds a copy: that
+// one pops at its rank.
 func (x *index) lossFrom(d *def) time.Duration {
 	l := never
 	crashed := map[string]bool{}
 	partial := x.touched(d, d.lo, min(d.hi, x.end))
+	var failures []time.Duration
 	for _, s := range d.spans {
 		if s.to < d.lo {
 			continue
@@ -544,14 +548,32 @@ func (x *index) lossFrom(d *def) time.Duration {
 			}
 		case Partition, Clog, SlowCallback, FailCallback:
 			if t, ok := x.firstDueIn(d, s.from, s.to); ok {
-				l = min(l, t)
+				failures = append(failures, t)
 			}
 		}
 	}
 	for _, idx := range d.bySeq {
 		for _, i := range idx {
 			if p := x.h.Pops[i]; x.failed(p) {
-				l = min(l, p.At)
+				failures = append(failures, p.At)
+			}
+		}
+	}
+	slices.Sort(failures)
+	for _, f := range failures {
+		if f >= l {
+			break
+		}
+		// The copies left are counted in the windows of the first pops
+		// that may see the failure.
+		k := 1
+		if iv := d.op.Spec.Interval; iv > 0 && f-x.rankBound(d)-d.hi > 0 {
+			k = max(1, int((f-x.rankBound(d)-d.hi+iv-1)/iv))
+		}
+		for j := k; j <= min(k+2, d.op.Spec.Pops()); j++ {
+			if a, b := x.window(d, j); len(x.dropped(d, a, b)) >= x.copies(d) {
+				l = min(l, f)
+				break
 			}
 		}
 	}

@@ -165,6 +165,22 @@ func (h *harness) pops(uri string, status int) []Request {
 	return reqs
 }
 
+// drainPops answers every callback with status, and those the answers
+// release (a replica sends a timer's next pop only once the one before
+// has been answered), until none is left; it returns them in order.
+func (h *harness) drainPops(uri string, status int) []Request {
+	h.t.Helper()
+	var all []Request
+	for {
+		reqs := h.pops(uri, status)
+		if len(reqs) == 0 {
+			return all
+		}
+		all = append(all, reqs...)
+		h.clock.advance(0)
+	}
+}
+
 func timerJSON(interval, repeatFor int, uri, opaque string) string {
 	return fmt.Sprintf(`{"timing":{"interval":%d,"repeat-for":%d},"callback":{"http":{"uri":%q,"opaque":%q}}}`,
 		interval, repeatFor, uri, opaque)

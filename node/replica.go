@@ -318,7 +318,16 @@ func (n *Node) onAlarm(gen uint64) {
 	for i, t := range n.popBuf {
 		n.popBuf[i] = nil
 		n.count(t, -1)
-		if !t.Tombstone {
+		switch {
+		case t.Tombstone:
+		case t.calling:
+			// The callback of the pop before has not answered yet. Its
+			// answer decides this one: a success pops it at once, a
+			// failure leaves it, and the ones after, to the next
+			// replica. Popping it now would send a notice of it that
+			// tells the other replicas the failed one was made too.
+			n.hold(t, now+CallbackTimeout.Milliseconds())
+		default:
 			n.pop(t, now)
 		}
 	}
@@ -337,6 +346,7 @@ func (n *Node) pop(t *Timer, now int64) {
 		n.stats.PopLatenessMs += uint64(max(now-at-n.skew(t).Milliseconds(), 0))
 	}
 	t.Seq++
+	t.calling = true
 	popped := *t
 	n.hold(t, n.dueOf(t))
 	n.stats.Pops++
@@ -350,6 +360,10 @@ func (n *Node) pop(t *Timer, now int64) {
 		Body: []byte(popped.Opaque),
 	}
 	n.send(req, CallbackTimeout, func(resp Response, err error) {
+		if cur := n.store.Get(popped.ID); cur != nil && cur.calling && cur.Version == popped.Version && cur.Seq == popped.Seq {
+			cur.calling = false
+			defer n.reschedule(cur) // the next pop may have waited
+		}
 		if err != nil || resp.Status < 200 || resp.Status > 299 {
 			n.callbackFailed(&popped, resp, err)
 			return

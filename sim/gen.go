@@ -239,7 +239,7 @@ func genFaults(p *Plan, src Source, safety time.Duration) {
 	if len(kinds) == 0 {
 		return
 	}
-	for range 1 + src.IntN("faults", genFaultsMax) {
+	for range 1 + src.IntN("faults", 1+src.IntN("density", genFaultsMax)) {
 		at := time.Duration(src.IntN("fault-at", int(safety/time.Second))) * time.Second
 		dur := time.Duration(1+src.IntN("fault-for", 30)) * time.Second
 		genFault(p, src, kinds[src.IntN("kind", len(kinds))], at, dur, safety)
@@ -283,6 +283,11 @@ func genFault(p *Plan, src Source, kind string, at, dur, safety time.Duration) {
 			Delta: 2*time.Second + time.Duration(1+src.IntN("slow", 30))*100*time.Millisecond})
 		undo(Step{Op: OpCallbackOK, Side: []string{cb}})
 	case "fail-callback":
+		if src.IntN("fail-brief", 2) == 0 {
+			// A blip shorter than the backup skew: the next replica's
+			// pop of a refused one is accepted.
+			dur = time.Duration(1+src.IntN("fail-for", 15)) * 100 * time.Millisecond
+		}
 		p.Steps = append(p.Steps, Step{At: at, Op: OpFail, Side: []string{cb}, Status: []int{500, 503}[src.IntN("status", 2)]})
 		undo(Step{Op: OpCallbackOK, Side: []string{cb}})
 	}
@@ -298,11 +303,13 @@ func genSplit(p *Plan, src Source) (side, peers []string) {
 			peers = append(peers, fmt.Sprintf("n%d", i))
 		}
 	}
+	// Move one node over to an empty side, copying so that the append
+	// below cannot write into the other side's array.
 	if len(side) == 0 {
-		side, peers = peers[:1], peers[1:]
+		side, peers = []string{peers[0]}, peers[1:]
 	}
 	if len(peers) == 0 {
-		peers, side = side[:1], side[1:]
+		peers, side = []string{side[0]}, side[1:]
 	}
 	if src.IntN("cut-callback", 4) == 0 {
 		peers = append(peers, fmt.Sprintf("c%d", 1+src.IntN("callback", p.Callbacks)))
