@@ -228,7 +228,7 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 	}
 	if p == Liveness && touched {
 		a, b := x.window(d, k)
-		ok = len(x.dropped(d, a, b)) < x.copies(d)
+		ok = !x.allLost(d, x.dropped(d, a, b, false))
 	}
 	switch {
 	case !ok:

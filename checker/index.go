@@ -221,8 +221,8 @@ func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 	a, b := x.window(d, k)
 	out := map[string]bool{}
 	if x.popTouched(d, k, b) {
-		out = x.withoutCopy(d, a, b)
-		if len(out) >= x.copies(d) {
+		out = x.withoutCopy(d, a, b, true)
+		if x.allLost(d, x.withoutCopy(d, a, b, false)) {
 			return 0, false
 		}
 	}
@@ -248,9 +248,9 @@ func (x *index) failed(p Pop) bool { return !accepted(p) || x.tl.slowAt(p.URI, p
 // successful pop of d between that failure and a, since a replica whose
 // callback fails drops its copy until the next popped notice brings it
 // back (docs/design.md 4.7).
-func (x *index) withoutCopy(d *def, a, b time.Duration) map[string]bool {
+func (x *index) withoutCopy(d *def, a, b time.Duration, missed bool) map[string]bool {
 	out := x.downNodes(d, a, b)
-	for n := range x.dropped(d, a, b) {
+	for n := range x.dropped(d, a, b, missed) {
 		out[n] = true
 	}
 	for _, s := range d.spans {
@@ -272,8 +272,9 @@ func (x *index) withoutCopy(d *def, a, b time.Duration) map[string]bool {
 	return out
 }
 
-// dropped is the failed-callback half of withoutCopy.
-func (x *index) dropped(d *def, a, b time.Duration) map[string]bool {
+// dropped is the failed-callback half of withoutCopy. With missed, the
+// replicas a fault may have kept the write from count too (see allLost).
+func (x *index) dropped(d *def, a, b time.Duration, missed bool) map[string]bool {
 	out := map[string]bool{}
 	var ok []Pop
 	type failure struct {
@@ -296,7 +297,7 @@ func (x *index) dropped(d *def, a, b time.Duration) map[string]bool {
 	// crashed since (it restarts empty), until a notice reaches it.
 	if d.placed {
 		for n := range x.missedWrite(d) {
-			if slices.Contains(d.replicas, n) {
+			if missed && slices.Contains(d.replicas, n) {
 				failed = append(failed, failure{n, min(d.hi, x.end)})
 			}
 		}
@@ -409,7 +410,7 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 		// A replica that lost its copy at any time (missed write, crash,
 		// failed callback) may have it back from a late replica's notice,
 		// start and all.
-		for n := range x.dropped(d, d.lo, x.end) {
+		for n := range x.dropped(d, d.lo, x.end, true) {
 			late[n] = true
 		}
 	}
@@ -455,6 +456,32 @@ func (x *index) liveBound(d *def, k int, out map[string]bool) (time.Duration, bo
 		}
 	}
 	return best, found
+}
+
+// allLost reports whether every copy of d may be among the replicas in
+// unable (down, cut off, or without the copy a failed callback or crash
+// took; not counting a missed write). The write surely reached the
+// replicas no fault kept it from, and an acknowledged one reached at least
+// a quorum of them (see copies), so every copy may be gone only when
+// unable holds all of the first and as many replicas as the quorum. A
+// replica that may have missed the write counts as a holder only where it
+// is unable too: a write acknowledged by a majority of three cannot have
+// missed the two replicas still able to pop.
+func (x *index) allLost(d *def, unable map[string]bool) bool {
+	if !d.placed {
+		return len(unable) >= x.copies(d)
+	}
+	missed := x.missedWrite(d)
+	n := 0
+	for _, r := range d.replicas {
+		switch {
+		case unable[r]:
+			n++
+		case !missed[r]:
+			return false // surely holds a copy, and can pop
+		}
+	}
+	return n >= x.copies(d)
 }
 
 // copies is how many replicas surely hold d: rf, less those a fault may
@@ -518,8 +545,9 @@ func (x *index) required(d *def, k int, bound time.Duration) bool {
 }
 
 // lossFrom is the earliest time a fault may have removed every copy of d:
-// rf distinct nodes crashed (or any crash after a write a fault touched,
-// which may have reached one replica only), or as many replicas as hold a
+// rf distinct replicas crashed (or, after a write a fault touched, as many
+// as its quorum: with rf <= 2 one replica may be all it reached), or as
+// many replicas as hold a
 // copy dropped theirs (see dropped: a failed callback, a cut from the
 // endpoint over a due time, a missed write), with no successful pop since
 // whose notice brings one back. Each such failure is weighed where it
@@ -543,7 +571,9 @@ func (x *index) lossFrom(d *def) time.Duration {
 					crashed[n] = true
 				}
 			}
-			if partial || len(crashed) >= d.rf || len(s.fault.Nodes) == 0 {
+			// An acknowledged write reached at least a quorum of the
+			// replicas, all of them unless a fault touched it.
+			if partial && len(crashed) >= ackQuorum(d.rf) || len(crashed) >= d.rf || len(s.fault.Nodes) == 0 {
 				l = min(l, max(s.from, d.lo))
 			}
 		case Partition, Clog, SlowCallback, FailCallback:
@@ -571,7 +601,7 @@ func (x *index) lossFrom(d *def) time.Duration {
 			k = max(1, int((f-x.rankBound(d)-d.hi+iv-1)/iv))
 		}
 		for j := k; j <= min(k+2, d.op.Spec.Pops()); j++ {
-			if a, b := x.window(d, j); len(x.dropped(d, a, b)) >= x.copies(d) {
+			if a, b := x.window(d, j); x.allLost(d, x.dropped(d, a, b, false)) {
 				l = min(l, f)
 				break
 			}
