@@ -265,6 +265,16 @@ func genFault(p *Plan, src Source, kind string, at, dur, safety time.Duration) {
 		side, peers := genSplit(p, src)
 		p.Steps = append(p.Steps, Step{At: at, Op: OpPartition, Side: side, Peers: peers, OneWay: kind == "one-way"})
 		undo(Step{Op: OpHeal})
+		if slices.Contains(p.Mix, "crash") && src.IntN("cascade", 3) == 0 && at+dur < safety {
+			// Failures come together: a node of the side cut off
+			// crashes while the split lasts, losing what it alone took.
+			crash := side[src.IntN("cascade-node", len(side))]
+			when := at + time.Duration(src.IntN("cascade-at", int(dur/(100*time.Millisecond))+1))*100*time.Millisecond
+			p.Steps = append(p.Steps, Step{At: when, Op: OpCrash, Side: []string{crash}})
+			if back := when + time.Duration(1+src.IntN("cascade-for", 10))*time.Second; back < safety {
+				p.Steps = append(p.Steps, Step{At: back, Op: OpRestart, Side: []string{crash}})
+			}
+		}
 	case "clog":
 		side, peers := genSplit(p, src)
 		p.Steps = append(p.Steps, Step{At: at, Op: OpClog, Side: side[:1], Peers: peers[:1], OneWay: true,
