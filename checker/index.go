@@ -45,6 +45,10 @@ type def struct {
 	nodes    map[string]bool
 	// spans are the faults that touch d, by start (see attribute).
 	spans []span
+	// missed and failures cache missedWrite and copyFailures, once spans
+	// are known.
+	missed   map[string]bool
+	failures *copyFailures
 }
 
 // due returns the window pop k falls due in.
@@ -275,37 +279,89 @@ func (x *index) withoutCopy(d *def, a, b time.Duration, missed bool) map[string]
 // dropped is the failed-callback half of withoutCopy. With missed, the
 // replicas a fault may have kept the write from count too (see allLost).
 func (x *index) dropped(d *def, a, b time.Duration, missed bool) map[string]bool {
-	out := map[string]bool{}
-	var ok []Pop
-	type failure struct {
-		node string
-		at   time.Duration
+	cf := x.copyFailures(d)
+	// A replica's latest failure by b decides: a pop that revives it
+	// revives every earlier one too.
+	latest := map[string]time.Duration{}
+	end := sort.Search(len(cf.pops), func(i int) bool { return cf.pops[i].at > b })
+	for i := end - 1; i >= 0 && len(latest) < cf.popNodes; i-- {
+		if _, seen := latest[cf.pops[i].node]; !seen {
+			latest[cf.pops[i].node] = cf.pops[i].at
+		}
 	}
-	var failed []failure
-	for _, idx := range d.bySeq {
-		for _, i := range idx {
-			switch p := x.h.Pops[i]; {
-			case p.At > b:
-			case x.failed(p):
-				failed = append(failed, failure{p.Node, p.At})
-			default:
-				ok = append(ok, p)
+	for _, f := range cf.other {
+		if f.from <= b && (missed || !f.missed) {
+			if at, seen := latest[f.node]; !seen || f.at > at {
+				latest[f.node] = f.at
 			}
 		}
 	}
+	out := map[string]bool{}
+	for n, at := range latest {
+		// A later successful pop revives the dropped copy with its
+		// notice, unless a cut or a lost request kept the notice away.
+		revived := false
+		for i := sort.Search(len(cf.oks), func(i int) bool { return cf.oks[i].At > at }); i < len(cf.oks) && cf.oks[i].At < a; i++ {
+			if !x.noticeKept(d, cf.oks[i].Node, n, cf.oks[i].At) {
+				revived = true
+				break
+			}
+		}
+		if !revived {
+			out[n] = true
+		}
+	}
+	return out
+}
+
+// copyFailure is a moment a replica of d lost its copy: at, once the
+// failure began (from).
+type copyFailure struct {
+	node     string
+	at, from time.Duration
+	missed   bool // the replica may have missed the write
+}
+
+// copyFailures is what dropped weighs, listed once per definition.
+type copyFailures struct {
+	pops     []copyFailure // failed callbacks, by time
+	popNodes int           // distinct nodes in pops
+	other    []copyFailure // missed writes, crashes, cuts from the endpoint
+	oks      []Pop         // successful pops, by time
+}
+
+// copyFailures lists every moment a replica of d may have lost its copy,
+// and the successful pops whose notices bring copies back (see dropped).
+func (x *index) copyFailures(d *def) *copyFailures {
+	if d.failures != nil {
+		return d.failures
+	}
+	cf := &copyFailures{}
+	nodes := map[string]bool{}
+	for _, idx := range d.bySeq {
+		for _, i := range idx {
+			if p := x.h.Pops[i]; x.failed(p) {
+				cf.pops = append(cf.pops, copyFailure{node: p.Node, at: p.At, from: p.At})
+				nodes[p.Node] = true
+			} else {
+				cf.oks = append(cf.oks, p)
+			}
+		}
+	}
+	cf.popNodes = len(nodes)
 	// A replica that missed the write holds no copy either, nor one that
 	// crashed since (it restarts empty), until a notice reaches it.
 	if d.placed {
 		for n := range x.missedWrite(d) {
-			if missed && slices.Contains(d.replicas, n) {
-				failed = append(failed, failure{n, min(d.hi, x.end)})
+			if slices.Contains(d.replicas, n) {
+				cf.other = append(cf.other, copyFailure{node: n, at: min(d.hi, x.end), from: -never, missed: true})
 			}
 		}
 		for _, sp := range d.spans {
-			if sp.fault.Kind == Crash && sp.end >= d.lo && sp.from <= b {
+			if sp.fault.Kind == Crash && sp.end >= d.lo {
 				for _, n := range sp.fault.Nodes {
 					if slices.Contains(d.replicas, n) {
-						failed = append(failed, failure{n, sp.end})
+						cf.other = append(cf.other, copyFailure{node: n, at: sp.end, from: sp.from})
 					}
 				}
 			}
@@ -314,7 +370,7 @@ func (x *index) dropped(d *def, a, b time.Duration, missed bool) map[string]bool
 	// A replica cut off from the endpoint when a pop fell due failed that
 	// callback too, with no pop in the history to show for it.
 	for _, sp := range d.spans {
-		if sp.fault.Kind != Partition && sp.fault.Kind != Clog || sp.from > b || sp.to < d.lo {
+		if sp.fault.Kind != Partition && sp.fault.Kind != Clog || sp.to < d.lo {
 			continue
 		}
 		if _, due := x.firstDueIn(d, max(sp.from, d.lo), sp.to); !due {
@@ -329,20 +385,14 @@ func (x *index) dropped(d *def, a, b time.Duration, missed bool) map[string]bool
 		}
 		for _, n := range cut {
 			if !x.endpoints[n] {
-				failed = append(failed, failure{n, sp.to})
+				cf.other = append(cf.other, copyFailure{node: n, at: sp.to, from: sp.from})
 			}
 		}
 	}
-	for _, f := range failed {
-		// A later successful pop revives the dropped copy with its
-		// notice, unless a cut or a lost request kept the notice away.
-		if !slices.ContainsFunc(ok, func(p Pop) bool {
-			return p.At > f.at && p.At < a && !x.noticeKept(d, p.Node, f.node, p.At)
-		}) {
-			out[f.node] = true
-		}
-	}
-	return out
+	sort.SliceStable(cf.pops, func(i, j int) bool { return cf.pops[i].at < cf.pops[j].at })
+	sort.SliceStable(cf.oks, func(i, j int) bool { return cf.oks[i].At < cf.oks[j].At })
+	d.failures = cf
+	return cf
 }
 
 // noticeKept reports whether the popped notice node "from" sent at t may
@@ -510,13 +560,18 @@ func (x *index) copies(d *def) int {
 // crashed, cut off from the node that took it, or the receiver of a lost request
 // about the timer while it ran. Each holds no copy until a notice of a
 // later pop reaches it (see dropped).
+// The map is shared: callers must not change it.
 func (x *index) missedWrite(d *def) map[string]bool {
+	if d.missed != nil {
+		return d.missed
+	}
 	missed := x.down(d, d.lo, min(d.hi, x.end), false)
 	for _, s := range d.spans {
 		if lostRequest(s.fault) && s.from <= min(d.hi, x.end) && s.to >= d.lo {
 			addAll(missed, s.fault.Peers)
 		}
 	}
+	d.missed = missed
 	return missed
 }
 
@@ -590,17 +645,22 @@ func (x *index) lossFrom(d *def) time.Duration {
 		}
 	}
 	slices.Sort(failures)
+	judged := map[int]bool{}
 	for _, f := range failures {
 		if f >= l {
 			break
 		}
 		// The copies left are counted in the windows of the first pops
-		// that may see the failure.
+		// that may see the failure, each window once.
 		k := 1
 		if iv := d.op.Spec.Interval; iv > 0 && f-x.rankBound(d)-d.hi > 0 {
 			k = max(1, int((f-x.rankBound(d)-d.hi+iv-1)/iv))
 		}
 		for j := k; j <= min(k+2, d.op.Spec.Pops()); j++ {
+			if judged[j] {
+				continue
+			}
+			judged[j] = true
 			if a, b := x.window(d, j); x.allLost(d, x.dropped(d, a, b, false)) {
 				l = min(l, f)
 				break
