@@ -220,6 +220,8 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 		out["G2"] = ExSuperseded
 	case d.op.Outcome == Unknown:
 		out["G2"] = ExUnknownWrite
+	case !ok && p == Safety && d.shared:
+		out["G2"] = ExSharedID
 	case !ok && p == Safety:
 		out["G2"] = ExAllDown
 

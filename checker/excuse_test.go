@@ -143,6 +143,17 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			early.Timer = first
 			h.Pops = append([]Pop{early}, h.Pops...)
 		}},
+		{ExSharedID, "G2", func(h *History, p, b, o string, rel bool) {
+			// The backup holds another timer under the ID, so when the
+			// primary's callback of pop 3 is refused and it drops its
+			// copy, nobody pops again. Moved: the collision was another
+			// timer's, and the backup should have popped at its rank.
+			h.Faults = []Fault{{At: 5 * ms, Kind: IDCollision, Nodes: []string{b}, Timer: pickTimer(rel)},
+				{At: 2900 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
+				{At: 3500 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}}}
+			h.Pops = h.Pops[:3]
+			h.Pops[2].Answered = 500
+		}},
 		{ExLinTaint, "G5", func(h *History, p, b, o string, rel bool) {
 			// A delete whose request to the backup is lost: the backup
 			// goes on popping at its rank. Moved: the lost request was

@@ -516,9 +516,15 @@ func (x *index) liveBound(d *def, k int, out map[string]bool) (time.Duration, bo
 // unable holds all of the first and as many replicas as the quorum. A
 // replica that may have missed the write counts as a holder only where it
 // is unable too: a write acknowledged by a majority of three cannot have
-// missed the two replicas still able to pop.
+// missed the two replicas still able to pop. A shared ID (see sharedID)
+// voids the count.
 func (x *index) allLost(d *def, unable map[string]bool) bool {
-	if !d.placed {
+	switch {
+	case d.shared:
+		// The other timer under the ID is held, and this one refused,
+		// where it landed first: one replica may be all that holds it.
+		return len(unable) > 0
+	case !d.placed:
 		return len(unable) >= x.copies(d)
 	}
 	missed := x.missedWrite(d)

@@ -333,3 +333,25 @@ func (c *cluster) requireCounts(addr string) {
 		c.t.Fatalf("%s counts %d timers and %d tombstones, holds %d and %d", addr, s.Timers, s.Tombstones, live, dead)
 	}
 }
+
+// TestStaleNoticeOfAFinishedTimerDoesNotPopAgain shows that a pop notice
+// of a timer whose every pop is past, arriving where no record is held
+// (the tombstone expired), is kept as a tombstone and pops nothing, while
+// a notice of a timer with pops to come is taken and pops them.
+func TestStaleNoticeOfAFinishedTimerDoesNotPopAgain(t *testing.T) {
+	one := three[:1]
+	c := newCluster(t, one...)
+	c.advance(time.Minute, 200)
+	g := newIDGen(1, 0)
+	now := c.clock.now.UnixMilli()
+	finished, _ := g.next(now)
+	c.place(one[0], Timer{ID: finished, Version: finished, Start: now - 60_000, Interval: 10_000, RepeatFor: 20_000,
+		Seq: 1, RF: 1, URI: cb, Opaque: "finished", Placement: &Placement{Replicas: one}})
+	going, _ := g.next(now)
+	c.place(one[0], Timer{ID: going, Version: going, Start: now - 15_000, Interval: 10_000, RepeatFor: 30_000,
+		Seq: 1, RF: 1, URI: cb, Opaque: "going", Placement: &Placement{Replicas: one}})
+	if got := seqs(c.advance(30*time.Second, 200)); !slices.Equal(got, []string{"2:going", "3:going"}) {
+		t.Fatalf("got pops %v, want going's 2 and 3 only", got)
+	}
+	c.requireCounts(one[0])
+}

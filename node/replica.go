@@ -79,6 +79,15 @@ func (n *Node) apply(t *Timer) applied {
 		t.Tombstone = true
 	}
 	existing := n.store.Get(t.ID)
+	if existing == nil && !t.Tombstone && t.Seq > 0 && t.lastDue()+n.maxSkew(t).Milliseconds() < n.nowMs() {
+		// A pop notice of a timer every pop of which, at every rank, is
+		// past: this replica forgot it after its last pop (its tombstone
+		// expired) or never held it, and a paused or cut-off replica
+		// tells of an old pop. Taking it would pop again, late, what was
+		// popped; the sender pops what it has left itself. Keep it as a
+		// tombstone, so that further stale notices meet one.
+		t.Tombstone = true
+	}
 	if collides(existing, t) {
 		n.stats.IDCollisions++
 		return applied{collision: true}
