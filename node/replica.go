@@ -369,7 +369,10 @@ func (n *Node) pop(t *Timer, now int64) {
 		Body: []byte(popped.Opaque),
 	}
 	n.send(req, CallbackTimeout, func(resp Response, err error) {
-		if cur := n.store.Get(popped.ID); cur != nil && cur.calling && cur.Version == popped.Version && cur.Seq == popped.Seq {
+		// The record's Seq may have moved on meanwhile (a notice carried
+		// over by carry), but while it is this version, the pop it
+		// waits for is this one.
+		if cur := n.store.Get(popped.ID); cur != nil && cur.calling && cur.Version == popped.Version {
 			cur.calling = false
 			defer n.reschedule(cur) // the next pop may have waited
 		}
