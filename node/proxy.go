@@ -406,15 +406,29 @@ func (n *Node) placeFromSite(id uint64, spec Spec, r *Replication, reply func(Re
 	if spec.Tombstone {
 		t.def = r.Definition
 	}
-	w := &write{reply: reply, pending: len(r.Replicas), quorum: 1, ok: text(200, "OK")}
+	// A replica holding a newer record answers 409 with it; the answer
+	// passes it back to the forwarding site (see siteAnswered).
+	var newer *Response
+	w := &write{reply: func(resp Response) {
+		if newer != nil && resp.Status != 200 {
+			resp = *newer
+		}
+		reply(resp)
+	}, pending: len(r.Replicas), quorum: 1, ok: text(200, "OK")}
+	done := func(ok bool, resp Response) {
+		if !ok && resp.Status == 409 && resp.Header.Get(HeaderCollision) == "" && len(resp.Body) > 0 {
+			newer = &resp
+		}
+		w.done(ok, resp)
+	}
 	for _, peer := range r.Replicas {
 		if peer == n.self {
 			local := *t
 			a := n.apply(&local)
-			w.done(a.ok && !a.collision, n.notApplied(a))
+			done(a.ok && !a.collision, n.notApplied(a))
 			continue
 		}
-		n.replicate(peer, t, nil, now, func(ok bool, resp Response) { w.done(ok, resp) })
+		n.replicate(peer, t, nil, now, done)
 	}
 }
 
@@ -430,7 +444,44 @@ func (n *Node) forwardToSites(t *Timer, now int64) {
 		fwd.Placement = &Placement{Sites: t.Placement.Sites}
 		n.stats.ReplicationsSent++
 		req := n.internalPut(site.Address, FormatWireID(t.ID, 0), EncodeReplication(&fwd, now))
-		n.send(req, n.cfg.ReplicationTimeout, func(Response, error) {})
+		n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
+			if err == nil {
+				n.siteAnswered(t.ID, resp)
+			}
+		})
+	}
+}
+
+// siteAnswered learns from another site's answer to a forward: a 409 with
+// a newer record (a delete or update this site missed, its forward lost)
+// is placed on this site's replicas, as a 409 to a pop notice repairs the
+// replicas of one site. Without it a site that missed a delete popped the
+// timer until its repeat-for ended.
+func (n *Node) siteAnswered(id uint64, resp Response) {
+	if resp.Status != 409 || resp.Header.Get(HeaderCollision) != "" {
+		return
+	}
+	spec, repl, err := ParseBody(resp.Body)
+	if err != nil || repl == nil {
+		return
+	}
+	held := n.store.Get(id)
+	rf := max(spec.RF, 1)
+	if held != nil {
+		rf = max(int(held.RF), 1)
+	}
+	here := n.placement(n.ring.Replicas(id, rf), repl.Sites)
+	t := newTimer(id, repl.Version, spec, n.startMs()+repl.StartTimeDelta, repl.Seq, here, n.ring.ViewID())
+	if spec.Tombstone {
+		t.def = repl.Definition
+	}
+	if !slices.Contains(here.Replicas, n.self) {
+		n.spreadRepair(t, t, n.self)
+		return
+	}
+	n.apply(t)
+	if now := n.store.Get(id); now != nil && now != held {
+		n.spreadRepair(now, now, n.self)
 	}
 }
 

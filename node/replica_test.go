@@ -2,6 +2,7 @@ package node
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -69,4 +70,29 @@ func reqsOf(ss []*sent) []Request {
 		out = append(out, s.req)
 	}
 	return out
+}
+
+// TestAnotherSitesNewerRecordRepairsThisSite shows that when another site
+// answers a forward with a newer record (it took a delete whose forward to
+// this site was lost), this site takes it and stops popping the timer.
+func TestAnotherSitesNewerRecordRepairsThisSite(t *testing.T) {
+	const remote = "127.0.0.2:7253"
+	h := newHarness(t, func(c *Config) { c.RemoteSites = []Site{{Name: "site2", Address: remote}} })
+	id := mustID(t, h.create(timerJSON(10, 60, cb, "x")))
+	fwd := h.net.take("http://" + remote)
+	if len(fwd) != 1 {
+		t.Fatalf("got %d forwards to the other site, want 1", len(fwd))
+	}
+	held, _ := h.node.Timer(id)
+	tomb := Timer{ID: id, Version: held.Version + 1, Start: held.Start, Interval: held.Interval, RepeatFor: held.RepeatFor,
+		Tombstone: true, RF: held.RF, Placement: &Placement{Replicas: []string{remote}, Sites: []string{"site1", "site2"}}}
+	fwd[0].done(Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(tomb.Version, 10)},
+		Body: EncodeReplication(&tomb, h.node.nowMs())}, nil)
+	if now, _ := h.node.Timer(id); !now.Tombstone || now.Version != tomb.Version {
+		t.Fatalf("after the other site's 409: got version %d tombstone %v, want the tombstone %d", now.Version, now.Tombstone, tomb.Version)
+	}
+	h.clock.advance(time.Minute)
+	if got := seqs(h.drainPops(cb, 200)); len(got) != 0 {
+		t.Fatalf("got pops %v of a timer the other site deleted, want none", got)
+	}
 }
