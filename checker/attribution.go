@@ -43,10 +43,19 @@ func (x *index) attribute(d *def) {
 		}
 	default:
 		d.placed = true
-		d.replicas = Replicas(x.h.Members, d.timer, d.rf)
+		d.replicas = x.placement(d)
 		d.rf = len(d.replicas) // the placement caps it at the members
 		for _, r := range d.replicas {
 			d.nodes[r] = true
+		}
+		if len(x.h.Sites) > 1 {
+			// A write reaches another site through the node its
+			// address names, and so does every pop notice: that node
+			// is on the timer's path like a replica.
+			for _, site := range x.h.Sites {
+				d.nodes[site[0]] = true
+				d.relays = append(d.relays, site[0])
+			}
 		}
 	}
 	for _, s := range x.tl.spans {
@@ -71,10 +80,32 @@ func (x *index) attribute(d *def) {
 	sort.SliceStable(d.spans, func(i, j int) bool { return d.spans[i].from < d.spans[j].from })
 }
 
-// replicaSet is d's replicas as a set.
+// placement is d's replicas, in rank order: with one site, the timer's
+// replicas among the members; with several, those of the site of the node
+// that took the write, then those of each other site in turn (a remote
+// replica pops a whole site's ranks later, as the node's skew does).
+func (x *index) placement(d *def) []string {
+	if len(x.h.Sites) <= 1 {
+		return Replicas(x.h.Members, d.timer, d.rf)
+	}
+	home := slices.IndexFunc(x.h.Sites, func(site []string) bool { return slices.Contains(site, d.op.Node) })
+	if home < 0 {
+		home = 0
+	}
+	out := Replicas(x.h.Sites[home], d.timer, d.rf)
+	for i, site := range x.h.Sites {
+		if i != home {
+			out = append(out, Replicas(site, d.timer, d.rf)...)
+		}
+	}
+	return out
+}
+
+// replicaSet is d's replicas, and the nodes that relay its messages to
+// other sites, as a set.
 func (d *def) replicaSet() map[string]bool {
-	set := make(map[string]bool, len(d.replicas))
-	for _, r := range d.replicas {
+	set := make(map[string]bool, len(d.replicas)+len(d.relays))
+	for _, r := range slices.Concat(d.replicas, d.relays) {
 		set[r] = true
 	}
 	return set
@@ -367,7 +398,7 @@ func (x *index) writeHit(op Op) (time.Duration, bool) {
 			missed[s.fault.Peers[0]] = true
 		}
 	}
-	if missed[op.Node] || meets(d.replicas, missed) {
+	if missed[op.Node] || meets(d.replicas, missed) || meets(d.relays, missed) {
 		return op.Invoke, true
 	}
 	return never, false

@@ -238,3 +238,45 @@ func TestPorcupineTimeoutIsNeverAPass(t *testing.T) {
 		t.Fatalf("got %s for a finished search, want none", dump(vs))
 	}
 }
+
+// TestSitesPlaceEachTimerInBoth shows the placement of a timer over two
+// sites: the replica of the site that took the write first, then the other
+// site's, a site's ranks later. The other site's replica taking over when
+// the first crashed passes; taking over with no fault is late (G3); and a
+// pause of the node that relays to the other site touches the timer.
+func TestSitesPlaceEachTimerInBoth(t *testing.T) {
+	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
+	build := func(faults []Fault) *History {
+		h := &History{
+			Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+			Ops: []Op{write(1, Create, placedTimer, "a", sec, 5*sec, 0, 10*ms, OK)},
+			End: 15 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms, Faults: faults,
+		}
+		h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = home, 1
+		for k := 1; k <= 5; k++ {
+			p := pop(time.Duration(k)*sec+2*sec+20*ms, away, "a", k)
+			p.Timer = placedTimer
+			h.Pops = append(h.Pops, p)
+		}
+		return h
+	}
+	requireNone(t, Check(build([]Fault{{At: 500 * ms, Kind: Crash, Nodes: []string{home}}})))
+	requireHas(t, Check(build(nil)), "G3")
+	// The home replica pops; its notice of pop 3 to the other site is
+	// held by the relay's pause, so the other site pops 3 too.
+	relay := sites[1][0]
+	for _, paused := range []string{relay, "n9"} {
+		h := build([]Fault{{At: 2500 * ms, Kind: Pause, Nodes: []string{paused}}, {At: 4 * sec, Kind: Resume, Nodes: []string{paused}}})
+		h.Pops = append(pops(home, "a", 1, 5, 0), pop(3*sec+2*sec+20*ms, away, "a", 3))
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		vs := Check(h)
+		if paused == relay {
+			requireNone(t, vs)
+		} else {
+			requireHas(t, vs, "G4")
+		}
+	}
+}

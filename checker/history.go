@@ -172,6 +172,10 @@ type History struct {
 	// them with its own reference rendezvous hashing (see Replicas), to
 	// tell the faults that touch a timer from those elsewhere.
 	Members []string
+	// Sites, when the cluster spans several, holds each site's members,
+	// the site of the node that took a write first in its placement; the
+	// first member of each is the address the other sites forward to.
+	Sites [][]string
 	// End is the true time the run stopped.
 	End time.Duration
 	// MaxClockSkew is the largest offset between any node's clock and true

@@ -42,6 +42,7 @@ type def struct {
 	placed   bool
 	shared   bool // see sharedID
 	replicas []string
+	relays   []string // each site's address node, when there are several
 	nodes    map[string]bool
 	// spans are the faults that touch d, by start (see attribute).
 	spans []span
