@@ -223,6 +223,24 @@ func (w *world) boot(m *machine) {
 	cfg.Address = m.addr
 	cfg.Cluster.Nodes = w.addrs()
 	cfg.ClusterKey = clusterKey
+	if sites := w.sites(); len(sites) > 1 {
+		// Each site is its own cluster; instance numbers stay unique
+		// across sites, as their operators configure them.
+		home := w.siteOf(m.addr)
+		cfg.Cluster.Nodes = sites[home]
+		cfg.LocalSite = siteName(home)
+		cfg.RemoteSites = nil
+		for i, site := range sites {
+			if i != home {
+				cfg.RemoteSites = append(cfg.RemoteSites, node.Site{Name: siteName(i), Address: site[0]})
+			}
+		}
+		ids, err := node.InstanceIDs(node.Membership{Nodes: w.addrs()})
+		if err != nil {
+			panic(err)
+		}
+		cfg.InstanceID = ids[m.addr]
+	}
 	if w.plan.enabled(mixSharedInstance) && m.idx <= 2 {
 		cfg.InstanceID = w.sharedInstance()
 	}
@@ -256,6 +274,24 @@ func (w *world) sharedInstance() int {
 	return shared
 }
 
+// sites lists each site's members when the plan splits the nodes into
+// two sites (mixSites), and nil otherwise.
+func (w *world) sites() [][]string {
+	if !w.plan.enabled(mixSites) {
+		return nil
+	}
+	all := w.addrs()
+	half := (len(all) + 1) / 2
+	return [][]string{all[:half:half], all[half:]}
+}
+
+// siteOf is the index in sites of the site addr belongs to.
+func (w *world) siteOf(addr string) int {
+	return slices.IndexFunc(w.sites(), func(site []string) bool { return slices.Contains(site, addr) })
+}
+
+func siteName(i int) string { return fmt.Sprintf("site%d", i+1) }
+
 func (w *world) addrs() []string {
 	a := make([]string, w.plan.Nodes)
 	for i := range a {
@@ -279,6 +315,7 @@ func (w *world) finish(res *Result) {
 	h := &w.hist
 	h.End = w.plan.End
 	h.Members = w.addrs()
+	h.Sites = w.sites()
 	h.MaxNetDelay = w.plan.Net.MaxDelay()
 	h.LivenessFrom = w.plan.LivenessFrom
 	// A pop can be early by the boot offsets' spread plus every clock's

@@ -89,6 +89,7 @@ const (
 	streamClocks
 	streamWorkload
 	streamFaults
+	streamSites
 )
 
 // stream returns the seed's PCG stream number id.
