@@ -185,6 +185,9 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 	}
 }
 
+// relay is the node the second site's address names.
+func relay(sites [][]string) string { return sites[1][0] }
+
 func pick(related bool, yes, no string) string {
 	if related {
 		return yes
@@ -247,6 +250,11 @@ func TestPorcupineTimeoutIsNeverAPass(t *testing.T) {
 func TestSitesPlaceEachTimerInBoth(t *testing.T) {
 	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
 	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
+	if away == sites[1][0] {
+		// The relay is not the other site's replica, so that a fault on
+		// it touches the timer only as a relay.
+		sites[1][0], sites[1][1] = sites[1][1], sites[1][0]
+	}
 	build := func(faults []Fault) *History {
 		h := &History{
 			Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
@@ -263,17 +271,34 @@ func TestSitesPlaceEachTimerInBoth(t *testing.T) {
 	}
 	requireNone(t, Check(build([]Fault{{At: 500 * ms, Kind: Crash, Nodes: []string{home}}})))
 	requireHas(t, Check(build(nil)), "G3")
+	// The forward to the other site is lost on its way to the relay, so
+	// the other site never holds the timer: when the home replica's pop
+	// 1 is refused, nobody pops it. Lost to a node of no role, it is G2.
+	for _, lostTo := range []string{relay(sites), "n9"} {
+		h := build([]Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{home}, Peers: []string{lostTo}, Timer: placedTimer},
+			{At: 900 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
+			{At: 1500 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}}})
+		refused := pop(sec+20*ms, home, "a", 1)
+		refused.Timer, refused.Answered = placedTimer, 500
+		h.Pops = []Pop{refused}
+		h.End = 3500 * ms
+		if vs := Check(h); lostTo == "n9" {
+			requireHas(t, vs, "G2")
+		} else {
+			requireNone(t, vs)
+		}
+	}
 	// The home replica pops; its notice of pop 3 to the other site is
 	// held by the relay's pause, so the other site pops 3 too.
-	relay := sites[1][0]
-	for _, paused := range []string{relay, "n9"} {
+	relayNode := relay(sites)
+	for _, paused := range []string{relayNode, "n9"} {
 		h := build([]Fault{{At: 2500 * ms, Kind: Pause, Nodes: []string{paused}}, {At: 4 * sec, Kind: Resume, Nodes: []string{paused}}})
 		h.Pops = append(pops(home, "a", 1, 5, 0), pop(3*sec+2*sec+20*ms, away, "a", 3))
 		for i := range h.Pops {
 			h.Pops[i].Timer = placedTimer
 		}
 		vs := Check(h)
-		if paused == relay {
+		if paused == relayNode {
 			requireNone(t, vs)
 		} else {
 			requireHas(t, vs, "G4")

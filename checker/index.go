@@ -578,6 +578,17 @@ func (x *index) missedWrite(d *def) map[string]bool {
 			addAll(missed, s.fault.Peers)
 		}
 	}
+	// The write reaches another site only through the node its address
+	// names: when that node missed it, so did the whole site.
+	for _, site := range x.h.Sites {
+		if len(x.h.Sites) > 1 && missed[site[0]] && !slices.Contains(site, d.op.Node) {
+			for _, r := range d.replicas {
+				if slices.Contains(site, r) {
+					missed[r] = true
+				}
+			}
+		}
+	}
 	d.missed = missed
 	return missed
 }
