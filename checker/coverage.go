@@ -230,7 +230,8 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 	}
 	if p == Liveness && touched {
 		a, b := x.window(d, k)
-		ok = !x.allLost(d, x.dropped(d, a, b, false))
+		_, strict := x.dropped(d, a, b)
+		ok = !x.allLost(d, strict)
 	}
 	switch {
 	case !ok:

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"sort"
@@ -226,8 +227,9 @@ func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 	a, b := x.window(d, k)
 	out := map[string]bool{}
 	if x.popTouched(d, k, b) {
-		out = x.withoutCopy(d, a, b, true)
-		if x.allLost(d, x.withoutCopy(d, a, b, false)) {
+		var strict map[string]bool
+		out, strict = x.withoutCopy(d, a, b)
+		if x.allLost(d, strict) {
 			return 0, false
 		}
 	}
@@ -252,34 +254,37 @@ func (x *index) failed(p Pop) bool { return !accepted(p) || x.tl.slowAt(p.URI, p
 // for d failed (refused, or answered after the timeout) by b with no
 // successful pop of d between that failure and a, since a replica whose
 // callback fails drops its copy until the next popped notice brings it
-// back (docs/design.md 4.7).
-func (x *index) withoutCopy(d *def, a, b time.Duration, missed bool) map[string]bool {
-	out := x.downNodes(d, a, b)
-	for n := range x.dropped(d, a, b, missed) {
-		out[n] = true
-	}
-	for _, s := range d.spans {
-		// A lost request about the timer may have left its receiver
-		// without its copy until a later write or notice repairs it.
-		if lostRequest(s.fault) && s.from <= b && s.to >= a {
-			addAll(out, s.fault.Peers)
+// back (docs/design.md 4.7). all counts the replicas that may have missed
+// the write too, strict does not (see allLost).
+func (x *index) withoutCopy(d *def, a, b time.Duration) (all, strict map[string]bool) {
+	all, strict = x.dropped(d, a, b)
+	for _, out := range []map[string]bool{all, strict} {
+		for n := range x.downNodes(d, a, b) {
+			out[n] = true
 		}
-	}
-	if d.placed {
-		// Only the timer's replicas hold copies: a node cut off or down
-		// elsewhere in the cluster takes none away.
-		for n := range out {
-			if !slices.Contains(d.replicas, n) {
-				delete(out, n)
+		for _, s := range d.spans {
+			// A lost request about the timer may have left its receiver
+			// without its copy until a later write or notice repairs it.
+			if lostRequest(s.fault) && s.from <= b && s.to >= a {
+				addAll(out, s.fault.Peers)
+			}
+		}
+		if d.placed {
+			// Only the timer's replicas hold copies: a node cut off or
+			// down elsewhere in the cluster takes none away.
+			for n := range out {
+				if !slices.Contains(d.replicas, n) {
+					delete(out, n)
+				}
 			}
 		}
 	}
-	return out
+	return all, strict
 }
 
-// dropped is the failed-callback half of withoutCopy. With missed, the
-// replicas a fault may have kept the write from count too (see allLost).
-func (x *index) dropped(d *def, a, b time.Duration, missed bool) map[string]bool {
+// dropped is the failed-callback half of withoutCopy: all counts the
+// replicas a fault may have kept the write from too, strict does not.
+func (x *index) dropped(d *def, a, b time.Duration) (all, strict map[string]bool) {
 	cf := x.copyFailures(d)
 	// A replica's latest failure by b decides: a pop that revives it
 	// revives every earlier one too.
@@ -290,29 +295,45 @@ func (x *index) dropped(d *def, a, b time.Duration, missed bool) map[string]bool
 			latest[cf.pops[i].node] = cf.pops[i].at
 		}
 	}
+	latestAll := maps.Clone(latest)
 	for _, f := range cf.other {
-		if f.from <= b && (missed || !f.missed) {
-			if at, seen := latest[f.node]; !seen || f.at > at {
-				latest[f.node] = f.at
+		if f.from > b {
+			continue
+		}
+		for _, l := range []map[string]time.Duration{latestAll, latest} {
+			if at, seen := l[f.node]; !seen || f.at > at {
+				l[f.node] = f.at
+			}
+			if f.missed {
+				break // latestAll only
 			}
 		}
 	}
-	out := map[string]bool{}
+	all, strict = map[string]bool{}, map[string]bool{}
+	for n, at := range latestAll {
+		if !x.revived(d, cf, n, at, a) {
+			all[n] = true
+		}
+	}
 	for n, at := range latest {
-		// A later successful pop revives the dropped copy with its
-		// notice, unless a cut or a lost request kept the notice away.
-		revived := false
-		for i := sort.Search(len(cf.oks), func(i int) bool { return cf.oks[i].At > at }); i < len(cf.oks) && cf.oks[i].At < a; i++ {
-			if !x.noticeKept(d, cf.oks[i].Node, n, cf.oks[i].At) {
-				revived = true
-				break
-			}
-		}
-		if !revived {
-			out[n] = true
+		// The same failure as in all was weighed there.
+		if latestAll[n] == at && all[n] || latestAll[n] != at && !x.revived(d, cf, n, at, a) {
+			strict[n] = true
 		}
 	}
-	return out
+	return all, strict
+}
+
+// revived reports whether a successful pop after at and before a revived
+// node n's dropped copy with its notice: one that no cut or lost request
+// kept away.
+func (x *index) revived(d *def, cf *copyFailures, n string, at, a time.Duration) bool {
+	for i := sort.Search(len(cf.oks), func(i int) bool { return cf.oks[i].At > at }); i < len(cf.oks) && cf.oks[i].At < a; i++ {
+		if !x.noticeKept(d, cf.oks[i].Node, n, cf.oks[i].At) {
+			return true
+		}
+	}
+	return false
 }
 
 // copyFailure is a moment a replica of d lost its copy: at, once the
@@ -461,7 +482,8 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 		// A replica that lost its copy at any time (missed write, crash,
 		// failed callback) may have it back from a late replica's notice,
 		// start and all.
-		for n := range x.dropped(d, d.lo, x.end, true) {
+		all, _ := x.dropped(d, d.lo, x.end)
+		for n := range all {
 			late[n] = true
 		}
 	}
@@ -679,7 +701,8 @@ func (x *index) lossFrom(d *def) time.Duration {
 				continue
 			}
 			judged[j] = true
-			if a, b := x.window(d, j); x.allLost(d, x.dropped(d, a, b, false)) {
+			a, b := x.window(d, j)
+			if _, strict := x.dropped(d, a, b); x.allLost(d, strict) {
 				l = min(l, f)
 				break
 			}

@@ -128,7 +128,8 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 		// unless failed callbacks left no replica a live copy: a dormant
 		// copy is revived only by the notice of a pop of a replica that
 		// missed the write, whenever that falls (seed 9920).
-		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, !x.allLost(d, x.dropped(d, a, b, false))
+		_, strict := x.dropped(d, a, b)
+		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, !x.allLost(d, strict)
 	}
 	if !ok || p.At <= hi+bound+x.lag(d, p.At) || touched && d.cutoff <= hi+bound {
 		// In time, or, with a fault around, superseded before its
