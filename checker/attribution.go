@@ -43,8 +43,10 @@ func (x *index) attribute(d *def) {
 		}
 	default:
 		d.placed = true
-		d.replicas = x.placement(d)
+		var home int
+		d.replicas, home = x.placement(d)
 		d.rf = len(d.replicas) // the placement caps it at the members
+		d.quorum = ackQuorum(home)
 		for _, r := range d.replicas {
 			d.nodes[r] = true
 		}
@@ -84,21 +86,24 @@ func (x *index) attribute(d *def) {
 // replicas among the members; with several, those of the site of the node
 // that took the write, then those of each other site in turn (a remote
 // replica pops a whole site's ranks later, as the node's skew does).
-func (x *index) placement(d *def) []string {
+// It also returns how many of them are in that first site.
+func (x *index) placement(d *def) ([]string, int) {
 	if len(x.h.Sites) <= 1 {
-		return Replicas(x.h.Members, d.timer, d.rf)
+		out := Replicas(x.h.Members, d.timer, d.rf)
+		return out, len(out)
 	}
 	home := slices.IndexFunc(x.h.Sites, func(site []string) bool { return slices.Contains(site, d.op.Node) })
 	if home < 0 {
 		home = 0
 	}
 	out := Replicas(x.h.Sites[home], d.timer, d.rf)
+	n := len(out)
 	for i, site := range x.h.Sites {
 		if i != home {
 			out = append(out, Replicas(site, d.timer, d.rf)...)
 		}
 	}
-	return out
+	return out, n
 }
 
 // replicaSet is d's replicas, and the nodes that relay its messages to
@@ -382,15 +387,22 @@ func (x *index) defOf(op Op) *def {
 // that moved no message of the write (a clock, a cut elsewhere) leaves
 // every replica with it, and the write is held to G5.
 func (x *index) writeHit(op Op) (time.Duration, bool) {
+	at, hit, _ := x.writeHitBy(op)
+	return at, hit
+}
+
+// writeHitBy is writeHit, also reporting whether only the site-lag excuse
+// (see missedAtSites) made the fault a hit.
+func (x *index) writeHitBy(op Op) (at time.Duration, hit, lagged bool) {
 	ret := min(effReturn(op), x.end)
 	d := x.defOf(op)
 	if d == nil || !d.placed {
 		for _, s := range x.spansOf(op) {
 			if s.from <= ret && s.to >= op.Invoke {
-				return max(s.from, op.Invoke), true
+				return max(s.from, op.Invoke), true, false
 			}
 		}
-		return never, false
+		return never, false, false
 	}
 	missed := x.downNodes(d, op.Invoke, ret)
 	for _, s := range d.spans {
@@ -398,10 +410,14 @@ func (x *index) writeHit(op Op) (time.Duration, bool) {
 			missed[s.fault.Peers[0]] = true
 		}
 	}
-	if missed[op.Node] || meets(d.replicas, missed) || meets(d.relays, missed) {
-		return op.Invoke, true
+	hitBy := func() bool { return missed[op.Node] || meets(d.replicas, missed) || meets(d.relays, missed) }
+	if hitBy() {
+		return op.Invoke, true, false
 	}
-	return never, false
+	if x.missedAtSites(d, op.Node, ret, true, missed) && hitBy() {
+		return op.Invoke, true, true
+	}
+	return never, false, false
 }
 
 // touchedOp reports whether a fault touching op's timer was active in

@@ -55,6 +55,12 @@ const (
 	// ExSharedID: two acknowledged creates share the timer's ID (two nodes
 	// configured with one instance number; scenarios/README.md I2).
 	ExSharedID Excuse = "shared-id"
+	// ExSiteLag: a fault up to SiteLag after a write returned, on another
+	// site's node or a message to it, may have kept the write from that
+	// site: a node forwards a write to the other sites without waiting,
+	// and each site's relay places it after the client has its answer.
+	// Such a site may pop the old definition until a notice repairs it.
+	ExSiteLag Excuse = "site-lag"
 )
 
 // Phase splits a run at the liveness phase.
@@ -289,15 +295,20 @@ func (x *index) heldUsed(d *def, k int) bool {
 // judgeWrite names what excuses op from G5 ("" when held strictly).
 func (x *index) judgeWrite(op Op, taint map[string]time.Duration) Excuse {
 	in, ok := x.writeInput(op)
-	switch {
-	case !ok:
+	if !ok {
 		return ExUnknownWrite // a delete of a timer the client never learned
-	case op.Invoke >= taint[in.Key]:
-		return ExLinTaint
-	case op.Kind != Create && op.Outcome == OK:
-		if _, hit := x.writeHit(op); hit {
-			return ExFault + "/write"
+	}
+	// A write a fault hit taints its own partition: name the fault, and
+	// the taint only for the writes after it.
+	tainted := op.Invoke >= taint[in.Key]
+	if _, hit, lagged := x.writeHitBy(op); hit && (tainted || op.Kind != Create && op.Outcome == OK) {
+		if lagged {
+			return ExSiteLag
 		}
+		return ExFault + "/write"
+	}
+	if tainted {
+		return ExLinTaint
 	}
 	return ""
 }

@@ -18,6 +18,10 @@ type def struct {
 	// end of history when the outcome is unknown).
 	lo, hi time.Duration
 	rf     int
+	// quorum is how many replicas acknowledge a write: a majority of the
+	// replicas in the write's own site from three up, else one (node's
+	// writeQuorum, docs/design.md 4.11). Other sites are not waited for.
+	quorum int
 	// key partitions the porcupine history: the timer, or the op itself
 	// for a create whose timer the client never learned.
 	key string
@@ -130,6 +134,7 @@ func (x *index) newDef(op Op) *def {
 	if d.rf < 1 {
 		d.rf = x.o.DefaultReplicationFactor
 	}
+	d.quorum = ackQuorum(d.rf)
 	d.key = timerKey(op.Timer)
 	if op.Timer == 0 {
 		d.key = fmt.Sprintf("op %d", op.Seq)
@@ -188,7 +193,7 @@ func (x *index) cutoff(d *def) time.Duration {
 // (scenarios/README.md N4). From three replicas on, acknowledged writes
 // share a majority and cannot be reordered.
 func (x *index) mayReorder(e Op, d *def) bool {
-	return d.rf <= 2 && d.op.Invoke-e.Return < 2*x.h.MaxClockSkew &&
+	return d.quorum == 1 && d.op.Invoke-e.Return < 2*x.h.MaxClockSkew &&
 		x.touched(d, e.Invoke, e.Return) && x.touched(d, d.lo, min(d.hi, x.end))
 }
 
@@ -571,7 +576,7 @@ func (x *index) allLost(d *def, unable map[string]bool) bool {
 func (x *index) copies(d *def) int {
 	if !d.placed {
 		if x.touched(d, d.lo, min(d.hi, x.end)) {
-			return ackQuorum(d.rf)
+			return d.quorum
 		}
 		return d.rf
 	}
@@ -582,7 +587,7 @@ func (x *index) copies(d *def) int {
 			n++
 		}
 	}
-	return max(n, ackQuorum(d.rf))
+	return max(n, d.quorum)
 }
 
 // missedWrite is the replicas a fault may have kept d's write from:
@@ -600,10 +605,43 @@ func (x *index) missedWrite(d *def) map[string]bool {
 			addAll(missed, s.fault.Peers)
 		}
 	}
-	// The write reaches another site only through the node its address
-	// names: when that node missed it, so did the whole site.
+	x.missedAtSites(d, d.op.Node, min(d.hi, x.end), false, missed)
+	d.missed = missed
+	return missed
+}
+
+// missedAtSites adds to missed what a write that node took and answered at
+// b may have missed at the other sites. Excuse site-lag: a node forwards a
+// write to another site without waiting for it, and that site's relay
+// places it on its own replicas after the client has its answer, so a
+// fault up to SiteLag after b, on another site's node or a message to it,
+// may keep the write from it (seed 420 with -sites: the relay's
+// replication to its site's other replica was lost 1 ms after the answer).
+// The write reaches another site only through the node its address names:
+// when that node missed it, so did the whole site.
+// It reports whether the lag added a node.
+func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool, missed map[string]bool) bool {
+	if len(x.h.Sites) <= 1 || !d.placed {
+		return false
+	}
+	lagged := false
+	late := x.down(d, b, b+x.o.SiteLag, paused)
+	for _, s := range d.spans {
+		if lostRequest(s.fault) && s.from <= b+x.o.SiteLag && s.to >= b {
+			addAll(late, s.fault.Peers)
+		}
+	}
 	for _, site := range x.h.Sites {
-		if len(x.h.Sites) > 1 && missed[site[0]] && !slices.Contains(site, d.op.Node) {
+		if slices.Contains(site, node) {
+			continue
+		}
+		for _, n := range site {
+			if late[n] && !missed[n] {
+				missed[n] = true
+				lagged = true
+			}
+		}
+		if missed[site[0]] {
 			for _, r := range d.replicas {
 				if slices.Contains(site, r) {
 					missed[r] = true
@@ -611,8 +649,7 @@ func (x *index) missedWrite(d *def) map[string]bool {
 			}
 		}
 	}
-	d.missed = missed
-	return missed
+	return lagged
 }
 
 // lostRequest reports a lost message that was a request: its receiver
@@ -668,7 +705,7 @@ func (x *index) lossFrom(d *def) time.Duration {
 			}
 			// An acknowledged write reached at least a quorum of the
 			// replicas, all of them unless a fault touched it.
-			if partial && len(crashed) >= ackQuorum(d.rf) || len(crashed) >= d.rf || len(s.fault.Nodes) == 0 {
+			if partial && len(crashed) >= d.quorum || len(crashed) >= d.rf || len(s.fault.Nodes) == 0 {
 				l = min(l, max(s.from, d.lo))
 			}
 		case Partition, Clog, SlowCallback, FailCallback:

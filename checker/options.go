@@ -34,6 +34,11 @@ const (
 	// ReportWindow is how far around the first violation the report lists
 	// events.
 	ReportWindow = 5 * time.Second
+	// SiteLag is how long after a write returned another site may still be
+	// placing it: the forward to that site's relay and the relay's
+	// replication to its replicas, each given up after the node's
+	// replication timeout (500 ms).
+	SiteLag = time.Second
 )
 
 // Options holds every bound the checks use. The zero value is not useful;
@@ -66,6 +71,9 @@ type Options struct {
 	TombstoneLife time.Duration
 	// MaxReportEvents caps the events the text report lists.
 	MaxReportEvents int
+	// SiteLag is how long after a write returned its forward may still
+	// reach another site (see ExSiteLag).
+	SiteLag time.Duration
 }
 
 // DefaultOptions returns the bounds of docs/design.md section 3.
@@ -81,6 +89,7 @@ func DefaultOptions() Options {
 		ReportWindow:             ReportWindow,
 		TombstoneLife:            TombstoneLife,
 		MaxReportEvents:          200,
+		SiteLag:                  SiteLag,
 	}
 }
 
@@ -107,6 +116,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("checker: ReportWindow %v is negative", o.ReportWindow)
 	case o.TombstoneLife < 0:
 		return fmt.Errorf("checker: TombstoneLife %v is negative", o.TombstoneLife)
+	case o.SiteLag < 0:
+		return fmt.Errorf("checker: SiteLag %v is negative", o.SiteLag)
 	case o.MaxReportEvents < 1:
 		return fmt.Errorf("checker: MaxReportEvents %d is below 1", o.MaxReportEvents)
 	}

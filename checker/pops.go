@@ -131,11 +131,13 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 		_, strict := x.dropped(d, a, b)
 		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, !x.allLost(d, strict)
 	}
-	if !ok || p.At <= hi+bound+x.lag(d, p.At) || touched && d.cutoff <= hi+bound {
-		// In time, or, with a fault around, superseded before its
-		// deadline by a later write: the backup that would have popped
-		// it in time may already hold the new definition (whether the
-		// late pop may happen at all is G5's business).
+	if !ok || p.At <= hi+bound+x.lag(d, p.At) || (touched || x.replacedByHitWrite(d)) && d.cutoff <= hi+bound {
+		// In time, or, with a fault around the pop or the write that
+		// replaced it, superseded before its deadline: the backup that
+		// would have popped it in time may already hold the new
+		// definition, and a replica the write missed pops at its own
+		// rank (whether the late pop may happen at all is G5's
+		// business).
 		return Violation{}, false
 	}
 	if fits := x.impliedSeqs(d, p.At, seq); len(fits) > 0 && !touched {
@@ -304,4 +306,21 @@ func (x *index) missing(d *def, k int) (Violation, bool) {
 func (x *index) violation(g string, at time.Duration, d *def, msg string) Violation {
 	return Violation{Guarantee: g, At: at, Timer: d.op.Timer,
 		Message: fmt.Sprintf("%s (op %d %s %q)", msg, d.op.Seq, d.op.Kind, d.op.Spec.Opaque)}
+}
+
+// replacedByHitWrite reports whether a later write of d's timer was hit by
+// a fault (see writeHit): a replica it missed still holds d, and pops it
+// at that replica's rank, however late (seed 1120 with -sites: the other
+// site missed an update and popped the old definition a site's ranks
+// after its due times).
+func (x *index) replacedByHitWrite(d *def) bool {
+	for _, e := range x.byTimer[d.timer] {
+		if e.Seq == d.op.Seq || e.Outcome == Failed || e.Invoke < d.op.Invoke {
+			continue
+		}
+		if _, hit := x.writeHit(e); hit {
+			return true
+		}
+	}
+	return false
 }
