@@ -286,9 +286,26 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
 		t.Fatalf("the retry of a one-shot above a concurrent delete: got pops %v, want none", got)
 	}
+	// The first try's callback fails: that pop was this replica's one
+	// attempt, and the retry above a concurrent write must not make
+	// another (the next replica's turn is the redundancy).
 	c.advance(time.Minute, 200)
 	start = c.clock.now.UnixMilli()
-	put(id + 16) // the same definition written again a minute later
+	put(id + 17)
+	if got := seqs(c.advance(200*time.Millisecond, 500)); len(got) != 1 {
+		t.Fatalf("one-shot whose callback fails: got pops %v, want one", got)
+	}
+	opaque = "other"
+	put(id + 18)
+	c.advance(200*time.Millisecond, 200)
+	opaque = "once"
+	put(id + 19)
+	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
+		t.Fatalf("the retry of a one-shot whose callback failed: got pops %v, want none", got)
+	}
+	c.advance(time.Minute, 200)
+	start = c.clock.now.UnixMilli()
+	put(id + 20) // the same definition written again a minute later
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 1 {
 		t.Fatalf("a later write of the same definition: got pops %v, want one", got)
 	}

@@ -147,17 +147,16 @@ func (n *Node) apply(t *Timer) applied {
 // write has replaced it meanwhile (Extra.Replaced). A later PUT of the
 // same definition has a start of its own, further off, and starts over.
 // Otherwise it notes existing's progress in t, for such a retry to come.
+// A pop whose callback failed here counts as made: one attempt per
+// replica per pop, the next replica's turn is the redundancy.
 func (n *Node) keepProgress(existing, t *Timer) {
 	prior := Progress{Def: existing.def, Seq: existing.Seq, Start: existing.Start,
 		Interval: existing.Interval, RepeatFor: existing.RepeatFor}
-	if existing.Dormant {
-		prior = Progress{}
-	}
 	if prior.Def != t.def && existing.Extra != nil {
 		prior = existing.Extra.Replaced
 	}
 	if t.Tombstone || t.def == 0 || prior.Def != t.def {
-		if existing.Seq > 0 && existing.def != 0 && existing.def != t.def && !existing.Dormant {
+		if existing.Seq > 0 && existing.def != 0 && existing.def != t.def {
 			t.replaced(Progress{Def: existing.def, Seq: existing.Seq, Start: existing.Start,
 				Interval: existing.Interval, RepeatFor: existing.RepeatFor})
 		}
