@@ -636,3 +636,31 @@ func TestFailedCallbackKeepsDefinitionDormant(t *testing.T) {
 		}
 	}
 }
+
+// TestSiteRelayRepairsAPopOfADeletedTimer shows a site that missed a
+// delete (its forward was lost) repaired by its first pop: the other
+// site's relay holds the tombstone and answers the forwarded pop notice
+// with it, even though the relay's site peer, which missed the delete
+// too, took the notice; and that peer is repaired with it, so nobody pops
+// the deleted timer again.
+func TestSiteRelayRepairsAPopOfADeletedTimer(t *testing.T) {
+	c, a, b := newSites(t)
+	r := c.client(a[1], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
+	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	var got *Response
+	c.nodes[b[0]].Handle(Request{Method: "DELETE", URL: "/timers/" + wire, Header: Header{}}, func(r Response) { got = &r })
+	c.settleLosing(func(host string, _ Request) bool { return host == a[0] || host == b[1] })
+	if got == nil || got.Status != 200 {
+		t.Fatalf("DELETE via %s: got %v, want 200", b[0], got)
+	}
+	if held := c.holders(wire); !slices.Equal(held, sorted(append(slices.Clone(a), b[1]))) {
+		t.Fatalf("after the partly lost delete: held by %v, want %v and %s", held, a, b[1])
+	}
+	if pops := seqs(c.advance(time.Minute, 200)); !slices.Equal(pops, []string{"1:x"}) {
+		t.Fatalf("pops of the deleted timer: got %v, want the one pop that met the tombstone", pops)
+	}
+	if held := c.holders(wire); len(held) != 0 {
+		t.Fatalf("after that pop: still held by %v, want none", held)
+	}
+}

@@ -331,13 +331,17 @@ func (n *Node) notApplied(a applied) Response {
 }
 
 // live is t as other replicas should take it: a dormant copy (a callback
-// failed here) is the definition itself, for the sender to pop.
+// failed here) is the definition itself, for the sender to pop, including
+// the pop that failed here: its Seq counts that pop, which was not made,
+// and a replica that took it would skip it (seed 7038 with sites: a
+// site's relay passed its dormant record on, and the pop was lost).
 func live(t *Timer) *Timer {
 	if !t.Dormant {
 		return t
 	}
 	c := *t
 	c.Tombstone, c.Dormant = false, false
+	c.Seq = max(c.Seq, 1) - 1
 	return &c
 }
 
@@ -406,30 +410,57 @@ func (n *Node) placeFromSite(id uint64, spec Spec, r *Replication, reply func(Re
 	if spec.Tombstone {
 		t.def = r.Definition
 	}
-	// A replica holding a newer record answers 409 with it; the answer
-	// passes it back to the forwarding site (see siteAnswered).
+	// A replica holding a newer record answers 409 with it. The newest
+	// goes back to the forwarding site (see siteAnswered), even when
+	// another replica here took the stale record, and to the replicas here
+	// (see repairSite): the sender, a replica that missed a delete or an
+	// update and popped, and the replicas here that took its stale notice
+	// are all repaired by it.
 	var newer *Response
+	var newest uint64
+	var from string
 	w := &write{reply: func(resp Response) {
-		if newer != nil && resp.Status != 200 {
+		if newer != nil {
 			resp = *newer
+			n.repairSite(t, *newer, from)
 		}
 		reply(resp)
 	}, pending: len(r.Replicas), quorum: 1, ok: text(200, "OK")}
-	done := func(ok bool, resp Response) {
-		if !ok && resp.Status == 409 && resp.Header.Get(HeaderCollision) == "" && len(resp.Body) > 0 {
-			newer = &resp
+	doneFrom := func(peer string) func(bool, Response) {
+		return func(ok bool, resp Response) {
+			if !ok && resp.Status == 409 && resp.Header.Get(HeaderCollision) == "" && len(resp.Body) > 0 {
+				if v, err := strconv.ParseUint(resp.Header.Get(HeaderVersion), 10, 64); err == nil && v > newest {
+					newer, newest, from = &resp, v, peer
+				}
+			}
+			w.done(ok, resp)
 		}
-		w.done(ok, resp)
 	}
 	for _, peer := range r.Replicas {
 		if peer == n.self {
 			local := *t
 			a := n.apply(&local)
-			done(a.ok && !a.collision, n.notApplied(a))
+			doneFrom(peer)(a.ok && !a.collision && a.newer == nil, n.notApplied(a))
 			continue
 		}
-		n.replicate(peer, t, nil, now, done)
+		n.replicate(peer, t, nil, now, doneFrom(peer))
 	}
+}
+
+// repairSite passes the newer record a replica here (from) answered a
+// forwarded record t with to this node and this site's other replicas of
+// t, which may have taken t.
+func (n *Node) repairSite(t *Timer, answer Response, from string) {
+	spec, repl, err := ParseBody(answer.Body)
+	if err != nil || repl == nil {
+		return
+	}
+	rec := n.fromReplication(t.ID, spec, repl)
+	if from != n.self && slices.Contains(t.Placement.Replicas, n.self) {
+		local := *rec
+		n.apply(&local)
+	}
+	n.spreadRepair(rec, t, from)
 }
 
 // forwardToSites sends t to every other site it is replicated to, for that
@@ -465,11 +496,14 @@ func (n *Node) siteAnswered(id uint64, resp Response) {
 	if err != nil || repl == nil {
 		return
 	}
+	// The newer record's replication factor places it: what this node
+	// holds may be a tombstone of a delete whose factor was inferred.
 	held := n.store.Get(id)
-	rf := max(spec.RF, 1)
-	if held != nil {
-		rf = max(int(held.RF), 1)
+	rf := spec.RF
+	if rf < 1 && held != nil {
+		rf = int(held.RF)
 	}
+	rf = max(rf, 1)
 	here := n.placement(n.ring.Replicas(id, rf), repl.Sites)
 	t := newTimer(id, repl.Version, spec, n.startMs()+repl.StartTimeDelta, repl.Seq, here, n.ring.ViewID())
 	if spec.Tombstone {

@@ -96,3 +96,17 @@ func TestAnotherSitesNewerRecordRepairsThisSite(t *testing.T) {
 		t.Fatalf("got pops %v of a timer the other site deleted, want none", got)
 	}
 }
+
+// TestDormantCopyHandsOnThePopThatFailed shows that a replica whose
+// callback failed, asked for its record (a 409 answer), hands on the
+// definition with the failed pop still to make, never as made.
+func TestDormantCopyHandsOnThePopThatFailed(t *testing.T) {
+	dormant := &Timer{Version: 7, Seq: 3, Tombstone: true, Dormant: true}
+	got := live(dormant)
+	if got.Tombstone || got.Dormant || got.Seq != 2 {
+		t.Fatalf("got tombstone %v dormant %v seq %d, want a live record at seq 2", got.Tombstone, got.Dormant, got.Seq)
+	}
+	if dormant.Seq != 3 || !dormant.Dormant {
+		t.Fatalf("the held copy changed: %+v", dormant)
+	}
+}
