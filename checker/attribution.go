@@ -145,6 +145,12 @@ func (x *index) affects(f Fault, d *def, nodes map[string]bool) bool {
 // (scenarios/README.md I2).
 const sharedIDFault FaultKind = "shared-id"
 
+// copiesLostFault marks a pop that fell due after every copy of its timer
+// may have been lost (see lossFrom): it comes, if at all, from copies that
+// notices revive, on several replicas at once, each catching up on what is
+// overdue (scenarios/README.md R1).
+const copiesLostFault FaultKind = "copies-lost"
+
 // sharedID reports whether two timers are known to share d's ID: two OK
 // creates name it, or a node answered a request about it with a
 // collision; or whether d was first written under an ID that collided and

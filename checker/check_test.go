@@ -278,6 +278,31 @@ func TestDeleteDuringPartitionIsExcused(t *testing.T) {
 	requireNone(t, Check(h))
 }
 
+func TestReplicaCutOffFromADeleteStopsOnceRepaired(t *testing.T) {
+	// A net-split keeps a DELETE from the backup, which pops on after the
+	// heal; its first pop's notice meets the tombstone and repairs it, so
+	// a pop a notice's round trip after that one is a violation, unless a
+	// fault kept the notice from the others.
+	build := func(faults ...Fault) *History {
+		h := healthy()
+		h.Ops[0].Spec.RepeatFor = 12 * sec
+		h.Ops = append(h.Ops, del(2, 1, 2500*ms, 2510*ms, OK))
+		h.Faults = append([]Fault{{At: 2 * sec, Kind: Partition, Nodes: []string{"n2"}, Peers: []string{"n1"}}, {At: 4 * sec, Kind: Heal}}, faults...)
+		h.LivenessFrom = 14 * sec
+		h.End = 20 * sec
+		h.Pops = append(h.Pops[:2], pops("n2", "a", 3, 12, 2*sec)...)
+		return h
+	}
+	requireHas(t, Check(build()), "G5", "pop n2 delivered at 5.02s should have repaired")
+	// Cut off again before its first pop until its last: none repaired it.
+	requireNone(t, Check(build(Fault{At: 4500 * ms, Kind: Partition, Nodes: []string{"n2"}, Peers: []string{"n1"}},
+		Fault{At: 13 * sec, Kind: Heal})))
+	// The primary crashed after the delete and forgot its tombstone: the
+	// backup's notices meet nothing.
+	requireNone(t, Check(build(Fault{At: 4500 * ms, Kind: Crash, Nodes: []string{"n1"}},
+		Fault{At: 4600 * ms, Kind: Restart, Nodes: []string{"n1"}})))
+}
+
 func TestCheckIsSortedByTimeThenGuarantee(t *testing.T) {
 	// Check's output is ordered by At, then Guarantee.
 	h := healthy()

@@ -228,11 +228,10 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 		out["G2"] = ExUnknownWrite
 	case !ok && p == Safety && d.shared:
 		out["G2"] = ExSharedID
-	case !ok && p == Safety:
-		out["G2"] = ExAllDown
-
 	case lo >= d.lossFrom:
 		out["G2"] = ExCopiesLost
+	case !ok && p == Safety:
+		out["G2"] = ExAllDown
 	}
 	if p == Liveness && touched {
 		a, b := x.window(d, k)
@@ -240,6 +239,8 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 		ok = !x.allLost(d, strict)
 	}
 	switch {
+	case !ok && lo >= d.lossFrom:
+		out["G3"] = ExCopiesLost
 	case !ok:
 		out["G3"] = ExAllDown
 	case touched && d.shared:
@@ -272,8 +273,11 @@ func (x *index) faultExcuse(d *def, k int, upTo time.Duration) Excuse {
 
 // excuseOf names the fault-window excuse of fault f.
 func excuseOf(f Fault) Excuse {
-	if f.Kind == sharedIDFault {
+	switch f.Kind {
+	case sharedIDFault:
 		return ExSharedID
+	case copiesLostFault:
+		return ExCopiesLost
 	}
 	return ExFault + "/" + Excuse(f.Kind)
 }

@@ -119,6 +119,18 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 				h.Ops = append(h.Ops, write(2, Create, 99, "x", sec, 10*sec, 0, 10*ms, OK))
 			}
 		}},
+		{ExCopiesLost, "G3", func(h *History, p, b, o string, rel bool) {
+			lostThenRepaired(h, p, b, rel)
+		}},
+		{ExCopiesLost, "G4", func(h *History, p, b, o string, rel bool) {
+			// As above, and the backup's notice of pop 12 revives the
+			// primary's copy while the primary, catching up too, pops
+			// 12 again.
+			lostThenRepaired(h, p, b, rel)
+			again := pop(25500*ms, p, "a", 12)
+			again.Timer = placedTimer
+			h.Pops = append(h.Pops, again)
+		}},
 		{ExHeld, "G3", func(h *History, p, b, o string, rel bool) {
 			// The primary stands still while the write reaches it: it
 			// applies the write 1.5 s late and pops 1 that late; its
@@ -156,7 +168,8 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 		}},
 		{ExLinTaint, "G5", func(h *History, p, b, o string, rel bool) {
 			// A delete whose request to the backup is lost: the backup
-			// goes on popping at its rank, and the porcupine model leaves
+			// pops once more at its rank (its notice then meets the
+			// tombstone and repairs it), and the porcupine model leaves
 			// out the delete of unknown outcome that follows it (the one
 			// the fault hit is named by the fault). Moved: the lost
 			// request was another timer's.
@@ -164,11 +177,9 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			h.Ops[1].Node, h.Ops[2].Node = p, p
 			h.Faults = []Fault{{At: 4501 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: pickTimer(rel)}}
 			h.Pops = h.Pops[:4]
-			for k := 5; k <= 10; k++ {
-				s := pop(time.Duration(k)*sec+2*sec+20*ms, b, "a", k)
-				s.Timer = placedTimer
-				h.Pops = append(h.Pops, s)
-			}
+			s := pop(5*sec+2*sec+20*ms, b, "a", 5)
+			s.Timer = placedTimer
+			h.Pops = append(h.Pops, s)
 		}},
 	}
 	for _, c := range cases {
@@ -184,6 +195,27 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			c.build(h, p, b, o, false)
 			requireHas(t, Check(h), c.want)
 		})
+	}
+}
+
+// lostThenRepaired builds the copies-lost history of G3: the write's
+// replication to the backup is lost and the primary's callback of pop 3
+// fails, so no copy is left. Pops 4.. are not owed, and those the backup
+// makes once a notice repairs it, long after any fault, are not late.
+// Moved (related false): the lost message was another timer's, so the
+// backup held a copy all along and owed each pop at its rank.
+func lostThenRepaired(h *History, p, b string, related bool) {
+	h.Ops[0].Spec.RepeatFor, h.End = 20*sec, 40*sec
+	h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: pickTimer(related)},
+		{At: 2900 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
+		{At: 3500 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}}}
+	refused := pop(3020*ms, p, "a", 3)
+	refused.Timer, refused.Answered = placedTimer, 500
+	h.Pops = append(h.Pops[:2], refused)
+	for k := 12; k <= 20; k++ {
+		late := pop(25*sec+time.Duration(k)*ms, b, "a", k)
+		late.Timer = placedTimer
+		h.Pops = append(h.Pops, late)
 	}
 }
 
@@ -329,18 +361,16 @@ func TestSitesWriteLagAndQuorum(t *testing.T) {
 		return h
 	}
 	// A delete returns at 2.51 s; the relay's replication of it to the
-	// other site's replica is lost just after, so that replica goes on
-	// popping the deleted timer at its rank until a notice repairs it,
-	// long after the fault, which no lateness bound holds. Lost later
-	// than SiteLag after the answer, it is a violation.
+	// other site's replica is lost just after, so that replica pops the
+	// deleted timer once more at its rank, long after the fault, which no
+	// lateness bound holds, before its notice meets the tombstone. Lost
+	// later than SiteLag after the answer, it is a violation.
 	for _, after := range []time.Duration{ms, SiteLag + 500*ms} {
 		h := base(1, []Fault{{At: 2510*ms + after, Kind: Lost, Nodes: []string{relay(sites)}, Peers: []string{away}, Timer: placedTimer}})
 		h.Ops = append(h.Ops, del(2, placedTimer, 2500*ms, 2510*ms, OK))
 		h.Ops[1].Node = home
 		h.Pops = pops(home, "a", 1, 2, 0)
-		for k := 3; k <= 20; k++ {
-			h.Pops = append(h.Pops, pop(time.Duration(k)*sec+2*sec+20*ms, away, "a", k))
-		}
+		h.Pops = append(h.Pops, pop(3*sec+2*sec+20*ms, away, "a", 3))
 		for i := range h.Pops {
 			h.Pops[i].Timer = placedTimer
 		}
@@ -352,6 +382,23 @@ func TestSitesWriteLagAndQuorum(t *testing.T) {
 			}
 		} else {
 			requireHas(t, vs, "G5")
+		}
+	}
+	// The relay stands still while the create is on its way to the other
+	// site, whose replica so gets it 3 s late and pops that late once the
+	// home replica has crashed. A pause of a node of no role holds
+	// nothing: the other site then owes the pop at its rank.
+	for _, paused := range []string{relay(sites), "n9"} {
+		h := base(1, []Fault{{At: 0, Kind: Pause, Nodes: []string{paused}}, {At: 3 * sec, Kind: Resume, Nodes: []string{paused}},
+			{At: 500 * ms, Kind: Crash, Nodes: []string{home}}})
+		h.Ops[0].Spec.RepeatFor = sec
+		late := pop(6*sec+20*ms, away, "a", 1)
+		late.Timer = placedTimer
+		h.Pops = []Pop{late}
+		if vs := Check(h); paused == "n9" {
+			requireHas(t, vs, "G3")
+		} else {
+			requireNone(t, vs)
 		}
 	}
 	// rf 2 in each site: the create is acknowledged by one of the home

@@ -227,16 +227,21 @@ func (x *index) window(d *def, k int) (a, b time.Duration) {
 }
 
 // lateBound is how late after its latest due time pop k may first arrive,
-// and false when no bound applies (all replicas may have been down).
+// and false when no bound applies (all replicas may have been down). A
+// copy dropped before the pop's window (a failed callback, a missed
+// write, not revived since) stays dropped however long ago its fault
+// ended: then a replica that holds one pops it, at its rank, or, with
+// none left, whoever a notice revives, whenever (pop 6 of seed 5912).
 func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 	a, b := x.window(d, k)
-	out := map[string]bool{}
+	var out, strict map[string]bool
 	if x.popTouched(d, k, b) {
-		var strict map[string]bool
 		out, strict = x.withoutCopy(d, a, b)
-		if x.allLost(d, strict) {
-			return 0, false
-		}
+	} else {
+		out, strict = x.dropped(d, a, a)
+	}
+	if len(out) > 0 && x.allLost(d, strict) {
+		return 0, false
 	}
 	if live, ok := x.liveBound(d, k, out); ok {
 		return live + x.slack(), true
@@ -483,6 +488,9 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 			addAll(late, s.fault.Peers)
 		}
 	}
+	if h := x.heldAtSites(d, ret, late); h > held {
+		held = h
+	}
 	if held > 0 && d.placed {
 		// A replica that lost its copy at any time (missed write, crash,
 		// failed callback) may have it back from a late replica's notice,
@@ -493,6 +501,48 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 		}
 	}
 	return held, late
+}
+
+// heldAtSites is heldFor's part at the other sites, which get a write
+// through their relay, after the client has its answer (see
+// missedAtSites): a pause of one of their nodes, or a clog on the relay's
+// links, up to SiteLag after ret holds the write on its way there, and a
+// relay that got it late held it for its whole site. It adds the replicas
+// it held to late and returns the longest hold.
+func (x *index) heldAtSites(d *def, ret time.Duration, late map[string]bool) time.Duration {
+	if len(x.h.Sites) <= 1 || !d.placed {
+		return 0
+	}
+	var held time.Duration
+	for _, site := range x.h.Sites {
+		if slices.Contains(site, d.op.Node) {
+			continue
+		}
+		for _, s := range d.spans {
+			if s.from > ret+x.o.SiteLag || s.end < d.lo {
+				continue
+			}
+			switch {
+			case s.fault.Kind == Pause && slices.ContainsFunc(s.fault.Nodes, func(n string) bool { return slices.Contains(site, n) }):
+				addAll(late, s.fault.Nodes)
+			case s.fault.Kind == Clog && slices.Contains(s.fault.Nodes, site[0]):
+				addAll(late, s.fault.Peers)
+			case s.fault.Kind == Clog && slices.Contains(s.fault.Peers, site[0]):
+				addAll(late, s.fault.Nodes)
+			default:
+				continue
+			}
+			held = max(held, s.end-d.lo)
+		}
+		if late[site[0]] {
+			for _, r := range d.replicas {
+				if slices.Contains(site, r) {
+					late[r] = true
+				}
+			}
+		}
+	}
+	return held
 }
 
 // heldAt is the hold replica r may still carry when pop k falls due: the
@@ -615,7 +665,7 @@ func (x *index) missedWrite(d *def) map[string]bool {
 // write to another site without waiting for it, and that site's relay
 // places it on its own replicas after the client has its answer, so a
 // fault up to SiteLag after b, on another site's node or a message to it,
-// may keep the write from it (seed 420 with -sites: the relay's
+// may keep the write from it (scenarios/README.md S2: the relay's
 // replication to its site's other replica was lost 1 ms after the answer).
 // The write reaches another site only through the node its address names:
 // when that node missed it, so did the whole site.

@@ -233,10 +233,15 @@ func (x *index) mayDuplicate(d *def, k int) (Fault, bool) {
 	if f, ok := x.dupFault(d, k, last); ok {
 		return f, true
 	}
-	if _, hi := d.due(k); first > hi+x.healthyLate() || d.op.Outcome == Unknown {
+	if lo, hi := d.due(k); first > hi+x.healthyLate() || d.op.Outcome == Unknown {
 		// An unknown write's start is anywhere up to the end of the
 		// history: whether the pop was late cannot be told.
-		return x.popFault(d, k, last)
+		if f, ok := x.popFault(d, k, last); ok {
+			return f, true
+		}
+		if lo >= d.lossFrom {
+			return Fault{Kind: copiesLostFault, Detail: "every copy may have been lost before the pop fell due"}, true
+		}
 	}
 	return Fault{}, false
 }
@@ -310,7 +315,7 @@ func (x *index) violation(g string, at time.Duration, d *def, msg string) Violat
 
 // replacedByHitWrite reports whether a later write of d's timer was hit by
 // a fault (see writeHit): a replica it missed still holds d, and pops it
-// at that replica's rank, however late (seed 1120 with -sites: the other
+// at that replica's rank, however late (scenarios/README.md S2: the other
 // site missed an update and popped the old definition a site's ranks
 // after its due times).
 func (x *index) replacedByHitWrite(d *def) bool {

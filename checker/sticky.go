@@ -38,11 +38,19 @@ func (x *index) checkSticky() []Violation {
 	sort.Slice(timers, func(i, j int) bool { return timers[i] < timers[j] })
 	for _, t := range timers {
 		for _, s := range x.byTimer[t] {
-			if _, hit := x.writeHit(s); s.Kind == Create || s.Outcome != OK || hit {
+			if s.Kind == Create || s.Outcome != OK {
 				continue
 			}
+			_, hit := x.writeHit(s)
 			for _, d := range defsOf[t] {
-				if d.op.Seq != s.Seq && effReturn(d.op) < s.Invoke {
+				if d.op.Seq == s.Seq || effReturn(d.op) >= s.Invoke {
+					continue
+				}
+				if hit {
+					if !x.mayOrderBelow(s, d) {
+						vs = append(vs, x.unrepaired(s, d)...)
+					}
+				} else {
 					vs = append(vs, x.stale(s, d)...)
 				}
 			}
@@ -54,30 +62,151 @@ func (x *index) checkSticky() []Violation {
 // stale reports the pops of d due after s, which replaced d, returned OK.
 // It reports the first such pop and how many followed.
 func (x *index) stale(s Op, d *def) []Violation {
-	limit := s.Return + x.o.StickAllowance + x.h.MaxClockSkew +
-		time.Duration(x.o.NetHops)*x.h.MaxNetDelay
-	var bad []Pop
+	return x.staleViolation(s, d, x.stalePops(s, d), "")
+}
+
+// stalePops lists, in arrival order, the pops of d due after s returned.
+func (x *index) stalePops(s Op, d *def) []Pop {
+	limit := x.stickLimit(s)
+	var out []Pop
 	for _, seq := range sortedSeqs(d) {
 		lo, _ := d.due(max(seq, 1))
 		if lo <= limit {
 			continue
 		}
 		for _, i := range d.bySeq[seq] {
-			bad = append(bad, x.h.Pops[i])
+			out = append(out, x.h.Pops[i])
 		}
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	return out
+}
+
+func (x *index) stickLimit(s Op) time.Duration {
+	return s.Return + x.o.StickAllowance + x.h.MaxClockSkew +
+		time.Duration(x.o.NetHops)*x.h.MaxNetDelay
+}
+
+// unrepaired is G5 for a write s that a fault hit: a replica the fault
+// cut off from s may go on popping d, the definition s replaced, but only
+// until it is repaired. Each pop sends a notice to the other replicas,
+// and one that took s answers it with the newer record (a tombstone lives
+// at least one interval, node.TombstoneMin at least), which the popping
+// replica adopts. So once a replica delivered a pop of d that surely
+// repaired it (see repairs), a later pop of d from it, beyond the notice's
+// round trip, is a violation. Without this bound a replica that ignores
+// the answer would pop a deleted timer for ever under the fault excuse.
+func (x *index) unrepaired(s Op, d *def) []Violation {
+	repairedAt := map[string]time.Duration{}
+	var bad []Pop
+	note := ""
+	for _, p := range x.stalePops(s, d) {
+		if at, ok := repairedAt[p.Node]; ok {
+			if p.At > at+x.repairWindow() {
+				if len(bad) == 0 {
+					note = fmt.Sprintf(" (a fault hit the write, but the pop %s delivered at %v should have repaired that replica)", p.Node, at)
+				}
+				bad = append(bad, p)
+			}
+			continue
+		}
+		if x.repairs(s, d, p) {
+			repairedAt[p.Node] = p.At
+		}
+	}
+	return x.staleViolation(s, d, bad, note)
+}
+
+// mayOrderBelow reports whether write s, hit by a fault, may carry a
+// version below d's: with one acknowledgement per write, two writes cut by
+// a split are ordered by their proxies' clocks (see mayReorder), and
+// then d's record rightly repairs the replicas that took s.
+func (x *index) mayOrderBelow(s Op, d *def) bool {
+	return d.quorum == 1 && s.Invoke-effReturn(d.op) < 2*x.h.MaxClockSkew
+}
+
+// repairWindow bounds a healthy pop notice's round trip after the pop
+// reached the endpoint: the callback's answer, the notice and its answer,
+// with a replica rank's worth of room for queues.
+func (x *index) repairWindow() time.Duration {
+	return x.o.ReplicaSkew + time.Duration(2*x.o.NetHops)*x.h.MaxNetDelay
+}
+
+// repairs reports whether pop p of d, which write s replaced, surely
+// brought its replica s's record: the endpoint accepted it in time (a
+// failed pop sends no notice), no fault touched d's nodes, links or
+// messages while the notice ran, no replica crashed since s (a restart
+// forgets s's record), and s's record was still alive (recordLife).
+func (x *index) repairs(s Op, d *def, p Pop) bool {
+	if x.failed(p) {
+		return false
+	}
+	b := p.At + x.repairWindow()
+	if b > x.recordLife(s, d) {
+		return false
+	}
+	for _, sp := range d.spans {
+		if sp.from > b {
+			break
+		}
+		if sp.end >= p.At {
+			return false
+		}
+	}
+	return !x.crashedIn(d, s.Invoke, b)
+}
+
+// crashedIn reports whether one of d's nodes crashed in [a, b], forgetting
+// what it held.
+func (x *index) crashedIn(d *def, a, b time.Duration) bool {
+	for _, sp := range d.spans {
+		if sp.fault.Kind == Crash && sp.from >= a && sp.from <= b {
+			return true
+		}
+	}
+	return false
+}
+
+// recordLife is until when the replicas that took write s surely still
+// hold its record, to answer a stale notice of d with it. An update's
+// record lives until its last pop and then as a tombstone for at least
+// an interval, TombstoneLife at least. A delete's tombstone lives
+// TombstoneLife, or, when it buried d itself (d reached every replica,
+// none crashed since, and nothing was written between them), until d's last pop at every rank,
+// so that it outlives every stale pop of d.
+func (x *index) recordLife(s Op, d *def) time.Duration {
+	from := s.Invoke - x.h.MaxClockSkew
+	if s.Kind == Update {
+		sp := s.Spec
+		return from + time.Duration(sp.Pops())*sp.Interval + max(sp.Interval, x.o.TombstoneLife)
+	}
+	if _, hit := x.writeHit(d.op); !hit && d.op.Outcome == OK {
+		between := false
+		for _, e := range x.byTimer[d.timer] {
+			between = between || e.Invoke > d.op.Invoke && e.Invoke < s.Invoke
+		}
+		if !between && !x.crashedIn(d, d.op.Invoke, s.Return) {
+			return never
+		}
+	}
+	return from + x.o.TombstoneLife
+}
+
+// staleViolation reports the first of the stale pops bad and how many
+// there were; note says why they count as stale.
+func (x *index) staleViolation(s Op, d *def, bad []Pop, note string) []Violation {
 	if len(bad) == 0 {
 		return nil
 	}
-	sort.SliceStable(bad, func(i, j int) bool { return bad[i].At < bad[j].At })
 	p := bad[0]
+	limit := x.stickLimit(s)
 	what := "deleted"
 	if s.Kind == Update {
 		what = fmt.Sprintf("updated to opaque %q", s.Spec.Opaque)
 	}
 	return []Violation{x.violation("G5", p.At, d, fmt.Sprintf(
-		"timer %s by op %d returning OK at %v, yet pop %d from %s (due from %v) carries the old definition, %d such pops: got a pop of the old definition, want none due after %v",
-		what, s.Seq, s.Return, p.Seq, p.Node, x.dueFrom(d, p.Seq), len(bad), limit))}
+		"timer %s by op %d returning OK at %v, yet pop %d from %s (due from %v) carries the old definition, %d such pops%s: got a pop of the old definition, want none due after %v",
+		what, s.Seq, s.Return, p.Seq, p.Node, x.dueFrom(d, p.Seq), len(bad), note, limit))}
 }
 
 func (x *index) dueFrom(d *def, seq int) time.Duration {
