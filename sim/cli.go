@@ -16,17 +16,6 @@ import (
 // parser. Exit codes: 0 pass, 1 a check failed, 2 bad usage or input.
 type CLI struct {
 	Stdout, Stderr io.Writer
-	// Sites runs generated plans of four nodes as two sites, one in three
-	// (see WithSites).
-	Sites bool
-}
-
-// generate returns the plan of a seed.
-func (c CLI) generate(seed uint64) *Plan {
-	if c.Sites {
-		return WithSites(Generate(seed))
-	}
-	return Generate(seed)
 }
 
 // load returns the plan of a seed or of a scenario file.
@@ -36,7 +25,7 @@ func (c CLI) load(seed uint64, scenario string) (*Plan, bool) {
 			fmt.Fprintln(c.Stderr, "chronos-sim: give -seed S (S > 0) or -scenario F")
 			return nil, false
 		}
-		return c.generate(seed), true
+		return Generate(seed), true
 	}
 	f, err := os.Open(scenario)
 	if err != nil {
@@ -120,7 +109,7 @@ func (c CLI) Sweep(from uint64, n int) int {
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for seed := range work {
-				p := c.generate(seed)
+				p := Generate(seed)
 				a, b := Run(p, Options{}), Run(p, Options{})
 				mu.Lock()
 				done++

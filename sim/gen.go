@@ -45,18 +45,6 @@ const mixSharedInstance = "shared-instance"
 // replicas, and the checker's placement assumes sites of one size.
 const mixSites = "sites"
 
-// WithSites makes p, if it has four nodes, two sites of two (mixSites) in
-// one plan of three, drawn from a stream of the seed's own so that the
-// rest of the plan is unchanged. The default sweep does not do it yet:
-// seeds 1..2000 with it fail on 7 plans, the cross-site path's known
-// problems (scenarios/README.md S2); chronos-sim -sites runs them.
-func WithSites(p *Plan) *Plan {
-	if p.Nodes == 4 && rand.New(stream(p.Seed, streamSites)).IntN(3) == 0 && !p.enabled(mixSites) {
-		p.Mix = append(p.Mix, mixSites)
-	}
-	return p
-}
-
 // mixLoad in a plan's mix gives every host a modelled CPU (modest service
 // times, well within what a burst of the plan needs) and adds a burst of
 // timers due in the same second, so that G4 is judged under load too.
@@ -120,6 +108,11 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 	if work.IntN("mix:"+mixLoad, 4) == 0 {
 		p.Mix = append(p.Mix, mixLoad)
 		genLoad(p, work, safety)
+	}
+	// One four-node plan in three runs as two sites of two, drawn last
+	// for the same reason.
+	if p.Nodes == 4 && work.IntN("mix:"+mixSites, 3) == 0 {
+		p.Mix = append(p.Mix, mixSites)
 	}
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p

@@ -89,7 +89,6 @@ const (
 	streamClocks
 	streamWorkload
 	streamFaults
-	streamSites
 )
 
 // stream returns the seed's PCG stream number id.

@@ -5,9 +5,6 @@
 //	chronos-sim replay -seed S | -scenario F                    one run, printing the trace
 //	chronos-sim shrink -seed S | -scenario F [-out F]           write a minimal failing scenario
 //
-// With -sites, generated plans of four nodes run as two sites of two, one
-// in three (sim.WithSites).
-//
 // The last line of run gives the seed, the trace hash and the result.
 package main
 
@@ -31,11 +28,10 @@ func main() {
 	from := fs.Uint64("from", 1, "sweep: first seed")
 	html := fs.String("html", "", "run: where to write the HTML report on failure (default chronos-sim-<seed>.html)")
 	out := fs.String("out", "", "shrink: scenario file to write (default scenarios/shrunk-<seed>.scenario)")
-	sites := fs.Bool("sites", false, "run four-node generated plans as two sites, one in three (not in the default sweep yet)")
 	if err := fs.Parse(args); err != nil {
 		os.Exit(2)
 	}
-	cli := sim.CLI{Stdout: os.Stdout, Stderr: os.Stderr, Sites: *sites}
+	cli := sim.CLI{Stdout: os.Stdout, Stderr: os.Stderr}
 	var code int
 	switch cmd {
 	case "run":
