@@ -28,9 +28,20 @@
 //	mu.Unlock()
 //	resp := <-replies // outside the lock
 //
-// The package's files: env.go (the injected interfaces and message
-// values), api.go (bodies and validation), id.go (unique and wire IDs),
-// ring.go (rendezvous hashing and the replica bloom filter), store.go (the
-// timing wheel), proxy.go (client writes and replication fan-out),
-// replica.go (holding, popping, conflict rules) and node.go (routing).
+// The package's files, in the order a timer meets them:
+//
+//   - node.go: the Node, routing of inbound requests, responses.
+//   - codec.go: the wire format, client and replication bodies decoded
+//     and validated, replication bodies encoded.
+//   - id.go, instance.go: unique timer IDs, wire IDs, instance numbers.
+//   - write.go: client writes (create, update, delete) on the proxy, the
+//     quorum they wait for, and their fan-out to the replicas.
+//   - apply.go: the conflict rule and how a replica applies a record.
+//   - pop.go: the schedule of held records, the callback, pop notices and
+//     the repair of stale replicas.
+//   - sites.go: forwarding to and placing from other sites.
+//   - timer.go, store.go: the held record and the timing wheel.
+//   - ring.go: rendezvous hashing and the replica bloom filter.
+//   - env.go, config.go, auth.go, allow.go: the injected interfaces,
+//     configuration, the cluster key, callback address rules.
 package node

@@ -25,7 +25,7 @@ import (
 // number when the joining nodes become steady ones; a node whose number
 // changes on reload moves its ID generator MaxClockLead ahead (see
 // Node.SetCluster), and a create that meets another definition under its ID
-// is refused and retried under a fresh ID (see collision in replica.go).
+// is refused and retried under a fresh ID (see collides in apply.go).
 
 // InstanceIDs returns the instance number every member of m derives.
 func InstanceIDs(m Membership) (map[string]int, error) {

@@ -201,3 +201,21 @@ func (t *Timer) bury(end int64) {
 	e.Buried = end
 	t.Extra = &e
 }
+
+// newTimer builds the record of one definition of timer id.
+func newTimer(id, version uint64, spec Spec, start int64, seq uint32, p *Placement, view uint64) *Timer {
+	t := &Timer{
+		ID: id, Version: version, Start: start,
+		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
+		Seq: seq, Tombstone: spec.Tombstone, RF: uint8(spec.RF),
+		URI: spec.URI, Opaque: spec.Opaque,
+		Placement: p, ViewID: view,
+	}
+	if !spec.Tombstone {
+		t.def = definitionHash(spec.Interval, spec.RepeatFor, spec.URI, spec.Opaque)
+	}
+	if len(spec.Tags) > 0 {
+		t.Extra = &TimerExtra{Tags: spec.Tags}
+	}
+	return t
+}

@@ -1,11 +1,11 @@
 package node
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/murmur3"
 )
@@ -306,219 +306,6 @@ func (n *Node) withdrawFrom(peer string, tomb *Timer, attempt int) {
 	})
 }
 
-// notApplied is the response a replica gives for a record it did not
-// apply: 409 with the newer definition it holds (its version in a header,
-// the record as the body), 409 marked as a collision when it holds another
-// timer under the ID, or 503 when full.
-func (n *Node) notApplied(a applied) Response {
-	if a.collision {
-		r := text(409, "another timer is held under this ID")
-		r.Header[HeaderCollision] = "1"
-		r.Header[HeaderReason] = "another timer is held under this ID"
-		return r
-	}
-	if a.newer == nil {
-		return unavailable("node is full")
-	}
-	return Response{
-		Status: 409,
-		Header: Header{
-			HeaderContentType: "application/json",
-			HeaderVersion:     strconv.FormatUint(a.newer.Version, 10),
-		},
-		Body: EncodeReplication(live(a.newer), n.nowMs()),
-	}
-}
-
-// live is t as other replicas should take it: a dormant copy (a callback
-// failed here) is the definition itself, for the sender to pop, including
-// the pop that failed here: its Seq counts that pop, which was not made,
-// and a replica that took it would skip it (seed 7038 with sites: a
-// site's relay passed its dormant record on, and the pop was lost).
-func live(t *Timer) *Timer {
-	if !t.Dormant {
-		return t
-	}
-	c := *t
-	c.Tombstone, c.Dormant = false, false
-	c.Seq = max(c.Seq, 1) - 1
-	return &c
-}
-
-// replicaPut applies a replication message from another node, or places a
-// timer forwarded from another site on this site's replicas.
-func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Response)) {
-	n.stats.ReplicationsReceived++
-	if now := n.nowMs(); n.ids.ahead(r.Version, now) {
-		reply(badRequest(fmt.Sprintf("timing.version %d is dated %d ms after this node's clock, more than twice MaxClockLead ahead",
-			r.Version, IDTime(r.Version)-now)))
-		return
-	}
-	if len(r.Replicas) == 0 {
-		rf := max(spec.RF, 1)
-		r.Replicas = n.ring.Replicas(id, rf)
-		n.placeFromSite(id, spec, r, reply)
-		return
-	}
-	t := n.fromReplication(id, spec, r)
-	if a := n.apply(t); !a.ok || a.newer != nil || a.collision {
-		reply(n.notApplied(a))
-		return
-	}
-	resp := text(200, "OK")
-	if held := n.store.Get(id); held != nil && held.Version == t.Version && held.Start < n.startMs()+r.StartTimeDelta {
-		// The sender's start is later than ours: tell it (learnStart).
-		resp.Header[HeaderStartDelta] = strconv.FormatInt(held.Start-n.nowMs(), 10)
-	}
-	reply(resp)
-}
-
-// fromReplication builds the record a replication body describes.
-func (n *Node) fromReplication(id uint64, spec Spec, r *Replication) *Timer {
-	t := newTimer(id, r.Version, spec, n.startMs()+r.StartTimeDelta, r.Seq, n.placement(r.Replicas, r.Sites), r.ViewID)
-	if spec.Tombstone {
-		// A tombstone carries no callback to fingerprint, only the sender's.
-		t.def = r.Definition
-	}
-	return t
-}
-
-// newTimer builds the record of one definition of timer id.
-func newTimer(id, version uint64, spec Spec, start int64, seq uint32, p *Placement, view uint64) *Timer {
-	t := &Timer{
-		ID: id, Version: version, Start: start,
-		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
-		Seq: seq, Tombstone: spec.Tombstone, RF: uint8(spec.RF),
-		URI: spec.URI, Opaque: spec.Opaque,
-		Placement: p, ViewID: view,
-	}
-	if !spec.Tombstone {
-		t.def = definitionHash(spec.Interval, spec.RepeatFor, spec.URI, spec.Opaque)
-	}
-	if len(spec.Tags) > 0 {
-		t.Extra = &TimerExtra{Tags: spec.Tags}
-	}
-	return t
-}
-
-// placeFromSite writes a timer another site forwarded to this site's
-// replicas, keeping its version, start and sequence.
-func (n *Node) placeFromSite(id uint64, spec Spec, r *Replication, reply func(Response)) {
-	now := n.nowMs()
-	spec.RF = max(spec.RF, 1)
-	t := newTimer(id, r.Version, spec, now+r.StartTimeDelta, r.Seq, n.placement(r.Replicas, r.Sites), n.ring.ViewID())
-	if spec.Tombstone {
-		t.def = r.Definition
-	}
-	// A replica holding a newer record answers 409 with it. The newest
-	// goes back to the forwarding site (see siteAnswered), even when
-	// another replica here took the stale record, and to the replicas here
-	// (see repairSite): the sender, a replica that missed a delete or an
-	// update and popped, and the replicas here that took its stale notice
-	// are all repaired by it.
-	var newer *Response
-	var newest uint64
-	var from string
-	w := &write{reply: func(resp Response) {
-		if newer != nil {
-			resp = *newer
-			n.repairSite(t, *newer, from)
-		}
-		reply(resp)
-	}, pending: len(r.Replicas), quorum: 1, ok: text(200, "OK")}
-	doneFrom := func(peer string) func(bool, Response) {
-		return func(ok bool, resp Response) {
-			if !ok && resp.Status == 409 && resp.Header.Get(HeaderCollision) == "" && len(resp.Body) > 0 {
-				if v, err := strconv.ParseUint(resp.Header.Get(HeaderVersion), 10, 64); err == nil && v > newest {
-					newer, newest, from = &resp, v, peer
-				}
-			}
-			w.done(ok, resp)
-		}
-	}
-	for _, peer := range r.Replicas {
-		if peer == n.self {
-			local := *t
-			a := n.apply(&local)
-			doneFrom(peer)(a.ok && !a.collision && a.newer == nil, n.notApplied(a))
-			continue
-		}
-		n.replicate(peer, t, nil, now, doneFrom(peer))
-	}
-}
-
-// repairSite passes the newer record a replica here (from) answered a
-// forwarded record t with to this node and this site's other replicas of
-// t, which may have taken t.
-func (n *Node) repairSite(t *Timer, answer Response, from string) {
-	spec, repl, err := ParseBody(answer.Body)
-	if err != nil || repl == nil {
-		return
-	}
-	rec := n.fromReplication(t.ID, spec, repl)
-	if from != n.self && slices.Contains(t.Placement.Replicas, n.self) {
-		local := *rec
-		n.apply(&local)
-	}
-	n.spreadRepair(rec, t, from)
-}
-
-// forwardToSites sends t to every other site it is replicated to, for that
-// site to place on its own replicas. Remote sites are not waited for: a
-// client write is acknowledged by its local replicas.
-func (n *Node) forwardToSites(t *Timer, now int64) {
-	for _, site := range n.cfg.RemoteSites {
-		if !slices.Contains(t.Placement.Sites, site.Name) {
-			continue
-		}
-		fwd := *t
-		fwd.Placement = &Placement{Sites: t.Placement.Sites}
-		n.stats.ReplicationsSent++
-		req := n.internalPut(site.Address, FormatWireID(t.ID, 0), EncodeReplication(&fwd, now))
-		n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
-			if err == nil {
-				n.siteAnswered(t.ID, resp)
-			}
-		})
-	}
-}
-
-// siteAnswered learns from another site's answer to a forward: a 409 with
-// a newer record (a delete or update this site missed, its forward lost)
-// is placed on this site's replicas, as a 409 to a pop notice repairs the
-// replicas of one site. Without it a site that missed a delete popped the
-// timer until its repeat-for ended.
-func (n *Node) siteAnswered(id uint64, resp Response) {
-	if resp.Status != 409 || resp.Header.Get(HeaderCollision) != "" {
-		return
-	}
-	spec, repl, err := ParseBody(resp.Body)
-	if err != nil || repl == nil {
-		return
-	}
-	// The newer record's replication factor places it: what this node
-	// holds may be a tombstone of a delete whose factor was inferred.
-	held := n.store.Get(id)
-	rf := spec.RF
-	if rf < 1 && held != nil {
-		rf = int(held.RF)
-	}
-	rf = max(rf, 1)
-	here := n.placement(n.ring.Replicas(id, rf), repl.Sites)
-	t := newTimer(id, repl.Version, spec, n.startMs()+repl.StartTimeDelta, repl.Seq, here, n.ring.ViewID())
-	if spec.Tombstone {
-		t.def = repl.Definition
-	}
-	if !slices.Contains(here.Replicas, n.self) {
-		n.spreadRepair(t, t, n.self)
-		return
-	}
-	n.apply(t)
-	if now := n.store.Get(id); now != nil && now != held {
-		n.spreadRepair(now, now, n.self)
-	}
-}
-
 // sites lists the sites a new timer is replicated to: this one first.
 func (n *Node) sites() []string {
 	if len(n.cfg.RemoteSites) == 0 {
@@ -539,62 +326,28 @@ func errorResponse(err error) Response {
 	return unavailable(err.Error())
 }
 
-// replicationBody is the JSON of the internal PUT (api.md). version is an
-// extension: the client write that defined the timer, as a decimal string.
-type replicationBody struct {
-	Timing struct {
-		Interval       int64  `json:"interval"`
-		RepeatFor      int64  `json:"repeat-for"`
-		StartTimeDelta int64  `json:"start-time-delta"`
-		SequenceNumber uint32 `json:"sequence-number"`
-		Version        string `json:"version"`
-		Definition     uint32 `json:"definition,omitempty"`
-	} `json:"timing"`
-	Callback    map[string]*callbackHTTP `json:"callback"`
-	Reliability struct {
-		ClusterViewID     string   `json:"cluster-view-id"`
-		Replicas          []string `json:"replicas"`
-		Sites             []string `json:"sites,omitempty"`
-		ReplicationFactor int      `json:"replication-factor,omitempty"`
-	} `json:"reliability"`
-	Statistics *struct {
-		TagInfo []Tag `json:"tag-info"`
-	} `json:"statistics,omitempty"`
+// replicate sends t to peer with the internal PUT; done, if not nil,
+// receives whether the peer applied it. body, if not nil, is t encoded.
+func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done func(ok bool, resp Response)) {
+	n.stats.ReplicationsSent++
+	if body == nil {
+		body = EncodeReplication(t, now)
+	}
+	req := n.internalPut(peer, FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)), body)
+	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
+		if done != nil {
+			done(err == nil && resp.Status/100 == 2, resp)
+		}
+	})
 }
 
-type callbackHTTP struct {
-	URI    string `json:"uri"`
-	Opaque string `json:"opaque"`
-}
-
-// EncodeReplication returns the internal PUT body for t as of now (ms).
-func EncodeReplication(t *Timer, now int64) []byte {
-	var b replicationBody
-	b.Timing.Interval = t.Interval / 1000
-	b.Timing.RepeatFor = t.RepeatFor / 1000
-	b.Timing.StartTimeDelta = t.Start - now
-	b.Timing.SequenceNumber = t.Seq
-	b.Timing.Version = strconv.FormatUint(t.Version, 10)
-	b.Timing.Definition = t.def
-	b.Callback = map[string]*callbackHTTP{}
-	if !t.Tombstone {
-		b.Callback["http"] = &callbackHTTP{URI: t.URI, Opaque: t.Opaque}
+// placement interns a replica and site list.
+func (n *Node) placement(replicas, sites []string) *Placement {
+	key := strings.Join(replicas, ",") + "|" + strings.Join(sites, ",")
+	if p, ok := n.placements[key]; ok {
+		return p
 	}
-	b.Reliability.ClusterViewID = strconv.FormatUint(t.ViewID, 10)
-	b.Reliability.Replicas = t.Placement.Replicas
-	if b.Reliability.Replicas == nil {
-		b.Reliability.Replicas = []string{} // a forward to another site, not a client body
-	}
-	b.Reliability.Sites = t.Placement.Sites
-	b.Reliability.ReplicationFactor = int(t.RF)
-	if tags := t.Tags(); len(tags) > 0 {
-		b.Statistics = &struct {
-			TagInfo []Tag `json:"tag-info"`
-		}{tags}
-	}
-	out, err := json.Marshal(&b)
-	if err != nil {
-		panic("node: encoding a replication body: " + err.Error())
-	}
-	return out
+	p := &Placement{Replicas: slices.Clone(replicas), Sites: slices.Clone(sites)}
+	n.placements[key] = p
+	return p
 }

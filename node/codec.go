@@ -765,3 +765,63 @@ func valueEnd(b []byte, i int) int {
 	}
 	return i
 }
+
+// replicationBody is the JSON of the internal PUT (api.md). version is an
+// extension: the client write that defined the timer, as a decimal string.
+type replicationBody struct {
+	Timing struct {
+		Interval       int64  `json:"interval"`
+		RepeatFor      int64  `json:"repeat-for"`
+		StartTimeDelta int64  `json:"start-time-delta"`
+		SequenceNumber uint32 `json:"sequence-number"`
+		Version        string `json:"version"`
+		Definition     uint32 `json:"definition,omitempty"`
+	} `json:"timing"`
+	Callback    map[string]*callbackHTTP `json:"callback"`
+	Reliability struct {
+		ClusterViewID     string   `json:"cluster-view-id"`
+		Replicas          []string `json:"replicas"`
+		Sites             []string `json:"sites,omitempty"`
+		ReplicationFactor int      `json:"replication-factor,omitempty"`
+	} `json:"reliability"`
+	Statistics *struct {
+		TagInfo []Tag `json:"tag-info"`
+	} `json:"statistics,omitempty"`
+}
+
+type callbackHTTP struct {
+	URI    string `json:"uri"`
+	Opaque string `json:"opaque"`
+}
+
+// EncodeReplication returns the internal PUT body for t as of now (ms).
+func EncodeReplication(t *Timer, now int64) []byte {
+	var b replicationBody
+	b.Timing.Interval = t.Interval / 1000
+	b.Timing.RepeatFor = t.RepeatFor / 1000
+	b.Timing.StartTimeDelta = t.Start - now
+	b.Timing.SequenceNumber = t.Seq
+	b.Timing.Version = strconv.FormatUint(t.Version, 10)
+	b.Timing.Definition = t.def
+	b.Callback = map[string]*callbackHTTP{}
+	if !t.Tombstone {
+		b.Callback["http"] = &callbackHTTP{URI: t.URI, Opaque: t.Opaque}
+	}
+	b.Reliability.ClusterViewID = strconv.FormatUint(t.ViewID, 10)
+	b.Reliability.Replicas = t.Placement.Replicas
+	if b.Reliability.Replicas == nil {
+		b.Reliability.Replicas = []string{} // a forward to another site, not a client body
+	}
+	b.Reliability.Sites = t.Placement.Sites
+	b.Reliability.ReplicationFactor = int(t.RF)
+	if tags := t.Tags(); len(tags) > 0 {
+		b.Statistics = &struct {
+			TagInfo []Tag `json:"tag-info"`
+		}{tags}
+	}
+	out, err := json.Marshal(&b)
+	if err != nil {
+		panic("node: encoding a replication body: " + err.Error())
+	}
+	return out
+}

@@ -1,0 +1,294 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Supersedes reports whether incoming should replace existing, both being
+// records of the same timer ID. This is the conflict rule every replica
+// applies, whether the record comes from a client write, a replica's pop
+// notice, a tombstone or (later) a resync:
+//
+//   - a later client write wins: Version orders definitions;
+//   - within one definition, the record that has popped further wins: Seq
+//     orders pops, so a stale or duplicated pop notice changes nothing;
+//   - a tombstone of a definition beats that definition at any Seq (the
+//     final pop, or the record dropped by rebalancing) and is itself final,
+//     except a dormant one (a failed callback), which yields to its own
+//     definition as far popped, and to its tombstone.
+func Supersedes(existing, incoming *Timer) bool {
+	switch {
+	case existing == nil:
+		return true
+	case incoming.Version != existing.Version:
+		return incoming.Version > existing.Version
+	case existing.Tombstone:
+		return existing.Dormant && (incoming.Tombstone || incoming.Seq >= existing.Seq)
+	case incoming.Tombstone:
+		return true
+	default:
+		return incoming.Seq > existing.Seq
+	}
+}
+
+// applied is the outcome of offering a record to a replica.
+type applied struct {
+	// ok is false only when the node could not take the timer (full).
+	ok bool
+	// newer is the definition held when the record was of an older
+	// version: a writing proxy retries above it, a popping replica that
+	// missed a delete or update adopts it (read repair).
+	newer *Timer
+	// collision is set when the node holds another timer under the ID.
+	collision bool
+}
+
+// collides reports whether incoming and existing, two records under one
+// ID, belong to different timers: two nodes issued the same ID (their
+// instance numbers clashed), or a client created a timer with a PUT to an
+// ID a node later issued. Such records must never replace each other.
+//
+//   - Records of one version are one client write: if they fingerprint
+//     different definitions, the write was two creates.
+//   - A record whose version is its ID is a create (or the create's final
+//     or withdrawn tombstone). Every later write of that timer has a higher
+//     version, so a record held below it belongs to another timer.
+func collides(existing, incoming *Timer) bool {
+	switch {
+	case existing == nil:
+		return false
+	case existing.Version == incoming.Version:
+		return existing.def != 0 && incoming.def != 0 && existing.def != incoming.def
+	default:
+		return incoming.Version == incoming.ID && existing.Version < incoming.Version
+	}
+}
+
+// apply stores t (built from a client write or a replication message) if
+// it supersedes what the node holds.
+func (n *Node) apply(t *Timer) applied {
+	n.ids.observe(t.Version, n.nowMs())
+	if !t.Tombstone && !slices.Contains(t.Placement.Replicas, n.self) {
+		// Passive rebalancing: this node is no longer a replica. Keep a
+		// tombstone of the definition so that stale copies of it cannot
+		// bring the timer back here.
+		t.Tombstone = true
+	}
+	existing := n.store.Get(t.ID)
+	if existing == nil && !t.Tombstone && t.Seq > 0 && t.lastDue()+n.maxSkew(t).Milliseconds() < n.nowMs() {
+		// A pop notice of a timer every pop of which, at every rank, is
+		// past: this replica forgot it after its last pop (its tombstone
+		// expired) or never held it, and a paused or cut-off replica
+		// tells of an old pop. Taking it would pop again, late, what was
+		// popped; the sender pops what it has left itself. Keep it as a
+		// tombstone, so that further stale notices meet one.
+		t.Tombstone = true
+	}
+	if collides(existing, t) {
+		n.stats.IDCollisions++
+		return applied{collision: true}
+	}
+	if t.Tombstone && existing != nil && t.def == 0 && t.Interval == 0 {
+		// A client delete does not know the definition it buries; the
+		// tombstone's life is measured from it (see dueOf). A pop notice
+		// of a one-shot timer (interval 0) is a tombstone too, but it
+		// carries its own definition, which must stay as it is.
+		t.Start, t.Interval, t.RepeatFor = existing.Start, existing.Interval, existing.RepeatFor
+	}
+	if existing != nil && existing.Version == t.Version && existing.Start != t.Start {
+		n.earliestStart(existing, t)
+	}
+	if !Supersedes(existing, t) {
+		if existing.Tombstone && !t.Tombstone {
+			n.outlive(existing, t)
+		}
+		if existing.Version > t.Version {
+			// The sender is behind: a client write from a node whose
+			// clock lags, or a replica that missed a later write. If it
+			// tells of pops of the older definition, remember them for
+			// a retry of that definition (see keepProgress).
+			if t.Seq > 0 && t.def != 0 && !t.Dormant {
+				told := Progress{Def: t.def, Seq: t.Seq, Start: t.Start, Interval: t.Interval, RepeatFor: t.RepeatFor}
+				switch {
+				case t.def != existing.def:
+					existing.replaced(told)
+				case !existing.Tombstone && n.carry(told, existing):
+					// The sender popped the first try of the write
+					// this replica holds the retry of.
+					n.reschedule(existing)
+				}
+			}
+			return applied{ok: true, newer: existing}
+		}
+		return applied{ok: true}
+	}
+	if existing == nil && n.store.Len() >= n.cfg.Limits.MaxTimers {
+		// A tombstone with nothing to bury is not worth refusing.
+		return applied{ok: t.Tombstone}
+	}
+	if existing != nil {
+		t.bury(existing.lastDue())
+		n.keepProgress(existing, t)
+	}
+	n.release(existing)
+	n.hold(t, n.dueOf(t))
+	return applied{ok: true}
+}
+
+// keepProgress carries the pops already made over to a newer version of
+// the same definition that a proxy wrote again within moments: a client
+// write retried above a concurrent write's version (rewrite) is one client
+// write, and must not pop again what this replica popped of its first
+// version, whether the replica still holds that version or the concurrent
+// write has replaced it meanwhile (Extra.Replaced). A later PUT of the
+// same definition has a start of its own, further off, and starts over.
+// Otherwise it notes existing's progress in t, for such a retry to come.
+// A pop whose callback failed here counts as made: one attempt per
+// replica per pop, the next replica's turn is the redundancy.
+func (n *Node) keepProgress(existing, t *Timer) {
+	prior := Progress{Def: existing.def, Seq: existing.Seq, Start: existing.Start,
+		Interval: existing.Interval, RepeatFor: existing.RepeatFor}
+	if prior.Def != t.def && existing.Extra != nil {
+		prior = existing.Extra.Replaced
+	}
+	if t.Tombstone || t.def == 0 || prior.Def != t.def {
+		if existing.Seq > 0 && existing.def != 0 && existing.def != t.def {
+			t.replaced(Progress{Def: existing.def, Seq: existing.Seq, Start: existing.Start,
+				Interval: existing.Interval, RepeatFor: existing.RepeatFor})
+		}
+		return
+	}
+	n.carry(prior, t)
+}
+
+// carry gives t, a write of definition prior.Def, the pops of prior when
+// t is a retry of the same client write that is behind it. It reports
+// whether t changed. A retry starts at most retryWindow after the first
+// try; starts also differ by a millisecond or two either way when they
+// were rebuilt from deltas on nodes whose clocks differ, so the window is
+// taken both ways: the same definition written twice so close together
+// is one write to the client too.
+func (n *Node) carry(prior Progress, t *Timer) bool {
+	switch {
+	case prior.Def != t.def || prior.Seq <= t.Seq || prior.Interval != t.Interval || prior.RepeatFor != t.RepeatFor:
+		return false
+	}
+	if d := t.Start - prior.Start; d < -n.retryWindow().Milliseconds() || d > n.retryWindow().Milliseconds() {
+		return false
+	}
+	t.Start, t.Seq = prior.Start, prior.Seq
+	return true
+}
+
+// retryWindow bounds how much later a proxy's retry of a write starts
+// than its first try: one replication round per try.
+func (n *Node) retryWindow() time.Duration {
+	return n.cfg.ReplicationTimeout * (maxWriteRetries + 1)
+}
+
+// outlive keeps tombstone alive until the last pop of stale, a definition
+// it buries that some replica still holds and pops, has passed: every
+// notice of it then meets the tombstone and is repaired by the 409 answer.
+// Without this a tombstone that buried nothing known here (a delete that
+// reached a replica that had missed the create) lives only TombstoneMin,
+// and a later stale notice would bring the timer back.
+func (n *Node) outlive(tombstone, stale *Timer) {
+	if end := stale.lastDue(); end > tombstone.lastDue() {
+		tombstone.bury(end)
+		n.reschedule(tombstone)
+	}
+}
+
+// earliestStart gives both records of one definition the earlier of their
+// start times. Every replica rebuilds the start from start-time-delta when
+// a message is processed, so a message that was held up (a paused node, a
+// clogged link) makes it late by the delay, never early; without this the
+// lateness would spread through pop notices and stay for good.
+func (n *Node) earliestStart(existing, incoming *Timer) {
+	if incoming.Start < existing.Start && (!existing.Tombstone || existing.Dormant) {
+		existing.Start = incoming.Start
+		n.reschedule(existing)
+	}
+	incoming.Start = min(incoming.Start, existing.Start)
+}
+
+// replicaPut applies a replication message from another node, or places a
+// timer forwarded from another site on this site's replicas.
+func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Response)) {
+	n.stats.ReplicationsReceived++
+	if now := n.nowMs(); n.ids.ahead(r.Version, now) {
+		reply(badRequest(fmt.Sprintf("timing.version %d is dated %d ms after this node's clock, more than twice MaxClockLead ahead",
+			r.Version, IDTime(r.Version)-now)))
+		return
+	}
+	if len(r.Replicas) == 0 {
+		rf := max(spec.RF, 1)
+		r.Replicas = n.ring.Replicas(id, rf)
+		n.placeFromSite(id, spec, r, reply)
+		return
+	}
+	t := n.fromReplication(id, spec, r)
+	if a := n.apply(t); !a.ok || a.newer != nil || a.collision {
+		reply(n.notApplied(a))
+		return
+	}
+	resp := text(200, "OK")
+	if held := n.store.Get(id); held != nil && held.Version == t.Version && held.Start < n.startMs()+r.StartTimeDelta {
+		// The sender's start is later than ours: tell it (noticeAnswered
+		// takes the earlier start).
+		resp.Header[HeaderStartDelta] = strconv.FormatInt(held.Start-n.nowMs(), 10)
+	}
+	reply(resp)
+}
+
+// fromReplication builds the record a replication body describes.
+func (n *Node) fromReplication(id uint64, spec Spec, r *Replication) *Timer {
+	t := newTimer(id, r.Version, spec, n.startMs()+r.StartTimeDelta, r.Seq, n.placement(r.Replicas, r.Sites), r.ViewID)
+	if spec.Tombstone {
+		// A tombstone carries no callback to fingerprint, only the sender's.
+		t.def = r.Definition
+	}
+	return t
+}
+
+// notApplied is the response a replica gives for a record it did not
+// apply: 409 with the newer definition it holds (its version in a header,
+// the record as the body), 409 marked as a collision when it holds another
+// timer under the ID, or 503 when full.
+func (n *Node) notApplied(a applied) Response {
+	if a.collision {
+		r := text(409, "another timer is held under this ID")
+		r.Header[HeaderCollision] = "1"
+		r.Header[HeaderReason] = "another timer is held under this ID"
+		return r
+	}
+	if a.newer == nil {
+		return unavailable("node is full")
+	}
+	return Response{
+		Status: 409,
+		Header: Header{
+			HeaderContentType: "application/json",
+			HeaderVersion:     strconv.FormatUint(a.newer.Version, 10),
+		},
+		Body: EncodeReplication(live(a.newer), n.nowMs()),
+	}
+}
+
+// live is t as other replicas should take it: a dormant copy (a callback
+// failed here) is the definition itself, for the sender to pop, including
+// the pop that failed here: its Seq counts that pop, which was not made,
+// and a replica that took it would skip it (seed 7038 with sites: a
+// site's relay passed its dormant record on, and the pop was lost).
+func live(t *Timer) *Timer {
+	if !t.Dormant {
+		return t
+	}
+	c := *t
+	c.Tombstone, c.Dormant = false, false
+	c.Seq = max(c.Seq, 1) - 1
+	return &c
+}

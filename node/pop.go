@@ -1,0 +1,278 @@
+package node
+
+import (
+	"math/bits"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// dueOf returns when this replica acts on t next: its next pop, skewed by
+// its rank, or for a tombstone (or a timer with nothing left to pop) the
+// end of its life.
+func (n *Node) dueOf(t *Timer) int64 {
+	if at, ok := t.NextPopAt(); ok {
+		return at + n.skew(t).Milliseconds()
+	}
+	t.Tombstone = true
+	return max(n.nowMs()+max(t.Interval, TombstoneMin.Milliseconds()), t.lastDue()+n.maxSkew(t).Milliseconds())
+}
+
+// maxSkew bounds how long after a due time any replica of t may still pop
+// it and tell the others: the last rank of the last site, then a callback
+// and a replication message. A tombstone lives at least one interval
+// (api.md) and at least until the buried definition's last pop by any
+// replica has passed: a replica that missed the delete (cut off by a
+// net-split) then still finds the tombstone when it pops, and is repaired
+// by the answer, instead of bringing the timer back on the others.
+func (n *Node) maxSkew(t *Timer) time.Duration {
+	ranks := len(t.Placement.Replicas) * max(len(t.Placement.Sites), 1)
+	return ReplicaSkew*time.Duration(ranks) + CallbackTimeout + n.cfg.ReplicationTimeout
+}
+
+// skew is how much later than the due time this replica pops t: 2 s per
+// rank among the local replicas, and remote sites after every local
+// replica (docs/design.md 4.10).
+func (n *Node) skew(t *Timer) time.Duration {
+	rank := slices.Index(t.Placement.Replicas, n.self)
+	switch {
+	case rank < 0:
+		rank = len(t.Placement.Replicas)
+	case t.Extra != nil && t.Extra.Refused != 0:
+		rank -= bits.OnesCount32(t.Extra.Refused & (1<<rank - 1))
+	}
+	site := max(slices.Index(t.Placement.Sites, n.cfg.LocalSite), 0)
+	return ReplicaSkew * time.Duration(rank+site*len(t.Placement.Replicas))
+}
+
+// hold inserts t, due at due, and counts it.
+func (n *Node) hold(t *Timer, due int64) {
+	n.store.Put(t, due)
+	n.count(t, 1)
+	n.rearm(due)
+}
+
+// reschedule moves t, held, to when it is next due after a change. A
+// change that leaves it nothing to pop turns it into a tombstone (see
+// dueOf), so it is uncounted before and counted again after.
+func (n *Node) reschedule(t *Timer) {
+	if n.store.Get(t.ID) == t {
+		n.release(t)
+	}
+	n.hold(t, n.dueOf(t))
+}
+
+// release removes t, if held, and uncounts it.
+func (n *Node) release(t *Timer) {
+	if t == nil {
+		return
+	}
+	n.store.Remove(t.ID)
+	n.count(t, -1)
+}
+
+func (n *Node) count(t *Timer, sign int) {
+	if t.Tombstone {
+		n.stats.Tombstones += sign
+		return
+	}
+	n.stats.Timers += sign
+	for _, tag := range t.Tags() {
+		n.stats.Tags[tag.Type] += sign * tag.Count
+		if n.stats.Tags[tag.Type] == 0 {
+			delete(n.stats.Tags, tag.Type)
+		}
+	}
+}
+
+// rearm makes sure the alarm fires no later than due.
+func (n *Node) rearm(due int64) {
+	if n.popping || n.alarm != nil && n.alarmAt <= due {
+		return
+	}
+	n.armAt(due)
+}
+
+func (n *Node) armAt(due int64) {
+	if n.alarm != nil {
+		n.alarm.Stop()
+	}
+	n.alarmGen++
+	gen := n.alarmGen
+	d := max(time.UnixMilli(due).Sub(n.clock.Now()), 0)
+	n.alarm = n.clock.AfterFunc(d, func() { n.onAlarm(gen) })
+	n.alarmAt = due
+}
+
+// onAlarm pops everything due. Alarms that were replaced are ignored: a
+// stopped alarm may still fire.
+func (n *Node) onAlarm(gen uint64) {
+	if gen != n.alarmGen {
+		return
+	}
+	n.alarm = nil
+	now := n.nowMs()
+	n.popping = true
+	n.popBuf = n.store.PopDue(now, n.popBuf[:0])
+	for i, t := range n.popBuf {
+		n.popBuf[i] = nil
+		n.count(t, -1)
+		switch {
+		case t.Tombstone:
+		case t.calling:
+			// The callback of the pop before has not answered yet. Its
+			// answer decides this one: a success pops it at once, a
+			// failure leaves it, and the ones after, to the next
+			// replica. Popping it now would send a notice of it that
+			// tells the other replicas the failed one was made too.
+			n.hold(t, now+CallbackTimeout.Milliseconds())
+		default:
+			n.pop(t, now)
+		}
+	}
+	n.popping = false
+	if due, ok := n.store.NextDue(); ok {
+		n.armAt(due)
+	}
+}
+
+// pop sends t's next callback and moves t on to its following pop, or to
+// a tombstone after the last one. The other replicas hear of it only when
+// the callback succeeds; on failure this replica drops its copy so that
+// the next replica pops (docs/design.md 4.7).
+func (n *Node) pop(t *Timer, now int64) {
+	if at, ok := t.NextPopAt(); ok {
+		n.stats.PopLatenessMs += uint64(max(now-at-n.skew(t).Milliseconds(), 0))
+	}
+	t.Seq++
+	t.calling = true
+	popped := *t
+	n.hold(t, n.dueOf(t))
+	n.stats.Pops++
+	req := Request{
+		Method: "POST",
+		URL:    popped.URI,
+		Header: Header{
+			HeaderSequenceNumber: strconv.FormatUint(uint64(popped.Seq), 10),
+			HeaderTimerID:        FormatID(popped.ID),
+		},
+		Body: []byte(popped.Opaque),
+	}
+	n.send(req, CallbackTimeout, func(resp Response, err error) {
+		// The record's Seq may have moved on meanwhile (a notice carried
+		// over by carry), but while it is this version, the pop it
+		// waits for is this one.
+		if cur := n.store.Get(popped.ID); cur != nil && cur.calling && cur.Version == popped.Version {
+			cur.calling = false
+			defer n.reschedule(cur) // the next pop may have waited
+		}
+		if err != nil || resp.Status < 200 || resp.Status > 299 {
+			n.callbackFailed(&popped, resp, err)
+			return
+		}
+		n.notifyPopped(&popped)
+	})
+}
+
+func (n *Node) callbackFailed(popped *Timer, resp Response, err error) {
+	n.stats.CallbackFailures++
+	n.log.Info("callback failed", "timer", popped.ID, "seq", popped.Seq, "status", resp.Status, "err", err)
+	cur := n.store.Get(popped.ID)
+	if cur != nil && cur.Version == popped.Version && cur.Seq == popped.Seq && !cur.Dormant {
+		// Drop the copy but keep it dormant: without it a replica that
+		// missed this definition (cut off from its write) would find
+		// nothing newer here, and its stale pops would bring the old
+		// definition back on every replica whose callback failed.
+		n.release(cur)
+		cur.Tombstone, cur.Dormant = true, true
+		n.hold(cur, n.dueOf(cur))
+	}
+}
+
+// notifyPopped tells the other replicas that pop Seq happened, so that they
+// skip it; after the last pop it sends them the tombstone.
+func (n *Node) notifyPopped(popped *Timer) {
+	notice := *popped
+	if _, more := notice.NextPopAt(); !more {
+		notice.Tombstone = true
+	}
+	now := n.nowMs()
+	for _, peer := range notice.Placement.Replicas {
+		if peer != n.self {
+			n.replicate(peer, &notice, nil, now, func(_ bool, resp Response) { n.noticeAnswered(peer, &notice, resp) })
+		}
+	}
+	n.forwardToSites(&notice, now)
+}
+
+// noticeAnswered learns from a replica's answer to a pop notice: a newer
+// definition it holds (this replica missed a delete or an update, say
+// across a net-split, and would otherwise pop it until repeat-for ends),
+// or an earlier start of the same one (see earliestStart).
+func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
+	if resp.Status == 409 && resp.Header.Get(HeaderCollision) != "" {
+		// The peer holds another timer under this ID: neither record may
+		// replace the other (see collides).
+		n.log.Warn("pop notice met another timer under the same ID", "timer", FormatWireID(notice.ID, 0), "peer", from)
+		n.markRefusing(notice, from, true)
+		return
+	}
+	if resp.Status == 409 {
+		spec, repl, err := ParseBody(resp.Body)
+		if err == nil && repl != nil && len(repl.Replicas) > 0 {
+			before := n.store.Get(notice.ID)
+			n.apply(n.fromReplication(notice.ID, spec, repl))
+			if held := n.store.Get(notice.ID); held != nil && held != before {
+				n.spreadRepair(held, notice, from)
+			}
+		}
+		return
+	}
+	if resp.Status >= 200 && resp.Status <= 299 {
+		n.markRefusing(notice, from, false)
+	}
+	delta, err := strconv.ParseInt(resp.Header.Get(HeaderStartDelta), 10, 64)
+	held := n.store.Get(notice.ID)
+	if err != nil || held == nil || held.Version != notice.Version {
+		return
+	}
+	n.earliestStart(held, &Timer{Start: n.startMs() + delta})
+}
+
+// markRefusing notes whether replica from holds another timer under the
+// notice's ID (it answered with a collision) or this one (it took the
+// notice): a refusing replica will never pop this timer, so it no longer
+// counts in this replica's rank.
+func (n *Node) markRefusing(notice *Timer, from string, refusing bool) {
+	held := n.store.Get(notice.ID)
+	if held == nil || held.Version != notice.Version || held.Tombstone {
+		return
+	}
+	i := slices.Index(held.Placement.Replicas, from)
+	if i < 0 || i >= 32 || (held.Extra != nil && held.Extra.Refused&(1<<i) != 0) == refusing {
+		return
+	}
+	if held.Extra == nil {
+		held.Extra = &TimerExtra{}
+	}
+	held.Extra.Refused ^= 1 << i
+	n.reschedule(held)
+}
+
+// spreadRepair passes a newer record learnt from a 409 answer to a pop
+// notice on to the other replicas: they were sent the same stale notice
+// (and may have taken it, a node that had lost or never held the timer),
+// and would otherwise pop the old definition at their rank until their own
+// notice is answered.
+func (n *Node) spreadRepair(held, notice *Timer, from string) {
+	now := n.nowMs()
+	sent := map[string]bool{n.self: true, from: true}
+	for _, peers := range [][]string{notice.Placement.Replicas, held.Placement.Replicas} {
+		for _, peer := range peers {
+			if !sent[peer] {
+				sent[peer] = true
+				n.replicate(peer, held, nil, now, nil)
+			}
+		}
+	}
+}

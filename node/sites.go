@@ -1,0 +1,124 @@
+package node
+
+import (
+	"slices"
+	"strconv"
+)
+
+// placeFromSite writes a timer another site forwarded to this site's
+// replicas, keeping its version, start and sequence.
+func (n *Node) placeFromSite(id uint64, spec Spec, r *Replication, reply func(Response)) {
+	now := n.nowMs()
+	spec.RF = max(spec.RF, 1)
+	t := newTimer(id, r.Version, spec, now+r.StartTimeDelta, r.Seq, n.placement(r.Replicas, r.Sites), n.ring.ViewID())
+	if spec.Tombstone {
+		t.def = r.Definition
+	}
+	// A replica holding a newer record answers 409 with it. The newest
+	// goes back to the forwarding site (see siteAnswered), even when
+	// another replica here took the stale record, and to the replicas here
+	// (see repairSite): the sender, a replica that missed a delete or an
+	// update and popped, and the replicas here that took its stale notice
+	// are all repaired by it.
+	var newer *Response
+	var newest uint64
+	var from string
+	w := &write{reply: func(resp Response) {
+		if newer != nil {
+			resp = *newer
+			n.repairSite(t, *newer, from)
+		}
+		reply(resp)
+	}, pending: len(r.Replicas), quorum: 1, ok: text(200, "OK")}
+	doneFrom := func(peer string) func(bool, Response) {
+		return func(ok bool, resp Response) {
+			if !ok && resp.Status == 409 && resp.Header.Get(HeaderCollision) == "" && len(resp.Body) > 0 {
+				if v, err := strconv.ParseUint(resp.Header.Get(HeaderVersion), 10, 64); err == nil && v > newest {
+					newer, newest, from = &resp, v, peer
+				}
+			}
+			w.done(ok, resp)
+		}
+	}
+	for _, peer := range r.Replicas {
+		if peer == n.self {
+			local := *t
+			a := n.apply(&local)
+			doneFrom(peer)(a.ok && !a.collision && a.newer == nil, n.notApplied(a))
+			continue
+		}
+		n.replicate(peer, t, nil, now, doneFrom(peer))
+	}
+}
+
+// repairSite passes the newer record a replica here (from) answered a
+// forwarded record t with to this node and this site's other replicas of
+// t, which may have taken t.
+func (n *Node) repairSite(t *Timer, answer Response, from string) {
+	spec, repl, err := ParseBody(answer.Body)
+	if err != nil || repl == nil {
+		return
+	}
+	rec := n.fromReplication(t.ID, spec, repl)
+	if from != n.self && slices.Contains(t.Placement.Replicas, n.self) {
+		local := *rec
+		n.apply(&local)
+	}
+	n.spreadRepair(rec, t, from)
+}
+
+// forwardToSites sends t to every other site it is replicated to, for that
+// site to place on its own replicas. Remote sites are not waited for: a
+// client write is acknowledged by its local replicas.
+func (n *Node) forwardToSites(t *Timer, now int64) {
+	for _, site := range n.cfg.RemoteSites {
+		if !slices.Contains(t.Placement.Sites, site.Name) {
+			continue
+		}
+		fwd := *t
+		fwd.Placement = &Placement{Sites: t.Placement.Sites}
+		n.stats.ReplicationsSent++
+		req := n.internalPut(site.Address, FormatWireID(t.ID, 0), EncodeReplication(&fwd, now))
+		n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
+			if err == nil {
+				n.siteAnswered(t.ID, resp)
+			}
+		})
+	}
+}
+
+// siteAnswered learns from another site's answer to a forward: a 409 with
+// a newer record (a delete or update this site missed, its forward lost)
+// is placed on this site's replicas, as a 409 to a pop notice repairs the
+// replicas of one site. Without it a site that missed a delete popped the
+// timer until its repeat-for ended.
+func (n *Node) siteAnswered(id uint64, resp Response) {
+	if resp.Status != 409 || resp.Header.Get(HeaderCollision) != "" {
+		return
+	}
+	spec, repl, err := ParseBody(resp.Body)
+	if err != nil || repl == nil {
+		return
+	}
+	// The newer record's replication factor places it: what this node
+	// holds may be a tombstone of a delete whose factor was inferred.
+	held := n.store.Get(id)
+	rf := spec.RF
+	if rf < 1 && held != nil {
+		rf = int(held.RF)
+	}
+	rf = max(rf, 1)
+	here := n.placement(n.ring.Replicas(id, rf), repl.Sites)
+	t := newTimer(id, repl.Version, spec, n.startMs()+repl.StartTimeDelta, repl.Seq, here, n.ring.ViewID())
+	if spec.Tombstone {
+		t.def = repl.Definition
+	}
+	if !slices.Contains(here.Replicas, n.self) {
+		n.spreadRepair(t, t, n.self)
+		return
+	}
+	n.apply(t)
+	if now := n.store.Get(id); now != nil && now != held {
+		n.spreadRepair(now, now, n.self)
+	}
+}
