@@ -207,7 +207,8 @@ func (x *index) coverage() Coverage {
 }
 
 // judgePop names what excuses pop k of d from G2, G3 and G4 ("" when it
-// is held strictly). It mirrors the checks in pops.go.
+// is held strictly). It mirrors the checks of pops.go, missing.go and
+// duplicates.go.
 func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 	_, b := x.window(d, k)
 	touched := x.popTouched(d, k, b)

@@ -1,6 +1,3 @@
-// Package checker verifies the guarantees G1-G7 of docs/design.md section 3
-// against a recorded history. It knows only the history types of this file,
-// never node internals (placement checks take the placement as data).
 package checker
 
 import "time"

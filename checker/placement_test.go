@@ -2,6 +2,7 @@ package checker
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/murmur3"
@@ -73,5 +74,37 @@ func TestUniqueResolvesClashesInOrder(t *testing.T) {
 	unique(v)
 	if want := []uint32{5, 6, 7, 0xffffffff, 0}; !slices.Equal(v, want) {
 		t.Fatalf("unique: got %v, want %v", v, want)
+	}
+}
+
+func TestPlacement(t *testing.T) {
+	// G6: exact placement passes; a missing replica, a stale copy on a
+	// node that is no replica, and a copy of a dead timer are reported.
+	want := map[uint64][]string{1: {"a", "b"}, 2: {"b", "c"}}
+	tests := []struct {
+		name  string
+		held  map[string][]uint64
+		wants []string
+	}{
+		{"converged", map[string][]uint64{"a": {1}, "b": {1, 2}, "c": {2}}, nil},
+		{"missing replica", map[string][]uint64{"a": {1}, "b": {1}, "c": {2}},
+			[]string{"replica b of timer 0000000000000002 holds no copy"}},
+		{"stale copy on a node that left", map[string][]uint64{"a": {1}, "b": {1, 2}, "c": {2}, "d": {1}},
+			[]string{"node d holds a stale copy of timer 0000000000000001"}},
+		{"copy of a dead timer", map[string][]uint64{"a": {1, 9}, "b": {1, 2}, "c": {2}},
+			[]string{"node a holds timer 0000000000000009 that is not live"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vs := CheckPlacement(tt.held, want)
+			if len(vs) != len(tt.wants) {
+				t.Fatalf("got %d violations:\n%s\nwant %d", len(vs), dump(vs), len(tt.wants))
+			}
+			for i, w := range tt.wants {
+				if vs[i].Guarantee != "G6" || !strings.Contains(vs[i].Message, w) {
+					t.Fatalf("got %s: %s, want G6 mentioning %q", vs[i].Guarantee, vs[i].Message, w)
+				}
+			}
+		})
 	}
 }

@@ -1,0 +1,185 @@
+package checker
+
+import (
+	"slices"
+	"time"
+)
+
+// slack is what every lateness bound adds: the fault-free allowance, the
+// network hops and the clock skew of a node that runs behind.
+func (x *index) slack() time.Duration {
+	return x.healthyLate() + x.h.MaxClockSkew
+}
+
+// healthyLate is how late a pop with no fault around it and no clock
+// moved may arrive: the fault-free allowance and the network hops.
+func (x *index) healthyLate() time.Duration {
+	return x.o.FaultFreeLate + time.Duration(x.o.NetHops)*x.h.MaxNetDelay
+}
+
+// rankBound is G3's bound with replica failures, for the worst rank.
+func (x *index) rankBound(d *def) time.Duration {
+	return x.o.ReplicaSkew*time.Duration(d.rf-1) + x.slack()
+}
+
+// window is the stretch around pop k in which a fault "touches" it: from
+// the previous pop's earliest due time (or the write, for pop 1) less the
+// worst rank delay, to the latest bound. A fault around the previous pop
+// still counts: a replica that dropped its copy on a failed callback, or
+// missed the popped notice, is only set right by the next pop's notice,
+// so until then the timer runs on a backup's schedule.
+func (x *index) window(d *def, k int) (a, b time.Duration) {
+	lo, hi := d.due(k)
+	r := x.rankBound(d)
+	return lo - d.op.Spec.Interval - r, hi + r
+}
+
+// lateBound is how late after its latest due time pop k may first arrive,
+// and false when no bound applies (all replicas may have been down). A
+// copy dropped before the pop's window (a failed callback, a missed
+// write, not revived since) stays dropped however long ago its fault
+// ended: then a replica that holds one pops it, at its rank, or, with
+// none left, whoever a notice revives, whenever (pop 6 of seed 5912).
+func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
+	a, b := x.window(d, k)
+	var out, strict map[string]bool
+	if x.popTouched(d, k, b) {
+		out, strict = x.withoutCopy(d, a, b)
+	} else {
+		out, strict = x.dropped(d, a, a)
+	}
+	if len(out) > 0 && x.allLost(d, strict) {
+		return 0, false
+	}
+	if live, ok := x.liveBound(d, k, out); ok {
+		return live + x.slack(), true
+	}
+	if len(out) == 0 && !d.shared {
+		return x.slack() + d.held, true
+	}
+	return x.rankBound(d) + d.held, true
+}
+
+// heldFor is how long a write's replication may have been held up: from
+// the write to the end of a pause or clog that was active during it, and
+// the replicas it held (unplaced: every node). A replica applies
+// start-time-delta when it processes the message (api.md), so one that
+// received the write late pops late by as much; replicas converge on the
+// earliest start they hold when a notice passes between them, but until
+// then each keeps its own. The delta carries no transit time, so no node
+// can do better without trusting other nodes' wall clocks.
+func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
+	var held time.Duration
+	late := map[string]bool{}
+	ret := min(d.hi, x.end)
+	for _, s := range d.spans {
+		if s.fault.Kind != Pause && s.fault.Kind != Clog || s.from > ret || s.end < d.lo {
+			continue
+		}
+		held = max(held, s.end-d.lo)
+		switch {
+		case s.fault.Kind == Pause && slices.Contains(s.fault.Nodes, d.op.Node):
+			addAll(late, d.replicas) // the node that took the write stood still
+		case s.fault.Kind == Pause:
+			addAll(late, s.fault.Nodes)
+		case slices.Contains(s.fault.Nodes, d.op.Node):
+			addAll(late, s.fault.Peers)
+		}
+	}
+	if h := x.heldAtSites(d, ret, late); h > held {
+		held = h
+	}
+	if held > 0 && d.placed {
+		// A replica that lost its copy at any time (missed write, crash,
+		// failed callback) may have it back from a late replica's notice,
+		// start and all.
+		all, _ := x.dropped(d, d.lo, x.end)
+		for n := range all {
+			late[n] = true
+		}
+	}
+	return held, late
+}
+
+// heldAtSites is heldFor's part at the other sites, which get a write
+// through their relay, after the client has its answer (see
+// missedAtSites): a pause of one of their nodes, or a clog on the relay's
+// links, up to SiteLag after ret holds the write on its way there, and a
+// relay that got it late held it for its whole site. It adds the replicas
+// it held to late and returns the longest hold.
+func (x *index) heldAtSites(d *def, ret time.Duration, late map[string]bool) time.Duration {
+	if len(x.h.Sites) <= 1 || !d.placed {
+		return 0
+	}
+	var held time.Duration
+	for _, site := range x.h.Sites {
+		if slices.Contains(site, d.op.Node) {
+			continue
+		}
+		for _, s := range d.spans {
+			if s.from > ret+x.o.SiteLag || s.end < d.lo {
+				continue
+			}
+			switch {
+			case s.fault.Kind == Pause && slices.ContainsFunc(s.fault.Nodes, func(n string) bool { return slices.Contains(site, n) }):
+				addAll(late, s.fault.Nodes)
+			case s.fault.Kind == Clog && slices.Contains(s.fault.Nodes, site[0]):
+				addAll(late, s.fault.Peers)
+			case s.fault.Kind == Clog && slices.Contains(s.fault.Peers, site[0]):
+				addAll(late, s.fault.Nodes)
+			default:
+				continue
+			}
+			held = max(held, s.end-d.lo)
+		}
+		if late[site[0]] {
+			for _, r := range d.replicas {
+				if slices.Contains(site, r) {
+					late[r] = true
+				}
+			}
+		}
+	}
+	return held
+}
+
+// heldAt is the hold replica r may still carry when pop k falls due: the
+// write's hold if r got the write late and no notice of a successful pop
+// by a replica that got it in time has reached r since (which would have
+// given it the earlier start).
+func (x *index) heldAt(d *def, r string, k int) time.Duration {
+	if d.held == 0 || !d.late[r] {
+		return 0
+	}
+	a, _ := x.window(d, k)
+	for _, idx := range d.bySeq {
+		for _, i := range idx {
+			p := x.h.Pops[i]
+			if p.At < a && !d.late[p.Node] && !x.failed(p) && !x.noticeKept(d, p.Node, r, p.At) {
+				return 0
+			}
+		}
+	}
+	return d.held
+}
+
+// liveBound is G3's bound with replicas out unable to pop: the earliest
+// any live replica pops, its rank's skew plus the hold it may carry, and
+// false when the placement is unknown or shared (then the worst rank
+// with the write's hold is assumed).
+func (x *index) liveBound(d *def, k int, out map[string]bool) (time.Duration, bool) {
+	if !d.placed || d.shared {
+		return 0, false
+	}
+	best, found := time.Duration(0), false
+	for i, r := range d.replicas {
+		if out[r] {
+			continue
+		}
+		b := x.o.ReplicaSkew*time.Duration(i) + x.heldAt(d, r, k)
+		if !found || b < best {
+			best, found = b, true
+		}
+	}
+	return best, found
+}

@@ -1,0 +1,334 @@
+package checker
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// copies is how many replicas surely hold d: rf, less those a fault may
+// have kept the write from (down, cut off from the node that took it, or
+// at either end of a lost message about the timer while it ran), but never
+// fewer than acknowledge a write: a majority from three replicas up, else
+// one (node's writeQuorum, docs/design.md 4.11).
+func (x *index) copies(d *def) int {
+	if !d.placed {
+		if x.touched(d, d.lo, min(d.hi, x.end)) {
+			return d.quorum
+		}
+		return d.rf
+	}
+	missed := x.missedWrite(d)
+	n := 0
+	for _, r := range d.replicas {
+		if !missed[r] {
+			n++
+		}
+	}
+	return max(n, d.quorum)
+}
+
+// allLost reports whether every copy of d may be among the replicas in
+// unable (down, cut off, or without the copy a failed callback or crash
+// took; not counting a missed write). The write surely reached the
+// replicas no fault kept it from, and an acknowledged one reached at least
+// a quorum of them (see copies), so every copy may be gone only when
+// unable holds all of the first and as many replicas as the quorum. A
+// replica that may have missed the write counts as a holder only where it
+// is unable too: a write acknowledged by a majority of three cannot have
+// missed the two replicas still able to pop. A shared ID (see sharedID)
+// voids the count.
+func (x *index) allLost(d *def, unable map[string]bool) bool {
+	switch {
+	case d.shared:
+		// The other timer under the ID is held, and this one refused,
+		// where it landed first: one replica may be all that holds it.
+		return len(unable) > 0
+	case !d.placed:
+		return len(unable) >= x.copies(d)
+	}
+	missed := x.missedWrite(d)
+	n := 0
+	for _, r := range d.replicas {
+		switch {
+		case unable[r]:
+			n++
+		case !missed[r]:
+			return false // surely holds a copy, and can pop
+		}
+	}
+	return n >= x.copies(d)
+}
+
+// missedWrite is the replicas a fault may have kept d's write from:
+// crashed, cut off from the node that took it, or the receiver of a lost request
+// about the timer while it ran. Each holds no copy until a notice of a
+// later pop reaches it (see dropped).
+// The map is shared: callers must not change it.
+func (x *index) missedWrite(d *def) map[string]bool {
+	if d.missed != nil {
+		return d.missed
+	}
+	missed := x.down(d, d.lo, min(d.hi, x.end), false)
+	for _, s := range d.spans {
+		if lostRequest(s.fault) && s.from <= min(d.hi, x.end) && s.to >= d.lo {
+			addAll(missed, s.fault.Peers)
+		}
+	}
+	x.missedAtSites(d, d.op.Node, min(d.hi, x.end), false, missed)
+	d.missed = missed
+	return missed
+}
+
+// missedAtSites adds to missed what a write that node took and answered at
+// b may have missed at the other sites. Excuse site-lag: a node forwards a
+// write to another site without waiting for it, and that site's relay
+// places it on its own replicas after the client has its answer, so a
+// fault up to SiteLag after b, on another site's node or a message to it,
+// may keep the write from it (scenarios/README.md S2: the relay's
+// replication to its site's other replica was lost 1 ms after the answer).
+// The write reaches another site only through the node its address names:
+// when that node missed it, so did the whole site.
+// It reports whether the lag added a node.
+func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool, missed map[string]bool) bool {
+	if len(x.h.Sites) <= 1 || !d.placed {
+		return false
+	}
+	lagged := false
+	late := x.down(d, b, b+x.o.SiteLag, paused)
+	for _, s := range d.spans {
+		if lostRequest(s.fault) && s.from <= b+x.o.SiteLag && s.to >= b {
+			addAll(late, s.fault.Peers)
+		}
+	}
+	for _, site := range x.h.Sites {
+		if slices.Contains(site, node) {
+			continue
+		}
+		for _, n := range site {
+			if late[n] && !missed[n] {
+				missed[n] = true
+				lagged = true
+			}
+		}
+		if missed[site[0]] {
+			for _, r := range d.replicas {
+				if slices.Contains(site, r) {
+					missed[r] = true
+				}
+			}
+		}
+	}
+	return lagged
+}
+
+// lostRequest reports a lost message that was a request: its receiver
+// (Peers) never saw it. A lost answer takes no copy away.
+func lostRequest(f Fault) bool {
+	return f.Kind == Lost && !strings.Contains(f.Detail, ReplyDetail)
+}
+
+// ackQuorum is how many of rf replicas hold an acknowledged write.
+func ackQuorum(rf int) int {
+	if rf >= 3 {
+		return rf/2 + 1
+	}
+	return 1
+}
+
+// withoutCopy is the nodes that may have been unable to pop d somewhere in
+// [a, b]: those a fault took down or cut off, and those whose callback
+// for d failed (refused, or answered after the timeout) by b with no
+// successful pop of d between that failure and a, since a replica whose
+// callback fails drops its copy until the next popped notice brings it
+// back (docs/design.md 4.7). all counts the replicas that may have missed
+// the write too, strict does not (see allLost).
+func (x *index) withoutCopy(d *def, a, b time.Duration) (all, strict map[string]bool) {
+	all, strict = x.dropped(d, a, b)
+	for _, out := range []map[string]bool{all, strict} {
+		for n := range x.downNodes(d, a, b) {
+			out[n] = true
+		}
+		for _, s := range d.spans {
+			// A lost request about the timer may have left its receiver
+			// without its copy until a later write or notice repairs it.
+			if lostRequest(s.fault) && s.from <= b && s.to >= a {
+				addAll(out, s.fault.Peers)
+			}
+		}
+		if d.placed {
+			// Only the timer's replicas hold copies: a node cut off or
+			// down elsewhere in the cluster takes none away.
+			for n := range out {
+				if !slices.Contains(d.replicas, n) {
+					delete(out, n)
+				}
+			}
+		}
+	}
+	return all, strict
+}
+
+// dropped is the failed-callback half of withoutCopy: all counts the
+// replicas a fault may have kept the write from too, strict does not.
+func (x *index) dropped(d *def, a, b time.Duration) (all, strict map[string]bool) {
+	cf := x.copyFailures(d)
+	// A replica's latest failure by b decides: a pop that revives it
+	// revives every earlier one too.
+	latest := map[string]time.Duration{}
+	end := sort.Search(len(cf.pops), func(i int) bool { return cf.pops[i].at > b })
+	for i := end - 1; i >= 0 && len(latest) < cf.popNodes; i-- {
+		if _, seen := latest[cf.pops[i].node]; !seen {
+			latest[cf.pops[i].node] = cf.pops[i].at
+		}
+	}
+	latestAll := maps.Clone(latest)
+	for _, f := range cf.other {
+		if f.from > b {
+			continue
+		}
+		for _, l := range []map[string]time.Duration{latestAll, latest} {
+			if at, seen := l[f.node]; !seen || f.at > at {
+				l[f.node] = f.at
+			}
+			if f.missed {
+				break // latestAll only
+			}
+		}
+	}
+	all, strict = map[string]bool{}, map[string]bool{}
+	for n, at := range latestAll {
+		if !x.revived(d, cf, n, at, a) {
+			all[n] = true
+		}
+	}
+	for n, at := range latest {
+		// The same failure as in all was weighed there.
+		if latestAll[n] == at && all[n] || latestAll[n] != at && !x.revived(d, cf, n, at, a) {
+			strict[n] = true
+		}
+	}
+	return all, strict
+}
+
+// revived reports whether a successful pop after at and before a revived
+// node n's dropped copy with its notice: one that no cut or lost request
+// kept away.
+func (x *index) revived(d *def, cf *copyFailures, n string, at, a time.Duration) bool {
+	for i := sort.Search(len(cf.oks), func(i int) bool { return cf.oks[i].At > at }); i < len(cf.oks) && cf.oks[i].At < a; i++ {
+		if !x.noticeKept(d, cf.oks[i].Node, n, cf.oks[i].At) {
+			return true
+		}
+	}
+	return false
+}
+
+// copyFailure is a moment a replica of d lost its copy: at, once the
+// failure began (from).
+type copyFailure struct {
+	node     string
+	at, from time.Duration
+	missed   bool // the replica may have missed the write
+}
+
+// copyFailures is what dropped weighs, listed once per definition.
+type copyFailures struct {
+	pops     []copyFailure // failed callbacks, by time
+	popNodes int           // distinct nodes in pops
+	other    []copyFailure // missed writes, crashes, cuts from the endpoint
+	oks      []Pop         // successful pops, by time
+}
+
+// copyFailures lists every moment a replica of d may have lost its copy,
+// and the successful pops whose notices bring copies back (see dropped).
+func (x *index) copyFailures(d *def) *copyFailures {
+	if d.failures != nil {
+		return d.failures
+	}
+	cf := &copyFailures{}
+	nodes := map[string]bool{}
+	for _, idx := range d.bySeq {
+		for _, i := range idx {
+			if p := x.h.Pops[i]; x.failed(p) {
+				cf.pops = append(cf.pops, copyFailure{node: p.Node, at: p.At, from: p.At})
+				nodes[p.Node] = true
+			} else {
+				cf.oks = append(cf.oks, p)
+			}
+		}
+	}
+	cf.popNodes = len(nodes)
+	// A replica that missed the write holds no copy either, nor one that
+	// crashed since (it restarts empty), until a notice reaches it.
+	if d.placed {
+		for n := range x.missedWrite(d) {
+			if slices.Contains(d.replicas, n) {
+				cf.other = append(cf.other, copyFailure{node: n, at: min(d.hi, x.end), from: -never, missed: true})
+			}
+		}
+		for _, sp := range d.spans {
+			if sp.fault.Kind == Crash && sp.end >= d.lo {
+				for _, n := range sp.fault.Nodes {
+					if slices.Contains(d.replicas, n) {
+						cf.other = append(cf.other, copyFailure{node: n, at: sp.end, from: sp.from})
+					}
+				}
+			}
+		}
+	}
+	// A replica cut off from the endpoint when a pop fell due failed that
+	// callback too, with no pop in the history to show for it.
+	for _, sp := range d.spans {
+		if sp.fault.Kind != Partition && sp.fault.Kind != Clog || sp.to < d.lo {
+			continue
+		}
+		if _, due := x.firstDueIn(d, max(sp.from, d.lo), sp.to); !due {
+			continue
+		}
+		var cut []string
+		if slices.Contains(sp.fault.Peers, d.host) {
+			cut = append(cut, sp.fault.Nodes...)
+		}
+		if slices.Contains(sp.fault.Nodes, d.host) {
+			cut = append(cut, sp.fault.Peers...)
+		}
+		for _, n := range cut {
+			if !x.endpoints[n] {
+				cf.other = append(cf.other, copyFailure{node: n, at: sp.to, from: sp.from})
+			}
+		}
+	}
+	sort.SliceStable(cf.pops, func(i, j int) bool { return cf.pops[i].at < cf.pops[j].at })
+	sort.SliceStable(cf.oks, func(i, j int) bool { return cf.oks[i].At < cf.oks[j].At })
+	d.failures = cf
+	return cf
+}
+
+// noticeKept reports whether the popped notice node "from" sent at t may
+// not have reached node "to": a cut between them around t, or a lost
+// request about the timer from one to the other around t.
+func (x *index) noticeKept(d *def, from, to string, t time.Duration) bool {
+	if from == to {
+		return false
+	}
+	for _, s := range d.spans {
+		if s.from > t+x.o.FaultSettle || s.to < t {
+			continue
+		}
+		f := s.fault
+		switch {
+		case (f.Kind == Partition || f.Kind == Clog) && (slices.Contains(f.Nodes, from) && slices.Contains(f.Peers, to) ||
+			slices.Contains(f.Nodes, to) && slices.Contains(f.Peers, from)):
+			return true
+		case lostRequest(f) && f.Nodes[0] == from && f.Peers[0] == to:
+			return true
+		case f.Kind == Crash || f.Kind == Pause:
+			if slices.Contains(f.Nodes, from) || slices.Contains(f.Nodes, to) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,23 @@
+// Package checker verifies the guarantees G1-G7 of docs/design.md section 3
+// against a recorded history. It knows only the history types of
+// history.go, never node internals: it places timers with its own
+// reference rendezvous hashing (placement.go), and placement checks take
+// the nodes' placement as data.
+//
+// Where each guarantee is checked:
+//
+//	G1 never early            pops.go       checkDelivery (each node's true clock offset)
+//	G2 every due pop arrives  missing.go    checkMissing, missing, lossFrom; copies.go (allLost)
+//	G3 late by a bounded rank pops.go       checkDelivery; bounds.go (lateBound, heldFor)
+//	G4 at most once, healthy  duplicates.go checkDuplicates, checkRetries; pops.go (orphan pops, seq)
+//	G5 writes stick           sticky.go     checkSticky, unrepaired; linear.go (porcupine model)
+//	G6 placement converges    check.go      CheckPlacement
+//	G7 liveness after faults  missing.go    missing; pops.go and bounds.go (liveBound)
+//	CHECK                     check.go      a porcupine search that ran out of time
+//
+// TAGS (per-tag statistics) is checked by the simulator against the nodes'
+// records. What touches a timer is decided in attribution.go over the
+// fault timeline of faults.go; every allowance the checks make is a named
+// Excuse, counted in coverage.go. index.go builds the per-definition index
+// every check reads.
+package checker

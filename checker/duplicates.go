@@ -1,0 +1,95 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// checkRetries reports a replica that delivered one pop twice (G4): a
+// replica makes one attempt per pop and leaves a failed one to the next
+// replica (docs/design.md 4.7), whatever the faults. It is excused only
+// where the node may have forgotten the timer: a crash between the two
+// attempts, or a second attempt after the timer's last pop was due plus
+// the tombstone's life, on the node's clock (a replica that was paused
+// meanwhile may bring the finished timer back with its stale copy).
+func (x *index) checkRetries(d *def, seq int) (Violation, bool) {
+	last := map[string]Pop{}
+	lastDue, _ := d.due(d.op.Spec.Pops())
+	for _, i := range d.bySeq[seq] {
+		p := x.h.Pops[i]
+		q, seen := last[p.Node]
+		// A clock that moved ahead ends the tombstone early in true time.
+		gain := x.tl.gain(p.Node, q.At, p.At)
+		forgot := p.At+gain >= lastDue+x.o.TombstoneLife || x.crashedBetween(p.Node, q.At, p.At)
+		// A pop under an ID that collided is of the first write of a
+		// create the proxy wrote again under a new ID (see sharedID).
+		withdrawn := d.shared && p.Timer != q.Timer
+		if seen && !forgot && !withdrawn {
+			return x.violation("G4", p.At, d, fmt.Sprintf(
+				"pop %d delivered twice by %s (at %v, answered %d, and at %v): got 2 attempts by one replica, want at most 1",
+				seq, p.Node, q.At, q.Answered, p.At)), true
+		}
+		last[p.Node] = p
+	}
+	return Violation{}, false
+}
+
+// crashedBetween reports whether node crashed in [a, b].
+func (x *index) crashedBetween(node string, a, b time.Duration) bool {
+	for _, f := range x.h.Faults {
+		if f.Kind == Crash && f.At >= a && f.At <= b && slices.Contains(f.Nodes, node) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkDuplicates reports a pop delivered again after the endpoint
+// accepted it, with no fault around its due time or its deliveries (G4).
+func (x *index) checkDuplicates(d *def, seq int) (Violation, bool) {
+	idx := d.bySeq[seq]
+	ok := -1 // the first delivery the endpoint accepted
+	for n, i := range idx {
+		if accepted(x.h.Pops[i]) {
+			ok = n
+			break
+		}
+	}
+	if ok < 0 || ok == len(idx)-1 {
+		return Violation{}, false // retries after a refused callback are the redundancy path
+	}
+	if _, dup := x.mayDuplicate(d, seq); dup {
+		return Violation{}, false
+	}
+	p0, p1 := x.h.Pops[idx[ok]], x.h.Pops[idx[ok+1]]
+	return x.violation("G4", p1.At, d, fmt.Sprintf(
+		"pop %d delivered %d times with no fault around it (accepted from %s at %v, again from %s at %v): got %d deliveries, want 1",
+		seq, len(idx), p0.Node, p0.At, p1.Node, p1.At, len(idx))), true
+}
+
+// mayDuplicate names the fault that may have made pop k of d arrive more
+// than once: one around the pop itself (see dupFault), or, when its first
+// delivery came later than a healthy pop may, the fault that made it late
+// (a late pop meets the next replica's turn).
+func (x *index) mayDuplicate(d *def, k int) (Fault, bool) {
+	_, b := x.window(d, k)
+	last, first := b, never
+	for _, i := range d.bySeq[k] {
+		last, first = max(last, x.h.Pops[i].At), min(first, x.h.Pops[i].At)
+	}
+	if f, ok := x.dupFault(d, k, last); ok {
+		return f, true
+	}
+	if lo, hi := d.due(k); first > hi+x.healthyLate() || d.op.Outcome == Unknown {
+		// An unknown write's start is anywhere up to the end of the
+		// history: whether the pop was late cannot be told.
+		if f, ok := x.popFault(d, k, last); ok {
+			return f, true
+		}
+		if lo >= d.lossFrom {
+			return Fault{Kind: copiesLostFault, Detail: "every copy may have been lost before the pop fell due"}, true
+		}
+	}
+	return Fault{}, false
+}

@@ -1,0 +1,161 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// checkMissing reports due pops never delivered: G2 for pops due in
+// fault-free stretches, G7 for pops due after the liveness phase began.
+func (x *index) checkMissing() []Violation {
+	var vs []Violation
+	for _, d := range x.defs {
+		if d.op.Outcome != OK {
+			continue
+		}
+		for k := 1; k <= d.op.Spec.Pops(); k++ {
+			lo, _ := d.due(k)
+			if lo > x.end {
+				break
+			}
+			if x.delivered(d, k) {
+				continue
+			}
+			if v, bad := x.missing(d, k); bad {
+				vs = append(vs, v)
+			}
+		}
+	}
+	return vs
+}
+
+// delivered reports whether the endpoint accepted pop k of d at least once
+// (G2 asks for an accepted delivery: a refused one is a failed pop).
+func (x *index) delivered(d *def, k int) bool {
+	for _, i := range d.bySeq[k] {
+		if accepted(x.h.Pops[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// missing decides whether pop k of d, never accepted, is a violation. G2
+// holds with faults around too, at the rank bound, as long as fewer
+// replicas than hold the timer were down or cut off (see lateBound).
+func (x *index) missing(d *def, k int) (Violation, bool) {
+	lo, hi := d.due(k)
+	g, bound, ok := "G2", x.slack(), true
+	if x.tl.liveFrom > 0 && lo >= x.tl.liveFrom {
+		g, bound = "G7", x.rankBound(d)+x.o.LivenessGrace
+	} else {
+		bound, ok = x.lateBound(d, k)
+	}
+	if !ok || !x.required(d, k, bound) {
+		return Violation{}, false
+	}
+	return x.violation(g, hi+bound, d, fmt.Sprintf(
+		"pop %d (due %v..%v) never delivered: got no accepted delivery (%d refused) by %v (history end %v), want one by %v",
+		k, lo, hi, len(d.bySeq[k]), x.end, x.end, hi+bound)), true
+}
+
+// required reports whether pop k of d must arrive within bound: d
+// returned OK, the bound (plus the worst clock lag) passed before the end
+// of the history, nothing may have replaced d by then, and no fault may
+// have removed every copy of d before the pop fell due.
+func (x *index) required(d *def, k int, bound time.Duration) bool {
+	lo, hi := d.due(k)
+	by := hi + bound + x.tl.maxLag(x.end) // a lagging clock may hold it
+	return d.op.Outcome == OK && by <= x.end && by < d.cutoff && lo < d.lossFrom
+}
+
+// firstDueIn returns the earliest time in [a, b] at which some pop of d
+// may be being delivered (from its earliest due time to its rank bound).
+func (x *index) firstDueIn(d *def, a, b time.Duration) (time.Duration, bool) {
+	r := x.rankBound(d)
+	k := 1
+	if iv := d.op.Spec.Interval; iv > 0 && a-r-d.hi > 0 {
+		k = max(1, int((a-r-d.hi+iv-1)/iv))
+	}
+	if k > d.op.Spec.Pops() {
+		return 0, false
+	}
+	lo, hi := d.due(k)
+	if lo > b || hi+r < a {
+		return 0, false
+	}
+	return max(a, lo), true
+}
+
+// lossFrom is the earliest time a fault may have removed every copy of d:
+// rf distinct replicas crashed (or, after a write a fault touched, as many
+// as its quorum: with rf <= 2 one replica may be all it reached), or as
+// many replicas as hold a
+// copy dropped theirs (see dropped: a failed callback, a cut from the
+// endpoint over a due time, a missed write), with no successful pop since
+// whose notice brings one back. Each such failure is weighed where it
+// fell: a clock set right may pop a timer before its due time, into a
+// callback fault that ended before that due time (seed 11801). One
+// replica's failed callback is no loss while another holds a copy: that
+// one pops at its rank.
+func (x *index) lossFrom(d *def) time.Duration {
+	l := never
+	crashed := map[string]bool{}
+	partial := x.touched(d, d.lo, min(d.hi, x.end))
+	var failures []time.Duration
+	for _, s := range d.spans {
+		if s.to < d.lo {
+			continue
+		}
+		switch s.fault.Kind {
+		case Crash:
+			for _, n := range s.fault.Nodes {
+				if !d.placed || slices.Contains(d.replicas, n) {
+					crashed[n] = true
+				}
+			}
+			// An acknowledged write reached at least a quorum of the
+			// replicas, all of them unless a fault touched it.
+			if partial && len(crashed) >= d.quorum || len(crashed) >= d.rf || len(s.fault.Nodes) == 0 {
+				l = min(l, max(s.from, d.lo))
+			}
+		case Partition, Clog, SlowCallback, FailCallback:
+			if t, ok := x.firstDueIn(d, s.from, s.to); ok {
+				failures = append(failures, t)
+			}
+		}
+	}
+	for _, idx := range d.bySeq {
+		for _, i := range idx {
+			if p := x.h.Pops[i]; x.failed(p) {
+				failures = append(failures, p.At)
+			}
+		}
+	}
+	slices.Sort(failures)
+	judged := map[int]bool{}
+	for _, f := range failures {
+		if f >= l {
+			break
+		}
+		// The copies left are counted in the windows of the first pops
+		// that may see the failure, each window once.
+		k := 1
+		if iv := d.op.Spec.Interval; iv > 0 && f-x.rankBound(d)-d.hi > 0 {
+			k = max(1, int((f-x.rankBound(d)-d.hi+iv-1)/iv))
+		}
+		for j := k; j <= min(k+2, d.op.Spec.Pops()); j++ {
+			if judged[j] {
+				continue
+			}
+			judged[j] = true
+			a, b := x.window(d, j)
+			if _, strict := x.dropped(d, a, b); x.allLost(d, strict) {
+				l = min(l, f)
+				break
+			}
+		}
+	}
+	return l
+}
