@@ -318,62 +318,6 @@ func TestPassiveRebalancing(t *testing.T) {
 	}
 }
 
-// newSites builds two sites of two nodes each; each site knows the other
-// through one of its nodes.
-func newSites(t *testing.T) (*cluster, []string, []string) {
-	t.Helper()
-	a := []string{"10.0.0.1:7253", "10.0.0.2:7253"}
-	b := []string{"10.0.1.1:7253", "10.0.1.2:7253"}
-	c := &cluster{t: t, clock: &manualClock{now: epoch}, net: &heldNet{}, nodes: map[string]*Node{}, down: map[string]bool{}}
-	add := func(addrs []string, local, remote string, remoteAddr string, base int) {
-		for i, addr := range addrs {
-			cfg := DefaultConfig()
-			// Each site derives instance numbers from its own members
-			// only, so across sites they are configured.
-			cfg.Address, cfg.InstanceID = addr, base+i
-			cfg.Cluster = Membership{Nodes: addrs}
-			cfg.LocalSite, cfg.RemoteSites = local, []Site{{Name: remote, Address: remoteAddr}}
-			cfg.Clock, cfg.Network = c.clock, senderNet{c, addr}
-			n, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.nodes[addr] = n
-		}
-	}
-	add(a, "east", "west", b[0], 0)
-	add(b, "west", "east", a[0], 10)
-	return c, a, b
-}
-
-// TestSitesReplicateAndPopAfterLocal proves docs/design.md 4.10: a timer is
-// replicated to the remote site's own replicas, the remote site skips pops
-// the local site made, and pops (after every local replica's skew) when
-// the whole local site is down.
-func TestSitesReplicateAndPopAfterLocal(t *testing.T) {
-	c, a, b := newSites(t)
-	r := c.client(a[1], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":30},"callback":{"http":{"uri":"`+cb+
-		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-	if got, want := c.holders(wire), sorted(append(slices.Clone(a), b...)); !slices.Equal(got, want) {
-		t.Fatalf("held by %v, want %v", got, want)
-	}
-	if got := seqs(c.advance(10500*time.Millisecond, 200)); !slices.Equal(got, []string{"1:x"}) {
-		t.Fatalf("first pop: got %v, want [1:x] once", got)
-	}
-	for _, addr := range a {
-		c.down[addr] = true
-	}
-	// Pop 2 is due at 20 s; the local site (ranks 0, 1) would pop by 22 s,
-	// the remote site's primary pops at 20 + 2*2 = 24 s.
-	if got := c.advance(13300*time.Millisecond, 200); len(got) != 0 {
-		t.Fatalf("pops before 23.8 s with the local site down: %v", seqs(got))
-	}
-	if got := seqs(c.advance(10*time.Second, 200)); !slices.Equal(got, []string{"2:x"}) {
-		t.Fatalf("remote site's pop: got %v, want [2:x] once", got)
-	}
-}
-
 // TestUpdateThroughLaggingClockSticks proves a client update through a node
 // whose clock is behind still supersedes an earlier update made through
 // another node: the replica refuses the lower version with 409, and the
@@ -634,33 +578,5 @@ func TestFailedCallbackKeepsDefinitionDormant(t *testing.T) {
 		if !strings.HasSuffix(p, ":y") {
 			t.Fatalf("pops after the backup rejoined: got %v, want only y after the first (the old definition came back)", got)
 		}
-	}
-}
-
-// TestSiteRelayRepairsAPopOfADeletedTimer shows a site that missed a
-// delete (its forward was lost) repaired by its first pop: the other
-// site's relay holds the tombstone and answers the forwarded pop notice
-// with it, even though the relay's site peer, which missed the delete
-// too, took the notice; and that peer is repaired with it, so nobody pops
-// the deleted timer again.
-func TestSiteRelayRepairsAPopOfADeletedTimer(t *testing.T) {
-	c, a, b := newSites(t)
-	r := c.client(a[1], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
-		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-	var got *Response
-	c.nodes[b[0]].Handle(Request{Method: "DELETE", URL: "/timers/" + wire, Header: Header{}}, func(r Response) { got = &r })
-	c.settleLosing(func(host string, _ Request) bool { return host == a[0] || host == b[1] })
-	if got == nil || got.Status != 200 {
-		t.Fatalf("DELETE via %s: got %v, want 200", b[0], got)
-	}
-	if held := c.holders(wire); !slices.Equal(held, sorted(append(slices.Clone(a), b[1]))) {
-		t.Fatalf("after the partly lost delete: held by %v, want %v and %s", held, a, b[1])
-	}
-	if pops := seqs(c.advance(time.Minute, 200)); !slices.Equal(pops, []string{"1:x"}) {
-		t.Fatalf("pops of the deleted timer: got %v, want the one pop that met the tombstone", pops)
-	}
-	if held := c.holders(wire); len(held) != 0 {
-		t.Fatalf("after that pop: still held by %v, want none", held)
 	}
 }

@@ -766,27 +766,39 @@ func valueEnd(b []byte, i int) int {
 	return i
 }
 
-// replicationBody is the JSON of the internal PUT (api.md). version is an
-// extension: the client write that defined the timer, as a decimal string.
-type replicationBody struct {
-	Timing struct {
-		Interval       int64  `json:"interval"`
-		RepeatFor      int64  `json:"repeat-for"`
-		StartTimeDelta int64  `json:"start-time-delta"`
-		SequenceNumber uint32 `json:"sequence-number"`
-		Version        string `json:"version"`
-		Definition     uint32 `json:"definition,omitempty"`
-	} `json:"timing"`
+// bodyJSON is the JSON of a timer body, client and internal alike
+// (api.md): the one set of types every body this package writes is built
+// from. Members only an internal (replication) body carries are pointers
+// or omitted when empty, so that a client body has none of them. version
+// and definition are extensions: the client write that defined the timer,
+// as a decimal string, and the definition's fingerprint.
+type bodyJSON struct {
+	Timing      timingJSON               `json:"timing"`
 	Callback    map[string]*callbackHTTP `json:"callback"`
-	Reliability struct {
-		ClusterViewID     string   `json:"cluster-view-id"`
-		Replicas          []string `json:"replicas"`
-		Sites             []string `json:"sites,omitempty"`
-		ReplicationFactor int      `json:"replication-factor,omitempty"`
-	} `json:"reliability"`
-	Statistics *struct {
-		TagInfo []Tag `json:"tag-info"`
-	} `json:"statistics,omitempty"`
+	Reliability *reliabilityJSON         `json:"reliability,omitempty"`
+	Statistics  *statisticsJSON          `json:"statistics,omitempty"`
+}
+
+type timingJSON struct {
+	Interval       int64   `json:"interval"`
+	RepeatFor      int64   `json:"repeat-for"`
+	StartTimeDelta *int64  `json:"start-time-delta,omitempty"`
+	SequenceNumber *uint32 `json:"sequence-number,omitempty"`
+	Version        string  `json:"version,omitempty"`
+	Definition     uint32  `json:"definition,omitempty"`
+}
+
+type reliabilityJSON struct {
+	ClusterViewID string `json:"cluster-view-id,omitempty"`
+	// Replicas is a pointer so that an internal body always carries the
+	// member, an empty list for a forward to another site.
+	Replicas          *[]string `json:"replicas,omitempty"`
+	Sites             []string  `json:"sites,omitempty"`
+	ReplicationFactor int       `json:"replication-factor,omitempty"`
+}
+
+type statisticsJSON struct {
+	TagInfo []Tag `json:"tag-info"`
 }
 
 type callbackHTTP struct {
@@ -794,34 +806,52 @@ type callbackHTTP struct {
 	Opaque string `json:"opaque"`
 }
 
+// EncodeSpec returns the client API body of a create or update (POST
+// /timers, PUT /timers/<id>) that ParseBody reads back as s. Interval and
+// RepeatFor are in milliseconds and travel as whole seconds; RF 0 leaves
+// the replication factor to the node.
+func EncodeSpec(s Spec) []byte {
+	b := bodyJSON{
+		Timing:   timingJSON{Interval: s.Interval / 1000, RepeatFor: s.RepeatFor / 1000},
+		Callback: map[string]*callbackHTTP{"http": {URI: s.URI, Opaque: s.Opaque}},
+	}
+	if s.RF > 0 {
+		b.Reliability = &reliabilityJSON{ReplicationFactor: s.RF}
+	}
+	if len(s.Tags) > 0 {
+		b.Statistics = &statisticsJSON{s.Tags}
+	}
+	return marshal(&b)
+}
+
 // EncodeReplication returns the internal PUT body for t as of now (ms).
 func EncodeReplication(t *Timer, now int64) []byte {
-	var b replicationBody
-	b.Timing.Interval = t.Interval / 1000
-	b.Timing.RepeatFor = t.RepeatFor / 1000
-	b.Timing.StartTimeDelta = t.Start - now
-	b.Timing.SequenceNumber = t.Seq
-	b.Timing.Version = strconv.FormatUint(t.Version, 10)
-	b.Timing.Definition = t.def
-	b.Callback = map[string]*callbackHTTP{}
+	delta, seq := t.Start-now, t.Seq
+	replicas := t.Placement.Replicas
+	if replicas == nil {
+		replicas = []string{} // a forward to another site, not a client body
+	}
+	b := bodyJSON{
+		Timing: timingJSON{Interval: t.Interval / 1000, RepeatFor: t.RepeatFor / 1000,
+			StartTimeDelta: &delta, SequenceNumber: &seq,
+			Version: strconv.FormatUint(t.Version, 10), Definition: t.def},
+		Callback: map[string]*callbackHTTP{},
+		Reliability: &reliabilityJSON{ClusterViewID: strconv.FormatUint(t.ViewID, 10),
+			Replicas: &replicas, Sites: t.Placement.Sites, ReplicationFactor: int(t.RF)},
+	}
 	if !t.Tombstone {
 		b.Callback["http"] = &callbackHTTP{URI: t.URI, Opaque: t.Opaque}
 	}
-	b.Reliability.ClusterViewID = strconv.FormatUint(t.ViewID, 10)
-	b.Reliability.Replicas = t.Placement.Replicas
-	if b.Reliability.Replicas == nil {
-		b.Reliability.Replicas = []string{} // a forward to another site, not a client body
-	}
-	b.Reliability.Sites = t.Placement.Sites
-	b.Reliability.ReplicationFactor = int(t.RF)
 	if tags := t.Tags(); len(tags) > 0 {
-		b.Statistics = &struct {
-			TagInfo []Tag `json:"tag-info"`
-		}{tags}
+		b.Statistics = &statisticsJSON{tags}
 	}
-	out, err := json.Marshal(&b)
+	return marshal(&b)
+}
+
+func marshal(b *bodyJSON) []byte {
+	out, err := json.Marshal(b)
 	if err != nil {
-		panic("node: encoding a replication body: " + err.Error())
+		panic("node: encoding a timer body: " + err.Error())
 	}
 	return out
 }

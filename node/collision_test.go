@@ -2,7 +2,6 @@ package node
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,8 +34,7 @@ func mapValues(m map[string]int) func(func(int) bool) {
 }
 
 func oneShot(opaque string, rf int) string {
-	return `{"timing":{"interval":5},"callback":{"http":{"uri":"` + cb + `","opaque":"` + opaque +
-		`"}},"reliability":{"replication-factor":` + strconv.Itoa(rf) + `}}`
+	return string(EncodeSpec(Spec{Interval: 5000, URI: cb, Opaque: opaque, RF: rf}))
 }
 
 // TestCollidingCreateIsRetriedUnderFreshID proves the second line of

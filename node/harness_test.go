@@ -2,7 +2,6 @@ package node
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -182,8 +181,7 @@ func (h *harness) drainPops(uri string, status int) []Request {
 }
 
 func timerJSON(interval, repeatFor int, uri, opaque string) string {
-	return fmt.Sprintf(`{"timing":{"interval":%d,"repeat-for":%d},"callback":{"http":{"uri":%q,"opaque":%q}}}`,
-		interval, repeatFor, uri, opaque)
+	return string(EncodeSpec(Spec{Interval: int64(interval) * 1000, RepeatFor: int64(repeatFor) * 1000, URI: uri, Opaque: opaque}))
 }
 
 func mustJSON(v any) string {

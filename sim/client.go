@@ -1,9 +1,7 @@
 package sim
 
 import (
-	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/chronos-timer/chronos/checker"
@@ -106,8 +104,8 @@ func (w *world) learn(c *clientOp, op *checker.Op, resp node.Response) {
 	}
 	loc := resp.Header.Get(node.HeaderLocation)
 	wire, ok := strings.CutPrefix(loc, "/timers/")
-	id, err := strconv.ParseUint(wire[:min(16, len(wire))], 16, 64)
-	if !ok || len(wire) != 32 || err != nil {
+	id, _, err := node.ParseWireID(wire)
+	if !ok || err != nil {
 		w.apiError(op, fmt.Sprintf("%s answered %d with Location %q, want /timers/<32 hex>", op.Node, op.Status, loc))
 		return
 	}
@@ -127,41 +125,10 @@ func (w *world) apiError(op *checker.Op, msg string) {
 // timerBody is the client API JSON body for a spec and an optional
 // statistics tag ("<type>:<count>").
 func timerBody(s checker.Spec, tag string) []byte {
-	type http struct {
-		URI    string `json:"uri"`
-		Opaque string `json:"opaque"`
-	}
-	body := struct {
-		Timing struct {
-			Interval  int64 `json:"interval"`
-			RepeatFor int64 `json:"repeat-for,omitempty"`
-		} `json:"timing"`
-		Callback struct {
-			HTTP http `json:"http"`
-		} `json:"callback"`
-		Reliability *struct {
-			RF int `json:"replication-factor"`
-		} `json:"reliability,omitempty"`
-		Statistics *struct {
-			TagInfo []node.Tag `json:"tag-info"`
-		} `json:"statistics,omitempty"`
-	}{}
+	spec := node.Spec{Interval: s.Interval.Milliseconds(), RepeatFor: s.RepeatFor.Milliseconds(),
+		URI: s.URI, Opaque: s.Opaque, RF: s.ReplicationFactor}
 	if typ, count, err := parseTag(tag); err == nil {
-		body.Statistics = &struct {
-			TagInfo []node.Tag `json:"tag-info"`
-		}{[]node.Tag{{Type: typ, Count: count}}}
+		spec.Tags = []node.Tag{{Type: typ, Count: count}}
 	}
-	body.Timing.Interval = int64(s.Interval.Seconds())
-	body.Timing.RepeatFor = int64(s.RepeatFor.Seconds())
-	body.Callback.HTTP = http{URI: s.URI, Opaque: s.Opaque}
-	if s.ReplicationFactor > 0 {
-		body.Reliability = &struct {
-			RF int `json:"replication-factor"`
-		}{s.ReplicationFactor}
-	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		panic(err)
-	}
-	return b
+	return node.EncodeSpec(spec)
 }

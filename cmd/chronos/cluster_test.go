@@ -48,7 +48,7 @@ func TestClusterLoopback(t *testing.T) {
 	create := func(p *process, spec clusterTimer) string {
 		t.Helper()
 		status, loc := do(t, client, http.MethodPost, p.url+"/timers", spec.body(rec.url))
-		if status != http.StatusOK || !timerPath.MatchString(loc) {
+		if status != http.StatusOK || !isTimerPath(loc) {
 			t.Fatalf("POST /timers %s to %s: status %d Location %q, want 200 and /timers/<32 hex digits>", spec.opaque, p.addr, status, loc)
 		}
 		return loc
@@ -66,7 +66,7 @@ func TestClusterLoopback(t *testing.T) {
 	updated := clusterTimer{opaque: "updated", interval: 1, repeatFor: 20, rf: 2}
 	rec.awaitNext(t, old.opaque)
 	status, updatedLoc := do(t, client, http.MethodPut, b.url+oldLoc, updated.body(rec.url))
-	if status != http.StatusOK || !timerPath.MatchString(updatedLoc) {
+	if status != http.StatusOK || !isTimerPath(updatedLoc) {
 		t.Fatalf("PUT %s to %s: status %d Location %q, want 200 and a timer path", oldLoc, b.addr, status, updatedLoc)
 	}
 	rec.forbid(old.opaque)

@@ -97,7 +97,7 @@ func TestConcurrentCreatesAcrossAddressOnlyCluster(t *testing.T) {
 		switch {
 		case c.err != nil:
 			failed = append(failed, fmt.Sprintf("%s to %s: %v", c.opaque, c.member.addr, c.err))
-		case c.status != http.StatusOK || !timerPath.MatchString(c.loc):
+		case c.status != http.StatusOK || !isTimerPath(c.loc):
 			failed = append(failed, fmt.Sprintf("%s to %s: status %d Reason %q Location %q", c.opaque, c.member.addr, c.status, c.reason, c.loc))
 		}
 	}

@@ -16,19 +16,25 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/node"
 )
 
 // waitTimeout bounds every wait on the process or on a pop. Generous: it is
 // a ceiling against hangs, never a measured timing.
 const waitTimeout = 20 * time.Second
 
-var timerPath = regexp.MustCompile(`^/timers/[0-9a-f]{32}$`)
+// isTimerPath reports whether loc is /timers/<a wire ID the node issues>.
+func isTimerPath(loc string) bool {
+	wire, ok := strings.CutPrefix(loc, "/timers/")
+	_, _, err := node.ParseWireID(wire)
+	return ok && err == nil
+}
 
 // TestProcessLoopback proves the production binary end to end on loopback:
 // it starts from configuration files, pops a created timer with its opaque
@@ -48,7 +54,7 @@ func TestProcessLoopback(t *testing.T) {
 	}
 	// Create: one pop per second for 30 s.
 	status, loc := do(t, client, http.MethodPost, p.url+"/timers", timerBody(1, 30, cb.url, "hello"))
-	if status != http.StatusOK || !timerPath.MatchString(loc) {
+	if status != http.StatusOK || !isTimerPath(loc) {
 		t.Fatalf("POST /timers: status %d Location %q, want 200 and /timers/<32 hex digits>", status, loc)
 	}
 	cb.expect(t, pop{"hello", "1"})
@@ -56,7 +62,7 @@ func TestProcessLoopback(t *testing.T) {
 	// Update right after a pop, so the next pop of the old definition is a
 	// second away: every pop from here on must carry the new definition.
 	status, newLoc := do(t, client, http.MethodPut, p.url+loc, timerBody(1, 30, cb.url, "updated"))
-	if status != http.StatusOK || !timerPath.MatchString(newLoc) {
+	if status != http.StatusOK || !isTimerPath(newLoc) {
 		t.Fatalf("PUT %s: status %d Location %q, want 200 and a timer path", loc, status, newLoc)
 	}
 	cb.expect(t, pop{"updated", "1"})
@@ -145,11 +151,7 @@ func TestMain(m *testing.M) {
 
 // timerBody is a client timer definition; repeatFor 0 means a one-shot.
 func timerBody(interval, repeatFor int, uri, opaque string) string {
-	timing := fmt.Sprintf(`"interval":%d`, interval)
-	if repeatFor > 0 {
-		timing += fmt.Sprintf(`,"repeat-for":%d`, repeatFor)
-	}
-	return fmt.Sprintf(`{"timing":{%s},"callback":{"http":{"uri":%q,"opaque":%q}}}`, timing, uri, opaque)
+	return string(node.EncodeSpec(node.Spec{Interval: int64(interval) * 1000, RepeatFor: int64(repeatFor) * 1000, URI: uri, Opaque: opaque}))
 }
 
 // do sends one request and returns the status and Location.

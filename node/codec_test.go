@@ -11,6 +11,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"pgregory.net/rapid"
 )
 
 const okCallback = `"callback":{"http":{"uri":"http://client.example/cb","opaque":"x"}}`
@@ -164,6 +166,37 @@ func TestReplicationBodyRoundTrip(t *testing.T) {
 			t.Errorf("round trip (tombstone %v):\n got %s\nwant %s", tomb, got, want)
 		}
 	}
+}
+
+// TestClientBodyRoundTrip proves EncodeSpec, the client body builder the
+// simulator and the tests use, writes what ParseBody reads back: the same
+// definition, with a repeat-for of 0 taken as one interval.
+func TestClientBodyRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		interval := rapid.Int64Range(0, MaxTimingSeconds).Draw(t, "interval")
+		repeatFor := int64(0)
+		if interval > 0 {
+			repeatFor = rapid.Int64Range(0, MaxTimingSeconds).Draw(t, "repeat-for")
+		}
+		in := Spec{Interval: interval * 1000, RepeatFor: repeatFor * 1000,
+			URI:    "http://127.0.0.1:" + strconv.Itoa(rapid.IntRange(1, 65535).Draw(t, "port")) + "/cb",
+			Opaque: rapid.StringMatching(`[\x20-\x7e\x{e9}\x{263a}]{0,20}`).Draw(t, "opaque"),
+			RF:     rapid.IntRange(0, MaxReplicationFactor).Draw(t, "rf")}
+		if rapid.Bool().Draw(t, "tagged") {
+			in.Tags = []Tag{{Type: rapid.StringMatching(`[A-Z]{1,8}`).Draw(t, "tag"), Count: rapid.IntRange(1, 100).Draw(t, "count")}}
+		}
+		got, repl, err := ParseBody(EncodeSpec(in))
+		if err != nil || repl != nil {
+			t.Fatalf("ParseBody(EncodeSpec(%+v)): replication %v, error %v; want a client body", in, repl, err)
+		}
+		want := in
+		if want.RepeatFor == 0 {
+			want.RepeatFor = want.Interval
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
+		}
+	})
 }
 
 // FuzzParseBody proves the body parser never panics, that whatever it

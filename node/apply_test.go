@@ -1,0 +1,51 @@
+package node
+
+import "testing"
+
+// TestSupersedes proves the conflict rule for two records of one timer: a
+// later client write wins; within one write the record that popped further
+// wins; a tombstone ends its definition for good; duplicates change
+// nothing.
+func TestSupersedes(t *testing.T) {
+	live := func(version uint64, seq uint32) *Timer { return &Timer{Version: version, Seq: seq} }
+	tomb := func(version uint64, seq uint32) *Timer { return &Timer{Version: version, Seq: seq, Tombstone: true} }
+	cases := []struct {
+		name               string
+		existing, incoming *Timer
+		want               bool
+	}{
+		{"nothing held", nil, live(1, 0), true},
+		{"nothing held, tombstone", nil, tomb(1, 0), true},
+		{"later write", live(1, 5), live(2, 0), true},
+		{"earlier write", live(2, 0), live(1, 5), false},
+		{"later delete", live(1, 3), tomb(2, 0), true},
+		{"write after delete", tomb(1, 0), live(2, 0), true},
+		{"stale write after delete", tomb(2, 0), live(1, 9), false},
+		{"pop notice", live(1, 1), live(1, 2), true},
+		{"stale pop notice", live(1, 2), live(1, 1), false},
+		{"duplicate", live(1, 2), live(1, 2), false},
+		{"final pop", live(1, 2), tomb(1, 3), true},
+		{"final pop seen before the last notice", live(1, 3), tomb(1, 2), true},
+		{"notice after the final pop", tomb(1, 3), live(1, 4), false},
+		{"duplicate tombstone", tomb(1, 3), tomb(1, 3), false},
+	}
+	for _, tc := range cases {
+		if got := Supersedes(tc.existing, tc.incoming); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestDormantCopyHandsOnThePopThatFailed shows that a replica whose
+// callback failed, asked for its record (a 409 answer), hands on the
+// definition with the failed pop still to make, never as made.
+func TestDormantCopyHandsOnThePopThatFailed(t *testing.T) {
+	dormant := &Timer{Version: 7, Seq: 3, Tombstone: true, Dormant: true}
+	got := live(dormant)
+	if got.Tombstone || got.Dormant || got.Seq != 2 {
+		t.Fatalf("got tombstone %v dormant %v seq %d, want a live record at seq 2", got.Tombstone, got.Dormant, got.Seq)
+	}
+	if dormant.Seq != 3 || !dormant.Dormant {
+		t.Fatalf("the held copy changed: %+v", dormant)
+	}
+}
