@@ -134,7 +134,7 @@ func (n *Node) apply(t *Timer) applied {
 		n.keepProgress(existing, t)
 	}
 	n.release(existing)
-	n.hold(t, n.dueOf(t))
+	n.holdNext(t)
 	return applied{ok: true}
 }
 

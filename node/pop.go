@@ -14,7 +14,6 @@ func (n *Node) dueOf(t *Timer) int64 {
 	if at, ok := t.NextPopAt(); ok {
 		return at + n.skew(t).Milliseconds()
 	}
-	t.Tombstone = true
 	return max(n.nowMs()+max(t.Interval, TombstoneMin.Milliseconds()), t.lastDue()+n.maxSkew(t).Milliseconds())
 }
 
@@ -45,6 +44,16 @@ func (n *Node) skew(t *Timer) time.Duration {
 	return ReplicaSkew * time.Duration(rank+site*len(t.Placement.Replicas))
 }
 
+// holdNext holds t until it is next due (dueOf). A record with nothing
+// left to pop becomes a tombstone here, the one place where a finished
+// timer turns into one.
+func (n *Node) holdNext(t *Timer) {
+	if _, ok := t.NextPopAt(); !ok {
+		t.Tombstone = true
+	}
+	n.hold(t, n.dueOf(t))
+}
+
 // hold inserts t, due at due, and counts it.
 func (n *Node) hold(t *Timer, due int64) {
 	n.store.Put(t, due)
@@ -54,12 +63,12 @@ func (n *Node) hold(t *Timer, due int64) {
 
 // reschedule moves t, held, to when it is next due after a change. A
 // change that leaves it nothing to pop turns it into a tombstone (see
-// dueOf), so it is uncounted before and counted again after.
+// holdNext), so it is uncounted before and counted again after.
 func (n *Node) reschedule(t *Timer) {
 	if n.store.Get(t.ID) == t {
 		n.release(t)
 	}
-	n.hold(t, n.dueOf(t))
+	n.holdNext(t)
 }
 
 // release removes t, if held, and uncounts it.
@@ -147,7 +156,7 @@ func (n *Node) pop(t *Timer, now int64) {
 	t.Seq++
 	t.calling = true
 	popped := *t
-	n.hold(t, n.dueOf(t))
+	n.holdNext(t)
 	n.stats.Pops++
 	req := Request{
 		Method: "POST",
@@ -185,7 +194,7 @@ func (n *Node) callbackFailed(popped *Timer, resp Response, err error) {
 		// definition back on every replica whose callback failed.
 		n.release(cur)
 		cur.Tombstone, cur.Dormant = true, true
-		n.hold(cur, n.dueOf(cur))
+		n.holdNext(cur)
 	}
 }
 
