@@ -1,6 +1,9 @@
 package node
 
-import "testing"
+import (
+	"strconv"
+	"testing"
+)
 
 // TestSupersedes proves the conflict rule for two records of one timer: a
 // later client write wins; within one write the record that popped further
@@ -47,5 +50,22 @@ func TestDormantCopyHandsOnThePopThatFailed(t *testing.T) {
 	}
 	if dormant.Seq != 3 || !dormant.Dormant {
 		t.Fatalf("the held copy changed: %+v", dormant)
+	}
+}
+
+// TestPlacementsAreBounded shows the interned placements stay within
+// maxPlacements however many distinct lists peers send, and that a list
+// is interned again after the cache starts over.
+func TestPlacementsAreBounded(t *testing.T) {
+	h := newHarness(t)
+	for i := range 3 * maxPlacements {
+		h.node.placement([]string{"127.0.0.1:" + strconv.Itoa(i)}, nil)
+		if len(h.node.placements) > maxPlacements {
+			t.Fatalf("after %d lists: %d interned, want at most %d", i+1, len(h.node.placements), maxPlacements)
+		}
+	}
+	a := h.node.placement([]string{"a", "b"}, []string{"s"})
+	if b := h.node.placement([]string{"a", "b"}, []string{"s"}); a != b {
+		t.Fatalf("the same list was not interned once")
 	}
 }

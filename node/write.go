@@ -341,11 +341,21 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 	})
 }
 
+// maxPlacements bounds the interned placements. A cluster of n nodes has
+// at most n!/(n-rf)! ordered lists per rf, few in practice, but lists also
+// arrive from peers (a resized cluster, another site): once the bound is
+// reached the cache starts over, and the lists in use are interned again
+// as they are met. Interning saves memory; it never decides anything.
+const maxPlacements = 4096
+
 // placement interns a replica and site list.
 func (n *Node) placement(replicas, sites []string) *Placement {
 	key := strings.Join(replicas, ",") + "|" + strings.Join(sites, ",")
 	if p, ok := n.placements[key]; ok {
 		return p
+	}
+	if len(n.placements) >= maxPlacements {
+		clear(n.placements)
 	}
 	p := &Placement{Replicas: slices.Clone(replicas), Sites: slices.Clone(sites)}
 	n.placements[key] = p
