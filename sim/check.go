@@ -60,9 +60,9 @@ func header(res *Result) checker.ReportHeader {
 		Unmet: res.Unmet, Panic: res.Panic}
 }
 
-// writeHTML writes the checker's HTML report of a run, with the run's
+// WriteHTML writes the checker's HTML report of a run, with the run's
 // trace (the plan is run again to print it: runs are deterministic).
-func writeHTML(w io.Writer, res *Result) error {
+func WriteHTML(w io.Writer, res *Result) error {
 	h := header(res)
 	var trace strings.Builder
 	Run(res.Plan, Options{Trace: &trace, SkipCheck: true})

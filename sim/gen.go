@@ -33,9 +33,9 @@ func (s RapidSource) IntN(label string, n int) int { return rapid.IntRange(0, n-
 var faultKinds = []string{"crash", "pause", "partition", "one-way", "clog", "clock-jump", "clock-drift",
 	"slow-callback", "fail-callback", "loss", "duplicate", "reorder"}
 
-// mixSharedInstance in a plan's mix configures nodes n1 and n2 with one
+// MixSharedInstance in a plan's mix configures nodes n1 and n2 with one
 // instance number, so that they issue colliding IDs.
-const mixSharedInstance = "shared-instance"
+const MixSharedInstance = "shared-instance"
 
 // mixSites in a plan's mix splits the nodes into two sites of equal size
 // (n1.. the first half in site1, the rest in site2), each its own cluster,
@@ -100,8 +100,8 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 	// A misconfiguration rather than a fault, drawn last so that it moves
 	// no other draw: two nodes configured with one instance number, which
 	// the node's collision defence must make harmless.
-	if faults.IntN("mix:"+mixSharedInstance, 8) == 0 {
-		p.Mix = append(p.Mix, mixSharedInstance)
+	if faults.IntN("mix:"+MixSharedInstance, 8) == 0 {
+		p.Mix = append(p.Mix, MixSharedInstance)
 		genTwinBurst(p, faults, safety)
 		slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	}

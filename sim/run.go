@@ -191,7 +191,7 @@ func (w *world) setup() {
 		m := &machine{idx: i, addr: nodeAddr(i)}
 		// Machines boot with a small offset from true time.
 		offset := time.Duration(w.clockRand.Int64N(int64(100*time.Millisecond))) - 50*time.Millisecond
-		if i == 2 && p.enabled(mixSharedInstance) {
+		if i == 2 && p.enabled(MixSharedInstance) {
 			// The twins' clocks agree, as NTP keeps them, so that they
 			// issue IDs in the same milliseconds.
 			offset = w.machines[0].clock.bootSkew
@@ -241,7 +241,7 @@ func (w *world) boot(m *machine) {
 		}
 		cfg.InstanceID = ids[m.addr]
 	}
-	if w.plan.enabled(mixSharedInstance) && m.idx <= 2 {
+	if w.plan.enabled(MixSharedInstance) && m.idx <= 2 {
 		cfg.InstanceID = w.sharedInstance()
 	}
 	cfg.Clock = m.clock

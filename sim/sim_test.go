@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -41,39 +39,41 @@ func TestSeeds(t *testing.T) {
 	if *flagScenario != "" {
 		t.Skip("-scenario replays one scenario file only; run without it for the seeds")
 	}
-	seeds := make([]uint64, 0, *flagSeeds)
+	seeds := Seeds(1, *flagSeeds)
 	if *flagSeed != 0 {
-		seeds = append(seeds, *flagSeed)
-	} else {
-		for s := 1; s <= *flagSeeds; s++ {
-			seeds = append(seeds, uint64(s))
-		}
+		seeds = []uint64{*flagSeed}
 	}
 	if testing.Short() && len(seeds) > 20 {
 		seeds = seeds[:20]
 	}
 	known := loadKnownFailing(t)
-	failed := forEachParallel(seeds, func(seed uint64) string {
-		res := runTwice(t, Generate(seed))
-		kind, bug := failureKind(res), known[seed]
+	// Sweep calls back one seed at a time, in the order they finish: the
+	// answers are kept by seed and reported in seed order.
+	answers := map[uint64]string{}
+	Sweep(seeds, func(o SeedOutcome) {
+		kind, bug := o.FailureKind(), known[o.Seed]
 		switch {
+		case !o.Deterministic():
+			answers[o.Seed] = o.Line()
 		case kind == "" && bug.Kind != "":
-			return fmt.Sprintf("NOTE seed %d (pinned as %s, %s) now passes: unpin it in %s", seed, bug.Kind, bug.Ref, knownFailingFile)
+			answers[o.Seed] = fmt.Sprintf("NOTE seed %d (pinned as %s, %s) now passes: unpin it in %s", o.Seed, bug.Kind, bug.Ref, knownFailingFile)
 		case kind == "":
-			return ""
-		case kind == bug.Kind:
-			return fmt.Sprintf("NOTE seed %d still fails with %s (pinned, %s)", seed, kind, bug.Ref)
+		case o.Pinned(known):
+			answers[o.Seed] = fmt.Sprintf("NOTE seed %d still fails with %s (pinned, %s)", o.Seed, kind, bug.Ref)
+		default:
+			var b bytes.Buffer
+			WriteFailure(&b, o.Result, "")
+			answers[o.Seed] = b.String()
 		}
-		var b bytes.Buffer
-		WriteFailure(&b, res, "")
-		return b.String()
 	})
-	for _, f := range failed {
-		if strings.HasPrefix(f, "NOTE ") {
+	for _, seed := range seeds {
+		switch f := answers[seed]; {
+		case f == "":
+		case strings.HasPrefix(f, "NOTE "):
 			t.Log(f)
-			continue
+		default:
+			t.Error(f)
 		}
-		t.Error(f)
 	}
 }
 
@@ -90,34 +90,6 @@ func loadKnownFailing(t *testing.T) map[uint64]KnownBug {
 		t.Fatal(err)
 	}
 	return known
-}
-
-// forEachParallel runs fn for every seed on all cores and returns the
-// non-empty answers in seed order. Each run is its own single-threaded
-// world; parallelism is only across runs.
-func forEachParallel(seeds []uint64, fn func(uint64) string) []string {
-	out := make([]string, len(seeds))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for i := range next {
-				out[i] = fn(seeds[i])
-			}
-		})
-	}
-	for i := range seeds {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	var failed []string
-	for _, s := range out {
-		if s != "" {
-			failed = append(failed, s)
-		}
-	}
-	return failed
 }
 
 // TestScenarios proves every scenario file parses, runs deterministically
