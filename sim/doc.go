@@ -15,10 +15,12 @@
 //   - plan.go, gen.go: a Plan, and Generate, which draws one from a seed
 //     (cluster, workload, fault schedule, and the mixes: load, sites, a
 //     shared instance number).
-//   - scenario.go, format.go, steps.go: scenario files, the text form of a
-//     Plan, parsed and written, and the steps they hold.
+//   - scenario.go, format.go, roles.go: scenario files, the text form of
+//     a Plan, parsed and written, and role names ("t1.B", a timer's first
+//     backup).
 //   - run.go, loop.go, clock.go: Run, the event loop and the nodes'
-//     virtual clocks.
+//     virtual clocks; steps.go, a step as it fires (roles resolved, step
+//     expectations checked).
 //   - client.go, callback.go, faults.go: the simulated clients, callback
 //     endpoints and fault injection.
 //   - check.go, report.go: the checker's verdict, the failure report and

@@ -106,3 +106,27 @@ func (e Expect) String() string {
 	}
 	return e.What
 }
+
+// String renders the check as in a scenario file, after "expect".
+func (c *StepCheck) String() string {
+	t := c.What + " " + c.Timer
+	if c.On != "" {
+		t += " on=" + c.On
+	}
+	if c.Seq != 0 {
+		t += fmt.Sprintf(" seq=%d", c.Seq)
+	}
+	if c.By != "" {
+		t += " by=" + c.By
+	}
+	if c.Count >= 0 && c.What == "popped" {
+		t += fmt.Sprintf(" count=%d", c.Count)
+	}
+	if c.None {
+		t += " none"
+	}
+	if c.Nowhere {
+		t += " nowhere"
+	}
+	return t
+}

@@ -253,3 +253,31 @@ func parseTag(tag string) (string, int, error) {
 	}
 	return typ, n, nil
 }
+
+// StepCheck is an expectation checked when its step fires ("at <time>
+// expect ...").
+type StepCheck struct {
+	// What is "popped" or "held".
+	What  string
+	Timer string
+	// Seq is the X-Sequence-Number (popped) or the held copy's Seq, pops
+	// done (held); 0: any.
+	Seq int
+	// By (popped): every matching pop came from this host. On (held): the
+	// node looked at.
+	By, On string
+	// Count (popped): exactly this many matching pops; -1: at least one.
+	Count int
+	// None (held): On holds no live copy. Nowhere (held): no node does.
+	None, Nowhere bool
+}
+
+// hasStepChecks reports whether the plan has "at <time> expect" steps.
+func (p *Plan) hasStepChecks() bool {
+	for _, s := range p.Steps {
+		if s.Op == OpExpect {
+			return true
+		}
+	}
+	return false
+}

@@ -278,3 +278,60 @@ func parseCutStep(s *Step, args []string) error {
 	}
 	return nil
 }
+
+// parseCheck parses "popped <timer> [seq=<n>] [by=<host>] [count=<n>]",
+// "held <timer> on=<host> [seq=<n>]", "held <timer> on=<host> none" and
+// "held <timer> nowhere".
+func parseCheck(args []string) (*StepCheck, error) {
+	const want = "want: expect popped <timer> [seq=<n>] [by=<node>] [count=<n>] | " +
+		"expect held <timer> on=<node> [seq=<n> | none] | expect held <timer> nowhere"
+	if len(args) < 2 || (args[0] != "popped" && args[0] != "held") || strings.Contains(args[1], "=") {
+		return nil, fmt.Errorf("%s", want)
+	}
+	c := &StepCheck{What: args[0], Timer: args[1], Count: -1}
+	seen := map[string]bool{}
+	for _, a := range args[2:] {
+		k, v, kv := strings.Cut(a, "=")
+		if seen[k] {
+			return nil, fmt.Errorf("%q given twice", k)
+		}
+		seen[k] = true
+		var err error
+		switch {
+		case kv && k == "seq":
+			c.Seq, err = strconv.Atoi(v)
+			if err == nil && c.Seq < 1 {
+				err = fmt.Errorf("seq must be >= 1")
+			}
+		case kv && k == "by" && c.What == "popped":
+			c.By = v
+		case kv && k == "count" && c.What == "popped":
+			c.Count, err = strconv.Atoi(v)
+			if err == nil && c.Count < 0 {
+				err = fmt.Errorf("count must be >= 0")
+			}
+		case kv && k == "on" && c.What == "held":
+			c.On = v
+		case !kv && a == "none" && c.What == "held":
+			c.None = true
+		case !kv && a == "nowhere" && c.What == "held":
+			c.Nowhere = true
+		default:
+			err = fmt.Errorf("unexpected %q; %s", a, want)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a, err)
+		}
+	}
+	if c.What == "held" {
+		switch {
+		case c.Nowhere && (c.On != "" || c.None || c.Seq != 0):
+			return nil, fmt.Errorf("held ... nowhere takes nothing else")
+		case !c.Nowhere && c.On == "":
+			return nil, fmt.Errorf("held needs on=<node> or nowhere")
+		case c.None && c.Seq != 0:
+			return nil, fmt.Errorf("held ... none takes no seq")
+		}
+	}
+	return c, nil
+}

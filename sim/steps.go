@@ -2,45 +2,10 @@ package sim
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/chronos-timer/chronos/node"
 )
-
-// Role host names: "<timer>.A" is the timer's primary, ".B" its first
-// backup, ".C" the second, and so on: the rendezvous order of the timer's
-// unique ID over the cluster's nodes (node.Ring.Replicas). A role is
-// resolved when its step fires, from the ID the client learned when the
-// timer's create (or update) returned.
-
-// maxRoles bounds role letters (A..P, one per possible node).
-const maxRoles = MaxNodes
-
-// parseRole splits "t1.B" into ("t1", 1). ok is false for a plain host.
-func parseRole(name string) (timer string, rank int, ok bool) {
-	timer, role, found := strings.Cut(name, ".")
-	if !found || timer == "" || len(role) != 1 || role[0] < 'A' || role[0] >= 'A'+maxRoles {
-		return "", 0, false
-	}
-	return timer, int(role[0] - 'A'), true
-}
-
-// isRoleLike reports whether a host name looks like it means a role, so
-// that a malformed one ("t1.a", "t1.AB") gets a role error.
-func isRoleLike(name string) bool { return strings.Contains(name, ".") }
-
-// validRole checks a role name against the plan.
-func (p *Plan) validRole(name string) error {
-	_, rank, ok := parseRole(name)
-	switch {
-	case !ok:
-		return fmt.Errorf("bad role %q: want <timer>.<A..%c> (A primary, B first backup, ...)", name, 'A'+maxRoles-1)
-	case rank >= p.Nodes:
-		return fmt.Errorf("role %q: rank %d but only %d nodes", name, rank+1, p.Nodes)
-	}
-	return nil
-}
 
 // resolveHost turns a role into the node name it means now ("t1.A" ->
 // "n2"); plain hosts come back unchanged. A role of a timer whose ID is
@@ -114,105 +79,6 @@ func (w *world) scenarioError(s Step, err error) {
 	msg := fmt.Sprintf("scenario error at %v (%s): %v", s.At, s.String(), err)
 	w.scenarioErrs = append(w.scenarioErrs, msg)
 	w.tr.note("%s", msg)
-}
-
-// StepCheck is an expectation checked when its step fires ("at <time>
-// expect ...").
-type StepCheck struct {
-	// What is "popped" or "held".
-	What  string
-	Timer string
-	// Seq is the X-Sequence-Number (popped) or the held copy's Seq, pops
-	// done (held); 0: any.
-	Seq int
-	// By (popped): every matching pop came from this host. On (held): the
-	// node looked at.
-	By, On string
-	// Count (popped): exactly this many matching pops; -1: at least one.
-	Count int
-	// None (held): On holds no live copy. Nowhere (held): no node does.
-	None, Nowhere bool
-}
-
-// parseCheck parses "popped <timer> [seq=<n>] [by=<host>] [count=<n>]",
-// "held <timer> on=<host> [seq=<n>]", "held <timer> on=<host> none" and
-// "held <timer> nowhere".
-func parseCheck(args []string) (*StepCheck, error) {
-	const want = "want: expect popped <timer> [seq=<n>] [by=<node>] [count=<n>] | " +
-		"expect held <timer> on=<node> [seq=<n> | none] | expect held <timer> nowhere"
-	if len(args) < 2 || (args[0] != "popped" && args[0] != "held") || strings.Contains(args[1], "=") {
-		return nil, fmt.Errorf("%s", want)
-	}
-	c := &StepCheck{What: args[0], Timer: args[1], Count: -1}
-	seen := map[string]bool{}
-	for _, a := range args[2:] {
-		k, v, kv := strings.Cut(a, "=")
-		if seen[k] {
-			return nil, fmt.Errorf("%q given twice", k)
-		}
-		seen[k] = true
-		var err error
-		switch {
-		case kv && k == "seq":
-			c.Seq, err = strconv.Atoi(v)
-			if err == nil && c.Seq < 1 {
-				err = fmt.Errorf("seq must be >= 1")
-			}
-		case kv && k == "by" && c.What == "popped":
-			c.By = v
-		case kv && k == "count" && c.What == "popped":
-			c.Count, err = strconv.Atoi(v)
-			if err == nil && c.Count < 0 {
-				err = fmt.Errorf("count must be >= 0")
-			}
-		case kv && k == "on" && c.What == "held":
-			c.On = v
-		case !kv && a == "none" && c.What == "held":
-			c.None = true
-		case !kv && a == "nowhere" && c.What == "held":
-			c.Nowhere = true
-		default:
-			err = fmt.Errorf("unexpected %q; %s", a, want)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", a, err)
-		}
-	}
-	if c.What == "held" {
-		switch {
-		case c.Nowhere && (c.On != "" || c.None || c.Seq != 0):
-			return nil, fmt.Errorf("held ... nowhere takes nothing else")
-		case !c.Nowhere && c.On == "":
-			return nil, fmt.Errorf("held needs on=<node> or nowhere")
-		case c.None && c.Seq != 0:
-			return nil, fmt.Errorf("held ... none takes no seq")
-		}
-	}
-	return c, nil
-}
-
-// String renders the check as in a scenario file, after "expect".
-func (c *StepCheck) String() string {
-	t := c.What + " " + c.Timer
-	if c.On != "" {
-		t += " on=" + c.On
-	}
-	if c.Seq != 0 {
-		t += fmt.Sprintf(" seq=%d", c.Seq)
-	}
-	if c.By != "" {
-		t += " by=" + c.By
-	}
-	if c.Count >= 0 && c.What == "popped" {
-		t += fmt.Sprintf(" count=%d", c.Count)
-	}
-	if c.None {
-		t += " none"
-	}
-	if c.Nowhere {
-		t += " nowhere"
-	}
-	return t
 }
 
 // checkStep evaluates a step expectation now; a miss is an unmet
@@ -325,14 +191,4 @@ func (w *world) nodeName(addr string) string {
 		}
 	}
 	return addr
-}
-
-// hasStepChecks reports whether the plan has "at <time> expect" steps.
-func (p *Plan) hasStepChecks() bool {
-	for _, s := range p.Steps {
-		if s.Op == OpExpect {
-			return true
-		}
-	}
-	return false
 }
