@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -13,45 +12,9 @@ import (
 	"github.com/chronos-timer/chronos/node"
 )
 
-// loop is a minimal event queue for these tests: (time, insertion) order.
-type loop struct {
-	now    time.Duration
-	seq    int
-	events []event
-}
-
-type event struct {
-	at  time.Duration
-	seq int
-	f   func()
-}
-
-func (l *loop) Now() time.Duration { return l.now }
-
-func (l *loop) At(t time.Duration, f func()) {
-	if t < l.now {
-		panic(fmt.Sprintf("event in the past: %v < %v", t, l.now))
-	}
-	l.seq++
-	l.events = append(l.events, event{t, l.seq, f})
-}
-
-func (l *loop) run() {
-	for len(l.events) > 0 {
-		sort.SliceStable(l.events, func(i, j int) bool {
-			a, b := l.events[i], l.events[j]
-			return a.at < b.at || a.at == b.at && a.seq < b.seq
-		})
-		e := l.events[0]
-		l.events = l.events[1:]
-		l.now = e.at
-		e.f()
-	}
-}
-
-func newNet(t *testing.T, opts Options, seed uint64) (*Network, *loop) {
+func newNet(t *testing.T, opts Options, seed uint64) (*Network, *Loop) {
 	t.Helper()
-	l := &loop{}
+	l := &Loop{}
 	n, err := New(opts, l, rand.New(rand.NewPCG(seed, 1)))
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +33,7 @@ type outcome struct {
 	err    error
 }
 
-func send(n *Network, ep *Endpoint, l *loop, url string, timeout time.Duration, out *[]outcome) {
+func send(n *Network, ep *Endpoint, l *Loop, url string, timeout time.Duration, out *[]outcome) {
 	ep.Send(node.Request{Method: "POST", URL: url}, timeout, func(r node.Response, err error) {
 		*out = append(*out, outcome{l.now, r.Status, string(r.Body), err})
 	})
@@ -93,7 +56,7 @@ func TestDeliveryAndErrors(t *testing.T) {
 	send(n, a, l, "http://nowhere/timers", time.Second, &out)
 	send(n, a, l, "http://p/timers", time.Second, &out)
 	send(n, a, l, "not-a-url", time.Second, &out)
-	l.run()
+	l.Run()
 	if len(out) != 5 {
 		t.Fatalf("got %d completions, want 5: %+v", len(out), out)
 	}
@@ -137,7 +100,7 @@ func TestPartitionOneWayAndHeal(t *testing.T) {
 	var ab, ba []outcome
 	send(n, a, l, "http://b/x", time.Second, &ab)
 	send(n, b, l, "http://a/x", time.Second, &ba)
-	l.run()
+	l.Run()
 	if !errors.Is(ab[0].err, ErrTimeout) || !errors.Is(ba[0].err, ErrTimeout) {
 		t.Fatalf("got a->b %v, b->a %v; want both timeouts", ab[0].err, ba[0].err)
 	}
@@ -147,7 +110,7 @@ func TestPartitionOneWayAndHeal(t *testing.T) {
 	n.HealAll()
 	ab = nil
 	send(n, a, l, "http://b/x", time.Second, &ab)
-	l.run()
+	l.Run()
 	if ab[0].err != nil {
 		t.Fatalf("after heal got %v, want success", ab[0].err)
 	}
@@ -168,7 +131,7 @@ func TestClogHoldsThenReleasesInOrder(t *testing.T) {
 	for i := range 3 {
 		send(n, a, l, fmt.Sprintf("http://b/%d", i), 10*time.Second, &out)
 	}
-	l.run()
+	l.Run()
 	if len(got) != 3 || slices.ContainsFunc(got, func(s string) bool { return s[len(s)-4:] != "true" }) {
 		t.Fatalf("got deliveries %v, want 3, all at or after 5s", got)
 	}
@@ -184,7 +147,7 @@ func TestCrashDropsOldIncarnation(t *testing.T) {
 	n.Listen("b", func(_ string, _ node.Request, reply func(node.Response)) { held = reply }, true)
 	var out []outcome
 	send(n, a, l, "http://b/x", time.Second, &out)
-	l.run()
+	l.Run()
 	if len(out) != 1 || !errors.Is(out[0].err, ErrTimeout) {
 		t.Fatalf("got %+v, want one timeout (b never replied)", out)
 	}
@@ -197,7 +160,7 @@ func TestCrashDropsOldIncarnation(t *testing.T) {
 		n.Crash("a")
 		n.Listen("a", nil, true)
 	})
-	l.run()
+	l.Run()
 	if len(out) != 0 {
 		t.Fatalf("got %+v, want no completion for a dead sender", out)
 	}
@@ -219,7 +182,7 @@ func TestDeterministicNoise(t *testing.T) {
 			send(n, a, l, fmt.Sprintf("http://b/%d", i), time.Second, &out)
 			send(n, a, l, fmt.Sprintf("http://cb/cb%d", i), time.Second, &out)
 		}
-		l.run()
+		l.Run()
 		for _, o := range out {
 			if o.err != nil && o.body == "" && o.at < time.Second {
 				t.Errorf("got %v at %v, want only timeouts from noise", o.err, o.at)
@@ -267,7 +230,7 @@ func TestBusyEndpointQueuesBurst(t *testing.T) {
 				last = max(last, l.now)
 			})
 		}
-		l.run()
+		l.Run()
 		return last, n.Stats()
 	}
 	o := DefaultOptions()
@@ -302,7 +265,7 @@ func TestBusyNodeSendsInTurn(t *testing.T) {
 	for range 50 {
 		src.Send(node.Request{Method: "POST", URL: "http://cb/x"}, time.Minute, func(node.Response, error) {})
 	}
-	l.run()
+	l.Run()
 	if len(arrivals) != 50 {
 		t.Fatalf("got %d arrivals, want 50", len(arrivals))
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chronos-timer/chronos/netsim"
 	"github.com/chronos-timer/chronos/node"
 )
 
@@ -22,7 +23,7 @@ const MaxDriftPPM = 10_000
 // (so never on a paused or dead incarnation). The clock belongs to the
 // machine and survives restarts of the node on it.
 type Clock struct {
-	loop *Loop
+	loop *netsim.Loop
 	run  func(inc uint64, f func()) // runs f on an incarnation's process
 	inc  uint64                     // current incarnation, set by the simulator
 
@@ -54,7 +55,7 @@ type alarm struct {
 
 var _ node.Alarm = (*alarm)(nil)
 
-func newClock(loop *Loop, offset time.Duration, driftPPM int64, run func(uint64, func())) *Clock {
+func newClock(loop *netsim.Loop, offset time.Duration, driftPPM int64, run func(uint64, func())) *Clock {
 	c := &Clock{loop: loop, run: run, anchorTrue: loop.Now(), anchorLocal: loop.Now() + offset,
 		driftPPM: driftPPM, pending: map[uint64]*alarm{}, bootSkew: offset}
 	c.noteSkew()

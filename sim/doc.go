@@ -4,7 +4,7 @@
 // history to the checker.
 //
 // A run is a pure function of its Plan: one goroutine, one event queue
-// (Loop) ordered by virtual time and then by insertion, every random
+// (netsim.Loop) ordered by virtual time and then by insertion, every random
 // choice drawn from a PCG stream split from the plan's seed, no real time,
 // no map iteration order. The trace hash of a run (trace.go) is its
 // determinism proof: two runs of one plan must give the same hash, and a
@@ -18,7 +18,7 @@
 //   - scenario.go, format.go, roles.go: scenario files, the text form of
 //     a Plan, parsed and written, and role names ("t1.B", a timer's first
 //     backup).
-//   - run.go, loop.go, clock.go: Run, the event loop and the nodes'
+//   - run.go, clock.go: Run on a netsim.Loop, and the nodes'
 //     virtual clocks; steps.go, a step as it fires (roles resolved, step
 //     expectations checked).
 //   - client.go, callback.go, faults.go: the simulated clients, callback

@@ -89,7 +89,7 @@ func (r *Result) Failed() bool {
 type world struct {
 	plan      *Plan
 	opts      Options
-	loop      Loop
+	loop      netsim.Loop
 	tr        *tracer
 	net       *netsim.Network
 	clockRand *rand.Rand

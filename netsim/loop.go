@@ -1,4 +1,4 @@
-package sim
+package netsim
 
 import (
 	"fmt"
@@ -11,6 +11,8 @@ const MaxEvents = 200_000_000
 
 // Loop is the simulator's one event queue, ordered by (virtual time,
 // insertion sequence). It runs on one goroutine and never reads real time.
+// The simulator (sim) runs every run on one; the Network schedules its
+// deliveries on it, and this package's tests drive it directly.
 type Loop struct {
 	now       time.Duration
 	seq       uint64
@@ -30,7 +32,7 @@ func (l *Loop) Now() time.Duration { return l.now }
 // At schedules f to run at virtual time t (not before now).
 func (l *Loop) At(t time.Duration, f func()) {
 	if t < l.now {
-		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", t, l.now))
+		panic(fmt.Sprintf("netsim: event scheduled at %v, before now %v", t, l.now))
 	}
 	l.seq++
 	l.heap = append(l.heap, event{at: t, seq: l.seq, f: f})
@@ -54,11 +56,18 @@ func (l *Loop) RunUntil(end time.Duration) {
 		l.now = e.at
 		l.processed++
 		if l.processed > MaxEvents {
-			panic(fmt.Sprintf("sim: more than %d events by %v: livelock", MaxEvents, l.now))
+			panic(fmt.Sprintf("netsim: more than %d events by %v: livelock", MaxEvents, l.now))
 		}
 		e.f()
 	}
 	l.now = max(l.now, end)
+}
+
+// Run runs every event, in order, until the queue is empty.
+func (l *Loop) Run() {
+	for len(l.heap) > 0 {
+		l.RunUntil(l.heap[0].at)
+	}
 }
 
 func less(a, b *event) bool { return a.at < b.at || a.at == b.at && a.seq < b.seq }
