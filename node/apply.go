@@ -25,9 +25,9 @@ func Supersedes(existing, incoming *Timer) bool {
 		return true
 	case incoming.Version != existing.Version:
 		return incoming.Version > existing.Version
-	case existing.Tombstone:
-		return existing.Dormant && (incoming.Tombstone || incoming.Seq >= existing.Seq)
-	case incoming.Tombstone:
+	case existing.State != Live:
+		return existing.State == Dormant && (incoming.State != Live || incoming.Seq >= existing.Seq)
+	case incoming.State != Live:
 		return true
 	default:
 		return incoming.Seq > existing.Seq
@@ -71,27 +71,27 @@ func collides(existing, incoming *Timer) bool {
 // it supersedes what the node holds.
 func (n *Node) apply(t *Timer) applied {
 	n.ids.observe(t.Version, n.nowMs())
-	if !t.Tombstone && !slices.Contains(t.Placement.Replicas, n.self) {
+	if t.State == Live && !slices.Contains(t.Placement.Replicas, n.self) {
 		// Passive rebalancing: this node is no longer a replica. Keep a
 		// tombstone of the definition so that stale copies of it cannot
 		// bring the timer back here.
-		t.Tombstone = true
+		t.entomb()
 	}
 	existing := n.store.Get(t.ID)
-	if existing == nil && !t.Tombstone && t.Seq > 0 && t.lastDue()+n.maxSkew(t).Milliseconds() < n.nowMs() {
+	if existing == nil && t.State == Live && t.Seq > 0 && t.lastDue()+n.maxSkew(t).Milliseconds() < n.nowMs() {
 		// A pop notice of a timer every pop of which, at every rank, is
 		// past: this replica forgot it after its last pop (its tombstone
 		// expired) or never held it, and a paused or cut-off replica
 		// tells of an old pop. Taking it would pop again, late, what was
 		// popped; the sender pops what it has left itself. Keep it as a
 		// tombstone, so that further stale notices meet one.
-		t.Tombstone = true
+		t.entomb()
 	}
 	if collides(existing, t) {
 		n.stats.IDCollisions++
 		return applied{collision: true}
 	}
-	if t.Tombstone && existing != nil && t.def == 0 && t.Interval == 0 {
+	if t.State != Live && existing != nil && t.def == 0 && t.Interval == 0 {
 		// A client delete does not know the definition it buries; the
 		// tombstone's life is measured from it (see dueOf). A pop notice
 		// of a one-shot timer (interval 0) is a tombstone too, but it
@@ -102,7 +102,7 @@ func (n *Node) apply(t *Timer) applied {
 		n.earliestStart(existing, t)
 	}
 	if !Supersedes(existing, t) {
-		if existing.Tombstone && !t.Tombstone {
+		if existing.State != Live && t.State == Live {
 			n.outlive(existing, t)
 		}
 		if existing.Version > t.Version {
@@ -110,12 +110,12 @@ func (n *Node) apply(t *Timer) applied {
 			// clock lags, or a replica that missed a later write. If it
 			// tells of pops of the older definition, remember them for
 			// a retry of that definition (see keepProgress).
-			if t.Seq > 0 && t.def != 0 && !t.Dormant {
+			if t.Seq > 0 && t.def != 0 && t.State != Dormant {
 				told := Progress{Def: t.def, Seq: t.Seq, Start: t.Start, Interval: t.Interval, RepeatFor: t.RepeatFor}
 				switch {
 				case t.def != existing.def:
 					existing.replaced(told)
-				case !existing.Tombstone && n.carry(told, existing):
+				case existing.State == Live && n.carry(told, existing):
 					// The sender popped the first try of the write
 					// this replica holds the retry of.
 					n.reschedule(existing)
@@ -127,7 +127,7 @@ func (n *Node) apply(t *Timer) applied {
 	}
 	if existing == nil && n.store.Len() >= n.cfg.Limits.MaxTimers {
 		// A tombstone with nothing to bury is not worth refusing.
-		return applied{ok: t.Tombstone}
+		return applied{ok: t.State != Live}
 	}
 	if existing != nil {
 		t.bury(existing.lastDue())
@@ -154,7 +154,7 @@ func (n *Node) keepProgress(existing, t *Timer) {
 	if prior.Def != t.def && existing.Extra != nil {
 		prior = existing.Extra.Replaced
 	}
-	if t.Tombstone || t.def == 0 || prior.Def != t.def {
+	if t.State != Live || t.def == 0 || prior.Def != t.def {
 		if existing.Seq > 0 && existing.def != 0 && existing.def != t.def {
 			t.replaced(Progress{Def: existing.def, Seq: existing.Seq, Start: existing.Start,
 				Interval: existing.Interval, RepeatFor: existing.RepeatFor})
@@ -208,7 +208,7 @@ func (n *Node) outlive(tombstone, stale *Timer) {
 // clogged link) makes it late by the delay, never early; without this the
 // lateness would spread through pop notices and stay for good.
 func (n *Node) earliestStart(existing, incoming *Timer) {
-	if incoming.Start < existing.Start && (!existing.Tombstone || existing.Dormant) {
+	if incoming.Start < existing.Start && (existing.State == Live || existing.State == Dormant) {
 		existing.Start = incoming.Start
 		n.reschedule(existing)
 	}
@@ -284,11 +284,11 @@ func (n *Node) notApplied(a applied) Response {
 // and a replica that took it would skip it (seed 7038 with sites: a
 // site's relay passed its dormant record on, and the pop was lost).
 func live(t *Timer) *Timer {
-	if !t.Dormant {
+	if t.State != Dormant {
 		return t
 	}
 	c := *t
-	c.Tombstone, c.Dormant = false, false
+	c.State = Live
 	c.Seq = max(c.Seq, 1) - 1
 	return &c
 }

@@ -11,7 +11,7 @@ import (
 // nothing.
 func TestSupersedes(t *testing.T) {
 	live := func(version uint64, seq uint32) *Timer { return &Timer{Version: version, Seq: seq} }
-	tomb := func(version uint64, seq uint32) *Timer { return &Timer{Version: version, Seq: seq, Tombstone: true} }
+	tomb := func(version uint64, seq uint32) *Timer { return &Timer{Version: version, Seq: seq, State: Tombstone} }
 	cases := []struct {
 		name               string
 		existing, incoming *Timer
@@ -43,12 +43,12 @@ func TestSupersedes(t *testing.T) {
 // callback failed, asked for its record (a 409 answer), hands on the
 // definition with the failed pop still to make, never as made.
 func TestDormantCopyHandsOnThePopThatFailed(t *testing.T) {
-	dormant := &Timer{Version: 7, Seq: 3, Tombstone: true, Dormant: true}
+	dormant := &Timer{Version: 7, Seq: 3, State: Dormant}
 	got := live(dormant)
-	if got.Tombstone || got.Dormant || got.Seq != 2 {
-		t.Fatalf("got tombstone %v dormant %v seq %d, want a live record at seq 2", got.Tombstone, got.Dormant, got.Seq)
+	if got.State != Live || got.State == Dormant || got.Seq != 2 {
+		t.Fatalf("got tombstone %v dormant %v seq %d, want a live record at seq 2", got.State != Live, got.State == Dormant, got.Seq)
 	}
-	if dormant.Seq != 3 || !dormant.Dormant {
+	if dormant.Seq != 3 || dormant.State != Dormant {
 		t.Fatalf("the held copy changed: %+v", dormant)
 	}
 }

@@ -58,7 +58,7 @@ func TestForgedInternalRequestsAreRefused(t *testing.T) {
 	bodies := map[string][]byte{
 		"redirect":  forge(func(f *Timer) { f.Version++; f.URI, f.Opaque = "http://127.0.0.1:1/evil", "evil" }),
 		"notice":    forge(func(f *Timer) { f.Seq = 2 }),
-		"tombstone": forge(func(f *Timer) { f.Tombstone = true }),
+		"tombstone": forge(func(f *Timer) { f.entomb() }),
 	}
 	url := "/timers/" + wire
 	signs := map[string]func(body []byte) string{

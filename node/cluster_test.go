@@ -157,7 +157,7 @@ func (c *cluster) holders(wire string) []string {
 	id := mustID(c.t, wire)
 	var out []string
 	for a, n := range c.nodes {
-		if t, ok := n.Timer(id); ok && !t.Tombstone {
+		if t, ok := n.Timer(id); ok && t.State == Live {
 			out = append(out, a)
 		}
 	}
@@ -505,7 +505,7 @@ func TestTombstoneOutlivesStaleDefinition(t *testing.T) {
 	const id = 1 << 30
 	start := node.nowMs()
 	live := Timer{ID: id, Version: id, Start: start, Interval: 10_000, RepeatFor: 100_000, URI: cb, Opaque: "x", RF: 3, Placement: place}
-	if r := send(Timer{ID: id, Version: id + 1, Start: start, Tombstone: true, RF: 3, Placement: place}); r.Status != 200 {
+	if r := send(Timer{ID: id, Version: id + 1, Start: start, State: Tombstone, RF: 3, Placement: place}); r.Status != 200 {
 		t.Fatalf("tombstone: got %d (%s)", r.Status, r.Body)
 	}
 	for _, at := range []time.Duration{5 * time.Second, 2 * TombstoneMin, 6 * TombstoneMin} {

@@ -839,7 +839,7 @@ func EncodeReplication(t *Timer, now int64) []byte {
 		Reliability: &reliabilityJSON{ClusterViewID: strconv.FormatUint(t.ViewID, 10),
 			Replicas: &replicas, Sites: t.Placement.Sites, ReplicationFactor: int(t.RF)},
 	}
-	if !t.Tombstone {
+	if t.State == Live {
 		b.Callback["http"] = &callbackHTTP{URI: t.URI, Opaque: t.Opaque}
 	}
 	if tags := t.Tags(); len(tags) > 0 {

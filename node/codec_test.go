@@ -142,10 +142,13 @@ func TestReplicationBodyRoundTrip(t *testing.T) {
 	for _, tomb := range []bool{false, true} {
 		in := &Timer{
 			ID: 7, Version: 1<<60 + 3, Start: 1000, Interval: 5000, RepeatFor: 20000,
-			Seq: 2, Tombstone: tomb, RF: 3, URI: "http://c.example/x", Opaque: "op",
+			Seq: 2, RF: 3, URI: "http://c.example/x", Opaque: "op",
 			Placement: &Placement{Replicas: []string{"a:1", "b:1", "c:1"}, Sites: []string{"s1", "s2"}},
 			ViewID:    1<<63 + 1,
 			Extra:     &TimerExtra{Tags: []Tag{{Type: "CALL", Count: 2}}},
+		}
+		if tomb {
+			in.State = Tombstone
 		}
 		spec, r, err := ParseBody(EncodeReplication(in, 1500))
 		if err != nil {
@@ -219,7 +222,7 @@ func FuzzParseBody(f *testing.F) {
 	f.Add([]byte("{\"timing\":{\"interval\":5},\"callback\":{\"http\":{\"uri\":\"http://a/\",\"opaque\":\"\xff\xc3\"}}}"))
 	f.Add([]byte(`{"timing":{"interval":5},"callback":{"http":{"uri":"http://a/","opaque":"\ud800 \udc00 \ud83d\ude00 \u0000"}}}`))
 	f.Add([]byte(`{"timing":{"interval":5},"callback":{"http":{"uri":"http:\/\/a\/","opaque":"\ud83d\ude00\u0000\n\"\\"}}}`))
-	f.Add(EncodeReplication(&Timer{ID: 2, Version: 5, Interval: 2000, Tombstone: true, RF: 3,
+	f.Add(EncodeReplication(&Timer{ID: 2, Version: 5, Interval: 2000, State: Tombstone, RF: 3,
 		Placement: &Placement{Sites: []string{"s1", "s2"}}}, 0))
 	f.Add([]byte(`{"timing":{"interval":5},"callback":{"http":{"uri":"http://a:0/"}}}`))
 	f.Add([]byte(`{"timing":{"interval":5},"callback":{"http":{"uri":"http://a:70000/"}}}`))
@@ -340,16 +343,10 @@ func jsonAt(v any, path ...any) any {
 func checkReencoded(t *testing.T, spec Spec, repl *Replication) {
 	t.Helper()
 	const now = 1_000_000
-	tm := &Timer{
-		ID: 1, Version: repl.Version, Start: now + repl.StartTimeDelta,
-		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
-		Seq: repl.Seq, Tombstone: spec.Tombstone, RF: uint8(spec.RF),
-		URI: spec.URI, Opaque: spec.Opaque,
-		Placement: &Placement{Replicas: repl.Replicas, Sites: repl.Sites},
-		ViewID:    repl.ViewID,
-	}
-	if len(spec.Tags) > 0 {
-		tm.Extra = &TimerExtra{Tags: spec.Tags}
+	tm := newTimer(1, repl.Version, spec, now+repl.StartTimeDelta, repl.Seq,
+		&Placement{Replicas: repl.Replicas, Sites: repl.Sites}, repl.ViewID)
+	if spec.Tombstone {
+		tm.def = repl.Definition
 	}
 	body := EncodeReplication(tm, now)
 	spec2, repl2, err := ParseBody(body)

@@ -65,7 +65,7 @@ func TestCollidingCreateIsRetriedUnderFreshID(t *testing.T) {
 	if idFirst != x || idSecond == x {
 		t.Fatalf("IDs: got %016x and %016x, want %016x and a fresh one", idFirst, idSecond, x)
 	}
-	if held, _ := c.nodes[holder].Timer(x); held.Opaque != "first" || held.Tombstone {
+	if held, _ := c.nodes[holder].Timer(x); held.Opaque != "first" || held.State != Live {
 		t.Fatalf("timer %016x after the collision: got %+v, want the first definition, live", x, held)
 	}
 	got := seqs(c.advance(10*time.Second, 200))
@@ -247,7 +247,7 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	start = c.clock.now.UnixMilli()
 	c.place(one[0], Timer{ID: id, Version: id + 6, Start: start, Interval: 20000, RepeatFor: 40000,
 		RF: 1, URI: cb, Opaque: "other", Placement: &Placement{Replicas: one}})
-	notice := Timer{ID: id, Version: id + 5, Start: start, Seq: 1, Tombstone: true,
+	notice := Timer{ID: id, Version: id + 5, Start: start, Seq: 1, State: Tombstone,
 		RF: 1, URI: cb, Opaque: "once", Placement: &Placement{Replicas: one}}
 	if r := c.offer(one[0], notice); r.Status != 409 {
 		t.Fatalf("a pop notice older than the held record: got %d, want 409", r.Status)
@@ -262,7 +262,7 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	c.advance(time.Minute, 200)
 	start = c.clock.now.UnixMilli()
 	put(id + 12)
-	notice = Timer{ID: id, Version: id + 11, Start: start + 1, Seq: 1, Tombstone: true,
+	notice = Timer{ID: id, Version: id + 11, Start: start + 1, Seq: 1, State: Tombstone,
 		RF: 1, URI: cb, Opaque: "once", Placement: &Placement{Replicas: one}}
 	if r := c.offer(one[0], notice); r.Status != 409 {
 		t.Fatalf("a pop notice of the first try: got %d, want 409", r.Status)
@@ -279,7 +279,7 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	if got := seqs(c.advance(200*time.Millisecond, 200)); len(got) != 1 {
 		t.Fatalf("one-shot before a concurrent delete: got pops %v, want one", got)
 	}
-	c.place(one[0], Timer{ID: id, Version: id + 14, Start: start, Tombstone: true, RF: 1, Placement: &Placement{Replicas: one}})
+	c.place(one[0], Timer{ID: id, Version: id + 14, Start: start, State: Tombstone, RF: 1, Placement: &Placement{Replicas: one}})
 	put(id + 15)
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
 		t.Fatalf("the retry of a one-shot above a concurrent delete: got pops %v, want none", got)
@@ -337,7 +337,7 @@ func (c *cluster) requireCounts(addr string) {
 	c.t.Helper()
 	var live, dead int
 	c.nodes[addr].Held(func(t *Timer) bool {
-		if t.Tombstone {
+		if t.State != Live {
 			dead++
 		} else {
 			live++

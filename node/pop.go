@@ -49,7 +49,7 @@ func (n *Node) skew(t *Timer) time.Duration {
 // timer turns into one.
 func (n *Node) holdNext(t *Timer) {
 	if _, ok := t.NextPopAt(); !ok {
-		t.Tombstone = true
+		t.entomb()
 	}
 	n.hold(t, n.dueOf(t))
 }
@@ -81,7 +81,7 @@ func (n *Node) release(t *Timer) {
 }
 
 func (n *Node) count(t *Timer, sign int) {
-	if t.Tombstone {
+	if t.State != Live {
 		n.stats.Tombstones += sign
 		return
 	}
@@ -127,7 +127,7 @@ func (n *Node) onAlarm(gen uint64) {
 		n.popBuf[i] = nil
 		n.count(t, -1)
 		switch {
-		case t.Tombstone:
+		case t.State != Live:
 		case t.calling:
 			// The callback of the pop before has not answered yet. Its
 			// answer decides this one: a success pops it at once, a
@@ -187,13 +187,13 @@ func (n *Node) callbackFailed(popped *Timer, resp Response, err error) {
 	n.stats.CallbackFailures++
 	n.log.Info("callback failed", "timer", popped.ID, "seq", popped.Seq, "status", resp.Status, "err", err)
 	cur := n.store.Get(popped.ID)
-	if cur != nil && cur.Version == popped.Version && cur.Seq == popped.Seq && !cur.Dormant {
+	if cur != nil && cur.Version == popped.Version && cur.Seq == popped.Seq && cur.State != Dormant {
 		// Drop the copy but keep it dormant: without it a replica that
 		// missed this definition (cut off from its write) would find
 		// nothing newer here, and its stale pops would bring the old
 		// definition back on every replica whose callback failed.
 		n.release(cur)
-		cur.Tombstone, cur.Dormant = true, true
+		cur.State = Dormant
 		n.holdNext(cur)
 	}
 }
@@ -203,7 +203,7 @@ func (n *Node) callbackFailed(popped *Timer, resp Response, err error) {
 func (n *Node) notifyPopped(popped *Timer) {
 	notice := *popped
 	if _, more := notice.NextPopAt(); !more {
-		notice.Tombstone = true
+		notice.entomb()
 	}
 	now := n.nowMs()
 	for _, peer := range notice.Placement.Replicas {
@@ -254,7 +254,7 @@ func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 // counts in this replica's rank.
 func (n *Node) markRefusing(notice *Timer, from string, refusing bool) {
 	held := n.store.Get(notice.ID)
-	if held == nil || held.Version != notice.Version || held.Tombstone {
+	if held == nil || held.Version != notice.Version || held.State != Live {
 		return
 	}
 	i := slices.Index(held.Placement.Replicas, from)

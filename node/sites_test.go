@@ -21,11 +21,11 @@ func TestAnotherSitesNewerRecordRepairsThisSite(t *testing.T) {
 	}
 	held, _ := h.node.Timer(id)
 	tomb := Timer{ID: id, Version: held.Version + 1, Start: held.Start, Interval: held.Interval, RepeatFor: held.RepeatFor,
-		Tombstone: true, RF: held.RF, Placement: &Placement{Replicas: []string{remote}, Sites: []string{"site1", "site2"}}}
+		State: Tombstone, RF: held.RF, Placement: &Placement{Replicas: []string{remote}, Sites: []string{"site1", "site2"}}}
 	fwd[0].done(Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(tomb.Version, 10)},
 		Body: EncodeReplication(&tomb, h.node.nowMs())}, nil)
-	if now, _ := h.node.Timer(id); !now.Tombstone || now.Version != tomb.Version {
-		t.Fatalf("after the other site's 409: got version %d tombstone %v, want the tombstone %d", now.Version, now.Tombstone, tomb.Version)
+	if now, _ := h.node.Timer(id); now.State == Live || now.Version != tomb.Version {
+		t.Fatalf("after the other site's 409: got version %d tombstone %v, want the tombstone %d", now.Version, now.State != Live, tomb.Version)
 	}
 	h.clock.advance(time.Minute)
 	if got := seqs(h.drainPops(cb, 200)); len(got) != 0 {

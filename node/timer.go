@@ -6,6 +6,34 @@ import (
 	"github.com/twmb/murmur3"
 )
 
+// State is what a held record is: a definition this replica pops, or a
+// tombstone. A tombstone of either kind pops nothing and beats older
+// records of its timer (see Supersedes).
+type State uint8
+
+// States of a record.
+const (
+	// Live is a definition this replica pops.
+	Live State = iota
+	// Tombstone is a deleted or finished timer, kept for one interval
+	// (TombstoneMin at least) so that stale replication cannot resurrect
+	// it.
+	Tombstone
+	// Dormant is a tombstone kept where a callback of the definition
+	// failed: the replica no longer pops it (docs/design.md 4.7: the next
+	// replica does), but keeps its version and start, so a pop notice of
+	// the same definition revives it, and a replica still holding an older
+	// definition is repaired by it (see Supersedes).
+	Dormant
+)
+
+// entomb makes a live record a tombstone; a dormant one stays dormant.
+func (t *Timer) entomb() {
+	if t.State == Live {
+		t.State = Tombstone
+	}
+}
+
 // Timer is one replica's record of a timer: its definition, how far it has
 // popped, and where it sits in the store. Times are milliseconds on the
 // holding node's wall clock (Unix epoch); durations are milliseconds.
@@ -33,15 +61,9 @@ type Timer struct {
 	// API's sequence-number). The next callback carries X-Sequence-Number
 	// Seq+1.
 	Seq uint32
-	// Tombstone marks a deleted or finished timer, kept for one interval so
-	// stale replication cannot resurrect it.
-	Tombstone bool
-	// Dormant marks a tombstone kept where a callback of the definition
-	// failed: the replica no longer pops it (docs/design.md 4.7: the next
-	// replica does), but keeps its version and start, so a pop notice of
-	// the same definition revives it, and a replica still holding an older
-	// definition is repaired by it (see Supersedes and staleOrFull).
-	Dormant bool
+	// State is whether the record pops (Live) or is a tombstone, and of
+	// which kind.
+	State State
 	// RF is the replication factor the client asked for, which may be
 	// more than the cluster had nodes for.
 	RF uint8
@@ -146,7 +168,7 @@ func (t *Timer) Tags() []Tag {
 // NextPopAt returns the due time of the timer's next pop (pop Seq+1) before
 // any replica skew, and whether there is one within repeat-for.
 func (t *Timer) NextPopAt() (int64, bool) {
-	if t.Tombstone {
+	if t.State != Live {
 		return 0, false
 	}
 	if t.Interval == 0 {
@@ -207,11 +229,13 @@ func newTimer(id, version uint64, spec Spec, start int64, seq uint32, p *Placeme
 	t := &Timer{
 		ID: id, Version: version, Start: start,
 		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
-		Seq: seq, Tombstone: spec.Tombstone, RF: uint8(spec.RF),
+		Seq: seq, RF: uint8(spec.RF),
 		URI: spec.URI, Opaque: spec.Opaque,
 		Placement: p, ViewID: view,
 	}
-	if !spec.Tombstone {
+	if spec.Tombstone {
+		t.State = Tombstone
+	} else {
 		t.def = definitionHash(spec.Interval, spec.RepeatFor, spec.URI, spec.Opaque)
 	}
 	if len(spec.Tags) > 0 {

@@ -284,7 +284,7 @@ func (n *Node) rewrite(t *Timer, spec Spec, oldBloom uint64, targets []string, w
 // maxWithdrawAttempts times.
 func (n *Node) withdraw(t *Timer, targets []string, now int64) {
 	tomb := *t
-	tomb.Tombstone = true
+	tomb.entomb()
 	for _, peer := range targets {
 		if peer == n.self {
 			local := tomb

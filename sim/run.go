@@ -366,7 +366,7 @@ func (w *world) checkTags() {
 		}
 		want := map[string]int{}
 		m.node.Held(func(t *node.Timer) bool {
-			if !t.Tombstone {
+			if t.State == node.Live {
 				for _, tag := range t.Tags() {
 					want[tag.Type] += tag.Count
 				}

@@ -156,7 +156,7 @@ func (w *world) checkHeld(c *StepCheck) string {
 			return node.Timer{}, false
 		}
 		t, ok := m.node.Timer(ref.id)
-		return t, ok && !t.Tombstone
+		return t, ok && t.State == node.Live
 	}
 	if c.Nowhere {
 		var on []string
