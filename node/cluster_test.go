@@ -115,7 +115,7 @@ func (s senderNet) Send(req Request, timeout time.Duration, done func(Response, 
 		done(Response{}, errUnreachable)
 		return
 	}
-	s.c.net.Send(req, timeout, done)
+	s.c.net.out = append(s.c.net.out, &sent{req: req, timeout: timeout, done: done, from: s.from})
 }
 
 type unreachable struct{}

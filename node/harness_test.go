@@ -71,6 +71,8 @@ type sent struct {
 	req     Request
 	timeout time.Duration
 	done    func(Response, error)
+	// from is the sending node, when a cluster's senderNet sent it.
+	from string
 }
 
 type heldNet struct{ out []*sent }
