@@ -172,8 +172,8 @@ func (x *index) crashedIn(d *def, a, b time.Duration) bool {
 // record lives until its last pop and then as a tombstone for at least
 // an interval, TombstoneLife at least. A delete's tombstone lives
 // TombstoneLife, or, when it buried d itself (d reached every replica,
-// none crashed since, and nothing was written between them), until d's last pop at every rank,
-// so that it outlives every stale pop of d.
+// none crashed since, and nothing was written between them), until d's
+// last pop at every rank, so that it outlives every stale pop of d.
 func (x *index) recordLife(s Op, d *def) time.Duration {
 	from := s.Invoke - x.h.MaxClockSkew
 	if s.Kind == Update {
