@@ -6,7 +6,7 @@ SOAKSEEDS ?= 10000
 # MUTATESEEDS is the sweep each planted bug must fail: the CI-size sweep.
 MUTATESEEDS ?= 1000
 
-.PHONY: build test test-race run bench fuzz verify lint sim sim-soak mutate clean
+.PHONY: build test test-race run bench load fuzz verify lint sim sim-soak mutate clean
 
 build:
 	$(GO) build ./...
@@ -27,6 +27,13 @@ run:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./node ./server ./sim
+
+# load starts a local cluster of real processes and measures it under a
+# burst of timers due together (cmd/chronos-load); LOADARGS tunes it, for
+# example LOADARGS="-nodes 3 -rf 2 -timers 20000".
+LOADARGS ?= -nodes 1 -rf 1 -timers 5000
+load:
+	$(GO) run ./cmd/chronos-load $(LOADARGS)
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBody$$' -fuzztime $(FUZZTIME) ./node

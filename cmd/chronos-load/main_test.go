@@ -1,0 +1,61 @@
+package main
+
+import (
+	"io"
+	"testing"
+	"time"
+)
+
+// TestOptionsRefuseAddressesOffLoopback proves the tool loads only
+// loopback nodes, checked without sending anything.
+func TestOptionsRefuseAddressesOffLoopback(t *testing.T) {
+	base := options{nodes: 1, rf: 1, timers: 10, window: time.Second, concurrency: 1}
+	for targets, ok := range map[string]bool{
+		"127.0.0.1:7253":                true,
+		"[::1]:7253, 127.0.0.2:7253":    true,
+		"10.0.0.1:7253":                 false,
+		"127.0.0.1:7253,192.168.1.1:80": false,
+		"localhost:7253":                false, // names are not looked up
+		"127.0.0.1":                     false, // no port
+	} {
+		o := base
+		o.targets = targets
+		if err := o.check(); (err == nil) != ok {
+			t.Errorf("-targets %q: got error %v, want accepted %v", targets, err, ok)
+		}
+	}
+	for _, bad := range []options{
+		{nodes: 0, rf: 1, timers: 1, window: time.Second, concurrency: 1},
+		{nodes: 1, rf: 1, timers: 1, window: time.Second, concurrency: 1, lead: 1500 * time.Millisecond},
+		{nodes: 1, rf: 1, timers: 0, window: time.Second, concurrency: 1},
+	} {
+		if err := bad.check(); err == nil {
+			t.Errorf("%+v: got no error", bad)
+		}
+	}
+}
+
+// TestLoadOneNode runs the tool end to end against one real node on
+// loopback: every timer it creates pops once, never early, and every
+// figure of the report is measured.
+func TestLoadOneNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts the chronos binary; skipped under -short")
+	}
+	bin, err := buildChronos(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := options{nodes: 1, rf: 1, timers: 300, window: time.Second, concurrency: 16, bin: bin}
+	rep, err := run(o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.created != o.timers || rep.lost != 0 || rep.early != 0 || rep.duplicated != 0 {
+		t.Fatalf("created %d of %d, %d lost, %d early, %d duplicated: want all created and popped once, none early",
+			rep.created, o.timers, rep.lost, rep.early, rep.duplicated)
+	}
+	if rep.createTime <= 0 || rep.bareCreateTime <= 0 || rep.barePopTime <= 0 || rep.rssBefore <= 0 || len(rep.lateness) != o.timers {
+		t.Fatalf("figures not measured: %+v", rep)
+	}
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// report is what one run measured.
+type report struct {
+	opts                       options
+	nodes                      int
+	created                    int
+	createTime, bareCreateTime time.Duration
+	popSpan, barePopTime       time.Duration
+	// dueSpan is from the earliest to the latest due time: intervals are
+	// whole seconds, so the timers fall due within the window plus up to a
+	// second, and no pop rate can exceed the timers over this span.
+	dueSpan                 time.Duration
+	lateness                []time.Duration // of each popped timer, sorted
+	lost, early, duplicated int
+	extraPops               int
+	// rssBefore and rssAfter are the nodes' summed RSS before and after
+	// the creates (0 when the tool did not start them); records is how
+	// many timer records the creates placed on them.
+	rssBefore, rssAfter int64
+	records             int
+}
+
+func rate(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+func (r *report) percentile(p float64) time.Duration {
+	if len(r.lateness) == 0 {
+		return 0
+	}
+	return r.lateness[min(int(p*float64(len(r.lateness))), len(r.lateness)-1)]
+}
+
+func (r *report) write(w io.Writer) {
+	o := r.opts
+	fmt.Fprintf(w, "chronos-load: %d node(s), rf %d, %d timers due within %v\n", r.nodes, o.rf, o.timers, o.window)
+	create, bareCreate := rate(r.created, r.createTime), rate(o.timers, r.bareCreateTime)
+	fmt.Fprintf(w, "creates:   %d of %d accepted, %.0f/s; bare net/http server %.0f/s; ratio %.2f\n",
+		r.created, o.timers, create, bareCreate, ratio(create, bareCreate))
+	popped := len(r.lateness)
+	pops, barePops := rate(popped, r.popSpan), rate(o.timers, r.barePopTime)
+	fmt.Fprintf(w, "pops:      %d popped over %v (due over %v), %.0f/s; plain client %.0f/s; ratio %.2f\n",
+		popped, r.popSpan.Round(time.Millisecond), r.dueSpan.Round(time.Millisecond), pops, barePops, ratio(pops, barePops))
+	fmt.Fprintf(w, "lateness:  p50 %v, p99 %v, max %v (from the create's answer + interval)\n",
+		r.percentile(0.50).Round(time.Microsecond), r.percentile(0.99).Round(time.Microsecond), r.percentile(1).Round(time.Microsecond))
+	fmt.Fprintf(w, "wrong:     %d early, %d lost, %d duplicated (%d extra pops)\n", r.early, r.lost, r.duplicated, r.extraPops)
+	if r.rssBefore > 0 && r.records > 0 {
+		fmt.Fprintf(w, "memory:    %.0f B RSS per held timer record (%d records; RSS %d MB before the creates, %d MB after)\n",
+			float64(r.rssAfter-r.rssBefore)/float64(r.records), r.records, r.rssBefore>>20, r.rssAfter>>20)
+	} else {
+		fmt.Fprintf(w, "memory:    not measured (nodes not started by this tool)\n")
+	}
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chronos-timer/chronos/node"
+)
+
+// timerRec is what the tool knows of one timer it created: when its
+// create was sent and answered, and its interval. A pop is early if it
+// arrives before sent+interval (the node got the request after it was
+// sent), and its lateness is measured from answered+interval (the latest
+// the node can have got it).
+type timerRec struct {
+	sent, answered time.Time
+	interval       time.Duration
+	status         int
+}
+
+// run performs one measurement.
+func run(o options, log io.Writer) (*report, error) {
+	sk, err := startSink(o.timers)
+	if err != nil {
+		return nil, err
+	}
+	defer sk.close()
+	targets := splitTargets(o.targets)
+	var pids []int
+	if len(targets) == 0 {
+		bin := o.bin
+		if bin == "" {
+			dir, err := os.MkdirTemp("", "chronos-load-bin-")
+			if err != nil {
+				return nil, err
+			}
+			defer os.RemoveAll(dir)
+			fmt.Fprintln(log, "building cmd/chronos ...")
+			if bin, err = buildChronos(dir); err != nil {
+				return nil, err
+			}
+		}
+		c, err := startCluster(bin, o.nodes)
+		if err != nil {
+			return nil, err
+		}
+		defer c.stop()
+		targets, pids = c.addrs, c.pids()
+		fmt.Fprintf(log, "started %d node(s): %s\n", len(targets), strings.Join(targets, " "))
+	}
+	rep := &report{opts: o, nodes: len(targets)}
+	rssBefore := sumRSS(pids)
+
+	// Creates: timer i is due at start+lead+i*window/timers; its interval
+	// is what is left of that, in whole seconds, when its create is sent.
+	lead := o.lead
+	if lead == 0 {
+		lead = time.Duration(o.timers/5000+3) * time.Second // creates run at 10,000/s or more here
+	}
+	recs := make([]timerRec, o.timers)
+	client := newClient(o.concurrency)
+	start := time.Now()
+	due0 := start.Add(lead)
+	createStart := time.Now()
+	parallel(o.timers, o.concurrency, func(i int) {
+		target := due0.Add(time.Duration(int64(o.window) * int64(i) / int64(o.timers)))
+		sent := time.Now()
+		secs := max(int64((target.Sub(sent)+time.Second-1)/time.Second), 1)
+		body := node.EncodeSpec(node.Spec{Interval: secs * 1000, RepeatFor: secs * 1000,
+			URI: sk.url, Opaque: "l" + strconv.Itoa(i), RF: o.rf})
+		status := post(client, "http://"+targets[i%len(targets)]+"/timers", body)
+		recs[i] = timerRec{sent: sent, answered: time.Now(), interval: time.Duration(secs) * time.Second, status: status}
+	})
+	rep.createTime = time.Since(createStart)
+	for _, r := range recs {
+		if r.status == http.StatusOK {
+			rep.created++
+		}
+	}
+	fmt.Fprintf(log, "created %d of %d timers in %v\n", rep.created, o.timers, rep.createTime.Round(time.Millisecond))
+	rep.rssBefore, rep.rssAfter = rssBefore, sumRSS(pids)
+	rep.records = rep.created * min(o.rf, len(targets))
+
+	// Wait for the pops: until every created timer popped, or the last due
+	// time plus every backup rank's skew and a margin has passed.
+	last := due0
+	for _, r := range recs {
+		last = maxTime(last, r.answered.Add(r.interval))
+	}
+	deadline := last.Add(time.Duration(min(o.rf, len(targets)))*2*time.Second + 5*time.Second)
+	for time.Now().Before(deadline) {
+		n := sk.popped()
+		fmt.Fprintf(log, "popped %d of %d\n", n, rep.created)
+		if n >= rep.created {
+			break
+		}
+		time.Sleep(time.Until(minTime(time.Now().Add(time.Second), deadline)))
+	}
+	rep.measurePops(recs, sk)
+
+	// Baselines, in the same run: the same creates into a bare net/http
+	// server, and the same number of callbacks from a plain client.
+	rep.bareCreateTime, err = bareCreates(o, sk.url)
+	if err != nil {
+		return nil, err
+	}
+	rep.barePopTime = barePops(o, sk.url)
+	return rep, nil
+}
+
+// measurePops reads the sink's records against the timers' bounds.
+func (r *report) measurePops(recs []timerRec, sk *sink) {
+	var first, last, dueFirst, dueLast time.Time
+	for i, rec := range recs {
+		if rec.status != http.StatusOK {
+			continue
+		}
+		if due := rec.sent.Add(rec.interval); dueFirst.IsZero() || due.Before(dueFirst) {
+			dueFirst = due
+		}
+		dueLast = maxTime(dueLast, rec.answered.Add(rec.interval))
+		n := sk.count[i].Load()
+		if n == 0 {
+			r.lost++
+			continue
+		}
+		if n > 1 {
+			r.duplicated++
+			r.extraPops += int(n - 1)
+		}
+		at := time.Unix(0, sk.first[i].Load())
+		if at.Before(rec.sent.Add(rec.interval)) {
+			r.early++
+		}
+		r.lateness = append(r.lateness, max(at.Sub(rec.answered.Add(rec.interval)), 0))
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+		last = maxTime(last, at)
+	}
+	slices.Sort(r.lateness)
+	r.popSpan, r.dueSpan = last.Sub(first), dueLast.Sub(dueFirst)
+}
+
+func newClient(concurrency int) *http.Client {
+	return &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			MaxIdleConns: concurrency, MaxIdleConnsPerHost: concurrency,
+			DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		},
+	}
+}
+
+// post sends body and returns the status (0 when no answer came).
+func post(client *http.Client, url string, body []byte) int {
+	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// parallel runs f(0..n-1) on workers goroutines.
+func parallel(n, workers int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// bareCreates times the same creates into a plain net/http server that
+// reads the body and answers 200 with a Location, as a node does.
+func bareCreates(o options, cbURL string) (time.Duration, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Location", "/timers/00000000000000000000000000000000")
+		w.WriteHeader(http.StatusOK)
+	})}
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Shutdown(context.Background())
+	client := newClient(o.concurrency)
+	url := "http://" + l.Addr().String() + "/timers"
+	start := time.Now()
+	parallel(o.timers, o.concurrency, func(i int) {
+		post(client, url, node.EncodeSpec(node.Spec{Interval: 5000, RepeatFor: 5000, URI: cbURL, Opaque: "b" + strconv.Itoa(i), RF: o.rf}))
+	})
+	return time.Since(start), nil
+}
+
+// barePops times as many callbacks as timers, sent by a plain client to
+// the same sink.
+func barePops(o options, cbURL string) time.Duration {
+	client := newClient(o.concurrency)
+	start := time.Now()
+	parallel(o.timers, o.concurrency, func(i int) {
+		post(client, cbURL, []byte("b"+strconv.Itoa(i)))
+	})
+	return time.Since(start)
+}
+
+func sumRSS(pids []int) int64 {
+	var sum int64
+	for _, p := range pids {
+		if n, err := rss(p); err == nil {
+			sum += n
+		}
+	}
+	return sum
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
