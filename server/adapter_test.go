@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -400,5 +401,43 @@ func TestClientFailures(t *testing.T) {
 	}
 	if resp, err := send(peer.URL+"/redirect", waitTimeout); err != nil || resp.Status != http.StatusFound {
 		t.Errorf("redirect: status %d err %v, want 302 and no error", resp.Status, err)
+	}
+}
+
+// TestClientBurstReusesConnections proves a burst of sends to one host
+// opens at most clientMaxConnsPerHost connections: the rest wait for one
+// and reuse it, instead of dialing a connection each.
+func TestClientBurstReusesConnections(t *testing.T) {
+	const burst = 2000
+	var opened atomic.Int64
+	var answered sync.WaitGroup
+	answered.Add(burst)
+	peer := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	peer.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	peer.Start()
+	defer peer.Close()
+	s := NewSerial()
+	c := NewClient(s, nil)
+	defer c.Close()
+	var failed atomic.Int64
+	for range burst {
+		c.Send(node.Request{Method: http.MethodPost, URL: peer.URL + "/cb", Header: node.Header{}, Body: []byte("x")}, waitTimeout,
+			func(resp node.Response, err error) {
+				if err != nil || resp.Status != http.StatusOK {
+					failed.Add(1)
+				}
+				answered.Done()
+			})
+	}
+	answered.Wait()
+	if failed.Load() != 0 || opened.Load() > clientMaxConnsPerHost {
+		t.Fatalf("%d of %d sends failed, %d connections opened: want none failed and at most %d connections",
+			failed.Load(), burst, opened.Load(), clientMaxConnsPerHost)
 	}
 }
