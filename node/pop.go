@@ -227,10 +227,9 @@ func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 		return
 	}
 	if resp.Status == 409 {
-		spec, repl, err := ParseBody(resp.Body)
-		if err == nil && repl != nil && len(repl.Replicas) > 0 {
+		if rec, ok := n.answeredRecord(notice.ID, resp); ok {
 			before := n.store.Get(notice.ID)
-			n.apply(n.fromReplication(notice.ID, spec, repl))
+			n.apply(rec)
 			if held := n.store.Get(notice.ID); held != nil && held != before {
 				n.spreadRepair(held, notice, from)
 			}
@@ -246,6 +245,17 @@ func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 		return
 	}
 	n.earliestStart(held, &Timer{Start: n.startMs() + delta})
+}
+
+// answeredRecord is the newer record of timer id a replica answered a
+// notice or a forward with (a 409 whose body is a replication body);
+// ok is false when the answer carries none.
+func (n *Node) answeredRecord(id uint64, resp Response) (*Timer, bool) {
+	spec, repl, err := ParseBody(resp.Body)
+	if err != nil || repl == nil || len(repl.Replicas) == 0 {
+		return nil, false
+	}
+	return n.fromReplication(id, spec, repl), true
 }
 
 // markRefusing notes whether replica from holds another timer under the

@@ -55,11 +55,10 @@ func (n *Node) placeFromSite(id uint64, spec Spec, r *Replication, reply func(Re
 // forwarded record t with to this node and this site's other replicas of
 // t, which may have taken t.
 func (n *Node) repairSite(t *Timer, answer Response, from string) {
-	spec, repl, err := ParseBody(answer.Body)
-	if err != nil || repl == nil {
+	rec, ok := n.answeredRecord(t.ID, answer)
+	if !ok {
 		return
 	}
-	rec := n.fromReplication(t.ID, spec, repl)
 	if from != n.self && slices.Contains(t.Placement.Replicas, n.self) {
 		local := *rec
 		n.apply(&local)

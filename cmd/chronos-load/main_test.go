@@ -40,7 +40,7 @@ func TestOptionsRefuseAddressesOffLoopback(t *testing.T) {
 // figure of the report is measured.
 func TestLoadOneNode(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and starts the chronos binary; skipped under -short")
+		t.Skip("builds and starts the chronos binary and waits for real pops (about 10 s): skipped under -short; run without -short to include it (make test does)")
 	}
 	bin, err := buildChronos(t.TempDir())
 	if err != nil {
