@@ -18,6 +18,19 @@ type cluster struct {
 	nodes map[string]*Node
 	cfgs  map[string]Config
 	down  map[string]bool
+	// watch, if set, sees each node-to-node message settle handles, with
+	// its answer's status (0 and lost when it was dropped), and each
+	// callback advance answers (to is "").
+	watch func(s *sent, to string, status int, lost bool)
+	// lose, if set, drops the node-to-node messages settle is asked to
+	// deliver when it returns true.
+	lose func(host string, req Request) bool
+}
+
+func (c *cluster) watched(s *sent, to string, status int, lost bool) {
+	if c.watch != nil {
+		c.watch(s, to, status, lost)
+	}
 }
 
 func newCluster(t *testing.T, addrs ...string) *cluster {
@@ -80,7 +93,7 @@ func (c *cluster) restart(addr string) {
 
 // settle delivers every pending node-to-node request; requests to down
 // nodes fail.
-func (c *cluster) settle() { c.settleLosing(nil) }
+func (c *cluster) settle() { c.settleLosing(c.lose) }
 
 // settleLosing settles like settle, failing as lost every request for
 // which lose, if not nil, returns true.
@@ -93,12 +106,16 @@ func (c *cluster) settleLosing(lose func(host string, req Request) bool) {
 		for _, s := range reqs {
 			host, path, _ := strings.Cut(strings.TrimPrefix(s.req.URL, "http://"), "/")
 			if c.down[host] || lose != nil && lose(host, s.req) {
+				c.watched(s, host, 0, true)
 				s.done(Response{}, errUnreachable)
 				continue
 			}
 			in := s.req
 			in.URL = "/" + path
-			c.nodes[host].Handle(in, func(r Response) { s.done(r, nil) })
+			c.nodes[host].Handle(in, func(r Response) {
+				c.watched(s, host, r.Status, false)
+				s.done(r, nil)
+			})
 		}
 	}
 }
@@ -146,6 +163,7 @@ func (c *cluster) advance(d time.Duration, status int) []Request {
 		c.settle()
 		for _, s := range c.net.take(cb) {
 			out = append(out, s.req)
+			c.watched(s, "", status, false)
 			s.done(Response{Status: status}, nil)
 		}
 		c.settle()

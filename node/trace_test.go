@@ -69,6 +69,8 @@ type tracer struct {
 	byID   map[uint64]string // unique ID -> story name
 	lost   map[string]bool   // addresses whose messages are dropped
 	out    *strings.Builder
+	// stamp prefixes each line with the time, while time moves.
+	stamp bool
 }
 
 func newTracer(t *testing.T, n int) *tracer {
@@ -80,7 +82,28 @@ func newTracer(t *testing.T, n int) *tracer {
 		tr.byAddr[addrs[i]] = tr.names[i]
 	}
 	tr.c = newCluster(t, addrs...)
+	tr.c.watch = tr.watch
+	tr.c.lose = func(host string, _ Request) bool { return tr.lost[host] }
+	tr.out = &strings.Builder{}
 	return tr
+}
+
+// watch prints each message the cluster delivered or dropped, and each
+// callback, with the time while time moves.
+func (tr *tracer) watch(s *sent, to string, status int, lost bool) {
+	if tr.stamp {
+		fmt.Fprintf(tr.out, "%v ", tr.now())
+	}
+	switch {
+	case to == "":
+		id, _ := strconv.ParseUint(s.req.Header.Get(HeaderTimerID), 16, 64)
+		fmt.Fprintf(tr.out, "%s pops %s #%s %q → %d\n", tr.byAddr[s.from], tr.byID[id],
+			s.req.Header.Get(HeaderSequenceNumber), s.req.Body, status)
+	case lost:
+		fmt.Fprintf(tr.out, "%s → %s: %s %s → lost\n", tr.byAddr[s.from], tr.byAddr[to], s.req.Method, tr.describe(s.req))
+	default:
+		fmt.Fprintf(tr.out, "%s → %s: %s %s → %d\n", tr.byAddr[s.from], tr.byAddr[to], s.req.Method, tr.describe(s.req), status)
+	}
 }
 
 func (tr *tracer) addr(t *testing.T, d *datadriven.TestData, name string) string {
@@ -134,7 +157,7 @@ func (tr *tracer) clientCall(t *testing.T, d *datadriven.TestData, method string
 	tr.out = &strings.Builder{}
 	var got *Response
 	tr.c.nodes[tr.addr(t, d, via)].Handle(Request{Method: method, URL: url, Header: Header{}, Body: body}, func(r Response) { got = &r })
-	tr.settle()
+	tr.c.settle()
 	if got == nil {
 		d.Fatalf(t, "%s %s via %s: no answer", method, url, via)
 	}
@@ -152,32 +175,6 @@ func (tr *tracer) clientCall(t *testing.T, d *datadriven.TestData, method string
 		fmt.Fprintf(tr.out, " (%s)", reasonOf(*got))
 	}
 	return tr.done()
-}
-
-// settle delivers node-to-node messages until none is left, printing each
-// with its answer.
-func (tr *tracer) settle() {
-	for {
-		reqs := tr.c.net.take("http://10.")
-		if len(reqs) == 0 {
-			return
-		}
-		for _, s := range reqs {
-			host, path, _ := strings.Cut(strings.TrimPrefix(s.req.URL, "http://"), "/")
-			line := fmt.Sprintf("%s → %s: %s %s", tr.byAddr[s.from], tr.byAddr[host], s.req.Method, tr.describe(s.req))
-			if tr.c.down[host] || tr.lost[host] {
-				fmt.Fprintf(tr.out, "%s → lost\n", line)
-				s.done(Response{}, errUnreachable)
-				continue
-			}
-			in := s.req
-			in.URL = "/" + path
-			tr.c.nodes[host].Handle(in, func(r Response) {
-				fmt.Fprintf(tr.out, "%s → %d\n", line, r.Status)
-				s.done(r, nil)
-			})
-		}
-	}
 }
 
 // describe names a node-to-node request's timer and summarises its body.
@@ -220,29 +217,9 @@ func (tr *tracer) advance(t *testing.T, d *datadriven.TestData) string {
 	status := 200
 	d.MaybeScanArgs(t, "status", &status)
 	tr.out = &strings.Builder{}
-	end := tr.c.clock.now.Add(dur)
-	for tr.c.clock.now.Before(end) {
-		tr.c.clock.advance(100 * time.Millisecond)
-		mark := tr.out.Len()
-		tr.settle()
-		for _, s := range tr.c.net.take(cb) {
-			id, _ := strconv.ParseUint(s.req.Header.Get(HeaderTimerID), 16, 64)
-			fmt.Fprintf(tr.out, "%s pops %s #%s %q → %d\n", tr.byAddr[s.from], tr.byID[id],
-				s.req.Header.Get(HeaderSequenceNumber), s.req.Body, status)
-			s.done(Response{Status: status}, nil)
-		}
-		tr.settle()
-		if tr.out.Len() > mark {
-			// Stamp the lines of this step with its time.
-			lines := strings.Split(strings.TrimSuffix(tr.out.String()[mark:], "\n"), "\n")
-			rest := tr.out.String()[:mark]
-			tr.out.Reset()
-			tr.out.WriteString(rest)
-			for _, l := range lines {
-				fmt.Fprintf(tr.out, "%v %s\n", tr.now(), l)
-			}
-		}
-	}
+	tr.stamp = true
+	tr.c.advance(dur, status)
+	tr.stamp = false
 	return tr.done()
 }
 
