@@ -7,9 +7,9 @@ import (
 )
 
 // checkSticky is the direct half of G5: no pop of a rejected write, no pop
-// of a definition due after a DELETE or PUT that replaced it returned OK
-// (unless a fault touched that DELETE or PUT, which may then have missed a
-// replica cut off from it).
+// of a definition due after a DELETE or PUT that replaced it returned OK.
+// When a fault hit that DELETE or PUT, a replica cut off from it may pop
+// the old definition, but only until it is repaired (see unrepaired).
 func (x *index) checkSticky() []Violation {
 	var vs []Violation
 	for _, d := range x.defs {
