@@ -16,9 +16,10 @@ import (
 //   - within one definition, the record that has popped further wins: Seq
 //     orders pops, so a stale or duplicated pop notice changes nothing;
 //   - a tombstone of a definition beats that definition at any Seq (the
-//     final pop, or the record dropped by rebalancing) and is itself final,
-//     except a dormant one (a failed callback), which yields to its own
-//     definition as far popped, and to its tombstone.
+//     final pop, or the record dropped by rebalancing) and is itself final.
+//
+// Records of one definition at one Seq may still differ in which pops
+// they know were missed; apply merges that knowledge (mergeMarks).
 func Supersedes(existing, incoming *Timer) bool {
 	switch {
 	case existing == nil:
@@ -26,7 +27,7 @@ func Supersedes(existing, incoming *Timer) bool {
 	case incoming.Version != existing.Version:
 		return incoming.Version > existing.Version
 	case existing.State != Live:
-		return existing.State == Dormant && (incoming.State != Live || incoming.Seq >= existing.Seq)
+		return false
 	case incoming.State != Live:
 		return true
 	default:
@@ -101,6 +102,9 @@ func (n *Node) apply(t *Timer) applied {
 	if existing != nil && existing.Version == t.Version && existing.Start != t.Start {
 		n.earliestStart(existing, t)
 	}
+	if existing != nil && existing.Version == t.Version && existing.State == Live && t.State == Live {
+		n.mergeMarks(existing, t)
+	}
 	if !Supersedes(existing, t) {
 		if existing.State != Live && t.State == Live {
 			n.outlive(existing, t)
@@ -110,7 +114,7 @@ func (n *Node) apply(t *Timer) applied {
 			// clock lags, or a replica that missed a later write. If it
 			// tells of pops of the older definition, remember them for
 			// a retry of that definition (see keepProgress).
-			if t.Seq > 0 && t.def != 0 && t.State != Dormant {
+			if t.Seq > 0 && t.def != 0 {
 				told := Progress{Def: t.def, Seq: t.Seq, Start: t.Start, Interval: t.Interval, RepeatFor: t.RepeatFor}
 				switch {
 				case t.def != existing.def:
@@ -179,6 +183,8 @@ func (n *Node) carry(prior Progress, t *Timer) bool {
 	if d := t.Start - prior.Start; d < -n.retryWindow().Milliseconds() || d > n.retryWindow().Milliseconds() {
 		return false
 	}
+	missed, owed := t.popMarks()
+	t.setPopMarks(shiftMarks(missed, t.Seq, prior.Seq), shiftMarks(owed, t.Seq, prior.Seq))
 	t.Start, t.Seq = prior.Start, prior.Seq
 	return true
 }
@@ -208,7 +214,7 @@ func (n *Node) outlive(tombstone, stale *Timer) {
 // clogged link) makes it late by the delay, never early; without this the
 // lateness would spread through pop notices and stay for good.
 func (n *Node) earliestStart(existing, incoming *Timer) {
-	if incoming.Start < existing.Start && (existing.State == Live || existing.State == Dormant) {
+	if incoming.Start < existing.Start && existing.State == Live {
 		existing.Start = incoming.Start
 		n.reschedule(existing)
 	}
@@ -236,10 +242,16 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		return
 	}
 	resp := text(200, "OK")
-	if held := n.store.Get(id); held != nil && held.Version == t.Version && held.Start < n.startMs()+r.StartTimeDelta {
+	held := n.store.Get(id)
+	if held != nil && held.Version == t.Version && held.Start < n.startMs()+r.StartTimeDelta {
 		// The sender's start is later than ours: tell it (noticeAnswered
 		// takes the earlier start).
 		resp.Header[HeaderStartDelta] = strconv.FormatInt(held.Start-n.nowMs(), 10)
+	}
+	if held != nil && held.Version == t.Version && held.State == Live && r.Missed != 0 {
+		// The sender missed pops: tell it which of them are made here.
+		missed, _ := held.popMarks()
+		resp.Header[HeaderPopped] = strconv.FormatUint(uint64(held.Seq), 10) + " " + strconv.FormatUint(uint64(missed), 10)
 	}
 	reply(resp)
 }
@@ -250,6 +262,10 @@ func (n *Node) fromReplication(id uint64, spec Spec, r *Replication) *Timer {
 	if spec.Tombstone {
 		// A tombstone carries no callback to fingerprint, only the sender's.
 		t.def = r.Definition
+	} else {
+		// The pops the sender missed are owed here until apply merges
+		// them with what this replica knows (mergeMarks).
+		t.setPopMarks(r.Missed, r.Missed)
 	}
 	return t
 }
@@ -274,21 +290,40 @@ func (n *Node) notApplied(a applied) Response {
 			HeaderContentType: "application/json",
 			HeaderVersion:     strconv.FormatUint(a.newer.Version, 10),
 		},
-		Body: EncodeReplication(live(a.newer), n.nowMs()),
+		Body: EncodeReplication(a.newer, n.nowMs()),
 	}
 }
 
-// live is t as other replicas should take it: a dormant copy (a callback
-// failed here) is the definition itself, for the sender to pop, including
-// the pop that failed here: its Seq counts that pop, which was not made,
-// and a replica that took it would skip it (seed 7038 with sites: a
-// site's relay passed its dormant record on, and the pop was lost).
-func live(t *Timer) *Timer {
-	if t.State != Dormant {
-		return t
+// mergeMarks merges what two live records of one definition know of the
+// pops missed (see TimerExtra.Missed), on the record that will be held.
+// A pop either knows was made was made. Of the pops the incoming record
+// is ahead by, those it says were missed are owed here: this replica has
+// not attempted them. When incoming replaces existing, it takes the
+// merged marks; otherwise existing keeps them, less the pops incoming
+// knows were made.
+func (n *Node) mergeMarks(existing, incoming *Timer) {
+	exMissed, exOwed := existing.popMarks()
+	inMissed, _ := incoming.popMarks()
+	if incoming.Seq > existing.Seq {
+		below := ^uint32(0)
+		if d := incoming.Seq - existing.Seq; d < MissedWindow {
+			below = 1<<d - 1 // the pops above existing.Seq
+		}
+		exMissed = shiftMarks(exMissed, existing.Seq, incoming.Seq)
+		exOwed = shiftMarks(exOwed, existing.Seq, incoming.Seq)
+		incoming.setPopMarks(inMissed&(below|exMissed), inMissed&(below|exOwed))
+		return
 	}
-	c := *t
-	c.State = Live
-	c.Seq = max(c.Seq, 1) - 1
-	return &c
+	// Incoming tells of no pop above existing.Seq: pops above its own
+	// Seq it knows nothing of.
+	keep := shiftMarks(inMissed, incoming.Seq, existing.Seq)
+	if d := existing.Seq - incoming.Seq; d < MissedWindow {
+		keep |= 1<<d - 1
+	} else {
+		keep = ^uint32(0)
+	}
+	if exMissed&keep != exMissed || exOwed&keep != exOwed {
+		existing.setPopMarks(exMissed&keep, exOwed&keep)
+		n.reschedule(existing)
+	}
 }

@@ -39,20 +39,6 @@ func TestSupersedes(t *testing.T) {
 	}
 }
 
-// TestDormantCopyHandsOnThePopThatFailed shows that a replica whose
-// callback failed, asked for its record (a 409 answer), hands on the
-// definition with the failed pop still to make, never as made.
-func TestDormantCopyHandsOnThePopThatFailed(t *testing.T) {
-	dormant := &Timer{Version: 7, Seq: 3, State: Dormant}
-	got := live(dormant)
-	if got.State != Live || got.State == Dormant || got.Seq != 2 {
-		t.Fatalf("got tombstone %v dormant %v seq %d, want a live record at seq 2", got.State != Live, got.State == Dormant, got.Seq)
-	}
-	if dormant.Seq != 3 || dormant.State != Dormant {
-		t.Fatalf("the held copy changed: %+v", dormant)
-	}
-}
-
 // TestPlacementsAreBounded shows the interned placements stay within
 // maxPlacements however many distinct lists peers send, and that a list
 // is interned again after the cache starts over.

@@ -36,8 +36,11 @@ type Replication struct {
 	// Definition fingerprints the definition (Timer.def), which a
 	// tombstone cannot be fingerprinted by; 0 when absent.
 	Definition uint32
-	Replicas   []string
-	Sites      []string
+	// Missed marks the pops up to Seq the sender knows were not made
+	// (TimerExtra.Missed); 0 when absent.
+	Missed   uint32
+	Replicas []string
+	Sites    []string
 }
 
 // Body parsing is strict where encoding/json is lenient, as the original
@@ -97,6 +100,7 @@ type wireTiming struct {
 	SequenceNumber rawValue // internal
 	Version        rawValue // internal
 	Definition     rawValue // internal
+	Missed         rawValue // internal
 }
 
 type wireReliability struct {
@@ -161,6 +165,8 @@ func (t *wireTiming) decode(v rawValue) error {
 			t.Version = it.val
 		case "definition":
 			t.Definition = it.val
+		case "missed":
+			t.Missed = it.val
 		}
 	}
 	return nil
@@ -492,6 +498,13 @@ func parseReplication(w *wireBody) (*Replication, error) {
 		}
 		r.Definition = uint32(def)
 	}
+	if timing.Missed != nil {
+		missed, err := intField(timing.Missed, "timing.missed", 0, 1<<32-1)
+		if err != nil {
+			return nil, err
+		}
+		r.Missed = uint32(missed)
+	}
 	if rel.ClusterViewID != nil {
 		if r.ViewID, err = uintField(rel.ClusterViewID, "reliability.cluster-view-id"); err != nil {
 			return nil, err
@@ -786,6 +799,7 @@ type timingJSON struct {
 	SequenceNumber *uint32 `json:"sequence-number,omitempty"`
 	Version        string  `json:"version,omitempty"`
 	Definition     uint32  `json:"definition,omitempty"`
+	Missed         uint32  `json:"missed,omitempty"`
 }
 
 type reliabilityJSON struct {
@@ -827,6 +841,10 @@ func EncodeSpec(s Spec) []byte {
 // EncodeReplication returns the internal PUT body for t as of now (ms).
 func EncodeReplication(t *Timer, now int64) []byte {
 	delta, seq := t.Start-now, t.Seq
+	missed, _ := t.popMarks()
+	if t.State != Live {
+		missed = 0
+	}
 	replicas := t.Placement.Replicas
 	if replicas == nil {
 		replicas = []string{} // a forward to another site, not a client body
@@ -834,7 +852,7 @@ func EncodeReplication(t *Timer, now int64) []byte {
 	b := bodyJSON{
 		Timing: timingJSON{Interval: t.Interval / 1000, RepeatFor: t.RepeatFor / 1000,
 			StartTimeDelta: &delta, SequenceNumber: &seq,
-			Version: strconv.FormatUint(t.Version, 10), Definition: t.def},
+			Version: strconv.FormatUint(t.Version, 10), Definition: t.def, Missed: missed},
 		Callback: map[string]*callbackHTTP{},
 		Reliability: &reliabilityJSON{ClusterViewID: strconv.FormatUint(t.ViewID, 10),
 			Replicas: &replicas, Sites: t.Placement.Sites, ReplicationFactor: int(t.RF)},

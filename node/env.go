@@ -103,6 +103,11 @@ const (
 	// HeaderStartDelta answers a pop notice with the receiver's earlier
 	// start time of the same definition, as a start-time-delta in ms.
 	HeaderStartDelta = "X-Chronos-Start-Delta"
+	// HeaderPopped answers a pop notice with how far the receiver's
+	// record of the same definition has popped, as "<seq> <missed>" (see
+	// TimerExtra.Missed): the sender learns which of the pops it missed
+	// another replica made.
+	HeaderPopped = "X-Chronos-Popped"
 	// HeaderTimerID names the timer a callback pops: the 16 hex digits of
 	// its unique ID (the first half of the ID in Location), which stay the
 	// same for the timer's life. With X-Sequence-Number it lets a client

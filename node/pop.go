@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -129,11 +130,10 @@ func (n *Node) onAlarm(gen uint64) {
 		switch {
 		case t.State != Live:
 		case t.calling:
-			// The callback of the pop before has not answered yet. Its
-			// answer decides this one: a success pops it at once, a
-			// failure leaves it, and the ones after, to the next
-			// replica. Popping it now would send a notice of it that
-			// tells the other replicas the failed one was made too.
+			// The callback of the pop before has not answered yet: its
+			// answer, success or failure, releases this one. Popping it
+			// now would send a notice that could not yet say whether
+			// the one before was made.
 			n.hold(t, now+CallbackTimeout.Milliseconds())
 		default:
 			n.pop(t, now)
@@ -145,15 +145,21 @@ func (n *Node) onAlarm(gen uint64) {
 	}
 }
 
-// pop sends t's next callback and moves t on to its following pop, or to
-// a tombstone after the last one. The other replicas hear of it only when
-// the callback succeeds; on failure this replica drops its copy so that
-// the next replica pops (docs/design.md 4.7).
+// pop sends t's next callback (the lowest pop it owes, else pop Seq+1)
+// and moves t on to its following pop, or to a tombstone after the last
+// one. The other replicas hear of it only when the callback succeeds. A
+// failure costs that pop on this replica only: the next replica pops it
+// at its own rank, told so by the notices this replica sends of later
+// pops, and this copy keeps its schedule (docs/design.md 4.7).
 func (n *Node) pop(t *Timer, now int64) {
-	if at, ok := t.NextPopAt(); ok {
-		n.stats.PopLatenessMs += uint64(max(now-at-n.skew(t).Milliseconds(), 0))
+	p, _ := t.nextPop()
+	n.stats.PopLatenessMs += uint64(max(now-t.dueAt(p)-n.skew(t).Milliseconds(), 0))
+	missed, owed := t.popMarks()
+	if p > t.Seq {
+		missed, owed = shiftMarks(missed, t.Seq, p), shiftMarks(owed, t.Seq, p)
+		t.Seq = p
 	}
-	t.Seq++
+	t.setPopMarks(missed, owed&^popBit(t.Seq, p))
 	t.calling = true
 	popped := *t
 	n.holdNext(t)
@@ -162,7 +168,7 @@ func (n *Node) pop(t *Timer, now int64) {
 		Method: "POST",
 		URL:    popped.URI,
 		Header: Header{
-			HeaderSequenceNumber: strconv.FormatUint(uint64(popped.Seq), 10),
+			HeaderSequenceNumber: strconv.FormatUint(uint64(p), 10),
 			HeaderTimerID:        FormatID(popped.ID),
 		},
 		Body: []byte(popped.Opaque),
@@ -171,39 +177,59 @@ func (n *Node) pop(t *Timer, now int64) {
 		// The record's Seq may have moved on meanwhile (a notice carried
 		// over by carry), but while it is this version, the pop it
 		// waits for is this one.
-		if cur := n.store.Get(popped.ID); cur != nil && cur.calling && cur.Version == popped.Version {
+		cur := n.store.Get(popped.ID)
+		if cur == nil || cur.Version != popped.Version || cur.State != Live {
+			cur = nil
+		} else if cur.calling {
 			cur.calling = false
 			defer n.reschedule(cur) // the next pop may have waited
 		}
 		if err != nil || resp.Status < 200 || resp.Status > 299 {
-			n.callbackFailed(&popped, resp, err)
+			n.callbackFailed(cur, &popped, p, resp, err)
 			return
 		}
-		n.notifyPopped(&popped)
+		n.popMade(cur, &popped, p)
 	})
 }
 
-func (n *Node) callbackFailed(popped *Timer, resp Response, err error) {
+// callbackFailed marks pop p missed on the held copy cur (nil when the
+// record was deleted or replaced meanwhile), so that the notices of its
+// later pops leave p to the next replica. The copy keeps its schedule.
+func (n *Node) callbackFailed(cur, popped *Timer, p uint32, resp Response, err error) {
 	n.stats.CallbackFailures++
-	n.log.Info("callback failed", "timer", popped.ID, "seq", popped.Seq, "status", resp.Status, "err", err)
-	cur := n.store.Get(popped.ID)
-	if cur != nil && cur.Version == popped.Version && cur.Seq == popped.Seq && cur.State != Dormant {
-		// Drop the copy but keep it dormant: without it a replica that
-		// missed this definition (cut off from its write) would find
-		// nothing newer here, and its stale pops would bring the old
-		// definition back on every replica whose callback failed.
-		n.release(cur)
-		cur.State = Dormant
-		n.holdNext(cur)
+	n.log.Info("callback failed", "timer", FormatID(popped.ID), "seq", p, "status", resp.Status, "err", err)
+	if cur == nil {
+		return
 	}
+	missed, owed := cur.popMarks()
+	cur.setPopMarks(missed|popBit(cur.Seq, p), owed)
 }
 
-// notifyPopped tells the other replicas that pop Seq happened, so that they
-// skip it; after the last pop it sends them the tombstone.
-func (n *Node) notifyPopped(popped *Timer) {
-	notice := *popped
-	if _, more := notice.NextPopAt(); !more {
-		notice.entomb()
+// popMade records that pop p was made and tells the other replicas, from
+// the held copy while it still pops this definition (it may know more
+// than the snapshot taken at the pop), else from the snapshot: a copy
+// that made its last pop is a tombstone already, but its notice must
+// still tell of the pops it missed before.
+func (n *Node) popMade(cur, popped *Timer, p uint32) {
+	from := popped
+	if cur != nil && cur.State == Live {
+		from = cur
+	}
+	missed, owed := from.popMarks()
+	from.setPopMarks(missed&^popBit(from.Seq, p), owed&^popBit(from.Seq, p))
+	n.notifyPopped(from)
+}
+
+// notifyPopped tells the other replicas how far t has popped, so that
+// they skip the pops made and owe the ones missed; once nothing is left
+// to pop or owe, it sends them the tombstone.
+func (n *Node) notifyPopped(t *Timer) {
+	notice := *t
+	notice.calling = false
+	if missed, _ := notice.popMarks(); missed == 0 {
+		if _, more := notice.NextPopAt(); !more {
+			notice.entomb()
+		}
 	}
 	now := n.nowMs()
 	for _, peer := range notice.Placement.Replicas {
@@ -238,6 +264,7 @@ func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 	}
 	if resp.Status >= 200 && resp.Status <= 299 {
 		n.markRefusing(notice, from, false)
+		n.learnPopped(notice, resp.Header.Get(HeaderPopped))
 	}
 	delta, err := strconv.ParseInt(resp.Header.Get(HeaderStartDelta), 10, 64)
 	held := n.store.Get(notice.ID)
@@ -245,6 +272,26 @@ func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 		return
 	}
 	n.earliestStart(held, &Timer{Start: n.startMs() + delta})
+}
+
+// learnPopped merges a replica's answer to a notice that told of missed
+// pops: how far its record of the definition popped, and which pops it
+// knows were missed (HeaderPopped). Pops the answer knows were made are
+// no longer missed here, and later notices stop telling of them.
+func (n *Node) learnPopped(notice *Timer, popped string) {
+	seqText, missedText, ok := strings.Cut(popped, " ")
+	if !ok {
+		return
+	}
+	seq, err1 := strconv.ParseUint(seqText, 10, 32)
+	missed, err2 := strconv.ParseUint(missedText, 10, 32)
+	held := n.store.Get(notice.ID)
+	if err1 != nil || err2 != nil || held == nil || held.Version != notice.Version || held.State != Live || uint32(seq) > held.Seq {
+		return
+	}
+	told := &Timer{ID: held.ID, Version: held.Version, Seq: uint32(seq)}
+	told.setPopMarks(uint32(missed), 0)
+	n.mergeMarks(held, told)
 }
 
 // answeredRecord is the newer record of timer id a replica answered a

@@ -2,13 +2,14 @@ package node
 
 import (
 	"encoding/binary"
+	"math/bits"
 
 	"github.com/twmb/murmur3"
 )
 
 // State is what a held record is: a definition this replica pops, or a
-// tombstone. A tombstone of either kind pops nothing and beats older
-// records of its timer (see Supersedes).
+// tombstone. A tombstone pops nothing and beats older records of its timer
+// (see Supersedes).
 type State uint8
 
 // States of a record.
@@ -19,20 +20,10 @@ const (
 	// (TombstoneMin at least) so that stale replication cannot resurrect
 	// it.
 	Tombstone
-	// Dormant is a tombstone kept where a callback of the definition
-	// failed: the replica no longer pops it (docs/design.md 4.7: the next
-	// replica does), but keeps its version and start, so a pop notice of
-	// the same definition revives it, and a replica still holding an older
-	// definition is repaired by it (see Supersedes).
-	Dormant
 )
 
-// entomb makes a live record a tombstone; a dormant one stays dormant.
-func (t *Timer) entomb() {
-	if t.State == Live {
-		t.State = Tombstone
-	}
-}
+// entomb makes the record a tombstone.
+func (t *Timer) entomb() { t.State = Tombstone }
 
 // Timer is one replica's record of a timer: its definition, how far it has
 // popped, and where it sits in the store. Times are milliseconds on the
@@ -128,7 +119,81 @@ type TimerExtra struct {
 	// one, so the replicas ranked after them move up a rank instead of
 	// popping every pop 2 s late for good (scenarios/README.md I2).
 	Refused uint32
+	// Missed marks, by distance below Seq (bit i is pop Seq-i), the pops
+	// up to Seq that were not made as far as this replica knows: its own
+	// callback failed, or a pop notice said the sender's had and no
+	// replica has told of making it since. Notices carry it, so that a
+	// pop one replica failed is left to the next replica even when a
+	// later pop's notice arrives first (docs/design.md 4.7). Pops more
+	// than MissedWindow below Seq are past every replica's turn.
+	Missed uint32
+	// Owed marks the pops of Missed that this replica has not attempted
+	// itself: it pops them, lowest first, at their own due time plus its
+	// skew, before pop Seq+1. A pop it attempted is never owed: one
+	// attempt per replica per pop.
+	Owed uint32
 	// Resync bookkeeping is added here by the resync issue.
+}
+
+// MissedWindow is how many pops below a record's Seq its Missed and Owed
+// marks reach.
+const MissedWindow = 32
+
+// popMarks returns t's Missed and Owed marks.
+func (t *Timer) popMarks() (missed, owed uint32) {
+	if t.Extra == nil {
+		return 0, 0
+	}
+	return t.Extra.Missed, t.Extra.Owed
+}
+
+// setPopMarks sets t's Missed and Owed marks. Extra is copied, never
+// changed in place: snapshots of a record (a pop in flight, a notice)
+// share it.
+func (t *Timer) setPopMarks(missed, owed uint32) {
+	if m, o := t.popMarks(); m == missed && o == owed {
+		return
+	}
+	var e TimerExtra
+	if t.Extra != nil {
+		e = *t.Extra
+	}
+	e.Missed, e.Owed = missed, owed
+	t.Extra = &e
+}
+
+// popBit is the bit of pop p in the marks of a record at seq, or 0 when p
+// is above seq or more than MissedWindow below it.
+func popBit(seq, p uint32) uint32 {
+	if p > seq || seq-p >= MissedWindow {
+		return 0
+	}
+	return 1 << (seq - p)
+}
+
+// shiftMarks moves marks kept at seq from to seq to (to >= from).
+func shiftMarks(marks, from, to uint32) uint32 {
+	if to-from >= MissedWindow {
+		return 0
+	}
+	return marks << (to - from)
+}
+
+// owedPop returns the lowest pop t owes (see Owed), if any.
+func (t *Timer) owedPop() (uint32, bool) {
+	_, owed := t.popMarks()
+	if owed == 0 || t.State != Live {
+		return 0, false
+	}
+	return t.Seq - uint32(31-bits.LeadingZeros32(owed)), true
+}
+
+// dueAt is when pop p (1-based) of t is due, before any replica skew.
+func (t *Timer) dueAt(p uint32) int64 {
+	if t.Interval == 0 {
+		return t.Start
+	}
+	return t.Start + int64(p)*t.Interval
 }
 
 // Progress is how far one definition of a timer popped: its fingerprint,
@@ -165,29 +230,33 @@ func (t *Timer) Tags() []Tag {
 	return t.Extra.Tags
 }
 
-// NextPopAt returns the due time of the timer's next pop (pop Seq+1) before
-// any replica skew, and whether there is one within repeat-for.
+// NextPopAt returns the due time of the pop this replica makes next,
+// before any replica skew: the lowest pop it owes (see TimerExtra.Owed),
+// else pop Seq+1 if that falls within repeat-for.
 func (t *Timer) NextPopAt() (int64, bool) {
+	p, ok := t.nextPop()
+	if !ok {
+		return 0, false
+	}
+	return t.dueAt(p), true
+}
+
+// nextPop returns the number of the pop this replica makes next, and
+// whether there is one.
+func (t *Timer) nextPop() (uint32, bool) {
 	if t.State != Live {
 		return 0, false
 	}
-	if t.Interval == 0 {
-		return t.Start, t.Seq == 0
+	if p, ok := t.owedPop(); ok {
+		return p, true
 	}
-	k := int64(t.Seq) + 1
-	offset := k * t.Interval
-	if offset > t.RepeatFor {
+	if t.Interval == 0 {
+		return 1, t.Seq == 0
+	}
+	if (int64(t.Seq)+1)*t.Interval > t.RepeatFor {
 		return 0, false
 	}
-	return t.Start + offset, true
-}
-
-// IsLastPop reports whether pop Seq+1 is the timer's final one.
-func (t *Timer) IsLastPop() bool {
-	if t.Interval == 0 {
-		return true
-	}
-	return (int64(t.Seq)+2)*t.Interval > t.RepeatFor
+	return t.Seq + 1, true
 }
 
 // lastDue is the latest due time of t or of any definition it replaced.

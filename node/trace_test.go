@@ -201,6 +201,15 @@ func (tr *tracer) describe(req Request) string {
 	for i, r := range repl.Replicas {
 		replicas[i] = tr.byAddr[r]
 	}
+	var missed []uint32
+	for p := repl.Seq; p > 0 && repl.Seq-p < MissedWindow; p-- {
+		if repl.Missed&popBit(repl.Seq, p) != 0 {
+			missed = append(missed, p)
+		}
+	}
+	if len(missed) > 0 {
+		what += fmt.Sprintf(" missed %v", missed)
+	}
 	return fmt.Sprintf("%s %s seq %d replicas %v", name, what, repl.Seq, replicas)
 }
 
@@ -257,8 +266,6 @@ func (tr *tracer) holders(t *testing.T, d *datadriven.TestData) string {
 			lines = append(lines, n+": nothing")
 		case held.State == Live:
 			lines = append(lines, fmt.Sprintf("%s: %q seq %d", n, held.Opaque, held.Seq))
-		case held.State == Dormant:
-			lines = append(lines, fmt.Sprintf("%s: dormant %q seq %d", n, held.Opaque, held.Seq))
 		default:
 			lines = append(lines, fmt.Sprintf("%s: tombstone seq %d", n, held.Seq))
 		}

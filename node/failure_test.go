@@ -1,0 +1,143 @@
+package node
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The callback failure policy (docs/design.md 4.7): a failed callback
+// costs that pop on that replica only. These tests run whole clusters of
+// nodes on one manual clock (see cluster_test.go).
+
+// createOn creates a repeating timer through three[0] and returns its wire
+// ID and replicas, primary first.
+func createOn(t *testing.T, c *cluster, interval, repeatFor, rf int) (string, []string) {
+	t.Helper()
+	body := timerJSON(interval, repeatFor, cb, "x")
+	body = strings.TrimSuffix(body, "}") + `,"reliability":{"replication-factor":` + string(rune('0'+rf)) + `}}`
+	r := c.client(three[0], "POST", "/timers", body)
+	if r.Status != 200 {
+		t.Fatalf("create: got %d (%s)", r.Status, r.Body)
+	}
+	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	return wire, NewRing(three).Replicas(mustID(t, wire), rf)
+}
+
+// pop is one callback as a test sees it: which replica sent which pop.
+type popBy struct {
+	node string
+	seq  string
+}
+
+// record answers every callback with answer and lists them in order.
+func record(list *[]popBy, answer func(node, seq string) int) func(*sent) int {
+	return func(s *sent) int {
+		seq := s.req.Header.Get(HeaderSequenceNumber)
+		*list = append(*list, popBy{s.from, seq})
+		return answer(s.from, seq)
+	}
+}
+
+// TestEveryReplicaFailingAPopStillPopsTheNext proves that when the
+// callback of one pop fails on every replica, each replica tried it once
+// (no retry storm) and the timer still pops the next interval: a failure
+// never ends a repeating timer.
+func TestEveryReplicaFailingAPopStillPopsTheNext(t *testing.T) {
+	c := newCluster(t, three...)
+	_, replicas := createOn(t, c, 10, 40, 2)
+	var got []popBy
+	c.advanceWith(60*time.Second, record(&got, func(_, seq string) int {
+		if seq == "1" {
+			return 500
+		}
+		return 200
+	}))
+	want := []popBy{{replicas[0], "1"}, {replicas[1], "1"}, {replicas[0], "2"}, {replicas[0], "3"}, {replicas[0], "4"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("callbacks: got %v, want %v", got, want)
+	}
+}
+
+// TestMissedPopIsLeftToTheNextReplicaWhenALaterNoticeComesFirst proves a
+// failed pop is left to the next replica even when the notice of a later
+// pop reaches it before its turn for the failed one (an interval shorter
+// than the 2 s skew): the notice says which pop was missed, the backup
+// pops that one at its rank, and pops nothing the primary made.
+func TestMissedPopIsLeftToTheNextReplicaWhenALaterNoticeComesFirst(t *testing.T) {
+	c := newCluster(t, three...)
+	wire, replicas := createOn(t, c, 1, 5, 2)
+	primary, backup := replicas[0], replicas[1]
+	var got []popBy
+	c.advanceWith(20*time.Second, record(&got, func(node, seq string) int {
+		if node == primary && seq == "2" {
+			return 500
+		}
+		return 200
+	}))
+	want := []popBy{{primary, "1"}, {primary, "2"}, {primary, "3"}, {backup, "2"}, {primary, "4"}, {primary, "5"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("callbacks: got %v, want %v", got, want)
+	}
+	if h := c.holders(wire); len(h) != 0 {
+		t.Fatalf("live copies after the last pop: got %v, want none (tombstones)", h)
+	}
+}
+
+// TestMissedPopIsNotOwedByAReplicaThatMadeIt proves a notice that says a
+// pop was missed changes nothing on a replica that made that pop itself,
+// and that the replica's answer tells the sender so: the sender's later
+// notices no longer mention it.
+func TestMissedPopIsNotOwedByAReplicaThatMadeIt(t *testing.T) {
+	c := newCluster(t, three...)
+	wire, replicas := createOn(t, c, 10, 30, 2)
+	primary, backup := replicas[0], replicas[1]
+	var got []popBy
+	answer := record(&got, func(node, seq string) int {
+		if node == primary && seq == "1" {
+			return 500
+		}
+		return 200
+	})
+	c.advanceWith(25*time.Second, answer)
+	held, _ := c.nodes[primary].Timer(mustID(t, wire))
+	if missed, owed := held.popMarks(); missed != 0 || owed != 0 || held.Seq != 2 {
+		t.Fatalf("primary after pop 2: got seq %d missed %b owed %b, want seq 2 and nothing missed", held.Seq, missed, owed)
+	}
+	c.advanceWith(10*time.Second, answer)
+	want := []popBy{{primary, "1"}, {backup, "1"}, {primary, "2"}, {primary, "3"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("callbacks: got %v, want %v", got, want)
+	}
+}
+
+// TestPopMarks proves the arithmetic of the missed and owed marks: a bit
+// per pop below Seq, shifted as Seq moves on, and gone past MissedWindow.
+func TestPopMarks(t *testing.T) {
+	cases := []struct {
+		seq, p uint32
+		want   uint32
+	}{
+		{5, 5, 1}, {5, 4, 2}, {5, 1, 16}, {5, 6, 0}, {40, 9, 1 << 31}, {40, 8, 0},
+	}
+	for _, tc := range cases {
+		if got := popBit(tc.seq, tc.p); got != tc.want {
+			t.Errorf("popBit(%d, %d): got %b, want %b", tc.seq, tc.p, got, tc.want)
+		}
+	}
+	if got := shiftMarks(0b101, 3, 5); got != 0b10100 {
+		t.Errorf("shiftMarks: got %b, want 10100", got)
+	}
+	if got := shiftMarks(1, 3, 3+MissedWindow); got != 0 {
+		t.Errorf("shiftMarks past the window: got %b, want 0", got)
+	}
+	tm := &Timer{Seq: 7, Interval: 1000, RepeatFor: 10_000, Start: 0}
+	tm.setPopMarks(0b1010, 0b1000)
+	if p, ok := tm.nextPop(); !ok || p != 4 {
+		t.Errorf("nextPop with pop 4 owed: got %d %v, want 4", p, ok)
+	}
+	if at, _ := tm.NextPopAt(); at != 4000 {
+		t.Errorf("NextPopAt: got %d, want 4000", at)
+	}
+}
