@@ -259,15 +259,20 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 // fromReplication builds the record a replication body describes.
 func (n *Node) fromReplication(id uint64, spec Spec, r *Replication) *Timer {
 	t := newTimer(id, r.Version, spec, n.startMs()+r.StartTimeDelta, r.Seq, n.placement(r.Replicas, r.Sites), r.ViewID)
-	if spec.Tombstone {
-		// A tombstone carries no callback to fingerprint, only the sender's.
-		t.def = r.Definition
-	} else {
-		// The pops the sender missed are owed here until apply merges
-		// them with what this replica knows (mergeMarks).
-		t.setPopMarks(r.Missed, r.Missed)
-	}
+	receivedMarks(t, spec, r)
 	return t
+}
+
+// receivedMarks completes a record built from a replication body: a
+// tombstone's fingerprint, which it carries apart as it has no callback to
+// fingerprint, or a live record's missed pops, owed here until apply
+// merges them with what this replica knows (mergeMarks).
+func receivedMarks(t *Timer, spec Spec, r *Replication) {
+	if spec.Tombstone {
+		t.def = r.Definition
+		return
+	}
+	t.setPopMarks(r.Missed, r.Missed)
 }
 
 // notApplied is the response a replica gives for a record it did not

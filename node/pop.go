@@ -127,15 +127,7 @@ func (n *Node) onAlarm(gen uint64) {
 	for i, t := range n.popBuf {
 		n.popBuf[i] = nil
 		n.count(t, -1)
-		switch {
-		case t.State != Live:
-		case t.calling:
-			// The callback of the pop before has not answered yet: its
-			// answer, success or failure, releases this one. Popping it
-			// now would send a notice that could not yet say whether
-			// the one before was made.
-			n.hold(t, now+CallbackTimeout.Milliseconds())
-		default:
+		if t.State == Live {
 			n.pop(t, now)
 		}
 	}
@@ -147,10 +139,12 @@ func (n *Node) onAlarm(gen uint64) {
 
 // pop sends t's next callback (the lowest pop it owes, else pop Seq+1)
 // and moves t on to its following pop, or to a tombstone after the last
-// one. The other replicas hear of it only when the callback succeeds. A
-// failure costs that pop on this replica only: the next replica pops it
-// at its own rank, told so by the notices this replica sends of later
-// pops, and this copy keeps its schedule (docs/design.md 4.7).
+// one. The pop counts as missed until its callback succeeds, so that the
+// notices of later pops sent meanwhile do not tell of it as made; the
+// other replicas hear of it once it succeeds. A failure costs that pop on
+// this replica only: the next replica pops it at its own rank, told so by
+// the notices of later pops, and this copy keeps its schedule, whether
+// the callback is slow or has failed (docs/design.md 4.7).
 func (n *Node) pop(t *Timer, now int64) {
 	p, _ := t.nextPop()
 	n.stats.PopLatenessMs += uint64(max(now-t.dueAt(p)-n.skew(t).Milliseconds(), 0))
@@ -159,8 +153,7 @@ func (n *Node) pop(t *Timer, now int64) {
 		missed, owed = shiftMarks(missed, t.Seq, p), shiftMarks(owed, t.Seq, p)
 		t.Seq = p
 	}
-	t.setPopMarks(missed, owed&^popBit(t.Seq, p))
-	t.calling = true
+	t.setPopMarks(missed|popBit(t.Seq, p), owed&^popBit(t.Seq, p))
 	popped := *t
 	n.holdNext(t)
 	n.stats.Pops++
@@ -174,35 +167,19 @@ func (n *Node) pop(t *Timer, now int64) {
 		Body: []byte(popped.Opaque),
 	}
 	n.send(req, CallbackTimeout, func(resp Response, err error) {
-		// The record's Seq may have moved on meanwhile (a notice carried
-		// over by carry), but while it is this version, the pop it
-		// waits for is this one.
+		if err != nil || resp.Status < 200 || resp.Status > 299 {
+			n.stats.CallbackFailures++
+			n.log.Info("callback failed", "timer", FormatID(popped.ID), "seq", p, "status", resp.Status, "err", err)
+			return
+		}
+		// The record may have moved on meanwhile (notices, later pops),
+		// but while it is this definition, it is the one to tell from.
 		cur := n.store.Get(popped.ID)
 		if cur == nil || cur.Version != popped.Version || cur.State != Live {
 			cur = nil
-		} else if cur.calling {
-			cur.calling = false
-			defer n.reschedule(cur) // the next pop may have waited
-		}
-		if err != nil || resp.Status < 200 || resp.Status > 299 {
-			n.callbackFailed(cur, &popped, p, resp, err)
-			return
 		}
 		n.popMade(cur, &popped, p)
 	})
-}
-
-// callbackFailed marks pop p missed on the held copy cur (nil when the
-// record was deleted or replaced meanwhile), so that the notices of its
-// later pops leave p to the next replica. The copy keeps its schedule.
-func (n *Node) callbackFailed(cur, popped *Timer, p uint32, resp Response, err error) {
-	n.stats.CallbackFailures++
-	n.log.Info("callback failed", "timer", FormatID(popped.ID), "seq", p, "status", resp.Status, "err", err)
-	if cur == nil {
-		return
-	}
-	missed, owed := cur.popMarks()
-	cur.setPopMarks(missed|popBit(cur.Seq, p), owed)
 }
 
 // popMade records that pop p was made and tells the other replicas, from
@@ -225,7 +202,6 @@ func (n *Node) popMade(cur, popped *Timer, p uint32) {
 // to pop or owe, it sends them the tombstone.
 func (n *Node) notifyPopped(t *Timer) {
 	notice := *t
-	notice.calling = false
 	if missed, _ := notice.popMarks(); missed == 0 {
 		if _, more := notice.NextPopAt(); !more {
 			notice.entomb()

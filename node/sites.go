@@ -11,9 +11,7 @@ func (n *Node) placeFromSite(id uint64, spec Spec, r *Replication, reply func(Re
 	now := n.nowMs()
 	spec.RF = max(spec.RF, 1)
 	t := newTimer(id, r.Version, spec, now+r.StartTimeDelta, r.Seq, n.placement(r.Replicas, r.Sites), n.ring.ViewID())
-	if spec.Tombstone {
-		t.def = r.Definition
-	}
+	receivedMarks(t, spec, r)
 	// A replica holding a newer record answers 409 with it. The newest
 	// goes back to the forwarding site (see siteAnswered), even when
 	// another replica here took the stale record, and to the replicas here

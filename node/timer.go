@@ -80,9 +80,6 @@ type Timer struct {
 	// fingerprints are two timers whose IDs collided. It sits here to use
 	// the padding after slot.
 	def uint32
-	// calling is set while this replica's callback of pop Seq awaits its
-	// answer: the next pop waits for it (see onAlarm).
-	calling bool
 }
 
 // definitionHash fingerprints what a client defined: the timing and the
