@@ -25,9 +25,9 @@ func (x *index) rankBound(d *def) time.Duration {
 // window is the stretch around pop k in which a fault "touches" it: from
 // the previous pop's earliest due time (or the write, for pop 1) less the
 // worst rank delay, to the latest bound. A fault around the previous pop
-// still counts: a replica that dropped its copy on a failed callback, or
-// missed the popped notice, is only set right by the next pop's notice,
-// so until then the timer runs on a backup's schedule.
+// still counts: a replica that missed the popped notice is only set right
+// by the next pop's notice, so until then the timer runs on a backup's
+// schedule.
 func (x *index) window(d *def, k int) (a, b time.Duration) {
 	lo, hi := d.due(k)
 	r := x.rankBound(d)
@@ -35,18 +35,21 @@ func (x *index) window(d *def, k int) (a, b time.Duration) {
 }
 
 // lateBound is how late after its latest due time pop k may first arrive,
-// and false when no bound applies (all replicas may have been down). A
-// copy dropped before the pop's window (a failed callback, a missed
-// write, not revived since) stays dropped however long ago its fault
-// ended: then a replica that holds one pops it, at its rank, or, with
-// none left, whoever a notice revives, whenever (pop 6 of seed 5912).
+// and false when no bound applies (all replicas may have been down, or
+// failed its callback). A copy dropped before the pop's window (a missed
+// write or a crash, not revived since) stays dropped however long ago its
+// fault ended: then a replica that holds one pops it, at its rank, or,
+// with none left, whoever a notice revives, whenever (pop 6 of seed
+// 5912). A failed callback weighs in its own pop only (failedPop).
 func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 	a, b := x.window(d, k)
 	var out, strict map[string]bool
 	if x.popTouched(d, k, b) {
-		out, strict = x.withoutCopy(d, a, b)
+		out, strict = x.withoutCopy(d, k, a, b)
 	} else {
 		out, strict = x.dropped(d, a, a)
+		addAll(out, x.failedPop(d, k))
+		addAll(strict, x.failedPop(d, k))
 	}
 	if len(out) > 0 && x.allLost(d, strict) {
 		return 0, false
@@ -90,9 +93,8 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 		held = h
 	}
 	if held > 0 && d.placed {
-		// A replica that lost its copy at any time (missed write, crash,
-		// failed callback) may have it back from a late replica's notice,
-		// start and all.
+		// A replica that lost its copy at any time (missed write, crash)
+		// may have it back from a late replica's notice, start and all.
 		all, _ := x.dropped(d, d.lo, x.end)
 		for n := range all {
 			late[n] = true

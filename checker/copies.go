@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -31,8 +30,8 @@ func (x *index) copies(d *def) int {
 }
 
 // allLost reports whether every copy of d may be among the replicas in
-// unable (down, cut off, or without the copy a failed callback or crash
-// took; not counting a missed write). The write surely reached the
+// unable (down, cut off, failed the pop's callback, or without the copy a
+// crash took; not counting a missed write). The write surely reached the
 // replicas no fault kept it from, and an acknowledged one reached at least
 // a quorum of them (see copies), so every copy may be gone only when
 // unable holds all of the first and as many replicas as the quorum. A
@@ -138,14 +137,13 @@ func ackQuorum(rf int) int {
 	return 1
 }
 
-// withoutCopy is the nodes that may have been unable to pop d somewhere in
-// [a, b]: those a fault took down or cut off, and those whose callback
-// for d failed (refused, or answered after the timeout) by b with no
-// successful pop of d between that failure and a, since a replica whose
-// callback fails drops its copy until the next popped notice brings it
-// back (docs/design.md 4.7). all counts the replicas that may have missed
-// the write too, strict does not (see allLost).
-func (x *index) withoutCopy(d *def, a, b time.Duration) (all, strict map[string]bool) {
+// withoutCopy is the nodes that may have been unable to make pop k of d,
+// somewhere in its window [a, b]: those a fault took down or cut off,
+// those whose copy a missed write or a crash took and no notice brought
+// back (see dropped), and those whose callback of pop k failed (see
+// failedPop). all counts the replicas that may have missed the write too,
+// strict does not (see allLost).
+func (x *index) withoutCopy(d *def, k int, a, b time.Duration) (all, strict map[string]bool) {
 	all, strict = x.dropped(d, a, b)
 	for _, out := range []map[string]bool{all, strict} {
 		for n := range x.downNodes(d, a, b) {
@@ -158,6 +156,7 @@ func (x *index) withoutCopy(d *def, a, b time.Duration) (all, strict map[string]
 				addAll(out, s.fault.Peers)
 			}
 		}
+		addAll(out, x.failedPop(d, k))
 		if d.placed {
 			// Only the timer's replicas hold copies: a node cut off or
 			// down elsewhere in the cluster takes none away.
@@ -171,20 +170,28 @@ func (x *index) withoutCopy(d *def, a, b time.Duration) (all, strict map[string]
 	return all, strict
 }
 
-// dropped is the failed-callback half of withoutCopy: all counts the
-// replicas a fault may have kept the write from too, strict does not.
-func (x *index) dropped(d *def, a, b time.Duration) (all, strict map[string]bool) {
-	cf := x.copyFailures(d)
-	// A replica's latest failure by b decides: a pop that revives it
-	// revives every earlier one too.
-	latest := map[string]time.Duration{}
-	end := sort.Search(len(cf.pops), func(i int) bool { return cf.pops[i].at > b })
-	for i := end - 1; i >= 0 && len(latest) < cf.popNodes; i-- {
-		if _, seen := latest[cf.pops[i].node]; !seen {
-			latest[cf.pops[i].node] = cf.pops[i].at
+// failedPop is the replicas whose callback of pop k of d failed (refused,
+// or answered after the timeout). Each tried it once and left it to the
+// next replica; the failure costs that pop on that replica and no other
+// (docs/design.md 4.7), so it weighs in pop k's judgement only.
+func (x *index) failedPop(d *def, k int) []string {
+	var out []string
+	for _, i := range d.bySeq[k] {
+		if p := x.h.Pops[i]; x.failed(p) {
+			out = append(out, p.Node)
 		}
 	}
-	latestAll := maps.Clone(latest)
+	return out
+}
+
+// dropped is the nodes whose copy of d a missed write or a crash took
+// (a restarted node holds nothing), with no notice of a successful pop
+// since that brought it back, as of [a, b]: all counts the replicas a
+// fault may have kept the write from too, strict does not. A failed
+// callback takes no copy away (see failedPop).
+func (x *index) dropped(d *def, a, b time.Duration) (all, strict map[string]bool) {
+	cf := x.copyFailures(d)
+	latestAll, latest := map[string]time.Duration{}, map[string]time.Duration{}
 	for _, f := range cf.other {
 		if f.from > b {
 			continue
@@ -235,10 +242,8 @@ type copyFailure struct {
 
 // copyFailures is what dropped weighs, listed once per definition.
 type copyFailures struct {
-	pops     []copyFailure // failed callbacks, by time
-	popNodes int           // distinct nodes in pops
-	other    []copyFailure // missed writes, crashes, cuts from the endpoint
-	oks      []Pop         // successful pops, by time
+	other []copyFailure // missed writes and crashes
+	oks   []Pop         // successful pops, by time
 }
 
 // copyFailures lists every moment a replica of d may have lost its copy,
@@ -248,20 +253,15 @@ func (x *index) copyFailures(d *def) *copyFailures {
 		return d.failures
 	}
 	cf := &copyFailures{}
-	nodes := map[string]bool{}
 	for _, idx := range d.bySeq {
 		for _, i := range idx {
-			if p := x.h.Pops[i]; x.failed(p) {
-				cf.pops = append(cf.pops, copyFailure{node: p.Node, at: p.At, from: p.At})
-				nodes[p.Node] = true
-			} else {
+			if p := x.h.Pops[i]; !x.failed(p) {
 				cf.oks = append(cf.oks, p)
 			}
 		}
 	}
-	cf.popNodes = len(nodes)
-	// A replica that missed the write holds no copy either, nor one that
-	// crashed since (it restarts empty), until a notice reaches it.
+	// A replica that missed the write holds no copy, nor one that crashed
+	// since (it restarts empty), until a notice reaches it.
 	if d.placed {
 		for n := range x.missedWrite(d) {
 			if slices.Contains(d.replicas, n) {
@@ -278,29 +278,6 @@ func (x *index) copyFailures(d *def) *copyFailures {
 			}
 		}
 	}
-	// A replica cut off from the endpoint when a pop fell due failed that
-	// callback too, with no pop in the history to show for it.
-	for _, sp := range d.spans {
-		if sp.fault.Kind != Partition && sp.fault.Kind != Clog || sp.to < d.lo {
-			continue
-		}
-		if _, due := x.firstDueIn(d, max(sp.from, d.lo), sp.to); !due {
-			continue
-		}
-		var cut []string
-		if slices.Contains(sp.fault.Peers, d.host) {
-			cut = append(cut, sp.fault.Nodes...)
-		}
-		if slices.Contains(sp.fault.Nodes, d.host) {
-			cut = append(cut, sp.fault.Peers...)
-		}
-		for _, n := range cut {
-			if !x.endpoints[n] {
-				cf.other = append(cf.other, copyFailure{node: n, at: sp.to, from: sp.from})
-			}
-		}
-	}
-	sort.SliceStable(cf.pops, func(i, j int) bool { return cf.pops[i].at < cf.pops[j].at })
 	sort.SliceStable(cf.oks, func(i, j int) bool { return cf.oks[i].At < cf.oks[j].At })
 	d.failures = cf
 	return cf

@@ -32,7 +32,7 @@ const (
 	// definition before the pop's deadline, so the pop is not owed.
 	ExSuperseded Excuse = "superseded"
 	// ExCopiesLost: a fault may have removed every copy before the pop
-	// fell due (rf replicas crashed, a failed callback dropped the copy).
+	// fell due (as many replicas as hold it crashed).
 	ExCopiesLost Excuse = "copies-lost"
 	// ExHeld: a pause or clog held the write's replication, and a replica
 	// applies the start-time-delta when the message arrives, so every
@@ -237,6 +237,7 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 	if p == Liveness && touched {
 		a, b := x.window(d, k)
 		_, strict := x.dropped(d, a, b)
+		addAll(strict, x.failedPop(d, k))
 		ok = !x.allLost(d, strict)
 	}
 	switch {

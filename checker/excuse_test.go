@@ -79,11 +79,14 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 		}},
 		{ExFault + "/fail-callback", "G4", func(h *History, p, b, o string, rel bool) {
 			// The endpoint refuses the primary's pop 3; the backup pops
-			// it at its rank, and its notice revives the primary's copy.
+			// it at its rank. Moved: the endpoint is fine, takes the
+			// primary's pop, and the backup's is a duplicate.
 			uri := pick(rel, "http://client/cb", "http://elsewhere/cb")
 			h.Faults = []Fault{{At: 2900 * ms, Kind: FailCallback, Nodes: []string{uri}},
 				{At: 3500 * ms, Kind: CallbackOK, Nodes: []string{uri}}}
-			h.Pops[2].Answered = 500
+			if rel {
+				h.Pops[2].Answered = 500
+			}
 			again := pop(5020*ms, b, "a", 3)
 			again.Timer = placedTimer
 			h.Pops = append(h.Pops, again)
@@ -105,31 +108,14 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			h.Pops = h.Pops[:2]
 		}},
 		{ExCopiesLost, "G2", func(h *History, p, b, o string, rel bool) {
-			// rf 1: the only replica's callback of pop 3 fails and it
-			// drops its copy, so no pop follows. Moved: the refused pop
-			// is another timer's.
-			h.Ops[0].Spec.ReplicationFactor = 1
+			// The create's replication to the backup is lost, and the
+			// primary, its only holder, crashes before pop 3 and
+			// restarts empty: no copy is left. Moved: the lost message
+			// was another timer's, so the backup holds one and owes
+			// pops 3 and on at its rank.
+			h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: pickTimer(rel)},
+				{At: 2500 * ms, Kind: Crash, Nodes: []string{p}}}
 			h.Pops = h.Pops[:2]
-			refused := pop(3020*ms, p, pick(rel, "a", "x"), 3)
-			refused.Answered = 500
-			h.Faults = []Fault{{At: 2900 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
-				{At: 3500 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}}}
-			h.Pops = append(h.Pops, refused)
-			if !rel {
-				h.Ops = append(h.Ops, write(2, Create, 99, "x", sec, 10*sec, 0, 10*ms, OK))
-			}
-		}},
-		{ExCopiesLost, "G3", func(h *History, p, b, o string, rel bool) {
-			lostThenRepaired(h, p, b, rel)
-		}},
-		{ExCopiesLost, "G4", func(h *History, p, b, o string, rel bool) {
-			// As above, and the backup's notice of pop 12 revives the
-			// primary's copy while the primary, catching up too, pops
-			// 12 again.
-			lostThenRepaired(h, p, b, rel)
-			again := pop(25500*ms, p, "a", 12)
-			again.Timer = placedTimer
-			h.Pops = append(h.Pops, again)
 		}},
 		{ExHeld, "G3", func(h *History, p, b, o string, rel bool) {
 			// The primary stands still while the write reaches it: it
@@ -157,13 +143,13 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 		}},
 		{ExSharedID, "G2", func(h *History, p, b, o string, rel bool) {
 			// The backup holds another timer under the ID, so when the
-			// primary's callback of pop 3 is refused and it drops its
-			// copy, nobody pops again. Moved: the collision was another
-			// timer's, and the backup should have popped at its rank.
+			// primary's callback of pop 3 is refused, nobody makes pop
+			// 3; the primary goes on with pop 4. Moved: the collision
+			// was another timer's, and the backup should have popped 3
+			// at its rank.
 			h.Faults = []Fault{{At: 5 * ms, Kind: IDCollision, Nodes: []string{b}, Timer: pickTimer(rel)},
 				{At: 2900 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
 				{At: 3500 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}}}
-			h.Pops = h.Pops[:3]
 			h.Pops[2].Answered = 500
 		}},
 		{ExLinTaint, "G5", func(h *History, p, b, o string, rel bool) {
@@ -195,27 +181,6 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			c.build(h, p, b, o, false)
 			requireHas(t, Check(h), c.want)
 		})
-	}
-}
-
-// lostThenRepaired builds the copies-lost history of G3: the write's
-// replication to the backup is lost and the primary's callback of pop 3
-// fails, so no copy is left. Pops 4.. are not owed, and those the backup
-// makes once a notice repairs it, long after any fault, are not late.
-// Moved (related false): the lost message was another timer's, so the
-// backup held a copy all along and owed each pop at its rank.
-func lostThenRepaired(h *History, p, b string, related bool) {
-	h.Ops[0].Spec.RepeatFor, h.End = 20*sec, 40*sec
-	h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: pickTimer(related)},
-		{At: 2900 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
-		{At: 3500 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}}}
-	refused := pop(3020*ms, p, "a", 3)
-	refused.Timer, refused.Answered = placedTimer, 500
-	h.Pops = append(h.Pops[:2], refused)
-	for k := 12; k <= 20; k++ {
-		late := pop(25*sec+time.Duration(k)*ms, b, "a", k)
-		late.Timer = placedTimer
-		h.Pops = append(h.Pops, late)
 	}
 }
 
@@ -307,14 +272,18 @@ func TestSitesPlaceEachTimerInBoth(t *testing.T) {
 	requireHas(t, Check(build(nil)), "G3")
 	// The forward to the other site is lost on its way to the relay, so
 	// the other site never holds the timer: when the home replica's pop
-	// 1 is refused, nobody pops it. Lost to a node of no role, it is G2.
+	// 1 is refused, nobody pops it; the home replica goes on with pop 2.
+	// Lost to a node of no role, pop 1 is G2.
 	for _, lostTo := range []string{relay(sites), "n9"} {
 		h := build([]Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{home}, Peers: []string{lostTo}, Timer: placedTimer},
 			{At: 900 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
 			{At: 1500 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}}})
 		refused := pop(sec+20*ms, home, "a", 1)
 		refused.Timer, refused.Answered = placedTimer, 500
-		h.Pops = []Pop{refused}
+		h.Pops = append([]Pop{refused}, pops(home, "a", 2, 3, 0)...)
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
 		h.End = 3500 * ms
 		if vs := Check(h); lostTo == "n9" {
 			requireHas(t, vs, "G2")
@@ -402,18 +371,29 @@ func TestSitesWriteLagAndQuorum(t *testing.T) {
 		}
 	}
 	// rf 2 in each site: the create is acknowledged by one of the home
-	// site's two replicas, and its forward to the other site is lost. Both
-	// home replicas' callbacks for pop 1 fail, so no copy is left to pop
-	// 2..20, even once the faults are over. Lost to a node of no role,
-	// the other site holds the timer.
+	// site's two replicas, and its forward to the other site is lost.
+	// Both home replicas' callbacks for pops 1 to 3 fail, or succeed at
+	// the backup's rank once the endpoint is back; the primary makes the
+	// rest. Lost to a node of no role, the other site holds the timer
+	// and owes pop 1.
 	for _, lostTo := range []string{relay(sites), "n9"} {
 		h := base(2, []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{home}, Peers: []string{lostTo}, Timer: placedTimer},
 			{At: 900 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
 			{At: 3500 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}}})
-		for i, n := range Replicas(sites[0], placedTimer, 2) {
-			p := pop(time.Duration(1+2*i)*sec+20*ms, n, "a", 1)
-			p.Timer, p.Answered = placedTimer, 500
-			h.Pops = append(h.Pops, p)
+		replicas := Replicas(sites[0], placedTimer, 2)
+		for k := 1; k <= 3; k++ {
+			for i, n := range replicas {
+				p := pop(time.Duration(k+2*i)*sec+20*ms, n, "a", k)
+				p.Timer = placedTimer
+				if p.At < 3500*ms {
+					p.Answered = 500
+				}
+				h.Pops = append(h.Pops, p)
+			}
+		}
+		h.Pops = append(h.Pops, pops(replicas[0], "a", 4, 20, 0)...)
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
 		}
 		if vs := Check(h); lostTo == "n9" {
 			requireHas(t, vs, "G2")

@@ -210,14 +210,15 @@ func sortedSeqs(d *def) []int {
 }
 
 // accepted reports whether the endpoint accepted the pop: a replica whose
-// callback is refused drops its copy and the next replica pops again
-// (docs/design.md 4.7), which is no duplicate. A status of 0 (not recorded)
+// callback is refused leaves that pop to the next replica, which pops it
+// again (docs/design.md 4.7), and that is no duplicate. A status of 0 (not recorded)
 // counts as accepted, so that a simulator that leaves Answered unset does
 // not silently switch the duplicate and lost-pop checks off.
 func accepted(p Pop) bool { return p.Answered == 0 || p.Answered >= 200 && p.Answered <= 299 }
 
 // failed reports whether the replica that delivered p took its callback
-// for a failure, and so dropped its copy (docs/design.md 4.7): the endpoint
+// for a failure, and left the pop to the next replica (docs/design.md
+// 4.7): the endpoint
 // refused it, or answered after the service's timeout during a
 // slow-callback fault (the simulator's slow endpoints answer after more
 // than the 2 s the service waits).

@@ -88,73 +88,30 @@ func (x *index) firstDueIn(d *def, a, b time.Duration) (time.Duration, bool) {
 	return max(a, lo), true
 }
 
-// lossFrom is the earliest time a fault may have removed every copy of d:
-// rf distinct replicas crashed (or, after a write a fault touched, as many
-// as its quorum: with rf <= 2 one replica may be all it reached), or as
-// many replicas as hold a
-// copy dropped theirs (see dropped: a failed callback, a cut from the
-// endpoint over a due time, a missed write), with no successful pop since
-// whose notice brings one back. Each such failure is weighed where it
-// fell: a clock set right may pop a timer before its due time, into a
-// callback fault that ended before that due time (seed 11801). One
-// replica's failed callback is no loss while another holds a copy: that
-// one pops at its rank.
+// lossFrom is the earliest time a fault may have removed every copy of d
+// for good: rf distinct replicas crashed (a restarted node holds nothing),
+// or, after a write a fault touched, as many as its quorum (with rf <= 2
+// one replica may be all it reached). A failed callback, or a replica cut
+// off from the endpoint, removes no copy: it costs that pop on that
+// replica only (docs/design.md 4.7), and is weighed in that pop's
+// judgement (see failedPop and withoutCopy).
 func (x *index) lossFrom(d *def) time.Duration {
 	l := never
 	crashed := map[string]bool{}
 	partial := x.touched(d, d.lo, min(d.hi, x.end))
-	var failures []time.Duration
 	for _, s := range d.spans {
-		if s.to < d.lo {
+		if s.to < d.lo || s.fault.Kind != Crash {
 			continue
 		}
-		switch s.fault.Kind {
-		case Crash:
-			for _, n := range s.fault.Nodes {
-				if !d.placed || slices.Contains(d.replicas, n) {
-					crashed[n] = true
-				}
-			}
-			// An acknowledged write reached at least a quorum of the
-			// replicas, all of them unless a fault touched it.
-			if partial && len(crashed) >= d.quorum || len(crashed) >= d.rf || len(s.fault.Nodes) == 0 {
-				l = min(l, max(s.from, d.lo))
-			}
-		case Partition, Clog, SlowCallback, FailCallback:
-			if t, ok := x.firstDueIn(d, s.from, s.to); ok {
-				failures = append(failures, t)
+		for _, n := range s.fault.Nodes {
+			if !d.placed || slices.Contains(d.replicas, n) {
+				crashed[n] = true
 			}
 		}
-	}
-	for _, idx := range d.bySeq {
-		for _, i := range idx {
-			if p := x.h.Pops[i]; x.failed(p) {
-				failures = append(failures, p.At)
-			}
-		}
-	}
-	slices.Sort(failures)
-	judged := map[int]bool{}
-	for _, f := range failures {
-		if f >= l {
-			break
-		}
-		// The copies left are counted in the windows of the first pops
-		// that may see the failure, each window once.
-		k := 1
-		if iv := d.op.Spec.Interval; iv > 0 && f-x.rankBound(d)-d.hi > 0 {
-			k = max(1, int((f-x.rankBound(d)-d.hi+iv-1)/iv))
-		}
-		for j := k; j <= min(k+2, d.op.Spec.Pops()); j++ {
-			if judged[j] {
-				continue
-			}
-			judged[j] = true
-			a, b := x.window(d, j)
-			if _, strict := x.dropped(d, a, b); x.allLost(d, strict) {
-				l = min(l, f)
-				break
-			}
+		// An acknowledged write reached at least a quorum of the
+		// replicas, all of them unless a fault touched it.
+		if partial && len(crashed) >= d.quorum || len(crashed) >= d.rf || len(s.fault.Nodes) == 0 {
+			l = min(l, max(s.from, d.lo))
 		}
 	}
 	return l

@@ -76,10 +76,12 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 	liveness := x.tl.liveFrom > 0 && lo >= x.tl.liveFrom && touched
 	if liveness {
 		// G7: all replicas must be back, so the replica bound holds,
-		// unless failed callbacks left no replica a live copy: a dormant
-		// copy is revived only by the notice of a pop of a replica that
-		// missed the write, whenever that falls (seed 9920).
+		// unless every replica failed this pop's callback or lost its
+		// copy: a lost copy comes back only with the notice of a pop of
+		// a replica that missed the write, whenever that falls (seed
+		// 9920).
 		_, strict := x.dropped(d, a, b)
+		addAll(strict, x.failedPop(d, seq))
 		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, !x.allLost(d, strict)
 	}
 	if !ok || p.At <= hi+bound+x.lag(d, p.At) || (touched || x.replacedByHitWrite(d)) && d.cutoff <= hi+bound {
