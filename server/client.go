@@ -36,11 +36,12 @@ const (
 // Serial in batches, by one goroutine.
 type Client struct {
 	// enter runs f inside the node: the Serial's Do, or a test's stand-in.
-	enter  func(f func()) bool
-	http   *http.Client
-	log    *slog.Logger
-	limits limits
-	count  counters
+	enter   func(f func()) bool
+	http    *http.Client
+	log     *slog.Logger
+	limits  limits
+	count   counters
+	metrics *metrics
 	// base is cancelled by Close, so round trips still running at shutdown
 	// end at once instead of at their timeout.
 	base   context.Context
@@ -85,6 +86,7 @@ func newClient(enter func(func()) bool, log *slog.Logger, lim limits, rt http.Ro
 		stop:      make(chan struct{}),
 		delivered: make(chan struct{}),
 	}
+	c.metrics = newMetrics(c)
 	go c.deliver()
 	return c
 }
@@ -109,12 +111,12 @@ func newTransport() *http.Transport {
 // is written. A full queue, or a request that waited too long, fails with
 // ErrShed. After Close, done is never called: the node is stopped.
 func (c *Client) Send(req node.Request, timeout time.Duration, done func(node.Response, error)) {
-	key := hostKey(req.URL)
+	key, kind := hostKey(req.URL), kindOf(req)
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		c.count.failed.Add(1)
+		c.record(kind, outcomeFailed, noConn)
 		return
 	}
 	h := c.hosts[key]
@@ -123,11 +125,11 @@ func (c *Client) Send(req node.Request, timeout time.Duration, done func(node.Re
 		c.hosts[key] = h
 	}
 	if h.waiting() >= c.limits.queue {
-		c.shedLocked(h, now)
+		c.shedLocked(h, kind, now)
 		c.results.push(completion{done: done, err: shedError(key, fmt.Sprintf("queue full (%d waiting)", h.waiting()))})
 		return
 	}
-	h.push(&job{req: req, timeout: timeout, done: done, queued: now})
+	h.push(&job{req: req, kind: kind, timeout: timeout, done: done, queued: now})
 	c.count.depth.Add(1)
 	if h.waiting() > h.idle && h.workers < c.limits.workers {
 		h.workers++

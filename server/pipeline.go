@@ -104,6 +104,7 @@ func (c *counters) stats() ClientStats {
 // job is one queued send.
 type job struct {
 	req     node.Request
+	kind    int
 	timeout time.Duration
 	done    func(node.Response, error)
 	queued  time.Time
@@ -220,8 +221,8 @@ func shedError(key, why string) error {
 
 // shedLocked counts a shed send of h and logs at most one line per
 // interval; c.mu is held.
-func (c *Client) shedLocked(h *host, now time.Time) {
-	c.count.shed.Add(1)
+func (c *Client) shedLocked(h *host, kind int, now time.Time) {
+	c.record(kind, outcomeShed, noConn)
 	h.shedSince++
 	if now.Sub(h.lastLog) < c.limits.logEvery {
 		return

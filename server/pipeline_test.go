@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
 	"testing"
@@ -265,4 +266,36 @@ func TestHostKey(t *testing.T) {
 			t.Errorf("hostKey(%q) = %q, want %q", tt.url, got, tt.want)
 		}
 	}
+}
+
+// TestClientMetrics proves the outbound counters reach the Prometheus
+// metrics by kind and outcome: a callback answered, a peer request answered
+// and a callback shed, beside the queue depth and the callback durations.
+func TestClientMetrics(t *testing.T) {
+	logs := &syncBuffer{}
+	inBubble(t, 1, time.Minute, logs, func(t *testing.T, c *Client) {
+		callback := func(path string) {
+			h := node.Header{node.HeaderTimerID: "0123456789abcdef"}
+			c.Send(node.Request{Method: http.MethodPost, URL: "http://cb.test" + path, Header: h}, time.Second, func(node.Response, error) {})
+			synctest.Wait()
+		}
+		callback("/cb")    // answered
+		callback("/block") // in flight
+		callback("/cb")    // queued
+		callback("/cb")    // shed
+		<-send(c, "http://peer.test/timers", time.Second)
+		rec := httptest.NewRecorder()
+		c.Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, MetricsPath, nil))
+		for _, want := range []string{
+			`chronos_outbound_requests_total{kind="callback",outcome="ok"} 1`,
+			`chronos_outbound_requests_total{kind="callback",outcome="shed"} 1`,
+			`chronos_outbound_requests_total{kind="peer",outcome="ok"} 1`,
+			`chronos_outbound_queue_depth 1`,
+			`chronos_callback_duration_seconds_count 1`,
+		} {
+			if !strings.Contains(rec.Body.String(), want) {
+				t.Errorf("metrics lack %q:\n%s", want, rec.Body)
+			}
+		}
+	})
 }

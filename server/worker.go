@@ -76,6 +76,7 @@ func (c *Client) rest(h *host, leave bool) bool {
 func (c *Client) serve(h *host, j *job) {
 	var resp node.Response
 	var err error
+	took := noConn
 	switch waited := time.Since(j.queued); {
 	case c.base.Err() != nil:
 		err = fmt.Errorf("server: %s %s: %w", j.req.Method, j.req.URL, ErrClientClosed)
@@ -83,30 +84,36 @@ func (c *Client) serve(h *host, j *job) {
 		err = shedError(h.key, fmt.Sprintf("waited %v for a worker, more than %v", waited, c.limits.queueWait))
 	default:
 		c.count.inFlight.Add(1)
-		resp, err = c.roundTrip(j)
+		resp, took, err = c.roundTrip(j)
 		c.count.inFlight.Add(-1)
 	}
 	switch {
 	case err == nil:
-		c.count.ok.Add(1)
+		c.record(j.kind, outcomeOK, took)
 	case errors.Is(err, ErrShed):
 		c.mu.Lock()
-		c.shedLocked(h, time.Now())
+		c.shedLocked(h, j.kind, time.Now())
 		c.mu.Unlock()
 	default:
-		c.count.failed.Add(1)
+		c.record(j.kind, outcomeFailed, took)
 	}
 	c.results.push(completion{done: j.done, resp: resp, err: err})
 }
 
-// roundTrip performs one request, outside the node lock.
-func (c *Client) roundTrip(j *job) (node.Response, error) {
-	req := j.req
+// roundTrip performs one request, outside the node lock, and returns how
+// long it took from having its connection (noConn if it never had one).
+func (c *Client) roundTrip(j *job) (node.Response, time.Duration, error) {
 	ctx, cancel := context.WithCancelCause(c.base)
 	defer cancel(nil)
 	d := startDeadline(cancel, j.queued.Add(c.limits.queueWait), j.timeout)
 	defer d.stop()
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: d.gotConn})
+	resp, err := c.exchange(ctx, j.req)
+	return resp, d.took(), err
+}
+
+// exchange writes req and reads its response under ctx.
+func (c *Client) exchange(ctx context.Context, req node.Request) (node.Response, error) {
 	hr, err := http.NewRequestWithContext(ctx, req.Method, req.URL, bytes.NewReader(req.Body))
 	if err != nil {
 		return node.Response{}, fmt.Errorf("server: build %s %s: %w", req.Method, req.URL, err)
@@ -148,6 +155,7 @@ type deadline struct {
 	mu      sync.Mutex
 	timer   *time.Timer
 	written bool
+	wroteAt time.Time
 	timeout time.Duration
 }
 
@@ -175,9 +183,19 @@ func (d *deadline) gotConn(httptrace.GotConnInfo) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.written && d.timer.Stop() {
-		d.written = true
+		d.written, d.wroteAt = true, time.Now()
 		d.timer.Reset(d.timeout)
 	}
+}
+
+// took returns the time since the request had its connection, or noConn.
+func (d *deadline) took() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.written {
+		return noConn
+	}
+	return time.Since(d.wroteAt)
 }
 
 func (d *deadline) stop() { d.timer.Stop() }
