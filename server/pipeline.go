@@ -113,9 +113,11 @@ type job struct {
 // host is the queue and workers of one destination. All fields but wake
 // are guarded by Client.mu.
 type host struct {
-	key     string
+	key string
+	// jobs is the queue, oldest first. Taking re-slices it, so appending
+	// reallocates only the requests still waiting, and a queue that never
+	// drains does not grow past about twice its length.
 	jobs    []*job
-	head    int
 	workers int
 	idle    int
 	// wake holds one token per job a worker may not have seen yet.
@@ -125,23 +127,20 @@ type host struct {
 	lastLog   time.Time
 }
 
-func (h *host) waiting() int { return len(h.jobs) - h.head }
+func (h *host) waiting() int { return len(h.jobs) }
 
-func (h *host) push(j *job) {
-	if h.head > 0 && h.head == len(h.jobs) {
-		clear(h.jobs)
-		h.jobs, h.head = h.jobs[:0], 0
-	}
-	h.jobs = append(h.jobs, j)
-}
+func (h *host) push(j *job) { h.jobs = append(h.jobs, j) }
 
 func (h *host) pop() *job {
-	if h.waiting() == 0 {
+	if len(h.jobs) == 0 {
 		return nil
 	}
-	j := h.jobs[h.head]
-	h.jobs[h.head] = nil
-	h.head++
+	j := h.jobs[0]
+	h.jobs[0] = nil
+	h.jobs = h.jobs[1:]
+	if len(h.jobs) == 0 {
+		h.jobs = nil
+	}
 	return j
 }
 

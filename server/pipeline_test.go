@@ -299,3 +299,20 @@ func TestClientMetrics(t *testing.T) {
 		}
 	})
 }
+
+// TestHostQueueStaysBounded proves a host's queue that never drains does
+// not grow without bound: after 100,000 requests in and out with one or
+// two always waiting, its backing array holds few more than those.
+func TestHostQueueStaysBounded(t *testing.T) {
+	h := &host{}
+	h.push(&job{})
+	for range 100_000 {
+		h.push(&job{})
+		if h.pop() == nil {
+			t.Fatal("pop of a non-empty queue returned nil")
+		}
+	}
+	if h.waiting() != 1 || cap(h.jobs) > 16 {
+		t.Errorf("waiting %d, capacity %d: want 1 waiting in at most 16", h.waiting(), cap(h.jobs))
+	}
+}
