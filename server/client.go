@@ -124,9 +124,10 @@ func (c *Client) Send(req node.Request, timeout time.Duration, done func(node.Re
 		h = &host{key: key, wake: make(chan struct{}, c.limits.workers)}
 		c.hosts[key] = h
 	}
-	if h.waiting() >= c.limits.queue {
+	if h.waiting() >= c.limits.queue || c.count.depth.Load() >= int64(c.limits.queued) {
 		c.shedLocked(h, kind, now)
-		c.results.push(completion{done: done, err: shedError(key, fmt.Sprintf("queue full (%d waiting)", h.waiting()))})
+		why := fmt.Sprintf("queue full (%d waiting, %d for all hosts)", h.waiting(), c.count.depth.Load())
+		c.results.push(completion{done: done, err: shedError(key, why)})
 		return
 	}
 	h.push(&job{req: req, kind: kind, timeout: timeout, done: done, queued: now})

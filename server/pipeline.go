@@ -24,6 +24,10 @@ const (
 	// clientMaxQueuePerHost bounds the requests waiting for a worker of
 	// one host; a send beyond it is shed at once (ErrShed).
 	clientMaxQueuePerHost = 16384
+	// clientMaxQueued bounds the requests waiting for a worker over all
+	// hosts, callbacks to many hosts included; a send beyond it is shed
+	// at once (ErrShed).
+	clientMaxQueued = 65536
 	// clientMaxQueueWait bounds the wait of a request for a worker and for
 	// a connection; a request that waited longer is shed (ErrShed). It
 	// matches the 2 s by which a backup replica pops after the one before
@@ -54,7 +58,8 @@ var ErrClientClosed = errors.New("client closed")
 // limits are a Client's pipeline limits; the defaults are the constants
 // above, and tests shrink them.
 type limits struct {
-	workers, queue, batch     int
+	workers, queue, queued    int
+	batch                     int
 	queueWait, idle, logEvery time.Duration
 }
 
@@ -62,6 +67,7 @@ func defaultLimits() limits {
 	return limits{
 		workers:   clientWorkersPerHost,
 		queue:     clientMaxQueuePerHost,
+		queued:    clientMaxQueued,
 		batch:     clientMaxBatch,
 		queueWait: clientMaxQueueWait,
 		idle:      clientWorkerIdle,
@@ -178,7 +184,8 @@ type completion struct {
 
 // completions is the queue of outcomes waiting for the node. It never
 // blocks a producer: a send shed at once queues its failure from under the
-// node lock.
+// node lock. Its bound is that of the sends: one outcome each, and those
+// not shed at once are at most clientMaxQueued waiting plus the workers'.
 type completions struct {
 	mu    sync.Mutex
 	items []completion

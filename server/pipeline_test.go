@@ -53,10 +53,11 @@ type outcome struct {
 }
 
 // testClient is a Client on fakeTransport with one worker per host and the
-// given queue bounds, entering a real Serial; it logs to logs.
+// given queue bounds (for each host and for all, queue), entering a real
+// Serial; it logs to logs.
 func testClient(queue int, queueWait time.Duration, logs *syncBuffer) *Client {
 	lim := defaultLimits()
-	lim.workers, lim.queue, lim.queueWait = 1, queue, queueWait
+	lim.workers, lim.queue, lim.queued, lim.queueWait = 1, queue, queue, queueWait
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	return newClient(NewSerial().Do, log, lim, fakeTransport{})
 }
@@ -281,9 +282,9 @@ func TestClientMetrics(t *testing.T) {
 		}
 		callback("/cb")    // answered
 		callback("/block") // in flight
-		callback("/cb")    // queued
-		callback("/cb")    // shed
 		<-send(c, "http://peer.test/timers", time.Second)
+		callback("/cb") // queued
+		callback("/cb") // shed
 		rec := httptest.NewRecorder()
 		c.Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, MetricsPath, nil))
 		for _, want := range []string{
@@ -315,4 +316,17 @@ func TestHostQueueStaysBounded(t *testing.T) {
 	if h.waiting() != 1 || cap(h.jobs) > 16 {
 		t.Errorf("waiting %d, capacity %d: want 1 waiting in at most 16", h.waiting(), cap(h.jobs))
 	}
+}
+
+// TestClientShedsWhenAllQueuesFull proves the bound over all hosts: with
+// it reached, a send to a host with an empty queue is shed too.
+func TestClientShedsWhenAllQueuesFull(t *testing.T) {
+	inBubble(t, 1, time.Minute, &syncBuffer{}, func(t *testing.T, c *Client) {
+		send(c, "http://a.test/block", time.Hour)
+		synctest.Wait()
+		send(c, "http://a.test/cb", time.Hour) // queued: the bound over all hosts is 1
+		if o := <-send(c, "http://b.test/cb", time.Hour); !errors.Is(o.err, ErrShed) || !strings.Contains(o.err.Error(), "for all hosts") {
+			t.Errorf("send to another host: err = %v, want ErrShed for all hosts", o.err)
+		}
+	})
 }
