@@ -330,3 +330,27 @@ func TestClientShedsWhenAllQueuesFull(t *testing.T) {
 		}
 	})
 }
+
+// TestClientCompletionPanicClosesNode proves a panic in a completion is
+// the node's: the Serial records it and refuses the rest, the panic does
+// not escape the delivering goroutine (the run loop reports it), and Close
+// still returns.
+func TestClientCompletionPanicClosesNode(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewSerial()
+		c := newClient(s.Do, nil, defaultLimits(), fakeTransport{})
+		c.Send(node.Request{Method: http.MethodPost, URL: "http://cb.test/cb"}, time.Second, func(node.Response, error) { panic("broken invariant") })
+		synctest.Wait()
+		after := send(c, "http://cb.test/cb", time.Second)
+		c.Close()
+		<-s.Failed()
+		if err := s.Err(); err == nil || !strings.Contains(err.Error(), "broken invariant") {
+			t.Errorf("Serial.Err() = %v, want the completion's panic", err)
+		}
+		select {
+		case o := <-after:
+			t.Errorf("a completion after the panic entered the node: %+v", o)
+		default:
+		}
+	})
+}

@@ -228,11 +228,25 @@ func (c *Client) flush(buf *[]completion) bool {
 	}
 	c.count.batches.Add(1)
 	c.count.completions.Add(uint64(len(b)))
+	c.enterBatch(b)
+	clear(b)
+	return true
+}
+
+// enterBatch runs the done callbacks of b under one entry into the node.
+// A panic in one is the node's: the Serial has recorded it and closed, so
+// the rest of the batch and every later one are dropped, and the run loop
+// stops the process (Serial.Failed). It is not re-raised here, where it
+// would kill the process before that loop reports it.
+func (c *Client) enterBatch(b []completion) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("node panicked handling a completion", "panic", v)
+		}
+	}()
 	c.enter(func() {
 		for i := range b {
 			b[i].done(b[i].resp, b[i].err)
 		}
 	})
-	clear(b)
-	return true
 }
