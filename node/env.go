@@ -32,7 +32,12 @@ type Alarm interface {
 // or with an error (connection refused, timeout, partition).
 type Network interface {
 	// Send sends req to the absolute URL in req.URL and calls done with the
-	// outcome, no later than timeout after the call.
+	// outcome. timeout counts from when the request is written, not from
+	// the call: a driver may first queue the request for a worker and a
+	// connection, for at most a bound of its own (production: 2 s), and
+	// fails it at once when its queue is full or that bound has passed. So
+	// done comes no later than that queue bound plus timeout after the
+	// call. Send never calls done before it returns.
 	Send(req Request, timeout time.Duration, done func(Response, error))
 }
 

@@ -1,13 +1,12 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
@@ -21,7 +20,8 @@ var _ node.Network = (*Client)(nil)
 // open a connection for each (70% of a node's CPU went to dialing, and
 // 30,000 pops into one endpoint took minutes); bounded, the requests wait
 // for a connection and reuse it (30,000 in under a second on loopback).
-// The wait counts in the request's timeout.
+// The wait for a worker and a connection counts against clientMaxQueueWait,
+// not against the request's timeout (see pipeline.go).
 const (
 	clientMaxIdleConns        = 4096
 	clientMaxIdleConnsPerHost = 512
@@ -30,37 +30,65 @@ const (
 	clientDialTimeout         = 2 * time.Second
 )
 
-// Client is the node's network in production: each Send is one HTTP round
-// trip on its own goroutine, and its outcome is handed to the node through
-// the Serial.
+// Client is the node's network in production. Each Send waits in the queue
+// of its destination host for one of that host's workers, which performs
+// the HTTP round trip; the outcomes are handed to the node through the
+// Serial in batches, by one goroutine.
 type Client struct {
-	serial *Serial
-	http   *http.Client
-	log    *slog.Logger
+	// enter runs f inside the node: the Serial's Do, or a test's stand-in.
+	enter   func(f func()) bool
+	http    *http.Client
+	log     *slog.Logger
+	limits  limits
+	count   counters
+	metrics *metrics
 	// base is cancelled by Close, so round trips still running at shutdown
 	// end at once instead of at their timeout.
 	base   context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
+
+	// mu guards hosts and closed; Send takes it under the node lock, so
+	// nothing slow happens under it.
+	mu      sync.Mutex
+	hosts   map[string]*host
+	closed  bool
+	workers sync.WaitGroup
+
+	results   *completions
+	stop      chan struct{} // closed by Close once every worker ended
+	delivered chan struct{} // closed when the delivering goroutine ended
 }
 
 // NewClient returns a Client whose completions go through s.
 func NewClient(s *Serial, log *slog.Logger) *Client {
+	return newClient(s.Do, log, defaultLimits(), newTransport())
+}
+
+func newClient(enter func(func()) bool, log *slog.Logger, lim limits, rt http.RoundTripper) *Client {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	base, cancel := context.WithCancel(context.Background())
-	return &Client{
-		serial: s,
+	base, cancel := context.WithCancelCause(context.Background())
+	c := &Client{
+		enter: enter,
 		http: &http.Client{
-			Transport: newTransport(),
+			Transport: rt,
 			// A callback or peer that redirects is answering something
 			// else; the node sees the 3xx and judges it.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		log:    log,
-		base:   base,
-		cancel: cancel,
+		log:       log,
+		limits:    lim,
+		base:      base,
+		cancel:    cancel,
+		hosts:     make(map[string]*host),
+		results:   newCompletions(),
+		stop:      make(chan struct{}),
+		delivered: make(chan struct{}),
 	}
+	c.metrics = newMetrics(c)
+	go c.deliver()
+	return c
 }
 
 func newTransport() *http.Transport {
@@ -76,48 +104,67 @@ func newTransport() *http.Transport {
 	}
 }
 
-// Send performs req and calls done under the node lock with the outcome, no
-// later than timeout after the call (plus the wait for the lock).
+// Send queues req for its destination host and returns at once. done is
+// called under the node lock with the outcome within clientMaxQueueWait
+// plus timeout: the wait for a worker and a connection is bounded by the
+// first, and timeout counts from when the request has its connection and
+// is written. A full queue, or a request that waited too long, fails with
+// ErrShed. After Close, done is never called: the node is stopped.
 func (c *Client) Send(req node.Request, timeout time.Duration, done func(node.Response, error)) {
-	go func() {
-		resp, err := c.roundTrip(req, timeout)
-		c.serial.Do(func() { done(resp, err) })
-	}()
+	key, kind := hostKey(req.URL), kindOf(req)
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		c.record(kind, outcomeFailed, noConn)
+		return
+	}
+	h := c.hosts[key]
+	if h == nil {
+		h = &host{key: key, wake: make(chan struct{}, c.limits.workers)}
+		c.hosts[key] = h
+	}
+	if h.waiting() >= c.limits.queue || c.count.depth.Load() >= int64(c.limits.queued) {
+		c.shedLocked(h, kind, now)
+		why := fmt.Sprintf("queue full (%d waiting, %d for all hosts)", h.waiting(), c.count.depth.Load())
+		c.results.push(completion{done: done, err: shedError(key, why)})
+		return
+	}
+	h.push(&job{req: req, kind: kind, timeout: timeout, done: done, queued: now})
+	c.count.depth.Add(1)
+	if h.waiting() > h.idle && h.workers < c.limits.workers {
+		h.workers++
+		c.workers.Add(1)
+		go c.work(h)
+	}
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
 }
 
-// Close aborts round trips still running and drops idle connections.
+// Stats returns the counts of the Client's requests so far.
+func (c *Client) Stats() ClientStats { return c.count.stats() }
+
+// Close fails the requests still queued and aborts the round trips still
+// running, waits for the workers to end and their outcomes to be delivered
+// through the Serial (dropped there if it is closed), and drops idle
+// connections. It must not be called under the node lock.
 func (c *Client) Close() {
-	c.cancel()
+	c.mu.Lock()
+	already := c.closed
+	c.closed = true
+	c.mu.Unlock()
+	if !already {
+		c.cancel(ErrClientClosed)
+		c.workers.Wait()
+		close(c.stop)
+	}
+	<-c.delivered
 	c.http.CloseIdleConnections()
-}
-
-// roundTrip performs one request, outside the node lock.
-func (c *Client) roundTrip(req node.Request, timeout time.Duration) (node.Response, error) {
-	ctx, cancel := context.WithTimeout(c.base, timeout)
-	defer cancel()
-	hr, err := http.NewRequestWithContext(ctx, req.Method, req.URL, bytes.NewReader(req.Body))
-	if err != nil {
-		return node.Response{}, fmt.Errorf("server: build %s %s: %w", req.Method, req.URL, err)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range c.hosts {
+		c.logShed(h, time.Now())
 	}
-	for k, v := range req.Header {
-		hr.Header[k] = []string{v}
-	}
-	hresp, err := c.http.Do(hr)
-	if err != nil {
-		// The *url.Error already names the method and URL.
-		return node.Response{}, fmt.Errorf("server: %w", err)
-	}
-	defer hresp.Body.Close()
-	// One byte over the limit tells an oversized body from one exactly at it.
-	body, err := io.ReadAll(io.LimitReader(hresp.Body, node.MaxBodyBytes+1))
-	if err != nil {
-		return node.Response{}, fmt.Errorf("server: %s %s: read response: %w", req.Method, req.URL, err)
-	}
-	if len(body) > node.MaxBodyBytes {
-		return node.Response{}, fmt.Errorf("server: %s %s: response body larger than %d bytes", req.Method, req.URL, node.MaxBodyBytes)
-	}
-	if len(body) == 0 {
-		body = nil
-	}
-	return node.Response{Status: hresp.StatusCode, Header: nodeHeader(hresp.Header), Body: body}, nil
 }

@@ -66,7 +66,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("server: build node: %w", err)
 	}
 	s.http = &http.Server{
-		Handler:           NewHandler(s.node, s.serial, cfg.ReplyTimeout, log),
+		Handler:           withMetrics(s.client.Metrics(), NewHandler(s.node, s.serial, cfg.ReplyTimeout, log)),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      cfg.ReplyTimeout + writeSlack,

@@ -132,7 +132,20 @@ func TestServeStopsOnNodePanic(t *testing.T) {
 // 200 with an empty body, as a load balancer's health check expects.
 func TestHeadPing(t *testing.T) {
 	_, url, _, _, _ := startServer(t, "", &syncBuffer{})
-	resp, err := http.Head(url + "/ping")
+	status, body := fetch(t, http.MethodHead, url+"/ping")
+	if status != http.StatusOK || len(body) != 0 {
+		t.Errorf("HEAD /ping: status %d body %q, want 200 and no body", status, body)
+	}
+}
+
+// fetch makes a request without a body and returns the status and body.
+func fetch(t *testing.T, method, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,9 +154,7 @@ func TestHeadPing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusOK || len(body) != 0 {
-		t.Errorf("HEAD /ping: status %d body %q, want 200 and no body", resp.StatusCode, body)
-	}
+	return resp.StatusCode, string(body)
 }
 
 // TestStartLog proves the start-up record: the derived instance number,
@@ -200,5 +211,15 @@ func TestStartLog(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMetricsServed proves a server answers GET /metrics with its
+// Prometheus metrics, ahead of the node, which never sees the request.
+func TestMetricsServed(t *testing.T) {
+	_, url, _, _, _ := startServer(t, "", &syncBuffer{})
+	status, body := fetch(t, http.MethodGet, url+MetricsPath)
+	if status != http.StatusOK || !strings.Contains(body, "chronos_outbound_queue_depth 0") {
+		t.Errorf("GET /metrics: status %d body %q, want 200 and the queue depth", status, body)
 	}
 }

@@ -58,4 +58,26 @@ func TestLoadOneNode(t *testing.T) {
 	if rep.createTime <= 0 || rep.bareCreateTime <= 0 || rep.barePopTime <= 0 || rep.rssBefore <= 0 || len(rep.lateness) != o.timers {
 		t.Fatalf("figures not measured: %+v", rep)
 	}
+	if got := rep.outbound["callback ok"]; got != float64(o.timers) {
+		t.Errorf("node's metrics count %v callbacks answered, want %d", got, o.timers)
+	}
+}
+
+// TestAddOutbound proves the tool reads the outbound counters from the
+// Prometheus text format and ignores every other line.
+func TestAddOutbound(t *testing.T) {
+	sums := map[string]float64{}
+	for _, line := range []string{
+		`# TYPE chronos_outbound_requests_total counter`,
+		`chronos_outbound_requests_total{kind="callback",outcome="shed"} 12`,
+		`chronos_outbound_requests_total{kind="callback",outcome="shed"} 3`,
+		`chronos_outbound_requests_total{kind="peer",outcome="ok"} 1.5e+06`,
+		`chronos_outbound_queue_depth 7`,
+		`chronos_outbound_requests_total{kind="peer",outcome="failed"} x`,
+	} {
+		addOutbound(sums, line)
+	}
+	if len(sums) != 2 || sums["callback shed"] != 15 || sums["peer ok"] != 1.5e6 {
+		t.Errorf("sums = %v, want callback shed 15 and peer ok 1.5e6 only", sums)
+	}
 }

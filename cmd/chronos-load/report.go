@@ -25,6 +25,9 @@ type report struct {
 	// many timer records the creates placed on them.
 	rssBefore, rssAfter int64
 	records             int
+	// outbound sums the nodes' outbound requests by "kind outcome"
+	// ("callback shed"), read from their metrics after the pops.
+	outbound map[string]float64
 }
 
 func rate(n int, d time.Duration) float64 {
@@ -54,6 +57,11 @@ func (r *report) write(w io.Writer) {
 	fmt.Fprintf(w, "lateness:  p50 %v, p99 %v, max %v (from the create's answer + interval)\n",
 		r.percentile(0.50).Round(time.Microsecond), r.percentile(0.99).Round(time.Microsecond), r.percentile(1).Round(time.Microsecond))
 	fmt.Fprintf(w, "wrong:     %d early, %d lost, %d duplicated (%d extra pops)\n", r.early, r.lost, r.duplicated, r.extraPops)
+	if len(r.outbound) > 0 {
+		o := r.outbound
+		fmt.Fprintf(w, "outbound:  callbacks %.0f ok, %.0f failed, %.0f shed; peers %.0f ok, %.0f failed, %.0f shed (the nodes' metrics)\n",
+			o["callback ok"], o["callback failed"], o["callback shed"], o["peer ok"], o["peer failed"], o["peer shed"])
+	}
 	if r.rssBefore > 0 && r.records > 0 {
 		fmt.Fprintf(w, "memory:    %.0f B RSS per held timer record (%d records; RSS %d MB before the creates, %d MB after)\n",
 			float64(r.rssAfter-r.rssBefore)/float64(r.records), r.records, r.rssBefore>>20, r.rssAfter>>20)

@@ -108,6 +108,7 @@ func run(o options, log io.Writer) (*report, error) {
 		time.Sleep(time.Until(minTime(time.Now().Add(time.Second), deadline)))
 	}
 	rep.measurePops(recs, sk)
+	rep.outbound = scrapeOutbound(targets)
 
 	// Baselines, in the same run: the same creates into a bare net/http
 	// server, and the same number of callbacks from a plain client.

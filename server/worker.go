@@ -1,0 +1,252 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"time"
+
+	"github.com/chronos-timer/chronos/node"
+)
+
+// work serves h's queue, one round trip at a time, until it has waited
+// limits.idle for a request, or the Client closed, with the queue empty.
+func (c *Client) work(h *host) {
+	defer c.workers.Done()
+	idle := time.NewTimer(c.limits.idle)
+	defer idle.Stop()
+	for {
+		if j := c.next(h); j != nil {
+			c.serve(h, j)
+			continue
+		}
+		idle.Reset(c.limits.idle)
+		leave := false
+		select {
+		case <-h.wake:
+		case <-idle.C:
+			leave = true
+		case <-c.base.Done():
+			leave = true
+		}
+		if c.rest(h, leave) {
+			return
+		}
+	}
+}
+
+// next takes the oldest request of h's queue, or, if there is none, counts
+// the worker as idle and returns nil.
+func (c *Client) next(h *host) *job {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if j := h.pop(); j != nil {
+		c.count.depth.Add(-1)
+		return j
+	}
+	h.idle++
+	return nil
+}
+
+// rest ends an idle worker's wait. It reports whether the worker leaves:
+// it may only if asked to and nothing is queued, so a queued request always
+// has a worker. The last worker of a host forgets the host.
+func (c *Client) rest(h *host, leave bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h.idle--
+	if !leave || h.waiting() > 0 {
+		return false
+	}
+	h.workers--
+	if h.workers == 0 {
+		c.logShed(h, time.Now())
+		delete(c.hosts, h.key)
+	}
+	return true
+}
+
+// serve performs j, or sheds it if it waited too long, and queues its
+// outcome for the node.
+func (c *Client) serve(h *host, j *job) {
+	var resp node.Response
+	var err error
+	took := noConn
+	switch waited := time.Since(j.queued); {
+	case c.base.Err() != nil:
+		err = fmt.Errorf("server: %s %s: %w", j.req.Method, j.req.URL, ErrClientClosed)
+	case waited > c.limits.queueWait:
+		err = shedError(h.key, fmt.Sprintf("waited %v for a worker, more than %v", waited, c.limits.queueWait))
+	default:
+		c.count.inFlight.Add(1)
+		resp, took, err = c.roundTrip(j)
+		c.count.inFlight.Add(-1)
+	}
+	switch {
+	case err == nil:
+		c.record(j.kind, outcomeOK, took)
+	case errors.Is(err, ErrShed):
+		c.mu.Lock()
+		c.shedLocked(h, j.kind, time.Now())
+		c.mu.Unlock()
+	default:
+		c.record(j.kind, outcomeFailed, took)
+	}
+	c.results.push(completion{done: j.done, resp: resp, err: err})
+}
+
+// roundTrip performs one request, outside the node lock, and returns how
+// long it took from having its connection (noConn if it never had one).
+func (c *Client) roundTrip(j *job) (node.Response, time.Duration, error) {
+	ctx, cancel := context.WithCancelCause(c.base)
+	defer cancel(nil)
+	d := startDeadline(cancel, j.queued.Add(c.limits.queueWait), j.timeout)
+	defer d.stop()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: d.gotConn})
+	resp, err := c.exchange(ctx, j.req)
+	return resp, d.took(), err
+}
+
+// exchange writes req and reads its response under ctx.
+func (c *Client) exchange(ctx context.Context, req node.Request) (node.Response, error) {
+	hr, err := http.NewRequestWithContext(ctx, req.Method, req.URL, bytes.NewReader(req.Body))
+	if err != nil {
+		return node.Response{}, fmt.Errorf("server: build %s %s: %w", req.Method, req.URL, err)
+	}
+	for k, v := range req.Header {
+		hr.Header[k] = []string{v}
+	}
+	hresp, err := c.http.Do(hr)
+	if err != nil {
+		if cause := context.Cause(ctx); cause != ctx.Err() {
+			return node.Response{}, fmt.Errorf("server: %s %s: %w", req.Method, req.URL, cause)
+		}
+		// The *url.Error already names the method and URL.
+		return node.Response{}, fmt.Errorf("server: %w", err)
+	}
+	defer hresp.Body.Close()
+	// One byte over the limit tells an oversized body from one exactly at it.
+	body, err := io.ReadAll(io.LimitReader(hresp.Body, node.MaxBodyBytes+1))
+	if err != nil {
+		if cause := context.Cause(ctx); cause != ctx.Err() {
+			err = cause
+		}
+		return node.Response{}, fmt.Errorf("server: %s %s: read response: %w", req.Method, req.URL, err)
+	}
+	if len(body) > node.MaxBodyBytes {
+		return node.Response{}, fmt.Errorf("server: %s %s: response body larger than %d bytes", req.Method, req.URL, node.MaxBodyBytes)
+	}
+	if len(body) == 0 {
+		body = nil
+	}
+	return node.Response{Status: hresp.StatusCode, Header: nodeHeader(hresp.Header), Body: body}, nil
+}
+
+// deadline bounds one round trip: until the request has its connection, by
+// the end of its queue wait (past it the request is shed); from then on,
+// by its timeout, so the wait for a worker and a connection never counts
+// against the timeout.
+type deadline struct {
+	mu      sync.Mutex
+	timer   *time.Timer
+	written bool
+	wroteAt time.Time
+	timeout time.Duration
+}
+
+func startDeadline(cancel context.CancelCauseFunc, queueEnd time.Time, timeout time.Duration) *deadline {
+	d := &deadline{timeout: timeout}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	queueWait := time.Until(queueEnd)
+	d.timer = time.AfterFunc(queueWait, func() {
+		d.mu.Lock()
+		written := d.written
+		d.mu.Unlock()
+		if written {
+			cancel(fmt.Errorf("no response within %v of the request's writing: %w", timeout, context.DeadlineExceeded))
+			return
+		}
+		cancel(fmt.Errorf("%w: no connection within the queue wait limit", ErrShed))
+	})
+	return d
+}
+
+// gotConn is the httptrace hook: the request has its connection and is
+// being written, so its timeout starts.
+func (d *deadline) gotConn(httptrace.GotConnInfo) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.written && d.timer.Stop() {
+		d.written, d.wroteAt = true, time.Now()
+		d.timer.Reset(d.timeout)
+	}
+}
+
+// took returns the time since the request had its connection, or noConn.
+func (d *deadline) took() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.written {
+		return noConn
+	}
+	return time.Since(d.wroteAt)
+}
+
+func (d *deadline) stop() { d.timer.Stop() }
+
+// deliver hands the outcomes to the node, up to limits.batch of them under
+// one entry, until Close has stopped every worker and all are delivered.
+func (c *Client) deliver() {
+	defer close(c.delivered)
+	var batch []completion
+	for {
+		select {
+		case <-c.results.wake:
+		case <-c.stop:
+			for c.flush(&batch) {
+			}
+			return
+		}
+		for c.flush(&batch) {
+		}
+	}
+}
+
+// flush hands one batch of outcomes to the node and reports whether there
+// was any.
+func (c *Client) flush(buf *[]completion) bool {
+	b := c.results.take(*buf, c.limits.batch)
+	*buf = b
+	if len(b) == 0 {
+		return false
+	}
+	c.count.batches.Add(1)
+	c.count.completions.Add(uint64(len(b)))
+	c.enterBatch(b)
+	clear(b)
+	return true
+}
+
+// enterBatch runs the done callbacks of b under one entry into the node.
+// A panic in one is the node's: the Serial has recorded it and closed, so
+// the rest of the batch and every later one are dropped, and the run loop
+// stops the process (Serial.Failed). It is not re-raised here, where it
+// would kill the process before that loop reports it.
+func (c *Client) enterBatch(b []completion) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("node panicked handling a completion", "panic", v)
+		}
+	}()
+	c.enter(func() {
+		for i := range b {
+			b[i].done(b[i].resp, b[i].err)
+		}
+	})
+}
