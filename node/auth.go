@@ -58,10 +58,11 @@ func requestTarget(url string) string {
 // signed.
 func (n *Node) internalPut(host, wire string, body []byte) Request {
 	req := Request{
-		Method: "PUT",
-		URL:    "http://" + host + "/timers/" + wire,
-		Header: Header{HeaderContentType: "application/json"},
-		Body:   body,
+		Method:  "PUT",
+		URL:     "http://" + host + "/timers/" + wire,
+		Header:  Header{HeaderContentType: "application/json"},
+		Body:    body,
+		MaxWait: ReplicaSkew,
 	}
 	n.sign(&req)
 	return req

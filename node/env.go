@@ -78,6 +78,13 @@ type Request struct {
 	URL    string
 	Header Header
 	Body   []byte
+	// MaxWait, outbound, bounds how long the request may wait to be
+	// written (for the driver's worker or connection) before the driver
+	// gives up on it as shed: a pop another replica will make if this one
+	// does not, or a message between nodes, is worth nothing later than
+	// that. Zero leaves only the driver's own bound, for a pop no replica
+	// after this one would make.
+	MaxWait time.Duration
 }
 
 // Response is an HTTP-shaped reply.

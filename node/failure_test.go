@@ -141,3 +141,21 @@ func TestPopMarks(t *testing.T) {
 		t.Errorf("NextPopAt: got %d, want 4000", at)
 	}
 }
+
+// TestOnlyTheLastReplicasPopWaitsToBeSent proves a pop another replica
+// would make after this one may wait to be sent no longer than the skew
+// to that replica (past it the driver sheds it, and that replica pops
+// instead of both), while the last replica's pop, which nobody would
+// make after it, carries no such bound.
+func TestOnlyTheLastReplicasPopWaitsToBeSent(t *testing.T) {
+	c := newCluster(t, three...)
+	_, replicas := createOn(t, c, 10, 10, 2)
+	waits := map[string]time.Duration{}
+	c.advanceWith(15*time.Second, func(s *sent) int {
+		waits[s.from] = s.req.MaxWait
+		return 500
+	})
+	if len(waits) != 2 || waits[replicas[0]] != ReplicaSkew || waits[replicas[1]] != 0 {
+		t.Fatalf("MaxWait by replica: got %v, want %v for the primary %s and 0 for the backup %s", waits, ReplicaSkew, replicas[0], replicas[1])
+	}
+}

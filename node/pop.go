@@ -164,7 +164,8 @@ func (n *Node) pop(t *Timer, now int64) {
 			HeaderSequenceNumber: strconv.FormatUint(uint64(p), 10),
 			HeaderTimerID:        FormatID(popped.ID),
 		},
-		Body: []byte(popped.Opaque),
+		Body:    []byte(popped.Opaque),
+		MaxWait: n.handOnAfter(&popped),
 	}
 	n.send(req, CallbackTimeout, func(resp Response, err error) {
 		if err != nil || resp.Status < 200 || resp.Status > 299 {
@@ -180,6 +181,19 @@ func (n *Node) pop(t *Timer, now int64) {
 		}
 		n.popMade(cur, &popped, p)
 	})
+}
+
+// handOnAfter is how long a pop of t may wait to be sent before it is
+// better left to the next replica, which pops it ReplicaSkew after this
+// one: a pop sent later would most likely be made twice. The last replica
+// to pop, at the last site, has nobody to leave it to: 0, its pop waits.
+func (n *Node) handOnAfter(t *Timer) time.Duration {
+	rank := slices.Index(t.Placement.Replicas, n.self)
+	site := max(slices.Index(t.Placement.Sites, n.cfg.LocalSite), 0)
+	if rank >= 0 && rank == len(t.Placement.Replicas)-1 && site >= len(t.Placement.Sites)-1 {
+		return 0
+	}
+	return ReplicaSkew
 }
 
 // popMade records that pop p was made and tells the other replicas, from

@@ -105,11 +105,11 @@ func newTransport() *http.Transport {
 }
 
 // Send queues req for its destination host and returns at once. done is
-// called under the node lock with the outcome within clientMaxQueueWait
-// plus timeout: the wait for a worker and a connection is bounded by the
-// first, and timeout counts from when the request has its connection and
-// is written. A full queue, or a request that waited too long, fails with
-// ErrShed. After Close, done is never called: the node is stopped.
+// called under the node lock with the outcome within req.MaxWait (or
+// clientMaxQueueWait, when it is unset or longer) plus timeout: the wait
+// for a worker and a connection is bounded by the first, and timeout
+// counts from when the request has its connection and is written. A full
+// queue, or a request that waited too long, fails with ErrShed. After Close, done is never called: the node is stopped.
 func (c *Client) Send(req node.Request, timeout time.Duration, done func(node.Response, error)) {
 	key, kind := hostKey(req.URL), kindOf(req)
 	now := time.Now()

@@ -29,10 +29,13 @@ const (
 	// at once (ErrShed).
 	clientMaxQueued = 65536
 	// clientMaxQueueWait bounds the wait of a request for a worker and for
-	// a connection; a request that waited longer is shed (ErrShed). It
-	// matches the 2 s by which a backup replica pops after the one before
-	// it: a pop held back longer is the backup's to make.
-	clientMaxQueueWait = 2 * time.Second
+	// a connection; a request that waited longer is shed (ErrShed). A
+	// request's own node.Request.MaxWait may be shorter: the node sets it
+	// to the 2 s by which the next replica pops after this one, so that a
+	// pop held back longer is left to that replica rather than made
+	// twice, and leaves it unset for the last replica's pop, which has
+	// nobody to leave it to and so waits up to this bound.
+	clientMaxQueueWait = time.Minute
 	// clientMaxBatch bounds the completions handed to the node under one
 	// lock, so inbound requests and alarms are not held back behind a
 	// long burst.

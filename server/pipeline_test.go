@@ -169,6 +169,29 @@ func TestClientShedsAfterQueueWait(t *testing.T) {
 	})
 }
 
+// TestClientShedsAfterTheRequestsOwnWait proves a request's own MaxWait
+// bounds its wait within the Client's: a pop another replica would make
+// is shed after it, while a request without one (the last replica's pop)
+// waits for its turn and is sent.
+func TestClientShedsAfterTheRequestsOwnWait(t *testing.T) {
+	inBubble(t, 10, time.Minute, &syncBuffer{}, func(t *testing.T, c *Client) {
+		busy := send(c, "http://cb.test/slow/3s", time.Minute)
+		handOn := make(chan outcome, 1)
+		c.Send(node.Request{Method: http.MethodPost, URL: "http://cb.test/cb", MaxWait: time.Second}, time.Minute,
+			func(r node.Response, err error) { handOn <- outcome{r, err} })
+		last := send(c, "http://cb.test/cb", time.Minute)
+		if o := <-busy; o.err != nil {
+			t.Errorf("first send: err = %v, want none", o.err)
+		}
+		if o := <-handOn; !errors.Is(o.err, ErrShed) {
+			t.Errorf("send with MaxWait 1s after 3s queued: err = %v, want ErrShed", o.err)
+		}
+		if o := <-last; o.err != nil || o.resp.Status != http.StatusOK {
+			t.Errorf("send without MaxWait: status %d err %v, want 200 once its turn came", o.resp.Status, o.err)
+		}
+	})
+}
+
 // TestClientBatchesCompletions proves completions enter the node in
 // batches of at most limits.batch: 600 completions that pile up while the
 // node is busy enter it in at most 4 calls, not 600.

@@ -77,11 +77,11 @@ func (c *Client) serve(h *host, j *job) {
 	var resp node.Response
 	var err error
 	took := noConn
-	switch waited := time.Since(j.queued); {
+	switch waited, limit := time.Since(j.queued), c.maxWait(j); {
 	case c.base.Err() != nil:
 		err = fmt.Errorf("server: %s %s: %w", j.req.Method, j.req.URL, ErrClientClosed)
-	case waited > c.limits.queueWait:
-		err = shedError(h.key, fmt.Sprintf("waited %v for a worker, more than %v", waited, c.limits.queueWait))
+	case waited > limit:
+		err = shedError(h.key, fmt.Sprintf("waited %v for a worker, more than %v", waited, limit))
 	default:
 		c.count.inFlight.Add(1)
 		resp, took, err = c.roundTrip(j)
@@ -100,12 +100,21 @@ func (c *Client) serve(h *host, j *job) {
 	c.results.push(completion{done: j.done, resp: resp, err: err})
 }
 
+// maxWait is how long j may wait to be written: its own MaxWait, within
+// the Client's bound.
+func (c *Client) maxWait(j *job) time.Duration {
+	if j.req.MaxWait > 0 {
+		return min(j.req.MaxWait, c.limits.queueWait)
+	}
+	return c.limits.queueWait
+}
+
 // roundTrip performs one request, outside the node lock, and returns how
 // long it took from having its connection (noConn if it never had one).
 func (c *Client) roundTrip(j *job) (node.Response, time.Duration, error) {
 	ctx, cancel := context.WithCancelCause(c.base)
 	defer cancel(nil)
-	d := startDeadline(cancel, j.queued.Add(c.limits.queueWait), j.timeout)
+	d := startDeadline(cancel, j.queued.Add(c.maxWait(j)), j.timeout)
 	defer d.stop()
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: d.gotConn})
 	resp, err := c.exchange(ctx, j.req)
