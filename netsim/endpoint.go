@@ -39,7 +39,11 @@ type call struct {
 
 // Send sends req to the host named in its absolute URL and calls done once,
 // on this host's process, with the response or an error no later than
-// timeout after now. A dead incarnation cannot send: that is a simulator bug.
+// timeout after the request leaves the sender: with the load model on, it
+// first waits for the sender's modelled CPU to write it, and is shed
+// (ErrShed) if that wait would be longer than req.MaxWait, as the
+// production client does. A dead incarnation cannot send: that is a
+// simulator bug.
 func (e *Endpoint) Send(req node.Request, timeout time.Duration, done func(node.Response, error)) {
 	if !e.Alive() {
 		panic(fmt.Sprintf("netsim: send from dead incarnation %d of %s", e.inc, e.host.name))
@@ -53,7 +57,16 @@ func (e *Endpoint) Send(req node.Request, timeout time.Duration, done func(node.
 		return
 	}
 	n.trace("send", e.host.name, to, &req, int64(timeout))
-	n.sched.At(n.sched.Now()+timeout, func() {
+	leave, modelled, shed := n.sendCPU(e.host, req.MaxWait)
+	if shed {
+		n.trace("shed", e.host.name, to, &req, 0)
+		n.sched.At(n.sched.Now(), func() { n.finish(c, node.Response{}, ErrShed) })
+		return
+	}
+	if !modelled {
+		leave = n.sched.Now()
+	}
+	n.sched.At(leave+timeout, func() {
 		if !c.finished {
 			n.stats.TimedOut++
 			n.trace("timeout", e.host.name, to, nil, 0)
@@ -76,10 +89,10 @@ func (e *Endpoint) Send(req node.Request, timeout time.Duration, done func(node.
 			n.transmit(e.host.name, to, c.req, func() { n.arrive(c, inbound) })
 		}
 	}
-	if done, ok := n.sendCPU(e.host); ok {
+	if modelled {
 		// The request leaves once the sender's CPU has written it.
 		inc, from := e.inc, e.host.name
-		n.sched.At(done, func() { n.Run(from, inc, send) })
+		n.sched.At(leave, func() { n.Run(from, inc, send) })
 		return
 	}
 	send()

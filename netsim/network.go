@@ -17,6 +17,10 @@ var (
 	// ErrTimeout: no response within the timeout (lost, partitioned,
 	// paused or slow peer).
 	ErrTimeout = errors.New("netsim: timeout")
+	// ErrShed: the sender's modelled CPU would have made the request wait
+	// longer than its MaxWait before writing it, so it was given up, as
+	// the production client sheds it.
+	ErrShed = errors.New("netsim: shed under load")
 	// ErrBadURL: the request URL is not absolute http(s).
 	ErrBadURL = errors.New("netsim: request URL is not absolute")
 )
@@ -52,10 +56,12 @@ const (
 )
 
 // Stats counts what the network did. Queued counts work that waited for a
-// busy host's modelled CPU, and QueuedFor sums the waits.
+// busy host's modelled CPU, and QueuedFor sums the waits; Shed counts
+// sends given up because they would have waited longer than their
+// MaxWait.
 type Stats struct {
 	Sent, Delivered, Lost, Duplicated, Reordered, Blocked, Refused, TimedOut, Clogged uint64
-	Queued                                                                            uint64
+	Queued, Shed                                                                      uint64
 	QueuedFor                                                                         time.Duration
 }
 
@@ -245,18 +251,23 @@ func (n *Network) cpu(hs *host) (done time.Duration, modelled bool) {
 	return n.busy(hs, workers, cost)
 }
 
-// sendCPU is cpu for a request the host sends.
-func (n *Network) sendCPU(hs *host) (time.Duration, bool) {
-	if !hs.noisy {
-		return 0, false
+// sendCPU is cpu for a request the host sends, which waits for a worker
+// at most maxWait (0: no bound): past it the request is shed, uses no
+// worker, and shed is true.
+func (n *Network) sendCPU(hs *host, maxWait time.Duration) (done time.Duration, modelled, shed bool) {
+	if !hs.noisy || n.opts.NodeWorkers == 0 {
+		return 0, false, false
 	}
-	return n.busy(hs, n.opts.NodeWorkers, n.opts.NodeSendTime)
+	if w := n.freeWorker(hs, n.opts.NodeWorkers); maxWait > 0 && hs.free[w]-n.sched.Now() > maxWait {
+		n.stats.Shed++
+		return 0, true, true
+	}
+	done, _ = n.busy(hs, n.opts.NodeWorkers, n.opts.NodeSendTime)
+	return done, true, false
 }
 
-func (n *Network) busy(hs *host, workers int, cost time.Duration) (time.Duration, bool) {
-	if workers == 0 {
-		return 0, false
-	}
+// freeWorker returns the modelled worker of hs that is free first.
+func (n *Network) freeWorker(hs *host, workers int) int {
 	if len(hs.free) != workers {
 		hs.free = make([]time.Duration, workers)
 	}
@@ -266,6 +277,14 @@ func (n *Network) busy(hs *host, workers int, cost time.Duration) (time.Duration
 			w = i
 		}
 	}
+	return w
+}
+
+func (n *Network) busy(hs *host, workers int, cost time.Duration) (time.Duration, bool) {
+	if workers == 0 {
+		return 0, false
+	}
+	w := n.freeWorker(hs, workers)
 	now := n.sched.Now()
 	start := max(now, hs.free[w])
 	if start > now {

@@ -276,6 +276,40 @@ func TestBusyNodeSendsInTurn(t *testing.T) {
 	}
 }
 
+// TestBusyNodeShedsWhatWouldWaitTooLong proves the load model keeps the
+// production client's rules: a send that would wait for the sender's CPU
+// longer than its MaxWait is shed at once (ErrShed) and uses no CPU, one
+// without a MaxWait waits its turn, and a send's timeout counts from when
+// it leaves, not from its queueing.
+func TestBusyNodeShedsWhatWouldWaitTooLong(t *testing.T) {
+	o := DefaultOptions()
+	o.NodeWorkers, o.NodeSendTime = 1, time.Second
+	o.LatencyMin, o.LatencyMean, o.LatencyMax = time.Millisecond, time.Millisecond, time.Millisecond
+	n, l := newNet(t, o, 1)
+	n.Listen("cb", func(_ string, _ node.Request, reply func(node.Response)) {
+		reply(node.Response{Status: 200})
+	}, false)
+	src := n.Listen("n1", nil, true)
+	errs := make([]error, 4)
+	for i, wait := range []time.Duration{0, 1500 * time.Millisecond, 1500 * time.Millisecond, 0} {
+		src.Send(node.Request{Method: "POST", URL: "http://cb/x", MaxWait: wait}, 1500*time.Millisecond, func(_ node.Response, err error) {
+			errs[i] = err
+		})
+	}
+	l.Run()
+	// Sends 0 and 1 leave at 1 s and 2 s; send 2 would wait 2 s; send 3
+	// waits 2 s and leaves at 3 s, answered well within its timeout.
+	want := []error{nil, nil, ErrShed, nil}
+	for i := range want {
+		if !errors.Is(errs[i], want[i]) {
+			t.Errorf("send %d: got %v, want %v", i, errs[i], want[i])
+		}
+	}
+	if st := n.Stats(); st.Shed != 1 {
+		t.Errorf("stats: got %d shed, want 1", st.Shed)
+	}
+}
+
 func TestLoadOptionsValidate(t *testing.T) {
 	o := DefaultOptions()
 	o.NodeWorkers = -1

@@ -36,6 +36,10 @@ func (w *world) expectations(res *Result) []string {
 			if n := w.distinctPops(e.Timer); n < e.Count {
 				unmet = append(unmet, fmt.Sprintf("expect pops %s >= %d: got %d", e.Timer, e.Count, n))
 			}
+		case "shed":
+			if n := res.Net.Shed; n < uint64(e.Count) {
+				unmet = append(unmet, fmt.Sprintf("expect shed >= %d: got %d", e.Count, n))
+			}
 		}
 	}
 	return unmet

@@ -103,6 +103,8 @@ func (e Expect) String() string {
 		return "violation " + e.Guarantee
 	case "pops":
 		return fmt.Sprintf("pops %s >= %d", e.Timer, e.Count)
+	case "shed":
+		return fmt.Sprintf("shed >= %d", e.Count)
 	}
 	return e.What
 }

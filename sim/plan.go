@@ -113,8 +113,10 @@ type Step struct {
 
 // Expect is one expectation of a scenario.
 type Expect struct {
-	// What is "ok" (no violation), "violation" (Guarantee is reported) or
-	// "pops" (timer Timer popped at least Count distinct sequence numbers).
+	// What is "ok" (no violation), "violation" (Guarantee is reported),
+	// "pops" (timer Timer popped at least Count distinct sequence numbers)
+	// or "shed" (the nodes shed at least Count sends under load, see
+	// netsim.ErrShed).
 	What      string
 	Guarantee string
 	Timer     string

@@ -36,7 +36,11 @@ func Summary(res *Result) string {
 	case len(res.Violations) > 0:
 		verdict = fmt.Sprintf("PASS (%d violations, as expected)", len(res.Violations))
 	}
-	return fmt.Sprintf("seed=%d trace=%016x events=%d result=%s", res.Plan.Seed, res.TraceHash, res.Events, verdict)
+	line := fmt.Sprintf("seed=%d trace=%016x events=%d result=%s", res.Plan.Seed, res.TraceHash, res.Events, verdict)
+	if res.Net.Shed > 0 {
+		line += fmt.Sprintf(" shed=%d", res.Net.Shed)
+	}
+	return line
 }
 
 // WriteFailure writes the failure report: seed, fault mix, the first

@@ -123,8 +123,14 @@ func (p *Plan) parseExpect(f []string) error {
 			return err
 		}
 		e.Count = n
+	case f[0] == "shed" && len(f) == 3 && f[1] == ">=":
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return err
+		}
+		e.Count = n
 	default:
-		return fmt.Errorf("want: expect ok | expect violation G<n> | expect pops <timer> >= <n>")
+		return fmt.Errorf("want: expect ok | expect violation G<n> | expect pops <timer> >= <n> | expect shed >= <n>")
 	}
 	p.Expect = append(p.Expect, e)
 	return nil
