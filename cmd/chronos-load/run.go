@@ -51,7 +51,7 @@ func run(o options, log io.Writer) (*report, error) {
 				return nil, err
 			}
 		}
-		c, err := startCluster(bin, o.nodes)
+		c, err := startCluster(bin, o.nodes, o.memoryLimit)
 		if err != nil {
 			return nil, err
 		}
