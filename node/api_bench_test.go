@@ -14,13 +14,12 @@ var benchClientBody = []byte(`{"timing":{"interval":30,"repeat-for":300},` +
 	`"statistics":{"tag-info":[{"type":"CALL","count":1},{"type":"SUBSCRIPTION","count":2}]}}`)
 
 // benchInternalBody is a replication PUT as EncodeReplication writes it.
-var benchInternalBody = EncodeReplication(&Timer{
+var benchInternalBody = EncodeReplication(withCallback(&Timer{
 	ID: 7, Version: 1<<60 + 3, Start: 1000, Interval: 30000, RepeatFor: 300000, Seq: 4, RF: 2,
-	URI: "http://client.example:8080/callbacks/timer", Opaque: "call-id=4fe3a2; leg=2",
 	Placement: &Placement{Replicas: []string{"10.0.0.1:7253", "10.0.0.2:7253"}, Sites: []string{"site-a", "site-b"}},
 	ViewID:    1<<40 + 9,
 	Extra:     &TimerExtra{Tags: []Tag{{Type: "CALL", Count: 1}, {Type: "SUBSCRIPTION", Count: 2}}},
-}, 1500)
+}, "http://client.example:8080/callbacks/timer", "call-id=4fe3a2; leg=2"), 1500)
 
 // benchPlainBody is the shape a plain encoding/json decode fills, with no
 // validation: the baseline ParseBody is compared with in the same run.

@@ -258,7 +258,7 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 
 // fromReplication builds the record a replication body describes.
 func (n *Node) fromReplication(id uint64, spec Spec, r *Replication) *Timer {
-	t := newTimer(id, r.Version, spec, n.startMs()+r.StartTimeDelta, r.Seq, n.placement(r.Replicas, r.Sites), r.ViewID)
+	t := newTimer(id, r.Version, spec, n.startMs()+r.StartTimeDelta, r.Seq, n.placement(r.Replicas, r.Sites), r.ViewID, n.hosts)
 	receivedMarks(t, spec, r)
 	return t
 }

@@ -56,7 +56,7 @@ func TestForgedInternalRequestsAreRefused(t *testing.T) {
 		return EncodeReplication(&f, h.node.nowMs())
 	}
 	bodies := map[string][]byte{
-		"redirect":  forge(func(f *Timer) { f.Version++; f.URI, f.Opaque = "http://127.0.0.1:1/evil", "evil" }),
+		"redirect":  forge(func(f *Timer) { f.Version++; f.setCallback("http://127.0.0.1:1/evil", "evil", nil) }),
 		"notice":    forge(func(f *Timer) { f.Seq = 2 }),
 		"tombstone": forge(func(f *Timer) { f.entomb() }),
 	}
@@ -134,8 +134,8 @@ func TestVersionsFarAheadAreRefused(t *testing.T) {
 	}{{time.Second, 200}, {DefaultMaxClockLead, 200}, {2*DefaultMaxClockLead + time.Second, 400}, {100 * 365 * 24 * time.Hour, 400}} {
 		g := newIDGen(1, 0)
 		v, _ := g.next(now + tc.ahead.Milliseconds())
-		rec := Timer{ID: v, Version: v, Start: now, Interval: 10_000, RepeatFor: 10_000, URI: cb,
-			Placement: &Placement{Replicas: []string{h.node.self}}}
+		rec := *withCallback(&Timer{ID: v, Version: v, Start: now, Interval: 10_000, RepeatFor: 10_000,
+			Placement: &Placement{Replicas: []string{h.node.self}}}, cb, "")
 		r := h.send(Request{Method: "PUT", URL: "/timers/" + FormatWireID(v, 0), Header: Header{}, Body: EncodeReplication(&rec, now)})
 		if r.Status != tc.status {
 			t.Errorf("version %v ahead: got %d (%s), want %d", tc.ahead, r.Status, r.Body, tc.status)

@@ -368,8 +368,8 @@ func TestUpdateThroughLaggingClockSticks(t *testing.T) {
 		}
 	}
 	holder := c.holders(wire)[0]
-	if got, _ := c.nodes[holder].Timer(mustID(t, wire)); got.Opaque != "c" {
-		t.Fatalf("held definition: got opaque %q, want %q (the last update)", got.Opaque, "c")
+	if got, _ := c.nodes[holder].Timer(mustID(t, wire)); got.Opaque() != "c" {
+		t.Fatalf("held definition: got opaque %q, want %q (the last update)", got.Opaque(), "c")
 	}
 }
 
@@ -530,7 +530,7 @@ func TestTombstoneOutlivesStaleDefinition(t *testing.T) {
 	place := &Placement{Replicas: three}
 	const id = 1 << 30
 	start := node.nowMs()
-	live := Timer{ID: id, Version: id, Start: start, Interval: 10_000, RepeatFor: 100_000, URI: cb, Opaque: "x", RF: 3, Placement: place}
+	live := *withCallback(&Timer{ID: id, Version: id, Start: start, Interval: 10_000, RepeatFor: 100_000, RF: 3, Placement: place}, cb, "x")
 	if r := send(Timer{ID: id, Version: id + 1, Start: start, State: Tombstone, RF: 3, Placement: place}); r.Status != 200 {
 		t.Fatalf("tombstone: got %d (%s)", r.Status, r.Body)
 	}

@@ -858,7 +858,7 @@ func EncodeReplication(t *Timer, now int64) []byte {
 			Replicas: &replicas, Sites: t.Placement.Sites, ReplicationFactor: int(t.RF)},
 	}
 	if t.State == Live {
-		b.Callback["http"] = &callbackHTTP{URI: t.URI, Opaque: t.Opaque}
+		b.Callback["http"] = &callbackHTTP{URI: t.CallbackURI(), Opaque: t.Opaque()}
 	}
 	if tags := t.Tags(); len(tags) > 0 {
 		b.Statistics = &statisticsJSON{tags}

@@ -140,13 +140,13 @@ func TestRouting(t *testing.T) {
 // timer's definition and replication state intact, tombstones included.
 func TestReplicationBodyRoundTrip(t *testing.T) {
 	for _, tomb := range []bool{false, true} {
-		in := &Timer{
+		in := withCallback(&Timer{
 			ID: 7, Version: 1<<60 + 3, Start: 1000, Interval: 5000, RepeatFor: 20000,
-			Seq: 2, RF: 3, URI: "http://c.example/x", Opaque: "op",
+			Seq: 2, RF: 3,
 			Placement: &Placement{Replicas: []string{"a:1", "b:1", "c:1"}, Sites: []string{"s1", "s2"}},
 			ViewID:    1<<63 + 1,
 			Extra:     &TimerExtra{Tags: []Tag{{Type: "CALL", Count: 2}}},
-		}
+		}, "http://c.example/x", "op")
 		if tomb {
 			in.State = Tombstone
 		}
@@ -210,8 +210,8 @@ func TestClientBodyRoundTrip(t *testing.T) {
 func FuzzParseBody(f *testing.F) {
 	f.Add([]byte(`{"timing":{"interval":5,"repeat-for":50},` + okCallback + `}`))
 	f.Add([]byte(`{"timing":{"interval":0},` + okCallback + `,"statistics":{"tag-info":[{"type":"A"}]}}`))
-	f.Add(EncodeReplication(&Timer{ID: 1, Interval: 1000, RepeatFor: 1000, URI: "http://a/",
-		Placement: &Placement{Replicas: []string{"a:1"}}}, 0))
+	f.Add(EncodeReplication(withCallback(&Timer{ID: 1, Interval: 1000, RepeatFor: 1000,
+		Placement: &Placement{Replicas: []string{"a:1"}}}, "http://a/", ""), 0))
 	f.Add([]byte(`{"timing":{"interval":1e400}}`))
 	f.Add(benchClientBody)
 	f.Add(benchInternalBody)
@@ -344,7 +344,7 @@ func checkReencoded(t *testing.T, spec Spec, repl *Replication) {
 	t.Helper()
 	const now = 1_000_000
 	tm := newTimer(1, repl.Version, spec, now+repl.StartTimeDelta, repl.Seq,
-		&Placement{Replicas: repl.Replicas, Sites: repl.Sites}, repl.ViewID)
+		&Placement{Replicas: repl.Replicas, Sites: repl.Sites}, repl.ViewID, nil)
 	if spec.Tombstone {
 		tm.def = repl.Definition
 	}

@@ -65,7 +65,7 @@ func TestCollidingCreateIsRetriedUnderFreshID(t *testing.T) {
 	if idFirst != x || idSecond == x {
 		t.Fatalf("IDs: got %016x and %016x, want %016x and a fresh one", idFirst, idSecond, x)
 	}
-	if held, _ := c.nodes[holder].Timer(x); held.Opaque != "first" || held.State != Live {
+	if held, _ := c.nodes[holder].Timer(x); held.Opaque() != "first" || held.State != Live {
 		t.Fatalf("timer %016x after the collision: got %+v, want the first definition, live", x, held)
 	}
 	got := seqs(c.advance(10*time.Second, 200))
@@ -189,8 +189,8 @@ func TestReplicaRefusingACollidedTimerLosesItsRank(t *testing.T) {
 	// The two replicas hold two timers of one version under the ID, as
 	// the twins of a shared instance number leave them.
 	for i, opaque := range []string{"other", "first"} {
-		c.place(replicas[i], Timer{ID: id, Version: id, Start: epoch.UnixMilli(), Interval: 5000, RepeatFor: 30000, RF: 2,
-			URI: cb, Opaque: opaque, Placement: &Placement{Replicas: replicas}})
+		c.place(replicas[i], *withCallback(&Timer{ID: id, Version: id, Start: epoch.UnixMilli(), Interval: 5000, RepeatFor: 30000, RF: 2,
+			Placement: &Placement{Replicas: replicas}}, cb, opaque))
 	}
 	got := seqs(c.advance(7500*time.Millisecond, 200))
 	slices.Sort(got)
@@ -216,8 +216,8 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	id, _ := g.next(epoch.UnixMilli())
 	opaque, start := "once", epoch.UnixMilli()
 	put := func(version uint64) {
-		c.place(one[0], Timer{ID: id, Version: version, Start: start, RF: 1, URI: cb, Opaque: opaque,
-			Placement: &Placement{Replicas: one}})
+		c.place(one[0], *withCallback(&Timer{ID: id, Version: version, Start: start, RF: 1,
+			Placement: &Placement{Replicas: one}}, cb, opaque))
 	}
 	put(id)
 	if got := seqs(c.advance(200*time.Millisecond, 200)); len(got) != 1 {
@@ -245,10 +245,10 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	// definition the notice names.
 	c.advance(time.Minute, 200)
 	start = c.clock.now.UnixMilli()
-	c.place(one[0], Timer{ID: id, Version: id + 6, Start: start, Interval: 20000, RepeatFor: 40000,
-		RF: 1, URI: cb, Opaque: "other", Placement: &Placement{Replicas: one}})
-	notice := Timer{ID: id, Version: id + 5, Start: start, Seq: 1, State: Tombstone,
-		RF: 1, URI: cb, Opaque: "once", Placement: &Placement{Replicas: one}}
+	c.place(one[0], *withCallback(&Timer{ID: id, Version: id + 6, Start: start, Interval: 20000, RepeatFor: 40000,
+		RF: 1, Placement: &Placement{Replicas: one}}, cb, "other"))
+	notice := *withCallback(&Timer{ID: id, Version: id + 5, Start: start, Seq: 1, State: Tombstone,
+		RF: 1, Placement: &Placement{Replicas: one}}, cb, "once")
 	if r := c.offer(one[0], notice); r.Status != 409 {
 		t.Fatalf("a pop notice older than the held record: got %d, want 409", r.Status)
 	}
@@ -262,8 +262,8 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	c.advance(time.Minute, 200)
 	start = c.clock.now.UnixMilli()
 	put(id + 12)
-	notice = Timer{ID: id, Version: id + 11, Start: start + 1, Seq: 1, State: Tombstone,
-		RF: 1, URI: cb, Opaque: "once", Placement: &Placement{Replicas: one}}
+	notice = *withCallback(&Timer{ID: id, Version: id + 11, Start: start + 1, Seq: 1, State: Tombstone,
+		RF: 1, Placement: &Placement{Replicas: one}}, cb, "once")
 	if r := c.offer(one[0], notice); r.Status != 409 {
 		t.Fatalf("a pop notice of the first try: got %d, want 409", r.Status)
 	}
@@ -314,15 +314,15 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 func (c *cluster) place(addr string, rec Timer) {
 	c.t.Helper()
 	if r := c.offer(addr, rec); r.Status != 200 {
-		c.t.Fatalf("placing %q version %d on %s: got %d (%s), want 200", rec.Opaque, rec.Version, addr, r.Status, r.Body)
+		c.t.Fatalf("placing %q version %d on %s: got %d (%s), want 200", rec.Opaque(), rec.Version, addr, r.Status, r.Body)
 	}
 }
 
 // offer hands node addr the replication PUT of rec, fingerprinted, as if
 // from a peer, and returns the node's answer.
 func (c *cluster) offer(addr string, rec Timer) Response {
-	if rec.URI != "" { // a client delete's tombstone knows no definition
-		rec.def = definitionHash(rec.Interval, rec.RepeatFor, rec.URI, rec.Opaque)
+	if uri := rec.CallbackURI(); uri != "" { // a client delete's tombstone knows no definition
+		rec.def = definitionHash(rec.Interval, rec.RepeatFor, uri, rec.Opaque())
 	}
 	put := Request{Method: "PUT", URL: "/timers/" + FormatWireID(rec.ID, 0), Header: Header{},
 		Body: EncodeReplication(&rec, c.clock.now.UnixMilli())}
@@ -360,11 +360,11 @@ func TestStaleNoticeOfAFinishedTimerDoesNotPopAgain(t *testing.T) {
 	g := newIDGen(1, 0)
 	now := c.clock.now.UnixMilli()
 	finished, _ := g.next(now)
-	c.place(one[0], Timer{ID: finished, Version: finished, Start: now - 60_000, Interval: 10_000, RepeatFor: 20_000,
-		Seq: 1, RF: 1, URI: cb, Opaque: "finished", Placement: &Placement{Replicas: one}})
+	c.place(one[0], *withCallback(&Timer{ID: finished, Version: finished, Start: now - 60_000, Interval: 10_000, RepeatFor: 20_000,
+		Seq: 1, RF: 1, Placement: &Placement{Replicas: one}}, cb, "finished"))
 	going, _ := g.next(now)
-	c.place(one[0], Timer{ID: going, Version: going, Start: now - 15_000, Interval: 10_000, RepeatFor: 30_000,
-		Seq: 1, RF: 1, URI: cb, Opaque: "going", Placement: &Placement{Replicas: one}})
+	c.place(one[0], *withCallback(&Timer{ID: going, Version: going, Start: now - 15_000, Interval: 10_000, RepeatFor: 30_000,
+		Seq: 1, RF: 1, Placement: &Placement{Replicas: one}}, cb, "going"))
 	if got := seqs(c.advance(30*time.Second, 200)); !slices.Equal(got, []string{"2:going", "3:going"}) {
 		t.Fatalf("got pops %v, want going's 2 and 3 only", got)
 	}

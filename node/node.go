@@ -40,6 +40,7 @@ type Node struct {
 	popBuf   []*Timer
 
 	placements map[string]*Placement
+	hosts      hostTable // interned callback hosts of the held records
 	inFlight   int
 	stats      Stats
 }
@@ -93,6 +94,7 @@ func New(cfg Config) (*Node, error) {
 		instance:   instance,
 		callbacks:  callbacks,
 		placements: map[string]*Placement{},
+		hosts:      hostTable{},
 		stats:      Stats{Tags: map[string]int{}},
 	}
 	n.store = NewStore(n.nowMs())

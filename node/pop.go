@@ -159,12 +159,12 @@ func (n *Node) pop(t *Timer, now int64) {
 	n.stats.Pops++
 	req := Request{
 		Method: "POST",
-		URL:    popped.URI,
+		URL:    popped.CallbackURI(),
 		Header: Header{
 			HeaderSequenceNumber: strconv.FormatUint(uint64(p), 10),
 			HeaderTimerID:        FormatID(popped.ID),
 		},
-		Body:    []byte(popped.Opaque),
+		Body:    []byte(popped.Opaque()),
 		MaxWait: n.handOnAfter(&popped),
 	}
 	n.send(req, CallbackTimeout, func(resp Response, err error) {

@@ -3,7 +3,9 @@ package node
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -289,4 +291,40 @@ func benchAfterFuncDelete(b *testing.B, durations []time.Duration, index map[uin
 	}
 	b.StopTimer()
 	restore()
+}
+
+// BenchmarkStoreRecords measures the heap per held record the way a node
+// holds it: built by newTimer from a decoded client spec with a realistic
+// callback (a URI of its own per timer on one host, "http://127.0.0.1:9999/cb/<n>",
+// and a 20-byte opaque), sharing one interned placement, in a store of 1M.
+// It reports the live heap per timer, the same less the URI and opaque
+// bytes (the figure of the 200-byte target, docs/design.md section 5), and
+// times a lookup by ID.
+//
+//	go test -bench StoreRecords -run '^$' ./node
+func BenchmarkStoreRecords(b *testing.B) {
+	const n = 1_000_000
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := &Placement{Replicas: []string{"127.0.0.1:7253", "127.0.0.2:7253"}}
+	hosts := hostTable{}
+	before := storeHeapAlloc()
+	s := NewStore(storeBase)
+	payload := 0
+	for i := range n {
+		// Fresh strings per timer, as the decoder makes them.
+		spec := Spec{Interval: storeHourMs, RepeatFor: storeHourMs, RF: 2,
+			URI: "http://127.0.0.1:9999/cb/" + strconv.Itoa(i), Opaque: fmt.Sprintf("opaque-%013d", i)}
+		payload += len(spec.URI) + len(spec.Opaque)
+		t := newTimer(uint64(i+1), uint64(i+1), spec, storeBase, 0, p, 1, hosts)
+		s.Put(t, storeBase+1+rng.Int64N(storeHourMs))
+	}
+	perTimer := float64(storeHeapAlloc()-before) / n
+	for i := 0; b.Loop(); i++ {
+		if s.Get(uint64(i%n+1)) == nil {
+			b.Fatal("timer missing")
+		}
+	}
+	b.ReportMetric(perTimer, "bytes/timer")
+	b.ReportMetric(perTimer-float64(payload)/n, "bytes/timer-beyond-payload")
+	b.ReportMetric(float64(reflect.TypeFor[Timer]().Size()), "bytes/Timer")
 }

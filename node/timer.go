@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/binary"
 	"math/bits"
+	"strings"
 
 	"github.com/twmb/murmur3"
 )
@@ -30,8 +31,11 @@ func (t *Timer) entomb() { t.State = Tombstone }
 // holding node's wall clock (Unix epoch); durations are milliseconds.
 //
 // The record is kept small on purpose (docs/design.md section 5: at most 200
-// bytes per stored timer beyond its URI and opaque data): rarely used parts
-// live behind extra, and replica lists are interned and shared.
+// bytes per stored timer beyond its URI and opaque data): 128 bytes, one
+// size class of the Go allocator, plus one allocation for the callback.
+// Rarely used parts live behind Extra; replica lists and callback hosts are
+// interned and shared (see hostTable). Fields are ordered so that the small
+// ones fill one word: a new field costs a size class (16 bytes a record).
 type Timer struct {
 	// ID is the 64-bit unique ID (without the replica bloom filter).
 	ID uint64
@@ -58,9 +62,6 @@ type Timer struct {
 	// RF is the replication factor the client asked for, which may be
 	// more than the cluster had nodes for.
 	RF uint8
-	// URI and Opaque are the HTTP callback.
-	URI    string
-	Opaque string
 	// Placement is the interned, ordered replica list (primary first) and
 	// the sites the timer is replicated to.
 	Placement *Placement
@@ -68,6 +69,13 @@ type Timer struct {
 	ViewID uint64
 	// Extra holds the rarely used parts; nil for most timers.
 	Extra *TimerExtra
+
+	// The HTTP callback (CallbackURI, Opaque) is kept in two parts: host,
+	// the URI's interned scheme://authority (nil when the URI has none),
+	// and cb, one allocation holding the rest of the URI and the opaque
+	// data, "uvarint(len(rest)) rest opaque" ("" when both are empty).
+	host *string
+	cb   string
 
 	// Store bookkeeping, owned by Store.
 	due        int64
@@ -80,6 +88,104 @@ type Timer struct {
 	// fingerprints are two timers whose IDs collided. It sits here to use
 	// the padding after slot.
 	def uint32
+}
+
+// CallbackURI returns the URI the timer's callback is sent to ("" for a
+// tombstone that never had one). It allocates when the URI has a host.
+func (t *Timer) CallbackURI() string {
+	rest, _ := t.callbackParts()
+	if t.host == nil {
+		return rest
+	}
+	return *t.host + rest
+}
+
+// Opaque returns the opaque data the timer's callback carries.
+func (t *Timer) Opaque() string {
+	_, opaque := t.callbackParts()
+	return opaque
+}
+
+// callbackParts decodes cb into the URI after its host, and the opaque.
+func (t *Timer) callbackParts() (rest, opaque string) {
+	var n uint64
+	i := 0
+	for shift := uint(0); i < len(t.cb); shift += 7 {
+		c := t.cb[i]
+		i++
+		n |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			break
+		}
+	}
+	body := t.cb[i:]
+	return body[:n], body[n:]
+}
+
+// setCallback stores uri and opaque in t, the URI's host interned in hosts
+// (a nil table shares nothing).
+func (t *Timer) setCallback(uri, opaque string, hosts hostTable) {
+	host, rest := splitCallbackHost(uri)
+	t.host = nil
+	if host != "" {
+		t.host = hosts.intern(host)
+	}
+	if rest == "" && opaque == "" {
+		t.cb = ""
+		return
+	}
+	var prefix [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(prefix[:], uint64(len(rest)))
+	var b strings.Builder
+	b.Grow(k + len(rest) + len(opaque))
+	b.Write(prefix[:k])
+	b.WriteString(rest)
+	b.WriteString(opaque)
+	t.cb = b.String()
+}
+
+// splitCallbackHost cuts uri after its scheme://authority, the part that
+// timers calling one client share. A URI without "://" has no host part.
+func splitCallbackHost(uri string) (host, rest string) {
+	i := strings.Index(uri, "://")
+	if i < 0 {
+		return "", uri
+	}
+	i += len("://")
+	j := strings.IndexAny(uri[i:], "/?#")
+	if j < 0 {
+		return uri, ""
+	}
+	return uri[:i+j], uri[i+j:]
+}
+
+// maxCallbackHosts bounds the interned callback hosts, as maxPlacements
+// bounds placements: clients are few in practice, but each names its own
+// hosts, so once the bound is reached the table starts over and the hosts
+// in use are interned again as they are met. Records already built keep
+// their host. Interning saves memory; it never decides anything.
+const maxCallbackHosts = 4096
+
+// hostTable interns callback hosts (scheme://authority), so that the
+// records of timers calling one client share one copy of it. Its key and
+// value share their bytes.
+type hostTable map[string]*string
+
+// intern returns the shared copy of host, adding it if need be. A nil
+// table returns a copy of its own.
+func (h hostTable) intern(host string) *string {
+	if p, ok := h[host]; ok {
+		return p
+	}
+	p := new(string)
+	*p = strings.Clone(host)
+	if h != nil {
+		if len(h) >= maxCallbackHosts {
+			clear(h)
+		}
+		h[*p] = p
+	}
+	return p
 }
 
 // definitionHash fingerprints what a client defined: the timing and the
@@ -290,15 +396,16 @@ func (t *Timer) bury(end int64) {
 	t.Extra = &e
 }
 
-// newTimer builds the record of one definition of timer id.
-func newTimer(id, version uint64, spec Spec, start int64, seq uint32, p *Placement, view uint64) *Timer {
+// newTimer builds the record of one definition of timer id, its callback
+// host interned in hosts (nil: not shared).
+func newTimer(id, version uint64, spec Spec, start int64, seq uint32, p *Placement, view uint64, hosts hostTable) *Timer {
 	t := &Timer{
 		ID: id, Version: version, Start: start,
 		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
 		Seq: seq, RF: uint8(spec.RF),
-		URI: spec.URI, Opaque: spec.Opaque,
 		Placement: p, ViewID: view,
 	}
+	t.setCallback(spec.URI, spec.Opaque, hosts)
 	if spec.Tombstone {
 		t.State = Tombstone
 	} else {

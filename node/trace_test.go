@@ -265,7 +265,7 @@ func (tr *tracer) holders(t *testing.T, d *datadriven.TestData) string {
 		case !ok:
 			lines = append(lines, n+": nothing")
 		case held.State == Live:
-			lines = append(lines, fmt.Sprintf("%s: %q seq %d", n, held.Opaque, held.Seq))
+			lines = append(lines, fmt.Sprintf("%s: %q seq %d", n, held.Opaque(), held.Seq))
 		default:
 			lines = append(lines, fmt.Sprintf("%s: tombstone seq %d", n, held.Seq))
 		}

@@ -216,7 +216,7 @@ func (n *Node) inferRF(id, bloom uint64) int {
 // replicas drop their copy (passive rebalancing).
 func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, reply func(Response), tries int) {
 	replicas := n.ring.Replicas(id, spec.RF)
-	t := newTimer(id, version, spec, n.startMs(), 0, n.placement(replicas, n.sites()), n.ring.ViewID())
+	t := newTimer(id, version, spec, n.startMs(), 0, n.placement(replicas, n.sites()), n.ring.ViewID(), n.hosts)
 	targets := replicas
 	for _, old := range n.ring.Matching(oldBloom) {
 		if !slices.Contains(targets, old) {

@@ -25,6 +25,9 @@ const (
 	DefaultReplyTimeout = 10 * time.Second
 	// DefaultShutdownTimeout bounds the graceful shutdown.
 	DefaultShutdownTimeout = 15 * time.Second
+	// MinMemoryLimit is the least soft memory limit accepted: below it the
+	// collector would run without pause on the heap of an idle node.
+	MinMemoryLimit = 64 << 20
 )
 
 // Config is the production configuration: what chronos.conf and
@@ -60,6 +63,13 @@ type Config struct {
 	// it. Empty leaves the internal API open to anyone who can reach the
 	// node. It is never logged.
 	ClusterKey string
+	// MemoryLimit is the process's soft memory limit in bytes ([limits]
+	// memory_limit, --memory-limit), set with debug.SetMemoryLimit by Run:
+	// the collector works harder as the heap nears it, so that a large
+	// timer store needs less headroom than GOGC alone leaves
+	// (docs/design.md section 5.1). 0, the default, leaves the runtime's
+	// own, GOMEMLIMIT or none.
+	MemoryLimit int64
 
 	// ClusterConfigFile is re-read on SIGHUP; empty means there is none.
 	ClusterConfigFile string
@@ -237,6 +247,9 @@ func (c Config) Validate() error {
 	if c.ClusterKey != "" && len(c.ClusterKey) < node.MinClusterKeyBytes {
 		// The length only: the key itself never reaches an error or a log.
 		return fmt.Errorf("server: cluster key is %d bytes, fewer than %d", len(c.ClusterKey), node.MinClusterKeyBytes)
+	}
+	if c.MemoryLimit != 0 && c.MemoryLimit < MinMemoryLimit {
+		return fmt.Errorf("server: memory_limit %d bytes is below the least limit, %d MiB", c.MemoryLimit, MinMemoryLimit>>20)
 	}
 	if c.ReplyTimeout <= 0 {
 		return fmt.Errorf("server: reply timeout %v is not positive", c.ReplyTimeout)

@@ -12,12 +12,14 @@ import (
 // FuzzParseConfig proves that no configuration file, however malformed,
 // panics the parsers, that whatever they accept normalizes into addresses
 // that all carry a valid port, and that the node accepts every
-// callback-host allow-list and cluster key they accept. The corpus lives
+// callback-host allow-list and cluster key they accept, and that a memory
+// limit they accept is at least MinMemoryLimit. The corpus lives
 // under testdata/fuzz/FuzzParseConfig.
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(originalLocal))
 	f.Add([]byte(originalCluster))
 	f.Add([]byte("[sites]\nlocal_site = a\nremote_site = b=10.0.0.2\n"))
+	f.Add([]byte("[limits]\nmemory_limit = 2GiB\n"))
 	f.Add([]byte("[callbacks]\nallowed_host = cb.example, 127.0.0.0/8, [::1]:80\n[cluster]\nkey = 0123456789abcdef\n"))
 	serial := NewSerial()
 	clk, nw := NewClock(clock.NewMock(), serial), NewClient(serial, nil)
@@ -48,6 +50,9 @@ func FuzzParseConfig(f *testing.F) {
 			if again, err := withPort("address", a); err != nil || again != a {
 				t.Fatalf("withPort(%q) = %q, %v; want it unchanged", a, again, err)
 			}
+		}
+		if cfg.MemoryLimit != 0 && cfg.MemoryLimit < MinMemoryLimit {
+			t.Fatalf("accepted memory limit %d, below %d", cfg.MemoryLimit, MinMemoryLimit)
 		}
 		nc := node.DefaultConfig()
 		nc.CallbackHosts, nc.ClusterKey = cfg.CallbackHosts, cfg.ClusterKey

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -180,6 +181,33 @@ func TestLoadKeyAndAllowList(t *testing.T) {
 	})
 }
 
+// TestLoadMemoryLimit proves that the memory limit is read from the local
+// file in GOMEMLIMIT's units, bare bytes included, and that its flag
+// overrides the file.
+func TestLoadMemoryLimit(t *testing.T) {
+	runLoadCases(t, []loadCase{
+		{"GiB", "[limits]\nmemory_limit = 2GiB\n", "", nil, func(c *Config) { c.MemoryLimit = 2 << 30 }},
+		{"MiB with a space", "[limits]\nmemory_limit = 1536 MiB\n", "", nil, func(c *Config) { c.MemoryLimit = 1536 << 20 }},
+		{"bytes", "[limits]\nmemory_limit = 100000000\n", "", nil, func(c *Config) { c.MemoryLimit = 100_000_000 }},
+		{"flag overrides the file", "[limits]\nmemory_limit = 2GiB\n", "", []string{"--memory-limit", "3GiB"}, func(c *Config) { c.MemoryLimit = 3 << 30 }},
+	})
+}
+
+// TestApplyMemoryLimit proves that Run's helper sets the runtime's soft
+// memory limit, and that 0 leaves it alone. It restores the limit.
+func TestApplyMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	applyMemoryLimit(0, slog.New(slog.DiscardHandler))
+	if got := debug.SetMemoryLimit(-1); got != prev {
+		t.Fatalf("limit 0: runtime limit %d, want it left at %d", got, prev)
+	}
+	applyMemoryLimit(3<<30, slog.New(slog.DiscardHandler))
+	if got := debug.SetMemoryLimit(-1); got != 3<<30 {
+		t.Fatalf("runtime limit %d, want %d", got, int64(3<<30))
+	}
+}
+
 // runLoadCases loads each case and compares the result with the defaults
 // changed by the case's want.
 func runLoadCases(t *testing.T, tests []loadCase) {
@@ -254,6 +282,12 @@ func TestLoadErrors(t *testing.T) {
 		{"callback host with colons", "[callbacks]\nallowed_host = a:b:c\n", "", nil, `[callbacks] allowed_host "a:b:c"`},
 		{"flag callback host", "", "", []string{"--allowed-callback-host", "http://cb.example"}, `--allowed-callback-host "http://cb.example"`},
 		{"empty value", "[http]\nbind-address =\n", "", nil, `bind-address "" is not a host`},
+		{"memory limit in GB", "[limits]\nmemory_limit = 2GB\n", "", nil, `[limits] memory_limit "2GB" is not a size in bytes`},
+		{"memory limit negative", "[limits]\nmemory_limit = -1\n", "", nil, `[limits] memory_limit "-1" is not a size`},
+		{"memory limit overflows", "[limits]\nmemory_limit = 9000000TiB\n", "", nil, `[limits] memory_limit "9000000TiB" is not a size`},
+		{"memory limit too small", "[limits]\nmemory_limit = 1MiB\n", "", nil, `[limits] memory_limit "1MiB" is below the least limit, 64 MiB`},
+		{"memory limit empty", "[limits]\nmemory_limit =\n", "", nil, `[limits] memory_limit "" is not a size`},
+		{"flag memory limit", "", "", []string{"--memory-limit", "lots"}, `--memory-limit "lots"`},
 		{"not INI", "[http\nbind-port = 1\n", "", nil, "not an INI file"},
 		{"missing file", "", "", []string{"--local-config-file", "/nonexistent/chronos.conf"}, "read local config file"},
 	}

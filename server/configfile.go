@@ -13,7 +13,8 @@ const MaxConfigFileBytes = 1 << 20
 
 // ParseLocalConfig applies the settings of a chronos.conf held in data
 // ([http] bind-address, bind-port; [logging] level; [identity]
-// instance_id; [callbacks] repeated allowed_host) to cfg. Other sections
+// instance_id; [callbacks] repeated allowed_host; [limits] memory_limit)
+// to cfg. Other sections
 // and keys are accepted and reported in cfg.Warnings, with no file name.
 func ParseLocalConfig(data []byte, cfg *Config) error {
 	s, ws, err := parseLocal(data, "")
@@ -122,6 +123,13 @@ func localSettings(f *ini.File) (settings, error) {
 			return s, err
 		}
 		s.callbacks.set(append(s.callbacks.v, hosts...))
+	}
+	if v, ok := last(f, "limits", "memory_limit"); ok {
+		m, err := parseMemoryLimit("[limits] memory_limit", v)
+		if err != nil {
+			return s, err
+		}
+		s.memoryLimit.set(m)
 	}
 	return s, nil
 }

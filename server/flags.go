@@ -28,7 +28,7 @@ type Flags struct {
 
 // Register defines the flags on fs.
 func (f *Flags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&f.LocalConfigFile, "local-config-file", "", "`path` of chronos.conf ([http], [logging], [identity], [callbacks])")
+	fs.StringVar(&f.LocalConfigFile, "local-config-file", "", "`path` of chronos.conf ([http], [logging], [identity], [callbacks], [limits])")
 	fs.StringVar(&f.ClusterConfigFile, "cluster-config-file", "", "`path` of chronos_cluster.conf ([cluster], [sites]); re-read on SIGHUP")
 	fs.Func("bind-address", "`host` to listen on (default 127.0.0.1)", func(v string) error {
 		f.local.bindAddress.set(strings.TrimSpace(v))
@@ -47,6 +47,11 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.Func("instance-id", "this node's instance `number`, unique in the cluster (0-1023)", func(v string) error {
 		id, err := parseInstanceID("--instance-id", v)
 		f.local.instanceID.set(id)
+		return err
+	})
+	fs.Func("memory-limit", "soft memory `limit` of the process, e.g. 2GiB (GOMEMLIMIT's syntax; default none: GOMEMLIMIT, if set, applies)", func(v string) error {
+		m, err := parseMemoryLimit("--memory-limit", v)
+		f.local.memoryLimit.set(m)
 		return err
 	})
 	fs.Func("localhost", "this node's `address` as the cluster knows it (default bind address and port)", func(v string) error {

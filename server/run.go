@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -200,6 +201,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	applyMemoryLimit(cfg.MemoryLimit, srv.log)
 	ln, err := net.Listen("tcp", cfg.ListenAddress())
 	if err != nil {
 		return fmt.Errorf("server: listen: %w", err)
@@ -215,6 +217,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	go srv.handleSignals(ctx, sigs)
 	return srv.Serve(ctx, ln)
+}
+
+// applyMemoryLimit sets the process's soft memory limit to limit bytes, if
+// not 0: it is process-wide, so Run sets it, not New.
+func applyMemoryLimit(limit int64, log *slog.Logger) {
+	if limit == 0 {
+		return
+	}
+	prev := debug.SetMemoryLimit(limit)
+	log.Info("memory limit set", "bytes", limit, "previous", prev)
 }
 
 // handleSignals serves SIGHUP and SIGUSR1 until ctx is done.

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"strconv"
@@ -35,6 +36,7 @@ type settings struct {
 	localSite   opt[string]
 	remoteSites opt[[]node.Site]
 	clusterKey  opt[string]
+	memoryLimit opt[int64]
 }
 
 // apply copies the given settings onto c.
@@ -74,6 +76,9 @@ func (s settings) apply(c *Config) {
 	}
 	if s.clusterKey.ok {
 		c.ClusterKey = s.clusterKey.v
+	}
+	if s.memoryLimit.ok {
+		c.MemoryLimit = s.memoryLimit.v
 	}
 }
 
@@ -118,6 +123,35 @@ func parseInstanceID(field, v string) (int, error) {
 		return 0, fmt.Errorf("%s %q is not an integer in 0..%d", field, v, node.MaxInstanceID)
 	}
 	return int(n), nil
+}
+
+// memoryUnits are the suffixes of a memory limit, as GOMEMLIMIT spells
+// them, longest first so that "B" does not cut "MiB" short.
+var memoryUnits = []struct {
+	suffix string
+	shift  uint
+}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
+
+// parseMemoryLimit reads a soft memory limit: a whole number of bytes with
+// an optional unit B, KiB, MiB, GiB or TiB ("2GiB", "1536MiB"), as
+// GOMEMLIMIT takes it, and at least MinMemoryLimit.
+func parseMemoryLimit(field, v string) (int64, error) {
+	s := strings.TrimSpace(v)
+	shift := uint(0)
+	for _, u := range memoryUnits {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, shift = strings.TrimSpace(rest), u.shift
+			break
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 63)
+	if err != nil || n > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("%s %q is not a size in bytes (a whole number with an optional unit B, KiB, MiB, GiB or TiB, e.g. 2GiB)", field, v)
+	}
+	if b := int64(n << shift); b < MinMemoryLimit {
+		return 0, fmt.Errorf("%s %q is below the least limit, %d MiB", field, v, MinMemoryLimit>>20)
+	}
+	return int64(n << shift), nil
 }
 
 // parseAddresses reads one value of an address list; a value may hold

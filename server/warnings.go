@@ -72,6 +72,7 @@ var readKeys = map[string]map[string]fileRole{
 	"logging":   {"level": localFile},
 	"identity":  {"instance_id": localFile},
 	"callbacks": {"allowed_host": localFile},
+	"limits":    {"memory_limit": localFile},
 	"cluster": {
 		"localhost": clusterFile, "node": clusterFile, "joining": clusterFile,
 		"leaving": clusterFile, "key": clusterFile,

@@ -108,6 +108,7 @@ func TestEveryReadKeyIsKnown(t *testing.T) {
 		"bind-address": "127.0.0.1", "bind-port": "7253", "level": "2", "instance_id": "1",
 		"allowed_host": "::1", "localhost": "127.0.0.1", "node": "127.0.0.1", "joining": "127.0.0.2",
 		"leaving": "127.0.0.3", "key": "0123456789abcdef", "local_site": "a", "remote_site": "b=127.0.0.4",
+		"memory_limit": "2GiB",
 	}
 	var local, cluster strings.Builder
 	for section, keys := range readKeys {

@@ -26,8 +26,9 @@ type cluster struct {
 
 // startCluster starts n chronos processes from bin on free loopback
 // ports, with one generated cluster key, and waits until each answers
-// /ping. Each process logs to a file in the cluster's folder.
-func startCluster(bin string, n int) (*cluster, error) {
+// /ping. Each process logs to a file in the cluster's folder. A memory
+// limit other than "" goes into each node's [limits] memory_limit.
+func startCluster(bin string, n int, memoryLimit string) (*cluster, error) {
 	dir, err := os.MkdirTemp("", "chronos-load-")
 	if err != nil {
 		return nil, err
@@ -55,7 +56,11 @@ func startCluster(bin string, n int) (*cluster, error) {
 			fmt.Fprintf(&b, "node = %s\n", a)
 		}
 		fmt.Fprintf(&b, "key = %s\n", hex.EncodeToString(key))
-		if err := os.WriteFile(local, fmt.Appendf(nil, "[http]\nbind-address = %s\nbind-port = %s\n\n[logging]\nlevel = 2\n", host, port), 0o600); err != nil {
+		conf := fmt.Appendf(nil, "[http]\nbind-address = %s\nbind-port = %s\n\n[logging]\nlevel = 2\n", host, port)
+		if memoryLimit != "" {
+			conf = fmt.Appendf(conf, "\n[limits]\nmemory_limit = %s\n", memoryLimit)
+		}
+		if err := os.WriteFile(local, conf, 0o600); err != nil {
 			c.stop()
 			return nil, err
 		}

@@ -9,6 +9,15 @@
 //
 //	chronos-load -nodes 3 -rf 2 -timers 20000 -window 1s
 //	chronos-load -targets 127.0.0.1:7253 -timers 5000
+//	chronos-load -hold -timers 1000000
+//
+// With -hold it measures memory only: the timers are due an hour ahead,
+// each with its own callback URI and a 20-byte opaque (a realistic
+// record, unlike the burst's short ones), and it reports the RSS per held
+// record once the creates are answered. With -linger d a burst run reads
+// the nodes' RSS again d after the pops, to show whether the memory the
+// burst took is returned. -memory-limit sets the started nodes' soft
+// memory limit ([limits] memory_limit).
 //
 // Every address it reaches is on loopback. Exit codes: 0 the run
 // completed (whatever it measured), 1 it could not run, 2 bad flags.
@@ -32,6 +41,9 @@ func main() {
 	flag.DurationVar(&o.window, "window", time.Second, "the timers fall due within this window")
 	flag.DurationVar(&o.lead, "lead", 0, "how long after the start the first timer is due, whole seconds (default: 3s + 1s per 5000 timers, to create them all first)")
 	flag.IntVar(&o.concurrency, "concurrency", 64, "concurrent requests of the creates and of the pop baseline")
+	flag.BoolVar(&o.hold, "hold", false, "measure memory only: create timers due an hour ahead, report RSS per held record, skip pops and baselines")
+	flag.StringVar(&o.memoryLimit, "memory-limit", "", "the started nodes' [limits] memory_limit, e.g. 300MiB (default none)")
+	flag.DurationVar(&o.linger, "linger", 0, "after the pops, wait this long and read the nodes' RSS again (0: do not)")
 	flag.Parse()
 	if err := o.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "chronos-load:", err)
@@ -47,8 +59,9 @@ func main() {
 
 type options struct {
 	nodes, rf, timers, concurrency int
-	targets, bin                   string
-	window, lead                   time.Duration
+	targets, bin, memoryLimit      string
+	window, lead, linger           time.Duration
+	hold                           bool
 }
 
 func (o *options) check() error {
@@ -65,6 +78,14 @@ func (o *options) check() error {
 		return fmt.Errorf("-lead %v: want whole seconds", o.lead)
 	case o.concurrency < 1 || o.concurrency > 4096:
 		return fmt.Errorf("-concurrency %d: want 1 to 4096", o.concurrency)
+	case o.linger < 0 || o.linger > time.Hour:
+		return fmt.Errorf("-linger %v: want 0 to 1h", o.linger)
+	case o.memoryLimit != "" && o.targets != "":
+		return fmt.Errorf("-memory-limit with -targets: the tool configures only the nodes it starts")
+	case strings.ContainsAny(o.memoryLimit, "\n[]"):
+		return fmt.Errorf("-memory-limit %q: want a size such as 300MiB", o.memoryLimit)
+	case o.hold && o.linger > 0:
+		return fmt.Errorf("-linger %v with -hold: held timers do not pop", o.linger)
 	}
 	for _, t := range splitTargets(o.targets) {
 		if !isLoopback(t) {

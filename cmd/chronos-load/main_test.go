@@ -81,3 +81,28 @@ func TestAddOutbound(t *testing.T) {
 		t.Errorf("sums = %v, want callback shed 15 and peer ok 1.5e6 only", sums)
 	}
 }
+
+// TestOptionsRefuseBadMemoryFlags proves the memory flags are checked
+// before anything starts: -linger with -hold (held timers never pop),
+// -memory-limit for nodes the tool does not configure, a limit that
+// would break the configuration file, and a negative -linger.
+func TestOptionsRefuseBadMemoryFlags(t *testing.T) {
+	base := options{nodes: 1, rf: 1, timers: 10, window: time.Second, concurrency: 1}
+	ok := base
+	ok.hold, ok.memoryLimit = true, "300MiB"
+	if err := ok.check(); err != nil {
+		t.Fatalf("-hold -memory-limit 300MiB: got %v, want accepted", err)
+	}
+	for name, mutate := range map[string]func(*options){
+		"linger with hold":     func(o *options) { o.hold, o.linger = true, time.Second },
+		"limit with targets":   func(o *options) { o.targets, o.memoryLimit = "127.0.0.1:7253", "1GiB" },
+		"limit with a section": func(o *options) { o.memoryLimit = "1GiB\n[cluster]" },
+		"negative linger":      func(o *options) { o.linger = -time.Second },
+	} {
+		o := base
+		mutate(&o)
+		if err := o.check(); err == nil {
+			t.Errorf("%s: got no error", name)
+		}
+	}
+}

@@ -28,6 +28,9 @@ type report struct {
 	// outbound sums the nodes' outbound requests by "kind outcome"
 	// ("callback shed"), read from their metrics after the pops.
 	outbound map[string]float64
+	// rssPopped is the nodes' summed RSS once the pops are counted, and
+	// rssLinger the same after -linger (0 when not measured).
+	rssPopped, rssLinger int64
 }
 
 func rate(n int, d time.Duration) float64 {
@@ -46,6 +49,12 @@ func (r *report) percentile(p float64) time.Duration {
 
 func (r *report) write(w io.Writer) {
 	o := r.opts
+	if o.hold {
+		fmt.Fprintf(w, "chronos-load: %d node(s), rf %d, %d timers held (due in %d s)\n", r.nodes, o.rf, o.timers, holdSecs)
+		fmt.Fprintf(w, "creates:   %d of %d accepted, %.0f/s\n", r.created, o.timers, rate(r.created, r.createTime))
+		r.writeMemory(w)
+		return
+	}
 	fmt.Fprintf(w, "chronos-load: %d node(s), rf %d, %d timers due within %v\n", r.nodes, o.rf, o.timers, o.window)
 	create, bareCreate := rate(r.created, r.createTime), rate(o.timers, r.bareCreateTime)
 	fmt.Fprintf(w, "creates:   %d of %d accepted, %.0f/s; bare net/http server %.0f/s; ratio %.2f\n",
@@ -58,10 +67,21 @@ func (r *report) write(w io.Writer) {
 		r.percentile(0.50).Round(time.Microsecond), r.percentile(0.99).Round(time.Microsecond), r.percentile(1).Round(time.Microsecond))
 	fmt.Fprintf(w, "wrong:     %d early, %d lost, %d duplicated (%d extra pops)\n", r.early, r.lost, r.duplicated, r.extraPops)
 	if len(r.outbound) > 0 {
-		o := r.outbound
+		ob := r.outbound
 		fmt.Fprintf(w, "outbound:  callbacks %.0f ok, %.0f failed, %.0f shed; peers %.0f ok, %.0f failed, %.0f shed (the nodes' metrics)\n",
-			o["callback ok"], o["callback failed"], o["callback shed"], o["peer ok"], o["peer failed"], o["peer shed"])
+			ob["callback ok"], ob["callback failed"], ob["callback shed"], ob["peer ok"], ob["peer failed"], ob["peer shed"])
 	}
+	r.writeMemory(w)
+	if r.rssPopped > 0 {
+		fmt.Fprintf(w, "after:     RSS %d MB once popped", r.rssPopped>>20)
+		if r.rssLinger > 0 {
+			fmt.Fprintf(w, ", %d MB %v later", r.rssLinger>>20, o.linger)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func (r *report) writeMemory(w io.Writer) {
 	if r.rssBefore > 0 && r.records > 0 {
 		fmt.Fprintf(w, "memory:    %.0f B RSS per held timer record (%d records; RSS %d MB before the creates, %d MB after)\n",
 			float64(r.rssAfter-r.rssBefore)/float64(r.records), r.records, r.rssBefore>>20, r.rssAfter>>20)

@@ -51,7 +51,7 @@ func run(o options, log io.Writer) (*report, error) {
 				return nil, err
 			}
 		}
-		c, err := startCluster(bin, o.nodes)
+		c, err := startCluster(bin, o.nodes, o.memoryLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -77,8 +77,13 @@ func run(o options, log io.Writer) (*report, error) {
 		target := due0.Add(time.Duration(int64(o.window) * int64(i) / int64(o.timers)))
 		sent := time.Now()
 		secs := max(int64((target.Sub(sent)+time.Second-1)/time.Second), 1)
-		body := node.EncodeSpec(node.Spec{Interval: secs * 1000, RepeatFor: secs * 1000,
-			URI: sk.url, Opaque: "l" + strconv.Itoa(i), RF: o.rf})
+		spec := node.Spec{Interval: secs * 1000, RepeatFor: secs * 1000,
+			URI: sk.url, Opaque: "l" + strconv.Itoa(i), RF: o.rf}
+		if o.hold {
+			secs = holdSecs
+			spec = holdSpec(sk.url, i, o.rf)
+		}
+		body := node.EncodeSpec(spec)
 		status := post(client, "http://"+targets[i%len(targets)]+"/timers", body)
 		recs[i] = timerRec{sent: sent, answered: time.Now(), interval: time.Duration(secs) * time.Second, status: status}
 	})
@@ -91,6 +96,9 @@ func run(o options, log io.Writer) (*report, error) {
 	fmt.Fprintf(log, "created %d of %d timers in %v\n", rep.created, o.timers, rep.createTime.Round(time.Millisecond))
 	rep.rssBefore, rep.rssAfter = rssBefore, sumRSS(pids)
 	rep.records = rep.created * min(o.rf, len(targets))
+	if o.hold {
+		return rep, nil
+	}
 
 	// Wait for the pops: until every created timer popped, or the last due
 	// time plus every backup rank's skew and a margin has passed.
@@ -109,6 +117,12 @@ func run(o options, log io.Writer) (*report, error) {
 	}
 	rep.measurePops(recs, sk)
 	rep.outbound = scrapeOutbound(targets)
+	rep.rssPopped = sumRSS(pids)
+	if o.linger > 0 && len(pids) > 0 {
+		fmt.Fprintf(log, "lingering %v ...\n", o.linger)
+		time.Sleep(o.linger)
+		rep.rssLinger = sumRSS(pids)
+	}
 
 	// Baselines, in the same run: the same creates into a bare net/http
 	// server, and the same number of callbacks from a plain client.
@@ -118,6 +132,17 @@ func run(o options, log io.Writer) (*report, error) {
 	}
 	rep.barePopTime = barePops(o, sk.url)
 	return rep, nil
+}
+
+// holdSecs is the interval of -hold's timers: none pops during a run.
+const holdSecs = 3600
+
+// holdSpec is -hold's timer i: a callback URI of its own under the sink's
+// (as a client with one endpoint per job would have) and a 20-byte opaque,
+// about 50 bytes in all.
+func holdSpec(sinkURL string, i, rf int) node.Spec {
+	return node.Spec{Interval: holdSecs * 1000, RepeatFor: holdSecs * 1000,
+		URI: sinkURL + "/" + strconv.Itoa(i), Opaque: fmt.Sprintf("hold-%015d", i), RF: rf}
 }
 
 // measurePops reads the sink's records against the timers' bounds.
