@@ -11,8 +11,12 @@
 //  2. Never block under that lock: HTTP reads, writes and round trips happen
 //     outside it, and only their results are handed in.
 //  3. Bound everything: request and response bodies (node.MaxBodyBytes), the
-//     wait for a reply (Config.ReplyTimeout), each outbound request (the
-//     node's timeout), shutdown (Config.ShutdownTimeout).
+//     wait for a reply (Config.ReplyTimeout), the outbound queues (per host
+//     and in all) and the workers serving them, each outbound request's
+//     wait to be written (node.Request.MaxWait, within clientMaxQueueWait)
+//     and its round trip from then on (the node's timeout), shutdown
+//     (Config.ShutdownTimeout). What a bound refuses is shed visibly: an
+//     error to the node, a counter on /metrics and a rate-limited log line.
 //  4. After shutdown, or after the node panicked, drop late alarms and
 //     completions instead of re-entering a stopped node.
 //
