@@ -42,14 +42,22 @@ func (x *index) window(d *def, k int) (a, b time.Duration) {
 // with none left, whoever a notice revives, whenever (pop 6 of seed
 // 5912). A failed callback weighs in its own pop only (failedPop).
 func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
+	return x.lateBoundOf(d, k, true)
+}
+
+// lateBoundOf is lateBound, weighing the failed callbacks of pop k only
+// when failed is true.
+func (x *index) lateBoundOf(d *def, k int, failed bool) (time.Duration, bool) {
 	a, b := x.window(d, k)
 	var out, strict map[string]bool
 	if x.popTouched(d, k, b) {
-		out, strict = x.withoutCopy(d, k, a, b)
+		out, strict = x.withoutCopy(d, k, a, b, failed)
 	} else {
 		out, strict = x.dropped(d, a, a)
-		addAll(out, x.failedPop(d, k))
-		addAll(strict, x.failedPop(d, k))
+		if failed {
+			addAll(out, x.failedPop(d, k))
+			addAll(strict, x.failedPop(d, k))
+		}
 	}
 	if len(out) > 0 && x.allLost(d, strict) {
 		return 0, false

@@ -141,9 +141,9 @@ func ackQuorum(rf int) int {
 // somewhere in its window [a, b]: those a fault took down or cut off,
 // those whose copy a missed write or a crash took and no notice brought
 // back (see dropped), and those whose callback of pop k failed (see
-// failedPop). all counts the replicas that may have missed the write too,
-// strict does not (see allLost).
-func (x *index) withoutCopy(d *def, k int, a, b time.Duration) (all, strict map[string]bool) {
+// failedPop, weighed when failed is true). all counts the replicas that
+// may have missed the write too, strict does not (see allLost).
+func (x *index) withoutCopy(d *def, k int, a, b time.Duration, failed bool) (all, strict map[string]bool) {
 	all, strict = x.dropped(d, a, b)
 	for _, out := range []map[string]bool{all, strict} {
 		for n := range x.downNodes(d, a, b) {
@@ -156,7 +156,9 @@ func (x *index) withoutCopy(d *def, k int, a, b time.Duration) (all, strict map[
 				addAll(out, s.fault.Peers)
 			}
 		}
-		addAll(out, x.failedPop(d, k))
+		if failed {
+			addAll(out, x.failedPop(d, k))
+		}
 		if d.placed {
 			// Only the timer's replicas hold copies: a node cut off or
 			// down elsewhere in the cluster takes none away.

@@ -44,6 +44,11 @@ const (
 	// ExAllDown: as many replicas as hold the timer were down or cut off
 	// around the pop, so no lateness bound applies (G3).
 	ExAllDown Excuse = "all-replicas-down"
+	// ExAllFailed: every replica able to make the pop tried it once and
+	// its callback failed (refused, or answered after the timeout): one
+	// attempt per replica per pop, so nobody owes it again (design.md
+	// 4.7). It covers that pop only; the next is owed as ever.
+	ExAllFailed Excuse = "all-replicas-failed"
 	// ExLinTaint: a fault touched a write of the timer, so the porcupine
 	// model leaves out its later pops (a stale replica cut off from the
 	// write may rightly pop the old definition until repaired).
@@ -232,7 +237,7 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 	case lo >= d.lossFrom:
 		out["G2"] = ExCopiesLost
 	case !ok && p == Safety:
-		out["G2"] = ExAllDown
+		out["G2"] = x.allUnable(d, k)
 	}
 	if p == Liveness && touched {
 		a, b := x.window(d, k)
@@ -244,7 +249,7 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 	case !ok && lo >= d.lossFrom:
 		out["G3"] = ExCopiesLost
 	case !ok:
-		out["G3"] = ExAllDown
+		out["G3"] = x.allUnable(d, k)
 	case touched && d.shared:
 		out["G3"] = ExSharedID
 	case touched && !d.placed:
@@ -317,4 +322,14 @@ func (x *index) judgeWrite(op Op, taint map[string]time.Duration) Excuse {
 		return ExLinTaint
 	}
 	return ""
+}
+
+// allUnable names why no replica was able to make pop k of d: down, cut
+// off or without a copy (ExAllDown), or, where that alone would have left
+// one able, its callback of the pop failed (ExAllFailed).
+func (x *index) allUnable(d *def, k int) Excuse {
+	if _, ok := x.lateBoundOf(d, k, false); ok {
+		return ExAllFailed
+	}
+	return ExAllDown
 }

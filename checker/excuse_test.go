@@ -107,6 +107,28 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 				{At: 2500 * ms, Kind: Crash, Nodes: []string{pick(rel, b, o)}}}
 			h.Pops = h.Pops[:2]
 		}},
+		{ExAllFailed, "G2", func(h *History, p, b, o string, rel bool) {
+			// The endpoint refuses pop 3 from both replicas (it fails
+			// around each one's turn), each of which tries it once; the
+			// primary goes on with pop 4 in between. Moved: the refused
+			// pops were another timer's, so pop 3 of this one is lost.
+			h.Faults = []Fault{{At: 2900 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
+				{At: 3500 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}},
+				{At: 5000 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
+				{At: 5015 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}}}
+			h.Pops = append(h.Pops[:2], h.Pops[3:]...)
+			for _, r := range []struct {
+				node string
+				at   time.Duration
+			}{{p, 3020 * ms}, {b, 5010 * ms}} {
+				refused := pop(r.at, r.node, pick(rel, "a", "x"), 3)
+				refused.Timer, refused.Answered = pickTimer(rel), 500
+				h.Pops = append(h.Pops, refused)
+			}
+			if !rel {
+				h.Ops = append(h.Ops, write(2, Create, pickTimer(rel), "x", sec, 10*sec, 0, 10*ms, OK))
+			}
+		}},
 		{ExCopiesLost, "G2", func(h *History, p, b, o string, rel bool) {
 			// The create's replication to the backup is lost, and the
 			// primary, its only holder, crashes before pop 3 and
