@@ -23,7 +23,8 @@
 // k intervals), and the sink counts every (timer, X-Sequence-Number) pair:
 // a pair never seen is lost, one seen twice duplicated, pop j before the
 // create + j intervals early, and lateness is per pop against its own due
-// time.
+// time. Its pops/s then spans the k intervals: it follows the schedule,
+// and its ratio to the plain client is no measure of capacity.
 //
 // With -sink-workers n -sink-service d the sink is a slow endpoint: it
 // serves at most n callbacks at a time, each taking d before its 200
