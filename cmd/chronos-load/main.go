@@ -19,6 +19,24 @@
 // burst took is returned. -memory-limit sets the started nodes' soft
 // memory limit ([limits] memory_limit).
 //
+// With -pops k each timer pops k times, one interval apart (repeat-for is
+// k intervals), and the sink counts every (timer, X-Sequence-Number) pair:
+// a pair never seen is lost, one seen twice duplicated, pop j before the
+// create + j intervals early, and lateness is per pop against its own due
+// time. Its pops/s then spans the k intervals: it follows the schedule,
+// and its ratio to the plain client is no measure of capacity.
+//
+// With -sink-workers n -sink-service d the sink is a slow endpoint: it
+// serves at most n callbacks at a time, each taking d before its 200
+// (n/d per second; 8 × 20ms is 400/s), and the rest wait in its queue.
+// The plain-client pop baseline goes to the same slow sink (it is skipped,
+// and the report says so, when that would take over 30 s). The outbound
+// line then shows what the nodes did with the callbacks the endpoint
+// could not take in time.
+//
+//	chronos-load -nodes 1 -rf 1 -timers 500 -pops 3
+//	chronos-load -nodes 2 -rf 2 -timers 2000 -sink-workers 8 -sink-service 20ms
+//
 // Every address it reaches is on loopback. Exit codes: 0 the run
 // completed (whatever it measured), 1 it could not run, 2 bad flags.
 package main
@@ -44,6 +62,9 @@ func main() {
 	flag.BoolVar(&o.hold, "hold", false, "measure memory only: create timers due an hour ahead, report RSS per held record, skip pops and baselines")
 	flag.StringVar(&o.memoryLimit, "memory-limit", "", "the started nodes' [limits] memory_limit, e.g. 300MiB (default none)")
 	flag.DurationVar(&o.linger, "linger", 0, "after the pops, wait this long and read the nodes' RSS again (0: do not)")
+	flag.IntVar(&o.pops, "pops", 1, "pops of each timer, one interval apart (1: one-shot timers)")
+	flag.IntVar(&o.sinkWorkers, "sink-workers", 0, "callbacks the sink serves at a time, the rest queue (0: answer at once); needs -sink-service")
+	flag.DurationVar(&o.sinkService, "sink-service", 0, "how long the sink takes over each callback before its 200 (0: at once); needs -sink-workers")
 	flag.Parse()
 	if err := o.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "chronos-load:", err)
@@ -59,6 +80,8 @@ func main() {
 
 type options struct {
 	nodes, rf, timers, concurrency int
+	pops, sinkWorkers              int
+	sinkService                    time.Duration
 	targets, bin, memoryLimit      string
 	window, lead, linger           time.Duration
 	hold                           bool
@@ -87,10 +110,30 @@ func (o *options) check() error {
 	case o.hold && o.linger > 0:
 		return fmt.Errorf("-linger %v with -hold: held timers do not pop", o.linger)
 	}
+	if err := o.checkPops(); err != nil {
+		return err
+	}
 	for _, t := range splitTargets(o.targets) {
 		if !isLoopback(t) {
 			return fmt.Errorf("-targets %q: only loopback addresses (127.0.0.0/8, [::1])", t)
 		}
+	}
+	return nil
+}
+
+// checkPops checks the flags of repeating timers and of the slow sink.
+func (o *options) checkPops() error {
+	switch {
+	case o.pops < 1 || int64(o.timers)*int64(o.pops) > 10_000_000:
+		return fmt.Errorf("-pops %d: want 1 or more, with -timers × -pops at most 10000000 (the sink keeps a counter per pop)", o.pops)
+	case o.sinkWorkers < 0 || o.sinkWorkers > 4096:
+		return fmt.Errorf("-sink-workers %d: want 0 to 4096", o.sinkWorkers)
+	case o.sinkService < 0 || o.sinkService > 10*time.Second:
+		return fmt.Errorf("-sink-service %v: want 0 to 10s", o.sinkService)
+	case (o.sinkWorkers > 0) != (o.sinkService > 0):
+		return fmt.Errorf("-sink-workers %d -sink-service %v: give both (a slow sink) or neither", o.sinkWorkers, o.sinkService)
+	case o.hold && (o.pops > 1 || o.sinkWorkers > 0):
+		return fmt.Errorf("-pops or -sink-workers with -hold: held timers do not pop")
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 // TestOptionsRefuseAddressesOffLoopback proves the tool loads only
 // loopback nodes, checked without sending anything.
 func TestOptionsRefuseAddressesOffLoopback(t *testing.T) {
-	base := options{nodes: 1, rf: 1, timers: 10, window: time.Second, concurrency: 1}
+	base := options{nodes: 1, rf: 1, timers: 10, window: time.Second, concurrency: 1, pops: 1}
 	for targets, ok := range map[string]bool{
 		"127.0.0.1:7253":                true,
 		"[::1]:7253, 127.0.0.2:7253":    true,
@@ -46,7 +46,7 @@ func TestLoadOneNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := options{nodes: 1, rf: 1, timers: 300, window: time.Second, concurrency: 16, bin: bin}
+	o := options{nodes: 1, rf: 1, timers: 300, window: time.Second, concurrency: 16, bin: bin, pops: 1}
 	rep, err := run(o, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestAddOutbound(t *testing.T) {
 // -memory-limit for nodes the tool does not configure, a limit that
 // would break the configuration file, and a negative -linger.
 func TestOptionsRefuseBadMemoryFlags(t *testing.T) {
-	base := options{nodes: 1, rf: 1, timers: 10, window: time.Second, concurrency: 1}
+	base := options{nodes: 1, rf: 1, timers: 10, window: time.Second, concurrency: 1, pops: 1}
 	ok := base
 	ok.hold, ok.memoryLimit = true, "300MiB"
 	if err := ok.check(); err != nil {

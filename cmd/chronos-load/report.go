@@ -17,9 +17,16 @@ type report struct {
 	// whole seconds, so the timers fall due within the window plus up to a
 	// second, and no pop rate can exceed the timers over this span.
 	dueSpan                 time.Duration
-	lateness                []time.Duration // of each popped timer, sorted
-	lost, early, duplicated int
+	lateness                []time.Duration // of each (timer, seq) pop that arrived, sorted
+	lost, early, duplicated int             // (timer, seq) pops
 	extraPops               int
+	// stray counts pops with no or an out-of-range X-Sequence-Number, and
+	// dropped the callbacks a slow sink's caller gave up on before it
+	// answered (not counted as arrived).
+	stray, dropped int
+	// barePopSkipped is how long the plain-client baseline would have
+	// taken at a slow sink's rate when it was skipped for that (else 0).
+	barePopSkipped time.Duration
 	// rssBefore and rssAfter are the nodes' summed RSS before and after
 	// the creates (0 when the tool did not start them); records is how
 	// many timer records the creates placed on them.
@@ -55,17 +62,27 @@ func (r *report) write(w io.Writer) {
 		r.writeMemory(w)
 		return
 	}
-	fmt.Fprintf(w, "chronos-load: %d node(s), rf %d, %d timers due within %v\n", r.nodes, o.rf, o.timers, o.window)
+	fmt.Fprintf(w, "chronos-load: %d node(s), rf %d, %d timers due within %v, %d pop(s) each", r.nodes, o.rf, o.timers, o.window, o.pops)
+	if o.sinkWorkers > 0 {
+		fmt.Fprintf(w, "; sink %d workers × %v (%.0f/s)", o.sinkWorkers, o.sinkService, float64(o.sinkWorkers)/o.sinkService.Seconds())
+	}
+	fmt.Fprintln(w)
 	create, bareCreate := rate(r.created, r.createTime), rate(o.timers, r.bareCreateTime)
 	fmt.Fprintf(w, "creates:   %d of %d accepted, %.0f/s; bare net/http server %.0f/s; ratio %.2f\n",
 		r.created, o.timers, create, bareCreate, ratio(create, bareCreate))
 	popped := len(r.lateness)
 	pops, barePops := rate(popped, r.popSpan), rate(o.timers, r.barePopTime)
-	fmt.Fprintf(w, "pops:      %d popped over %v (due over %v), %.0f/s; plain client %.0f/s; ratio %.2f\n",
-		popped, r.popSpan.Round(time.Millisecond), r.dueSpan.Round(time.Millisecond), pops, barePops, ratio(pops, barePops))
-	fmt.Fprintf(w, "lateness:  p50 %v, p99 %v, max %v (from the create's answer + interval)\n",
+	fmt.Fprintf(w, "pops:      %d of %d popped over %v (due over %v), %.0f/s; ",
+		popped, r.created*o.pops, r.popSpan.Round(time.Millisecond), r.dueSpan.Round(time.Millisecond), pops)
+	if r.barePopSkipped > 0 {
+		fmt.Fprintf(w, "plain client skipped (the slow sink would take %v)\n", r.barePopSkipped.Round(time.Second))
+	} else {
+		fmt.Fprintf(w, "plain client %.0f/s; ratio %.2f\n", barePops, ratio(pops, barePops))
+	}
+	fmt.Fprintf(w, "lateness:  p50 %v, p99 %v, max %v (pop k from the create's answer + k × interval)\n",
 		r.percentile(0.50).Round(time.Microsecond), r.percentile(0.99).Round(time.Microsecond), r.percentile(1).Round(time.Microsecond))
-	fmt.Fprintf(w, "wrong:     %d early, %d lost, %d duplicated (%d extra pops)\n", r.early, r.lost, r.duplicated, r.extraPops)
+	fmt.Fprintf(w, "wrong:     %d early, %d lost, %d duplicated (%d extra pops) of (timer, seq) pops; %d stray sequence numbers; %d given up by the node before the sink answered\n",
+		r.early, r.lost, r.duplicated, r.extraPops, r.stray, r.dropped)
 	if len(r.outbound) > 0 {
 		ob := r.outbound
 		fmt.Fprintf(w, "outbound:  callbacks %.0f ok, %.0f failed, %.0f shed; peers %.0f ok, %.0f failed, %.0f shed (the nodes' metrics)\n",

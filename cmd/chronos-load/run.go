@@ -19,10 +19,10 @@ import (
 )
 
 // timerRec is what the tool knows of one timer it created: when its
-// create was sent and answered, and its interval. A pop is early if it
-// arrives before sent+interval (the node got the request after it was
-// sent), and its lateness is measured from answered+interval (the latest
-// the node can have got it).
+// create was sent and answered, and its interval. Pop k (1-based) is
+// early if it arrives before sent+k*interval (the node got the request
+// after it was sent), and its lateness is measured from
+// answered+k*interval (the latest the node can have got it).
 type timerRec struct {
 	sent, answered time.Time
 	interval       time.Duration
@@ -31,7 +31,7 @@ type timerRec struct {
 
 // run performs one measurement.
 func run(o options, log io.Writer) (*report, error) {
-	sk, err := startSink(o.timers)
+	sk, err := startSink(o.timers, o.pops, o.sinkWorkers, o.sinkService)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func run(o options, log io.Writer) (*report, error) {
 		target := due0.Add(time.Duration(int64(o.window) * int64(i) / int64(o.timers)))
 		sent := time.Now()
 		secs := max(int64((target.Sub(sent)+time.Second-1)/time.Second), 1)
-		spec := node.Spec{Interval: secs * 1000, RepeatFor: secs * 1000,
+		spec := node.Spec{Interval: secs * 1000, RepeatFor: int64(o.pops) * secs * 1000,
 			URI: sk.url, Opaque: "l" + strconv.Itoa(i), RF: o.rf}
 		if o.hold {
 			secs = holdSecs
@@ -100,21 +100,7 @@ func run(o options, log io.Writer) (*report, error) {
 		return rep, nil
 	}
 
-	// Wait for the pops: until every created timer popped, or the last due
-	// time plus every backup rank's skew and a margin has passed.
-	last := due0
-	for _, r := range recs {
-		last = maxTime(last, r.answered.Add(r.interval))
-	}
-	deadline := last.Add(time.Duration(min(o.rf, len(targets)))*2*time.Second + 5*time.Second)
-	for time.Now().Before(deadline) {
-		n := sk.popped()
-		fmt.Fprintf(log, "popped %d of %d\n", n, rep.created)
-		if n >= rep.created {
-			break
-		}
-		time.Sleep(time.Until(minTime(time.Now().Add(time.Second), deadline)))
-	}
+	waitPops(o, recs, sk, due0, rep.created*o.pops, min(o.rf, len(targets)), log)
 	rep.measurePops(recs, sk)
 	rep.outbound = scrapeOutbound(targets)
 	rep.rssPopped = sumRSS(pids)
@@ -130,8 +116,35 @@ func run(o options, log io.Writer) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.barePopTime = barePops(o, sk.url)
+	if slow, need := sk.slow(o.timers); slow && need > barePopLimit {
+		rep.barePopSkipped = need
+	} else {
+		rep.barePopTime = barePops(o, sk.url)
+	}
 	return rep, nil
+}
+
+// barePopLimit is the longest the plain-client baseline may take at a
+// slow sink's full rate; beyond it the baseline is skipped, and said so.
+const barePopLimit = 30 * time.Second
+
+// waitPops waits until want (timer, seq) pops have arrived, or until the
+// last pop's due time plus every backup rank's 2 s skew, the time a slow
+// sink needs to serve them all, and a margin have passed.
+func waitPops(o options, recs []timerRec, sk *sink, last time.Time, want, ranks int, log io.Writer) {
+	for _, r := range recs {
+		last = maxTime(last, r.answered.Add(time.Duration(o.pops)*r.interval))
+	}
+	_, drain := sk.slow(want)
+	deadline := last.Add(time.Duration(ranks)*2*time.Second + drain + 5*time.Second)
+	for time.Now().Before(deadline) {
+		n := sk.popped()
+		fmt.Fprintf(log, "popped %d of %d\n", n, want)
+		if n >= want {
+			return
+		}
+		time.Sleep(time.Until(minTime(time.Now().Add(time.Second), deadline)))
+	}
 }
 
 // holdSecs is the interval of -hold's timers: none pops during a run.
@@ -145,7 +158,8 @@ func holdSpec(sinkURL string, i, rf int) node.Spec {
 		URI: sinkURL + "/" + strconv.Itoa(i), Opaque: fmt.Sprintf("hold-%015d", i), RF: rf}
 }
 
-// measurePops reads the sink's records against the timers' bounds.
+// measurePops reads the sink's records of every (timer, seq) pop
+// against that pop's own bounds.
 func (r *report) measurePops(recs []timerRec, sk *sink) {
 	var first, last, dueFirst, dueLast time.Time
 	for i, rec := range recs {
@@ -155,28 +169,42 @@ func (r *report) measurePops(recs []timerRec, sk *sink) {
 		if due := rec.sent.Add(rec.interval); dueFirst.IsZero() || due.Before(dueFirst) {
 			dueFirst = due
 		}
-		dueLast = maxTime(dueLast, rec.answered.Add(rec.interval))
-		n := sk.count[i].Load()
-		if n == 0 {
-			r.lost++
-			continue
+		dueLast = maxTime(dueLast, rec.answered.Add(time.Duration(sk.pops)*rec.interval))
+		for k := 1; k <= sk.pops; k++ {
+			at, ok := r.measurePop(rec, k, sk, i*sk.pops+k-1)
+			if !ok {
+				continue
+			}
+			if first.IsZero() || at.Before(first) {
+				first = at
+			}
+			last = maxTime(last, at)
 		}
-		if n > 1 {
-			r.duplicated++
-			r.extraPops += int(n - 1)
-		}
-		at := time.Unix(0, sk.first[i].Load())
-		if at.Before(rec.sent.Add(rec.interval)) {
-			r.early++
-		}
-		r.lateness = append(r.lateness, max(at.Sub(rec.answered.Add(rec.interval)), 0))
-		if first.IsZero() || at.Before(first) {
-			first = at
-		}
-		last = maxTime(last, at)
 	}
 	slices.Sort(r.lateness)
 	r.popSpan, r.dueSpan = last.Sub(first), dueLast.Sub(dueFirst)
+	r.stray, r.dropped = int(sk.stray.Load()), int(sk.dropped.Load())
+}
+
+// measurePop counts pop k of rec, the sink's pair j, and returns when it
+// first arrived (ok false when it never did).
+func (r *report) measurePop(rec timerRec, k int, sk *sink, j int) (time.Time, bool) {
+	n := sk.count[j].Load()
+	if n == 0 {
+		r.lost++
+		return time.Time{}, false
+	}
+	if n > 1 {
+		r.duplicated++
+		r.extraPops += int(n - 1)
+	}
+	at := time.Unix(0, sk.first[j].Load())
+	due := time.Duration(k) * rec.interval
+	if at.Before(rec.sent.Add(due)) {
+		r.early++
+	}
+	r.lateness = append(r.lateness, max(at.Sub(rec.answered.Add(due)), 0))
+	return at, true
 }
 
 func newClient(concurrency int) *http.Client {
