@@ -183,6 +183,35 @@ func (x *index) failedPop(d *def, k int) []string {
 			out = append(out, p.Node)
 		}
 	}
+	return append(out, x.cutFromEndpoint(d, k)...)
+}
+
+// cutFromEndpoint is the nodes that may have been cut off from d's
+// callback endpoint when they tried pop k: they failed it too, with no pop
+// in the history to show for it. A node tries at the due time on its own
+// clock, which may run ahead (seed 7718: a node whose clock jumped ahead
+// popped into a partition that healed before the true due time), and its
+// rank may make it later. The cut counts to its real end: settle time
+// aside, a cut healed before the attempt failed nothing.
+func (x *index) cutFromEndpoint(d *def, k int) []string {
+	lo, hi := d.due(k)
+	from, to := lo-x.forward(d, d.lo, hi), hi+x.rankBound(d)
+	var out []string
+	for _, sp := range d.spans {
+		if sp.fault.Kind != Partition && sp.fault.Kind != Clog || sp.from > to || sp.end < from {
+			continue
+		}
+		for _, side := range [2][2][]string{{sp.fault.Nodes, sp.fault.Peers}, {sp.fault.Peers, sp.fault.Nodes}} {
+			if !slices.Contains(side[1], d.host) {
+				continue
+			}
+			for _, n := range side[0] {
+				if !x.endpoints[n] && (!d.placed || slices.Contains(d.replicas, n)) {
+					out = append(out, n)
+				}
+			}
+		}
+	}
 	return out
 }
 

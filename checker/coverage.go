@@ -238,12 +238,11 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 		out["G2"] = ExCopiesLost
 	case !ok && p == Safety:
 		out["G2"] = x.allUnable(d, k)
+	case p == Liveness && x.liveAllLost(d, k):
+		out["G2"] = x.allUnable(d, k)
 	}
 	if p == Liveness && touched {
-		a, b := x.window(d, k)
-		_, strict := x.dropped(d, a, b)
-		addAll(strict, x.failedPop(d, k))
-		ok = !x.allLost(d, strict)
+		ok = !x.liveAllLost(d, k)
 	}
 	switch {
 	case !ok && lo >= d.lossFrom:

@@ -70,7 +70,7 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 			"pop %d from %s arrived early: got %v, want at or after %v (invoke %v + %d x %v - clock gain %v of the timer's nodes)",
 			seq, p.Node, p.At, lo-gain, d.lo, seq, d.op.Spec.Interval, gain)), true
 	}
-	a, b := x.window(d, seq)
+	_, b := x.window(d, seq)
 	touched := x.popTouched(d, seq, b)
 	bound, ok := x.lateBound(d, seq)
 	liveness := x.tl.liveFrom > 0 && lo >= x.tl.liveFrom && touched
@@ -80,9 +80,7 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 		// copy: a lost copy comes back only with the notice of a pop of
 		// a replica that missed the write, whenever that falls (seed
 		// 9920).
-		_, strict := x.dropped(d, a, b)
-		addAll(strict, x.failedPop(d, seq))
-		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, !x.allLost(d, strict)
+		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, !x.liveAllLost(d, seq)
 	}
 	if !ok || p.At <= hi+bound+x.lag(d, p.At) || (touched || x.replacedByHitWrite(d)) && d.cutoff <= hi+bound {
 		// In time, or, with a fault around the pop or the write that

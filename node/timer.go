@@ -23,8 +23,12 @@ const (
 	Tombstone
 )
 
-// entomb makes the record a tombstone.
-func (t *Timer) entomb() { t.State = Tombstone }
+// entomb makes the record a tombstone. A tombstone pops nothing, so it
+// keeps no missed or owed pops.
+func (t *Timer) entomb() {
+	t.State = Tombstone
+	t.setPopMarks(0, 0)
+}
 
 // Timer is one replica's record of a timer: its definition, how far it has
 // popped, and where it sits in the store. Times are milliseconds on the
@@ -263,6 +267,15 @@ func (t *Timer) setPopMarks(missed, owed uint32) {
 	}
 	e.Missed, e.Owed = missed, owed
 	t.Extra = &e
+	if e.empty() {
+		t.Extra = nil // most records have no extra parts: keep them small
+	}
+}
+
+// empty reports whether e holds nothing, so that its record can do
+// without it.
+func (e *TimerExtra) empty() bool {
+	return len(e.Tags) == 0 && e.Buried == 0 && e.Replaced == (Progress{}) && e.Refused == 0 && e.Missed == 0 && e.Owed == 0
 }
 
 // popBit is the bit of pop p in the marks of a record at seq, or 0 when p
