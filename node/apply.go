@@ -159,9 +159,17 @@ func (n *Node) keepProgress(existing, t *Timer) {
 		prior = existing.Extra.Replaced
 	}
 	if t.State != Live || t.def == 0 || prior.Def != t.def {
-		if existing.Seq > 0 && existing.def != 0 && existing.def != t.def {
+		switch {
+		case existing.Seq > 0 && existing.def != 0 && existing.def != t.def:
 			t.replaced(Progress{Def: existing.def, Seq: existing.Seq, Start: existing.Start,
 				Interval: existing.Interval, RepeatFor: existing.RepeatFor})
+		case existing.Extra != nil && existing.Extra.Replaced.Def != 0 && existing.Extra.Replaced.Def != t.def:
+			// existing made no pop of its own to remember, but still
+			// remembers the pops of the definition it replaced: pass
+			// them on, or a tombstone replacing a tombstone forgets
+			// them, and a retry of that definition pops again (seed
+			// 1331: a one-shot update, popped, then two deletes).
+			t.replaced(existing.Extra.Replaced)
 		}
 		return
 	}

@@ -3,6 +3,7 @@ package node
 import (
 	"strconv"
 	"testing"
+	"time"
 )
 
 // TestSupersedes proves the conflict rule for two records of one timer: a
@@ -54,4 +55,34 @@ func TestPlacementsAreBounded(t *testing.T) {
 	if b := h.node.placement([]string{"a", "b"}, []string{"s"}); a != b {
 		t.Fatalf("the same list was not interned once")
 	}
+}
+
+// TestTombstoneOverTombstoneKeepsReplacedPops is seed 1331's shape: a
+// one-shot definition popped here, then two deletes replaced it in turn.
+// The second tombstone must still remember the pop the first remembered,
+// so that a proxy's retry of the one-shot write above both deletes does
+// not pop it again.
+func TestTombstoneOverTombstoneKeepsReplacedPops(t *testing.T) {
+	h := newHarness(t)
+	n := h.node
+	place := n.placement([]string{n.self}, nil)
+	now := n.nowMs()
+	oneShot := Spec{URI: cb, Opaque: "x", RF: 1}
+	popped := newTimer(7, 100, oneShot, now, 1, place, 0, n.hosts)
+	popped.entomb()
+	for i, rec := range []*Timer{
+		popped,
+		newTimer(7, 200, Spec{Tombstone: true}, now, 0, place, 0, n.hosts),
+		newTimer(7, 300, Spec{Tombstone: true}, now, 0, place, 0, n.hosts),
+		newTimer(7, 400, oneShot, now, 0, place, 0, n.hosts),
+	} {
+		if a := n.apply(rec); !a.ok || a.newer != nil {
+			t.Fatalf("record %d not applied: %+v", i, a)
+		}
+	}
+	if got := n.store.Get(7); got == nil || got.Seq != 1 {
+		t.Fatalf("after the retry: got %+v, want the one pop carried over", got)
+	}
+	h.clock.advance(time.Minute)
+	wantPops(t, h.pops(cb, 200))
 }
