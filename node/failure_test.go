@@ -159,3 +159,35 @@ func TestOnlyTheLastReplicasPopWaitsToBeSent(t *testing.T) {
 		t.Fatalf("MaxWait by replica: got %v, want %v for the primary %s and 0 for the backup %s", waits, ReplicaSkew, replicas[0], replicas[1])
 	}
 }
+
+// TestFinishedCopyKeepsTellingOfAMissedPop proves a replica that made its
+// last pop but failed an earlier one stays live, popping nothing, until
+// the next replica has made the missed pop: as a tombstone, its notices
+// and its answers to other replicas would make them drop the pop they owe
+// (seed 7842, through another site's relay).
+func TestFinishedCopyKeepsTellingOfAMissedPop(t *testing.T) {
+	c := newCluster(t, three...)
+	wire, replicas := createOn(t, c, 1, 2, 2)
+	primary, backup := replicas[0], replicas[1]
+	id := mustID(t, wire)
+	var got []popBy
+	answer := record(&got, func(node, seq string) int {
+		if node == primary && seq == "1" {
+			return 500
+		}
+		return 200
+	})
+	c.advanceWith(2100*time.Millisecond, answer)
+	held, _ := c.nodes[primary].Timer(id)
+	if missed, _ := held.popMarks(); held.State != Live || held.Seq != 2 || missed != popBit(2, 1) {
+		t.Fatalf("primary after its last pop: got state %v seq %d missed %b, want live at seq 2, pop 1 missed", held.State, held.Seq, missed)
+	}
+	c.advanceWith(2*time.Second, answer)
+	want := []popBy{{primary, "1"}, {primary, "2"}, {backup, "1"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("callbacks: got %v, want %v", got, want)
+	}
+	if held, _ := c.nodes[primary].Timer(id); held.State != Tombstone {
+		t.Fatalf("primary once the backup made pop 1: got %+v, want a tombstone", held)
+	}
+}

@@ -47,10 +47,16 @@ func (n *Node) skew(t *Timer) time.Duration {
 
 // holdNext holds t until it is next due (dueOf). A record with nothing
 // left to pop becomes a tombstone here, the one place where a finished
-// timer turns into one.
+// timer turns into one, unless it knows of pops missed: it stays live,
+// popping nothing, so that its notices and its answers to other replicas
+// still tell of them (a tombstone would make the replicas that owe them
+// drop them, seed 7842), until a replica says they were made or its life
+// ends (onAlarm).
 func (n *Node) holdNext(t *Timer) {
 	if _, ok := t.NextPopAt(); !ok {
-		t.entomb()
+		if missed, _ := t.popMarks(); missed == 0 {
+			t.entomb()
+		}
 	}
 	n.hold(t, n.dueOf(t))
 }
@@ -127,8 +133,15 @@ func (n *Node) onAlarm(gen uint64) {
 	for i, t := range n.popBuf {
 		n.popBuf[i] = nil
 		n.count(t, -1)
-		if t.State == Live {
+		switch _, more := t.nextPop(); {
+		case t.State != Live:
+		case more:
 			n.pop(t, now)
+		default:
+			// A finished record that knew of missed pops: its life as
+			// such is over, it goes on as a tombstone.
+			t.entomb()
+			n.holdNext(t)
 		}
 	}
 	n.popping = false
@@ -208,6 +221,9 @@ func (n *Node) popMade(cur, popped *Timer, p uint32) {
 	}
 	missed, owed := from.popMarks()
 	from.setPopMarks(missed&^popBit(from.Seq, p), owed&^popBit(from.Seq, p))
+	if from == cur {
+		n.reschedule(cur) // a finished record with nothing missed now ends
+	}
 	n.notifyPopped(from)
 }
 
