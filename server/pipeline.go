@@ -22,12 +22,17 @@ const (
 	// for another worker's connection.
 	clientWorkersPerHost = clientMaxConnsPerHost
 	// clientMaxQueuePerHost bounds the requests waiting for a worker of
-	// one host; a send beyond it is shed at once (ErrShed).
-	clientMaxQueuePerHost = 16384
+	// one host; a send beyond it is shed at once (ErrShed). A queued
+	// request holds well under 1 KB, so the bound is tens of MB a host.
+	// It is sized for a burst one node pops in a few seconds (about
+	// 16,000 pops a second on the 2-core development machine): 16,384
+	// shed 17,689 pops of 60,000 due within two seconds into one
+	// endpoint, lost with replication factor 1.
+	clientMaxQueuePerHost = 65536
 	// clientMaxQueued bounds the requests waiting for a worker over all
 	// hosts, callbacks to many hosts included; a send beyond it is shed
 	// at once (ErrShed).
-	clientMaxQueued = 65536
+	clientMaxQueued = 131072
 	// clientMaxQueueWait bounds the wait of a request for a worker and for
 	// a connection; a request that waited longer is shed (ErrShed). A
 	// request's own node.Request.MaxWait may be shorter: the node sets it
