@@ -266,10 +266,12 @@ func (t *Timer) setPopMarks(missed, owed uint32) {
 		e = *t.Extra
 	}
 	e.Missed, e.Owed = missed, owed
-	t.Extra = &e
 	if e.empty() {
 		t.Extra = nil // most records have no extra parts: keep them small
+		return
 	}
+	t.Extra = new(TimerExtra)
+	*t.Extra = e
 }
 
 // empty reports whether e holds nothing, so that its record can do
