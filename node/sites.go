@@ -107,9 +107,7 @@ func (n *Node) siteAnswered(id uint64, resp Response) {
 	rf = max(rf, 1)
 	here := n.placement(n.ring.Replicas(id, rf), repl.Sites)
 	t := newTimer(id, repl.Version, spec, n.startMs()+repl.StartTimeDelta, repl.Seq, here, n.ring.ViewID(), n.hosts)
-	if spec.Tombstone {
-		t.def = repl.Definition
-	}
+	receivedMarks(t, spec, repl)
 	if !slices.Contains(here.Replicas, n.self) {
 		n.spreadRepair(t, t, n.self)
 		return

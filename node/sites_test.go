@@ -33,6 +33,29 @@ func TestAnotherSitesNewerRecordRepairsThisSite(t *testing.T) {
 	}
 }
 
+// TestAnotherSitesAnswerKeepsItsMissedPops is seed 7842's shape: the other
+// site answers a forward with a newer record that knows a pop was missed
+// there; this site takes the record with the missed pop, and makes it.
+func TestAnotherSitesAnswerKeepsItsMissedPops(t *testing.T) {
+	const remote = "127.0.0.2:7253"
+	h := newHarness(t, func(c *Config) { c.RemoteSites = []Site{{Name: "site2", Address: remote}} })
+	id := mustID(t, h.create(timerJSON(10, 40, cb, "x")))
+	fwd := h.net.take("http://" + remote)
+	if len(fwd) != 1 {
+		t.Fatalf("got %d forwards to the other site, want 1", len(fwd))
+	}
+	held, _ := h.node.Timer(id)
+	spec := Spec{Interval: held.Interval, RepeatFor: held.RepeatFor, URI: cb, Opaque: "x", RF: int(held.RF)}
+	newer := newTimer(id, held.Version+1, spec, held.Start, 2, &Placement{Replicas: []string{remote}, Sites: []string{"site1", "site2"}}, 0, nil)
+	newer.setPopMarks(popBit(2, 1), 0)
+	fwd[0].done(Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(newer.Version, 10)},
+		Body: EncodeReplication(newer, h.node.nowMs())}, nil)
+	h.clock.advance(35 * time.Second)
+	if got := seqs(h.drainPops(cb, 200)); !slices.Equal(got, []string{"1:x", "3:x"}) {
+		t.Fatalf("pops after the other site's answer: got %v, want the missed pop 1 and then pop 3", got)
+	}
+}
+
 // newSites builds two sites of two nodes each; each site knows the other
 // through one of its nodes.
 func newSites(t *testing.T) (*cluster, []string, []string) {
