@@ -12,17 +12,11 @@ import (
 // answers a forward with a newer record (it took a delete whose forward to
 // this site was lost), this site takes it and stops popping the timer.
 func TestAnotherSitesNewerRecordRepairsThisSite(t *testing.T) {
-	const remote = "127.0.0.2:7253"
-	h := newHarness(t, func(c *Config) { c.RemoteSites = []Site{{Name: "site2", Address: remote}} })
-	id := mustID(t, h.create(timerJSON(10, 60, cb, "x")))
-	fwd := h.net.take("http://" + remote)
-	if len(fwd) != 1 {
-		t.Fatalf("got %d forwards to the other site, want 1", len(fwd))
-	}
+	h, id, fwd := forwardedCreate(t, 60)
 	held, _ := h.node.Timer(id)
 	tomb := Timer{ID: id, Version: held.Version + 1, Start: held.Start, Interval: held.Interval, RepeatFor: held.RepeatFor,
-		State: Tombstone, RF: held.RF, Placement: &Placement{Replicas: []string{remote}, Sites: []string{"site1", "site2"}}}
-	fwd[0].done(Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(tomb.Version, 10)},
+		State: Tombstone, RF: held.RF, Placement: &Placement{Replicas: []string{otherSite}, Sites: []string{"site1", "site2"}}}
+	fwd.done(Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(tomb.Version, 10)},
 		Body: EncodeReplication(&tomb, h.node.nowMs())}, nil)
 	if now, _ := h.node.Timer(id); now.State == Live || now.Version != tomb.Version {
 		t.Fatalf("after the other site's 409: got version %d tombstone %v, want the tombstone %d", now.Version, now.State != Live, tomb.Version)
@@ -37,23 +31,34 @@ func TestAnotherSitesNewerRecordRepairsThisSite(t *testing.T) {
 // site answers a forward with a newer record that knows a pop was missed
 // there; this site takes the record with the missed pop, and makes it.
 func TestAnotherSitesAnswerKeepsItsMissedPops(t *testing.T) {
-	const remote = "127.0.0.2:7253"
-	h := newHarness(t, func(c *Config) { c.RemoteSites = []Site{{Name: "site2", Address: remote}} })
-	id := mustID(t, h.create(timerJSON(10, 40, cb, "x")))
-	fwd := h.net.take("http://" + remote)
-	if len(fwd) != 1 {
-		t.Fatalf("got %d forwards to the other site, want 1", len(fwd))
-	}
+	h, id, fwd := forwardedCreate(t, 40)
 	held, _ := h.node.Timer(id)
 	spec := Spec{Interval: held.Interval, RepeatFor: held.RepeatFor, URI: cb, Opaque: "x", RF: int(held.RF)}
-	newer := newTimer(id, held.Version+1, spec, held.Start, 2, &Placement{Replicas: []string{remote}, Sites: []string{"site1", "site2"}}, 0, nil)
+	newer := newTimer(id, held.Version+1, spec, held.Start, 2, &Placement{Replicas: []string{otherSite}, Sites: []string{"site1", "site2"}}, 0, nil)
 	newer.setPopMarks(popBit(2, 1), 0)
-	fwd[0].done(Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(newer.Version, 10)},
+	fwd.done(Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(newer.Version, 10)},
 		Body: EncodeReplication(newer, h.node.nowMs())}, nil)
 	h.clock.advance(35 * time.Second)
 	if got := seqs(h.drainPops(cb, 200)); !slices.Equal(got, []string{"1:x", "3:x"}) {
 		t.Fatalf("pops after the other site's answer: got %v, want the missed pop 1 and then pop 3", got)
 	}
+}
+
+// otherSite is the address of the other site in forwardedCreate.
+const otherSite = "127.0.0.2:7253"
+
+// forwardedCreate creates a timer (interval 10 s, repeatFor seconds) on a
+// node that knows another site, and returns the node, the timer's ID and
+// the one forward of it to the other site, still to be answered.
+func forwardedCreate(t *testing.T, repeatFor int) (*harness, uint64, *sent) {
+	t.Helper()
+	h := newHarness(t, func(c *Config) { c.RemoteSites = []Site{{Name: "site2", Address: otherSite}} })
+	id := mustID(t, h.create(timerJSON(10, repeatFor, cb, "x")))
+	fwd := h.net.take("http://" + otherSite)
+	if len(fwd) != 1 {
+		t.Fatalf("got %d forwards to the other site, want 1", len(fwd))
+	}
+	return h, id, fwd[0]
 }
 
 // newSites builds two sites of two nodes each; each site knows the other
