@@ -25,7 +25,7 @@ func createOn(t *testing.T, c *cluster, interval, repeatFor, rf int) (string, []
 	return wire, NewRing(three).Replicas(mustID(t, wire), rf)
 }
 
-// pop is one callback as a test sees it: which replica sent which pop.
+// popBy is one callback as a test sees it: which replica sent which pop.
 type popBy struct {
 	node string
 	seq  string
@@ -40,6 +40,17 @@ func record(list *[]popBy, answer func(node, seq string) int) func(*sent) int {
 	}
 }
 
+// refusing answers 500 to pop seq from node (any node when node is ""),
+// 200 to every other callback.
+func refusing(node, seq string) func(string, string) int {
+	return func(n, s string) int {
+		if (node == "" || n == node) && s == seq {
+			return 500
+		}
+		return 200
+	}
+}
+
 // TestEveryReplicaFailingAPopStillPopsTheNext proves that when the
 // callback of one pop fails on every replica, each replica tried it once
 // (no retry storm) and the timer still pops the next interval: a failure
@@ -48,12 +59,7 @@ func TestEveryReplicaFailingAPopStillPopsTheNext(t *testing.T) {
 	c := newCluster(t, three...)
 	_, replicas := createOn(t, c, 10, 40, 2)
 	var got []popBy
-	c.advanceWith(60*time.Second, record(&got, func(_, seq string) int {
-		if seq == "1" {
-			return 500
-		}
-		return 200
-	}))
+	c.advanceWith(60*time.Second, record(&got, refusing("", "1")))
 	want := []popBy{{replicas[0], "1"}, {replicas[1], "1"}, {replicas[0], "2"}, {replicas[0], "3"}, {replicas[0], "4"}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("callbacks: got %v, want %v", got, want)
@@ -70,12 +76,7 @@ func TestMissedPopIsLeftToTheNextReplicaWhenALaterNoticeComesFirst(t *testing.T)
 	wire, replicas := createOn(t, c, 1, 5, 2)
 	primary, backup := replicas[0], replicas[1]
 	var got []popBy
-	c.advanceWith(20*time.Second, record(&got, func(node, seq string) int {
-		if node == primary && seq == "2" {
-			return 500
-		}
-		return 200
-	}))
+	c.advanceWith(20*time.Second, record(&got, refusing(primary, "2")))
 	want := []popBy{{primary, "1"}, {primary, "2"}, {primary, "3"}, {backup, "2"}, {primary, "4"}, {primary, "5"}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("callbacks: got %v, want %v", got, want)
@@ -94,12 +95,7 @@ func TestMissedPopIsNotOwedByAReplicaThatMadeIt(t *testing.T) {
 	wire, replicas := createOn(t, c, 10, 30, 2)
 	primary, backup := replicas[0], replicas[1]
 	var got []popBy
-	answer := record(&got, func(node, seq string) int {
-		if node == primary && seq == "1" {
-			return 500
-		}
-		return 200
-	})
+	answer := record(&got, refusing(primary, "1"))
 	c.advanceWith(25*time.Second, answer)
 	held, _ := c.nodes[primary].Timer(mustID(t, wire))
 	if missed, owed := held.popMarks(); missed != 0 || owed != 0 || held.Seq != 2 {
@@ -171,12 +167,7 @@ func TestFinishedCopyKeepsTellingOfAMissedPop(t *testing.T) {
 	primary, backup := replicas[0], replicas[1]
 	id := mustID(t, wire)
 	var got []popBy
-	answer := record(&got, func(node, seq string) int {
-		if node == primary && seq == "1" {
-			return 500
-		}
-		return 200
-	})
+	answer := record(&got, refusing(primary, "1"))
 	c.advanceWith(2100*time.Millisecond, answer)
 	held, _ := c.nodes[primary].Timer(id)
 	if missed, _ := held.popMarks(); held.State != Live || held.Seq != 2 || missed != popBit(2, 1) {
