@@ -266,21 +266,24 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 
 // fromReplication builds the record a replication body describes.
 func (n *Node) fromReplication(id uint64, spec Spec, r *Replication) *Timer {
-	t := newTimer(id, r.Version, spec, n.startMs()+r.StartTimeDelta, r.Seq, n.placement(r.Replicas, r.Sites), r.ViewID, n.hosts)
-	receivedMarks(t, spec, r)
-	return t
+	return n.received(id, spec, r, n.startMs()+r.StartTimeDelta, n.placement(r.Replicas, r.Sites), r.ViewID)
 }
 
-// receivedMarks completes a record built from a replication body: a
-// tombstone's fingerprint, which it carries apart as it has no callback to
-// fingerprint, or a live record's missed pops, owed here until apply
-// merges them with what this replica knows (mergeMarks).
-func receivedMarks(t *Timer, spec Spec, r *Replication) {
+// received builds the record a replication body describes, with the
+// start and placement the receiving path gives it: a replica's own, a
+// site relay's placement on its own site (placeFromSite), or another
+// site's answer placed here (siteAnswered). A tombstone carries its
+// fingerprint apart, as it has no callback to fingerprint; a live
+// record's missed pops are owed here until apply merges them with what
+// this replica knows (mergeMarks).
+func (n *Node) received(id uint64, spec Spec, r *Replication, start int64, p *Placement, view uint64) *Timer {
+	t := newTimer(id, r.Version, spec, start, r.Seq, p, view, n.hosts)
 	if spec.Tombstone {
 		t.def = r.Definition
-		return
+	} else {
+		t.setPopMarks(r.Missed, r.Missed)
 	}
-	t.setPopMarks(r.Missed, r.Missed)
+	return t
 }
 
 // notApplied is the response a replica gives for a record it did not

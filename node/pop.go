@@ -222,7 +222,9 @@ func (n *Node) popMade(cur, popped *Timer, p uint32) {
 	missed, owed := from.popMarks()
 	from.setPopMarks(missed&^popBit(from.Seq, p), owed&^popBit(from.Seq, p))
 	if from == cur {
-		n.reschedule(cur) // a finished record with nothing missed now ends
+		if _, more := cur.nextPop(); !more {
+			n.reschedule(cur) // a finished record with nothing missed now ends
+		}
 	}
 	n.notifyPopped(from)
 }

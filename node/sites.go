@@ -10,8 +10,7 @@ import (
 func (n *Node) placeFromSite(id uint64, spec Spec, r *Replication, reply func(Response)) {
 	now := n.nowMs()
 	spec.RF = max(spec.RF, 1)
-	t := newTimer(id, r.Version, spec, now+r.StartTimeDelta, r.Seq, n.placement(r.Replicas, r.Sites), n.ring.ViewID(), n.hosts)
-	receivedMarks(t, spec, r)
+	t := n.received(id, spec, r, now+r.StartTimeDelta, n.placement(r.Replicas, r.Sites), n.ring.ViewID())
 	// A replica holding a newer record answers 409 with it. The newest
 	// goes back to the forwarding site (see siteAnswered), even when
 	// another replica here took the stale record, and to the replicas here
@@ -106,8 +105,7 @@ func (n *Node) siteAnswered(id uint64, resp Response) {
 	}
 	rf = max(rf, 1)
 	here := n.placement(n.ring.Replicas(id, rf), repl.Sites)
-	t := newTimer(id, repl.Version, spec, n.startMs()+repl.StartTimeDelta, repl.Seq, here, n.ring.ViewID(), n.hosts)
-	receivedMarks(t, spec, repl)
+	t := n.received(id, spec, repl, n.startMs()+repl.StartTimeDelta, here, n.ring.ViewID())
 	if !slices.Contains(here.Replicas, n.self) {
 		n.spreadRepair(t, t, n.self)
 		return
