@@ -39,6 +39,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBody$$' -fuzztime $(FUZZTIME) ./node
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWireID$$' -fuzztime $(FUZZTIME) ./node
 	$(GO) test -run '^$$' -fuzz '^FuzzHandle$$' -fuzztime $(FUZZTIME) ./node
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePopped$$' -fuzztime $(FUZZTIME) ./node
 	@for f in $$($(GO) test -list '^Fuzz' ./server | grep '^Fuzz'); do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./server || exit 1; done
 

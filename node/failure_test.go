@@ -2,6 +2,7 @@ package node
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -181,4 +182,32 @@ func TestFinishedCopyKeepsTellingOfAMissedPop(t *testing.T) {
 	if held, _ := c.nodes[primary].Timer(id); held.State != Tombstone {
 		t.Fatalf("primary once the backup made pop 1: got %+v, want a tombstone", held)
 	}
+}
+
+// FuzzParsePopped proves the reader of a peer's X-Chronos-Popped answer
+// never panics, and that what it accepts is exactly what the node writes.
+func FuzzParsePopped(f *testing.F) {
+	for _, v := range []string{"2 2", "0 0", "4294967295 4294967295", "", " ", "1", "1 ", "-1 2", "1 2 3", "4294967296 0"} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		seq, missed, ok := parsePopped(v)
+		if !ok {
+			return
+		}
+		if again := strconv.FormatUint(uint64(seq), 10) + " " + strconv.FormatUint(uint64(missed), 10); again != v && !leadingZeroOrPlus(v) {
+			t.Fatalf("parsePopped(%q) = %d %d, written back as %q", v, seq, missed, again)
+		}
+	})
+}
+
+// leadingZeroOrPlus reports forms strconv accepts that the node never
+// writes ("02 1", "+1 2"): equal in value, not in spelling.
+func leadingZeroOrPlus(v string) bool {
+	for _, f := range strings.Split(v, " ") {
+		if len(f) > 1 && (f[0] == '0' || f[0] == '+') {
+			return true
+		}
+	}
+	return false
 }

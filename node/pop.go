@@ -287,19 +287,26 @@ func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 // knows were missed (HeaderPopped). Pops the answer knows were made are
 // no longer missed here, and later notices stop telling of them.
 func (n *Node) learnPopped(notice *Timer, popped string) {
-	seqText, missedText, ok := strings.Cut(popped, " ")
-	if !ok {
-		return
-	}
-	seq, err1 := strconv.ParseUint(seqText, 10, 32)
-	missed, err2 := strconv.ParseUint(missedText, 10, 32)
+	seq, missed, ok := parsePopped(popped)
 	held := n.store.Get(notice.ID)
-	if err1 != nil || err2 != nil || held == nil || held.Version != notice.Version || held.State != Live || uint32(seq) > held.Seq {
+	if !ok || held == nil || held.Version != notice.Version || held.State != Live || seq > held.Seq {
 		return
 	}
-	told := &Timer{ID: held.ID, Version: held.Version, Seq: uint32(seq)}
-	told.setPopMarks(uint32(missed), 0)
+	told := &Timer{ID: held.ID, Version: held.Version, Seq: seq}
+	told.setPopMarks(missed, 0)
 	n.mergeMarks(held, told)
+}
+
+// parsePopped reads an X-Chronos-Popped value, "<seq> <missed>", both
+// decimal 32-bit; ok is false for anything else.
+func parsePopped(v string) (seq, missed uint32, ok bool) {
+	seqText, missedText, found := strings.Cut(v, " ")
+	s, err1 := strconv.ParseUint(seqText, 10, 32)
+	m, err2 := strconv.ParseUint(missedText, 10, 32)
+	if !found || err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return uint32(s), uint32(m), true
 }
 
 // answeredRecord is the newer record of timer id a replica answered a
