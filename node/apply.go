@@ -72,13 +72,21 @@ func collides(existing, incoming *Timer) bool {
 // it supersedes what the node holds.
 func (n *Node) apply(t *Timer) applied {
 	n.ids.observe(t.Version, n.nowMs())
+	existing := n.store.Get(t.ID)
 	if t.State == Live && !slices.Contains(t.Placement.Replicas, n.self) {
-		// Passive rebalancing: this node is no longer a replica. Keep a
+		// Rebalancing: this node is no longer a replica. Keep a
 		// tombstone of the definition so that stale copies of it cannot
-		// bring the timer back here.
+		// bring the timer back here. A resync's tombstone of the live
+		// definition held under an older view keeps that record as
+		// information for the new replicas still to fetch it (see
+		// TimerExtra.Info).
+		if existing != nil && existing.State == Live && existing.Version == t.Version && existing.ViewID != n.ring.ViewID() {
+			info := *existing
+			info.prev, info.next, info.slot = nil, nil, 0
+			t.setInfo(&info)
+		}
 		t.entomb()
 	}
-	existing := n.store.Get(t.ID)
 	if existing == nil && t.State == Live && t.Seq > 0 && t.lastDue()+n.maxSkew(t).Milliseconds() < n.nowMs() {
 		// A pop notice of a timer every pop of which, at every rank, is
 		// past: this replica forgot it after its last pop (its tombstone
@@ -98,6 +106,9 @@ func (n *Node) apply(t *Timer) applied {
 		// of a one-shot timer (interval 0) is a tombstone too, but it
 		// carries its own definition, which must stay as it is.
 		t.Start, t.Interval, t.RepeatFor = existing.Start, existing.Interval, existing.RepeatFor
+	}
+	if existing != nil && existing.Version == t.Version {
+		n.currentPlacement(existing, t)
 	}
 	if existing != nil && existing.Version == t.Version && existing.Start != t.Start {
 		n.earliestStart(existing, t)
@@ -140,6 +151,23 @@ func (n *Node) apply(t *Timer) applied {
 	n.release(existing)
 	n.holdNext(t)
 	return applied{ok: true}
+}
+
+// currentPlacement gives both records of one definition the placement of
+// the node's current cluster view when one of them has it: a pop notice
+// from a replica that has not been rebalanced yet must not move the
+// record back to its old replicas, and a resync's record of the same
+// progress moves the held one to its new replicas (its rank, and so its
+// skew, may change).
+func (n *Node) currentPlacement(existing, t *Timer) {
+	view := n.ring.ViewID()
+	switch {
+	case existing.ViewID == view && t.ViewID != view && t.State == Live:
+		t.Placement, t.ViewID = existing.Placement, existing.ViewID
+	case t.ViewID == view && existing.ViewID != view && existing.State == Live && t.State == Live:
+		existing.Placement, existing.ViewID = t.Placement, t.ViewID
+		n.reschedule(existing)
+	}
 }
 
 // keepProgress carries the pops already made over to a newer version of

@@ -39,21 +39,32 @@ func newCluster(t *testing.T, addrs ...string) *cluster {
 }
 
 // skewedClock is a node's clock offset from the cluster's manual clock.
+// Once *gone is set (the node was restarted), its alarms no longer fire:
+// the process they belonged to is dead.
 type skewedClock struct {
 	c      *manualClock
 	offset time.Duration
+	gone   *bool
 }
 
 func (s skewedClock) Now() time.Time { return s.c.Now().Add(s.offset) }
 
-func (s skewedClock) AfterFunc(d time.Duration, f func()) Alarm { return s.c.AfterFunc(d, f) }
+func (s skewedClock) AfterFunc(d time.Duration, f func()) Alarm {
+	return s.c.AfterFunc(d, func() {
+		if s.gone == nil || !*s.gone {
+			f()
+		}
+	})
+}
 
 // newSkewedCluster builds a cluster whose nodes' clocks are offset from
 // true time by offsets[addr].
 func newSkewedCluster(t *testing.T, offsets map[string]time.Duration, addrs ...string) *cluster {
 	t.Helper()
 	return newClusterWith(t, func(a string, cfg *Config) {
-		cfg.Clock = skewedClock{cfg.Clock.(skewedClock).c, offsets[a]}
+		clock := cfg.Clock.(skewedClock)
+		clock.offset = offsets[a]
+		cfg.Clock = clock
 	}, addrs...)
 }
 
@@ -66,7 +77,7 @@ func newClusterWith(t *testing.T, configure func(addr string, cfg *Config), addr
 		cfg := DefaultConfig()
 		cfg.Address = a
 		cfg.Cluster = Membership{Nodes: addrs}
-		cfg.Clock, cfg.Network = skewedClock{c.clock, 0}, senderNet{c, a}
+		cfg.Clock, cfg.Network = skewedClock{c.clock, 0, new(bool)}, senderNet{c, a}
 		if configure != nil {
 			configure(a, &cfg)
 		}
@@ -84,7 +95,13 @@ func newClusterWith(t *testing.T, configure func(addr string, cfg *Config), addr
 // crash.
 func (c *cluster) restart(addr string) {
 	c.t.Helper()
-	n, err := New(c.cfgs[addr])
+	cfg := c.cfgs[addr]
+	clock := cfg.Clock.(skewedClock)
+	*clock.gone = true
+	clock.gone = new(bool)
+	cfg.Clock = clock
+	c.cfgs[addr] = cfg
+	n, err := New(cfg)
 	if err != nil {
 		c.t.Fatalf("New(%s): %v", addr, err)
 	}

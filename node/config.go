@@ -173,6 +173,9 @@ func (m Membership) validate(self string) error {
 			seen[a] = true
 		}
 	}
+	if len(seen) > 0 && len(m.Nodes)+len(m.Joining) == 0 {
+		return fmt.Errorf("node: config Cluster has only leaving nodes")
+	}
 	if len(seen) > 0 && !seen[self] {
 		return fmt.Errorf("node: config Cluster does not list this node's Address %q", self)
 	}

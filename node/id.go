@@ -149,6 +149,14 @@ func FormatID(id uint64) string {
 	return hex.EncodeToString(b[:])
 }
 
+// ParseID parses a unique ID as FormatID writes it: 16 hex digits.
+func ParseID(s string) (uint64, error) {
+	if len(s) != 16 || !isHex(s) {
+		return 0, ErrBadID
+	}
+	return strconv.ParseUint(s, 16, 64)
+}
+
 // ParseWireID splits a client-facing timer ID into its unique ID and its
 // replica bloom filter.
 func ParseWireID(s string) (id, bloom uint64, err error) {

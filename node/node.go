@@ -43,6 +43,11 @@ type Node struct {
 	hosts      hostTable // interned callback hosts of the held records
 	inFlight   int
 	stats      Stats
+
+	// resyncGen numbers the resyncs started; resyncStatus is the latest's
+	// progress (resync.go).
+	resyncGen    uint64
+	resyncStatus ResyncStatus
 }
 
 // Stats are the node's plain counters, read by the production adapter's
@@ -68,6 +73,10 @@ type Stats struct {
 	// Forbidden counts internal requests refused for want of a valid
 	// cluster key signature.
 	Forbidden uint64
+	// ResyncPagesServed counts the GET /timers pages this node answered;
+	// ResyncReferences the DELETE /timers/references entries it received.
+	ResyncPagesServed uint64
+	ResyncReferences  uint64
 	// Tags counts live timers per statistics tag (weighted by count).
 	Tags map[string]int
 }
@@ -109,8 +118,9 @@ func (n *Node) Instance() (id int, derived bool) {
 }
 
 // SetCluster replaces the cluster membership (a configuration reload).
-// Timers already held keep their placement until they are next written or
-// popped (passive rebalancing).
+// When the cluster view changes it starts a resync to it (see Resync),
+// ending any resync still running; timers are also moved as they are
+// written (passive rebalancing).
 //
 // A derived instance number may change with the membership (a clash with
 // a new member). IDs the node issues under the new number then start
@@ -129,7 +139,11 @@ func (n *Node) SetCluster(m Membership) error {
 		n.instance = instance
 		n.ids.renumber(uint64(instance), n.nowMs())
 	}
+	view := n.ring.ViewID()
 	n.setCluster(m)
+	if n.ring.ViewID() != view {
+		n.Resync(false)
+	}
 	return nil
 }
 
@@ -179,7 +193,16 @@ func (n *Node) Handle(req Request, reply func(Response)) {
 		// The driver sends no body for HEAD, as net/http does.
 		reply(text(200, "OK"))
 	case path == "/timers":
-		n.route(req, reply, "POST", func() { n.create(req.Body, reply) })
+		switch req.Method {
+		case "POST":
+			n.create(req.Body, reply)
+		case "GET":
+			n.resyncGet(req, reply)
+		default:
+			reply(methodNotAllowed("POST, GET"))
+		}
+	case path == "/timers/references":
+		n.route(req, reply, "DELETE", func() { n.references(req, reply) })
 	case strings.HasPrefix(path, "/timers/"):
 		id := strings.TrimPrefix(path, "/timers/")
 		switch req.Method {

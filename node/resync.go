@@ -1,0 +1,671 @@
+package node
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Active rebalancing (the original resynchronization design; docs/design.md
+// 4.8). After the membership changes, each node asks every member, itself
+// included, for the timers it will hold under the new cluster view
+// (GET /timers), takes those it may, passes them on to the replicas ranked
+// after it, sends the rebalancing tombstone to old replicas no longer
+// involved, and tells the leaving nodes which timers it dealt with
+// (DELETE /timers/references), so that they drop their copies.
+
+// Resync API limits.
+const (
+	// DefaultResyncPage is how many timers a GET /timers page holds when
+	// the request has no Range (api.md: batches of 100).
+	DefaultResyncPage = 100
+	// MaxResyncPage bounds the Range a requester may ask for.
+	MaxResyncPage = 1000
+	// ResyncPageTimeout bounds one GET /timers round trip.
+	ResyncPageTimeout = 5 * time.Second
+	// maxResyncAttempts bounds how often a page is asked for before the
+	// peer is given up on for this resync: the peer may be down, cut off,
+	// or not yet reloaded to the same membership (it answers 400 or 404
+	// until it is). The waits between attempts double from
+	// resyncRetryBase up to resyncRetryMax, about two minutes in all.
+	maxResyncAttempts = 8
+	resyncRetryBase   = time.Second
+	resyncRetryMax    = 30 * time.Second
+	// maxResyncSends bounds the attempts of one replication, tombstone or
+	// references message a resync sends.
+	maxResyncSends = 3
+)
+
+// Query parameters and headers of the resync API.
+const (
+	paramNodeForReplicas = "node-for-replicas"
+	paramClusterViewID   = "cluster-view-id"
+	paramTimeFrom        = "time-from"
+	// paramCurrentView asks for the timers already placed under the
+	// requested view as well: a node that restarted without its store
+	// repopulates with it. It is this implementation's extension of
+	// api.md; the original had no way to refill a restarted node.
+	paramCurrentView = "include-current-view"
+	// HeaderNextTimeFrom, on a 206 answer to GET /timers, is the time-from
+	// (microseconds) of the next page. api.md leaves the requester to
+	// work it out from the timers, which start-time-deltas do not allow.
+	HeaderNextTimeFrom = "X-Chronos-Next-Time-From"
+)
+
+// resyncEntry is one timer of a GET /timers answer (api.md): its ID, where
+// its replicas were, and its record under the requested view, as the
+// internal replication body (start-time-delta rather than an absolute
+// start, so that clock skew between the two nodes cannot move a pop
+// earlier).
+type resyncEntry struct {
+	TimerID     string          `json:"TimerID"`
+	OldReplicas []string        `json:"OldReplicas"`
+	Timer       json.RawMessage `json:"Timer"`
+}
+
+type resyncPage struct {
+	Timers []resyncEntry `json:"timers"`
+}
+
+// reference is one entry of a DELETE /timers/references body.
+type reference struct {
+	ID           string `json:"ID"`
+	ReplicaIndex int    `json:"ReplicaIndex"`
+}
+
+type referencesBody struct {
+	IDs []reference `json:"IDs"`
+}
+
+// resyncQuery is a parsed GET /timers request.
+type resyncQuery struct {
+	requester string
+	view      uint64
+	fromMs    int64
+	limit     int
+	current   bool
+}
+
+// parseResyncQuery reads a GET /timers request target and its Range
+// header, or returns the reason it is a bad request.
+func parseResyncQuery(target, rangeHeader string) (resyncQuery, error) {
+	q := resyncQuery{limit: DefaultResyncPage}
+	_, rawQuery, _ := strings.Cut(target, "?")
+	vals, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return q, badf("the query does not parse: %v", err)
+	}
+	if q.requester = vals.Get(paramNodeForReplicas); q.requester == "" {
+		return q, badf("%s is missing", paramNodeForReplicas)
+	}
+	view := vals.Get(paramClusterViewID)
+	if view == "" {
+		return q, badf("%s is missing", paramClusterViewID)
+	}
+	if q.view, err = strconv.ParseUint(view, 10, 64); err != nil {
+		return q, badf("%s %q is not an unsigned decimal", paramClusterViewID, view)
+	}
+	if from := vals.Get(paramTimeFrom); from != "" {
+		us, err := strconv.ParseInt(from, 10, 64)
+		if err != nil || us < 0 {
+			return q, badf("%s %q is not a time in microseconds since the epoch", paramTimeFrom, from)
+		}
+		q.fromMs = (us + 999) / 1000
+	}
+	if c := vals.Get(paramCurrentView); c != "" {
+		if q.current, err = strconv.ParseBool(c); err != nil {
+			return q, badf("%s %q is not true or false", paramCurrentView, c)
+		}
+	}
+	if r := strings.TrimSpace(rangeHeader); r != "" {
+		n, err := strconv.Atoi(r)
+		if err != nil || n < 1 {
+			return q, badf("Range %q is not a positive number of timers", r)
+		}
+		q.limit = min(n, MaxResyncPage)
+	}
+	return q, nil
+}
+
+// resyncGet serves GET /timers: a page of the timers held here that the
+// requester will hold a replica of under the requested view, in due order
+// from time-from. Timers already placed under that view are passed over
+// (their writer placed them), unless the requester asks for them too
+// (paramCurrentView). A page holds Range timers, and then the rest of the
+// timers due in the same millisecond, so that the next page's time-from
+// moves strictly on: paging can never repeat a page forever.
+func (n *Node) resyncGet(req Request, reply func(Response)) {
+	if !n.authentic(req) {
+		n.stats.Forbidden++
+		reply(forbidden(errForbidden))
+		return
+	}
+	q, err := parseResyncQuery(req.URL, req.Header.Get(HeaderRange))
+	if err != nil {
+		reply(errorResponse(err))
+		return
+	}
+	if _, member := n.ring.index[q.requester]; !member {
+		reply(notFound(fmt.Sprintf("%s %q is not a member of this node's cluster", paramNodeForReplicas, q.requester)))
+		return
+	}
+	if q.view != n.ring.ViewID() {
+		reply(badRequest(fmt.Sprintf("%s %d is not this node's view of the cluster, %d: reload both to the same membership",
+			paramClusterViewID, q.view, n.ring.ViewID())))
+		return
+	}
+	now := n.nowMs()
+	var page resyncPage
+	var replicas []string
+	more, last := false, int64(0)
+	n.store.AscendFrom(q.fromMs, func(held *Timer) bool {
+		if len(page.Timers) >= q.limit && held.due > last {
+			more = true
+			return false
+		}
+		t := held.resyncSource()
+		if t == nil || t.ViewID == q.view && !q.current {
+			return true
+		}
+		replicas = n.ring.AppendReplicas(replicas[:0], t.ID, t.replicationFactor())
+		if !slices.Contains(replicas, q.requester) {
+			return true
+		}
+		moved := *t
+		moved.Placement = n.placement(replicas, t.Placement.Sites)
+		moved.ViewID = q.view
+		page.Timers = append(page.Timers, resyncEntry{
+			TimerID:     FormatID(t.ID),
+			OldReplicas: t.Placement.Replicas,
+			Timer:       EncodeReplication(&moved, now),
+		})
+		last = held.due
+		return true
+	})
+	if page.Timers == nil {
+		page.Timers = []resyncEntry{}
+	}
+	body, err := json.Marshal(&page)
+	if err != nil {
+		panic("node: encoding a resync page: " + err.Error())
+	}
+	resp := Response{Status: 200, Header: Header{HeaderContentType: "application/json"}, Body: body}
+	if more {
+		resp.Status = 206
+		resp.Header[HeaderContentRange] = strconv.Itoa(len(page.Timers))
+		resp.Header[HeaderNextTimeFrom] = strconv.FormatInt((last+1)*1000, 10)
+	}
+	n.stats.ResyncPagesServed++
+	reply(resp)
+}
+
+// resyncSource is the record a GET /timers offers for held: a live
+// record, or the informational copy a rebalancing tombstone keeps.
+func (t *Timer) resyncSource() *Timer {
+	switch {
+	case t.State == Live:
+		return t
+	case t.Extra != nil && t.Extra.Info != nil:
+		return t.Extra.Info
+	}
+	return nil
+}
+
+// replicationFactor is the number of replicas t is placed on: the one its
+// client asked for, or for a record from a sender that gave none, the
+// length of its replica list.
+func (t *Timer) replicationFactor() int {
+	if t.RF > 0 {
+		return int(t.RF)
+	}
+	return max(len(t.Placement.Replicas), 1)
+}
+
+// parseReferences reads a DELETE /timers/references body.
+func parseReferences(body []byte) ([]reference, []uint64, error) {
+	var b referencesBody
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&b); err != nil {
+		return nil, nil, badf("the body is not a references object: %v", err)
+	}
+	if dec.More() {
+		return nil, nil, badf("the body holds more than one JSON value")
+	}
+	if b.IDs == nil {
+		return nil, nil, badf("IDs is missing")
+	}
+	ids := make([]uint64, len(b.IDs))
+	for i, r := range b.IDs {
+		id, err := ParseID(r.ID)
+		if err != nil {
+			return nil, nil, badf("IDs[%d].ID %q is not a timer ID", i, r.ID)
+		}
+		if r.ReplicaIndex < 0 || r.ReplicaIndex >= MaxReplicationFactor {
+			return nil, nil, badf("IDs[%d].ReplicaIndex %d is not in 0..%d", i, r.ReplicaIndex, MaxReplicationFactor-1)
+		}
+		ids[i] = id
+	}
+	return b.IDs, ids, nil
+}
+
+// references serves DELETE /timers/references: the requester has taken
+// the listed timers at the given replica index, and so have the replicas
+// ranked after it. An old copy held here (a leaving node's, or the
+// informational copy of a rebalancing tombstone) is dropped once the
+// primary's reference arrives: every new replica then knows the timer. A
+// reference to an index above 0 changes nothing on its own.
+func (n *Node) references(req Request, reply func(Response)) {
+	if !n.authentic(req) {
+		n.stats.Forbidden++
+		reply(forbidden(errForbidden))
+		return
+	}
+	refs, ids, err := parseReferences(req.Body)
+	if err != nil {
+		reply(errorResponse(err))
+		return
+	}
+	view := n.ring.ViewID()
+	for i, r := range refs {
+		n.stats.ResyncReferences++
+		t := n.store.Get(ids[i])
+		if t == nil || r.ReplicaIndex != 0 {
+			continue
+		}
+		switch {
+		case t.State == Live && t.ViewID != view && !slices.Contains(n.ring.Replicas(t.ID, t.replicationFactor()), n.self):
+			n.release(t)
+			t.entomb()
+			n.holdNext(t)
+		case t.State != Live && t.Extra != nil && t.Extra.Info != nil:
+			t.setInfo(nil)
+		}
+	}
+	reply(text(202, "Accepted"))
+}
+
+// setInfo sets or clears the informational copy of tombstone t (see
+// TimerExtra.Info), copying Extra as setPopMarks does.
+func (t *Timer) setInfo(info *Timer) {
+	if t.Extra == nil && info == nil || t.Extra != nil && t.Extra.Info == info {
+		return
+	}
+	var e TimerExtra
+	if t.Extra != nil {
+		e = *t.Extra
+	}
+	e.Info = info
+	if e.empty() {
+		t.Extra = nil
+		return
+	}
+	t.Extra = &e
+}
+
+// ResyncStatus is the progress of the node's latest resync, for operators
+// (a leaving node may be stopped once every staying node's resync has
+// completed) and for the simulator.
+type ResyncStatus struct {
+	// Running is set while a resync is under way.
+	Running bool
+	// Runs counts the resyncs started; Completed those that reached every
+	// peer, Incomplete those that gave up on at least one.
+	Runs, Completed, Incomplete uint64
+	// ViewID is the cluster view the latest resync rebalanced to.
+	ViewID uint64
+	// Peers is how many members the latest resync asks (itself
+	// included), PeersDone how many have answered every page, and Failed
+	// the ones it gave up on.
+	Peers, PeersDone int
+	Failed           []string
+	// Received counts the timers the latest resync was offered; Taken
+	// those it took, Replicated and Tombstoned the messages it sent on,
+	// SendFailures those that failed every attempt.
+	Received, Taken, Replicated, Tombstoned, SendFailures uint64
+	// Started and Finished are when the latest resync started and ended
+	// (Finished is zero while it runs).
+	Started, Finished time.Time
+}
+
+// resyncRun is one resync under way.
+type resyncRun struct {
+	gen        uint64
+	view       uint64
+	repopulate bool
+	pending    int // peers not finished
+	status     *ResyncStatus
+}
+
+// peerSync is one peer's paging in a resync.
+type peerSync struct {
+	run      *resyncRun
+	addr     string
+	fromUs   int64
+	attempts int
+	// sends counts the messages of the current page still unanswered;
+	// taking is set while takePage sends them, and after is what follows
+	// once they are answered.
+	sends  int
+	taking bool
+	after  func()
+	next   func()
+}
+
+// ResyncStatus returns the progress of the latest resync.
+func (n *Node) ResyncStatus() ResyncStatus {
+	s := n.resyncStatus
+	s.Failed = slices.Clone(s.Failed)
+	return s
+}
+
+// Resync starts the active rebalancing to the current membership, ending
+// any resync still running. With repopulate, it also asks for the timers
+// already placed under the current view: a node that restarted without
+// its store gets back what it holds. A node outside the ring (leaving)
+// has nothing to ask for. A resync always ends: every peer's pages move
+// strictly on, and a peer that does not answer is asked a bounded number
+// of times.
+func (n *Node) Resync(repopulate bool) {
+	n.resyncGen++
+	run := &resyncRun{gen: n.resyncGen, view: n.ring.ViewID(), repopulate: repopulate, status: &n.resyncStatus}
+	runs, completed, incomplete := n.resyncStatus.Runs+1, n.resyncStatus.Completed, n.resyncStatus.Incomplete
+	n.resyncStatus = ResyncStatus{Running: true, Runs: runs, Completed: completed, Incomplete: incomplete,
+		ViewID: run.view, Started: n.clock.Now()}
+	if _, member := n.ring.index[n.self]; !member {
+		n.log.Info("resync: this node is leaving; nothing to fetch")
+		n.finishResync(run)
+		return
+	}
+	m := n.cfg.Cluster
+	peers := append(append(append([]string{}, m.Nodes...), m.Joining...), m.Leaving...)
+	n.resyncStatus.Peers = len(peers)
+	run.pending = len(peers)
+	n.log.Info("resync started", "view", run.view, "peers", len(peers), "repopulate", repopulate)
+	for _, addr := range peers {
+		p := &peerSync{run: run, addr: addr}
+		p.next = func() { n.fetchPage(p) }
+		if addr == n.self {
+			// The node's own pages are served in place, each on a fresh
+			// turn of the clock so that paging never recurses.
+			p.next = func() { n.clock.AfterFunc(0, func() { n.fetchPage(p) }) }
+		}
+		p.next()
+	}
+}
+
+// current reports whether run is the resync under way.
+func (n *Node) current(run *resyncRun) bool { return run.gen == n.resyncGen && run.status.Running }
+
+// fetchPage asks p's peer for its next page.
+func (n *Node) fetchPage(p *peerSync) {
+	if !n.current(p.run) {
+		return
+	}
+	target := fmt.Sprintf("/timers?%s=%s&%s=%d", paramNodeForReplicas, url.QueryEscape(n.self), paramClusterViewID, p.run.view)
+	if p.fromUs > 0 {
+		target += fmt.Sprintf("&%s=%d", paramTimeFrom, p.fromUs)
+	}
+	if p.run.repopulate {
+		target += "&" + paramCurrentView + "=true"
+	}
+	req := Request{Method: "GET", URL: target, Header: Header{HeaderRange: strconv.Itoa(DefaultResyncPage)}, MaxWait: ReplicaSkew}
+	if p.addr == n.self {
+		n.resyncGet(req, func(resp Response) { n.pageAnswered(p, resp, nil) })
+		return
+	}
+	req.URL = "http://" + p.addr + target
+	n.sign(&req)
+	n.send(req, ResyncPageTimeout, func(resp Response, err error) { n.pageAnswered(p, resp, err) })
+}
+
+// pageAnswered takes a page p's peer answered, or asks again later.
+func (n *Node) pageAnswered(p *peerSync, resp Response, err error) {
+	if !n.current(p.run) {
+		return
+	}
+	var page resyncPage
+	if err == nil && (resp.Status == 200 || resp.Status == 206) {
+		if jerr := json.Unmarshal(resp.Body, &page); jerr != nil {
+			err = fmt.Errorf("page does not parse: %w", jerr)
+		}
+	}
+	next := int64(0)
+	if err == nil && resp.Status == 206 {
+		v, perr := strconv.ParseInt(resp.Header.Get(HeaderNextTimeFrom), 10, 64)
+		if perr != nil || v <= p.fromUs {
+			err = fmt.Errorf("206 without a later %s", HeaderNextTimeFrom)
+		}
+		next = v
+	}
+	if err == nil && resp.Status != 200 && resp.Status != 206 {
+		err = fmt.Errorf("status %d: %s", resp.Status, reasonOf(resp))
+	}
+	if err != nil {
+		n.retryPage(p, err)
+		return
+	}
+	p.attempts = 0
+	p.after = func() {
+		if resp.Status == 206 {
+			p.fromUs = next
+			p.next()
+			return
+		}
+		n.peerDone(p, true)
+	}
+	n.takePage(p, page.Timers)
+	if p.sends == 0 {
+		n.pageDone(p)
+	}
+}
+
+// sendDone counts one of p's page's messages answered; the last one moves
+// p on. A message may be answered before takePage returns (a driver that
+// fails a send at once): the page then moves on from pageAnswered.
+func (n *Node) sendDone(p *peerSync) {
+	p.sends--
+	if p.sends == 0 && !p.taking {
+		n.pageDone(p)
+	}
+}
+
+// pageDone moves p on once its page is taken and its messages answered.
+func (n *Node) pageDone(p *peerSync) {
+	after := p.after
+	p.after = nil
+	if after != nil && n.current(p.run) {
+		after()
+	}
+}
+
+// retryPage asks p's peer again after a growing wait, or gives up on it.
+func (n *Node) retryPage(p *peerSync, err error) {
+	p.attempts++
+	if p.attempts >= maxResyncAttempts {
+		n.log.Warn("resync: giving up on a peer", "peer", p.addr, "err", err)
+		n.peerDone(p, false)
+		return
+	}
+	wait := min(resyncRetryBase<<(p.attempts-1), resyncRetryMax)
+	n.log.Info("resync: page failed; asking again", "peer", p.addr, "in", wait, "err", err)
+	n.clock.AfterFunc(wait, func() { n.fetchPage(p) })
+}
+
+// peerDone ends p's paging; the last peer ends the run.
+func (n *Node) peerDone(p *peerSync, ok bool) {
+	if ok {
+		n.resyncStatus.PeersDone++
+	} else {
+		n.resyncStatus.Failed = append(n.resyncStatus.Failed, p.addr)
+	}
+	if p.run.pending--; p.run.pending == 0 {
+		n.finishResync(p.run)
+	}
+}
+
+func (n *Node) finishResync(run *resyncRun) {
+	s := &n.resyncStatus
+	s.Running = false
+	s.Finished = n.clock.Now()
+	if len(s.Failed) == 0 {
+		s.Completed++
+	} else {
+		s.Incomplete++
+	}
+	n.log.Info("resync finished", "view", run.view, "taken", s.Taken, "replicated", s.Replicated,
+		"tombstoned", s.Tombstoned, "failed_peers", s.Failed)
+}
+
+// takePage applies the rules of the original resynchronization design to
+// each timer of a page:
+//
+//   - this node takes the timer only if it moves down the replica list or
+//     stays (the primary is the lowest); a node moving up is brought the
+//     timer by the replica now below it;
+//   - it replicates the timer to the new replicas ranked after it whose
+//     old rank was not below its new one (not involved counts as high);
+//   - it sends the rebalancing tombstone (the record under the new view,
+//     which a node outside its replicas keeps as a tombstone) to the old
+//     replicas ranked at or after its new rank that are no longer involved,
+//     leaving nodes excepted;
+//   - it tells the leaving nodes which timers it dealt with, and at which
+//     rank.
+func (n *Node) takePage(p *peerSync, entries []resyncEntry) {
+	p.taking = true
+	defer func() { p.taking = false }()
+	s := p.run.status
+	var refs []reference
+	for _, e := range entries {
+		s.Received++
+		t, old, ok := n.resyncRecord(e)
+		if !ok {
+			continue
+		}
+		replicas := t.Placement.Replicas
+		rank := slices.Index(replicas, n.self)
+		if rank < 0 || rank > oldRank(old, n.self) {
+			continue
+		}
+		held := n.takeResynced(t)
+		if held == nil {
+			continue
+		}
+		s.Taken++
+		for _, r := range replicas[rank+1:] {
+			if oldRank(old, r) >= rank {
+				s.Replicated++
+				n.resyncSend(p, r, held, 1)
+			}
+		}
+		for i, r := range old {
+			if i >= rank && r != n.self && !slices.Contains(replicas, r) && !slices.Contains(n.cfg.Cluster.Leaving, r) {
+				s.Tombstoned++
+				n.resyncSend(p, r, held, 1)
+			}
+		}
+		refs = append(refs, reference{ID: FormatID(t.ID), ReplicaIndex: rank})
+	}
+	if len(refs) == 0 {
+		return
+	}
+	body, err := json.Marshal(&referencesBody{IDs: refs})
+	if err != nil {
+		panic("node: encoding resync references: " + err.Error())
+	}
+	for _, l := range n.cfg.Cluster.Leaving {
+		if l != n.self {
+			n.sendReferences(p, l, body, 1)
+		}
+	}
+}
+
+// oldRank is r's rank in the old replica list, or past its end when r was
+// not involved.
+func oldRank(old []string, r string) int {
+	if i := slices.Index(old, r); i >= 0 {
+		return i
+	}
+	return MaxReplicationFactor
+}
+
+// resyncRecord builds the record a page entry offers, placed under this
+// node's view, with the entry's old replica list; ok is false for an
+// entry that does not parse or belongs to another view.
+func (n *Node) resyncRecord(e resyncEntry) (t *Timer, old []string, ok bool) {
+	id, err := ParseID(e.TimerID)
+	if err != nil {
+		n.log.Warn("resync: entry with a bad timer ID", "id", e.TimerID)
+		return nil, nil, false
+	}
+	spec, r, err := ParseBody(e.Timer)
+	if err != nil || r == nil {
+		n.log.Warn("resync: entry with a bad timer body", "timer", e.TimerID, "err", err)
+		return nil, nil, false
+	}
+	if r.ViewID != n.ring.ViewID() || spec.Tombstone {
+		return nil, nil, false
+	}
+	rf := spec.RF
+	if rf == 0 {
+		rf = len(r.Replicas)
+	}
+	replicas := n.ring.Replicas(id, rf)
+	t = n.received(id, spec, r, n.startMs()+r.StartTimeDelta, n.placement(replicas, r.Sites), r.ViewID)
+	return t, e.OldReplicas, true
+}
+
+// takeResynced applies t, a record a resync page offered, and returns the
+// record then held if it is t's definition, live: the one to pass on.
+func (n *Node) takeResynced(t *Timer) *Timer {
+	if a := n.apply(t); !a.ok || a.newer != nil || a.collision {
+		return nil
+	}
+	held := n.store.Get(t.ID)
+	if held == nil || held.Version != t.Version || held.State != Live {
+		return nil
+	}
+	return held
+}
+
+// resyncSend sends held (its state now) to peer for p's page, again up to
+// maxResyncSends times while it fails.
+func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int) {
+	p.sends++
+	n.replicate(peer, held, nil, n.nowMs(), func(ok bool, resp Response) {
+		if !ok && resp.Status == 0 && attempt < maxResyncSends && n.current(p.run) {
+			n.resyncSend(p, peer, held, attempt+1)
+		} else if !ok && resp.Status == 0 {
+			p.run.status.SendFailures++
+		}
+		n.sendDone(p)
+	})
+}
+
+// sendReferences sends a DELETE /timers/references body to a leaving
+// node for p's page, again up to maxResyncSends times while it fails.
+func (n *Node) sendReferences(p *peerSync, peer string, body []byte, attempt int) {
+	p.sends++
+	req := Request{Method: "DELETE", URL: "http://" + peer + "/timers/references",
+		Header: Header{HeaderContentType: "application/json"}, Body: body, MaxWait: ReplicaSkew}
+	n.sign(&req)
+	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
+		ok := err == nil && resp.Status == 202
+		if !ok && attempt < maxResyncSends && n.current(p.run) {
+			n.sendReferences(p, peer, body, attempt+1)
+		} else if !ok {
+			p.run.status.SendFailures++
+		}
+		n.sendDone(p)
+	})
+}
+
+func notFound(reason string) Response {
+	r := text(404, reason)
+	r.Header[HeaderReason] = headerReason(reason)
+	return r
+}

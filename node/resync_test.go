@@ -1,0 +1,375 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// join adds a node at addr to c, configured with m, as an operator starts
+// a new node with the scaled configuration; like the production binary,
+// it resyncs at start-up.
+func (c *cluster) join(addr string, m Membership) {
+	c.t.Helper()
+	cfg := c.cfgs[slices.Sorted(maps.Keys(c.cfgs))[0]]
+	cfg.Address, cfg.Cluster = addr, m
+	cfg.Clock, cfg.Network = skewedClock{c.clock, 0, new(bool)}, senderNet{c, addr}
+	n, err := New(cfg)
+	require.NoError(c.t, err, "New(%s)", addr)
+	c.nodes[addr], c.cfgs[addr] = n, cfg
+	n.Resync(true)
+}
+
+// reload gives every node the membership m (which starts its resync when
+// the view changes) and runs the resyncs to their end.
+func (c *cluster) reload(m Membership) {
+	c.t.Helper()
+	for _, a := range slices.Sorted(maps.Keys(c.nodes)) {
+		cfg := c.cfgs[a]
+		cfg.Cluster = m
+		c.cfgs[a] = cfg
+		require.NoError(c.t, c.nodes[a].SetCluster(m), "SetCluster(%s)", a)
+	}
+	c.finishResyncs()
+}
+
+// finishResyncs settles messages and moves the clock on until no node's
+// resync runs, with a bound that a resync that never ends would hit.
+func (c *cluster) finishResyncs() {
+	c.t.Helper()
+	for i := 0; ; i++ {
+		require.Less(c.t, i, 10_000, "resyncs still running")
+		c.settle()
+		running := false
+		for _, n := range c.nodes {
+			running = running || n.ResyncStatus().Running
+		}
+		if !running {
+			return
+		}
+		c.clock.advance(10 * time.Millisecond)
+	}
+}
+
+// livePlacement returns, for each timer held live anywhere, the nodes
+// holding it live.
+func (c *cluster) livePlacement() map[uint64][]string {
+	out := map[uint64][]string{}
+	for a, n := range c.nodes {
+		n.Held(func(t *Timer) bool {
+			if t.State == Live {
+				out[t.ID] = append(out[t.ID], a)
+			}
+			return true
+		})
+	}
+	for id := range out {
+		slices.Sort(out[id])
+	}
+	return out
+}
+
+// requirePlaced checks G6: every timer in ids is held live by exactly its
+// replicas among members, each record placed under that view.
+func (c *cluster) requirePlaced(ids []uint64, members []string, rf int) {
+	c.t.Helper()
+	live := c.livePlacement()
+	ring := NewRing(members)
+	for _, id := range ids {
+		want := ring.Replicas(id, rf)
+		assert.Equal(c.t, sorted(want), live[id], "timer %s holders", FormatID(id))
+		for _, a := range want {
+			if t, ok := c.nodes[a].Timer(id); ok {
+				assert.Equal(c.t, want, t.Placement.Replicas, "timer %s placement on %s", FormatID(id), a)
+				assert.Equal(c.t, ring.ViewID(), t.ViewID, "timer %s view on %s", FormatID(id), a)
+			}
+		}
+	}
+}
+
+// createMany creates k timers through the nodes in turn and returns their
+// IDs.
+func (c *cluster) createMany(k, rf int, interval, repeatFor int) []uint64 {
+	c.t.Helper()
+	addrs := slices.Sorted(maps.Keys(c.nodes))
+	var ids []uint64
+	for i := range k {
+		body := EncodeSpec(Spec{Interval: int64(interval) * 1000, RepeatFor: int64(repeatFor) * 1000, URI: cb, Opaque: strconv.Itoa(i), RF: rf})
+		r := c.client(addrs[i%len(addrs)], "POST", "/timers", string(body))
+		require.Equal(c.t, 200, r.Status, "create %d: %s", i, r.Body)
+		ids = append(ids, mustID(c.t, strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")))
+	}
+	return ids
+}
+
+var (
+	nodeA, nodeB, nodeC, nodeD = "10.0.0.1:7253", "10.0.0.2:7253", "10.0.0.3:7253", "10.0.0.4:7253"
+)
+
+// TestScaleUpRebalancesEveryTimer adds a node to three (the original
+// scaling design's first worked example, over many timers): after the
+// reload and resync every timer sits on exactly its replicas under the
+// new membership, the old replicas no longer involved have dropped it,
+// and nothing pops twice or is lost.
+func TestScaleUpRebalancesEveryTimer(t *testing.T) {
+	for _, rf := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("rf%d", rf), func(t *testing.T) {
+			c := newCluster(t, nodeA, nodeB, nodeC)
+			ids := c.createMany(60, rf, 30, 60)
+			grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+			c.join(nodeD, grown)
+			c.reload(grown)
+			for a, n := range c.nodes {
+				s := n.ResyncStatus()
+				assert.False(t, s.Running, a)
+				assert.Empty(t, s.Failed, a)
+				assert.EqualValues(t, 1, s.Completed, a)
+			}
+			c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeD}, rf)
+			moved := 0
+			for _, id := range ids {
+				if slices.Contains(NewRing([]string{nodeA, nodeB, nodeC, nodeD}).Replicas(id, rf), nodeD) {
+					moved++
+				}
+			}
+			assert.Positive(t, moved, "no timer moved to the new node")
+
+			// The operator's last step: the joining node becomes a member;
+			// the view is the same, so nothing moves.
+			final := Membership{Nodes: []string{nodeA, nodeB, nodeC, nodeD}}
+			c.reload(final)
+			c.requirePlaced(ids, final.Nodes, rf)
+			requireEachPopOnce(t, c.advance(65*time.Second, 200), ids, 2)
+		})
+	}
+}
+
+// requireEachPopOnce checks that each timer of ids popped pops times, each
+// sequence number once.
+func requireEachPopOnce(t *testing.T, pops []Request, ids []uint64, pops0 int) {
+	t.Helper()
+	got := map[string]int{}
+	for _, p := range pops {
+		got[p.Header.Get(HeaderTimerID)+"/"+p.Header.Get(HeaderSequenceNumber)]++
+	}
+	for _, id := range ids {
+		for seq := 1; seq <= pops0; seq++ {
+			assert.Equal(t, 1, got[FormatID(id)+"/"+strconv.Itoa(seq)], "timer %s pop %d", FormatID(id), seq)
+		}
+	}
+	assert.Len(t, pops, len(ids)*pops0, "pops in all")
+}
+
+// TestScaleDownMovesTimersOffTheLeavingNode takes a node out of three
+// (the original's second worked example over many timers): the staying
+// nodes take the leaving node's timers, and the leaving node drops its
+// copies once the new primaries' references reach it, so it can be
+// stopped without losing a timer.
+func TestScaleDownMovesTimersOffTheLeavingNode(t *testing.T) {
+	for _, rf := range []int{1, 2} {
+		t.Run(fmt.Sprintf("rf%d", rf), func(t *testing.T) {
+			c := newCluster(t, nodeA, nodeB, nodeC)
+			ids := c.createMany(60, rf, 30, 60)
+			shrunk := Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}
+			c.reload(shrunk)
+			c.requirePlaced(ids, shrunk.Nodes, rf)
+			assert.Zero(t, c.nodes[nodeC].Stats().Timers, "live timers left on the leaving node")
+			c.down[nodeC] = true
+			delete(c.nodes, nodeC)
+			c.reload(Membership{Nodes: []string{nodeA, nodeB}})
+			requireEachPopOnce(t, c.advance(65*time.Second, 200), ids, 2)
+		})
+	}
+}
+
+// TestScaleDownWorkedExample follows the original scaling design's
+// example: three nodes, rf 2, C leaving, a timer on (C, A) moving to
+// (B, A). A takes it in place as the backup it stays; B takes it as the
+// new primary, passes it to A and tells C, which drops its copy.
+func TestScaleDownWorkedExample(t *testing.T) {
+	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
+	var id uint64
+	for id = 1; ; id++ {
+		if slices.Equal(before.Replicas(id, 2), []string{nodeC, nodeA}) && slices.Equal(after.Replicas(id, 2), []string{nodeB, nodeA}) {
+			break
+		}
+	}
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	wire := FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
+	r := c.client(nodeB, "PUT", "/timers/"+wire, string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 30_000, URI: cb, RF: 2})))
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	require.Equal(t, []string{nodeA, nodeC}, c.holders(wire))
+
+	shrunk := Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}
+	c.reload(shrunk)
+	assert.Equal(t, []string{nodeA, nodeB}, c.holders(wire))
+	for _, a := range []string{nodeA, nodeB} {
+		held, _ := c.nodes[a].Timer(id)
+		assert.Equal(t, []string{nodeB, nodeA}, held.Placement.Replicas, a)
+	}
+	held, _ := c.nodes[nodeC].Timer(id)
+	assert.Equal(t, Tombstone, held.State, "the leaving node's copy")
+	assert.EqualValues(t, 1, c.nodes[nodeB].ResyncStatus().Replicated, "B passes the timer to A")
+	assert.EqualValues(t, 0, c.nodes[nodeB].ResyncStatus().Tombstoned, "no tombstone to a leaving node")
+}
+
+// TestRestartedNodeRepopulates restarts a node without its store: its
+// start-up resync fetches back every timer it is a replica of, so the
+// timers survive its peers' loss afterwards.
+func TestRestartedNodeRepopulates(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	ids := c.createMany(40, 2, 30, 30)
+	before := c.livePlacement()
+	c.restart(nodeB)
+	assert.Zero(t, c.nodes[nodeB].Stats().Timers)
+	c.nodes[nodeB].Resync(true)
+	c.finishResyncs()
+	assert.Equal(t, before, c.livePlacement())
+	// Without repopulating, the timers placed under the current view are
+	// passed over.
+	c.restart(nodeB)
+	c.nodes[nodeB].Resync(false)
+	c.finishResyncs()
+	assert.Zero(t, c.nodes[nodeB].Stats().Timers)
+	c.nodes[nodeB].Resync(true)
+	c.finishResyncs()
+	c.down[nodeA], c.down[nodeC] = true, true
+	var onB []uint64
+	for _, id := range ids {
+		if slices.Contains(before[id], nodeB) {
+			onB = append(onB, id)
+		}
+	}
+	require.NotEmpty(t, onB)
+	requireEachPopOnce(t, c.advance(35*time.Second, 200), onB, 1)
+}
+
+// TestResyncEndsWithAPeerDown proves a resync terminates when a peer never
+// answers, and says which peer it gave up on.
+func TestResyncEndsWithAPeerDown(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	c.createMany(10, 2, 30, 30)
+	c.down[nodeC] = true
+	c.nodes[nodeA].Resync(false)
+	c.finishResyncs()
+	s := c.nodes[nodeA].ResyncStatus()
+	assert.Equal(t, []string{nodeC}, s.Failed)
+	assert.EqualValues(t, 1, s.Incomplete)
+	assert.Equal(t, 2, s.PeersDone)
+	assert.Less(t, s.Finished.Sub(s.Started), 5*time.Minute)
+}
+
+// serve hands req to the node at addr and returns its reply, which must
+// come at once.
+func (c *cluster) serve(addr string, req Request) Response {
+	c.t.Helper()
+	var got *Response
+	c.nodes[addr].Handle(req, func(r Response) { got = &r })
+	require.NotNil(c.t, got, "%s %s: no immediate reply", req.Method, req.URL)
+	return *got
+}
+
+// resyncURL is a GET /timers target.
+func resyncURL(requester string, view uint64, extra string) string {
+	return fmt.Sprintf("/timers?node-for-replicas=%s&cluster-view-id=%d%s", url.QueryEscape(requester), view, extra)
+}
+
+// TestResyncGetRefusesBadRequests covers api.md's answers to a GET
+// /timers it must refuse.
+func TestResyncGetRefusesBadRequests(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Address, c.Cluster = nodeA, Membership{Nodes: []string{nodeA, nodeB}} })
+	view := h.node.ring.ViewID()
+	for target, want := range map[string]int{
+		"/timers":                                                   400,
+		"/timers?node-for-replicas=" + nodeB:                        400,
+		"/timers?cluster-view-id=1":                                 400,
+		resyncURL(nodeB, view+1, ""):                                400,
+		resyncURL(nodeB, view, "&time-from=-1"):                     400,
+		resyncURL(nodeB, view, "&time-from=x"):                      400,
+		resyncURL(nodeB, view, "&include-current-view=maybe"):       400,
+		resyncURL("10.9.9.9:7253", view, ""):                        404,
+		resyncURL(nodeB, view, ""):                                  200,
+		"/timers?node-for-replicas=" + nodeB + "&cluster-view-id=x": 400,
+	} {
+		r := h.do("GET", target, "")
+		assert.Equal(t, want, r.Status, "GET %s: %s", target, r.Body)
+		if want != 200 {
+			assert.NotEmpty(t, r.Header.Get(HeaderReason), target)
+		}
+	}
+	r := h.send(Request{Method: "GET", URL: resyncURL(nodeB, view, ""), Header: Header{HeaderRange: "none"}})
+	assert.Equal(t, 400, r.Status)
+	assert.Equal(t, 405, h.do("PUT", "/timers", "").Status)
+	assert.Equal(t, 405, h.do("GET", "/timers/references", "").Status)
+	for _, body := range []string{"", "{}", `{"IDs":[{"ID":"zz","ReplicaIndex":0}]}`, `{"IDs":[{"ID":"0000000000000001","ReplicaIndex":-1}]}`, `{"IDs":[]} {}`} {
+		assert.Equal(t, 400, h.do("DELETE", "/timers/references", body).Status, body)
+	}
+	assert.Equal(t, 202, h.do("DELETE", "/timers/references", `{"IDs":[{"ID":"0000000000000001","ReplicaIndex":0}]}`).Status)
+}
+
+// TestResyncAPINeedsTheClusterKey proves GET /timers and DELETE
+// /timers/references are internal: without the key's signature they are
+// refused and change nothing.
+func TestResyncAPINeedsTheClusterKey(t *testing.T) {
+	c := keyed(t, nodeA, nodeB)
+	c.createMany(5, 2, 30, 30)
+	a := c.nodes[nodeA]
+	target := resyncURL(nodeB, a.ring.ViewID(), "&include-current-view=true")
+	assert.Equal(t, 403, c.serve(nodeA, Request{Method: "GET", URL: target, Header: Header{}}).Status)
+	req := Request{Method: "GET", URL: target, Header: Header{}}
+	req.Header.Set(HeaderSignature, signature(testKey, "GET", target, nil))
+	r := c.serve(nodeA, req)
+	assert.Equal(t, 200, r.Status)
+	assert.Contains(t, string(r.Body), "OldReplicas")
+	assert.Equal(t, 403, c.serve(nodeA, Request{Method: "DELETE", URL: "/timers/references", Header: Header{}, Body: []byte(`{"IDs":[]}`)}).Status)
+}
+
+// TestResyncPagesMoveOn pages through a node's timers: each page holds
+// Range timers, and the rest of its last millisecond, and following the
+// pages yields every timer the requester will hold exactly once.
+func TestResyncPagesMoveOn(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB)
+	for range 5 { // 50 timers a millisecond
+		c.clock.advance(time.Millisecond)
+		c.createMany(50, 2, 10, 10)
+	}
+	view := c.nodes[nodeA].ring.ViewID()
+	seen := map[string]int{}
+	from, pages := "", 0
+	for {
+		req := Request{Method: "GET", URL: resyncURL(nodeB, view, "&include-current-view=true"+from), Header: Header{HeaderRange: "60"}}
+		r := c.serve(nodeA, req)
+		require.Contains(t, []int{200, 206}, r.Status, "%s", r.Body)
+		var page resyncPage
+		require.NoError(t, json.Unmarshal(r.Body, &page))
+		for _, e := range page.Timers {
+			seen[e.TimerID]++
+		}
+		pages++
+		if r.Status == 200 {
+			break
+		}
+		// Pages end on a millisecond: 50 timers share each one.
+		assert.Equal(t, strconv.Itoa(len(page.Timers)), r.Header.Get(HeaderContentRange))
+		assert.GreaterOrEqual(t, len(page.Timers), 60, "60 asked, and the rest of the last millisecond")
+		from = "&time-from=" + r.Header.Get(HeaderNextTimeFrom)
+	}
+	assert.Len(t, seen, 250)
+	for id, k := range seen {
+		assert.Equal(t, 1, k, id)
+	}
+	assert.LessOrEqual(t, pages, 5)
+	// Without include-current-view, timers placed under the view are
+	// passed over.
+	r := c.serve(nodeA, Request{Method: "GET", URL: resyncURL(nodeB, view, ""), Header: Header{}})
+	assert.Equal(t, `{"timers":[]}`, string(r.Body))
+}
