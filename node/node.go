@@ -156,6 +156,16 @@ func (n *Node) setCluster(m Membership) {
 	n.ring = NewRing(members)
 }
 
+// Address returns the node's address as the cluster knows it.
+func (n *Node) Address() string { return n.self }
+
+// Membership returns a copy of the membership the node runs with.
+func (n *Node) Membership() Membership { return n.cfg.Cluster.withSelf(n.self) }
+
+// ViewID returns the cluster view new timers are placed under: the
+// steady and joining members.
+func (n *Node) ViewID() uint64 { return n.ring.ViewID() }
+
 // Stats returns a snapshot of the node's counters.
 func (n *Node) Stats() Stats {
 	s := n.stats

@@ -390,11 +390,12 @@ func (n *Node) Resync(repopulate bool) {
 		p := &peerSync{run: run, addr: addr}
 		p.next = func() { n.fetchPage(p) }
 		if addr == n.self {
-			// The node's own pages are served in place, each on a fresh
-			// turn of the clock so that paging never recurses.
+			// The node's own pages are served in place, each after the
+			// first on a fresh turn of the clock so that paging never
+			// recurses.
 			p.next = func() { n.clock.AfterFunc(0, func() { n.fetchPage(p) }) }
 		}
-		p.next()
+		n.fetchPage(p)
 	}
 }
 

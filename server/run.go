@@ -66,8 +66,9 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: build node: %w", err)
 	}
+	s.registerNodeMetrics(s.client.metrics.registry)
 	s.http = &http.Server{
-		Handler:           withMetrics(s.client.Metrics(), NewHandler(s.node, s.serial, cfg.ReplyTimeout, log)),
+		Handler:           withStatus(s, withMetrics(s.client.Metrics(), NewHandler(s.node, s.serial, cfg.ReplyTimeout, log))),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      cfg.ReplyTimeout + writeSlack,
@@ -87,6 +88,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	served := make(chan error, 1)
 	go func() { served <- s.http.Serve(ln) }()
 	s.log.Info("serving", "address", ln.Addr().String())
+	// At start-up the node fetches the timers it holds from its peers:
+	// a restarted node repopulates, a joining one takes its share.
+	s.serial.Do(func() { s.node.Resync(true) })
 
 	var err error
 	select {
@@ -184,13 +188,13 @@ func (s *Server) Reload() error {
 	return nil
 }
 
-// Resync is asked for by SIGUSR1.
-//
-// TODO(resync issue): start the active rebalancing of resynchronization.md
-// (GET /timers with node-for-replicas and cluster-view-id, then DELETE
-// /timers/references) once the node implements it; for now it only logs.
+// Resync is asked for by SIGUSR1: the node rebalances its timers to the
+// current membership (the original's active resynchronization, see
+// docs/operations.md), ending any resync still running. GET /status and
+// the chronos_resync_* metrics show its progress.
 func (s *Server) Resync() {
 	s.log.Info("resync requested")
+	s.serial.Do(func() { s.node.Resync(false) })
 }
 
 // Run listens on cfg's bind address and serves until ctx is done or SIGINT

@@ -1,0 +1,171 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chronos-timer/chronos/node"
+)
+
+// StatusPath is where a Server answers what its node holds and how its
+// latest resync went, ahead of the node's API: an operator scaling the
+// cluster stops a leaving node only once every staying node's resync
+// says completed (docs/operations.md).
+const StatusPath = "/status"
+
+// Status is the JSON body of GET /status.
+type Status struct {
+	Address    string       `json:"address"`
+	ViewID     string       `json:"cluster-view-id"`
+	Nodes      []string     `json:"nodes"`
+	Joining    []string     `json:"joining,omitempty"`
+	Leaving    []string     `json:"leaving,omitempty"`
+	Timers     int          `json:"timers"`
+	Tombstones int          `json:"tombstones"`
+	Resync     ResyncReport `json:"resync"`
+}
+
+// ResyncReport is the latest resync's progress. State is "running",
+// "completed" (every peer answered every page), "incomplete" (it gave up
+// on the peers in failed-peers: run it again once they are back, with
+// SIGUSR1) or "none".
+type ResyncReport struct {
+	State        string     `json:"state"`
+	Runs         uint64     `json:"runs"`
+	ViewID       string     `json:"cluster-view-id"`
+	Peers        int        `json:"peers"`
+	PeersDone    int        `json:"peers-done"`
+	FailedPeers  []string   `json:"failed-peers,omitempty"`
+	Received     uint64     `json:"timers-received"`
+	Taken        uint64     `json:"timers-taken"`
+	Replicated   uint64     `json:"replicated"`
+	Tombstoned   uint64     `json:"tombstoned"`
+	SendFailures uint64     `json:"send-failures"`
+	Started      *time.Time `json:"started,omitempty"`
+	Finished     *time.Time `json:"finished,omitempty"`
+}
+
+// report turns the node's resync status into its JSON form.
+func report(r node.ResyncStatus) ResyncReport {
+	out := ResyncReport{
+		State: resyncState(r), Runs: r.Runs, ViewID: formatView(r.ViewID),
+		Peers: r.Peers, PeersDone: r.PeersDone, FailedPeers: r.Failed,
+		Received: r.Received, Taken: r.Taken, Replicated: r.Replicated,
+		Tombstoned: r.Tombstoned, SendFailures: r.SendFailures,
+	}
+	if !r.Started.IsZero() {
+		out.Started = &r.Started
+	}
+	if !r.Finished.IsZero() {
+		out.Finished = &r.Finished
+	}
+	return out
+}
+
+func resyncState(r node.ResyncStatus) string {
+	switch {
+	case r.Running:
+		return "running"
+	case r.Runs == 0:
+		return "none"
+	case len(r.Failed) > 0:
+		return "incomplete"
+	}
+	return "completed"
+}
+
+func formatView(v uint64) string {
+	if v == 0 {
+		return ""
+	}
+	return node.FormatID(v)
+}
+
+// Status returns what the node holds and its latest resync's progress.
+func (s *Server) Status() Status {
+	var st Status
+	s.serial.Do(func() {
+		m := s.node.Membership()
+		stats := s.node.Stats()
+		st = Status{
+			Address: s.node.Address(), ViewID: formatView(s.node.ViewID()),
+			Nodes: m.Nodes, Joining: m.Joining, Leaving: m.Leaving,
+			Timers: stats.Timers, Tombstones: stats.Tombstones,
+			Resync: report(s.node.ResyncStatus()),
+		}
+	})
+	return st
+}
+
+// withStatus serves StatusPath and every other request from next.
+func withStatus(s *Server, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != StatusPath || r.Method != http.MethodGet && r.Method != http.MethodHead {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := json.MarshalIndent(s.Status(), "", "  ")
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(append(body, '\n'))
+	})
+}
+
+// registerNodeMetrics adds the node's own figures to the Prometheus
+// registry: timers held and the latest resync's progress. Each is read
+// under the node's lock when scraped.
+func (s *Server) registerNodeMetrics(reg *prometheus.Registry) {
+	read := func(f func(node.Stats, node.ResyncStatus) float64) func() float64 {
+		return func() float64 {
+			var v float64
+			s.serial.Do(func() { v = f(s.node.Stats(), s.node.ResyncStatus()) })
+			return v
+		}
+	}
+	gauge := func(name, help string, f func(node.Stats, node.ResyncStatus) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, read(f))
+	}
+	counter := func(name, help string, f func(node.Stats, node.ResyncStatus) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, read(f))
+	}
+	reg.MustRegister(
+		gauge("chronos_timers", "Live timers this node holds.",
+			func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Timers) }),
+		gauge("chronos_tombstones", "Tombstones (deleted or finished timers) this node still keeps.",
+			func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Tombstones) }),
+		counter("chronos_pops_total", "Callbacks sent.",
+			func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Pops) }),
+		gauge("chronos_resync_running", "1 while a resync runs on this node.",
+			func(_ node.Stats, r node.ResyncStatus) float64 { return b2f(r.Running) }),
+		gauge("chronos_resync_peers_pending", "Peers the running resync has not finished with (0 when none runs).",
+			func(_ node.Stats, r node.ResyncStatus) float64 {
+				if !r.Running {
+					return 0
+				}
+				return float64(r.Peers - r.PeersDone - len(r.Failed))
+			}),
+		gauge("chronos_resync_failed_peers", "Peers the latest resync gave up on.",
+			func(_ node.Stats, r node.ResyncStatus) float64 { return float64(len(r.Failed)) }),
+		counter("chronos_resyncs_completed_total", "Resyncs that reached every peer.",
+			func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Completed) }),
+		counter("chronos_resyncs_incomplete_total", "Resyncs that gave up on a peer.",
+			func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Incomplete) }),
+		gauge("chronos_resync_timers_taken", "Timers the latest resync took.",
+			func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Taken) }),
+		counter("chronos_resync_pages_served_total", "GET /timers pages this node answered.",
+			func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ResyncPagesServed) }),
+	)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
