@@ -41,12 +41,19 @@ func (x *index) attribute(d *def) {
 		for _, m := range x.h.Members {
 			d.nodes[m] = true
 		}
+	case len(x.h.Scales) > 0 && len(x.h.Sites) <= 1:
+		d.placed = true
+		x.placeEpochs(d)
+		for _, r := range d.replicas {
+			d.nodes[r] = true
+		}
 	default:
 		d.placed = true
 		var home int
 		d.replicas, home = x.placement(d)
 		d.rf = len(d.replicas) // the placement caps it at the members
 		d.quorum = ackQuorum(home)
+		d.home = d.replicas
 		for _, r := range d.replicas {
 			d.nodes[r] = true
 		}
@@ -62,13 +69,14 @@ func (x *index) attribute(d *def) {
 	}
 	for _, s := range x.tl.spans {
 		switch {
-		case !d.placed || x.affects(s.fault, d, d.replicaSet()):
+		case !d.placed || x.affects(s.fault, d, d.replicaSetIn(s.from, s.to)):
 			d.spans = append(d.spans, s)
 		case x.affects(s.fault, d, d.nodes):
 			s.writeOnly = true
 			d.spans = append(d.spans, s)
 		}
 	}
+	d.spans = append(d.spans, d.moves...)
 	d.spans = append(d.spans, x.clockSpread(d)...)
 	for _, s := range x.tl.byTimer[d.timer] {
 		d.spans = append(d.spans, s)
@@ -106,11 +114,12 @@ func (x *index) placement(d *def) ([]string, int) {
 	return out, n
 }
 
-// replicaSet is d's replicas, and the nodes that relay its messages to
-// other sites, as a set.
-func (d *def) replicaSet() map[string]bool {
+// replicaSetIn is the nodes that may hold d somewhere in [a, b] (its
+// replicas, of the placement before and after a scale that moves it), and
+// the nodes that relay its messages to other sites, as a set.
+func (d *def) replicaSetIn(a, b time.Duration) map[string]bool {
 	set := make(map[string]bool, len(d.replicas)+len(d.relays))
-	for _, r := range slices.Concat(d.replicas, d.relays) {
+	for _, r := range slices.Concat(d.nodesIn(a, b), d.relays) {
 		set[r] = true
 	}
 	return set
@@ -136,7 +145,7 @@ func (x *index) affects(f Fault, d *def, nodes map[string]bool) bool {
 		// A message about no known timer, on a link between its nodes.
 		return f.Timer == 0 && meets(f.Nodes, nodes) && meets(f.Peers, nodes)
 	}
-	return true // scale events and kinds the checker does not know
+	return true // kinds the checker does not know
 }
 
 // sharedIDFault marks a timer whose ID two acknowledged creates share: a

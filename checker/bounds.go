@@ -59,10 +59,10 @@ func (x *index) lateBoundOf(d *def, k int, failed bool) (time.Duration, bool) {
 			addAll(strict, x.failedPop(d, k))
 		}
 	}
-	if len(out) > 0 && x.allLost(d, strict) {
+	if len(out) > 0 && x.allLost(d, strict, a, b) {
 		return 0, false
 	}
-	if live, ok := x.liveBound(d, k, out); ok {
+	if live, ok := x.liveBound(d, k, a, b, out); ok {
 		return live + x.slack(), true
 	}
 	if len(out) == 0 && !d.shared {
@@ -177,12 +177,13 @@ func (x *index) heldAt(d *def, r string, k int) time.Duration {
 // any live replica pops, its rank's skew plus the hold it may carry, and
 // false when the placement is unknown or shared (then the worst rank
 // with the write's hold is assumed).
-func (x *index) liveBound(d *def, k int, out map[string]bool) (time.Duration, bool) {
-	if !d.placed || d.shared {
+func (x *index) liveBound(d *def, k int, a, b time.Duration, out map[string]bool) (time.Duration, bool) {
+	ranked := d.rankedIn(a, b)
+	if !d.placed || d.shared || ranked == nil {
 		return 0, false
 	}
 	best, found := time.Duration(0), false
-	for i, r := range d.replicas {
+	for i, r := range ranked {
 		if out[r] {
 			continue
 		}

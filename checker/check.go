@@ -8,9 +8,9 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// Check runs G1-G5 and G7 on h with DefaultOptions. G6 needs the placement
-// as data: see CheckPlacement. Violations come sorted by At, then
-// Guarantee.
+// Check runs G1-G7 on h with DefaultOptions; G6 judges the snapshots of
+// what the nodes held (History.Held) after each scale (converge.go).
+// Violations come sorted by At, then Guarantee.
 func Check(h *History) []Violation {
 	return DefaultOptions().Check(h)
 }
@@ -56,8 +56,15 @@ func (o Options) Judge(h *History) ([]Violation, Coverage) {
 	vs = append(vs, x.checkMissing()...)
 	vs = append(vs, x.checkSticky()...)
 	vs = append(vs, linViolations(o.linearizable(x), x.end)...)
+	placements, judged := x.checkPlacements()
+	vs = append(vs, placements...)
 	sortViolations(vs)
-	return vs, x.coverage()
+	cov := x.coverage()
+	cov.Placements = judged.judged
+	for e, n := range judged.excused {
+		cov.Excused[e] += n
+	}
+	return vs, cov
 }
 
 // linViolations is what the porcupine check reports: its G5 violations,

@@ -21,7 +21,10 @@ func (x *index) copies(d *def) int {
 	}
 	missed := x.missedWrite(d)
 	n := 0
-	for _, r := range d.replicas {
+	if d.home == nil {
+		return d.quorum // written while a scale moved it
+	}
+	for _, r := range d.home {
 		if !missed[r] {
 			n++
 		}
@@ -38,8 +41,10 @@ func (x *index) copies(d *def) int {
 // replica that may have missed the write counts as a holder only where it
 // is unable too: a write acknowledged by a majority of three cannot have
 // missed the two replicas still able to pop. A shared ID (see sharedID)
-// voids the count.
-func (x *index) allLost(d *def, unable map[string]bool) bool {
+// voids the count. The replicas are those of the placement in force in
+// [a, b]; while a scale moves the timer, either placement may hold it,
+// so one node unable may be all of its holders.
+func (x *index) allLost(d *def, unable map[string]bool, a, b time.Duration) bool {
 	switch {
 	case d.shared:
 		// The other timer under the ID is held, and this one refused,
@@ -48,9 +53,13 @@ func (x *index) allLost(d *def, unable map[string]bool) bool {
 	case !d.placed:
 		return len(unable) >= x.copies(d)
 	}
+	ranked := d.rankedIn(a, b)
+	if ranked == nil {
+		return len(unable) > 0
+	}
 	missed := x.missedWrite(d)
 	n := 0
-	for _, r := range d.replicas {
+	for _, r := range ranked {
 		switch {
 		case unable[r]:
 			n++
@@ -58,7 +67,7 @@ func (x *index) allLost(d *def, unable map[string]bool) bool {
 			return false // surely holds a copy, and can pop
 		}
 	}
-	return n >= x.copies(d)
+	return n >= min(x.copies(d), len(ranked))
 }
 
 // missedWrite is the replicas a fault may have kept d's write from:

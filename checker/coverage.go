@@ -66,6 +66,11 @@ const (
 	// and each site's relay places it after the client has its answer.
 	// Such a site may pop the old definition until a notice repairs it.
 	ExSiteLag Excuse = "site-lag"
+	// ExInMotion: when G6 looked at where a timer is held, a write of it
+	// was running or had just returned, or its last pop was due (the
+	// replicas turn their copies to tombstones one after the other): its
+	// copies were changing hands.
+	ExInMotion Excuse = "in-motion"
 )
 
 // Phase splits a run at the liveness phase.
@@ -91,6 +96,10 @@ type Coverage struct {
 	// taint, and for an OK update or delete, checked by the stickiness
 	// rule.
 	Writes, StrictWrites int
+	// Placements counts the (timer, snapshot) pairs G6 held strictly:
+	// where the nodes held the timer live once a scale completed
+	// (History.Held); the excused ones are counted in Excused.
+	Placements int
 	// Excused counts, per excuse, the (due pop or write, guarantee) pairs
 	// it covered.
 	Excused map[Excuse]int
@@ -118,6 +127,7 @@ func (c *Coverage) Add(o Coverage) {
 	}
 	c.Writes += o.Writes
 	c.StrictWrites += o.StrictWrites
+	c.Placements += o.Placements
 	for e, n := range o.Excused {
 		c.Excused[e] += n
 	}
@@ -147,6 +157,9 @@ func (c Coverage) String() string {
 			100*c.Share("G2", Phase(p)), 100*c.Share("G3", Phase(p)), 100*c.Share("G4", Phase(p)))
 	}
 	fmt.Fprintf(&b, "judged writes: %d, G5 %.1f%%\n", c.Writes, 100*c.WriteShare())
+	if c.Placements > 0 {
+		fmt.Fprintf(&b, "judged placements after scaling (G6): %d\n", c.Placements)
+	}
 	ex := make([]Excuse, 0, len(c.Excused))
 	for e := range c.Excused {
 		ex = append(ex, e)

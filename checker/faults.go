@@ -100,6 +100,11 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 			// the timer strictly.
 			continue
 		}
+		if f.Kind == ScaleUp || f.Kind == ScaleDown {
+			// History.Scales says when a scale ran and which timers it
+			// moved (scaling.go).
+			continue
+		}
 		if f.Kind == IDCollision {
 			tl.collided[f.Timer] = true
 			continue

@@ -165,10 +165,17 @@ type History struct {
 	Ops    []Op
 	Pops   []Pop
 	Faults []Fault
-	// Members are the cluster's nodes. The checker places each timer on
-	// them with its own reference rendezvous hashing (see Replicas), to
-	// tell the faults that touch a timer from those elsewhere.
+	// Members are the cluster's nodes at the start of the run. The
+	// checker places each timer on them with its own reference rendezvous
+	// hashing (see Replicas), to tell the faults that touch a timer from
+	// those elsewhere; Scales say how the membership changed since.
 	Members []string
+	// Scales are the membership changes, in order, none overlapping.
+	Scales []Scale
+	// Held are snapshots of what the nodes held live at the moments G6
+	// is checked: when a scale completed, and at the end of a run that
+	// scaled.
+	Held []Held
 	// Sites, when the cluster spans several, holds each site's members,
 	// the site of the node that took a write first in its placement; the
 	// first member of each is the address the other sites forward to.
@@ -184,6 +191,34 @@ type History struct {
 	// LivenessFrom is when faults stopped and the cluster healed (0 if the
 	// run had no faults).
 	LivenessFrom time.Duration
+}
+
+// Scale is one membership change, carried out by the operator's procedure
+// of the original's scaling design: the new configuration (joining or
+// leaving nodes) is given to every node, each node's reload starts its
+// resync, the operator waits until every staying node's resync has
+// finished, and then gives the final configuration and stops the leaving
+// nodes.
+type Scale struct {
+	// Kind is ScaleUp or ScaleDown.
+	Kind FaultKind
+	// Start is when the scaling configuration was first in force (the
+	// joining nodes booted, or the first reload reached a node).
+	Start time.Duration
+	// End is when the scale completed: every staying node's resync had
+	// finished with nothing left out, and the final configuration was
+	// given. 0 when it never completed within the run.
+	End time.Duration
+	// Before and After are the members before and after, in configured
+	// order: the nodes the timers are placed on.
+	Before, After []string
+}
+
+// Held is a snapshot of the timers each running node held live (not
+// tombstones) at one moment, for G6.
+type Held struct {
+	At   time.Duration
+	Live map[string][]uint64
 }
 
 // Violation is one broken guarantee.

@@ -41,9 +41,16 @@ type def struct {
 	// members and the timer is known); replicas are then the reference
 	// placement, primary first. nodes are the replicas and every node
 	// that took a write of the timer (all members when not placed).
-	placed   bool
-	shared   bool // see sharedID
+	placed bool
+	shared bool // see sharedID
+	// replicas are, with scales, every node that may hold d over its
+	// life (scaling.go): home is the placement in force at the write
+	// (nil when a scale moved it then), epochs the placements since, and
+	// moves the scales that moved it, as faults that touch it.
 	replicas []string
+	home     []string
+	epochs   []epoch
+	moves    []span
 	relays   []string // each site's address node, when there are several
 	nodes    map[string]bool
 	// spans are the faults that touch d, by start (see attribute).

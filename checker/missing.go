@@ -104,7 +104,7 @@ func (x *index) lossFrom(d *def) time.Duration {
 			continue
 		}
 		for _, n := range s.fault.Nodes {
-			if !d.placed || slices.Contains(d.replicas, n) {
+			if !d.placed || slices.Contains(d.nodesIn(s.from, s.from), n) {
 				crashed[n] = true
 			}
 		}
@@ -126,5 +126,5 @@ func (x *index) liveAllLost(d *def, k int) bool {
 	a, b := x.window(d, k)
 	_, strict := x.dropped(d, a, b)
 	addAll(strict, x.failedPop(d, k))
-	return x.allLost(d, strict)
+	return x.allLost(d, strict, a, b)
 }

@@ -1,0 +1,170 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// G6, placement converges: once a scale has completed (every staying
+// node's resync finished and the final configuration given), every live
+// timer is held live by exactly its replicas under the new membership
+// (Replicas, the checker's own placement) and by no other node, and a
+// deleted timer by none. The simulator gives what each node held live at
+// that moment, and at the end of the run (History.Held).
+//
+// A timer is judged at a snapshot unless something else may rightly have
+// left its copies elsewhere, each a named excuse: a write of it whose
+// outcome is unknown (ExUnknownWrite), a write running or its last pop
+// due around the snapshot (ExInMotion), a fault that touched it between
+// the scale's start and the snapshot, or any time since its first write
+// for a deleted timer, or one that kept a write of it from a replica
+// (fault-window/<kind>). A finished timer is not live and not judged.
+// Messages lost on their way without naming a timer (resync pages) are
+// not faults of the placement: the resync retries them, and the operator
+// runs it again until nothing failed.
+
+// checkPlacements judges every snapshot of what the nodes held.
+func (x *index) checkPlacements() ([]Violation, placedCount) {
+	var vs []Violation
+	var cov placedCount
+	cov.excused = map[Excuse]int{}
+	for _, held := range x.h.Held {
+		s, ok := x.scaleBefore(held.At)
+		if !ok {
+			continue // no completed scale to converge from
+		}
+		want := map[uint64][]string{}
+		for _, t := range x.timersAt(held.At) {
+			replicas, excuse, judged := x.placementOf(t, held.At, s)
+			switch {
+			case excuse != "":
+				cov.excused[excuse]++
+			case judged:
+				cov.judged++
+				want[t] = replicas
+			}
+		}
+		live := map[string][]uint64{}
+		for n, ts := range held.Live {
+			for _, t := range ts {
+				if _, judged := want[t]; judged {
+					live[n] = append(live[n], t)
+				}
+			}
+		}
+		for _, v := range CheckPlacement(live, want) {
+			v.At = held.At
+			v.Message = fmt.Sprintf("at %v, after the %s that completed at %v: %s", held.At, s.Kind, s.End, v.Message)
+			vs = append(vs, v)
+		}
+	}
+	return vs, cov
+}
+
+// placedCount is G6's share of the coverage: timer placements judged strictly,
+// and what excused the others.
+type placedCount struct {
+	judged  int
+	excused map[Excuse]int
+}
+
+// scaleBefore is the last scale that started by t, if it completed by t.
+func (x *index) scaleBefore(t time.Duration) (Scale, bool) {
+	var last Scale
+	found := false
+	for _, s := range x.h.Scales {
+		if s.Start <= t {
+			last, found = s, true
+		}
+	}
+	return last, found && last.End != 0 && last.End <= t
+}
+
+// timersAt lists, in order, the timers some write named by t.
+func (x *index) timersAt(t time.Duration) []uint64 {
+	var out []uint64
+	for id, ops := range x.byTimer {
+		if ops[0].Invoke <= t {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// placementOf is where timer id must be held live at t, after scale s:
+// its replicas among s.After, or nowhere once deleted. judged is false for
+// a timer that is not live (finished, or never written OK); excuse names
+// what keeps it from being judged.
+func (x *index) placementOf(id uint64, t time.Duration, s Scale) (replicas []string, excuse Excuse, judged bool) {
+	var last *Op
+	for i, op := range x.byTimer[id] {
+		if op.Invoke > t {
+			break
+		}
+		switch {
+		case op.Outcome == Unknown:
+			return nil, ExUnknownWrite, false
+		case op.Invoke <= t && effReturn(op)+x.o.FaultSettle >= t:
+			return nil, ExInMotion, false
+		case op.Outcome == OK:
+			last = &x.byTimer[id][i]
+		}
+	}
+	if last == nil {
+		return nil, "", false
+	}
+	from := s.Start - x.o.FaultSettle
+	if last.Kind == Delete {
+		from = x.byTimer[id][0].Invoke
+	}
+	if f, ok := x.placementFault(id, from, t); ok {
+		return nil, excuseOf(f), false
+	}
+	if last.Kind == Delete {
+		return nil, "", true
+	}
+	d := x.byOpaque[last.Spec.Opaque]
+	if d == nil {
+		return nil, "", false
+	}
+	lo, hi := d.due(d.op.Spec.Pops())
+	switch {
+	case t > hi+x.rankBound(d)+x.slack():
+		return nil, "", false // finished: no longer live
+	case t >= lo-x.rankBound(d)-x.slack():
+		return nil, ExInMotion, false // its last pop turns it to tombstones
+	}
+	return Replicas(s.After, id, d.rf), "", true
+}
+
+// placementFault is the first fault that touched timer id in [a, b], or
+// kept a write of it from a replica: one of the faults attributed to its
+// definitions (attribution.go), but for the scales that move it and
+// messages lost without naming it.
+func (x *index) placementFault(id uint64, a, b time.Duration) (Fault, bool) {
+	var spans []span
+	for _, d := range x.defs {
+		if d.timer == id {
+			spans = append(spans, d.spans...)
+		}
+	}
+	sort.SliceStable(spans, func(i, j int) bool { return spans[i].from < spans[j].from })
+	for _, op := range x.byTimer[id] {
+		if at, hit := x.writeHit(op); hit && at <= b {
+			return Fault{At: at, Kind: "write"}, true
+		}
+	}
+	for _, s := range spans {
+		f := s.fault
+		if f.Kind == ScaleUp || f.Kind == ScaleDown || isMessageFault(f.Kind) && f.Timer == 0 {
+			continue
+		}
+		if s.from <= b && s.to >= a {
+			return f, true
+		}
+	}
+	return Fault{}, false
+}

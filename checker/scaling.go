@@ -1,0 +1,141 @@
+package checker
+
+import (
+	"slices"
+	"time"
+)
+
+// A timer's placement over a run that scales (History.Scales): before a
+// scale its replicas are those of the members before; from when the scale
+// starts until FaultSettle after it completed the resync moves it, and
+// either placement's nodes may hold it, at either rank; after that, the
+// members after place it. A scale that never completed leaves the timer in
+// flux for the rest of the run. A timer whose placement the scale does
+// not change is placed the same all along.
+
+// epoch is a stretch of a definition's placement.
+type epoch struct {
+	from time.Duration
+	// ranked is the placement, primary first; nil while a scale moves
+	// the timer.
+	ranked []string
+	// nodes are the nodes that may hold the timer then.
+	nodes []string
+}
+
+// epochsOf lists timer id's placements for replication factor rf, from
+// the start of the run, and the spans of the scales that move it: each a
+// fault (kind ScaleUp or ScaleDown, on both placements' nodes) from the
+// scale's start to FaultSettle after its end.
+func (x *index) epochsOf(id uint64, rf int) ([]epoch, []span) {
+	cur := Replicas(x.h.Members, id, rf)
+	out := []epoch{{from: -never, ranked: cur, nodes: cur}}
+	var moves []span
+	for _, s := range x.h.Scales {
+		before, after := Replicas(s.Before, id, rf), Replicas(s.After, id, rf)
+		to, end := never, x.end
+		if s.End != 0 {
+			to, end = s.End+x.o.FaultSettle, s.End
+		}
+		if slices.Equal(before, after) {
+			out = append(out, epoch{from: s.Start, ranked: before, nodes: before})
+			continue
+		}
+		both := union(before, after)
+		out = append(out, epoch{from: s.Start, nodes: both})
+		moves = append(moves, span{from: s.Start, to: to, end: end, fault: Fault{At: s.Start, Kind: s.Kind, Nodes: both}})
+		if s.End != 0 {
+			out = append(out, epoch{from: to, ranked: after, nodes: after})
+		}
+	}
+	return out, moves
+}
+
+// union is a's nodes, then b's not in a.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, n := range b {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// epochAt is the index of d's epoch in force at t.
+func (d *def) epochAt(t time.Duration) int {
+	i := 0
+	for j, e := range d.epochs {
+		if e.from <= t {
+			i = j
+		}
+	}
+	return i
+}
+
+// rankedIn is d's placement in [a, b] when one placement is in force
+// throughout, and nil when a scale moved the timer meanwhile.
+func (d *def) rankedIn(a, b time.Duration) []string {
+	if len(d.epochs) == 0 {
+		return d.replicas
+	}
+	i, j := d.epochAt(a), d.epochAt(b)
+	for k := i + 1; k <= j; k++ {
+		if !slices.Equal(d.epochs[k].ranked, d.epochs[i].ranked) {
+			return nil
+		}
+	}
+	return d.epochs[i].ranked
+}
+
+// nodesIn is the nodes that may hold d somewhere in [a, b].
+func (d *def) nodesIn(a, b time.Duration) []string {
+	if len(d.epochs) == 0 {
+		return d.replicas
+	}
+	var out []string
+	for k := d.epochAt(a); k <= d.epochAt(b); k++ {
+		out = union(out, d.epochs[k].nodes)
+	}
+	return out
+}
+
+// placeEpochs sets d's placement over the run: its epochs from the write
+// on, the scales that move it, and as d.replicas every node that may hold
+// it (the placement at the write first).
+func (x *index) placeEpochs(d *def) {
+	all, moves := x.epochsOf(d.timer, d.rf)
+	first := 0
+	for i, e := range all {
+		if e.from <= d.lo {
+			first = i
+		}
+	}
+	d.epochs = all[first:]
+	d.moves = moves
+	d.replicas = nil
+	longest := 0
+	for _, e := range d.epochs {
+		d.replicas = union(d.replicas, e.nodes)
+		longest = max(longest, len(e.ranked))
+	}
+	at := d.epochs[0].ranked
+	if at == nil {
+		// Written while a scale moved it: the proxy placed it by
+		// whichever view it had; the smaller placement bounds its
+		// quorum.
+		at = Replicas(x.h.Members, d.timer, d.rf)
+		for _, s := range x.h.Scales {
+			if s.Start <= d.lo {
+				if b, a := Replicas(s.Before, d.timer, d.rf), Replicas(s.After, d.timer, d.rf); len(a) < len(b) {
+					at = a
+				} else {
+					at = b
+				}
+			}
+		}
+	}
+	d.home = d.epochs[0].ranked
+	d.rf = max(longest, len(at))
+	d.quorum = ackQuorum(len(at))
+}
