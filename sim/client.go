@@ -35,10 +35,16 @@ func (w *world) clientOperation(s Step) {
 }
 
 // attempt sends the operation to the next node and records it as an Op.
-// Nodes are tried from s.Via on, round the cluster, once each.
+// Nodes are tried from s.Via on, round the cluster, once each; the
+// clustered client knows the cluster's nodes, so it passes over machines
+// outside it (not yet joined, or gone).
 func (w *world) attempt(c *clientOp) {
 	s := c.s
 	m := w.machines[(s.Via-1+c.attempt)%w.plan.Nodes]
+	for tries := 1; m.out && tries < w.plan.Nodes; tries++ {
+		c.attempt++
+		m = w.machines[(s.Via-1+c.attempt)%w.plan.Nodes]
+	}
 	c.attempt++
 	seq := len(w.hist.Ops)
 	op := checker.Op{Seq: seq, Client: s.Client, Node: m.addr, Kind: c.kind, Invoke: w.loop.Now()}

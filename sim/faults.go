@@ -29,7 +29,7 @@ func (w *world) step(written Step) {
 		w.restart(w.machine(s.Side[0]))
 	case OpPause:
 		m := w.machine(s.Side[0])
-		if !m.crashed && !m.paused {
+		if !m.crashed && !m.paused && !m.out {
 			m.paused = true
 			w.net.Pause(m.addr)
 			w.fault(checker.Pause, []string{m.addr}, nil, "")
@@ -113,10 +113,6 @@ func timerOfURL(url string) uint64 {
 	return id
 }
 
-// scale is the hook for scale-up and scale-down, which come with the
-// resync issue: until then the step is traced and otherwise ignored.
-func (w *world) scale(s Step) { w.tr.event("scale-unsupported", string(s.Op), "", 0) }
-
 func (w *world) fault(kind checker.FaultKind, nodes, peers []string, detail string) {
 	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: kind, Nodes: nodes, Peers: peers, Detail: detail})
 	w.tr.event("fault", string(kind), fmt.Sprint(nodes, peers), 0)
@@ -145,7 +141,7 @@ func (w *world) hosts(names []string) []string {
 // crash kills the node on the machine: its state, alarms and in-flight
 // work are lost.
 func (w *world) crash(m *machine) {
-	if m.crashed {
+	if m.crashed || m.out {
 		return
 	}
 	m.past.addStats(m.node.Stats())

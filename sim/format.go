@@ -81,7 +81,7 @@ func (s Step) String() string {
 		return fmt.Sprintf("slow %s delay=%v", s.Side[0], s.Delta)
 	case OpFail:
 		return fmt.Sprintf("fail %s status=%d", s.Side[0], s.Status)
-	case OpHeal, OpScaleUp, OpScaleDown:
+	case OpHeal:
 		return string(s.Op)
 	case OpExpect:
 		return "expect " + s.Check.String()

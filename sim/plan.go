@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -147,7 +148,73 @@ func (p *Plan) Validate() error {
 			return fmt.Errorf("sim: plan step %d (%s at %v): %w", i+1, s.Op, s.At, err)
 		}
 	}
+	if _, err := p.scaledMembers(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// InitialMembers lists the nodes (1-based) in the cluster when the run
+// starts: every machine but those a scale-up step brings in (a machine
+// whose first scale step is a scale-up starts outside the cluster and is
+// not booted until then).
+func (p *Plan) InitialMembers() []int {
+	first := map[string]Op{}
+	for _, s := range p.Steps {
+		if s.Op != OpScaleUp && s.Op != OpScaleDown {
+			continue
+		}
+		for _, n := range s.Side {
+			if _, seen := first[n]; !seen {
+				first[n] = s.Op
+			}
+		}
+	}
+	var out []int
+	for i := 1; i <= p.Nodes; i++ {
+		if first[fmt.Sprintf("n%d", i)] != OpScaleUp {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// scaledMembers follows the plan's scale steps from InitialMembers, in
+// order, and returns the members after the last; it reports a scale-up of
+// a member, a scale-down of a node outside the cluster, one that would
+// leave no member, and scaling in a plan of two sites.
+func (p *Plan) scaledMembers() ([]int, error) {
+	members := p.InitialMembers()
+	if len(members) == 0 {
+		return nil, fmt.Errorf("sim: plan has no member at the start")
+	}
+	for i, s := range p.Steps {
+		if s.Op != OpScaleUp && s.Op != OpScaleDown {
+			continue
+		}
+		if p.enabled(mixSites) {
+			return nil, fmt.Errorf("sim: plan step %d: %s in a plan of two sites", i+1, s.Op)
+		}
+		for _, n := range s.Side {
+			var k int
+			fmt.Sscanf(n, "n%d", &k)
+			switch in := slices.Contains(members, k); {
+			case s.Op == OpScaleUp && in:
+				return nil, fmt.Errorf("sim: plan step %d: scale-up of %s, already a member", i+1, n)
+			case s.Op == OpScaleDown && !in:
+				return nil, fmt.Errorf("sim: plan step %d: scale-down of %s, not a member", i+1, n)
+			case s.Op == OpScaleUp:
+				members = append(members, k)
+			default:
+				members = slices.DeleteFunc(members, func(m int) bool { return m == k })
+			}
+		}
+		if len(members) == 0 {
+			return nil, fmt.Errorf("sim: plan step %d: scale-down leaves no member", i+1)
+		}
+		slices.Sort(members)
+	}
+	return members, nil
 }
 
 func (p *Plan) validateStep(s Step) error {
@@ -176,7 +243,16 @@ func (p *Plan) validateStep(s Step) error {
 		if _, _, err := parseTag(s.Tag); s.Tag != "" && err != nil {
 			return err
 		}
-	case OpHeal, OpScaleUp, OpScaleDown:
+	case OpHeal:
+	case OpScaleUp, OpScaleDown:
+		if len(s.Side) == 0 || len(s.Peers) > 0 {
+			return fmt.Errorf("want: %s n<i>...", s.Op)
+		}
+		for _, n := range s.Side {
+			if err := p.validNode(n); err != nil || isRoleLike(n) {
+				return fmt.Errorf("%q is not a node (want n<i>)", n)
+			}
+		}
 	case OpExpect:
 		if s.Check == nil {
 			return fmt.Errorf("expect step without a check")

@@ -175,7 +175,12 @@ func (p *Plan) parseStep(f []string) error {
 		err = parseCutStep(&s, args)
 	case OpExpect:
 		s.Check, err = parseCheck(args)
-	case OpHeal, OpScaleUp, OpScaleDown:
+	case OpScaleUp, OpScaleDown:
+		if len(args) == 0 {
+			err = fmt.Errorf("want: %s n<i>...", s.Op)
+		}
+		s.Side = args
+	case OpHeal:
 		if len(args) != 0 {
 			err = fmt.Errorf("%s takes no arguments", s.Op)
 		}

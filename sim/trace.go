@@ -89,6 +89,7 @@ const (
 	streamClocks
 	streamWorkload
 	streamFaults
+	streamScale
 )
 
 // stream returns the seed's PCG stream number id.
