@@ -12,7 +12,7 @@ import (
 // settle delivers node-to-node requests (except to nodes marked down) until
 // none are left, leaving client callbacks for the test to answer.
 type cluster struct {
-	t     *testing.T
+	t     testing.TB
 	clock *manualClock
 	net   *heldNet
 	nodes map[string]*Node
@@ -70,7 +70,7 @@ func newSkewedCluster(t *testing.T, offsets map[string]time.Duration, addrs ...s
 
 // newClusterWith builds a cluster of addrs, letting configure change each
 // node's configuration before the node is built.
-func newClusterWith(t *testing.T, configure func(addr string, cfg *Config), addrs ...string) *cluster {
+func newClusterWith(t testing.TB, configure func(addr string, cfg *Config), addrs ...string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, clock: &manualClock{now: epoch}, net: &heldNet{}, nodes: map[string]*Node{}, cfgs: map[string]Config{}, down: map[string]bool{}}
 	for _, a := range addrs {

@@ -112,10 +112,16 @@ type wireReliability struct {
 
 // decodeWire checks body is a JSON object and picks out its known members.
 func decodeWire(body []byte) (wireBody, error) {
-	var w wireBody
 	if !json.Valid(body) {
-		return w, syntaxError(body)
+		return wireBody{}, syntaxError(body)
 	}
+	return decodeValid(body)
+}
+
+// decodeValid is decodeWire for a body already known to be valid JSON
+// (a value inside a document validated as a whole).
+func decodeValid(body []byte) (wireBody, error) {
+	var w wireBody
 	top := rawValue(bytes.TrimSpace(body))
 	if !top.isObject() {
 		return w, typeErr("the body", "a JSON object", top)
@@ -240,12 +246,25 @@ func ParseBody(body []byte) (spec Spec, repl *Replication, err error) {
 	if err != nil {
 		return Spec{}, nil, err
 	}
+	return parseWire(&w)
+}
+
+// parseValidBody is ParseBody for a body already known to be valid JSON.
+func parseValidBody(body []byte) (spec Spec, repl *Replication, err error) {
+	w, err := decodeValid(body)
+	if err != nil {
+		return Spec{}, nil, err
+	}
+	return parseWire(&w)
+}
+
+func parseWire(w *wireBody) (spec Spec, repl *Replication, err error) {
 	internal := w.Reliability.Replicas != nil
-	if spec, err = parseSpec(&w, internal); err != nil {
+	if spec, err = parseSpec(w, internal); err != nil {
 		return Spec{}, nil, err
 	}
 	if internal {
-		if repl, err = parseReplication(&w); err != nil {
+		if repl, err = parseReplication(w); err != nil {
 			return Spec{}, nil, err
 		}
 	}

@@ -243,7 +243,7 @@ func TestClockJumpBackNeverPopsEarly(t *testing.T) {
 	wantPops(t, h.pops(cb, 200), "1:x")
 }
 
-func mustID(t *testing.T, wire string) uint64 {
+func mustID(t testing.TB, wire string) uint64 {
 	t.Helper()
 	id, _, err := ParseWireID(wire)
 	if err != nil {

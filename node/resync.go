@@ -68,10 +68,6 @@ type resyncEntry struct {
 	Timer       json.RawMessage `json:"Timer"`
 }
 
-type resyncPage struct {
-	Timers []resyncEntry `json:"timers"`
-}
-
 // reference is one entry of a DELETE /timers/references body.
 type reference struct {
 	ID           string `json:"ID"`
@@ -160,11 +156,11 @@ func (n *Node) resyncGet(req Request, reply func(Response)) {
 		return
 	}
 	now := n.nowMs()
-	var page resyncPage
+	body := append(make([]byte, 0, 4096), `{"timers":[`...)
 	var replicas []string
-	more, last := false, int64(0)
+	count, more, last := 0, false, int64(0)
 	n.store.AscendFrom(q.fromMs, func(held *Timer) bool {
-		if len(page.Timers) >= q.limit && held.due > last {
+		if count >= q.limit && held.due > last {
 			more = true
 			return false
 		}
@@ -179,29 +175,86 @@ func (n *Node) resyncGet(req Request, reply func(Response)) {
 		moved := *t
 		moved.Placement = n.placement(replicas, t.Placement.Sites)
 		moved.ViewID = q.view
-		page.Timers = append(page.Timers, resyncEntry{
-			TimerID:     FormatID(t.ID),
-			OldReplicas: t.Placement.Replicas,
-			Timer:       EncodeReplication(&moved, now),
-		})
+		if count > 0 {
+			body = append(body, ',')
+		}
+		body = appendEntry(body, t.ID, t.Placement.Replicas, EncodeReplication(&moved, now))
+		count++
 		last = held.due
 		return true
 	})
-	if page.Timers == nil {
-		page.Timers = []resyncEntry{}
-	}
-	body, err := json.Marshal(&page)
-	if err != nil {
-		panic("node: encoding a resync page: " + err.Error())
-	}
+	body = append(body, "]}"...)
 	resp := Response{Status: 200, Header: Header{HeaderContentType: "application/json"}, Body: body}
 	if more {
 		resp.Status = 206
-		resp.Header[HeaderContentRange] = strconv.Itoa(len(page.Timers))
+		resp.Header[HeaderContentRange] = strconv.Itoa(count)
 		resp.Header[HeaderNextTimeFrom] = strconv.FormatInt((last+1)*1000, 10)
 	}
 	n.stats.ResyncPagesServed++
 	reply(resp)
+}
+
+// appendEntry appends one page entry (see resyncEntry) to b, with timer,
+// a body from EncodeReplication, as it is.
+func appendEntry(b []byte, id uint64, old []string, timer []byte) []byte {
+	oldJSON, err := json.Marshal(old)
+	if err != nil {
+		panic("node: encoding a replica list: " + err.Error())
+	}
+	b = append(b, `{"TimerID":"`...)
+	b = append(b, FormatID(id)...)
+	b = append(b, `","OldReplicas":`...)
+	b = append(b, oldJSON...)
+	b = append(b, `,"Timer":`...)
+	b = append(b, timer...)
+	return append(b, '}')
+}
+
+// parsePage reads a GET /timers answer: the page is validated as JSON
+// once, and its entries' timer bodies are parsed in place.
+func parsePage(body []byte) ([]resyncEntry, error) {
+	if !json.Valid(body) {
+		return nil, fmt.Errorf("page is not JSON")
+	}
+	top := rawValue(bytes.TrimSpace(body))
+	if !top.isObject() {
+		return nil, fmt.Errorf("page is not a JSON object")
+	}
+	var entries []resyncEntry
+	for it := members(top); it.next(); {
+		if string(it.name()) != "timers" {
+			continue
+		}
+		if !it.val.isArray() {
+			return nil, fmt.Errorf("timers is not an array")
+		}
+		entries = make([]resyncEntry, 0, count(it.val))
+		for el := elements(it.val); el.next(); {
+			if !el.val.isObject() {
+				return nil, fmt.Errorf("a timers entry is not an object")
+			}
+			var e resyncEntry
+			for f := members(el.val); f.next(); {
+				var err error
+				switch string(f.name()) {
+				case "TimerID":
+					e.TimerID, err = stringField(f.val, "TimerID")
+				case "OldReplicas":
+					e.OldReplicas, err = stringList(f.val, "OldReplicas")
+				case "Timer":
+					e.Timer = json.RawMessage(f.val)
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+			entries = append(entries, e)
+		}
+	}
+	if entries == nil {
+		return nil, fmt.Errorf("timers is missing")
+	}
+	return entries, nil
 }
 
 // resyncSource is the record a GET /timers offers for held: a live
@@ -324,8 +377,10 @@ type ResyncStatus struct {
 	Peers, PeersDone int
 	Failed           []string
 	// Received counts the timers the latest resync was offered; Taken
-	// those it took, Replicated and Tombstoned the messages it sent on,
-	// SendFailures those that failed every attempt.
+	// those it took (each old replica offers a timer, and each offer is
+	// taken: their old replica lists may differ), Replicated and
+	// Tombstoned the messages it sent on, SendFailures those that failed
+	// every attempt.
 	Received, Taken, Replicated, Tombstoned, SendFailures uint64
 	// Started and Finished are when the latest resync started and ended
 	// (Finished is zero while it runs).
@@ -429,11 +484,9 @@ func (n *Node) pageAnswered(p *peerSync, resp Response, err error) {
 	if !n.current(p.run) {
 		return
 	}
-	var page resyncPage
+	var entries []resyncEntry
 	if err == nil && (resp.Status == 200 || resp.Status == 206) {
-		if jerr := json.Unmarshal(resp.Body, &page); jerr != nil {
-			err = fmt.Errorf("page does not parse: %w", jerr)
-		}
+		entries, err = parsePage(resp.Body)
 	}
 	next := int64(0)
 	if err == nil && resp.Status == 206 {
@@ -459,7 +512,7 @@ func (n *Node) pageAnswered(p *peerSync, resp Response, err error) {
 		}
 		n.peerDone(p, true)
 	}
-	n.takePage(p, page.Timers)
+	n.takePage(p, entries)
 	if p.sends == 0 {
 		n.pageDone(p)
 	}
@@ -603,7 +656,11 @@ func (n *Node) resyncRecord(e resyncEntry) (t *Timer, old []string, ok bool) {
 		n.log.Warn("resync: entry with a bad timer ID", "id", e.TimerID)
 		return nil, nil, false
 	}
-	spec, r, err := ParseBody(e.Timer)
+	if len(e.Timer) == 0 {
+		n.log.Warn("resync: entry without a timer", "timer", e.TimerID)
+		return nil, nil, false
+	}
+	spec, r, err := parseValidBody(e.Timer)
 	if err != nil || r == nil {
 		n.log.Warn("resync: entry with a bad timer body", "timer", e.TimerID, "err", err)
 		return nil, nil, false

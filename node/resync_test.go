@@ -278,6 +278,11 @@ func (c *cluster) serve(addr string, req Request) Response {
 	return *got
 }
 
+// resyncPage is the JSON form of a GET /timers answer.
+type resyncPage struct {
+	Timers []resyncEntry `json:"timers"`
+}
+
 // resyncURL is a GET /timers target.
 func resyncURL(requester string, view uint64, extra string) string {
 	return fmt.Sprintf("/timers?node-for-replicas=%s&cluster-view-id=%d%s", url.QueryEscape(requester), view, extra)

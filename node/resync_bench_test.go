@@ -1,0 +1,112 @@
+package node
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// BenchmarkResyncJoin measures docs/design.md section 5's resync target: a
+// node joining a three-node cluster that holds n timers (replication
+// factor 2) is fully rebalanced within 60 s. The nodes run in one process
+// over the test harness's network, which costs nothing, so the figure is
+// the nodes' own work: serving pages, taking timers, passing them on and
+// tombstoning old copies. It reports:
+//
+//   - resync-s: the time from the reload to every resync's end;
+//
+//   - taken/s: timers the joining node took per second of that;
+//
+//   - vs-apply: that rate over the rate at which the same node takes the
+//     same records straight into its store (apply) in the same run, the
+//     baseline of a resync that did nothing but store.
+//
+//     go test -run '^$' -bench ResyncJoin -benchtime 1x ./node
+func BenchmarkResyncJoin(b *testing.B) {
+	for _, n := range []int{10_000, 30_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("timers=%d", n), func(b *testing.B) {
+			if testing.Short() && n > 100_000 {
+				b.Skip("-short")
+			}
+			var took time.Duration
+			var taken uint64
+			var applyRate float64
+			for range b.N {
+				b.StopTimer()
+				c := newClusterWith(b, nil, nodeA, nodeB, nodeC)
+				fillCluster(c, n, 2)
+				grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+				c.join(nodeD, grown)
+				c.settle()
+				b.StartTimer()
+				start := time.Now()
+				c.reload(grown)
+				took += time.Since(start)
+				b.StopTimer()
+				taken += c.nodes[nodeD].ResyncStatus().Taken
+				c.requirePlacedSample(n, 2, []string{nodeA, nodeB, nodeC, nodeD})
+				applyRate = applyBaseline(c.nodes[nodeD])
+			}
+			perSec := float64(taken) / took.Seconds()
+			b.ReportMetric(took.Seconds()/float64(b.N), "resync-s")
+			b.ReportMetric(perSec, "taken/s")
+			b.ReportMetric(perSec/applyRate, "vs-apply")
+		})
+	}
+}
+
+// fillCluster gives c's nodes n timers of replication factor rf, placed on
+// their replicas as creates would place them, due over the next hour.
+func fillCluster(c *cluster, n, rf int) {
+	var any *Node
+	for _, nd := range c.nodes {
+		any = nd
+		break
+	}
+	now := any.nowMs()
+	for i := range n {
+		id := uint64(i+1) << 12
+		replicas := any.ring.Replicas(id, rf)
+		spec := Spec{Interval: 3_600_000, RepeatFor: 3_600_000, URI: "http://client.example/cb", Opaque: "x", RF: rf}
+		for _, a := range replicas {
+			nd := c.nodes[a]
+			nd.apply(newTimer(id, id, spec, now+int64(i%3_600_000), 0, nd.placement(replicas, nil), nd.ring.ViewID(), nd.hosts))
+		}
+	}
+}
+
+// requirePlacedSample checks a sample of the n timers fillCluster made for
+// placement on members.
+func (c *cluster) requirePlacedSample(n, rf int, members []string) {
+	c.t.Helper()
+	var ids []uint64
+	for i := 0; i < n; i += max(n/1000, 1) {
+		ids = append(ids, uint64(i+1)<<12)
+	}
+	c.requirePlaced(ids, members, rf)
+}
+
+// applyBaseline is how many records per second n takes straight into its
+// store: copies of the ones it holds, under fresh IDs, in a node of its
+// own so that its store is not disturbed.
+func applyBaseline(n *Node) float64 {
+	var records []*Timer
+	n.Held(func(t *Timer) bool {
+		if t.State == Live {
+			c := *t
+			c.prev, c.next, c.slot = nil, nil, 0
+			records = append(records, &c)
+		}
+		return true
+	})
+	cfg := n.cfg
+	fresh, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	start := time.Now()
+	for _, t := range records {
+		fresh.apply(t)
+	}
+	return float64(len(records)) / time.Since(start).Seconds()
+}
