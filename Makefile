@@ -36,12 +36,8 @@ load:
 	$(GO) run ./cmd/chronos-load $(LOADARGS)
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParseBody$$' -fuzztime $(FUZZTIME) ./node
-	$(GO) test -run '^$$' -fuzz '^FuzzParseWireID$$' -fuzztime $(FUZZTIME) ./node
-	$(GO) test -run '^$$' -fuzz '^FuzzHandle$$' -fuzztime $(FUZZTIME) ./node
-	$(GO) test -run '^$$' -fuzz '^FuzzParsePopped$$' -fuzztime $(FUZZTIME) ./node
-	@for f in $$($(GO) test -list '^Fuzz' ./server | grep '^Fuzz'); do \
-		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./server || exit 1; done
+	@for p in ./node ./server; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$p || exit 1; done; done
 
 # verify: formatting, vet, module tidiness; the import boundary of node is
 # a test (node/boundary_test.go) and runs with `make test`.
