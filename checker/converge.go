@@ -16,8 +16,10 @@ import (
 //
 // A timer is judged at a snapshot unless something else may rightly have
 // left its copies elsewhere, each a named excuse: a write of it whose
-// outcome is unknown (ExUnknownWrite), a write running or its last pop
-// due around the snapshot (ExInMotion), a fault that touched it between
+// outcome is unknown (ExUnknownWrite), two writes at once (either may
+// have been applied last: ExSuperseded), a write running or its last pop
+// due around the snapshot (ExInMotion), crashes that may have taken every
+// copy since its write (ExCopiesLost), a fault that touched it between
 // the scale's start and the snapshot, or any time since its first write
 // for a deleted timer, or one that kept a write of it from a replica
 // (fault-window/<kind>). A finished timer is not live and not judged.
@@ -116,19 +118,30 @@ func (x *index) placementOf(id uint64, t time.Duration, s Scale) (replicas []str
 	if last == nil {
 		return nil, "", false
 	}
+	for _, op := range x.byTimer[id] {
+		if op.Seq != last.Seq && op.Outcome != Failed && op.Invoke <= effReturn(*last) && last.Invoke <= effReturn(op) {
+			// Two writes ran at once: either may have been applied last.
+			return nil, ExSuperseded, false
+		}
+	}
 	from := s.Start - x.o.FaultSettle
 	if last.Kind == Delete {
 		from = x.byTimer[id][0].Invoke
+	}
+	var d *def
+	if last.Kind != Delete {
+		if d = x.byOpaque[last.Spec.Opaque]; d == nil {
+			return nil, "", false
+		}
+		if d.lossFrom <= t {
+			return nil, ExCopiesLost, false // crashes may have taken every copy
+		}
 	}
 	if f, ok := x.placementFault(id, from, t); ok {
 		return nil, excuseOf(f), false
 	}
 	if last.Kind == Delete {
 		return nil, "", true
-	}
-	d := x.byOpaque[last.Spec.Opaque]
-	if d == nil {
-		return nil, "", false
 	}
 	lo, hi := d.due(d.op.Spec.Pops())
 	switch {

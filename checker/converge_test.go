@@ -1,0 +1,179 @@
+package checker
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// scaled builds G6's base history: an hour-long timer (rf 2) created on
+// four members, a scale-up to five from 5 s to 8 s, and a snapshot at 8 s
+// in which exactly the timer's replicas among the five hold it live. It
+// returns the history, the replicas after the scale and a member that is
+// a replica neither before nor after.
+func scaled(t *testing.T) (h *History, after []string, other string) {
+	t.Helper()
+	before := []string{"n1", "n2", "n3", "n4"}
+	grown := append(slices.Clone(before), "n5")
+	after = Replicas(grown, placedTimer, 2)
+	old := Replicas(before, placedTimer, 2)
+	for _, m := range grown {
+		if !slices.Contains(after, m) && !slices.Contains(old, m) {
+			other = m
+		}
+	}
+	if other == "" {
+		t.Fatalf("no member outside %v and %v", old, after)
+	}
+	h = &History{
+		Members: before,
+		Ops:     []Op{write(1, Create, placedTimer, "a", 3600*sec, 3600*sec, 0, 10*ms, OK)},
+		Scales:  []Scale{{Kind: ScaleUp, Start: 5 * sec, End: 8 * sec, Before: before, After: grown}},
+		Held:    []Held{{At: 8 * sec, Live: map[string][]uint64{}}},
+		End:     20 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+	}
+	h.Ops[0].Node = old[0]
+	for _, r := range after {
+		h.Held[0].Live[r] = []uint64{placedTimer}
+	}
+	return h, after, other
+}
+
+// TestPlacementConvergesAfterAScale shows G6 on a snapshot after a scale:
+// the timer held by exactly its replicas under the new membership passes
+// and is counted as judged; a copy left on another node, or a replica
+// without one, is a G6 violation, also with a fault on a node that holds
+// no replica of the timer before or after.
+func TestPlacementConvergesAfterAScale(t *testing.T) {
+	h, _, _ := scaled(t)
+	vs, cov := DefaultOptions().Judge(h)
+	requireNone(t, vs)
+	if cov.Placements != 1 {
+		t.Errorf("placements judged: got %d, want 1", cov.Placements)
+	}
+	for _, fault := range []bool{false, true} {
+		h, after, other := scaled(t)
+		if fault {
+			h.Faults = []Fault{{At: 6 * sec, Kind: Crash, Nodes: []string{other}}, {At: 7 * sec, Kind: Restart, Nodes: []string{other}}}
+		}
+		h.Held[0].Live[other] = []uint64{placedTimer}
+		requireHas(t, Check(h), "G6", "stale copy", other)
+		h, after, other = scaled(t)
+		if fault {
+			h.Faults = []Fault{{At: 6 * sec, Kind: Pause, Nodes: []string{other}}, {At: 7 * sec, Kind: Resume, Nodes: []string{other}}}
+		}
+		delete(h.Held[0].Live, after[1])
+		requireHas(t, Check(h), "G6", "holds no copy", after[1])
+	}
+}
+
+// TestPlacementOfADeletedTimer shows that a deleted timer must be held
+// live nowhere after a scale.
+func TestPlacementOfADeletedTimer(t *testing.T) {
+	h, after, _ := scaled(t)
+	h.Ops = append(h.Ops, del(2, placedTimer, 2*sec, 2010*ms, OK))
+	requireHas(t, Check(h), "G6", "stale copy", after[0])
+	h.Held[0].Live = map[string][]uint64{}
+	requireNone(t, Check(h))
+}
+
+// TestPlacementExcusesAreNeededAndBounded shows each allowance G6 makes
+// (a fault on the timer's nodes during the scale, a write running when
+// the snapshot is taken, crashes that took every copy) excuses a missing
+// replica, and that the same history with the fault or write moved to a
+// node holding no replica, or to another timer, is a violation.
+func TestPlacementExcusesAreNeededAndBounded(t *testing.T) {
+	cases := []struct {
+		excuse Excuse
+		build  func(h *History, after []string, other string, related bool)
+	}{
+		{ExFault + "/crash", func(h *History, after []string, other string, rel bool) {
+			// The replica crashed during the resync and came back.
+			n := pick(rel, after[1], other)
+			h.Faults = []Fault{{At: 6 * sec, Kind: Crash, Nodes: []string{n}}, {At: 7 * sec, Kind: Restart, Nodes: []string{n}}}
+		}},
+		{ExInMotion, func(h *History, after []string, other string, rel bool) {
+			// An update of the timer returned just before the snapshot.
+			u := write(2, Update, pickTimer(rel), "b", 3600*sec, 3600*sec, 7*sec, 7500*ms, OK)
+			h.Ops = append(h.Ops, u)
+		}},
+		{ExCopiesLost, func(h *History, after []string, other string, rel bool) {
+			// Both replicas of the timer crashed before the scale, so
+			// nothing was left to move.
+			old := Replicas(h.Members, placedTimer, 2)
+			h.Faults = []Fault{{At: sec, Kind: Crash, Nodes: []string{pick(rel, old[0], other)}},
+				{At: sec, Kind: Crash, Nodes: []string{pick(rel, old[1], other)}},
+				{At: 2 * sec, Kind: Restart, Nodes: []string{pick(rel, old[0], other)}},
+				{At: 2 * sec, Kind: Restart, Nodes: []string{pick(rel, old[1], other)}}}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(string(c.excuse), func(t *testing.T) {
+			h, after, other := scaled(t)
+			c.build(h, after, other, true)
+			delete(h.Held[0].Live, after[1])
+			vs, cov := DefaultOptions().Judge(h)
+			for _, v := range vs {
+				if v.Guarantee == "G6" {
+					t.Fatalf("got %s, want G6 excused by %s", dump(vs), c.excuse)
+				}
+			}
+			if cov.Excused[c.excuse] == 0 {
+				t.Errorf("excuse %s covered nothing: got %v", c.excuse, cov.Excused)
+			}
+			h, after, other = scaled(t)
+			c.build(h, after, other, false)
+			delete(h.Held[0].Live, after[1])
+			requireHas(t, Check(h), "G6", "holds no copy")
+		})
+	}
+}
+
+// TestScaleMovesPlacementForAttribution shows that attribution follows
+// the membership: a crash of the node that is the timer's primary only
+// after the scale excuses the backup's pops at its rank after it, and a
+// crash of a member that is a replica neither before nor after excuses
+// nothing.
+func TestScaleMovesPlacementForAttribution(t *testing.T) {
+	before := []string{"n1", "n2", "n3", "n4"}
+	grown := append(slices.Clone(before), "n5")
+	var id uint64
+	for id = placedTimer; Replicas(grown, id, 2)[0] != "n5"; id++ {
+	}
+	after := Replicas(grown, id, 2)
+	build := func(crashed string) *History {
+		h := &History{
+			Members: before,
+			Ops:     []Op{write(1, Create, id, "a", 10*sec, 50*sec, 0, 10*ms, OK)},
+			Scales:  []Scale{{Kind: ScaleUp, Start: 5 * sec, End: 8 * sec, Before: before, After: grown}},
+			Faults:  []Fault{{At: 25 * sec, Kind: Crash, Nodes: []string{crashed}}},
+			End:     60 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+		}
+		h.Ops[0].Node = Replicas(before, id, 2)[0]
+		for k := 1; k <= 5; k++ {
+			p := pop(time.Duration(k)*10*sec+20*ms, after[0], "a", k)
+			if k >= 3 {
+				p.Node, p.At = after[1], p.At+2*sec
+			}
+			p.Timer = id
+			h.Pops = append(h.Pops, p)
+		}
+		return h
+	}
+	requireNone(t, Check(build("n5")))
+	requireHas(t, Check(build(otherThan(before, Replicas(before, id, 2), after))), "G3")
+}
+
+// otherThan is the first member in none of the lists.
+func otherThan(members []string, lists ...[]string) string {
+	for _, m := range members {
+		in := false
+		for _, l := range lists {
+			in = in || slices.Contains(l, m)
+		}
+		if !in {
+			return m
+		}
+	}
+	return ""
+}
