@@ -50,6 +50,68 @@ const mixSites = "sites"
 // timers due in the same second, so that G4 is judged under load too.
 const mixLoad = "load"
 
+// mixScale in a plan's mix adds a scale-up (one or two machines outside
+// the cluster join), a scale-down (a member leaves) or both, with crashes,
+// pauses and partitions of the enabled kinds while the resync runs.
+const mixScale = "scale"
+
+// Scale generation bounds.
+const (
+	// genScaleFaults bounds the faults drawn around a scale.
+	genScaleFaults = 3
+	// genScaleRunway is how long the run goes on after the last scale
+	// step and after the liveness phase, so that a scale held up by
+	// faults completes once they stop: a resync gives a peer up after
+	// about 91 s.
+	genScaleRunway = 2 * time.Minute
+)
+
+// genScale adds the scale steps of a scale mix and the faults around them.
+func genScale(p *Plan, src Source, safety time.Duration) {
+	first := p.Nodes
+	kind := src.IntN("scale-kind", 4) // 0, 1: up; 2: down; 3: up, then down
+	at := genScaleFirst + time.Duration(src.IntN("scale-at", int((safety-2*genScaleFirst)/time.Second)))*time.Second
+	var steps []Step
+	if kind != 2 {
+		s := Step{At: at, Op: OpScaleUp}
+		for range 1 + src.IntN("scale-joining", 2) {
+			p.Nodes++
+			s.Side = append(s.Side, fmt.Sprintf("n%d", p.Nodes))
+		}
+		steps = append(steps, s)
+	}
+	if kind >= 2 {
+		if kind == 3 {
+			at += time.Duration(20+src.IntN("scale-gap", 40)) * time.Second
+		}
+		steps = append(steps, Step{At: at, Op: OpScaleDown, Side: []string{fmt.Sprintf("n%d", 1+src.IntN("scale-leaving", first))}})
+	}
+	p.Steps = append(p.Steps, steps...)
+	var kinds []string
+	for _, k := range []string{"crash", "pause", "partition", "one-way"} {
+		if p.enabled(k) {
+			kinds = append(kinds, k)
+		}
+	}
+	for _, s := range steps {
+		for range src.IntN("scale-faults", genScaleFaults+1) {
+			if len(kinds) == 0 {
+				break
+			}
+			fat := s.At + time.Duration(src.IntN("scale-fault-at", 150))*100*time.Millisecond
+			dur := time.Duration(1+src.IntN("scale-fault-for", 20)) * time.Second
+			if fat < safety {
+				genFault(p, src, kinds[src.IntN("scale-fault-kind", len(kinds))], fat, dur, safety)
+			}
+		}
+	}
+	p.End = max(p.End, at+genScaleRunway, safety+genScaleRunway)
+}
+
+// genScaleFirst is the earliest a generated scale starts, and how long
+// before the liveness phase the first one starts at the latest.
+const genScaleFirst = 5 * time.Second
+
 // genLoad turns the load model on and adds a burst of 50 to 500 timers
 // created within 100 ms, so that they fall due together.
 func genLoad(p *Plan, src Source, safety time.Duration) {
@@ -113,6 +175,12 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 	// for the same reason.
 	if p.Nodes == 4 && work.IntN("mix:"+mixSites, 3) == 0 {
 		p.Mix = append(p.Mix, mixSites)
+	}
+	// One plan in three of one site scales, drawn last for the same
+	// reason (a scale of two sites is not modelled).
+	if !p.enabled(mixSites) && work.IntN("mix:"+mixScale, 3) == 0 {
+		p.Mix = append(p.Mix, mixScale)
+		genScale(p, work, safety)
 	}
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
