@@ -45,9 +45,10 @@ type Node struct {
 	stats      Stats
 
 	// resyncGen numbers the resyncs started; resyncStatus is the latest's
-	// progress (resync.go).
-	resyncGen    uint64
-	resyncStatus ResyncStatus
+	// progress, and resyncRepopulate whether it repopulates (resync.go).
+	resyncGen        uint64
+	resyncStatus     ResyncStatus
+	resyncRepopulate bool
 }
 
 // Stats are the node's plain counters, read by the production adapter's

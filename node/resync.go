@@ -424,8 +424,13 @@ func (n *Node) ResyncStatus() ResyncStatus {
 // its store gets back what it holds. A node outside the ring (leaving)
 // has nothing to ask for. A resync always ends: every peer's pages move
 // strictly on, and a peer that does not answer is asked a bounded number
-// of times.
+// of times. A resync that ends one still repopulating repopulates too: a
+// node that restarts and is then reloaded must still get its timers back.
 func (n *Node) Resync(repopulate bool) {
+	if n.resyncStatus.Running && n.resyncRepopulate {
+		repopulate = true
+	}
+	n.resyncRepopulate = repopulate
 	n.resyncGen++
 	run := &resyncRun{gen: n.resyncGen, view: n.ring.ViewID(), repopulate: repopulate, status: &n.resyncStatus}
 	runs, completed, incomplete := n.resyncStatus.Runs+1, n.resyncStatus.Completed, n.resyncStatus.Incomplete

@@ -253,6 +253,25 @@ func TestRestartedNodeRepopulates(t *testing.T) {
 	requireEachPopOnce(t, c.advance(35*time.Second, 200), onB, 1)
 }
 
+// TestReloadDuringRepopulatingResyncStillRepopulates restarts a node and
+// reloads it to a new membership before its start-up resync has ended:
+// the resync the reload starts still fetches the timers of the view.
+func TestReloadDuringRepopulatingResyncStillRepopulates(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	c.createMany(30, 2, 30, 30)
+	before := c.livePlacement()
+	c.restart(nodeB)
+	c.nodes[nodeB].Resync(true)
+	// The operator adds D to B's file only; B's view changes, and its
+	// first pages are answered 400 by A and C until they reload too.
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	require.NoError(t, c.nodes[nodeB].SetCluster(grown))
+	c.join(nodeD, grown)
+	c.reload(grown)
+	assert.True(t, c.nodes[nodeB].resyncRepopulate)
+	c.requirePlaced(slices.Collect(maps.Keys(before)), []string{nodeA, nodeB, nodeC, nodeD}, 2)
+}
+
 // TestResyncEndsWithAPeerDown proves a resync terminates when a peer never
 // answers, and says which peer it gave up on.
 func TestResyncEndsWithAPeerDown(t *testing.T) {
