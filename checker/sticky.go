@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -153,7 +154,45 @@ func (x *index) repairs(s Op, d *def, p Pop) bool {
 			return false
 		}
 	}
-	return !x.crashedIn(d, s.Invoke, b)
+	return x.keptBy(s, d, p.Node, b)
+}
+
+// keptBy reports whether some replica other than the popping one surely
+// took write s and still held its record at b: it was up and reachable
+// while s ran, and did not crash since. A replica that crashed restarts
+// empty, and its start-up resync fetches only live timers, not the
+// tombstone of a delete; but the notice of a stale pop reaches every
+// replica, and one that kept s's record answers it (the stricter rule of
+// scenarios/README.md C4, now that a restarted replica repopulates).
+func (x *index) keptBy(s Op, d *def, popper string, b time.Duration) bool {
+	if !d.placed {
+		return !x.crashedIn(d, s.Invoke, b) // which replicas took s is unknown
+	}
+	ret := min(effReturn(s), x.end)
+	missed := x.down(d, s.Invoke, ret, false)
+	for _, sp := range d.spans {
+		if lostRequest(sp.fault) && sp.from <= ret && sp.to >= s.Invoke {
+			addAll(missed, sp.fault.Peers)
+		}
+	}
+	replicas := d.rankedIn(s.Invoke, b)
+	for _, r := range replicas {
+		if r == popper || missed[r] || x.nodeCrashedIn(d, r, s.Invoke, b) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// nodeCrashedIn reports whether node n of d crashed in [a, b].
+func (x *index) nodeCrashedIn(d *def, n string, a, b time.Duration) bool {
+	for _, sp := range d.spans {
+		if sp.fault.Kind == Crash && sp.from >= a && sp.from <= b && slices.Contains(sp.fault.Nodes, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // crashedIn reports whether one of d's nodes crashed in [a, b], forgetting

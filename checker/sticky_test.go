@@ -36,3 +36,39 @@ func TestClockReorderedUpdatesAreExcusedOnlyBelowAMajority(t *testing.T) {
 	requireHas(t, vs, "G7", "never delivered", `"c"`)
 	requireHas(t, vs, "G5", "should have repaired that replica")
 }
+
+// TestCrashOfOneHolderLeavesTheDeleteToTheOthers is the stricter rule of
+// C4 (scenarios/README.md), the default once a restarted replica
+// repopulates: a partition keeps a DELETE from one of three replicas,
+// which pops on after the heal; another replica crashes and restarts
+// without the tombstone, but the third kept it and answers the stale
+// replica's notice, so a pop a round trip after the first is a
+// violation. Only when every replica that took the delete crashed may
+// the stale replica pop on.
+func TestCrashOfOneHolderLeavesTheDeleteToTheOthers(t *testing.T) {
+	members := []string{"n1", "n2", "n3"}
+	r := Replicas(members, placedTimer, 3)
+	build := func(crashed ...string) *History {
+		h := &History{Members: members, End: 20 * sec, LivenessFrom: 14 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms}
+		h.Ops = []Op{write(1, Create, placedTimer, "a", sec, 12*sec, 0, 10*ms, OK), del(2, placedTimer, 2500*ms, 2510*ms, OK)}
+		h.Ops[0].Node, h.Ops[1].Node = r[0], r[0]
+		for i := range h.Ops {
+			h.Ops[i].Spec.ReplicationFactor = 3
+		}
+		h.Faults = []Fault{{At: 2 * sec, Kind: Partition, Nodes: []string{r[2]}, Peers: []string{r[0], r[1]}}, {At: 4 * sec, Kind: Heal}}
+		for _, n := range crashed {
+			h.Faults = append(h.Faults, Fault{At: 4500 * ms, Kind: Crash, Nodes: []string{n}}, Fault{At: 4600 * ms, Kind: Restart, Nodes: []string{n}})
+		}
+		h.Pops = append(pops(r[0], "a", 1, 2, 0), pops(r[2], "a", 3, 12, 4*sec)...)
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		return h
+	}
+	requireHas(t, Check(build(r[1])), "G5", "should have repaired that replica")
+	for _, v := range Check(build(r[0], r[1])) {
+		if v.Guarantee == "G5" {
+			t.Fatalf("got %s, want no G5 once every holder of the delete crashed", dump([]Violation{v}))
+		}
+	}
+}
