@@ -427,7 +427,7 @@ func TestClientBurstReusesConnections(t *testing.T) {
 	// for the burst; what is proved here is reuse, so nothing is shed.
 	lim := defaultLimits()
 	lim.queueWait = waitTimeout
-	c := newClient(s.Do, nil, lim, newTransport())
+	c := newClient(s.Do, nil, lim, newTransport(newDNSDialer()))
 	defer c.Close()
 	var failed atomic.Int64
 	for range burst {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -36,9 +35,12 @@ const (
 // Serial in batches, by one goroutine.
 type Client struct {
 	// enter runs f inside the node: the Serial's Do, or a test's stand-in.
-	enter   func(f func()) bool
-	http    *http.Client
-	log     *slog.Logger
+	enter func(f func()) bool
+	http  *http.Client
+	log   *slog.Logger
+	// dialer resolves through the static DNS records; nil when a test
+	// gives its own transport.
+	dialer  *dnsDialer
 	limits  limits
 	count   counters
 	metrics *metrics
@@ -60,8 +62,12 @@ type Client struct {
 }
 
 // NewClient returns a Client whose completions go through s.
+// Its connections consult no static DNS records until SetDNS.
 func NewClient(s *Serial, log *slog.Logger) *Client {
-	return newClient(s.Do, log, defaultLimits(), newTransport())
+	d := newDNSDialer()
+	c := newClient(s.Do, log, defaultLimits(), newTransport(d))
+	c.dialer = d
+	return c
 }
 
 func newClient(enter func(func()) bool, log *slog.Logger, lim limits, rt http.RoundTripper) *Client {
@@ -91,11 +97,11 @@ func newClient(enter func(func()) bool, log *slog.Logger, lim limits, rt http.Ro
 	return c
 }
 
-func newTransport() *http.Transport {
+func newTransport(d *dnsDialer) *http.Transport {
 	return &http.Transport{
 		// Peers and callbacks are addressed directly; no environment proxy.
 		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: clientDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         d.DialContext,
 		MaxIdleConns:        clientMaxIdleConns,
 		MaxIdleConnsPerHost: clientMaxIdleConnsPerHost,
 		MaxConnsPerHost:     clientMaxConnsPerHost,

@@ -30,9 +30,10 @@ const (
 	MinMemoryLimit = 64 << 20
 )
 
-// Config is the production configuration: what chronos.conf and
-// chronos_cluster.conf hold (docs/design.md 4.9), plus the adapter's own knobs.
-// Start from DefaultConfig.
+// Config is the production configuration: what chronos.conf,
+// chronos_cluster.conf and chronos_shared.conf hold, merged
+// (docs/design.md 4.9), the static DNS records of dns.json, plus the
+// process's and the adapter's own knobs. Start from DefaultConfig.
 type Config struct {
 	// BindAddress and BindPort are where the HTTP server listens
 	// ([http] bind-address, bind-port).
@@ -58,6 +59,11 @@ type Config struct {
 	// local_site, remote_site = name=address).
 	LocalSite   string
 	RemoteSites []node.Site
+	// ReplicateAcrossSites is whether timers are replicated to the remote
+	// sites ([sites] replicate_timers_across_sites). Off, the default as
+	// in the original, the node is given no remote sites: it forwards
+	// nothing to them, while still taking what they forward to it.
+	ReplicateAcrossSites bool
 	// ClusterKey is the secret shared by every node of the cluster and of
 	// its remote sites ([cluster] key): internal requests are signed with
 	// it. Empty leaves the internal API open to anyone who can reach the
@@ -71,21 +77,39 @@ type Config struct {
 	// own, GOMEMLIMIT or none.
 	MemoryLimit int64
 
-	// ClusterConfigFile is re-read on SIGHUP; empty means there is none.
+	// LogFolder, when not empty, receives the log file LogFileName
+	// ([logging] folder); empty logs to stderr only.
+	LogFolder string
+
+	// LocalConfigFile, ClusterConfigFile and SharedConfigFile are the
+	// INI files, read at start and again on SIGHUP, where the membership
+	// is taken from them; empty means there is none, and so does a file
+	// that does not exist. Any section may sit in any of them; a setting
+	// the cluster file gives wins over the local file's, which wins over
+	// the shared file's.
+	LocalConfigFile   string
 	ClusterConfigFile string
+	SharedConfigFile  string
+	// DNSConfigFile is the JSON file of static DNS records; DNS holds
+	// what it gave at start (nil: none).
+	DNSConfigFile string
+	DNS           *StaticDNS
 	// ReplyTimeout bounds the wait for the node's reply to one request.
 	ReplyTimeout time.Duration
 	// ShutdownTimeout bounds the graceful shutdown.
 	ShutdownTimeout time.Duration
 	// Clock is the wall clock; nil means the real one (clock.New()).
 	Clock clock.Clock
-	// Warnings are the lines of the files last read (both by Load, the
-	// cluster file by ReloadCluster) that were accepted but not read.
+	// Warnings are the parts of the files last read (every file by Load,
+	// the INI files by ReloadCluster) that were accepted but not read.
 	Warnings []Warning
 
-	// clusterFlags are the command-line cluster settings, applied again
-	// over the re-read file on reload so that flags keep overriding it.
-	clusterFlags settings
+	// flags are the command-line settings, applied again over the
+	// re-read files on reload so that flags keep overriding them.
+	flags settings
+	// absent are the configuration files that did not exist at start;
+	// one that did and is gone at a reload is an error.
+	absent []string
 }
 
 // DefaultConfig returns the configuration of a lone node on
@@ -314,7 +338,11 @@ func (c Config) nodeConfig(clk node.Clock, nw node.Network, log *slog.Logger) no
 	nc.InstanceID = c.InstanceID
 	nc.Cluster = c.Cluster
 	nc.LocalSite = c.LocalSite
-	nc.RemoteSites = c.RemoteSites
+	// The node replicates to every remote site it is given: with
+	// replication across sites off, it is given none.
+	if c.ReplicateAcrossSites {
+		nc.RemoteSites = c.RemoteSites
+	}
 	nc.ClusterKey = c.ClusterKey
 	nc.CallbackHosts = c.CallbackHosts
 	nc.Clock = clk

@@ -29,13 +29,43 @@ func writeFile(t *testing.T, dir, name, content string) string {
 // content ("" means no file), then args.
 func load(t *testing.T, local, cluster string, args ...string) (Config, error) {
 	t.Helper()
+	return loadFiles(t, files{local: local, cluster: cluster}, args...)
+}
+
+// files are the contents of the configuration files; "" means no file.
+type files struct {
+	local, cluster, shared, dns string
+}
+
+// loadFiles runs the flag and file pipeline of cmd/chronos: the files
+// given, then args. The files not given are none, whatever the machine's
+// /etc holds.
+func loadFiles(t *testing.T, fl files, args ...string) (Config, error) {
+	t.Helper()
 	dir := t.TempDir()
-	if local != "" {
-		args = append([]string{"--local-config-file", writeFile(t, dir, "chronos.conf", local)}, args...)
+	var fileArgs []string
+	for _, f := range []struct{ flag, name, content string }{
+		{"--local-config-file", "chronos.conf", fl.local},
+		{"--cluster-config-file", "chronos_cluster.conf", fl.cluster},
+		{"--shared-config-file", "chronos_shared.conf", fl.shared},
+		{"--dns-config-file", "dns.json", fl.dns},
+	} {
+		path := ""
+		if f.content != "" {
+			path = writeFile(t, dir, f.name, f.content)
+		}
+		fileArgs = append(fileArgs, f.flag+"="+path)
 	}
-	if cluster != "" {
-		args = append([]string{"--cluster-config-file", writeFile(t, dir, "chronos_cluster.conf", cluster)}, args...)
-	}
+	return parseAndLoad(append(fileArgs, args...))
+}
+
+// noFiles are the flags that name no configuration file, so that a test
+// never reads the machine's /etc.
+var noFiles = []string{"--local-config-file=", "--cluster-config-file=", "--shared-config-file=", "--dns-config-file="}
+
+// parseAndLoad parses args as cmd/chronos does and loads the
+// configuration.
+func parseAndLoad(args []string) (Config, error) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(new(strings.Builder))
 	var f Flags
@@ -289,7 +319,11 @@ func TestLoadErrors(t *testing.T) {
 		{"memory limit empty", "[limits]\nmemory_limit =\n", "", nil, `[limits] memory_limit "" is not a size`},
 		{"flag memory limit", "", "", []string{"--memory-limit", "lots"}, `--memory-limit "lots"`},
 		{"not INI", "[http\nbind-port = 1\n", "", nil, "not an INI file"},
-		{"missing file", "", "", []string{"--local-config-file", "/nonexistent/chronos.conf"}, "read local config file"},
+		{"unreadable file", "", "", []string{"--local-config-file", "/"}, "read local config file"},
+		{"log folder empty", "[logging]\nfolder =\n", "", nil, `[logging] folder "" is not a folder`},
+		{"replicate not a boolean", "", "[sites]\nreplicate_timers_across_sites = sometimes\n", nil, `[sites] replicate_timers_across_sites "sometimes" is not a boolean`},
+		{"flag replicate", "", "", []string{"--replicate-timers-across-sites", "maybe"}, `--replicate-timers-across-sites "maybe"`},
+		{"flag log folder", "", "", []string{"--log-folder", " "}, `--log-folder " " is not a folder`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -355,14 +389,14 @@ func TestNodeConfig(t *testing.T) {
 	}
 }
 
-// TestParseFromBytes proves that the exported parsers apply only what the
-// file gives and prefix their errors.
+// TestParseFromBytes proves that the exported parser applies only what the
+// file gives and prefixes its errors.
 func TestParseFromBytes(t *testing.T) {
 	cfg := DefaultConfig()
-	if err := ParseLocalConfig([]byte("[http]\nbind-port = 7300\n"), &cfg); err != nil {
+	if err := ParseConfig([]byte("[http]\nbind-port = 7300\n"), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := ParseClusterConfig([]byte("[cluster]\nnode = 10.0.0.1\nnode = 10.0.0.2\n"), &cfg); err != nil {
+	if err := ParseConfig([]byte("[cluster]\nnode = 10.0.0.1\nnode = 10.0.0.2\n"), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := cfg.BindAddress, DefaultBindAddress; got != want {
@@ -374,7 +408,7 @@ func TestParseFromBytes(t *testing.T) {
 	if got, want := cfg.Cluster.Nodes, []string{"10.0.0.1", "10.0.0.2"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Cluster.Nodes = %q, want %q", got, want)
 	}
-	err := ParseLocalConfig([]byte("[http]\nbind-port = x\n"), &cfg)
+	err := ParseConfig([]byte("[http]\nbind-port = x\n"), &cfg)
 	if err == nil || !strings.HasPrefix(err.Error(), "server: ") {
 		t.Errorf("error = %v, want one starting with %q", err, "server: ")
 	}
@@ -386,13 +420,7 @@ func TestParseFromBytes(t *testing.T) {
 func TestReloadCluster(t *testing.T) {
 	dir := t.TempDir()
 	path := writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\n")
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	var f Flags
-	f.Register(fs)
-	if err := fs.Parse([]string{"--cluster-config-file", path, "--leaving", "10.0.0.9"}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := f.Load()
+	cfg, err := parseAndLoad(append(noFiles, "--cluster-config-file", path, "--leaving", "10.0.0.9"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,5 +520,206 @@ func TestClusterKeyFile(t *testing.T) {
 				t.Errorf("error = %v, want one containing %q and no key", err, tc.want)
 			}
 		})
+	}
+}
+
+// mergeCase is one row of TestMergeFiles: the files, the flags, and how
+// the result differs from the defaults.
+type mergeCase struct {
+	name  string
+	files files
+	args  []string
+	want  func(*Config)
+}
+
+// TestMergeFiles proves the original's merge of its three INI files: any
+// section may sit in any file; a setting the cluster file gives wins over
+// the local file's, which wins over the shared file's; a list comes whole
+// from the first file that gives it; flags win over every file.
+func TestMergeFiles(t *testing.T) {
+	const sharedSites = "[sites]\nlocal_site = mysite\nremote_site = a=foo.example:800\nremote_site = b=bar.example\nreplicate_timers_across_sites = true\n"
+	tests := []mergeCase{
+		{"shared file alone", files{shared: sharedSites}, nil, func(c *Config) {
+			c.LocalSite, c.ReplicateAcrossSites = "mysite", true
+			c.RemoteSites = []node.Site{{Name: "a", Address: "foo.example:800"}, {Name: "b", Address: "bar.example:7253"}}
+		}},
+		{"local over shared", files{local: "[http]\nbind-port = 7254\n", shared: "[http]\nbind-port = 7300\n[logging]\nlevel = 4\n"}, nil, func(c *Config) {
+			c.BindPort, c.LogLevel, c.Localhost = 7254, slog.LevelDebug, "127.0.0.1:7254"
+		}},
+		{"cluster over local and shared", files{
+			local:   "[http]\nbind-port = 7254\n[logging]\nfolder = /var/log/local\n",
+			cluster: "[http]\nbind-port = 7255\n",
+			shared:  "[http]\nbind-port = 7300\n[logging]\nfolder = /var/log/shared\nlevel = 1\n",
+		}, nil, func(c *Config) {
+			c.BindPort, c.Localhost = 7255, "127.0.0.1:7255"
+			c.LogFolder, c.LogLevel = "/var/log/local", slog.LevelWarn
+		}},
+		{"a list comes whole from one file", files{
+			local:   "[cluster]\nnode = 127.0.0.1\nnode = 10.0.0.2\n[callbacks]\nallowed_host = a.example\n",
+			cluster: "[cluster]\nnode = 127.0.0.1\nnode = 10.0.0.3\n",
+			shared:  "[callbacks]\nallowed_host = b.example\nallowed_host = c.example\n",
+		}, nil, func(c *Config) {
+			c.Cluster.Nodes = []string{"127.0.0.1:7253", "10.0.0.3:7253"}
+			c.CallbackHosts = []string{"a.example"}
+		}},
+		{"cluster section in the shared file, http in the cluster file", files{
+			cluster: "[http]\nbind-address = 10.0.0.1\n",
+			shared:  "[cluster]\nnode = 10.0.0.1\nnode = 10.0.0.2\nkey = 0123456789abcdef\n[identity]\ninstance_id = 7\n",
+		}, nil, func(c *Config) {
+			c.BindAddress, c.Localhost, c.InstanceID = "10.0.0.1", "10.0.0.1:7253", 7
+			c.Cluster.Nodes = []string{"10.0.0.1:7253", "10.0.0.2:7253"}
+			c.ClusterKey = "0123456789abcdef"
+		}},
+		{"flags over every file", files{local: "[logging]\nfolder = /a\n", cluster: sharedSites, shared: "[logging]\nfolder = /b\n"},
+			[]string{"--log-folder", "/c", "--replicate-timers-across-sites", "no"}, func(c *Config) {
+				c.LocalSite, c.LogFolder = "mysite", "/c"
+				c.RemoteSites = []node.Site{{Name: "a", Address: "foo.example:800"}, {Name: "b", Address: "bar.example:7253"}}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := loadFiles(t, tt.files, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := DefaultConfig()
+			want.Localhost = "127.0.0.1:7253"
+			tt.want(&want)
+			assertConfig(t, got, want)
+			if got.LogFolder != want.LogFolder || got.ReplicateAcrossSites != want.ReplicateAcrossSites {
+				t.Errorf("LogFolder %q, ReplicateAcrossSites %v; want %q, %v", got.LogFolder, got.ReplicateAcrossSites, want.LogFolder, want.ReplicateAcrossSites)
+			}
+		})
+	}
+}
+
+// TestNewKeys proves each key the original reads and this implementation
+// now reads too, from the file and from its flag: [logging] folder and
+// [sites] replicate_timers_across_sites in every spelling of a boolean
+// the original takes, off by default.
+func TestNewKeys(t *testing.T) {
+	tests := []struct {
+		name, local string
+		args        []string
+		folder      string
+		replicate   bool
+	}{
+		{"defaults", "", nil, "", false},
+		{"folder", "[logging]\nfolder = /var/log/chronos\n", nil, "/var/log/chronos", false},
+		{"folder flag", "[logging]\nfolder = /var/log/chronos\n", []string{"--log-folder", "/tmp/x"}, "/tmp/x", false},
+		{"replicate true", "[sites]\nreplicate_timers_across_sites = true\n", nil, "", true},
+		{"replicate Yes", "[sites]\nreplicate_timers_across_sites = Yes\n", nil, "", true},
+		{"replicate 1", "[sites]\nreplicate_timers_across_sites = 1\n", nil, "", true},
+		{"replicate on", "[sites]\nreplicate_timers_across_sites = on\n", nil, "", true},
+		{"replicate false", "[sites]\nreplicate_timers_across_sites = false\n", nil, "", false},
+		{"replicate off", "[sites]\nreplicate_timers_across_sites = OFF\n", nil, "", false},
+		{"replicate flag", "[sites]\nreplicate_timers_across_sites = false\n", []string{"--replicate-timers-across-sites", "true"}, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := load(t, tt.local, "", tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.LogFolder != tt.folder || cfg.ReplicateAcrossSites != tt.replicate {
+				t.Errorf("LogFolder %q, ReplicateAcrossSites %v; want %q, %v", cfg.LogFolder, cfg.ReplicateAcrossSites, tt.folder, tt.replicate)
+			}
+			if len(cfg.Warnings) != 0 {
+				t.Errorf("warnings %+v, want none", cfg.Warnings)
+			}
+		})
+	}
+}
+
+// TestMissingFiles proves that a configuration file that does not exist
+// gives no settings, as in the original: named on the command line it is
+// a warning, at its default path it is not.
+func TestMissingFiles(t *testing.T) {
+	dir := t.TempDir()
+	absent := func(name string) string { return filepath.Join(dir, name) }
+	cfg, err := parseAndLoad([]string{
+		"--local-config-file", absent("chronos.conf"), "--cluster-config-file", absent("chronos_cluster.conf"),
+		"--shared-config-file", absent("chronos_shared.conf"), "--dns-config-file", absent("dns.json"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.Localhost = "127.0.0.1:7253"
+	assertConfig(t, cfg, want)
+	var got []string
+	for _, w := range cfg.Warnings {
+		if w.Kind != MissingFile {
+			t.Errorf("warning %+v, want kind MissingFile", w)
+		}
+		got = append(got, filepath.Base(w.File))
+	}
+	if want := []string{"chronos.conf", "chronos_cluster.conf", "chronos_shared.conf", "dns.json"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("warned of %q, want %q", got, want)
+	}
+
+	for _, p := range []string{DefaultLocalConfigFile, DefaultClusterConfigFile, DefaultSharedConfigFile, DefaultDNSConfigFile} {
+		if _, err := os.Stat(p); err == nil {
+			t.Skipf("%s exists on this machine; the default paths cannot be tested absent", p)
+		}
+	}
+	cfg, err = parseAndLoad(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("default paths absent: warnings %+v, want none", cfg.Warnings)
+	}
+}
+
+// TestReloadFiles proves that a reload takes the membership from whichever
+// file gives it, refuses a change of the replication across sites, and
+// refuses a file that was read at start and is gone, while a file absent
+// from the start may stay absent.
+func TestReloadFiles(t *testing.T) {
+	dir := t.TempDir()
+	local := writeFile(t, dir, "chronos.conf", "[http]\nbind-address = 10.0.0.1\n")
+	shared := writeFile(t, dir, "chronos_shared.conf", "[cluster]\nnode = 10.0.0.1\n[sites]\nreplicate_timers_across_sites = true\n")
+	cfg, err := parseAndLoad(append(noFiles, "--local-config-file", local, "--shared-config-file", shared,
+		"--cluster-config-file", filepath.Join(dir, "absent.conf")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "chronos_shared.conf", "[cluster]\nnode = 10.0.0.1\nnode = 10.0.0.2\n[sites]\nreplicate_timers_across_sites = true\n")
+	next, err := cfg.ReloadCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"10.0.0.1:7253", "10.0.0.2:7253"}; !reflect.DeepEqual(next.Cluster.Nodes, want) {
+		t.Errorf("nodes %q, want %q", next.Cluster.Nodes, want)
+	}
+	writeFile(t, dir, "chronos_shared.conf", "[cluster]\nnode = 10.0.0.1\n")
+	if _, err := cfg.ReloadCluster(); err == nil || !strings.Contains(err.Error(), "sites changed") {
+		t.Errorf("replication turned off: error %v, want the sites change refused", err)
+	}
+	if err := os.Remove(local); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.ReloadCluster(); err == nil || !strings.Contains(err.Error(), "does not exist any more") {
+		t.Errorf("local file removed: error %v, want it refused", err)
+	}
+}
+
+// TestReplicateAcrossSites proves that the node is given the remote sites
+// only when replication across sites is on: off, it forwards nothing to
+// them.
+func TestReplicateAcrossSites(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := DefaultConfig()
+		cfg.Localhost = "127.0.0.1:7253"
+		cfg.RemoteSites = []node.Site{{Name: "b", Address: "10.9.0.1:7253"}}
+		cfg.ReplicateAcrossSites = on
+		nc := cfg.nodeConfig(nil, nil, nil)
+		if got := len(nc.RemoteSites) > 0; got != on {
+			t.Errorf("replicate %v: node has remote sites %v, want %v", on, nc.RemoteSites, on)
+		}
+		if nc.LocalSite != cfg.LocalSite {
+			t.Errorf("replicate %v: node's local site %q, want %q", on, nc.LocalSite, cfg.LocalSite)
+		}
 	}
 }

@@ -11,28 +11,12 @@ import (
 // hundred bytes.
 const MaxConfigFileBytes = 1 << 20
 
-// ParseLocalConfig applies the settings of a chronos.conf held in data
-// ([http] bind-address, bind-port; [logging] level; [identity]
-// instance_id; [callbacks] repeated allowed_host; [limits] memory_limit)
-// to cfg. Other sections
-// and keys are accepted and reported in cfg.Warnings, with no file name.
-func ParseLocalConfig(data []byte, cfg *Config) error {
-	s, ws, err := parseLocal(data, "")
-	if err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
-	s.apply(cfg)
-	cfg.Warnings = append(cfg.Warnings, ws...)
-	return nil
-}
-
-// ParseClusterConfig applies the settings of a chronos_cluster.conf held
-// in data ([cluster] localhost, repeated node, joining, leaving, key;
-// [sites] local_site, repeated remote_site = name=address) to cfg. Other
-// sections and keys are accepted and reported in cfg.Warnings, with no
-// file name.
-func ParseClusterConfig(data []byte, cfg *Config) error {
-	s, ws, err := parseCluster(data, "")
+// ParseConfig applies the settings of a configuration file held in data
+// to cfg, whichever file it is: every file may hold every section
+// (docs/design.md 4.9). Sections and keys that are not read are accepted
+// and reported in cfg.Warnings, with no file name.
+func ParseConfig(data []byte, cfg *Config) error {
+	s, ws, err := parseFile(data, "")
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
@@ -78,83 +62,90 @@ func last(f *ini.File, section, key string) (string, bool) {
 	return strings.TrimSpace(vs[len(vs)-1]), true
 }
 
-// parseLocal reads chronos.conf; path names it in the warnings.
-func parseLocal(data []byte, path string) (settings, []Warning, error) {
+// parseFile reads one configuration file; path names it in the
+// warnings.
+func parseFile(data []byte, path string) (settings, []Warning, error) {
 	f, err := loadINI(data)
 	if err != nil {
 		return settings{}, nil, err
 	}
-	s, err := localSettings(f)
-	if err != nil {
-		return settings{}, nil, err
+	var s settings
+	for _, read := range []func(*ini.File, []byte, *settings) error{readHTTP, readLogging, readIdentity, readLimits, readCluster, readSites} {
+		if err := read(f, data, &s); err != nil {
+			return settings{}, nil, err
+		}
 	}
-	return s, checkKeys(f, path, localFile), nil
+	return s, checkKeys(f, path), nil
 }
 
-func localSettings(f *ini.File) (settings, error) {
-	var s settings
+func readHTTP(f *ini.File, _ []byte, s *settings) error {
 	if v, ok := last(f, "http", "bind-address"); ok {
 		s.bindAddress.set(v)
 	}
 	if v, ok := last(f, "http", "bind-port"); ok {
 		p, err := parsePort("[http] bind-port", v)
 		if err != nil {
-			return s, err
+			return err
 		}
 		s.bindPort.set(p)
 	}
+	return nil
+}
+
+func readLogging(f *ini.File, _ []byte, s *settings) error {
 	if v, ok := last(f, "logging", "level"); ok {
 		l, err := parseLevel("[logging] level", v)
 		if err != nil {
-			return s, err
+			return err
 		}
 		s.logLevel.set(l)
 	}
+	if v, ok := last(f, "logging", "folder"); ok {
+		d, err := parseFolder("[logging] folder", v)
+		if err != nil {
+			return err
+		}
+		s.logFolder.set(d)
+	}
+	return nil
+}
+
+func readIdentity(f *ini.File, _ []byte, s *settings) error {
 	if v, ok := last(f, "identity", "instance_id"); ok {
 		id, err := parseInstanceID("[identity] instance_id", v)
 		if err != nil {
-			return s, err
+			return err
 		}
 		s.instanceID.set(id)
 	}
+	return nil
+}
+
+// readLimits reads [callbacks] and [limits]: what the node lets in.
+func readLimits(f *ini.File, _ []byte, s *settings) error {
 	for _, v := range values(f, "callbacks", "allowed_host") {
 		hosts, err := parseCallbackHosts("[callbacks] allowed_host", v)
 		if err != nil {
-			return s, err
+			return err
 		}
 		s.callbacks.set(append(s.callbacks.v, hosts...))
 	}
 	if v, ok := last(f, "limits", "memory_limit"); ok {
 		m, err := parseMemoryLimit("[limits] memory_limit", v)
 		if err != nil {
-			return s, err
+			return err
 		}
 		s.memoryLimit.set(m)
 	}
-	return s, nil
+	return nil
 }
 
-// parseCluster reads chronos_cluster.conf; path names it in the
-// warnings.
-func parseCluster(data []byte, path string) (settings, []Warning, error) {
-	f, err := loadINI(data)
-	if err != nil {
-		return settings{}, nil, err
-	}
-	s, err := clusterSettings(f, data)
-	if err != nil {
-		return settings{}, nil, err
-	}
-	return s, checkKeys(f, path, clusterFile), nil
-}
-
-// clusterSettings reads the settings of a cluster file; data is its text,
-// to check the key for comment characters.
-func clusterSettings(f *ini.File, data []byte) (settings, error) {
-	var s settings
+// readCluster reads [cluster]; data is the file's text, to check the key
+// for comment characters.
+func readCluster(f *ini.File, data []byte, s *settings) error {
 	if v, ok := last(f, "cluster", "localhost"); ok {
 		if _, err := withPort("", v); err != nil {
-			return s, fmt.Errorf("[cluster] localhost %q is not an address", v)
+			return fmt.Errorf("[cluster] localhost %q is not an address", v)
 		}
 		s.localhost.set(v)
 	}
@@ -165,32 +156,43 @@ func clusterSettings(f *ini.File, data []byte) (settings, error) {
 		for _, v := range values(f, "cluster", l.key) {
 			addrs, err := parseAddresses("[cluster] "+l.key, v)
 			if err != nil {
-				return s, err
+				return err
 			}
 			l.dst.set(append(l.dst.v, addrs...))
 		}
 	}
 	if v, ok := last(f, "cluster", "key"); ok {
 		if err := commentCut(data, "cluster", "key", v); err != nil {
-			return s, err
+			return err
 		}
 		k, err := parseClusterKey("[cluster] key", v)
 		if err != nil {
-			return s, err
+			return err
 		}
 		s.clusterKey.set(k)
 	}
+	return nil
+}
+
+func readSites(f *ini.File, _ []byte, s *settings) error {
 	if v, ok := last(f, "sites", "local_site"); ok {
 		s.localSite.set(v)
 	}
 	for _, v := range values(f, "sites", "remote_site") {
 		site, err := parseSite("[sites] remote_site", v)
 		if err != nil {
-			return s, err
+			return err
 		}
 		s.remoteSites.set(append(s.remoteSites.v, site))
 	}
-	return s, nil
+	if v, ok := last(f, "sites", "replicate_timers_across_sites"); ok {
+		b, err := parseBool("[sites] replicate_timers_across_sites", v)
+		if err != nil {
+			return err
+		}
+		s.replicate.set(b)
+	}
+	return nil
 }
 
 // commentCut fails if an inline comment cut the value v of section.key

@@ -59,6 +59,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	log = log.With("node", cfg.Localhost)
 	s := &Server{log: log, serial: NewSerial(), cfg: cfg}
 	s.client = NewClient(s.serial, log)
+	s.client.SetDNS(cfg.DNS)
 	clk := NewClock(cfg.Clock, s.serial)
 	var err error
 	// Under the lock: the node may arm an alarm while it is being built.
@@ -132,8 +133,13 @@ func (s *Server) logStart() {
 	}
 	s.log.Info("starting", "instance", id, "instance derived", derived,
 		"nodes", m.Nodes, "joining", m.Joining, "leaving", m.Leaving,
-		"local site", cfg.LocalSite, "remote sites", sites,
-		"key set", cfg.ClusterKey != "", "callback hosts", hosts)
+		"local site", cfg.LocalSite, "remote sites", sites, "replicate across sites", cfg.ReplicateAcrossSites,
+		"key set", cfg.ClusterKey != "", "callback hosts", hosts, "static DNS names", cfg.DNS.Len(),
+		"log folder", cfg.LogFolder)
+	if len(sites) > 0 && !cfg.ReplicateAcrossSites {
+		s.log.Warn("remote sites are configured but [sites] replicate_timers_across_sites is false (the default, as in the original): " +
+			"timers created here are not replicated to them; set it to true to replicate")
+	}
 	if cfg.ClusterKey == "" && (len(m.All()) > 1 || len(sites) > 0) {
 		s.log.Warn("no cluster key: the internal API (replication, pop notices, tombstones) is open to anyone who can reach this node; " +
 			"set the same [cluster] key, at least 16 bytes, in the cluster config file of every node and site, or pass --cluster-key")
@@ -199,7 +205,7 @@ func (s *Server) Resync() {
 
 // Run listens on cfg's bind address and serves until ctx is done or SIGINT
 // or SIGTERM arrives. SIGHUP reloads the cluster configuration; SIGUSR1
-// asks for a resync.
+// asks for a resync; SIGUSR2 re-reads the DNS config file.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	srv, err := New(cfg, log)
 	if err != nil {
@@ -220,6 +226,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		defer signal.Stop(sigs)
 	}
 	go srv.handleSignals(ctx, sigs)
+	defer srv.watchDNS(ctx)()
 	return srv.Serve(ctx, ln)
 }
 

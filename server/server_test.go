@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -46,13 +45,7 @@ func startServer(t *testing.T, clusterConf string, logs *syncBuffer) (*Server, s
 	}
 	addr := ln.Addr().String()
 	path := writeFile(t, t.TempDir(), "chronos_cluster.conf", strings.ReplaceAll(clusterConf, "%[1]s", addr))
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	var f Flags
-	f.Register(fs)
-	if err := fs.Parse([]string{"--cluster-config-file", path}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := f.Load()
+	cfg, err := parseAndLoad(append(noFiles, "--cluster-config-file", path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +162,7 @@ func TestStartLog(t *testing.T) {
 		want, lacks   []string
 	}{
 		{"lone node", "[cluster]\nlocalhost = %[1]s\n", nil,
-			[]string{"nodes=[%[1]s] joining=[] leaving=[]", `"local site"=site1 "remote sites"=[] "key set"=false "callback hosts"=any`}, []string{openWarning}},
+			[]string{"nodes=[%[1]s] joining=[] leaving=[]", `"local site"=site1 "remote sites"=[] "replicate across sites"=false "key set"=false "callback hosts"=any`}, []string{openWarning}},
 		{"cluster without key", "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\nnode = 127.0.0.1:9\n", []string{"127.0.0.1:9"},
 			[]string{`nodes="[%[1]s 127.0.0.1:9]"`, `"key set"=false`, openWarning}, nil},
 		{"remote site without key", "[cluster]\nlocalhost = %[1]s\n[sites]\nlocal_site = a\nremote_site = b=127.0.0.1:9\n", nil,

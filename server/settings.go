@@ -37,6 +37,8 @@ type settings struct {
 	remoteSites opt[[]node.Site]
 	clusterKey  opt[string]
 	memoryLimit opt[int64]
+	logFolder   opt[string]
+	replicate   opt[bool]
 }
 
 // apply copies the given settings onto c.
@@ -80,6 +82,12 @@ func (s settings) apply(c *Config) {
 	if s.memoryLimit.ok {
 		c.MemoryLimit = s.memoryLimit.v
 	}
+	if s.logFolder.ok {
+		c.LogFolder = s.logFolder.v
+	}
+	if s.replicate.ok {
+		c.ReplicateAcrossSites = s.replicate.v
+	}
 }
 
 // Original Chronos logs at numeric levels 0 (error) to 5 (debug).
@@ -105,6 +113,32 @@ func parseLevel(field, v string) (slog.Level, error) {
 		return l, nil
 	}
 	return 0, fmt.Errorf("%s %q is not a level (0-5, error, warning, status, info, verbose, debug)", field, v)
+}
+
+// boolWords are the spellings of a boolean the original's option parser
+// takes, and so this one.
+var boolWords = map[string]bool{
+	"true": true, "yes": true, "on": true, "1": true,
+	"false": false, "no": false, "off": false, "0": false,
+}
+
+// parseBool reads a boolean: true, yes, on, 1 or false, no, off, 0, in
+// any case.
+func parseBool(field, v string) (bool, error) {
+	b, ok := boolWords[strings.ToLower(strings.TrimSpace(v))]
+	if !ok {
+		return false, fmt.Errorf("%s %q is not a boolean (true or false)", field, v)
+	}
+	return b, nil
+}
+
+// parseFolder reads a folder path: not empty, no control characters.
+func parseFolder(field, v string) (string, error) {
+	d := strings.TrimSpace(v)
+	if d == "" || strings.ContainsFunc(d, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return "", fmt.Errorf("%s %q is not a folder", field, v)
+	}
+	return d, nil
 }
 
 // parsePort reads a TCP port.

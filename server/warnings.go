@@ -7,23 +7,25 @@ import (
 	"gopkg.in/ini.v1"
 )
 
-// Warning is a line of a configuration file that was accepted, as the
-// original Chronos accepts it, but is not read: a mistake to show, not to
-// refuse.
+// Warning is a part of the configuration that was accepted, as the
+// original Chronos accepts it, but is not read: a line of an INI file, an
+// entry of the DNS file, or a file named on the command line that does not
+// exist. A mistake to show, not to refuse.
 type Warning struct {
-	// File is the file's path; empty for data given to ParseLocalConfig
-	// or ParseClusterConfig.
+	// File is the file's path; empty for data given to ParseConfig or
+	// ParseDNSConfig.
 	File string
-	// Section is "" for a key before the first section header.
+	// Section is "" for a key before the first section header; in the
+	// DNS file it is the path of the JSON object ("hostnames[2]").
 	Section string
-	// Key is "" for a section that holds no keys.
+	// Key is "" for a section that holds no keys, and for a whole file.
 	Key string
 	// Kind says why the line is not read, Message says it in words.
 	Kind    WarningKind
 	Message string
 }
 
-// WarningKind is why a configuration line is not read.
+// WarningKind is why a part of the configuration is not read.
 type WarningKind int
 
 // The kinds of Warning.
@@ -36,9 +38,14 @@ const (
 	// OriginalOnly is a setting of the original Chronos that this
 	// implementation does not use.
 	OriginalOnly
-	// OtherFile is a setting this implementation reads, but from the other
-	// configuration file.
-	OtherFile
+	// MissingFile is a configuration file named on the command line that
+	// does not exist: its settings take their defaults, as in the
+	// original.
+	MissingFile
+	// UnsupportedRecord is an entry of the DNS configuration file this
+	// implementation does not use, such as a record type other than A
+	// and CNAME.
+	UnsupportedRecord
 )
 
 // LogWarnings logs each warning at Warn level with its file, section and
@@ -49,45 +56,24 @@ func LogWarnings(log *slog.Logger, ws []Warning) {
 	}
 }
 
-// fileRole names a configuration file by what it holds.
-type fileRole int
-
-const (
-	localFile   fileRole = iota + 1 // chronos.conf
-	clusterFile                     // chronos_cluster.conf
-)
-
-func (r fileRole) String() string {
-	if r == localFile {
-		return "chronos.conf (--local-config-file)"
-	}
-	return "chronos_cluster.conf (--cluster-config-file)"
-}
-
-// readKeys is every key this implementation reads, by section, with the
-// file it reads it from. Merging the files' sections would make the role
-// irrelevant, not the table.
-var readKeys = map[string]map[string]fileRole{
-	"http":      {"bind-address": localFile, "bind-port": localFile},
-	"logging":   {"level": localFile},
-	"identity":  {"instance_id": localFile},
-	"callbacks": {"allowed_host": localFile},
-	"limits":    {"memory_limit": localFile},
-	"cluster": {
-		"localhost": clusterFile, "node": clusterFile, "joining": clusterFile,
-		"leaving": clusterFile, "key": clusterFile,
-	},
-	"sites": {"local_site": clusterFile, "remote_site": clusterFile},
+// readKeys is every key this implementation reads, by section. Any file
+// may hold any of them (docs/design.md 4.9).
+var readKeys = map[string][]string{
+	"http":      {"bind-address", "bind-port"},
+	"logging":   {"level", "folder"},
+	"identity":  {"instance_id"},
+	"callbacks": {"allowed_host"},
+	"limits":    {"memory_limit"},
+	"cluster":   {"localhost", "node", "joining", "leaving", "key"},
+	"sites":     {"local_site", "remote_site", "replicate_timers_across_sites"},
 }
 
 // originalKeys are the keys the original Chronos reads (from any of its
 // files, in any of its releases) that this implementation does not use.
 var originalKeys = map[string][]string{
 	"http":       {"threads", "gr_threads"},
-	"logging":    {"folder"},
 	"identity":   {"deployment_id"},
 	"exceptions": {"max_ttl"},
-	"sites":      {"replicate_timers_across_sites"},
 	"throttling": {"target_latency", "max_tokens", "initial_token_rate", "min_token_rate", "max_token_rate"},
 	"dns":        {"servers", "timeout", "port"},
 	"alarms":     {"enabled"},
@@ -95,8 +81,8 @@ var originalKeys = map[string][]string{
 }
 
 // checkKeys returns a warning, in file order, for every section and key of
-// f that the file in role does not read. path names the file.
-func checkKeys(f *ini.File, path string, role fileRole) []Warning {
+// f that is not read. path names the file.
+func checkKeys(f *ini.File, path string) []Warning {
 	var ws []Warning
 	for _, sec := range f.Sections() {
 		name := sec.Name()
@@ -108,7 +94,7 @@ func checkKeys(f *ini.File, path string, role fileRole) []Warning {
 			ws = append(ws, Warning{File: path, Section: name, Kind: UnknownSection, Message: "unknown configuration section; not read"})
 		}
 		for _, k := range keys {
-			if kind, msg := checkKey(name, k, role); kind != 0 {
+			if kind, msg := checkKey(name, k); kind != 0 {
 				ws = append(ws, Warning{File: path, Section: name, Key: k, Kind: kind, Message: msg})
 			}
 		}
@@ -116,16 +102,11 @@ func checkKeys(f *ini.File, path string, role fileRole) []Warning {
 	return ws
 }
 
-// checkKey returns why section.key in the file in role is not read, or 0
-// if it is.
-func checkKey(section, key string, role fileRole) (WarningKind, string) {
-	if home, ok := readKeys[section][key]; ok {
-		if home == role {
-			return 0, ""
-		}
-		return OtherFile, "not read from this file; read from " + home.String()
-	}
+// checkKey returns why section.key is not read, or 0 if it is.
+func checkKey(section, key string) (WarningKind, string) {
 	switch {
+	case slices.Contains(readKeys[section], key):
+		return 0, ""
 	case slices.Contains(originalKeys[section], key):
 		return OriginalOnly, "ignored: setting of the original Chronos not used here"
 	case section == "":

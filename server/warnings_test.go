@@ -10,9 +10,9 @@ import (
 
 // TestWarnings proves that lines the files hold but this implementation
 // does not read are accepted and reported, in file order, each naming its
-// file, section and key, and distinguishing unknown sections and keys,
-// settings of the original Chronos not used here, and settings read from
-// the other file.
+// file, section and key, and distinguishing unknown sections and keys and
+// settings of the original Chronos not used here; and that a section read
+// from one file is read from any.
 func TestWarnings(t *testing.T) {
 	type w struct {
 		file, section, key string
@@ -27,12 +27,10 @@ func TestWarnings(t *testing.T) {
 		{"none", "[http]\nbind-port = 7253\n", "[cluster]\nnode = 127.0.0.1\n", nil},
 		{"original files", originalLocal, originalCluster, []w{
 			{local, "http", "threads", OriginalOnly},
-			{local, "logging", "folder", OriginalOnly},
 			{local, "alarms", "enabled", OriginalOnly},
 			{local, "identity", "deployment_id", OriginalOnly},
 		}},
 		{"original shared settings", "", "[sites]\nreplicate_timers_across_sites = true\n[dns]\nservers = 127.0.0.1\n[exceptions]\nmax_ttl = 600\n", []w{
-			{cluster, "sites", "replicate_timers_across_sites", OriginalOnly},
 			{cluster, "dns", "servers", OriginalOnly},
 			{cluster, "exceptions", "max_ttl", OriginalOnly},
 		}},
@@ -51,13 +49,7 @@ func TestWarnings(t *testing.T) {
 		{"key outside any section", "level = 3\n[logging]\nlevel = 2\n", "", []w{
 			{local, "", "level", UnknownKey},
 		}},
-		{"wrong file", "[cluster]\nnode = 127.0.0.1\nkey = 0123456789abcdef\n[sites]\nlocal_site = a\n", "[http]\nbind-port = 7300\n[callbacks]\nallowed_host = ::1\n", []w{
-			{local, "cluster", "node", OtherFile},
-			{local, "cluster", "key", OtherFile},
-			{local, "sites", "local_site", OtherFile},
-			{cluster, "http", "bind-port", OtherFile},
-			{cluster, "callbacks", "allowed_host", OtherFile},
-		}},
+		{"any section in any file", "[cluster]\nnode = 127.0.0.1\nkey = 0123456789abcdef\n[sites]\nlocal_site = a\n", "[http]\nbind-port = 7253\n[callbacks]\nallowed_host = ::1\n", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,20 +68,21 @@ func TestWarnings(t *testing.T) {
 	}
 }
 
-// TestWarningMessages proves that each kind of warning says why the line
-// is not read, and that a setting in the wrong file names the file it
-// belongs in.
+// TestWarningMessages proves that each kind of warning says why the part
+// is not read.
 func TestWarningMessages(t *testing.T) {
-	cfg, err := load(t, "[http]\nthreads = 5\nbind_port = 1\n[cluster]\nnode = 127.0.0.1\n[nosuch]\nx = 1\n", "[http]\nbind-port = 7300\n")
+	absent := filepath.Join(t.TempDir(), "absent.conf")
+	cfg, err := loadFiles(t, files{local: "[http]\nthreads = 5\nbind_port = 1\n[nosuch]\nx = 1\n", dns: `{"hostnames": [], "x": 1}`},
+		"--shared-config-file", absent)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
 		"ignored: setting of the original Chronos not used here",
 		"unknown configuration key; not read",
-		"not read from this file; read from chronos_cluster.conf (--cluster-config-file)",
 		"unknown configuration section; not read",
-		"not read from this file; read from chronos.conf (--local-config-file)",
+		"configuration file not found; its settings take their defaults",
+		"unknown DNS config field; not read",
 	}
 	var got []string
 	for _, w := range cfg.Warnings {
@@ -101,44 +94,43 @@ func TestWarningMessages(t *testing.T) {
 }
 
 // TestEveryReadKeyIsKnown proves that the table of keys this
-// implementation reads matches the parsers: a file of every key in the
-// table, each in its own file, loads with no warning.
+// implementation reads matches the parser: a file of every key in the
+// table loads with no warning, whichever file holds it.
 func TestEveryReadKeyIsKnown(t *testing.T) {
 	values := map[string]string{
-		"bind-address": "127.0.0.1", "bind-port": "7253", "level": "2", "instance_id": "1",
+		"bind-address": "127.0.0.1", "bind-port": "7253", "level": "2", "folder": t.TempDir(), "instance_id": "1",
 		"allowed_host": "::1", "localhost": "127.0.0.1", "node": "127.0.0.1", "joining": "127.0.0.2",
 		"leaving": "127.0.0.3", "key": "0123456789abcdef", "local_site": "a", "remote_site": "b=127.0.0.4",
-		"memory_limit": "2GiB",
+		"replicate_timers_across_sites": "true", "memory_limit": "2GiB",
 	}
-	var local, cluster strings.Builder
+	var all strings.Builder
 	for section, keys := range readKeys {
-		for key, role := range keys {
+		for _, key := range keys {
 			v, ok := values[key]
 			if !ok {
 				t.Fatalf("no sample value for [%s] %s", section, key)
 			}
-			dst := &local
-			if role == clusterFile {
-				dst = &cluster
-			}
-			dst.WriteString("[" + section + "]\n" + key + " = " + v + "\n")
+			all.WriteString("[" + section + "]\n" + key + " = " + v + "\n")
 		}
 	}
-	cfg, err := load(t, local.String(), cluster.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cfg.Warnings) != 0 {
-		t.Errorf("warnings %+v, want none", cfg.Warnings)
+	for _, fl := range []files{{local: all.String()}, {cluster: all.String()}, {shared: all.String()}} {
+		cfg, err := loadFiles(t, fl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cfg.Warnings) != 0 {
+			t.Errorf("warnings %+v, want none", cfg.Warnings)
+		}
 	}
 }
 
-// TestWarningsOnReload proves that a reload reports the cluster file's
-// unread lines, and only those: the local file's were reported at start.
+// TestWarningsOnReload proves that a reload re-reads every file and
+// reports the parts of each that are not read again, as they are then.
 func TestWarningsOnReload(t *testing.T) {
 	dir := t.TempDir()
+	local := writeFile(t, dir, "chronos.conf", "[http]\nthreads = 5\n")
 	path := writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nnode = 127.0.0.1\n")
-	cfg, err := load(t, "[http]\nthreads = 5\n", "", "--cluster-config-file", path)
+	cfg, err := parseAndLoad(append(noFiles, "--local-config-file", local, "--cluster-config-file", path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,20 +142,23 @@ func TestWarningsOnReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Warning{{File: path, Section: "cluster", Key: "nodes", Kind: UnknownKey, Message: "unknown configuration key; not read"}}
+	want := []Warning{
+		{File: local, Section: "http", Key: "threads", Kind: OriginalOnly, Message: "ignored: setting of the original Chronos not used here"},
+		{File: path, Section: "cluster", Key: "nodes", Kind: UnknownKey, Message: "unknown configuration key; not read"},
+	}
 	if !reflect.DeepEqual(next.Warnings, want) {
 		t.Errorf("warnings at reload %+v, want %+v", next.Warnings, want)
 	}
 }
 
-// TestParseWarnings proves that the exported parsers append their
+// TestParseWarnings proves that the exported parser appends its
 // warnings to the configuration, with no file name.
 func TestParseWarnings(t *testing.T) {
 	cfg := DefaultConfig()
-	if err := ParseLocalConfig([]byte("[dns]\nport = 53\n"), &cfg); err != nil {
+	if err := ParseConfig([]byte("[dns]\nport = 53\n"), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := ParseClusterConfig([]byte("[nosuch]\nx = 1\n"), &cfg); err != nil {
+	if err := ParseConfig([]byte("[nosuch]\nx = 1\n"), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	var got []WarningKind

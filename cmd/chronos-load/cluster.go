@@ -73,7 +73,9 @@ func startCluster(bin string, n int, memoryLimit string) (*cluster, error) {
 			c.stop()
 			return nil, err
 		}
-		cmd := exec.Command(bin, "--local-config-file", local, "--cluster-config-file", clusterFile)
+		// Only these files: never the machine's /etc/chronos or dns.json.
+		cmd := exec.Command(bin, "--local-config-file", local, "--cluster-config-file", clusterFile,
+			"--shared-config-file=", "--dns-config-file=")
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		if err := cmd.Start(); err != nil {
 			logFile.Close()

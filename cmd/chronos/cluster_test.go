@@ -432,7 +432,7 @@ func tryStartMember(t *testing.T, bin string, addrs []string, i int, ids instanc
 	if err := os.WriteFile(p.clusterPath, []byte(cluster.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p.cmd = exec.Command(bin, "--local-config-file", localPath, "--cluster-config-file", p.clusterPath)
+	p.cmd = exec.Command(bin, append(noFiles, "--local-config-file", localPath, "--cluster-config-file", p.clusterPath)...)
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

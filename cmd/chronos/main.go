@@ -1,7 +1,7 @@
 // Command chronos runs one production Chronos node: it parses flags, loads
 // and validates the configuration, wires the adapters and serves until
-// SIGINT or SIGTERM. SIGHUP reloads the cluster configuration; SIGUSR1 asks
-// for a resync.
+// SIGINT or SIGTERM. SIGHUP reloads the cluster configuration; SIGUSR1
+// asks for a resync; SIGUSR2 re-reads the DNS config file.
 package main
 
 import (
@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 
 	"github.com/chronos-timer/chronos/server"
@@ -21,8 +20,8 @@ func main() {
 }
 
 // run returns the process exit code: 0 after a clean shutdown, 1 on a
-// failure, 2 on bad flags or configuration. Usage, errors and logs go to
-// stderr.
+// failure, 2 on bad flags or configuration. Usage, errors and logs go to stderr, and
+// the logs also to the [logging] folder's file.
 func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("chronos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -43,7 +42,12 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "chronos: %v\n", err)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log, closeLog, err := server.OpenLog(cfg, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "chronos: %v\n", err)
+		return 1
+	}
+	defer closeLog()
 	server.LogWarnings(log, cfg.Warnings)
 	if err := server.Run(context.Background(), cfg, log); err != nil {
 		log.Error("chronos stopped", "err", err)

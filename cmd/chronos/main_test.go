@@ -289,7 +289,7 @@ func tryStart(t *testing.T, bin string, conf func(host, port string) (local, clu
 		t.Fatal(err)
 	}
 	p.writeCluster(t, cluster)
-	p.cmd = exec.Command(bin, "--local-config-file", p.localPath, "--cluster-config-file", p.clusterPath)
+	p.cmd = exec.Command(bin, append(noFiles, "--local-config-file", p.localPath, "--cluster-config-file", p.clusterPath)...)
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,54 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+)
+
+// LogFileName is the log file the node writes in the [logging] folder.
+// The original writes hourly files behind a chronos_current.txt link and
+// cleans up files starting "chronos_"; this one file has a stable name
+// outside that pattern and is never rotated by the node: rotate it with
+// logrotate's copytruncate (it is written in append mode).
+const LogFileName = "chronos.log"
+
+// logFileMode is the mode a log file is created with: the node's own
+// group may read it.
+const logFileMode = 0o640
+
+// OpenLog returns the node's logger, at cfg.LogLevel: into LogFileName in
+// cfg.LogFolder, if set, and to stderr. closeLog closes the file.
+func OpenLog(cfg Config, stderr io.Writer) (log *slog.Logger, closeLog func() error, err error) {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	var handlers []slog.Handler
+	closeLog = func() error { return nil }
+	if cfg.LogFolder != "" {
+		f, err := openLogFile(cfg.LogFolder, LogFileName)
+		if err != nil {
+			return nil, nil, err
+		}
+		handlers = append(handlers, slog.NewTextHandler(f, opts))
+		closeLog = f.Close
+	}
+	handlers = append(handlers, slog.NewTextHandler(stderr, opts))
+	if len(handlers) == 1 {
+		return slog.New(handlers[0]), closeLog, nil
+	}
+	return slog.New(slog.NewMultiHandler(handlers...)), closeLog, nil
+}
+
+// openLogFile opens name in folder for appending, creating the folder and
+// the file if need be.
+func openLogFile(folder, name string) (*os.File, error) {
+	if err := os.MkdirAll(folder, 0o750); err != nil {
+		return nil, fmt.Errorf("server: log folder: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(folder, name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, logFileMode)
+	if err != nil {
+		return nil, fmt.Errorf("server: log file: %w", err)
+	}
+	return f, nil
+}

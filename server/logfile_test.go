@@ -1,0 +1,62 @@
+package server
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOpenLog proves where the log goes: with a [logging] folder, into
+// LogFileName there (the folder created if need be, the file appended
+// to, never truncated) and to stderr too; without one, to stderr only.
+func TestOpenLog(t *testing.T) {
+	folder := filepath.Join(t.TempDir(), "log", "chronos")
+	cfg := DefaultConfig()
+	cfg.LogFolder = folder
+	for _, msg := range []string{"first", "second"} {
+		var stderr strings.Builder
+		log, closeLog, err := OpenLog(cfg, &stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Info(msg)
+		log.Debug("below the level")
+		if err := closeLog(); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(stderr.String(), "msg="+msg) {
+			t.Errorf("stderr %q lacks msg=%s", stderr.String(), msg)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(folder, LogFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(data)
+	if !strings.Contains(got, "msg=first") || !strings.Contains(got, "msg=second") || strings.Contains(got, "below the level") {
+		t.Errorf("log file %q, want both records at info and none below", got)
+	}
+
+	var stderr strings.Builder
+	log, closeLog, err := OpenLog(DefaultConfig(), &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("alone")
+	closeLog()
+	if !strings.Contains(stderr.String(), "msg=alone") {
+		t.Errorf("stderr %q lacks msg=alone", stderr.String())
+	}
+}
+
+// TestOpenLogFolderRefused proves that a log folder that cannot be made is
+// an error naming it, not a silently lost log.
+func TestOpenLogFolderRefused(t *testing.T) {
+	file := writeFile(t, t.TempDir(), "not-a-folder", "")
+	cfg := DefaultConfig()
+	cfg.LogFolder = filepath.Join(file, "sub")
+	if _, _, err := OpenLog(cfg, new(strings.Builder)); err == nil || !strings.Contains(err.Error(), "server: log folder") {
+		t.Errorf("error = %v, want one about the log folder", err)
+	}
+}

@@ -1,0 +1,51 @@
+package server
+
+import (
+	"context"
+	"os"
+	"os/signal"
+)
+
+// watchDNS re-reads the DNS file on SIGUSR2, as the original does, until
+// ctx is done or the returned stop is called.
+func (s *Server) watchDNS(ctx context.Context) (stop func()) {
+	if dnsSignal == nil {
+		return func() {}
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, dnsSignal)
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sigs:
+				if err := s.ReloadDNS(); err != nil {
+					s.log.Error("DNS config reload failed; keeping the current records", "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		cancel()
+	}
+}
+
+// ReloadDNS re-reads the DNS config file and gives its records to the
+// connections opened from now on. On any error the current records stay.
+func (s *Server) ReloadDNS() error {
+	cfg := s.config()
+	if cfg.DNSConfigFile == "" {
+		return nil
+	}
+	d, ws, err := readDNSFile(cfg.DNSConfigFile)
+	if err != nil {
+		return err
+	}
+	LogWarnings(s.log, ws)
+	s.client.SetDNS(d)
+	s.log.Info("DNS config reloaded", "file", cfg.DNSConfigFile, "names", d.Len())
+	return nil
+}
