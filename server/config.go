@@ -94,6 +94,9 @@ type Config struct {
 	// what it gave at start (nil: none).
 	DNSConfigFile string
 	DNS           *StaticDNS
+	// PIDFile, when not empty, receives the process ID once the node
+	// listens, and is removed when it stops cleanly (--pidfile).
+	PIDFile string
 	// ReplyTimeout bounds the wait for the node's reply to one request.
 	ReplyTimeout time.Duration
 	// ShutdownTimeout bounds the graceful shutdown.

@@ -29,6 +29,11 @@ type Flags struct {
 	ClusterConfigFile string
 	SharedConfigFile  string
 	DNSConfigFile     string
+	// PIDFile receives the process ID of the serving process (--pidfile).
+	PIDFile string
+	// Daemon asks the process to run in the background (--daemon): the
+	// command returns once the node serves (Daemonize).
+	Daemon bool
 
 	settings settings
 	// keyErr is the --cluster-key error, reported by Load; keyFile is
@@ -40,6 +45,8 @@ type Flags struct {
 // Register defines the flags on fs.
 func (f *Flags) Register(fs *flag.FlagSet) {
 	f.registerFiles(fs)
+	fs.StringVar(&f.PIDFile, "pidfile", "", "`path` of the file to write the process ID to once the node serves; removed on a clean exit, and locked (path.lock) against a second process")
+	fs.BoolVar(&f.Daemon, "daemon", false, "run in the background: return once the node serves, with the pid file written; logs go to the [logging] folder only")
 	fs.Func("log-folder", "`folder` to write the log file "+LogFileName+" to ([logging] folder; default none: stderr only)", func(v string) error {
 		d, err := parseFolder("--log-folder", v)
 		f.settings.logFolder.set(d)
@@ -163,6 +170,7 @@ func (f *Flags) Load() (Config, error) {
 	cfg.ClusterConfigFile = f.ClusterConfigFile
 	cfg.SharedConfigFile = f.SharedConfigFile
 	cfg.DNSConfigFile = f.DNSConfigFile
+	cfg.PIDFile = f.PIDFile
 	cfg.flags = f.settings
 	absent, err := cfg.loadFiles()
 	if err != nil {

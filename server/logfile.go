@@ -8,19 +8,26 @@ import (
 	"path/filepath"
 )
 
-// LogFileName is the log file the node writes in the [logging] folder.
-// The original writes hourly files behind a chronos_current.txt link and
-// cleans up files starting "chronos_"; this one file has a stable name
-// outside that pattern and is never rotated by the node: rotate it with
-// logrotate's copytruncate (it is written in append mode).
-const LogFileName = "chronos.log"
+// The files the node writes in the [logging] folder. The original writes
+// hourly files behind a chronos_current.txt link and cleans up files
+// starting "chronos_"; this one file has a stable name outside that
+// pattern and is never rotated by the node: rotate it with logrotate's
+// copytruncate (it is written in append mode).
+const (
+	// LogFileName is the log.
+	LogFileName = "chronos.log"
+	// ErrLogFileName receives what a daemon writes to stderr, a crash's
+	// stack trace included, as the original's chronos_err.log does.
+	ErrLogFileName = "chronos_err.log"
+)
 
 // logFileMode is the mode a log file is created with: the node's own
 // group may read it.
 const logFileMode = 0o640
 
 // OpenLog returns the node's logger, at cfg.LogLevel: into LogFileName in
-// cfg.LogFolder, if set, and to stderr. closeLog closes the file.
+// cfg.LogFolder, if set, and to stderr unless this process is a daemon
+// (DaemonChild), whose stderr is ErrLogFileName. closeLog closes the file.
 func OpenLog(cfg Config, stderr io.Writer) (log *slog.Logger, closeLog func() error, err error) {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	var handlers []slog.Handler
@@ -33,7 +40,9 @@ func OpenLog(cfg Config, stderr io.Writer) (log *slog.Logger, closeLog func() er
 		handlers = append(handlers, slog.NewTextHandler(f, opts))
 		closeLog = f.Close
 	}
-	handlers = append(handlers, slog.NewTextHandler(stderr, opts))
+	if !DaemonChild() || len(handlers) == 0 {
+		handlers = append(handlers, slog.NewTextHandler(stderr, opts))
+	}
 	if len(handlers) == 1 {
 		return slog.New(handlers[0]), closeLog, nil
 	}

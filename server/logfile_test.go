@@ -9,7 +9,8 @@ import (
 
 // TestOpenLog proves where the log goes: with a [logging] folder, into
 // LogFileName there (the folder created if need be, the file appended
-// to, never truncated) and to stderr too; without one, to stderr only.
+// to, never truncated) and to stderr too, since this process is not a
+// daemon; without one, to stderr only.
 func TestOpenLog(t *testing.T) {
 	folder := filepath.Join(t.TempDir(), "log", "chronos")
 	cfg := DefaultConfig()

@@ -2,9 +2,28 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 )
+
+// listen binds cfg's address and then writes the pid file, if any, so
+// that a pid file names a process that serves. release removes the pid
+// file.
+func listen(cfg Config, log *slog.Logger) (ln net.Listener, release func(), err error) {
+	ln, err = net.Listen("tcp", cfg.ListenAddress())
+	if err != nil {
+		return nil, nil, fmt.Errorf("server: listen: %w", err)
+	}
+	pid, err := createPIDFile(cfg.PIDFile)
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	return ln, func() { pid.remove(log) }, nil
+}
 
 // watchDNS re-reads the DNS file on SIGUSR2, as the original does, until
 // ctx is done or the returned stop is called.

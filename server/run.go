@@ -135,7 +135,7 @@ func (s *Server) logStart() {
 		"nodes", m.Nodes, "joining", m.Joining, "leaving", m.Leaving,
 		"local site", cfg.LocalSite, "remote sites", sites, "replicate across sites", cfg.ReplicateAcrossSites,
 		"key set", cfg.ClusterKey != "", "callback hosts", hosts, "static DNS names", cfg.DNS.Len(),
-		"log folder", cfg.LogFolder)
+		"log folder", cfg.LogFolder, "pid file", cfg.PIDFile)
 	if len(sites) > 0 && !cfg.ReplicateAcrossSites {
 		s.log.Warn("remote sites are configured but [sites] replicate_timers_across_sites is false (the default, as in the original): " +
 			"timers created here are not replicated to them; set it to true to replicate")
@@ -203,19 +203,22 @@ func (s *Server) Resync() {
 	s.serial.Do(func() { s.node.Resync(false) })
 }
 
-// Run listens on cfg's bind address and serves until ctx is done or SIGINT
-// or SIGTERM arrives. SIGHUP reloads the cluster configuration; SIGUSR1
-// asks for a resync; SIGUSR2 re-reads the DNS config file.
+// Run listens on cfg's bind address, writes the pid file, tells a waiting
+// --daemon parent that it serves, and serves until ctx is done or SIGINT
+// or SIGTERM arrives; it removes the pid file when it returns. SIGHUP
+// reloads the cluster configuration; SIGUSR1 asks for a resync; SIGUSR2
+// re-reads the DNS config file.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	srv, err := New(cfg, log)
 	if err != nil {
 		return err
 	}
 	applyMemoryLimit(cfg.MemoryLimit, srv.log)
-	ln, err := net.Listen("tcp", cfg.ListenAddress())
+	ln, release, err := listen(cfg, srv.log)
 	if err != nil {
-		return fmt.Errorf("server: listen: %w", err)
+		return err
 	}
+	defer release()
 	ctx, stop := signal.NotifyContext(ctx, stopSignals...)
 	defer stop()
 	// Registered before serving, so that once "serving" is logged a SIGHUP
@@ -227,6 +230,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	go srv.handleSignals(ctx, sigs)
 	defer srv.watchDNS(ctx)()
+	// Told once every signal is handled: the parent's return means a
+	// SIGTERM stops the node cleanly.
+	DaemonStarted(nil)
 	return srv.Serve(ctx, ln)
 }
 

@@ -9,7 +9,8 @@ import (
 
 // TestRunExitCodes proves main's contract with its caller for what never
 // reaches the server: help exits 0, bad flags, stray arguments and invalid
-// or unreadable configuration exit 2.
+// or unreadable configuration exit 2, with --daemon too (the parent checks
+// the configuration before it starts anything).
 func TestRunExitCodes(t *testing.T) {
 	badConf := filepath.Join(t.TempDir(), "chronos.conf")
 	if err := os.WriteFile(badConf, []byte("[http]\nbind-port = none\n"), 0o600); err != nil {
@@ -30,6 +31,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"stray argument", []string{"serve"}, 2},
 		{"invalid file", []string{"--local-config-file", badConf}, 2},
 		{"unreadable file", []string{"--cluster-config-file", t.TempDir()}, 2},
+		{"daemon with an invalid file", []string{"--daemon", "--pidfile", filepath.Join(t.TempDir(), "pid"), "--local-config-file", badConf}, 2},
 		{"invalid DNS file", []string{"--dns-config-file", badDNS}, 2},
 	}
 	for _, tt := range tests {
