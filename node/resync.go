@@ -141,19 +141,22 @@ func (n *Node) resyncGet(req Request, reply func(Response)) {
 		reply(forbidden(errForbidden))
 		return
 	}
+	reply(n.resyncPage(req))
+}
+
+// resyncPage answers a GET /timers already authenticated, or the node's
+// own, which never crosses the network.
+func (n *Node) resyncPage(req Request) Response {
 	q, err := parseResyncQuery(req.URL, req.Header.Get(HeaderRange))
 	if err != nil {
-		reply(errorResponse(err))
-		return
+		return errorResponse(err)
 	}
 	if _, member := n.ring.index[q.requester]; !member {
-		reply(notFound(fmt.Sprintf("%s %q is not a member of this node's cluster", paramNodeForReplicas, q.requester)))
-		return
+		return notFound(fmt.Sprintf("%s %q is not a member of this node's cluster", paramNodeForReplicas, q.requester))
 	}
 	if q.view != n.ring.ViewID() {
-		reply(badRequest(fmt.Sprintf("%s %d is not this node's view of the cluster, %d: reload both to the same membership",
-			paramClusterViewID, q.view, n.ring.ViewID())))
-		return
+		return badRequest(fmt.Sprintf("%s %d is not this node's view of the cluster, %d: reload both to the same membership",
+			paramClusterViewID, q.view, n.ring.ViewID()))
 	}
 	now := n.nowMs()
 	body := append(make([]byte, 0, 4096), `{"timers":[`...)
@@ -191,7 +194,7 @@ func (n *Node) resyncGet(req Request, reply func(Response)) {
 		resp.Header[HeaderNextTimeFrom] = strconv.FormatInt((last+1)*1000, 10)
 	}
 	n.stats.ResyncPagesServed++
-	reply(resp)
+	return resp
 }
 
 // appendEntry appends one page entry (see resyncEntry) to b, with timer,
@@ -476,7 +479,7 @@ func (n *Node) fetchPage(p *peerSync) {
 	}
 	req := Request{Method: "GET", URL: target, Header: Header{HeaderRange: strconv.Itoa(DefaultResyncPage)}, MaxWait: ReplicaSkew}
 	if p.addr == n.self {
-		n.resyncGet(req, func(resp Response) { n.pageAnswered(p, resp, nil) })
+		n.pageAnswered(p, n.resyncPage(req), nil)
 		return
 	}
 	req.URL = "http://" + p.addr + target

@@ -272,6 +272,24 @@ func TestReloadDuringRepopulatingResyncStillRepopulates(t *testing.T) {
 	c.requirePlaced(slices.Collect(maps.Keys(before)), []string{nodeA, nodeB, nodeC, nodeD}, 2)
 }
 
+// TestKeyedClusterResyncCompletes scales a cluster that has a key: every
+// node's resync, its own pages included, completes (its own pages never
+// cross the network, and were once refused as unsigned: N10).
+func TestKeyedClusterResyncCompletes(t *testing.T) {
+	c := keyed(t, nodeA, nodeB, nodeC)
+	ids := c.createMany(30, 2, 30, 30)
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	c.reload(grown)
+	for a, n := range c.nodes {
+		s := n.ResyncStatus()
+		assert.Empty(t, s.Failed, a)
+		assert.EqualValues(t, 0, s.Incomplete, a)
+		assert.Zero(t, n.Stats().Forbidden, a)
+	}
+	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+}
+
 // TestResyncEndsWithAPeerDown proves a resync terminates when a peer never
 // answers, and says which peer it gave up on.
 func TestResyncEndsWithAPeerDown(t *testing.T) {
