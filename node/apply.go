@@ -85,7 +85,7 @@ func (n *Node) apply(t *Timer) applied {
 			info.prev, info.next, info.slot = nil, nil, 0
 			t.setInfo(&info)
 		}
-		t.entomb()
+		t.entombAs(Moved)
 	}
 	if existing == nil && t.State == Live && t.Seq > 0 && t.lastDue()+n.maxSkew(t).Milliseconds() < n.nowMs() {
 		// A pop notice of a timer every pop of which, at every rank, is
@@ -116,7 +116,8 @@ func (n *Node) apply(t *Timer) applied {
 	if existing != nil && existing.Version == t.Version && existing.State == Live && t.State == Live {
 		n.mergeMarks(existing, t)
 	}
-	if !Supersedes(existing, t) {
+	back := n.movedBack(existing, t)
+	if !Supersedes(existing, t) && !back {
 		if existing.State != Live && t.State == Live {
 			n.outlive(existing, t)
 		}
@@ -151,6 +152,27 @@ func (n *Node) apply(t *Timer) applied {
 	n.release(existing)
 	n.holdNext(t)
 	return applied{ok: true}
+}
+
+// movedBack reports whether t, a live record placed on this node under its
+// current view, replaces existing, the tombstone left when the same
+// definition moved off this node under another view: a scale moved the
+// timer away and a later one moves it back (seed 185). It takes the pops
+// existing knows were made. A record of any other view stays a tombstone
+// here: it is a stale copy from a replica not yet rebalanced.
+func (n *Node) movedBack(existing, t *Timer) bool {
+	switch {
+	case existing == nil || existing.State != Moved || t.State != Live || existing.Version != t.Version:
+		return false
+	case t.ViewID != n.ring.ViewID() || existing.ViewID == t.ViewID || !slices.Contains(t.Placement.Replicas, n.self):
+		return false
+	}
+	if existing.Seq > t.Seq {
+		missed, owed := t.popMarks()
+		t.setPopMarks(shiftMarks(missed, t.Seq, existing.Seq), shiftMarks(owed, t.Seq, existing.Seq))
+		t.Seq = existing.Seq
+	}
+	return true
 }
 
 // currentPlacement gives both records of one definition the placement of

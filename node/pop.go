@@ -53,7 +53,7 @@ func (n *Node) skew(t *Timer) time.Duration {
 // drop them, seed 7842), until a replica says they were made or its life
 // ends (onAlarm).
 func (n *Node) holdNext(t *Timer) {
-	if _, ok := t.NextPopAt(); !ok {
+	if _, ok := t.NextPopAt(); !ok && t.State == Live {
 		if missed, _ := t.popMarks(); missed == 0 {
 			t.entomb()
 		}

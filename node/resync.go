@@ -336,7 +336,7 @@ func (n *Node) references(req Request, reply func(Response)) {
 		switch {
 		case t.State == Live && t.ViewID != view && !slices.Contains(n.ring.Replicas(t.ID, t.replicationFactor()), n.self):
 			n.release(t)
-			t.entomb()
+			t.entombAs(Moved)
 			n.holdNext(t)
 		case t.State != Live && t.Extra != nil && t.Extra.Info != nil:
 			t.setInfo(nil)

@@ -217,7 +217,7 @@ func TestScaleDownWorkedExample(t *testing.T) {
 		assert.Equal(t, []string{nodeB, nodeA}, held.Placement.Replicas, a)
 	}
 	held, _ := c.nodes[nodeC].Timer(id)
-	assert.Equal(t, Tombstone, held.State, "the leaving node's copy")
+	assert.Equal(t, Moved, held.State, "the leaving node's copy")
 	assert.EqualValues(t, 1, c.nodes[nodeB].ResyncStatus().Replicated, "B passes the timer to A")
 	assert.EqualValues(t, 0, c.nodes[nodeB].ResyncStatus().Tombstoned, "no tombstone to a leaving node")
 }
@@ -288,6 +288,25 @@ func TestKeyedClusterResyncCompletes(t *testing.T) {
 		assert.Zero(t, n.Stats().Forbidden, a)
 	}
 	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+}
+
+// TestTimerMovedAwayAndBackIsHeldAgain scales up and back down: timers
+// that moved off a node when the fourth joined move back when it leaves,
+// and the tombstone the first move left there does not keep them out
+// (seed 185: it did, and the node never held its timers again).
+func TestTimerMovedAwayAndBackIsHeldAgain(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	ids := c.createMany(60, 2, 60, 60)
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	c.reload(grown)
+	c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC, nodeD}})
+	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+	c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}})
+	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC}, 2)
+	c.down[nodeD] = true
+	delete(c.nodes, nodeD)
+	requireEachPopOnce(t, c.advance(65*time.Second, 200), ids, 1)
 }
 
 // TestResyncEndsWithAPeerDown proves a resync terminates when a peer never

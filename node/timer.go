@@ -21,12 +21,21 @@ const (
 	// (TombstoneMin at least) so that stale replication cannot resurrect
 	// it.
 	Tombstone
+	// Moved is a tombstone kept because the timer moved to other
+	// replicas (rebalancing): this node is not a replica under the
+	// record's view. It is a tombstone in every way but one: the same
+	// definition placed back on this node under its current view (a later
+	// scale) replaces it (see movedBack).
+	Moved
 )
 
 // entomb makes the record a tombstone. A tombstone pops nothing, so it
 // keeps no missed or owed pops.
-func (t *Timer) entomb() {
-	t.State = Tombstone
+func (t *Timer) entomb() { t.entombAs(Tombstone) }
+
+// entombAs makes the record a tombstone of the given kind.
+func (t *Timer) entombAs(s State) {
+	t.State = s
 	t.setPopMarks(0, 0)
 }
 

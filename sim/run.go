@@ -66,12 +66,7 @@ type Result struct {
 	// share the key.
 	IDCollisions uint64
 	Forbidden    uint64
-	// SelfRefused counts the internal requests a node refused for want of
-	// the key that never crossed the network: a resync's page of the
-	// node's own timers, which node asks itself for unsigned (bug N10 of
-	// scenarios/README.md; 0 once it is fixed).
-	SelfRefused uint64
-	Net         netsim.Stats
+	Net          netsim.Stats
 	// Coverage is how much of the history the checker held strictly to
 	// each guarantee, and what excused the rest.
 	Coverage checker.Coverage
@@ -118,8 +113,6 @@ type world struct {
 	// that no other stream shifts.
 	scaling   *scaleRun
 	scaleRand *rand.Rand
-	// forbidden counts the 403 answers nodes sent over the network.
-	forbidden uint64
 }
 
 // machine is one simulated server: its clock outlives the nodes that run
@@ -232,9 +225,6 @@ func (w *world) boot(m *machine) {
 	var nd *node.Node
 	m.ep = w.net.Listen(m.addr, func(_ string, req node.Request, reply func(node.Response)) {
 		nd.Handle(req, func(resp node.Response) {
-			if resp.Status == 403 {
-				w.forbidden++
-			}
 			if resp.Status == 409 && resp.Header.Get(node.HeaderCollision) != "" {
 				// The answer says another timer is held under the ID:
 				// two nodes issued it (a shared instance number).
@@ -373,8 +363,7 @@ func (w *world) finish(res *Result) {
 			total.addStats(m.node.Stats())
 		}
 	}
-	res.Replications, res.IDCollisions, res.Forbidden = total.replications, total.collisions, w.forbidden
-	res.SelfRefused = total.forbidden - w.forbidden
+	res.Replications, res.IDCollisions, res.Forbidden = total.replications, total.collisions, total.forbidden
 	res.Net = w.net.Stats()
 	w.checkTags()
 	res.Violations = append(res.Violations, w.apiErrs...)

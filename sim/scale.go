@@ -144,7 +144,7 @@ func (w *world) pollScale() {
 			continue
 		}
 		st := m.node.ResyncStatus()
-		switch failed := peersFailed(st, m.addr); {
+		switch failed := st.Failed; {
 		case st.Running || st.ViewID != run.view || st.Runs == 0:
 			done = false
 		case len(failed) > 0 || st.SendFailures > 0:
@@ -164,15 +164,6 @@ func (w *world) pollScale() {
 		return
 	}
 	w.completeScale(run)
-}
-
-// peersFailed is the peers other than the node itself that its latest
-// resync gave up on. A node with a cluster key refuses its own page (it
-// asks itself unsigned: bug N10 of scenarios/README.md), so every resync
-// gives up on itself; until that is fixed the operator looks past it,
-// and the run counts those refusals (Result.SelfRefused).
-func peersFailed(st node.ResyncStatus, self string) []string {
-	return slices.DeleteFunc(slices.Clone(st.Failed), func(a string) bool { return a == self })
 }
 
 // completeScale records what every node holds, gives the final

@@ -67,7 +67,6 @@ func TestScale(t *testing.T) {
 		name string
 		run  func(*scaling)
 		key  string // [cluster] key of every node
-		skip string // why the scenario is skipped, if it is
 	}{
 		{name: "up_2_to_4", run: scaleUpTwoToFour},
 		{name: "down_4_to_2", run: scaleDownFourToTwo},
@@ -75,7 +74,7 @@ func TestScale(t *testing.T) {
 		{name: "up_1_to_2_then_kill_the_first", run: scaleUpOneToTwoThenKillFirst},
 		{name: "killed_node_repopulates", run: scaleRestartRepopulates},
 		// A deployment sets a cluster key; the resync API is signed.
-		{name: "up_2_to_4_with_cluster_key", run: scaleUpTwoToFour, key: scaleKey, skip: keyedResyncBug},
+		{name: "up_2_to_4_with_cluster_key", run: scaleUpTwoToFour, key: scaleKey},
 	}
 	var wg sync.WaitGroup
 	for _, sc := range scenarios {
@@ -83,22 +82,12 @@ func TestScale(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			t.Run(sc.name, func(t *testing.T) {
-				if sc.skip != "" {
-					t.Skip(sc.skip)
-				}
 				sc.run(newScaling(t, bin, sc.key))
 			})
 		}()
 	}
 	wg.Wait()
 }
-
-// keyedResyncBug is why the scenario with a cluster key is skipped: remove
-// it, and the skip, once the bug is fixed.
-const keyedResyncBug = "BUG: with a [cluster] key no resync completes: node.fetchPage serves the page a node asks " +
-	"of itself in place without signing it (n.sign is only called for other peers), so resyncGet refuses it " +
-	"403 (no valid X-Chronos-Signature), the node asks itself again 8 times over about two minutes and the " +
-	"resync ends incomplete, its own timers never rebalanced; GET /status never says completed"
 
 // scaleUpTwoToFour proves scaling up, 2 -> 4 nodes: two new nodes start
 // with the scale configuration (the old nodes as node, themselves as
