@@ -1,6 +1,9 @@
 package node
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"testing"
@@ -139,6 +142,28 @@ func TestVersionsFarAheadAreRefused(t *testing.T) {
 		r := h.send(Request{Method: "PUT", URL: "/timers/" + FormatWireID(v, 0), Header: Header{}, Body: EncodeReplication(&rec, now)})
 		if r.Status != tc.status {
 			t.Errorf("version %v ahead: got %d (%s), want %d", tc.ahead, r.Status, r.Body, tc.status)
+		}
+	}
+}
+
+// TestSignatureIsTheHMACOfTheRequest proves the signature is the hex
+// HMAC-SHA256, under the key, of "method\ntarget\nbody", as every node of
+// every version computes it, whether made into a node's scratch buffer
+// or not, and whatever the buffer held before.
+func TestSignatureIsTheHMACOfTheRequest(t *testing.T) {
+	url := "http://10.0.0.2:7253/timers/0123?x=y"
+	body := []byte(`{"timing":{"interval":5}}`)
+	mac := hmac.New(sha256.New, []byte(testKey))
+	mac.Write([]byte("PUT\n/timers/0123?x=y\n"))
+	mac.Write(body)
+	want := hex.EncodeToString(mac.Sum(nil))
+	if got := signature(testKey, "PUT", url, body); got != want {
+		t.Errorf("signature = %s, want %s", got, want)
+	}
+	keyed := hmac.New(sha256.New, []byte(testKey))
+	for _, scratch := range [][]byte{nil, make([]byte, 3, 8), make([]byte, 0, 512)} {
+		if got := string(appendSum(scratch, keyed, "PUT", url, body)[len(scratch):]); got != want {
+			t.Errorf("appendSum on a buffer of len %d cap %d = %s, want %s", len(scratch), cap(scratch), got, want)
 		}
 	}
 }

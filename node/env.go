@@ -54,6 +54,9 @@ func (h Header) Set(key, value string) { h[CanonicalKey(key)] = value }
 // CanonicalKey returns the canonical spelling of a header field name, as
 // net/http does: "x-sequence-number" becomes "X-Sequence-Number".
 func CanonicalKey(key string) string {
+	if isCanonical(key) {
+		return key // as every key net/http hands over is: no copy
+	}
 	upper := true
 	var b strings.Builder
 	b.Grow(len(key))
@@ -126,3 +129,16 @@ const (
 	// tell a duplicate pop from a new one.
 	HeaderTimerID = "X-Chronos-Timer"
 )
+
+// isCanonical reports whether CanonicalKey would return key unchanged.
+func isCanonical(key string) bool {
+	upper := true
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
+			return false
+		}
+		upper = c == '-'
+	}
+	return true
+}

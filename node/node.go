@@ -21,11 +21,13 @@ type Node struct {
 	cfg Config
 	// mac signs and checks internal requests under the cluster key (see
 	// keyMAC).
-	mac   hash.Hash
-	log   *slog.Logger
-	self  string
-	clock Clock
-	net   Network
+	mac hash.Hash
+	// scratch is the buffer signatures are made in.
+	scratch []byte
+	log     *slog.Logger
+	self    string
+	clock   Clock
+	net     Network
 
 	ring      *Ring
 	ids       idGen

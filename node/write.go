@@ -231,14 +231,21 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 		w.again = func(w *write) { n.rewrite(t, spec, oldBloom, targets, w, reply, tries) }
 	}
 	n.forwardToSites(t, now)
-	body := EncodeReplication(t, now)
+	var body []byte // encoded once, for the first peer
 	for _, peer := range targets {
 		counts := spec.Tombstone || slices.Contains(replicas, peer)
 		if peer == n.self {
 			local := *t
 			a := n.apply(&local)
-			w.done(counts && a.ok && a.newer == nil && !a.collision, n.notApplied(a))
+			if applied := a.ok && a.newer == nil && !a.collision; applied {
+				w.done(counts, Response{})
+			} else {
+				w.done(false, n.notApplied(a))
+			}
 			continue
+		}
+		if body == nil {
+			body = EncodeReplication(t, now)
 		}
 		n.replicate(peer, t, body, now, func(ok bool, resp Response) { w.done(counts && ok, resp) })
 	}

@@ -36,7 +36,7 @@ const (
 type Client struct {
 	// enter runs f inside the node: the Serial's Do, or a test's stand-in.
 	enter func(f func()) bool
-	http  *http.Client
+	rt    http.RoundTripper
 	log   *slog.Logger
 	// dialer resolves through the static DNS records; nil when a test
 	// gives its own transport.
@@ -77,12 +77,10 @@ func newClient(enter func(func()) bool, log *slog.Logger, lim limits, rt http.Ro
 	base, cancel := context.WithCancelCause(context.Background())
 	c := &Client{
 		enter: enter,
-		http: &http.Client{
-			Transport: rt,
-			// A callback or peer that redirects is answering something
-			// else; the node sees the 3xx and judges it.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
+		// Requests go to the transport as they are: a callback or peer
+		// that redirects is answering something else, and the node sees
+		// the 3xx and judges it.
+		rt:        rt,
 		log:       log,
 		limits:    lim,
 		base:      base,
@@ -167,7 +165,9 @@ func (c *Client) Close() {
 		close(c.stop)
 	}
 	<-c.delivered
-	c.http.CloseIdleConnections()
+	if t, ok := c.rt.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, h := range c.hosts {

@@ -82,11 +82,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // readRequest converts r into a node request. A non-zero status means the
 // request was refused with that status and reason.
 func readRequest(w http.ResponseWriter, r *http.Request) (node.Request, int, string) {
-	tooBig := fmt.Sprintf("request body larger than %d bytes", node.MaxBodyBytes)
 	if r.ContentLength > node.MaxBodyBytes {
 		return node.Request{}, http.StatusRequestEntityTooLarge, tooBig
 	}
-	body, err := readBody(http.MaxBytesReader(w, r.Body, node.MaxBodyBytes), r.ContentLength)
+	body := r.Body
+	if r.ContentLength < 0 {
+		// Of unknown length: bounded here. A known length is bounded
+		// above, and net/http reads no further than it.
+		body = http.MaxBytesReader(w, r.Body, node.MaxBodyBytes)
+	}
+	b, err := readBody(body, r.ContentLength)
 	if err != nil {
 		var maxErr *http.MaxBytesError
 		if errors.As(err, &maxErr) {
@@ -98,9 +103,12 @@ func readRequest(w http.ResponseWriter, r *http.Request) (node.Request, int, str
 		Method: r.Method,
 		URL:    r.URL.RequestURI(),
 		Header: nodeHeader(r.Header),
-		Body:   body,
+		Body:   b,
 	}, 0, ""
 }
+
+// tooBig is the reason a request body over node.MaxBodyBytes is refused.
+var tooBig = fmt.Sprintf("request body larger than %d bytes", node.MaxBodyBytes)
 
 // readBody reads all of rd, allocating once when the length is known.
 func readBody(rd io.Reader, length int64) ([]byte, error) {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,17 +132,31 @@ func (c *Client) exchange(ctx context.Context, req node.Request) (node.Response,
 	for k, v := range req.Header {
 		hr.Header[k] = []string{v}
 	}
-	hresp, err := c.http.Do(hr)
+	// The transport itself: an http.Client would only copy the header
+	// for redirects, which are never followed (the node judges a 3xx).
+	hresp, err := c.rt.RoundTrip(hr)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != ctx.Err() {
 			return node.Response{}, fmt.Errorf("server: %s %s: %w", req.Method, req.URL, cause)
 		}
-		// The *url.Error already names the method and URL.
-		return node.Response{}, fmt.Errorf("server: %w", err)
+		// Named as an http.Client names it: "Put \"http://...\": ...".
+		return node.Response{}, fmt.Errorf("server: %w", &url.Error{Op: urlErrorOp(req.Method), URL: req.URL, Err: err})
 	}
 	defer hresp.Body.Close()
-	// One byte over the limit tells an oversized body from one exactly at it.
-	body, err := io.ReadAll(io.LimitReader(hresp.Body, node.MaxBodyBytes+1))
+	if hresp.ContentLength > node.MaxBodyBytes {
+		return node.Response{}, fmt.Errorf("server: %s %s: response body larger than %d bytes", req.Method, req.URL, node.MaxBodyBytes)
+	}
+	var rd io.Reader = hresp.Body
+	length := hresp.ContentLength
+	switch {
+	case req.Method == http.MethodHead:
+		length = 0 // the length of the body a GET would have had
+	case length < 0:
+		// Of unknown length: one byte over the limit tells an oversized
+		// body from one exactly at it.
+		rd = io.LimitReader(hresp.Body, node.MaxBodyBytes+1)
+	}
+	body, err := readBody(rd, length)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != ctx.Err() {
 			err = cause
@@ -150,10 +166,16 @@ func (c *Client) exchange(ctx context.Context, req node.Request) (node.Response,
 	if len(body) > node.MaxBodyBytes {
 		return node.Response{}, fmt.Errorf("server: %s %s: response body larger than %d bytes", req.Method, req.URL, node.MaxBodyBytes)
 	}
-	if len(body) == 0 {
-		body = nil
-	}
 	return node.Response{Status: hresp.StatusCode, Header: nodeHeader(hresp.Header), Body: body}, nil
+}
+
+// urlErrorOp is the Op of the *url.Error an http.Client returns for
+// method: "Put" for PUT.
+func urlErrorOp(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	return method[:1] + strings.ToLower(method[1:])
 }
 
 // deadline bounds one round trip: until the request has its connection, by

@@ -4,7 +4,8 @@
 // fall due within one window, and reports the create rate, pops per
 // second, lateness percentiles, early, lost and duplicated pops, and the
 // nodes' memory per held timer, each beside a bare baseline measured in
-// the same run: a plain net/http server taking the same creates, and a
+// the same run: a plain net/http server taking the same creates (in a
+// process of its own, as each node is, and in the tool's process), and a
 // plain client sending the same pops to the same sink.
 //
 //	chronos-load -nodes 3 -rf 2 -timers 20000 -window 1s
@@ -50,6 +51,7 @@ import (
 )
 
 func main() {
+	serveBareIfAsked()
 	var o options
 	flag.IntVar(&o.nodes, "nodes", 1, "nodes of the local cluster to start (ignored with -targets)")
 	flag.StringVar(&o.targets, "targets", "", "comma-separated host:port of running nodes to load instead of starting a cluster")

@@ -2,9 +2,17 @@ package main
 
 import (
 	"io"
+	"os"
 	"testing"
 	"time"
 )
+
+// TestMain serves as the bare server when the tool under test starts this
+// binary as one (bare.go).
+func TestMain(m *testing.M) {
+	serveBareIfAsked()
+	os.Exit(m.Run())
+}
 
 // TestOptionsRefuseAddressesOffLoopback proves the tool loads only
 // loopback nodes, checked without sending anything.
@@ -55,7 +63,7 @@ func TestLoadOneNode(t *testing.T) {
 		t.Fatalf("created %d of %d, %d lost, %d early, %d duplicated: want all created and popped once, none early",
 			rep.created, o.timers, rep.lost, rep.early, rep.duplicated)
 	}
-	if rep.createTime <= 0 || rep.bareCreateTime <= 0 || rep.barePopTime <= 0 || rep.rssBefore <= 0 || len(rep.lateness) != o.timers {
+	if rep.createTime <= 0 || rep.bareCreateTime <= 0 || rep.bareHereTime <= 0 || rep.barePopTime <= 0 || rep.rssBefore <= 0 || len(rep.lateness) != o.timers {
 		t.Fatalf("figures not measured: %+v", rep)
 	}
 	if got := rep.outbound["callback ok"]; got != float64(o.timers) {

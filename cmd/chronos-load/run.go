@@ -61,6 +61,13 @@ func run(o options, log io.Writer) (*report, error) {
 	}
 	rep := &report{opts: o, nodes: len(targets)}
 	rssBefore := sumRSS(pids)
+	if !o.hold {
+		// The create baselines, in the same run and next to the creates
+		// they are compared with, while the nodes are idle.
+		if rep.bareCreateTime, rep.bareHereTime, err = bareCreates(o, sk.url); err != nil {
+			return nil, err
+		}
+	}
 
 	// Creates: timer i is due at start+lead+i*window/timers; its interval
 	// is what is left of that, in whole seconds, when its create is sent.
@@ -110,12 +117,8 @@ func run(o options, log io.Writer) (*report, error) {
 		rep.rssLinger = sumRSS(pids)
 	}
 
-	// Baselines, in the same run: the same creates into a bare net/http
-	// server, and the same number of callbacks from a plain client.
-	rep.bareCreateTime, err = bareCreates(o, sk.url)
-	if err != nil {
-		return nil, err
-	}
+	// The pop baseline, in the same run: the same number of callbacks
+	// from a plain client.
 	if slow, need := sk.slow(o.timers); slow && need > barePopLimit {
 		rep.barePopSkipped = need
 	} else {
@@ -242,27 +245,36 @@ func parallel(n, workers int, f func(i int)) {
 	wg.Wait()
 }
 
-// bareCreates times the same creates into a plain net/http server that
-// reads the body and answers 200 with a Location, as a node does.
-func bareCreates(o options, cbURL string) (time.Duration, error) {
+// bareCreates times the same creates into the bare server (bare.go) in a
+// process of its own and in this one.
+func bareCreates(o options, cbURL string) (own, here time.Duration, err error) {
+	p, err := startBareProcess()
+	if err != nil {
+		return 0, 0, err
+	}
+	own = timeCreates(o, cbURL, p.addr)
+	p.stop()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Location", "/timers/00000000000000000000000000000000")
-		w.WriteHeader(http.StatusOK)
-	})}
+	srv := &http.Server{Handler: bareHandler()}
 	go func() { _ = srv.Serve(l) }()
 	defer srv.Shutdown(context.Background())
+	return own, timeCreates(o, cbURL, l.Addr().String()), nil
+}
+
+// timeCreates times o.timers creates like the tool's into addr, with the
+// client and concurrency the nodes' creates have.
+func timeCreates(o options, cbURL, addr string) time.Duration {
 	client := newClient(o.concurrency)
-	url := "http://" + l.Addr().String() + "/timers"
+	defer client.CloseIdleConnections()
+	url := "http://" + addr + "/timers"
 	start := time.Now()
 	parallel(o.timers, o.concurrency, func(i int) {
 		post(client, url, node.EncodeSpec(node.Spec{Interval: 5000, RepeatFor: 5000, URI: cbURL, Opaque: "b" + strconv.Itoa(i), RF: o.rf}))
 	})
-	return time.Since(start), nil
+	return time.Since(start)
 }
 
 // barePops times as many callbacks as timers, sent by a plain client to
