@@ -294,6 +294,9 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		n.placeFromSite(id, spec, r, reply)
 		return
 	}
+	if r.ViewID != n.ring.ViewID() && n.scaling() && n.lateRebalance(id, spec, r, reply) {
+		return
+	}
 	t := n.fromReplication(id, spec, r)
 	if a := n.apply(t); !a.ok || a.newer != nil || a.collision {
 		reply(n.notApplied(a))

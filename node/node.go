@@ -80,6 +80,10 @@ type Stats struct {
 	// ResyncReferences the DELETE /timers/references entries it received.
 	ResyncPagesServed uint64
 	ResyncReferences  uint64
+	// LateRebalanced counts the messages a node sent placing a record
+	// written under another view on the current one as it arrived, during
+	// a scale (see lateRebalance).
+	LateRebalanced uint64
 	// Tags counts live timers per statistics tag (weighted by count).
 	Tags map[string]int
 }

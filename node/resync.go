@@ -608,42 +608,149 @@ func (n *Node) takePage(p *peerSync, entries []resyncEntry) {
 		if !ok {
 			continue
 		}
-		replicas := t.Placement.Replicas
-		rank := slices.Index(replicas, n.self)
-		if rank < 0 || rank > oldRank(old, n.self) {
-			continue
-		}
-		held := n.takeResynced(t)
-		if held == nil {
-			continue
-		}
-		s.Taken++
-		for _, r := range replicas[rank+1:] {
-			if oldRank(old, r) >= rank {
+		rank, taken := n.rebalance(t, old, func(peer string, held *Timer, replicate bool) {
+			if replicate {
 				s.Replicated++
-				n.resyncSend(p, r, held, 1)
-			}
-		}
-		for i, r := range old {
-			if i >= rank && r != n.self && !slices.Contains(replicas, r) && !slices.Contains(n.cfg.Cluster.Leaving, r) {
+			} else {
 				s.Tombstoned++
-				n.resyncSend(p, r, held, 1)
+			}
+			n.resyncSend(p, peer, held, 1)
+		})
+		if taken {
+			s.Taken++
+			refs = append(refs, reference{ID: FormatID(t.ID), ReplicaIndex: rank})
+		}
+	}
+	if body := referencesJSON(refs); body != nil {
+		for _, l := range n.cfg.Cluster.Leaving {
+			if l != n.self {
+				n.sendReferences(p, l, body, 1)
 			}
 		}
-		refs = append(refs, reference{ID: FormatID(t.ID), ReplicaIndex: rank})
 	}
+}
+
+// rebalance applies the resync rules to one timer: t, its record placed
+// under the node's current view, whose replicas were old. It takes t if
+// the node moves down the replica list or stays, then calls send for
+// each new replica ranked after it whose old rank was not lower
+// (replicate) and each old replica at or after its rank no longer
+// involved, leaving nodes excepted (the rebalancing tombstone). It
+// returns the node's rank and whether it took t.
+func (n *Node) rebalance(t *Timer, old []string, send func(peer string, held *Timer, replicate bool)) (int, bool) {
+	replicas := t.Placement.Replicas
+	rank := slices.Index(replicas, n.self)
+	if rank < 0 || rank > oldRank(old, n.self) {
+		return rank, false
+	}
+	held := n.takeResynced(t)
+	if held == nil {
+		return rank, false
+	}
+	for _, r := range replicas[rank+1:] {
+		if oldRank(old, r) >= rank {
+			send(r, held, true)
+		}
+	}
+	for i, r := range old {
+		if i >= rank && r != n.self && !slices.Contains(replicas, r) && !slices.Contains(n.cfg.Cluster.Leaving, r) {
+			send(r, held, false)
+		}
+	}
+	return rank, true
+}
+
+// referencesJSON is the DELETE /timers/references body of refs, or nil
+// when there are none.
+func referencesJSON(refs []reference) []byte {
 	if len(refs) == 0 {
-		return
+		return nil
 	}
 	body, err := json.Marshal(&referencesBody{IDs: refs})
 	if err != nil {
 		panic("node: encoding resync references: " + err.Error())
 	}
-	for _, l := range n.cfg.Cluster.Leaving {
-		if l != n.self {
-			n.sendReferences(p, l, body, 1)
+	return body
+}
+
+// scaling reports whether the node's membership is mid-scale: it lists
+// joining or leaving nodes, so its view is the one the cluster moves to.
+func (n *Node) scaling() bool { return len(n.cfg.Cluster.Joining)+len(n.cfg.Cluster.Leaving) > 0 }
+
+// lateRebalance places a live record written under another view on the
+// current one as it arrives, during a scale: a write or pop notice from
+// a node that has not reloaded yet reaches the replicas after their
+// resync has passed the timer, and without this the new replicas it does
+// not reach would never hold it (seed 886: the primary kept the old
+// placement, never told the new backup, which popped again). A node that
+// may take the timer does as its resync would, and an old replica passes
+// the record on to the new replicas ranked below it that the writer did
+// not reach, for them to take (their resync, which would have fetched it,
+// has passed). A tombstone (a delete, or a
+// final pop) is passed on to every new replica the writer did not reach,
+// which would otherwise pop a deleted timer. Only old replicas pass a
+// record on, so a record passed on is never passed on again. It reports
+// whether it
+// handled the record; if not, the caller applies it as it is.
+func (n *Node) lateRebalance(id uint64, spec Spec, r *Replication, reply func(Response)) bool {
+	rf := spec.RF
+	if rf == 0 {
+		rf = len(r.Replicas)
+	}
+	replicas := n.ring.Replicas(id, rf)
+	rank := slices.Index(replicas, n.self)
+	old := r.Replicas
+	now := n.nowMs()
+	passOn := func(to []string) {
+		var fwd *Timer
+		for _, peer := range to {
+			if peer != n.self && !slices.Contains(old, peer) {
+				if fwd == nil {
+					fwd = n.fromReplication(id, spec, r)
+				}
+				n.stats.LateRebalanced++
+				n.replicate(peer, fwd, nil, now, nil)
+			}
 		}
 	}
+	// Only a node the writer reached passes the record on: a copy passed
+	// on reaches nodes outside old, which do not pass it on again. The new
+	// replicas the writer did not reach take it from here (a resync would
+	// have had them fetch it, but theirs has passed); those ranked after a
+	// node that takes it get it from the node's own replication below.
+	reached := slices.Contains(old, n.self)
+	switch {
+	case spec.Tombstone || rank < 0:
+		if reached {
+			passOn(replicas)
+		}
+		return false
+	case reached:
+		passOn(replicas[:rank])
+	}
+	if rank > oldRank(old, n.self) {
+		return false
+	}
+	t := n.received(id, spec, r, n.startMs()+r.StartTimeDelta, n.placement(replicas, r.Sites), n.ring.ViewID())
+	rank, taken := n.rebalance(t, old, func(peer string, held *Timer, _ bool) {
+		n.stats.LateRebalanced++
+		n.replicate(peer, held, nil, now, nil)
+	})
+	if !taken {
+		return false
+	}
+	if body := referencesJSON([]reference{{ID: FormatID(id), ReplicaIndex: rank}}); body != nil {
+		for _, l := range n.cfg.Cluster.Leaving {
+			if l != n.self {
+				req := Request{Method: "DELETE", URL: "http://" + l + "/timers/references",
+					Header: Header{HeaderContentType: "application/json"}, Body: body, MaxWait: ReplicaSkew}
+				n.sign(&req)
+				n.send(req, n.cfg.ReplicationTimeout, func(Response, error) {})
+			}
+		}
+	}
+	reply(text(200, "OK"))
+	return true
 }
 
 // oldRank is r's rank in the old replica list, or past its end when r was

@@ -23,7 +23,7 @@ import (
 //
 //     go test -run '^$' -bench ResyncJoin -benchtime 1x ./node
 func BenchmarkResyncJoin(b *testing.B) {
-	for _, n := range []int{10_000, 30_000, 100_000, 1_000_000} {
+	for _, n := range []int{10_000, 100_000, 300_000, 1_000_000} {
 		b.Run(fmt.Sprintf("timers=%d", n), func(b *testing.B) {
 			if testing.Short() && n > 100_000 {
 				b.Skip("-short")

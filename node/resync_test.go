@@ -309,6 +309,59 @@ func TestTimerMovedAwayAndBackIsHeldAgain(t *testing.T) {
 	requireEachPopOnce(t, c.advance(65*time.Second, 200), ids, 1)
 }
 
+// TestWritesFromANodeNotYetReloadedReachTheNewReplicas updates and
+// deletes timers through a node that has not reloaded the scaled
+// membership yet, after the others have resynced: the writes, placed
+// under the old view, reach only the old replicas, which place them on
+// the new ones as they arrive (seed 886: a new backup never told of the
+// primary's pops popped again; seed 792: a joined node popped a deleted
+// timer).
+func TestWritesFromANodeNotYetReloadedReachTheNewReplicas(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	ids := c.createMany(40, 2, 30, 30)
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	for _, a := range []string{nodeA, nodeC} {
+		require.NoError(t, c.nodes[a].SetCluster(grown))
+	}
+	c.settle()
+	ring := NewRing([]string{nodeA, nodeB, nodeC})
+	deleted := map[uint64]bool{}
+	for i, id := range ids {
+		wire := FormatWireID(id, ring.Bloom(ring.Replicas(id, 2)))
+		if i%4 == 0 {
+			deleted[id] = true
+			require.Equal(t, 200, c.client(nodeB, "DELETE", "/timers/"+wire, "").Status)
+			continue
+		}
+		body := EncodeSpec(Spec{Interval: 40_000, RepeatFor: 40_000, URI: cb, Opaque: "updated"})
+		require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, string(body)).Status)
+	}
+	require.NoError(t, c.nodes[nodeB].SetCluster(grown))
+	c.finishResyncs()
+	for _, n := range c.nodes { // the operator runs again a resync that gave up
+		if s := n.ResyncStatus(); len(s.Failed) > 0 {
+			n.Resync(false)
+		}
+	}
+	c.finishResyncs()
+	var live []uint64
+	for _, id := range ids {
+		if !deleted[id] {
+			live = append(live, id)
+		}
+	}
+	c.requirePlaced(live, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+	for id := range deleted {
+		assert.Empty(t, c.livePlacement()[id], "deleted timer %s", FormatID(id))
+	}
+	pops := c.advance(45*time.Second, 200)
+	for _, p := range pops {
+		assert.Equal(t, "updated", string(p.Body))
+	}
+	requireEachPopOnce(t, pops, live, 1)
+}
+
 // TestResyncEndsWithAPeerDown proves a resync terminates when a peer never
 // answers, and says which peer it gave up on.
 func TestResyncEndsWithAPeerDown(t *testing.T) {
