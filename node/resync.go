@@ -167,8 +167,8 @@ func (n *Node) resyncPage(req Request) Response {
 			more = true
 			return false
 		}
-		t := held.resyncSource()
-		if t == nil || t.ViewID == q.view && !q.current {
+		t := held.resyncSource(q.view)
+		if t == nil || t.ViewID == q.view && !q.current || n.popsPast(t, now) {
 			return true
 		}
 		replicas = n.ring.AppendReplicas(replicas[:0], t.ID, t.replicationFactor())
@@ -260,16 +260,25 @@ func parsePage(body []byte) ([]resyncEntry, error) {
 	return entries, nil
 }
 
-// resyncSource is the record a GET /timers offers for held: a live
-// record, or the informational copy a rebalancing tombstone keeps.
-func (t *Timer) resyncSource() *Timer {
+// resyncSource is the record a GET /timers for view offers for held: a
+// live record, or the informational copy a rebalancing tombstone keeps,
+// only to the resync of the scale that moved the timer (the tombstone's
+// view). The copy's progress stops where the move found it, so offered
+// to a later scale it would bring back pops made since (seed 1980).
+func (t *Timer) resyncSource(view uint64) *Timer {
 	switch {
 	case t.State == Live:
 		return t
-	case t.Extra != nil && t.Extra.Info != nil:
+	case t.Extra != nil && t.Extra.Info != nil && t.ViewID == view:
 		return t.Extra.Info
 	}
 	return nil
+}
+
+// popsPast reports whether every pop of t's definition is past at every
+// rank: a replica that took it now could only make them again, late.
+func (n *Node) popsPast(t *Timer, now int64) bool {
+	return t.Start+t.RepeatFor+n.maxSkew(t).Milliseconds() < now
 }
 
 // replicationFactor is the number of replicas t is placed on: the one its
