@@ -56,7 +56,10 @@ func BenchmarkResyncJoin(b *testing.B) {
 }
 
 // fillCluster gives c's nodes n timers of replication factor rf, placed on
-// their replicas as creates would place them, due over the next hour.
+// their replicas as creates would place them, due from ten minutes on
+// over the following fifty: none pops while the resync runs (the harness
+// keeps unanswered callbacks, which would cost it more with every round),
+// and all sit in the store's wheel.
 func fillCluster(c *cluster, n, rf int) {
 	var any *Node
 	for _, nd := range c.nodes {
@@ -70,7 +73,8 @@ func fillCluster(c *cluster, n, rf int) {
 		spec := Spec{Interval: 3_600_000, RepeatFor: 3_600_000, URI: "http://client.example/cb", Opaque: "x", RF: rf}
 		for _, a := range replicas {
 			nd := c.nodes[a]
-			nd.apply(newTimer(id, id, spec, now+int64(i%3_600_000), 0, nd.placement(replicas, nil), nd.ring.ViewID(), nd.hosts))
+			start := now + 10*60_000 + int64(i%(50*60_000)) - spec.Interval
+			nd.apply(newTimer(id, id, spec, start, 0, nd.placement(replicas, nil), nd.ring.ViewID(), nd.hosts))
 		}
 	}
 }
