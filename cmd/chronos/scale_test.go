@@ -616,7 +616,7 @@ func launch(t *testing.T, bin, addr, localPath, clusterPath string) (*process, e
 		url: "http://" + addr, addr: addr, localPath: localPath, clusterPath: clusterPath,
 		log: newLogWatch(), exited: make(chan error, 1),
 	}
-	p.cmd = exec.Command(bin, "--local-config-file", localPath, "--cluster-config-file", clusterPath)
+	p.cmd = exec.Command(bin, append(noFiles, "--local-config-file", localPath, "--cluster-config-file", clusterPath)...)
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
