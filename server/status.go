@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,11 +78,12 @@ func resyncState(r node.ResyncStatus) string {
 	return "completed"
 }
 
+// formatView writes a cluster view ID as GET /timers takes it: decimal.
 func formatView(v uint64) string {
 	if v == 0 {
 		return ""
 	}
-	return node.FormatID(v)
+	return strconv.FormatUint(v, 10)
 }
 
 // Status returns what the node holds and its latest resync's progress.
