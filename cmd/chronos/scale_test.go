@@ -348,7 +348,7 @@ func resyncDone(st server.Status, view string, minRuns uint64) (bool, error) {
 // viewOf is the cluster view ID GET /status reports for membership m: new
 // timers go to the steady and joining nodes.
 func viewOf(m node.Membership) string {
-	return node.FormatID(node.NewRing(slices.Concat(m.Nodes, m.Joining)).ViewID())
+	return strconv.FormatUint(node.NewRing(slices.Concat(m.Nodes, m.Joining)).ViewID(), 10)
 }
 
 // awaitStatus polls p's GET /status until cond holds, for at most
