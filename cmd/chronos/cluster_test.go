@@ -3,14 +3,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -414,9 +412,9 @@ func tryStartMember(t *testing.T, bin string, addrs []string, i int, ids instanc
 	host, port, _ := net.SplitHostPort(addr)
 	p := &process{
 		url: "http://" + addr, addr: addr, clusterPath: filepath.Join(dir, "chronos_cluster.conf"),
-		log: newLogWatch(), exited: make(chan error, 1),
+		localPath: filepath.Join(dir, "chronos.conf"),
 	}
-	localPath := filepath.Join(dir, "chronos.conf")
+	localPath := p.localPath
 	local := fmt.Sprintf("[http]\nbind-address = %s\nbind-port = %s\n\n[logging]\nlevel = 3\n", host, port)
 	if ids == configuredIDs {
 		local += fmt.Sprintf("\n[identity]\ninstance_id = %d\n", configuredID(t, addrs, i))
@@ -432,24 +430,8 @@ func tryStartMember(t *testing.T, bin string, addrs []string, i int, ids instanc
 	if err := os.WriteFile(p.clusterPath, []byte(cluster.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p.cmd = exec.Command(bin, append(noFiles, "--local-config-file", localPath, "--cluster-config-file", p.clusterPath)...)
-	p.cmd.Stderr = p.log
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+	if err := p.start(t, bin, clusterWait); err != nil {
+		return nil, err
 	}
-	go func() { p.exited <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill() // no-op once it has exited
-		if t.Failed() {
-			t.Logf("chronos %s log:\n%s", addr, p.log.String())
-		}
-	})
-	select {
-	case <-p.log.seen("msg=serving"):
-		return p, nil
-	case err := <-p.exited:
-		return nil, fmt.Errorf("chronos %s exited before serving: %v\n%s", addr, err, p.log.String())
-	case <-time.After(clusterWait):
-		return nil, errors.New("chronos " + addr + " did not start serving in time\n" + p.log.String())
-	}
+	return p, nil
 }

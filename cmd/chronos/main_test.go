@@ -282,13 +282,25 @@ func tryStart(t *testing.T, bin string, conf func(host, port string) (local, clu
 	host, port, _ := net.SplitHostPort(addr)
 	p := &process{
 		url: "http://" + addr, addr: addr, clusterPath: filepath.Join(dir, "chronos_cluster.conf"),
-		localPath: filepath.Join(dir, "chronos.conf"), log: newLogWatch(), exited: make(chan error, 1),
+		localPath: filepath.Join(dir, "chronos.conf"),
 	}
 	local, cluster := conf(host, port)
 	if err := os.WriteFile(p.localPath, []byte(local), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p.writeCluster(t, cluster)
+	if err := p.start(t, bin, waitTimeout); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// start runs bin with the original's two file flags, p's files, and no
+// other file, and waits up to wait until it serves. The process is killed
+// when the test ends, and its log shown if the test failed.
+func (p *process) start(t *testing.T, bin string, wait time.Duration) error {
+	t.Helper()
+	p.log, p.exited = newLogWatch(), make(chan error, 1)
 	p.cmd = exec.Command(bin, append(noFiles, "--local-config-file", p.localPath, "--cluster-config-file", p.clusterPath)...)
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
@@ -298,16 +310,16 @@ func tryStart(t *testing.T, bin string, conf func(host, port string) (local, clu
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill() // no-op once it has exited
 		if t.Failed() {
-			t.Logf("chronos log:\n%s", p.log.String())
+			t.Logf("chronos %s (pid %d) log:\n%s", p.addr, p.cmd.Process.Pid, p.log.String())
 		}
 	})
 	select {
 	case <-p.log.seen("msg=serving"):
-		return p, nil
+		return nil
 	case err := <-p.exited:
-		return nil, fmt.Errorf("chronos exited before serving: %v\n%s", err, p.log.String())
-	case <-time.After(waitTimeout):
-		return nil, errors.New("chronos did not start serving in time\n" + p.log.String())
+		return fmt.Errorf("chronos %s exited before serving: %v\n%s", p.addr, err, p.log.String())
+	case <-time.After(wait):
+		return errors.New("chronos " + p.addr + " did not start serving in time\n" + p.log.String())
 	}
 }
 

@@ -6,13 +6,11 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -612,30 +610,11 @@ func clusterConf(self string, m node.Membership, key string) string {
 // shown if the test failed.
 func launch(t *testing.T, bin, addr, localPath, clusterPath string) (*process, error) {
 	t.Helper()
-	p := &process{
-		url: "http://" + addr, addr: addr, localPath: localPath, clusterPath: clusterPath,
-		log: newLogWatch(), exited: make(chan error, 1),
+	p := &process{url: "http://" + addr, addr: addr, localPath: localPath, clusterPath: clusterPath}
+	if err := p.start(t, bin, scaleWait); err != nil {
+		return nil, err
 	}
-	p.cmd = exec.Command(bin, append(noFiles, "--local-config-file", localPath, "--cluster-config-file", clusterPath)...)
-	p.cmd.Stderr = p.log
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.exited <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill() // no-op once it has exited
-		if t.Failed() {
-			t.Logf("chronos %s (pid %d) log:\n%s", addr, p.cmd.Process.Pid, p.log.String())
-		}
-	})
-	select {
-	case <-p.log.seen("msg=serving"):
-		return p, nil
-	case err := <-p.exited:
-		return nil, fmt.Errorf("chronos %s exited before serving: %v\n%s", addr, err, p.log.String())
-	case <-time.After(scaleWait):
-		return nil, errors.New("chronos " + addr + " did not start serving in time\n" + p.log.String())
-	}
+	return p, nil
 }
 
 func addrsOf(ps []*process) []string {
