@@ -660,7 +660,8 @@ func TestMissingFiles(t *testing.T) {
 
 	for _, p := range []string{DefaultLocalConfigFile, DefaultClusterConfigFile, DefaultSharedConfigFile, DefaultDNSConfigFile} {
 		if _, err := os.Stat(p); err == nil {
-			t.Skipf("%s exists on this machine; the default paths cannot be tested absent", p)
+			t.Skipf("%s exists on this machine, so the default paths cannot be tested absent: "+
+				"run this test where the original's files are not installed (CI machines have none)", p)
 		}
 	}
 	cfg, err = parseAndLoad(nil)
