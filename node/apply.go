@@ -294,13 +294,17 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		n.placeFromSite(id, spec, r, reply)
 		return
 	}
-	if r.ViewID != n.ring.ViewID() && n.scaling() && n.lateRebalance(id, spec, r, reply) {
-		return
-	}
 	t := n.fromReplication(id, spec, r)
+	var spread func()
+	if r.ViewID != n.ring.ViewID() && n.scaling() {
+		t, spread = n.lateRebalance(id, spec, r, t)
+	}
 	if a := n.apply(t); !a.ok || a.newer != nil || a.collision {
 		reply(n.notApplied(a))
 		return
+	}
+	if spread != nil {
+		spread()
 	}
 	resp := text(200, "OK")
 	held := n.store.Get(id)

@@ -656,6 +656,17 @@ func (n *Node) rebalance(t *Timer, old []string, send func(peer string, held *Ti
 	if held == nil {
 		return rank, false
 	}
+	n.spread(held, rank, old, send)
+	return rank, true
+}
+
+// spread passes on held, a timer this node took at rank whose replicas
+// were old: send is called for each new replica ranked after it whose old
+// rank was not lower (replicate) and each old replica at or after its
+// rank no longer involved, leaving nodes excepted (the rebalancing
+// tombstone).
+func (n *Node) spread(held *Timer, rank int, old []string, send func(peer string, held *Timer, replicate bool)) {
+	replicas := held.Placement.Replicas
 	for _, r := range replicas[rank+1:] {
 		if oldRank(old, r) >= rank {
 			send(r, held, true)
@@ -666,7 +677,6 @@ func (n *Node) rebalance(t *Timer, old []string, send func(peer string, held *Ti
 			send(r, held, false)
 		}
 	}
-	return rank, true
 }
 
 // referencesJSON is the DELETE /timers/references body of refs, or nil
@@ -686,22 +696,24 @@ func referencesJSON(refs []reference) []byte {
 // joining or leaving nodes, so its view is the one the cluster moves to.
 func (n *Node) scaling() bool { return len(n.cfg.Cluster.Joining)+len(n.cfg.Cluster.Leaving) > 0 }
 
-// lateRebalance places a live record written under another view on the
+// lateRebalance places a record written under another view on the
 // current one as it arrives, during a scale: a write or pop notice from
 // a node that has not reloaded yet reaches the replicas after their
 // resync has passed the timer, and without this the new replicas it does
 // not reach would never hold it (seed 886: the primary kept the old
-// placement, never told the new backup, which popped again). A node that
-// may take the timer does as its resync would, and an old replica passes
-// the record on to the new replicas ranked below it that the writer did
-// not reach, for them to take (their resync, which would have fetched it,
-// has passed). A tombstone (a delete, or a
-// final pop) is passed on to every new replica the writer did not reach,
-// which would otherwise pop a deleted timer. Only old replicas pass a
-// record on, so a record passed on is never passed on again. It reports
-// whether it
-// handled the record; if not, the caller applies it as it is.
-func (n *Node) lateRebalance(id uint64, spec Spec, r *Replication, reply func(Response)) bool {
+// placement, never told the new backup, which popped again).
+//
+// An old replica passes the record on to the new replicas ranked below
+// it that the writer did not reach, for them to take (their resync,
+// which would have fetched it, has passed); a tombstone (a delete, or a
+// final pop) goes to every new replica the writer did not reach, which
+// would otherwise pop a deleted timer. Only old replicas pass a record
+// on, so a record passed on is never passed on again. A node that may
+// take the timer gets back t placed on the current view, and spread, to
+// run once the caller has applied it: it passes the timer on as the
+// node's resync would. Otherwise t comes back as it was and spread is
+// nil.
+func (n *Node) lateRebalance(id uint64, spec Spec, r *Replication, t *Timer) (placed *Timer, spread func()) {
 	rf := spec.RF
 	if rf == 0 {
 		rf = len(r.Replicas)
@@ -711,55 +723,43 @@ func (n *Node) lateRebalance(id uint64, spec Spec, r *Replication, reply func(Re
 	old := r.Replicas
 	now := n.nowMs()
 	passOn := func(to []string) {
-		var fwd *Timer
 		for _, peer := range to {
 			if peer != n.self && !slices.Contains(old, peer) {
-				if fwd == nil {
-					fwd = n.fromReplication(id, spec, r)
-				}
 				n.stats.LateRebalanced++
-				n.replicate(peer, fwd, nil, now, nil)
+				n.replicate(peer, t, nil, now, nil)
 			}
 		}
 	}
-	// Only a node the writer reached passes the record on: a copy passed
-	// on reaches nodes outside old, which do not pass it on again. The new
-	// replicas the writer did not reach take it from here (a resync would
-	// have had them fetch it, but theirs has passed); those ranked after a
-	// node that takes it get it from the node's own replication below.
 	reached := slices.Contains(old, n.self)
 	switch {
 	case spec.Tombstone || rank < 0:
 		if reached {
 			passOn(replicas)
 		}
-		return false
+		return t, nil
 	case reached:
 		passOn(replicas[:rank])
 	}
 	if rank > oldRank(old, n.self) {
-		return false
+		return t, nil
 	}
-	t := n.received(id, spec, r, n.startMs()+r.StartTimeDelta, n.placement(replicas, r.Sites), n.ring.ViewID())
-	rank, taken := n.rebalance(t, old, func(peer string, held *Timer, _ bool) {
-		n.stats.LateRebalanced++
-		n.replicate(peer, held, nil, now, nil)
-	})
-	if !taken {
-		return false
-	}
-	if body := referencesJSON([]reference{{ID: FormatID(id), ReplicaIndex: rank}}); body != nil {
+	placed = n.received(id, spec, r, t.Start, n.placement(replicas, r.Sites), n.ring.ViewID())
+	return placed, func() {
+		held := n.heldLive(placed)
+		if held == nil {
+			return
+		}
+		n.spread(held, rank, old, func(peer string, held *Timer, _ bool) {
+			n.stats.LateRebalanced++
+			n.replicate(peer, held, nil, now, nil)
+		})
+		body := referencesJSON([]reference{{ID: FormatID(id), ReplicaIndex: rank}})
 		for _, l := range n.cfg.Cluster.Leaving {
 			if l != n.self {
-				req := Request{Method: "DELETE", URL: "http://" + l + "/timers/references",
-					Header: Header{HeaderContentType: "application/json"}, Body: body, MaxWait: ReplicaSkew}
-				n.sign(&req)
-				n.send(req, n.cfg.ReplicationTimeout, func(Response, error) {})
+				n.send(n.referencesRequest(l, body), n.cfg.ReplicationTimeout, func(Response, error) {})
 			}
 		}
 	}
-	reply(text(200, "OK"))
-	return true
 }
 
 // oldRank is r's rank in the old replica list, or past its end when r was
@@ -807,6 +807,12 @@ func (n *Node) takeResynced(t *Timer) *Timer {
 	if a := n.apply(t); !a.ok || a.newer != nil || a.collision {
 		return nil
 	}
+	return n.heldLive(t)
+}
+
+// heldLive returns the record held for t's timer if it is t's definition,
+// live, or nil.
+func (n *Node) heldLive(t *Timer) *Timer {
 	held := n.store.Get(t.ID)
 	if held == nil || held.Version != t.Version || held.State != Live {
 		return nil
@@ -832,10 +838,7 @@ func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int) {
 // node for p's page, again up to maxResyncSends times while it fails.
 func (n *Node) sendReferences(p *peerSync, peer string, body []byte, attempt int) {
 	p.sends++
-	req := Request{Method: "DELETE", URL: "http://" + peer + "/timers/references",
-		Header: Header{HeaderContentType: "application/json"}, Body: body, MaxWait: ReplicaSkew}
-	n.sign(&req)
-	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
+	n.send(n.referencesRequest(peer, body), n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		ok := err == nil && resp.Status == 202
 		if !ok && attempt < maxResyncSends && n.current(p.run) {
 			n.sendReferences(p, peer, body, attempt+1)
@@ -844,6 +847,15 @@ func (n *Node) sendReferences(p *peerSync, peer string, body []byte, attempt int
 		}
 		n.sendDone(p)
 	})
+}
+
+// referencesRequest is the signed DELETE /timers/references of body to
+// peer.
+func (n *Node) referencesRequest(peer string, body []byte) Request {
+	req := Request{Method: "DELETE", URL: "http://" + peer + "/timers/references",
+		Header: Header{HeaderContentType: "application/json"}, Body: body, MaxWait: ReplicaSkew}
+	n.sign(&req)
+	return req
 }
 
 func notFound(reason string) Response {
