@@ -119,50 +119,73 @@ func withStatus(s *Server, next http.Handler) http.Handler {
 	})
 }
 
+// nodeMetric is one of the node's own figures, read from its counters and
+// its latest resync.
+type nodeMetric struct {
+	name, help string
+	kind       prometheus.ValueType
+	value      func(node.Stats, node.ResyncStatus) float64
+}
+
+// nodeMetrics are the node's own figures on /metrics.
+var nodeMetrics = []nodeMetric{
+	{"chronos_timers", "Live timers this node holds.", prometheus.GaugeValue,
+		func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Timers) }},
+	{"chronos_tombstones", "Tombstones (deleted or finished timers) this node still keeps.", prometheus.GaugeValue,
+		func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Tombstones) }},
+	{"chronos_pops_total", "Callbacks sent.", prometheus.CounterValue,
+		func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Pops) }},
+	{"chronos_resync_running", "1 while a resync runs on this node.", prometheus.GaugeValue,
+		func(_ node.Stats, r node.ResyncStatus) float64 { return b2f(r.Running) }},
+	{"chronos_resync_peers_pending", "Peers the running resync has not finished with (0 when none runs).", prometheus.GaugeValue,
+		func(_ node.Stats, r node.ResyncStatus) float64 {
+			if !r.Running {
+				return 0
+			}
+			return float64(r.Peers - r.PeersDone - len(r.Failed))
+		}},
+	{"chronos_resync_failed_peers", "Peers the latest resync gave up on.", prometheus.GaugeValue,
+		func(_ node.Stats, r node.ResyncStatus) float64 { return float64(len(r.Failed)) }},
+	{"chronos_resyncs_completed_total", "Resyncs that reached every peer.", prometheus.CounterValue,
+		func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Completed) }},
+	{"chronos_resyncs_incomplete_total", "Resyncs that gave up on a peer.", prometheus.CounterValue,
+		func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Incomplete) }},
+	{"chronos_resync_timers_taken", "Timers the latest resync took.", prometheus.GaugeValue,
+		func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Taken) }},
+	{"chronos_resync_pages_served_total", "GET /timers pages this node answered.", prometheus.CounterValue,
+		func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ResyncPagesServed) }},
+}
+
+// nodeCollector reports nodeMetrics, reading the node's counters once per
+// scrape under its lock.
+type nodeCollector struct {
+	s     *Server
+	descs []*prometheus.Desc
+}
+
+func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	var st node.Stats
+	var r node.ResyncStatus
+	c.s.serial.Do(func() { st, r = c.s.node.Stats(), c.s.node.ResyncStatus() })
+	for i, m := range nodeMetrics {
+		ch <- prometheus.MustNewConstMetric(c.descs[i], m.kind, m.value(st, r))
+	}
+}
+
 // registerNodeMetrics adds the node's own figures to the Prometheus
-// registry: timers held and the latest resync's progress. Each is read
-// under the node's lock when scraped.
+// registry: timers held and the latest resync's progress.
 func (s *Server) registerNodeMetrics(reg *prometheus.Registry) {
-	read := func(f func(node.Stats, node.ResyncStatus) float64) func() float64 {
-		return func() float64 {
-			var v float64
-			s.serial.Do(func() { v = f(s.node.Stats(), s.node.ResyncStatus()) })
-			return v
-		}
+	c := &nodeCollector{s: s}
+	for _, m := range nodeMetrics {
+		c.descs = append(c.descs, prometheus.NewDesc(m.name, m.help, nil, nil))
 	}
-	gauge := func(name, help string, f func(node.Stats, node.ResyncStatus) float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, read(f))
-	}
-	counter := func(name, help string, f func(node.Stats, node.ResyncStatus) float64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, read(f))
-	}
-	reg.MustRegister(
-		gauge("chronos_timers", "Live timers this node holds.",
-			func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Timers) }),
-		gauge("chronos_tombstones", "Tombstones (deleted or finished timers) this node still keeps.",
-			func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Tombstones) }),
-		counter("chronos_pops_total", "Callbacks sent.",
-			func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Pops) }),
-		gauge("chronos_resync_running", "1 while a resync runs on this node.",
-			func(_ node.Stats, r node.ResyncStatus) float64 { return b2f(r.Running) }),
-		gauge("chronos_resync_peers_pending", "Peers the running resync has not finished with (0 when none runs).",
-			func(_ node.Stats, r node.ResyncStatus) float64 {
-				if !r.Running {
-					return 0
-				}
-				return float64(r.Peers - r.PeersDone - len(r.Failed))
-			}),
-		gauge("chronos_resync_failed_peers", "Peers the latest resync gave up on.",
-			func(_ node.Stats, r node.ResyncStatus) float64 { return float64(len(r.Failed)) }),
-		counter("chronos_resyncs_completed_total", "Resyncs that reached every peer.",
-			func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Completed) }),
-		counter("chronos_resyncs_incomplete_total", "Resyncs that gave up on a peer.",
-			func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Incomplete) }),
-		gauge("chronos_resync_timers_taken", "Timers the latest resync took.",
-			func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Taken) }),
-		counter("chronos_resync_pages_served_total", "GET /timers pages this node answered.",
-			func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ResyncPagesServed) }),
-	)
+	reg.MustRegister(c)
 }
 
 func b2f(b bool) float64 {
