@@ -26,6 +26,8 @@ func FuzzHandle(f *testing.F) {
 	f.Add([]byte("\x01/timers\n{\"timing\":{\"Interval\":1},\"callback\":{\"http\":{\"uri\":\"http://a\",\"opaque\":\"\xff\"}}}"))
 	f.Add([]byte("\x08/timers?node-for-replicas=127.0.0.1:7254&cluster-view-id=1&include-current-view=true\n\x00" +
 		"\x0b/timers/references\n{\"IDs\":[{\"ID\":\"0000000000000001\",\"ReplicaIndex\":0}]}"))
+	f.Add([]byte("\x01/timers\n" + valid + "\x00\x00/timers/0000000000000001ffffffffffffffff\n\x00" +
+		"\x08/timers/0000000000000001ffffffffffffffff?replica=true\n"))
 	f.Fuzz(func(t *testing.T, script []byte) {
 		self, peer := "127.0.0.1:7253", "127.0.0.1:7254"
 		clock, net := &manualClock{now: epoch}, &heldNet{}

@@ -227,8 +227,10 @@ func (n *Node) Handle(req Request, reply func(Response)) {
 			n.put(id, req, reply)
 		case "DELETE":
 			n.remove(id, reply)
+		case "GET":
+			n.get(id, req, reply)
 		default:
-			reply(methodNotAllowed("PUT, DELETE"))
+			reply(methodNotAllowed("GET, PUT, DELETE"))
 		}
 	default:
 		reply(text(404, "no such resource: "+path))

@@ -76,6 +76,27 @@ func TestClusterLoopback(t *testing.T) {
 	}
 	rec.forbid(doomed.opaque)
 
+	// A read through any node finds the update, and not the deleted timer.
+	read := func(p *process, loc string) (int, string) {
+		t.Helper()
+		resp, err := client.Get(p.url + loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(body)
+	}
+	if status, body := read(c, updatedLoc); status != http.StatusOK || !strings.Contains(body, `"opaque":"updated"`) {
+		t.Fatalf("GET %s through %s: status %d body %s, want 200 with the update", updatedLoc, c.addr, status, body)
+	}
+	if status, body := read(a, doomedLoc); status != http.StatusNotFound {
+		t.Fatalf("GET %s through %s: status %d body %s, want 404 once deleted", doomedLoc, a.addr, status, body)
+	}
+
 	// A sentinel due after the next pop of either old definition would
 	// have been, even from the last-ranked replica: when it pops, such a
 	// pop would already have arrived.

@@ -1,0 +1,230 @@
+package node
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A read of one timer (GET /timers/<id>) is an addition to the original
+// API: any node asks every node that may hold the timer for its copy and
+// answers with the most advanced definition, its progress, and what each
+// replica holds. The nodes asked are the members the ID's bloom filter
+// names, the timer's replicas under today's view, and the replicas this
+// node's own copy lists: after a scale, a timer may sit on either.
+//
+// A replica answers the internal read (the same path with readQuery,
+// signed like every internal request) with its record as a replication
+// body, the form every other message between nodes has, or 404 when it
+// holds nothing. The read changes nothing anywhere: a stale copy it finds
+// is reported, not repaired.
+
+// readQuery marks the internal read of one replica's copy.
+const readQuery = "replica=true"
+
+// Replica states a read reports.
+const (
+	readLive        = "live"
+	readTombstone   = "tombstone"
+	readAbsent      = "absent"
+	readUnreachable = "unreachable"
+)
+
+// replicaCopy is what one node answered to a read.
+type replicaCopy struct {
+	node  string
+	state string
+	t     *Timer // nil unless live or tombstone
+}
+
+// get serves GET /timers/<id>: the client read, or a peer's internal read
+// of this node's copy.
+func (n *Node) get(wire string, req Request, reply func(Response)) {
+	id, bloom, err := ParseWireID(wire)
+	if err != nil {
+		reply(badRequest(errBadWireID))
+		return
+	}
+	_, query, _ := strings.Cut(req.URL, "?")
+	switch query {
+	case readQuery:
+		if !n.authentic(req) {
+			n.stats.Forbidden++
+			reply(forbidden(errForbidden))
+			return
+		}
+		n.readLocal(id, reply)
+	case "":
+		n.readAll(id, bloom, wire, reply)
+	default:
+		reply(badRequest("GET /timers/<id> takes no query parameters"))
+	}
+}
+
+// readLocal answers a peer's read with this node's record of id.
+func (n *Node) readLocal(id uint64, reply func(Response)) {
+	t := n.store.Get(id)
+	if t == nil {
+		reply(text(404, "no record of the timer"))
+		return
+	}
+	reply(Response{
+		Status: 200,
+		Header: Header{HeaderContentType: "application/json"},
+		Body:   EncodeReplication(t, n.nowMs()),
+	})
+}
+
+// readAll asks every node that may hold id and answers the client once
+// all have answered or timed out.
+func (n *Node) readAll(id, bloom uint64, wire string, reply func(Response)) {
+	held := n.store.Get(id)
+	nodes := n.ring.Matching(bloom)
+	rf := n.inferRF(id, bloom)
+	for _, r := range n.ring.Replicas(id, rf) {
+		if !slices.Contains(nodes, r) {
+			nodes = append(nodes, r)
+		}
+	}
+	if held != nil {
+		for _, r := range held.Placement.Replicas {
+			if !slices.Contains(nodes, r) {
+				nodes = append(nodes, r)
+			}
+		}
+	}
+	copies := make([]replicaCopy, len(nodes))
+	pending := len(nodes)
+	answered := func(i int, c replicaCopy) {
+		copies[i] = c
+		if pending--; pending == 0 {
+			reply(n.readAnswer(wire, copies))
+		}
+	}
+	for i, peer := range nodes {
+		if peer == n.self {
+			answered(i, localCopy(peer, held))
+			continue
+		}
+		req := Request{
+			Method:  "GET",
+			URL:     "http://" + peer + "/timers/" + wire + "?" + readQuery,
+			Header:  Header{},
+			MaxWait: ReplicaSkew,
+		}
+		n.sign(&req)
+		n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
+			answered(i, n.peerCopy(id, peer, resp, err))
+		})
+	}
+}
+
+// localCopy describes this node's own record.
+func localCopy(self string, t *Timer) replicaCopy {
+	switch {
+	case t == nil:
+		return replicaCopy{node: self, state: readAbsent}
+	case t.State == Live:
+		return replicaCopy{node: self, state: readLive, t: t}
+	default:
+		return replicaCopy{node: self, state: readTombstone, t: t}
+	}
+}
+
+// peerCopy reads a peer's answer to the internal read.
+func (n *Node) peerCopy(id uint64, peer string, resp Response, err error) replicaCopy {
+	switch {
+	case err == nil && resp.Status == 404:
+		return replicaCopy{node: peer, state: readAbsent}
+	case err != nil || resp.Status != 200:
+		return replicaCopy{node: peer, state: readUnreachable}
+	}
+	spec, r, perr := ParseBody(resp.Body)
+	if perr != nil || r == nil {
+		return replicaCopy{node: peer, state: readUnreachable}
+	}
+	// The record is rebuilt on this node's clock, as a replica would
+	// take it; it is not kept.
+	t := newTimer(id, r.Version, spec, n.startMs()+r.StartTimeDelta, r.Seq, &Placement{Replicas: r.Replicas, Sites: r.Sites}, r.ViewID, nil)
+	if t.State == Live {
+		return replicaCopy{node: peer, state: readLive, t: t}
+	}
+	return replicaCopy{node: peer, state: readTombstone, t: t}
+}
+
+// readAnswer is the client's answer: 200 with the most advanced live
+// definition, 404 when the most advanced record is a tombstone or no node
+// holds one, 503 when no node answered.
+func (n *Node) readAnswer(wire string, copies []replicaCopy) Response {
+	var best *Timer
+	answered := false
+	for _, c := range copies {
+		answered = answered || c.state != readUnreachable
+		if c.t != nil && Supersedes(best, c.t) {
+			best = c.t
+		}
+	}
+	switch {
+	case !answered:
+		return unavailable("no node that may hold the timer answered")
+	case best == nil || best.State != Live:
+		r := text(404, "no such timer")
+		r.Header[HeaderReason] = "no such timer"
+		return r
+	}
+	b := make([]byte, 0, 256+len(best.cb))
+	b = append(b, `{"id":`...)
+	b = appendString(b, wire)
+	b = append(b, `,"timer":`...)
+	b = append(b, EncodeSpec(specOf(best))...)
+	b = appendProgress(b, best)
+	b = append(b, `,"replicas":[`...)
+	for i, c := range copies {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"node":`...)
+		b = appendString(b, c.node)
+		b = append(b, `,"state":"`...)
+		b = append(b, c.state...)
+		b = append(b, '"')
+		if c.t != nil {
+			b = append(b, `,"version":"`...)
+			b = strconv.AppendUint(b, c.t.Version, 10)
+			b = append(b, '"')
+			if c.state == readLive {
+				b = appendProgress(b, c.t)
+			}
+		}
+		b = append(b, '}')
+	}
+	b = append(b, "]}"...)
+	return Response{Status: 200, Header: Header{HeaderContentType: "application/json"}, Body: b}
+}
+
+// appendProgress appends a live record's sequence-number (pops made) and,
+// when a pop remains, next-pop: that pop's due time before any replica's
+// skew, in RFC 3339 UTC to the millisecond.
+func appendProgress(b []byte, t *Timer) []byte {
+	b = append(b, `,"sequence-number":`...)
+	b = strconv.AppendUint(b, uint64(t.Seq), 10)
+	if at, ok := t.NextPopAt(); ok {
+		b = append(b, `,"next-pop":"`...)
+		b = time.UnixMilli(at).UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
+		b = append(b, '"')
+	}
+	return b
+}
+
+// specOf is the client definition a live record holds.
+func specOf(t *Timer) Spec {
+	return Spec{
+		Interval:  t.Interval,
+		RepeatFor: t.RepeatFor,
+		URI:       t.CallbackURI(),
+		Opaque:    t.Opaque(),
+		RF:        int(t.RF),
+		Tags:      t.Tags(),
+	}
+}
