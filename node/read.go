@@ -23,10 +23,17 @@ import (
 // readQuery marks the internal read of one replica's copy.
 const readQuery = "replica=true"
 
+// headerMoved marks an internal read's answer whose record is Moved,
+// which the replication body cannot tell from a tombstone.
+const headerMoved = "X-Chronos-Moved"
+
 // Replica states a read reports.
 const (
-	readLive        = "live"
-	readTombstone   = "tombstone"
+	readLive      = "live"
+	readTombstone = "tombstone"
+	// readMoved is a Moved record: the timer left this node in a scale
+	// and lives on others. It does not count as a delete.
+	readMoved       = "moved"
 	readAbsent      = "absent"
 	readUnreachable = "unreachable"
 )
@@ -69,11 +76,15 @@ func (n *Node) readLocal(id uint64, reply func(Response)) {
 		reply(text(404, "no record of the timer"))
 		return
 	}
-	reply(Response{
+	resp := Response{
 		Status: 200,
 		Header: Header{HeaderContentType: "application/json"},
 		Body:   EncodeReplication(t, n.nowMs()),
-	})
+	}
+	if t.State == Moved {
+		resp.Header[headerMoved] = "true"
+	}
+	reply(resp)
 }
 
 // readAll asks every node that may hold id and answers the client once
@@ -127,6 +138,8 @@ func localCopy(self string, t *Timer) replicaCopy {
 		return replicaCopy{node: self, state: readAbsent}
 	case t.State == Live:
 		return replicaCopy{node: self, state: readLive, t: t}
+	case t.State == Moved:
+		return replicaCopy{node: self, state: readMoved, t: t}
 	default:
 		return replicaCopy{node: self, state: readTombstone, t: t}
 	}
@@ -147,21 +160,25 @@ func (n *Node) peerCopy(id uint64, peer string, resp Response, err error) replic
 	// The record is rebuilt on this node's clock, as a replica would
 	// take it; it is not kept.
 	t := newTimer(id, r.Version, spec, n.startMs()+r.StartTimeDelta, r.Seq, &Placement{Replicas: r.Replicas, Sites: r.Sites}, r.ViewID, nil)
-	if t.State == Live {
+	switch {
+	case t.State == Live:
 		return replicaCopy{node: peer, state: readLive, t: t}
+	case resp.Header.Get(headerMoved) != "":
+		return replicaCopy{node: peer, state: readMoved, t: t}
 	}
 	return replicaCopy{node: peer, state: readTombstone, t: t}
 }
 
 // readAnswer is the client's answer: 200 with the most advanced live
 // definition, 404 when the most advanced record is a tombstone or no node
-// holds one, 503 when no node answered.
+// holds one, 503 when no node answered. A Moved record says the timer
+// lives on other nodes, so it is listed but never chosen.
 func (n *Node) readAnswer(wire string, copies []replicaCopy) Response {
 	var best *Timer
 	answered := false
 	for _, c := range copies {
 		answered = answered || c.state != readUnreachable
-		if c.t != nil && Supersedes(best, c.t) {
+		if c.t != nil && c.state != readMoved && Supersedes(best, c.t) {
 			best = c.t
 		}
 	}

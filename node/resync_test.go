@@ -142,6 +142,9 @@ func TestScaleUpRebalancesEveryTimer(t *testing.T) {
 				}
 			}
 			assert.Positive(t, moved, "no timer moved to the new node")
+			if rf == 1 {
+				readMovedTimer(t, c, ids)
+			}
 
 			// The operator's last step: the joining node becomes a member;
 			// the view is the same, so nothing moves.
@@ -151,6 +154,25 @@ func TestScaleUpRebalancesEveryTimer(t *testing.T) {
 			requireEachPopOnce(t, c.advance(65*time.Second, 200), ids, 2)
 		})
 	}
+}
+
+// readMovedTimer reads, through the node it moved to, a timer that a
+// scale moved off its old replica, by its old ID: the old replica's copy
+// is reported moved, and the timer found.
+func readMovedTimer(t *testing.T, c *cluster, ids []uint64) {
+	t.Helper()
+	before := NewRing([]string{nodeA, nodeB, nodeC})
+	for _, id := range ids {
+		from := before.Replicas(id, 1)
+		if held, ok := c.nodes[nodeD].Timer(id); !ok || held.State != Live || held.Placement.Replicas[0] != nodeD {
+			continue
+		}
+		r, got := readTimer(t, c, nodeD, FormatWireID(id, before.Bloom(from)))
+		require.Equal(t, 200, r.Status, "%s", r.Body)
+		assert.Equal(t, []string{from[0] + "=moved", nodeD + "=live"}, got.states())
+		return
+	}
+	t.Fatal("no timer moved to " + nodeD)
 }
 
 // requireEachPopOnce checks that each timer of ids popped pops times, each
@@ -220,6 +242,12 @@ func TestScaleDownWorkedExample(t *testing.T) {
 	assert.Equal(t, Moved, held.State, "the leaving node's copy")
 	assert.EqualValues(t, 1, c.nodes[nodeB].ResyncStatus().Replicated, "B passes the timer to A")
 	assert.EqualValues(t, 0, c.nodes[nodeB].ResyncStatus().Tombstoned, "no tombstone to a leaving node")
+
+	// A read through the leaving node finds the timer on its new
+	// replicas: the copy it moved away is no delete.
+	r, got := readTimer(t, c, nodeC, wire)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	assert.Equal(t, []string{nodeA + "=live", nodeB + "=live", nodeC + "=moved"}, got.states())
 }
 
 // TestRestartedNodeRepopulates restarts a node without its store: its
