@@ -654,10 +654,28 @@ func (n *Node) rebalance(t *Timer, old []string, send func(peer string, held *Ti
 	}
 	held := n.takeResynced(t)
 	if held == nil {
+		n.spreadNewer(t, old, send)
 		return rank, false
 	}
 	n.spread(held, rank, old, send)
 	return rank, true
+}
+
+// spreadNewer passes on, as spread would have passed t, the newer record
+// of t's timer this node holds under its current view when a page offered
+// the older t. The page's source still holds t: an old replica no longer
+// involved that missed the newer write (cut off while it was made, and
+// while this node's earlier resync sent it the rebalancing tombstone)
+// would otherwise pop the replaced definition for ever, since no later
+// write or pop reaches it (seed 1068).
+func (n *Node) spreadNewer(t *Timer, old []string, send func(peer string, held *Timer, replicate bool)) {
+	newer := n.store.Get(t.ID)
+	if newer == nil || newer.Version <= t.Version || newer.ViewID != n.ring.ViewID() {
+		return
+	}
+	if rank := slices.Index(newer.Placement.Replicas, n.self); rank >= 0 && rank <= oldRank(old, n.self) {
+		n.spread(newer, rank, old, send)
+	}
 }
 
 // spread passes on held, a timer this node took at rank whose replicas

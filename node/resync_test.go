@@ -515,3 +515,45 @@ func TestResyncPagesMoveOn(t *testing.T) {
 	r := c.serve(nodeA, Request{Method: "GET", URL: resyncURL(nodeB, view, ""), Header: Header{}})
 	assert.Equal(t, `{"timers":[]}`, string(r.Body))
 }
+
+// TestResyncAgainRepairsAnOldReplicaThatMissedAnUpdate is seed 1068: an
+// old replica no longer involved (C) is cut off while the new primary's
+// resync sends it the rebalancing tombstone, and while the timer is
+// updated. When the operator runs the resync again, C's page offers its
+// stale definition; the new primary, holding the update, passes the update
+// on to C, which then keeps it as a tombstone instead of popping the
+// replaced definition.
+func TestResyncAgainRepairsAnOldReplicaThatMissedAnUpdate(t *testing.T) {
+	before := NewRing([]string{nodeA, nodeB, nodeC})
+	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
+	var id uint64
+	for id = 1; ; id++ {
+		if slices.Equal(before.Replicas(id, 2), []string{nodeC, nodeA}) && slices.Equal(after.Replicas(id, 2), []string{nodeD, nodeA}) {
+			break
+		}
+	}
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	wire := FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
+	def := func(opaque string) string {
+		return string(EncodeSpec(Spec{Interval: 600_000, RepeatFor: 600_000, URI: cb, Opaque: opaque, RF: 2}))
+	}
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, def("v1")).Status)
+
+	c.down[nodeC] = true
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	c.reload(grown)
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, def("v2")).Status)
+	stale, _ := c.nodes[nodeC].Timer(id)
+	require.Equal(t, Live, stale.State, "C missed the scale's tombstone and the update")
+
+	delete(c.down, nodeC)
+	c.nodes[nodeD].Resync(false)
+	c.finishResyncs()
+	held, _ := c.nodes[nodeC].Timer(id)
+	assert.NotEqual(t, Live, held.State, "C's stale copy after the resync ran again")
+	assert.Greater(t, held.Version, stale.Version, "C holds the update's record")
+	for _, p := range c.advance(11*time.Minute, 200) {
+		assert.Equal(t, "v2", string(p.Body), "pop %s", p.Header.Get(HeaderSequenceNumber))
+	}
+}
