@@ -832,13 +832,18 @@ func EncodeSpec(s Spec) []byte {
 }
 
 // EncodeReplication returns the internal PUT body for t as of now (ms).
+// A Moved record travels as the live definition it is, placed on other
+// nodes: a receiver among its replicas takes it live, any other keeps it
+// as Moved. Sent as a tombstone, it would delete the timer wherever it
+// met the same definition live (seed 2506: a 409 answer to a pop notice).
 func EncodeReplication(t *Timer, now int64) []byte {
 	missed, _ := t.popMarks()
 	if t.State != Live {
 		missed = 0
 	}
 	var uri, opaque string
-	if t.State == Live {
+	hasCallback := t.State != Tombstone
+	if hasCallback {
 		uri, opaque = t.CallbackURI(), t.Opaque()
 	}
 	b := make([]byte, 0, 320+len(uri)+len(opaque))
@@ -862,7 +867,7 @@ func EncodeReplication(t *Timer, now int64) []byte {
 		b = strconv.AppendUint(b, uint64(missed), 10)
 	}
 	b = append(b, `},"callback":{`...)
-	if t.State == Live {
+	if hasCallback {
 		b = append(b, `"http":`...)
 		b = appendCallback(b, uri, opaque)
 	}

@@ -161,10 +161,10 @@ func (n *Node) peerCopy(id uint64, peer string, resp Response, err error) replic
 	// take it; it is not kept.
 	t := newTimer(id, r.Version, spec, n.startMs()+r.StartTimeDelta, r.Seq, &Placement{Replicas: r.Replicas, Sites: r.Sites}, r.ViewID, nil)
 	switch {
-	case t.State == Live:
-		return replicaCopy{node: peer, state: readLive, t: t}
 	case resp.Header.Get(headerMoved) != "":
 		return replicaCopy{node: peer, state: readMoved, t: t}
+	case t.State == Live:
+		return replicaCopy{node: peer, state: readLive, t: t}
 	}
 	return replicaCopy{node: peer, state: readTombstone, t: t}
 }

@@ -248,6 +248,20 @@ func TestScaleDownWorkedExample(t *testing.T) {
 	r, got := readTimer(t, c, nodeC, wire)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	assert.Equal(t, []string{nodeA + "=live", nodeB + "=live", nodeC + "=moved"}, got.states())
+
+	// C's moved copy, sent on (as a 409 answer to a stale write or pop
+	// notice carries it), is the live definition to a replica, never its
+	// delete (seed 2506).
+	body := EncodeReplication(&held, c.nodes[nodeC].nowMs())
+	spec, _, err := ParseBody(body)
+	require.NoError(t, err)
+	assert.False(t, spec.Tombstone, "a moved copy encoded")
+	put := c.nodes[nodeC].internalPut(nodeB, wire, body)
+	put.URL = "/timers/" + wire
+	r = c.serve(nodeB, put)
+	assert.Equal(t, 200, r.Status, "%s", r.Body)
+	kept, _ := c.nodes[nodeB].Timer(id)
+	assert.Equal(t, Live, kept.State, "B's copy after C's moved copy reached it")
 }
 
 // TestRestartedNodeRepopulates restarts a node without its store: its
