@@ -160,11 +160,21 @@ func (n *Node) apply(t *Timer) applied {
 // timer away and a later one moves it back (seed 185). It takes the pops
 // existing knows were made. A record of any other view stays a tombstone
 // here: it is a stale copy from a replica not yet rebalanced.
+//
+// A record placed on this node under a view it has never been in comes
+// from a scale it has not reloaded for yet: the nodes that reloaded push
+// the timer to it, and no resync offers it again once it is placed under
+// the new view (seed 1019: a node the scale made a replica again refused
+// every push before its reload, and held no copy after it). A view it has
+// been in, other than the current one, is an old one: that record is
+// stale.
 func (n *Node) movedBack(existing, t *Timer) bool {
 	switch {
 	case existing == nil || existing.State != Moved || t.State != Live || existing.Version != t.Version:
 		return false
-	case t.ViewID != n.ring.ViewID() || existing.ViewID == t.ViewID || !slices.Contains(t.Placement.Replicas, n.self):
+	case existing.ViewID == t.ViewID || !slices.Contains(t.Placement.Replicas, n.self):
+		return false
+	case t.ViewID != n.ring.ViewID() && slices.Contains(n.views, t.ViewID):
 		return false
 	}
 	if existing.Seq > t.Seq {
@@ -184,7 +194,9 @@ func (n *Node) movedBack(existing, t *Timer) bool {
 func (n *Node) currentPlacement(existing, t *Timer) {
 	view := n.ring.ViewID()
 	switch {
-	case existing.ViewID == view && t.ViewID != view && t.State == Live:
+	case existing.ViewID == view && t.ViewID != view && t.State == Live && (existing.State != Moved || slices.Contains(n.views, t.ViewID)):
+		// Not for a record that may move the timer back here under a
+		// view this node has yet to reload for (movedBack).
 		t.Placement, t.ViewID = existing.Placement, existing.ViewID
 	case t.ViewID == view && existing.ViewID != view && existing.State == Live && t.State == Live:
 		existing.Placement, existing.ViewID = t.Placement, t.ViewID

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -29,7 +30,10 @@ type Node struct {
 	clock   Clock
 	net     Network
 
-	ring      *Ring
+	ring *Ring
+	// views are the cluster views this node has been in, the current one
+	// last, at most maxPastViews (see movedBack).
+	views     []uint64
 	ids       idGen
 	instance  int
 	store     *Store
@@ -161,7 +165,17 @@ func (n *Node) setCluster(m Membership) {
 	members := append(append([]string{}, m.Nodes...), m.Joining...)
 	n.cfg.Cluster = m
 	n.ring = NewRing(members)
+	if view := n.ring.ViewID(); !slices.Contains(n.views, view) {
+		if len(n.views) == maxPastViews {
+			n.views = slices.Delete(n.views, 0, 1)
+		}
+		n.views = append(n.views, view)
+	}
 }
+
+// maxPastViews bounds the cluster views a node remembers having been in:
+// a few scales, far more than a stale record outlives.
+const maxPastViews = 16
 
 // Address returns the node's address as the cluster knows it.
 func (n *Node) Address() string { return n.self }

@@ -351,6 +351,42 @@ func TestTimerMovedAwayAndBackIsHeldAgain(t *testing.T) {
 	requireEachPopOnce(t, c.advance(65*time.Second, 200), ids, 1)
 }
 
+// TestTimerMovedBackBeforeItsNodeReloads is seed 1019: a scale moves
+// timers off C, and a later one, to a view C has never been in, moves
+// some back; C reloads last, after the others' resyncs pushed the timers
+// to it. It takes them then, though it holds them as moved away: once
+// they are placed under the new view no resync offers them again.
+func TestTimerMovedBackBeforeItsNodeReloads(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	ids := c.createMany(60, 2, 600, 600)
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	c.reload(grown)
+	c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC, nodeD}})
+	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+
+	// D leaves as E joins: the view of A, B, C and E is one C has never
+	// been in, and some of the timers D took from C come back to C.
+	const nodeE = "10.0.0.5:7253"
+	swapped := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeE}, Leaving: []string{nodeD}}
+	c.join(nodeE, swapped)
+	for _, a := range []string{nodeA, nodeB, nodeD} {
+		cfg := c.cfgs[a]
+		cfg.Cluster = swapped
+		c.cfgs[a] = cfg
+		require.NoError(t, c.nodes[a].SetCluster(swapped))
+	}
+	for range 100 {
+		c.settle()
+		c.clock.advance(10 * time.Millisecond)
+	}
+	c.reload(swapped)
+	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeE}, 2)
+	c.down[nodeD] = true
+	delete(c.nodes, nodeD)
+	requireEachPopOnce(t, c.advance(605*time.Second, 200), ids, 1)
+}
+
 // TestWritesFromANodeNotYetReloadedReachTheNewReplicas updates and
 // deletes timers through a node that has not reloaded the scaled
 // membership yet, after the others have resynced: the writes, placed
