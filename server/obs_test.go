@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,6 +73,26 @@ func TestRouteOf(t *testing.T) {
 			t.Errorf("routeOf(%s %s) = %q, want %q", tt.method, tt.target, got, tt.want)
 		}
 	}
+}
+
+// FuzzRouteOf proves the route label of any request a client can send is
+// one of the fixed set, so that /metrics holds a bounded number of series
+// whatever arrives. The corpus lives under testdata/fuzz/FuzzRouteOf.
+func FuzzRouteOf(f *testing.F) {
+	f.Add("GET", "/timers?x=%zz")
+	f.Add("PUT", "/timers/0123456789abcdef0123456789abcdef")
+	f.Add("DELETE", "/timers/references/../x")
+	f.Add("GET", "//status")
+	routes := []string{routeTimers, routeResync, routeTimer, routeReferences, routePing, routeStatus, routeMetrics, routeOther}
+	f.Fuzz(func(t *testing.T, method, target string) {
+		r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(method + " " + target + " HTTP/1.1\r\nHost: x\r\n\r\n")))
+		if err != nil {
+			return
+		}
+		if got := routeOf(r); !slices.Contains(routes, got) {
+			t.Fatalf("routeOf(%s %s) = %q, not a route", method, target, got)
+		}
+	})
 }
 
 // TestInboundRequestsCounted proves every request a server answers is
