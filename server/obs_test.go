@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -337,4 +338,30 @@ func TestPopMetrics(t *testing.T) {
 	resp.Body.Close()
 	receive(t, pops, "the callback")
 	wantMetrics(t, url, map[string]float64{"chronos_pops_total": 1, "chronos_pop_lateness_seconds_count": 1})
+}
+
+// TestEveryMetricIsDocumented proves docs/metrics.md names every chronos_
+// metric a node serves, so that the page cannot fall behind the code.
+func TestEveryMetricIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, url, _, _, _ := startServer(t, "", &syncBuffer{})
+	resp, err := http.Post(url+"/timers", "application/json", strings.NewReader(
+		`{"timing":{"interval":86400},"callback":{"http":{"uri":"http://127.0.0.1:9/cb"}},"statistics":{"tag-info":[{"type":"T"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	_, body := fetch(t, http.MethodGet, url+MetricsPath)
+	names := regexp.MustCompile(`(?m)^# TYPE (chronos_\w+) `).FindAllStringSubmatch(body, -1)
+	if len(names) < 20 {
+		t.Fatalf("only %d chronos_ metrics served:\n%s", len(names), body)
+	}
+	for _, n := range names {
+		if !strings.Contains(string(doc), "`"+n[1]+"`") {
+			t.Errorf("docs/metrics.md does not name %s", n[1])
+		}
+	}
 }
