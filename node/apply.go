@@ -312,6 +312,9 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		t, spread = n.lateRebalance(id, spec, r, t)
 	}
 	if a := n.apply(t); !a.ok || a.newer != nil || a.collision {
+		if !a.ok {
+			n.noteShed(&n.stats.ShedTimers, fmt.Sprintf("node holds %d timers, its limit: a replica refused", n.store.Len()))
+		}
 		reply(n.notApplied(a))
 		return
 	}

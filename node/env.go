@@ -88,6 +88,11 @@ type Request struct {
 	// that. Zero leaves only the driver's own bound, for a pop no replica
 	// after this one would make.
 	MaxWait time.Duration
+	// Late, on an outbound callback, is how long after its due time (this
+	// replica's, skewed by its rank) the node sent it; 0 on any other
+	// request. The driver adds the time the request then waits to be
+	// written, for the lateness its metrics show.
+	Late time.Duration
 }
 
 // Response is an HTTP-shaped reply.

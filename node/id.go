@@ -141,6 +141,17 @@ func FormatWireID(id, bloom uint64) string {
 	return fmt.Sprintf("%016x%016x", id, bloom)
 }
 
+// wireID is t's ID as the API shows it (FormatWireID), with the bloom
+// filter of its replicas: the form log lines give, which an operator can
+// match with a client's.
+func (n *Node) wireID(t *Timer) string {
+	var bloom uint64
+	if t.Placement != nil {
+		bloom = n.ring.Bloom(t.Placement.Replicas)
+	}
+	return FormatWireID(t.ID, bloom)
+}
+
 // FormatID returns a unique ID as 16 hex digits, as the first half of a
 // wire ID shows it (and the X-Chronos-Timer header of a pop carries it).
 func FormatID(id uint64) string {

@@ -49,6 +49,7 @@ type Node struct {
 	hosts      hostTable // interned callback hosts of the held records
 	inFlight   int
 	stats      Stats
+	shedLog    shedLog
 
 	// resyncGen numbers the resyncs started; resyncStatus is the latest's
 	// progress, and resyncRepopulate whether it repopulates (resync.go).
@@ -70,9 +71,21 @@ type Stats struct {
 	// PopLatenessMs accumulates how late pops were sent, in milliseconds,
 	// relative to their skewed due time.
 	PopLatenessMs uint64
-	// ReplicationsSent and ReplicationsReceived count internal PUTs.
+	// ReplicationsSent and ReplicationsReceived count internal PUTs (to
+	// the replicas of this site and to other sites); of those sent,
+	// ReplicationsFailed had no answer (an error, a timeout, shed by the
+	// driver) and ReplicationsRefused an answer other than 2xx (409 for a
+	// newer record or a collision, 403, 503).
 	ReplicationsSent     uint64
 	ReplicationsReceived uint64
+	ReplicationsFailed   uint64
+	ReplicationsRefused  uint64
+	// ShedTimers counts the requests refused with 503 because the node
+	// holds Limits.MaxTimers (client writes and replicas it could not
+	// take); ShedInFlight those refused because it has
+	// Limits.MaxInFlight requests outstanding.
+	ShedTimers   uint64
+	ShedInFlight uint64
 	// IDCollisions counts records refused because they belong to another
 	// timer under the same ID (see collides), and creates this node
 	// restarted under a fresh ID because of one.
@@ -277,15 +290,49 @@ func (n *Node) startMs() int64 {
 	return ms
 }
 
-// overloaded returns a 503 response when the node is at a limit.
-func (n *Node) overloaded() (Response, bool) {
+// shed refuses a client write with 503 when the node is at a limit, and
+// counts and logs it (see noteShed); ok is false when the node takes it.
+func (n *Node) shed() (resp Response, ok bool) {
 	switch {
 	case n.store.Len() >= n.cfg.Limits.MaxTimers:
-		return unavailable(fmt.Sprintf("node holds %d timers, its limit", n.store.Len())), true
+		reason := fmt.Sprintf("node holds %d timers, its limit", n.store.Len())
+		n.noteShed(&n.stats.ShedTimers, reason)
+		return unavailable(reason), true
 	case n.inFlight >= n.cfg.Limits.MaxInFlight:
-		return unavailable(fmt.Sprintf("node has %d requests in flight, its limit", n.inFlight)), true
+		reason := fmt.Sprintf("node has %d requests in flight, its limit", n.inFlight)
+		n.noteShed(&n.stats.ShedInFlight, reason)
+		return unavailable(reason), true
 	}
 	return Response{}, false
+}
+
+// ShedLogInterval is the least time between two log lines about requests
+// the node refused at a limit: under overload every request is refused,
+// and one line per request would flood the log.
+const ShedLogInterval = 10 * time.Second
+
+// shedLog is the state of the lines about load shed: when the last was
+// written (this node's clock, ms) and how many requests were refused
+// since.
+type shedLog struct {
+	written bool
+	lastMs  int64
+	since   uint64
+}
+
+// noteShed counts a request refused at a limit in counter, and logs it
+// unless a line was written less than ShedLogInterval ago; the next line
+// tells how many were refused in between.
+func (n *Node) noteShed(counter *uint64, reason string) {
+	*counter++
+	n.shedLog.since++
+	now := n.nowMs()
+	if n.shedLog.written && now-n.shedLog.lastMs < ShedLogInterval.Milliseconds() {
+		return
+	}
+	n.log.Warn("load shed: requests refused with 503 at a limit", "reason", reason,
+		"refused", n.shedLog.since, "interval", ShedLogInterval)
+	n.shedLog = shedLog{written: true, lastMs: now}
 }
 
 // send sends req, counting it against MaxInFlight until done runs.

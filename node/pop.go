@@ -136,7 +136,7 @@ func (n *Node) onAlarm(gen uint64) {
 		switch _, more := t.nextPop(); {
 		case t.State != Live:
 		case more:
-			n.pop(t, now)
+			n.pop(t)
 		default:
 			// A finished record that knew of missed pops: its life as
 			// such is over, it goes on as a tombstone.
@@ -158,9 +158,11 @@ func (n *Node) onAlarm(gen uint64) {
 // this replica only: the next replica pops it at its own rank, told so by
 // the notices of later pops, and this copy keeps its schedule, whether
 // the callback is slow or has failed (docs/design.md 4.7).
-func (n *Node) pop(t *Timer, now int64) {
+func (n *Node) pop(t *Timer) {
 	p, _ := t.nextPop()
-	n.stats.PopLatenessMs += uint64(max(now-t.dueAt(p)-n.skew(t).Milliseconds(), 0))
+	due := time.UnixMilli(t.dueAt(p)).Add(n.skew(t))
+	late := max(n.clock.Now().Sub(due), 0)
+	n.stats.PopLatenessMs += uint64(late.Milliseconds())
 	missed, owed := t.popMarks()
 	if p > t.Seq {
 		missed, owed = shiftMarks(missed, t.Seq, p), shiftMarks(owed, t.Seq, p)
@@ -179,11 +181,12 @@ func (n *Node) pop(t *Timer, now int64) {
 		},
 		Body:    []byte(popped.Opaque()),
 		MaxWait: n.handOnAfter(&popped),
+		Late:    late,
 	}
 	n.send(req, CallbackTimeout, func(resp Response, err error) {
 		if err != nil || resp.Status < 200 || resp.Status > 299 {
 			n.stats.CallbackFailures++
-			n.log.Info("callback failed", "timer", FormatID(popped.ID), "seq", p, "status", resp.Status, "err", err)
+			n.log.Info("callback failed", "timer", n.wireID(&popped), "seq", p, "status", resp.Status, "err", err)
 			return
 		}
 		// The record may have moved on meanwhile (notices, later pops),
@@ -256,7 +259,7 @@ func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 	if resp.Status == 409 && resp.Header.Get(HeaderCollision) != "" {
 		// The peer holds another timer under this ID: neither record may
 		// replace the other (see collides).
-		n.log.Warn("pop notice met another timer under the same ID", "timer", FormatWireID(notice.ID, 0), "peer", from)
+		n.log.Warn("pop notice met another timer under the same ID", "timer", n.wireID(notice), "peer", from)
 		n.markRefusing(notice, from, true)
 		return
 	}

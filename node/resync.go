@@ -2,8 +2,10 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"slices"
 	"strconv"
@@ -421,6 +423,9 @@ type peerSync struct {
 	taking bool
 	after  func()
 	next   func()
+	// pages and received count the pages this peer answered and the
+	// timers they offered, for the log line that ends its paging.
+	pages, received int
 }
 
 // ResyncStatus returns the progress of the latest resync.
@@ -521,6 +526,8 @@ func (n *Node) pageAnswered(p *peerSync, resp Response, err error) {
 		return
 	}
 	p.attempts = 0
+	p.pages++
+	p.received += len(entries)
 	p.after = func() {
 		if resp.Status == 206 {
 			p.fromUs = next
@@ -558,7 +565,8 @@ func (n *Node) pageDone(p *peerSync) {
 func (n *Node) retryPage(p *peerSync, err error) {
 	p.attempts++
 	if p.attempts >= maxResyncAttempts {
-		n.log.Warn("resync: giving up on a peer", "peer", p.addr, "err", err)
+		n.log.Warn("resync: giving up on a peer", "peer", p.addr, "attempts", p.attempts,
+			"pages", p.pages, "timers", p.received, "err", err)
 		n.peerDone(p, false)
 		return
 	}
@@ -571,6 +579,8 @@ func (n *Node) retryPage(p *peerSync, err error) {
 func (n *Node) peerDone(p *peerSync, ok bool) {
 	if ok {
 		n.resyncStatus.PeersDone++
+		n.log.Info("resync: peer done", "peer", p.addr, "pages", p.pages, "timers", p.received,
+			"pending", p.run.pending-1)
 	} else {
 		n.resyncStatus.Failed = append(n.resyncStatus.Failed, p.addr)
 	}
@@ -583,13 +593,17 @@ func (n *Node) finishResync(run *resyncRun) {
 	s := &n.resyncStatus
 	s.Running = false
 	s.Finished = n.clock.Now()
+	state, level := "completed", slog.LevelInfo
 	if len(s.Failed) == 0 {
 		s.Completed++
 	} else {
 		s.Incomplete++
+		state, level = "incomplete", slog.LevelWarn
 	}
-	n.log.Info("resync finished", "view", run.view, "taken", s.Taken, "replicated", s.Replicated,
-		"tombstoned", s.Tombstoned, "failed_peers", s.Failed)
+	n.log.Log(context.Background(), level, "resync finished", "state", state, "view", run.view,
+		"peers", s.Peers, "peers done", s.PeersDone, "failed peers", s.Failed,
+		"received", s.Received, "taken", s.Taken, "replicated", s.Replicated,
+		"tombstoned", s.Tombstoned, "send failures", s.SendFailures, "took", s.Finished.Sub(s.Started))
 }
 
 // takePage applies the rules of the original resynchronization design to
@@ -798,13 +812,16 @@ func (n *Node) resyncRecord(e resyncEntry) (t *Timer, old []string, ok bool) {
 		n.log.Warn("resync: entry with a bad timer ID", "id", e.TimerID)
 		return nil, nil, false
 	}
+	// As the API showed the ID: with the bloom filter of the replicas
+	// the entry says held it.
+	wire := FormatWireID(id, n.ring.Bloom(e.OldReplicas))
 	if len(e.Timer) == 0 {
-		n.log.Warn("resync: entry without a timer", "timer", e.TimerID)
+		n.log.Warn("resync: entry without a timer", "timer", wire)
 		return nil, nil, false
 	}
 	spec, r, err := parseValidBody(e.Timer)
 	if err != nil || r == nil {
-		n.log.Warn("resync: entry with a bad timer body", "timer", e.TimerID, "err", err)
+		n.log.Warn("resync: entry with a bad timer body", "timer", wire, "err", err)
 		return nil, nil, false
 	}
 	if r.ViewID != n.ring.ViewID() || spec.Tombstone {

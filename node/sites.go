@@ -76,6 +76,7 @@ func (n *Node) forwardToSites(t *Timer, now int64) {
 		n.stats.ReplicationsSent++
 		req := n.internalPut(site.Address, FormatWireID(t.ID, 0), EncodeReplication(&fwd, now))
 		n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
+			n.countReplication(resp, err)
 			if err == nil {
 				n.siteAnswered(t.ID, resp)
 			}

@@ -104,7 +104,7 @@ func reasonOf(r Response) string {
 
 // create serves a client POST /timers.
 func (n *Node) create(body []byte, reply func(Response)) {
-	if resp, busy := n.overloaded(); busy {
+	if resp, busy := n.shed(); busy {
 		reply(resp)
 		return
 	}
@@ -159,7 +159,7 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 		reply(resp)
 		return
 	}
-	if resp, busy := n.overloaded(); busy {
+	if resp, busy := n.shed(); busy {
 		reply(resp)
 		return
 	}
@@ -262,7 +262,7 @@ func (n *Node) rewrite(t *Timer, spec Spec, oldBloom uint64, targets []string, w
 	if create {
 		n.stats.IDCollisions++
 		n.log.Warn("timer ID already held by another timer; creating under a fresh ID",
-			"timer", FormatWireID(t.ID, 0), "instance", n.instance)
+			"timer", n.wireID(t), "instance", n.instance)
 		n.withdraw(t, targets, now)
 		// The other node shares this one's instance number and, having
 		// met the collision in the same millisecond, would issue the same
@@ -342,10 +342,25 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 	}
 	req := n.internalPut(peer, FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)), body)
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
+		ok := n.countReplication(resp, err)
 		if done != nil {
-			done(err == nil && resp.Status/100 == 2, resp)
+			done(ok, resp)
 		}
 	})
+}
+
+// countReplication counts the outcome of an internal PUT: no answer, or
+// an answer other than 2xx. It reports whether the peer applied it.
+func (n *Node) countReplication(resp Response, err error) bool {
+	switch {
+	case err != nil:
+		n.stats.ReplicationsFailed++
+	case resp.Status/100 != 2:
+		n.stats.ReplicationsRefused++
+	default:
+		return true
+	}
+	return false
 }
 
 // maxPlacements bounds the interned placements. A cluster of n nodes has

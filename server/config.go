@@ -39,8 +39,16 @@ type Config struct {
 	// ([http] bind-address, bind-port).
 	BindAddress string
 	BindPort    int
-	// LogLevel is the slog level ([logging] level, 0-5 or a name).
-	LogLevel slog.Level
+	// LogLevel is the slog level ([logging] level, 0-5 or a name), and
+	// LogFormat how each line is written ([logging] format): LogText
+	// (key=value; also when empty) or LogJSON (one JSON object).
+	LogLevel  slog.Level
+	LogFormat string
+	// Level, when not nil, is the level the node's logger filters at,
+	// shared by OpenLog's logger and the Server: a reload (SIGHUP) sets
+	// it to the LogLevel the files give then. Flags.Load sets it; nil
+	// leaves the logger at LogLevel for good.
+	Level *slog.LevelVar
 	// InstanceID goes into every timer ID this node issues
 	// ([identity] instance_id); node.AutoInstanceID, the default, derives
 	// it from the membership.
@@ -123,6 +131,7 @@ func DefaultConfig() Config {
 		BindAddress:     DefaultBindAddress,
 		BindPort:        node.DefaultPort,
 		LogLevel:        slog.LevelInfo,
+		LogFormat:       LogText,
 		InstanceID:      node.AutoInstanceID,
 		LocalSite:       nd.LocalSite,
 		ReplyTimeout:    DefaultReplyTimeout,
@@ -277,6 +286,9 @@ func (c Config) Validate() error {
 	}
 	if c.MemoryLimit != 0 && c.MemoryLimit < MinMemoryLimit {
 		return fmt.Errorf("server: memory_limit %d bytes is below the least limit, %d MiB", c.MemoryLimit, MinMemoryLimit>>20)
+	}
+	if c.LogFormat != "" && c.LogFormat != LogText && c.LogFormat != LogJSON {
+		return fmt.Errorf("server: log format %q is not %s or %s", c.LogFormat, LogText, LogJSON)
 	}
 	if c.ReplyTimeout <= 0 {
 		return fmt.Errorf("server: reply timeout %v is not positive", c.ReplyTimeout)

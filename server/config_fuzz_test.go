@@ -2,6 +2,7 @@ package server
 
 import (
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,9 +15,11 @@ import (
 // panics the parser, that whatever it accepts normalizes into addresses
 // that all carry a valid port, that the node accepts every callback-host
 // allow-list and cluster key it accepts, that a memory limit it accepts is
-// at least MinMemoryLimit, that a log folder it accepts is trimmed, and
-// that with replication across sites off the node is given no remote
-// site. The corpus lives under testdata/fuzz/FuzzParseConfig.
+// at least MinMemoryLimit, that a log folder it accepts is trimmed, that
+// a log level it accepts is one of the original's six and a log format
+// text or json, and that with replication across sites off the node is
+// given no remote site. The corpus lives under
+// testdata/fuzz/FuzzParseConfig.
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(originalLocal))
 	f.Add([]byte(originalCluster))
@@ -24,6 +27,9 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("[limits]\nmemory_limit = 2GiB\n"))
 	f.Add([]byte("[callbacks]\nallowed_host = cb.example, 127.0.0.0/8, [::1]:80\n[cluster]\nkey = 0123456789abcdef\n"))
 	f.Add([]byte("[logging]\nfolder = /var/log/chronos\n[sites]\nremote_site = b=10.0.0.2\nreplicate_timers_across_sites = true\n"))
+	f.Add([]byte("[logging]\nlevel = debug\nformat = json\n"))
+	f.Add([]byte("[logging]\nlevel = 3\nformat = TEXT\nformat = yaml\n"))
+	f.Add([]byte("[logging]\nlevel = Warn\nformat =\n"))
 	serial := NewSerial()
 	clk, nw := NewClock(clock.NewMock(), serial), NewClient(serial, nil)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -53,6 +59,12 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if cfg.LogFolder != "" && strings.TrimSpace(cfg.LogFolder) != cfg.LogFolder {
 			t.Fatalf("accepted log folder %q with surrounding space", cfg.LogFolder)
+		}
+		if !slices.Contains(levelsByNumber, cfg.LogLevel) {
+			t.Fatalf("accepted log level %v, none of the original's", cfg.LogLevel)
+		}
+		if cfg.LogFormat != LogText && cfg.LogFormat != LogJSON {
+			t.Fatalf("accepted log format %q", cfg.LogFormat)
 		}
 		if nc := cfg.nodeConfig(nil, nil, nil); !cfg.ReplicateAcrossSites && len(nc.RemoteSites) > 0 {
 			t.Fatalf("replication across sites off, yet the node replicates to %v", nc.RemoteSites)

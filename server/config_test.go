@@ -161,6 +161,10 @@ func TestLoad(t *testing.T) {
 		}},
 		{"level by name", "[logging]\nlevel = WARNING\n", "", nil, func(c *Config) { c.LogLevel = slog.LevelWarn }},
 		{"level 0 is error", "[logging]\nlevel = 0\n", "", nil, func(c *Config) { c.LogLevel = slog.LevelError }},
+		{"level warn, format json", "[logging]\nlevel = warn\nformat = JSON\n", "", nil, func(c *Config) {
+			c.LogLevel, c.LogFormat = slog.LevelWarn, LogJSON
+		}},
+		{"format flag overrides the file", "[logging]\nformat = json\n", "", []string{"--log-format", "text"}, func(c *Config) { c.LogFormat = LogText }},
 		{"sites", "", "[sites]\nlocal_site = east\nremote_site = west=10.1.0.1\nremote_site = north=10.2.0.1:7000\n", nil, func(c *Config) {
 			c.LocalSite = "east"
 			c.RemoteSites = []node.Site{{Name: "west", Address: "10.1.0.1:7253"}, {Name: "north", Address: "10.2.0.1:7000"}}
@@ -263,6 +267,7 @@ func assertConfig(t *testing.T, got, want Config) {
 		BindAddress string
 		BindPort    int
 		LogLevel    slog.Level
+		LogFormat   string
 		InstanceID  int
 		Callbacks   []string
 		Localhost   string
@@ -271,8 +276,8 @@ func assertConfig(t *testing.T, got, want Config) {
 		RemoteSites []node.Site
 		ClusterKey  string
 	}
-	g := view{got.BindAddress, got.BindPort, got.LogLevel, got.InstanceID, got.CallbackHosts, got.Localhost, got.Cluster, got.LocalSite, got.RemoteSites, got.ClusterKey}
-	w := view{want.BindAddress, want.BindPort, want.LogLevel, want.InstanceID, want.CallbackHosts, want.Localhost, want.Cluster, want.LocalSite, want.RemoteSites, want.ClusterKey}
+	g := view{got.BindAddress, got.BindPort, got.LogLevel, got.LogFormat, got.InstanceID, got.CallbackHosts, got.Localhost, got.Cluster, got.LocalSite, got.RemoteSites, got.ClusterKey}
+	w := view{want.BindAddress, want.BindPort, want.LogLevel, want.LogFormat, want.InstanceID, want.CallbackHosts, want.Localhost, want.Cluster, want.LocalSite, want.RemoteSites, want.ClusterKey}
 	if !reflect.DeepEqual(g, w) {
 		t.Errorf("config\n got %+v\nwant %+v", g, w)
 	}
@@ -292,6 +297,9 @@ func TestLoadErrors(t *testing.T) {
 		{"bind address with port", "[http]\nbind-address = 10.0.0.1:80\n", "", nil, `bind-address "10.0.0.1:80" carries a port`},
 		{"level too high", "[logging]\nlevel = 6\n", "", nil, `[logging] level "6"`},
 		{"level unknown", "[logging]\nlevel = loud\n", "", nil, `[logging] level "loud"`},
+		{"format unknown", "[logging]\nformat = yaml\n", "", nil, `[logging] format "yaml" is not a log format (text or json)`},
+		{"format empty", "[logging]\nformat =\n", "", nil, `[logging] format "" is not a log format`},
+		{"format flag unknown", "", "", []string{"--log-format", "xml"}, `--log-format "xml"`},
 		{"instance id too big", "[identity]\ninstance_id = 1024\n", "", nil, `[identity] instance_id "1024"`},
 		{"instance id negative", "[identity]\ninstance_id = -1\n", "", nil, `[identity] instance_id "-1"`},
 		{"node port invalid", "", "[cluster]\nnode = 10.0.0.1:99999\n", nil, `[cluster] node "10.0.0.1:99999"`},

@@ -100,6 +100,13 @@ func readLogging(f *ini.File, _ []byte, s *settings) error {
 		}
 		s.logLevel.set(l)
 	}
+	if v, ok := last(f, "logging", "format"); ok {
+		format, err := parseLogFormat("[logging] format", v)
+		if err != nil {
+			return err
+		}
+		s.logFormat.set(format)
+	}
 	if v, ok := last(f, "logging", "folder"); ok {
 		d, err := parseFolder("[logging] folder", v)
 		if err != nil {

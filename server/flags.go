@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -69,6 +70,11 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.Func("log-level", "log `level`: 0-5 or error, warning, status, info, verbose, debug (default 2)", func(v string) error {
 		l, err := parseLevel("--log-level", v)
 		f.settings.logLevel.set(l)
+		return err
+	})
+	fs.Func("log-format", "log line `format`: text (key=value) or json ([logging] format; default text)", func(v string) error {
+		format, err := parseLogFormat("--log-format", v)
+		f.settings.logFormat.set(format)
 		return err
 	})
 	fs.Func("instance-id", "this node's instance `number`, unique in the cluster (0-1023)", func(v string) error {
@@ -180,6 +186,8 @@ func (f *Flags) Load() (Config, error) {
 	if err := cfg.loadDNS(); err != nil {
 		return Config{}, err
 	}
+	cfg.Level = new(slog.LevelVar)
+	cfg.Level.Set(cfg.LogLevel)
 	return cfg, nil
 }
 
@@ -245,9 +253,9 @@ func (c *Config) loadFiles() (absent []string, err error) {
 }
 
 // ReloadCluster re-reads the configuration files as at start-up and
-// returns the configuration with the new membership, and in Warnings the
-// parts of the files that are not read. Only the membership is taken:
-// other settings are read at start. The node's own address, the sites and
+// returns the configuration with the new membership and log level, and in
+// Warnings the parts of the files that are not read. Only those are
+// taken: other settings are read at start. The node's own address, the sites and
 // the cluster key cannot change while it runs, and a file read at start
 // cannot vanish: either is an error.
 func (c Config) ReloadCluster() (Config, error) {
@@ -278,6 +286,7 @@ func (c Config) ReloadCluster() (Config, error) {
 	}
 	next := c
 	next.Cluster = fresh.Cluster
+	next.LogLevel = fresh.LogLevel
 	next.Warnings = fresh.Warnings
 	if err := next.Validate(); err != nil {
 		return Config{}, err

@@ -25,11 +25,23 @@ const (
 // group may read it.
 const logFileMode = 0o640
 
-// OpenLog returns the node's logger, at cfg.LogLevel: into LogFileName in
-// cfg.LogFolder, if set, and to stderr unless this process is a daemon
-// (DaemonChild), whose stderr is ErrLogFileName. closeLog closes the file.
+// OpenLog returns the node's logger, at cfg.LogLevel (kept in cfg.Level,
+// if set, so that a reload may change it) and in cfg.LogFormat: into
+// LogFileName in cfg.LogFolder, if set, and to stderr unless this process
+// is a daemon (DaemonChild), whose stderr is ErrLogFileName. closeLog
+// closes the file.
 func OpenLog(cfg Config, stderr io.Writer) (log *slog.Logger, closeLog func() error, err error) {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.Level != nil {
+		cfg.Level.Set(cfg.LogLevel)
+		opts.Level = cfg.Level
+	}
+	handler := func(w io.Writer) slog.Handler {
+		if cfg.LogFormat == LogJSON {
+			return slog.NewJSONHandler(w, opts)
+		}
+		return slog.NewTextHandler(w, opts)
+	}
 	var handlers []slog.Handler
 	closeLog = func() error { return nil }
 	if cfg.LogFolder != "" {
@@ -37,11 +49,11 @@ func OpenLog(cfg Config, stderr io.Writer) (log *slog.Logger, closeLog func() er
 		if err != nil {
 			return nil, nil, err
 		}
-		handlers = append(handlers, slog.NewTextHandler(f, opts))
+		handlers = append(handlers, handler(f))
 		closeLog = f.Close
 	}
 	if !DaemonChild() || len(handlers) == 0 {
-		handlers = append(handlers, slog.NewTextHandler(stderr, opts))
+		handlers = append(handlers, handler(stderr))
 	}
 	if len(handlers) == 1 {
 		return slog.New(handlers[0]), closeLog, nil

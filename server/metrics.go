@@ -37,6 +37,8 @@ type metrics struct {
 	requests [kinds][outcomes]prometheus.Counter
 	// callbackSeconds is chronos_callback_duration_seconds.
 	callbackSeconds prometheus.Histogram
+	// popLateness is chronos_pop_lateness_seconds.
+	popLateness prometheus.Histogram
 }
 
 // newMetrics registers the Client's collectors, and the Go runtime's and
@@ -57,11 +59,16 @@ func newMetrics(c *Client) *metrics {
 		Help:    "Time from a callback having its connection to its outcome (the part its timeout bounds).",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2},
 	})
+	m.popLateness = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "chronos_pop_lateness_seconds",
+		Help:    "Time from a pop's due time (this replica's, skewed by its rank) to its callback leaving the queue to be written.",
+		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	})
 	depth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "chronos_outbound_queue_depth",
 		Help: "Outbound requests waiting for a worker.",
 	}, func() float64 { return float64(c.count.depth.Load()) })
-	m.registry.MustRegister(requests, m.callbackSeconds, depth,
+	m.registry.MustRegister(requests, m.callbackSeconds, m.popLateness, depth,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -97,6 +104,15 @@ func (c *Client) record(kind, outcome int, took time.Duration) {
 	c.metrics.requests[kind][outcome].Inc()
 	if kind == kindCallback && took != noConn {
 		c.metrics.callbackSeconds.Observe(took.Seconds())
+	}
+}
+
+// sending observes j leaving its queue, waited after it was sent, to be
+// written: a callback's lateness is the node's (node.Request.Late) plus
+// that wait.
+func (c *Client) sending(j *job, waited time.Duration) {
+	if j.kind == kindCallback {
+		c.metrics.popLateness.Observe((j.req.Late + waited).Seconds())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,6 +34,8 @@ type Server struct {
 	serial *Serial
 	client *Client
 	http   *http.Server
+	// peers follows the reachability of the other members and sites.
+	peers *peers
 
 	// mu guards cfg, which Reload replaces; the node has its own lock.
 	mu   sync.Mutex
@@ -60,16 +63,21 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	s := &Server{log: log, serial: NewSerial(), cfg: cfg}
 	s.client = NewClient(s.serial, log)
 	s.client.SetDNS(cfg.DNS)
+	s.peers = newPeers(log, time.Now)
+	s.peers.track(peerAddrs(cfg))
 	clk := NewClock(cfg.Clock, s.serial)
 	var err error
 	// Under the lock: the node may arm an alarm while it is being built.
-	s.serial.Do(func() { s.node, err = node.New(cfg.nodeConfig(clk, s.client, nodeLog)) })
+	s.serial.Do(func() { s.node, err = node.New(cfg.nodeConfig(clk, observed{s.client, s.peers}, nodeLog)) })
 	if err != nil {
 		return nil, fmt.Errorf("server: build node: %w", err)
 	}
-	s.registerNodeMetrics(s.client.metrics.registry)
+	reg := s.client.metrics.registry
+	s.registerNodeMetrics(reg)
+	registerBuildInfo(reg)
+	in := newInbound(reg)
 	s.http = &http.Server{
-		Handler:           withStatus(s, withMetrics(s.client.Metrics(), NewHandler(s.node, s.serial, cfg.ReplyTimeout, log))),
+		Handler:           in.wrap(withStatus(s, withMetrics(s.client.Metrics(), NewHandler(s.node, s.serial, cfg.ReplyTimeout, log)))),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      cfg.ReplyTimeout + writeSlack,
@@ -168,8 +176,9 @@ func (s *Server) config() Config {
 }
 
 // Reload re-reads the cluster configuration and hands the new membership to
-// the node, logging the lines of the file it does not read. On any error
-// the node keeps its current membership.
+// the node, and the new log level to the logger (Config.Level), logging
+// the lines of the file it does not read. On any error the node keeps its
+// current membership and the logger its level.
 func (s *Server) Reload() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -180,18 +189,50 @@ func (s *Server) Reload() error {
 	LogWarnings(s.log, next.Warnings)
 	var setErr error
 	var id int
+	var oldView, newView uint64
 	if !s.serial.Do(func() {
+		oldView = s.node.ViewID()
 		setErr = s.node.SetCluster(next.Cluster)
 		id, _ = s.node.Instance()
+		newView = s.node.ViewID()
 	}) {
 		return errors.New("server: node is stopped")
 	}
 	if setErr != nil {
 		return fmt.Errorf("server: set cluster: %w", setErr)
 	}
+	prev := s.cfg
 	s.cfg = next
-	s.log.Info("cluster reloaded", "instance", id, "nodes", next.Cluster.Nodes, "joining", next.Cluster.Joining, "leaving", next.Cluster.Leaving)
+	s.peers.track(peerAddrs(next))
+	changed := !sameMembership(prev.Cluster, next.Cluster)
+	if changed {
+		s.log.Info("membership changed", "old view", formatView(oldView), "new view", formatView(newView),
+			"nodes", next.Cluster.Nodes, "joining", next.Cluster.Joining, "leaving", next.Cluster.Leaving,
+			"added", added(prev.Cluster.All(), next.Cluster.All()), "removed", added(next.Cluster.All(), prev.Cluster.All()))
+	}
+	if next.Level != nil && next.LogLevel != prev.LogLevel {
+		next.Level.Set(next.LogLevel)
+		s.log.Info("log level changed", "from", prev.LogLevel, "to", next.LogLevel)
+	}
+	s.log.Info("cluster reloaded", "instance", id, "membership changed", changed)
 	return nil
+}
+
+// sameMembership reports whether a and b list the same nodes, joining and
+// leaving, in the same order.
+func sameMembership(a, b node.Membership) bool {
+	return slices.Equal(a.Nodes, b.Nodes) && slices.Equal(a.Joining, b.Joining) && slices.Equal(a.Leaving, b.Leaving)
+}
+
+// added lists the addresses of to that from lacks.
+func added(from, to []string) []string {
+	var out []string
+	for _, a := range to {
+		if !slices.Contains(from, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Resync is asked for by SIGUSR1: the node rebalances its timers to the

@@ -27,6 +27,7 @@ type settings struct {
 	bindAddress opt[string]
 	bindPort    opt[int]
 	logLevel    opt[slog.Level]
+	logFormat   opt[string]
 	instanceID  opt[int]
 	callbacks   opt[[]string]
 	localhost   opt[string]
@@ -51,6 +52,9 @@ func (s settings) apply(c *Config) {
 	}
 	if s.logLevel.ok {
 		c.LogLevel = s.logLevel.v
+	}
+	if s.logFormat.ok {
+		c.LogFormat = s.logFormat.v
 	}
 	if s.instanceID.ok {
 		c.InstanceID = s.instanceID.v
@@ -113,6 +117,21 @@ func parseLevel(field, v string) (slog.Level, error) {
 		return l, nil
 	}
 	return 0, fmt.Errorf("%s %q is not a level (0-5, error, warning, status, info, verbose, debug)", field, v)
+}
+
+// The log formats ([logging] format).
+const (
+	LogText = "text"
+	LogJSON = "json"
+)
+
+// parseLogFormat reads a log format: text or json, in any case.
+func parseLogFormat(field, v string) (string, error) {
+	switch f := strings.ToLower(strings.TrimSpace(v)); f {
+	case LogText, LogJSON:
+		return f, nil
+	}
+	return "", fmt.Errorf("%s %q is not a log format (text or json)", field, v)
 }
 
 // boolWords are the spellings of a boolean the original's option parser

@@ -2,7 +2,9 @@ package server
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,16 +19,23 @@ import (
 // says completed (docs/operations.md).
 const StatusPath = "/status"
 
-// Status is the JSON body of GET /status.
+// Status is the JSON body of GET /status. Instance is the instance
+// number the node issues IDs with, InstanceDerived whether it was derived
+// from the membership; Peers the reachability of the other members and
+// the remote sites, as this node's requests to them found it.
 type Status struct {
-	Address    string       `json:"address"`
-	ViewID     string       `json:"cluster-view-id"`
-	Nodes      []string     `json:"nodes"`
-	Joining    []string     `json:"joining,omitempty"`
-	Leaving    []string     `json:"leaving,omitempty"`
-	Timers     int          `json:"timers"`
-	Tombstones int          `json:"tombstones"`
-	Resync     ResyncReport `json:"resync"`
+	Address         string       `json:"address"`
+	Version         string       `json:"version"`
+	Instance        int          `json:"instance"`
+	InstanceDerived bool         `json:"instance-derived"`
+	ViewID          string       `json:"cluster-view-id"`
+	Nodes           []string     `json:"nodes"`
+	Joining         []string     `json:"joining,omitempty"`
+	Leaving         []string     `json:"leaving,omitempty"`
+	Peers           []PeerStatus `json:"peers"`
+	Timers          int          `json:"timers"`
+	Tombstones      int          `json:"tombstones"`
+	Resync          ResyncReport `json:"resync"`
 }
 
 // ResyncReport is the latest resync's progress. State is "running",
@@ -93,12 +102,14 @@ func (s *Server) Status() Status {
 		m := s.node.Membership()
 		stats := s.node.Stats()
 		st = Status{
-			Address: s.node.Address(), ViewID: formatView(s.node.ViewID()),
+			Address: s.node.Address(), Version: version(), ViewID: formatView(s.node.ViewID()),
 			Nodes: m.Nodes, Joining: m.Joining, Leaving: m.Leaving,
 			Timers: stats.Timers, Tombstones: stats.Tombstones,
 			Resync: report(s.node.ResyncStatus()),
 		}
+		st.Instance, st.InstanceDerived = s.node.Instance()
 	})
+	st.Peers = s.peers.report()
 	return st
 }
 
@@ -120,53 +131,87 @@ func withStatus(s *Server, next http.Handler) http.Handler {
 }
 
 // nodeMetric is one of the node's own figures, read from its counters and
-// its latest resync.
+// its latest resync; labels, if any, are constant.
 type nodeMetric struct {
 	name, help string
 	kind       prometheus.ValueType
 	value      func(node.Stats, node.ResyncStatus) float64
+	labels     prometheus.Labels
 }
 
-// nodeMetrics are the node's own figures on /metrics.
+// Help texts shared by the series of one metric.
+const (
+	shedHelp = "Requests the node refused with 503 at a limit: limit=\"timers\" (it holds its most timers; client writes and replicas), limit=\"in_flight\" (its most outbound requests outstanding)."
+)
+
+// nodeMetrics are the node's own figures on /metrics (docs/metrics.md).
 var nodeMetrics = []nodeMetric{
-	{"chronos_timers", "Live timers this node holds.", prometheus.GaugeValue,
-		func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Timers) }},
-	{"chronos_tombstones", "Tombstones (deleted or finished timers) this node still keeps.", prometheus.GaugeValue,
-		func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Tombstones) }},
-	{"chronos_pops_total", "Callbacks sent.", prometheus.CounterValue,
-		func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Pops) }},
-	{"chronos_resync_running", "1 while a resync runs on this node.", prometheus.GaugeValue,
-		func(_ node.Stats, r node.ResyncStatus) float64 { return b2f(r.Running) }},
-	{"chronos_resync_peers_pending", "Peers the running resync has not finished with (0 when none runs).", prometheus.GaugeValue,
-		func(_ node.Stats, r node.ResyncStatus) float64 {
+	{name: "chronos_timers", help: "Live timers this node holds.", kind: prometheus.GaugeValue,
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Timers) }},
+	{name: "chronos_tombstones", help: "Tombstones (deleted or finished timers) this node still keeps.", kind: prometheus.GaugeValue,
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Tombstones) }},
+	{name: "chronos_pops_total", help: "Callbacks sent.", kind: prometheus.CounterValue,
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Pops) }},
+	{name: "chronos_callback_failures_total", help: "Callbacks that failed: no answer, or an answer other than 2xx.", kind: prometheus.CounterValue,
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.CallbackFailures) }},
+	{name: "chronos_replications_sent_total", help: "Replication messages (internal PUTs to replicas and to other sites) sent.", kind: prometheus.CounterValue,
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ReplicationsSent) }},
+	{name: "chronos_replications_failed_total", help: "Replication messages that had no answer: an error, a timeout, or shed.", kind: prometheus.CounterValue,
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ReplicationsFailed) }},
+	{name: "chronos_replications_refused_total", help: "Replication messages the peer answered with a status other than 2xx (409, 403, 503).", kind: prometheus.CounterValue,
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ReplicationsRefused) }},
+	{name: "chronos_replications_received_total", help: "Replication messages received.", kind: prometheus.CounterValue,
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ReplicationsReceived) }},
+	{name: "chronos_shed_total", help: shedHelp, kind: prometheus.CounterValue, labels: prometheus.Labels{"limit": "timers"},
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ShedTimers) }},
+	{name: "chronos_shed_total", help: shedHelp, kind: prometheus.CounterValue, labels: prometheus.Labels{"limit": "in_flight"},
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ShedInFlight) }},
+	{name: "chronos_statistics_tags", help: "Distinct statistics tags the live timers held carry.", kind: prometheus.GaugeValue,
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(len(st.Tags)) }},
+	{name: "chronos_resync_running", help: "1 while a resync runs on this node.", kind: prometheus.GaugeValue,
+		value: func(_ node.Stats, r node.ResyncStatus) float64 { return b2f(r.Running) }},
+	{name: "chronos_resync_peers_pending", help: "Peers the running resync has not finished with (0 when none runs).", kind: prometheus.GaugeValue,
+		value: func(_ node.Stats, r node.ResyncStatus) float64 {
 			if !r.Running {
 				return 0
 			}
 			return float64(r.Peers - r.PeersDone - len(r.Failed))
 		}},
-	{"chronos_resync_failed_peers", "Peers the latest resync gave up on.", prometheus.GaugeValue,
-		func(_ node.Stats, r node.ResyncStatus) float64 { return float64(len(r.Failed)) }},
-	{"chronos_resyncs_completed_total", "Resyncs that reached every peer.", prometheus.CounterValue,
-		func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Completed) }},
-	{"chronos_resyncs_incomplete_total", "Resyncs that gave up on a peer.", prometheus.CounterValue,
-		func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Incomplete) }},
-	{"chronos_resync_timers_taken", "Timers the latest resync took.", prometheus.GaugeValue,
-		func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Taken) }},
-	{"chronos_resync_pages_served_total", "GET /timers pages this node answered.", prometheus.CounterValue,
-		func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ResyncPagesServed) }},
+	{name: "chronos_resync_failed_peers", help: "Peers the latest resync gave up on.", kind: prometheus.GaugeValue,
+		value: func(_ node.Stats, r node.ResyncStatus) float64 { return float64(len(r.Failed)) }},
+	{name: "chronos_resyncs_completed_total", help: "Resyncs that reached every peer.", kind: prometheus.CounterValue,
+		value: func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Completed) }},
+	{name: "chronos_resyncs_incomplete_total", help: "Resyncs that gave up on a peer.", kind: prometheus.CounterValue,
+		value: func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Incomplete) }},
+	{name: "chronos_resync_timers_taken", help: "Timers the latest resync took.", kind: prometheus.GaugeValue,
+		value: func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Taken) }},
+	{name: "chronos_resync_pages_served_total", help: "GET /timers pages this node answered.", kind: prometheus.CounterValue,
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ResyncPagesServed) }},
 }
 
-// nodeCollector reports nodeMetrics, reading the node's counters once per
-// scrape under its lock.
+// Bounds of the chronos_tagged_timers series one scrape reports: tags are
+// the clients' own words, and a node may hold millions of distinct ones,
+// each up to a request body long. The first MaxTagSeries tags in name
+// order of at most MaxTagLabelBytes are reported; chronos_statistics_tags
+// counts every tag, so it tells when some are not.
+const (
+	MaxTagSeries     = 1000
+	MaxTagLabelBytes = 256
+)
+
+// nodeCollector reports nodeMetrics and the per-tag counts, reading the
+// node's counters once per scrape under its lock.
 type nodeCollector struct {
 	s     *Server
 	descs []*prometheus.Desc
+	tags  *prometheus.Desc
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs {
 		ch <- d
 	}
+	ch <- c.tags
 }
 
 func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -176,6 +221,21 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	for i, m := range nodeMetrics {
 		ch <- prometheus.MustNewConstMetric(c.descs[i], m.kind, m.value(st, r))
 	}
+	reported := 0
+	for _, tag := range slices.Sorted(maps.Keys(st.Tags)) {
+		if reported == MaxTagSeries {
+			break
+		}
+		if len(tag) > MaxTagLabelBytes {
+			continue
+		}
+		// The node takes only valid UTF-8, which is all a label value
+		// needs; an error would only drop the series, never the scrape.
+		if m, err := prometheus.NewConstMetric(c.tags, prometheus.GaugeValue, float64(st.Tags[tag]), tag); err == nil {
+			ch <- m
+			reported++
+		}
+	}
 }
 
 // registerNodeMetrics adds the node's own figures to the Prometheus
@@ -183,8 +243,10 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 func (s *Server) registerNodeMetrics(reg *prometheus.Registry) {
 	c := &nodeCollector{s: s}
 	for _, m := range nodeMetrics {
-		c.descs = append(c.descs, prometheus.NewDesc(m.name, m.help, nil, nil))
+		c.descs = append(c.descs, prometheus.NewDesc(m.name, m.help, nil, m.labels))
 	}
+	c.tags = prometheus.NewDesc("chronos_tagged_timers",
+		"Live timers held per statistics tag, each counted by its tag's count (api.md statistics).", []string{"tag"}, nil)
 	reg.MustRegister(c)
 }
 

@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 )
 
 // TestStatusReportsResync proves GET /status and the metrics tell an
 // operator how the latest resync went: a lone node's resync of its own
-// timers completes at once, and the status counts what it holds.
+// timers completes at once, and the status counts what it holds and says
+// which instance number and version the node runs with, and that it has
+// no peer to reach.
 func TestStatusReportsResync(t *testing.T) {
-	srv, url, _, _, _ := startServer(t, "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\n", &syncBuffer{})
+	srv, url, _, _, _ := startServer(t, "[identity]\ninstance_id = 7\n[cluster]\nlocalhost = %[1]s\nnode = %[1]s\n", &syncBuffer{})
 	resp, err := http.Post(url+"/timers", "application/json", bytes.NewReader(benchBody))
 	if err != nil {
 		t.Fatal(err)
@@ -31,10 +34,30 @@ func TestStatusReportsResync(t *testing.T) {
 	if st.Address != srv.config().Localhost || st.ViewID == "" || len(st.Nodes) != 1 {
 		t.Errorf("GET /status = %+v, want this node alone in its view", st)
 	}
+	if st.Instance != 7 || st.InstanceDerived || st.Version != version() || st.Version == "" {
+		t.Errorf("GET /status = %+v, want instance 7 as configured and version %q", st, version())
+	}
+	if !strings.Contains(body, `"peers": [],`) {
+		t.Errorf("GET /status = %s, want an empty list of peers", body)
+	}
 	_, metrics := fetch(t, http.MethodGet, url+MetricsPath)
-	for _, want := range []string{"chronos_timers 1", "chronos_resync_running 0", "chronos_resync_failed_peers 0"} {
+	for _, want := range []string{"chronos_timers 1", "chronos_resync_running 0", "chronos_resync_failed_peers 0",
+		`chronos_build_info{goversion="` + runtime.Version() + `",version="` + version() + `"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("GET /metrics lacks %q", want)
 		}
+	}
+}
+
+// TestVersion proves the version a build sets wins over the build
+// information, which says "devel" for a test binary.
+func TestVersion(t *testing.T) {
+	if got := version(); got != "devel" {
+		t.Errorf("version() = %q in a test binary, want devel", got)
+	}
+	defer func(v string) { Version = v }(Version)
+	Version = "v1.2.3"
+	if got := version(); got != "v1.2.3" {
+		t.Errorf("version() = %q with Version set, want v1.2.3", got)
 	}
 }

@@ -60,7 +60,7 @@ func LogWarnings(log *slog.Logger, ws []Warning) {
 // may hold any of them (docs/design.md 4.9).
 var readKeys = map[string][]string{
 	"http":      {"bind-address", "bind-port"},
-	"logging":   {"level", "folder"},
+	"logging":   {"level", "format", "folder"},
 	"identity":  {"instance_id"},
 	"callbacks": {"allowed_host"},
 	"limits":    {"memory_limit"},

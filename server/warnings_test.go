@@ -98,7 +98,7 @@ func TestWarningMessages(t *testing.T) {
 // table loads with no warning, whichever file holds it.
 func TestEveryReadKeyIsKnown(t *testing.T) {
 	values := map[string]string{
-		"bind-address": "127.0.0.1", "bind-port": "7253", "level": "2", "folder": t.TempDir(), "instance_id": "1",
+		"bind-address": "127.0.0.1", "bind-port": "7253", "level": "2", "format": "json", "folder": t.TempDir(), "instance_id": "1",
 		"allowed_host": "::1", "localhost": "127.0.0.1", "node": "127.0.0.1", "joining": "127.0.0.2",
 		"leaving": "127.0.0.3", "key": "0123456789abcdef", "local_site": "a", "remote_site": "b=127.0.0.4",
 		"replicate_timers_across_sites": "true", "memory_limit": "2GiB",

@@ -85,6 +85,7 @@ func (c *Client) serve(h *host, j *job) {
 	case waited > limit:
 		err = shedError(h.key, fmt.Sprintf("waited %v for a worker, more than %v", waited, limit))
 	default:
+		c.sending(j, waited)
 		c.count.inFlight.Add(1)
 		resp, took, err = c.roundTrip(j)
 		c.count.inFlight.Add(-1)
