@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -93,6 +94,11 @@ func (c *Client) attempt(ctx context.Context, n endpoint, method, path string, b
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		// The *url.Error would repeat the method and URL.
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err
+		}
 		return nil, fmt.Errorf("client: %s %s on %s: %w", method, path, n.addr, err)
 	}
 	defer resp.Body.Close()

@@ -350,3 +350,25 @@ func TestNew(t *testing.T) {
 		t.Errorf("New with AttemptTimeout 0 = %v, want ErrInvalid", err)
 	}
 }
+
+// TestCreateIDOnFailure proves which ID a failed Create returns: the
+// chosen one, with an empty bloom filter, when the outcome is unknown (no
+// node answered, or the last said 503, "may still take effect"), so the
+// caller can retry or delete it; none when a node refused it with 400.
+func TestCreateIDOnFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeNodes{answer: map[string]func(*http.Request) (*http.Response, error){
+			"a:1": refused, "b:1": reply(503, "busy"), "c:1": reply(503, "busy"),
+		}}
+		c := newFakeClient(t, f)
+		id, err := c.Create(t.Context(), testTimer)
+		if !errors.Is(err, ErrAllNodesFailed) || len(id) != 32 || string(id[16:]) != "0000000000000000" ||
+			"/timers/"+string(id) != f.requests()[0].path {
+			t.Errorf("Create with no node taking it = %q, %v; want the chosen ID and ErrAllNodesFailed", id, err)
+		}
+		f.answer["a:1"] = reply(400, "no", "Reason", "no")
+		if id, err := c.Create(t.Context(), testTimer); id != "" || !errors.Is(err, ErrBadRequest) {
+			t.Errorf("Create refused = %q, %v; want no ID and ErrBadRequest", id, err)
+		}
+	})
+}

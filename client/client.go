@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -204,7 +205,8 @@ func (c *Client) Nodes() []string {
 // and writes it with PUT, so a retry after a lost answer writes the same
 // timer again instead of creating a second one. On an error the ID
 // returned is the chosen one (its bloom filter empty): the timer may
-// exist all the same, and Update or Delete with that ID reaches it.
+// exist all the same, and Update or Delete with that ID reaches it. A
+// create the node refused (400) returns no ID.
 func (c *Client) Create(ctx context.Context, t Timer) (ID, error) {
 	if err := t.Validate(); err != nil {
 		return "", err
@@ -214,6 +216,10 @@ func (c *Client) Create(ctx context.Context, t Timer) (ID, error) {
 		return "", err
 	}
 	got, err := c.put(ctx, id, t)
+	var st *StatusError
+	if errors.As(err, &st) && st.Status != http.StatusServiceUnavailable {
+		return "", err // refused: surely not created
+	}
 	if err != nil {
 		return id, err
 	}
