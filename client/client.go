@@ -266,9 +266,11 @@ func (c *Client) Delete(ctx context.Context, id ID) error {
 	return err
 }
 
-// Get asks the cluster what its replicas hold of timer id. It returns an
-// error matching ErrNotFound when no replica holds the timer live, and
-// one matching ErrUnavailable when no replica answered the node asked.
+// Get asks the cluster what its nodes hold of timer id. It returns an
+// error matching ErrNotFound when the newest record any node holds is a
+// tombstone (deleted, or its last pop made) or none holds one, and one
+// matching ErrUnavailable when no node that may hold it answered the node
+// asked, on every node tried.
 func (c *Client) Get(ctx context.Context, id ID) (*TimerInfo, error) {
 	id, err := ParseID(string(id))
 	if err != nil {

@@ -4,9 +4,11 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -112,6 +114,7 @@ func TestClusterWritesSurviveKill(t *testing.T) {
 	// once ("u<i>"), with rf 3, whose writes need a majority; then creates
 	// a timer due in 3 s ("d<i>"), with rf 2, and deletes it.
 	const deletedInterval = 3 * time.Second
+	var deleted []client.ID // read once the cycles are done
 	cycle := func(i int) error {
 		id, err := c.Create(ctx, client.Timer{Interval: time.Hour, URI: uri, Opaque: fmt.Sprint("a", i), ReplicationFactor: 3})
 		if err != nil {
@@ -127,6 +130,7 @@ func TestClusterWritesSurviveKill(t *testing.T) {
 		if err := c.Delete(ctx, d); err != nil {
 			return fmt.Errorf("cycle %d: delete: %w", i, err)
 		}
+		deleted = append(deleted, d)
 		return nil
 	}
 	// Cycles 0-2 run before the kill, 3-5 while it happens, 6-7 after it.
@@ -176,11 +180,60 @@ func TestClusterWritesSurviveKill(t *testing.T) {
 			t.Errorf("%q delivered %v, want pop 1 once", opaque, seqs)
 		}
 	}
+	checkReads(t, c, uri, members[0].addr, deleted)
+
 	// The kill was met, not missed: a call failed over from the dead node.
 	if log := retries.String(); !strings.Contains(log, "node="+members[0].addr) {
 		t.Errorf("no retry away from the killed node %s; client log:\n%s", members[0].addr, log)
 	}
 	t.Logf("handler: %+v", h.Stats())
+}
+
+// checkReads proves Get against the cluster with the node dead killed:
+// a timer created now reads back with its definition, no pop made, its
+// next pop an interval after its create, live on the two survivors with
+// one version and unreachable on dead; a deleted timer is not found.
+func checkReads(t *testing.T, c *client.Client, uri, dead string, deleted []client.ID) {
+	t.Helper()
+	def := client.Timer{Interval: time.Hour, RepeatFor: 2 * time.Hour, URI: uri, Opaque: "read",
+		ReplicationFactor: 3, Tags: []client.Tag{{Type: "CALL", Count: 2}}}
+	before := time.Now()
+	id, err := c.Create(t.Context(), def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	info, err := c.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.ID != id || !reflect.DeepEqual(info.Timer, def) || info.SequenceNumber != 0 {
+		t.Errorf("Get = %+v, want %s with definition %+v and no pop made", info, id, def)
+	}
+	// The node rounds its start up to the millisecond; a second either
+	// way allows for a wall clock step while the test runs.
+	if lo, hi := before.Add(time.Hour-time.Second), after.Add(time.Hour+time.Second); info.NextPop.Before(lo) || info.NextPop.After(hi) {
+		t.Errorf("next pop %v, want an hour after the create, %v to %v", info.NextPop, before.Add(time.Hour), after.Add(time.Hour))
+	}
+	versions := map[string]bool{}
+	for _, r := range info.Replicas {
+		switch {
+		case r.Node == dead && r.State != client.StateUnreachable:
+			t.Errorf("killed node %s reads %+v, want unreachable", dead, r)
+		case r.Node != dead && (r.State != client.StateLive || r.Version == ""):
+			t.Errorf("survivor reads %+v, want live with a version", r)
+		case r.Node != dead:
+			versions[r.Version] = true
+		}
+	}
+	if len(info.Replicas) != 3 || len(versions) != 1 {
+		t.Errorf("replicas %+v, want the killed node and two survivors of one version", info.Replicas)
+	}
+	for _, d := range deleted {
+		if _, err := c.Get(t.Context(), d); !errors.Is(err, client.ErrNotFound) {
+			t.Errorf("Get of deleted %s = %v, want ErrNotFound", d, err)
+		}
+	}
 }
 
 // lockedBuffer is a log destination safe for concurrent writes.

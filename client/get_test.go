@@ -10,13 +10,15 @@ import (
 	"time"
 )
 
-// getAnswer is a GET /timers/<id> answer in the node's format.
+// getAnswer is a GET /timers/<id> answer in the node's format
+// (docs/api.md), with a member a later node might add.
 const getAnswer = `{"id":"ABCDEF0123456789000000000000F00F",
  "timer":{"timing":{"interval":2,"repeat-for":10},"callback":{"http":{"uri":"http://127.0.0.1:9/cb","opaque":"hi"}},
           "reliability":{"replication-factor":2},"statistics":{"tag-info":[{"type":"CALL","count":1}]}},
  "sequence-number":3,"next-pop":"2026-03-01T12:00:08Z",
- "replicas":[{"node":"127.0.0.1:7001","state":"live","sequence-number":3,"next-pop":"2026-03-01T12:00:08Z"},
-             {"node":"127.0.0.1:7002","state":"unreachable","sequence-number":0}],
+ "replicas":[{"node":"127.0.0.1:7001","state":"live","version":"7","sequence-number":3,"next-pop":"2026-03-01T12:00:08.000Z"},
+             {"node":"127.0.0.1:7002","state":"moved","version":"7"},
+             {"node":"127.0.0.1:7003","state":"unreachable"}],
  "future-member":true}`
 
 // TestGet proves that Get decodes the node's answer (the definition, the
@@ -63,8 +65,9 @@ func TestGet(t *testing.T) {
 			ReplicationFactor: 2, Tags: []Tag{{Type: "CALL", Count: 1}}},
 		SequenceNumber: 3, NextPop: next,
 		Replicas: []ReplicaInfo{
-			{Node: "127.0.0.1:7001", State: StateLive, SequenceNumber: 3, NextPop: next},
-			{Node: "127.0.0.1:7002", State: StateUnreachable},
+			{Node: "127.0.0.1:7001", State: StateLive, Version: "7", SequenceNumber: 3, NextPop: next},
+			{Node: "127.0.0.1:7002", State: StateMoved, Version: "7"},
+			{Node: "127.0.0.1:7003", State: StateUnreachable},
 		},
 	}
 	if !reflect.DeepEqual(*info, want) {

@@ -121,9 +121,10 @@ func (w *watcher) expectPop(t *testing.T, id string, seq int, opaque string) {
 
 // TestCommandsAgainstNode proves the commands against a real node: watch
 // serves a sink and prints the pops of a timer that create made and
-// update changed, then exits 0 after -count pops; delete and status
-// succeed, status printing the node's JSON indented; a definition the
-// node refuses exits 3 with the node's reason.
+// update changed, then exits 0 after -count pops; get prints a pending
+// timer, and exits 4 once delete removed it; status prints the node's
+// JSON indented; a definition the node refuses exits 3 with the node's
+// reason.
 func TestCommandsAgainstNode(t *testing.T) {
 	addr := startNode(t)
 	w := startWatch(t, "-count", "2")
@@ -149,8 +150,21 @@ func TestCommandsAgainstNode(t *testing.T) {
 		t.Fatalf("watch -count 2 still running after 2 pops")
 	}
 
-	if code, _, errOut := ctl(t, "-nodes", addr, "delete", id); code != exitOK {
+	// get reads a pending timer as live; after its delete, as no timer.
+	code, out, errOut = ctl(t, "-nodes", addr, "create", "-interval", "1h", "-uri", w.uri, "-opaque", "later")
+	if code != exitOK {
+		t.Fatalf("create: exit %d, stderr %s", code, errOut)
+	}
+	later := strings.TrimSpace(out)
+	code, out, errOut = ctl(t, "-nodes", addr, "get", later)
+	if code != exitOK || !strings.Contains(out, `"opaque": "later"`) || !strings.Contains(out, `"state": "live"`) {
+		t.Errorf("get: exit %d, stdout %s, stderr %s; want the live timer", code, out, errOut)
+	}
+	if code, _, errOut := ctl(t, "-nodes", addr, "delete", later); code != exitOK {
 		t.Errorf("delete: exit %d, stderr %s", code, errOut)
+	}
+	if code, _, errOut := ctl(t, "-nodes", addr, "get", later); code != exitNotFound || !strings.Contains(errOut, "404 Not Found: no such timer") {
+		t.Errorf("get after delete: exit %d, stderr %q; want 4, no such timer", code, errOut)
 	}
 
 	code, out, errOut = ctl(t, "-nodes", addr, "status")
