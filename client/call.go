@@ -61,7 +61,7 @@ func (c *Client) call(ctx context.Context, nodes []endpoint, method, path string
 		if st != nil {
 			retryAfter = st.RetryAfter
 		}
-		c.log.Info("chronos request failed; retrying", "node", nodes[i].addr, "method", method, "path", path,
+		c.log.Info("chronos request failed", "node", nodes[i].addr, "method", method, "path", path,
 			"attempt", attempt+1, "of", c.cfg.Attempts, "err", err)
 	}
 	return nil, &AllFailedError{Attempts: c.cfg.Attempts, Last: last}
