@@ -205,8 +205,9 @@ func (c *Client) Nodes() []string {
 // and writes it with PUT, so a retry after a lost answer writes the same
 // timer again instead of creating a second one. On an error the ID
 // returned is the chosen one (its bloom filter empty): the timer may
-// exist all the same, and Update or Delete with that ID reaches it. A
-// create the node refused (400) returns no ID.
+// exist all the same, and Update with that ID and the same definition
+// completes the create and returns the ID with its filter. A create the
+// node refused (400) returns no ID.
 func (c *Client) Create(ctx context.Context, t Timer) (ID, error) {
 	if err := t.Validate(); err != nil {
 		return "", err
