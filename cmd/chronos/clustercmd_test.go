@@ -163,21 +163,6 @@ func skipUnlessFree(t *testing.T, addrs ...string) {
 	}
 }
 
-// loadFiles loads a node's configuration as the binary does and fails on
-// any error or warning.
-func loadFiles(t *testing.T, local, cluster, shared, dns string) server.Config {
-	t.Helper()
-	f := server.Flags{LocalConfigFile: local, ClusterConfigFile: cluster, SharedConfigFile: shared, DNSConfigFile: dns}
-	cfg, err := f.Load()
-	if err != nil {
-		t.Fatalf("load %s: %v", local, err)
-	}
-	for _, w := range cfg.Warnings {
-		t.Errorf("load %s: warning %+v", local, w)
-	}
-	return cfg
-}
-
 // clusterCommand is a running `chronos cluster`.
 type clusterCommand struct {
 	cmd     *exec.Cmd
