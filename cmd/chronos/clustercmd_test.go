@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -106,6 +107,37 @@ func TestClusterCommandFlags(t *testing.T) {
 	} else {
 		ln.Close()
 	}
+}
+
+// TestClusterCommandNodeExits proves that a node that dies under the
+// command is reported with the command line that starts it again, and
+// that the command exits 1 once no node is left.
+func TestClusterCommandNodeExits(t *testing.T) {
+	bin := buildBinary(t)
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	dir := t.TempDir()
+	c := startClusterCommand(t, bin, "-nodes", "1", "-base-port", port, "-sink=", "-dir", dir)
+	pids := c.nodePIDs()
+	if len(pids) != 1 {
+		t.Fatalf("the command printed node pids %v, want one", pids)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.out.waitFor(t, "node1 ("+addr+", pid "+strconv.Itoa(pids[0])+") exited: signal: killed; 0 of 1 nodes still serve. To start it again (in your terminal):\n    "+
+		bin+" --local-config-file "+filepath.Join(dir, "node1", "chronos.conf")+" --cluster-config-file "+filepath.Join(dir, localcluster.ClusterFileName))
+	select {
+	case <-c.exited:
+		var exit *exec.ExitError
+		if !errors.As(c.err, &exit) || exit.ExitCode() != 1 {
+			t.Errorf("the command with no node left: %v, want exit status 1", c.err)
+		}
+		c.stopped = true
+	case <-time.After(clusterWait):
+		t.Fatalf("the command still runs %v after its only node died", clusterWait)
+	}
+	c.out.waitFor(t, "chronos cluster: localcluster: every node has exited")
 }
 
 // TestClusterCommandRefuses proves that bad flags exit 2 with the reason,
@@ -232,9 +264,18 @@ func (c *clusterCommand) cleanup(t *testing.T) {
 	_ = c.cmd.Process.Kill()
 	<-c.exited
 	// Orphaned by the kill, so still running under the pids printed.
+	for _, pid := range c.nodePIDs() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// nodePIDs are the node pids the command printed.
+func (c *clusterCommand) nodePIDs() []int {
+	var pids []int
 	for _, m := range regexp.MustCompile(`(?m)^  node\d+ .* pid (\d+) `).FindAllStringSubmatch(c.out.String(), -1) {
 		if pid, err := strconv.Atoi(m[1]); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			pids = append(pids, pid)
 		}
 	}
+	return pids
 }

@@ -160,8 +160,8 @@ func (c *Cluster) Wait(ctx context.Context) error {
 		case p := <-c.exits:
 			p.exited = true
 			live--
-			c.out.printf("%s (%s, pid %d) exited: %v; %d of %d nodes still serve. To start it again:\n    chronos %s\n",
-				p.name, p.addr, p.cmd.Process.Pid, exitText(p.err), live, len(c.nodes), strings.Join(p.args(), " "))
+			c.out.printf("%s (%s, pid %d) exited: %v; %d of %d nodes still serve. To start it again (in your terminal):\n    %s %s\n",
+				p.name, p.addr, p.cmd.Process.Pid, exitText(p.err), live, len(c.nodes), c.opts.Bin, strings.Join(p.args(), " "))
 		}
 	}
 	c.Stop()
