@@ -45,7 +45,7 @@ load:
 	$(GO) run ./cmd/chronos-load $(LOADARGS)
 
 fuzz:
-	@for p in ./node ./server; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+	@for p in ./node ./server ./internal/localcluster; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$p || exit 1; done; done
 
 # verify: formatting, vet, module tidiness; the import boundary of node is

@@ -47,20 +47,27 @@ type prefixed struct {
 	lines  *lines
 	prefix []byte
 	buf    bytes.Buffer
+	// scanned is how much of buf is known to hold no newline, so that a
+	// long line written a little at a time is not searched again.
+	scanned int
 }
 
 func (p *prefixed) Write(b []byte) (int, error) {
 	p.buf.Write(b)
 	for {
 		data := p.buf.Bytes()
-		switch i := bytes.IndexByte(data, '\n'); {
+		i := bytes.IndexByte(data[p.scanned:], '\n')
+		switch {
 		case i >= 0:
-			p.emit(data[:i+1])
-			p.buf.Next(i + 1)
+			p.emit(data[:p.scanned+i+1])
+			p.buf.Next(p.scanned + i + 1)
+			p.scanned = 0
 		case len(data) >= maxLineBytes:
 			p.emit(append(data[:maxLineBytes:maxLineBytes], '\n'))
 			p.buf.Next(maxLineBytes)
+			p.scanned = 0
 		default:
+			p.scanned = len(data)
 			return len(b), nil
 		}
 	}
@@ -71,6 +78,7 @@ func (p *prefixed) Flush() {
 	if p.buf.Len() > 0 {
 		p.emit(append(p.buf.Bytes(), '\n'))
 		p.buf.Reset()
+		p.scanned = 0
 	}
 }
 
