@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/chronos-timer/chronos/server"
 )
 
 // ClusterFileName is the cluster file every node of a local cluster
@@ -20,13 +18,10 @@ const ClusterFileName = "chronos_cluster.conf"
 type nodeFiles struct {
 	name    string // node1, node2, ...
 	addr    string // 127.0.0.1:port
-	dir     string // Dir/node1: its chronos.conf and its log
+	dir     string // Dir/node1: its chronos.conf, and its log ([logging] folder)
 	local   string // Dir/node1/chronos.conf
 	cluster string // Dir/chronos_cluster.conf
 }
-
-// logFile is the node's log file.
-func (f nodeFiles) logFile() string { return filepath.Join(f.dir, server.LogFileName) }
 
 // args are the node's command line: its two files and no other, so that
 // a machine's /etc/chronos and dns.json never reach a local cluster.

@@ -213,9 +213,9 @@ func (c *Cluster) printUsage() {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chronos cluster: %d nodes serve on loopback (this command is pid %d)\n", len(c.nodes), os.Getpid())
 	for _, p := range c.nodes {
-		fmt.Fprintf(&b, "  %-6s http://%s  pid %-7d log %s\n", p.name, p.addr, p.cmd.Process.Pid, p.logFile())
+		fmt.Fprintf(&b, "  %-6s http://%s  pid %-7d files and log in %s\n", p.name, p.addr, p.cmd.Process.Pid, p.dir)
 	}
-	fmt.Fprintf(&b, "configuration: %s (every node's), and each node's own chronos.conf beside its log\n", c.nodes[0].cluster)
+	fmt.Fprintf(&b, "configuration: %s (every node's), and each node's own chronos.conf\n", c.nodes[0].cluster)
 	sinkAddr := c.opts.Sink
 	if sinkAddr == "" {
 		sinkAddr = DefaultSink
