@@ -32,7 +32,7 @@ type proc struct {
 	output *prefixed
 	err    error         // how it ended, once done is closed
 	done   chan struct{} // closed when the process has ended
-	exited bool          // reported on exits; read by Wait only
+	exited bool          // set once Wait has reported its exit
 }
 
 // Run starts the cluster, prints how to use it, and serves until ctx ends
