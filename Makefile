@@ -1,4 +1,5 @@
-# The two commands a newcomer needs: `make run` and `make test`.
+# The two commands a newcomer needs: `make run` and `make test`;
+# `make cluster` runs three nodes instead of one.
 GO        ?= go
 FUZZTIME  ?= 30s
 SEEDS     ?= 2000
@@ -6,7 +7,7 @@ SOAKSEEDS ?= 10000
 # MUTATESEEDS is the sweep each planted bug must fail: the CI-size sweep.
 MUTATESEEDS ?= 1000
 
-.PHONY: build test test-race run bench load fuzz verify lint sim sim-soak mutate clean
+.PHONY: build test test-race run cluster bench load fuzz verify lint sim sim-soak mutate clean
 
 build:
 	$(GO) build ./...
@@ -25,6 +26,14 @@ test-race:
 run:
 	$(GO) run ./cmd/chronos $(ARGS)
 
+# cluster starts three nodes on 127.0.0.1:7253-7255 and a callback sink
+# on 127.0.0.1:9999 until Ctrl-C; ARGS passes flags, for example
+# ARGS="-nodes 4 -dir /tmp/chronos-cluster". It builds ./chronos first
+# rather than use go run, which exits 1 whenever it is interrupted.
+cluster:
+	$(GO) build -o chronos ./cmd/chronos
+	./chronos cluster $(ARGS)
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./node ./server ./sim
 
@@ -36,7 +45,7 @@ load:
 	$(GO) run ./cmd/chronos-load $(LOADARGS)
 
 fuzz:
-	@for p in ./node ./server ./client; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+	@for p in ./node ./server ./client ./internal/localcluster; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$p || exit 1; done; done
 
 # verify: formatting, vet, module tidiness; the import boundary of node is
@@ -62,3 +71,4 @@ mutate:
 
 clean:
 	$(GO) clean ./...
+	rm -f chronos

@@ -18,6 +18,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "cluster" {
+		os.Exit(runCluster(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 
@@ -26,19 +29,12 @@ func main() {
 // bad flags or configuration. Usage, errors and logs go to stderr, and
 // the logs also to the [logging] folder's file.
 func run(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("chronos", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("chronos", stderr,
+		"Usage: chronos [flags]\n       chronos cluster [flags]   (a local cluster on loopback; chronos cluster -h)\n")
 	var flags server.Flags
 	flags.Register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "chronos: unexpected arguments %q\n", fs.Args())
-		return 2
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	cfg, err := flags.Load()
 	if err != nil {
@@ -65,6 +61,34 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// newFlagSet returns a flag set named name that prints to stderr, its
+// usage the text usage and then the flags.
+func newFlagSet(name string, stderr io.Writer, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\nFlags:\n", usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args into fs. Unless ok, the command exits with code: 0
+// after -h, 2 on a bad flag or an argument that is not a flag.
+func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected arguments %q\n", fs.Name(), fs.Args())
+		return 2, false
+	}
+	return 0, true
 }
 
 // fail reports err, to stderr and to a waiting --daemon parent, and

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -227,8 +228,11 @@ type process struct {
 	addr        string
 	localPath   string
 	clusterPath string
-	log         *logWatch
-	exited      chan error
+	// files are more file flags, after the two above: the shared file
+	// and dns.json of an example.
+	files  []string
+	log    *logWatch
+	exited chan error
 }
 
 // writeCluster rewrites the cluster file; %[1]s stands for the node's
@@ -296,12 +300,14 @@ func tryStart(t *testing.T, bin string, conf func(host, port string) (local, clu
 }
 
 // start runs bin with the original's two file flags, p's files, and no
-// other file, and waits up to wait until it serves. The process is killed
-// when the test ends, and its log shown if the test failed.
+// other file but p.files, and waits up to wait until it serves. The
+// process is killed when the test ends, and its log shown if the test
+// failed.
 func (p *process) start(t *testing.T, bin string, wait time.Duration) error {
 	t.Helper()
 	p.log, p.exited = newLogWatch(), make(chan error, 1)
-	p.cmd = exec.Command(bin, append(noFiles, "--local-config-file", p.localPath, "--cluster-config-file", p.clusterPath)...)
+	args := append(slices.Clone(noFiles), "--local-config-file", p.localPath, "--cluster-config-file", p.clusterPath)
+	p.cmd = exec.Command(bin, append(args, p.files...)...)
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -286,6 +286,13 @@ func (s *scaling) reload(m node.Membership, ps ...*process) {
 			s.t.Fatal(err)
 		}
 	}
+	s.hup(m, ps...)
+}
+
+// hup sends each node a SIGHUP, to reload the membership m its cluster
+// file now holds, and waits until GET /status shows each running with m.
+func (s *scaling) hup(m node.Membership, ps ...*process) {
+	s.t.Helper()
 	for _, p := range ps {
 		p.signal(s.t, syscall.SIGHUP)
 	}

@@ -1,0 +1,281 @@
+//go:build unix
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chronos-timer/chronos/internal/localcluster"
+	"github.com/chronos-timer/chronos/server"
+)
+
+// TestClusterCommand proves `make cluster` as the README tells it: the
+// command starts three nodes on 127.0.0.1:7253-7255 and a sink on
+// 127.0.0.1:9999, prints the README's curl example, and the README's
+// create, sent as it is, is answered 200 and pops at the sink, which
+// prints it with its sequence number and timer header. Every node answers
+// /ping and runs from files that load with no warning; SIGTERM stops them
+// all and the command exits 0. It needs those fixed ports, and is skipped
+// when one is taken (a `make run` or `make cluster` left running).
+func TestClusterCommand(t *testing.T) {
+	bin := buildBinary(t)
+	url, body := readmeCreate(t)
+	o := localcluster.DefaultOptions()
+	nodes := make([]string, o.Nodes)
+	for i := range nodes {
+		nodes[i] = net.JoinHostPort(localcluster.Host, strconv.Itoa(o.BasePort+i))
+	}
+	skipUnlessFree(t, append(nodes, o.Sink)...)
+	if want := "http://" + nodes[0] + "/timers"; url != want {
+		t.Fatalf("README's curl example POSTs to %s, want the first node's %s", url, want)
+	}
+	dir := t.TempDir()
+	c := startClusterCommand(t, bin, "-dir", dir)
+
+	// The command prints the README's example itself.
+	printed := fmt.Sprintf("curl -i -X POST %s \\\n      -d '%s'", url, body)
+	if !strings.Contains(c.out.String(), printed) {
+		t.Errorf("the command does not print the README's example\n%s\nwant it to contain\n%s", c.out.String(), printed)
+	}
+	client := &http.Client{Timeout: clusterWait}
+	for _, n := range nodes {
+		if status, _ := do(t, client, http.MethodGet, "http://"+n+"/ping", ""); status != http.StatusOK {
+			t.Fatalf("GET %s/ping: status %d, want 200", n, status)
+		}
+	}
+	for i := range nodes {
+		cfg := loadFiles(t, filepath.Join(dir, fmt.Sprintf("node%d", i+1), "chronos.conf"), filepath.Join(dir, localcluster.ClusterFileName), "", "")
+		if cfg.Localhost != nodes[i] || strings.Join(cfg.Cluster.Nodes, ",") != strings.Join(nodes, ",") || cfg.ClusterKey == "" {
+			t.Errorf("node%d's files: localhost %s, nodes %v, key set %v; want %s, %v, a key", i+1, cfg.Localhost, cfg.Cluster.Nodes, cfg.ClusterKey != "", nodes[i], nodes)
+		}
+	}
+
+	status, loc := do(t, client, http.MethodPost, url, body)
+	if status != http.StatusOK || !isTimerPath(loc) {
+		t.Fatalf("POST %s with the README's body: status %d Location %q, want 200 and /timers/<32 hex digits>", url, status, loc)
+	}
+	timer := strings.TrimPrefix(loc, "/timers/")[:16]
+	for seq := 1; seq <= 2; seq++ {
+		c.out.waitFor(t, fmt.Sprintf(`sink  | POST /cb X-Sequence-Number: %d X-Chronos-Timer: %s body: "hello"`, seq, timer))
+	}
+	c.stop(t)
+	c.out.waitFor(t, "stopped; configuration and logs kept in "+dir)
+	for i := range nodes {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("node%d", i+1), server.LogFileName)); err != nil {
+			t.Errorf("node%d's log: %v", i+1, err)
+		}
+	}
+	for _, n := range nodes {
+		ln, err := net.Listen("tcp", n)
+		if err != nil {
+			t.Fatalf("%s still taken after the command exited: %v", n, err)
+		}
+		ln.Close()
+	}
+}
+
+// TestClusterCommandFlags proves -nodes and -base-port, and -sink= for no
+// sink: one node serves on the chosen port, alone in its cluster, and
+// stops with the command.
+func TestClusterCommandFlags(t *testing.T) {
+	bin := buildBinary(t)
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	c := startClusterCommand(t, bin, "-nodes", "1", "-base-port", port, "-sink=", "-dir", t.TempDir())
+	if strings.Contains(c.out.String(), "callback sink:") {
+		t.Errorf("-sink= printed a sink:\n%s", c.out.String())
+	}
+	st, raw, err := getStatus(&http.Client{Timeout: clusterWait}, &process{url: "http://" + addr})
+	if err != nil || st.Address != addr || len(st.Nodes) != 1 {
+		t.Fatalf("GET /status of the one node: %v\n%s\nwant address %s alone", err, raw, addr)
+	}
+	c.stop(t)
+	if ln, err := net.Listen("tcp", addr); err != nil {
+		t.Errorf("%s still taken after the command exited: %v", addr, err)
+	} else {
+		ln.Close()
+	}
+}
+
+// TestClusterCommandNodeExits proves that a node that dies under the
+// command is reported with the command line that starts it again, and
+// that the command exits 1 once no node is left.
+func TestClusterCommandNodeExits(t *testing.T) {
+	bin := buildBinary(t)
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	dir := t.TempDir()
+	c := startClusterCommand(t, bin, "-nodes", "1", "-base-port", port, "-sink=", "-dir", dir)
+	pids := c.nodePIDs()
+	if len(pids) != 1 {
+		t.Fatalf("the command printed node pids %v, want one", pids)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.out.waitFor(t, "node1 ("+addr+", pid "+strconv.Itoa(pids[0])+") exited: signal: killed; 0 of 1 nodes still serve. To start it again (in your terminal):\n    "+
+		bin+" --local-config-file "+filepath.Join(dir, "node1", "chronos.conf")+" --cluster-config-file "+filepath.Join(dir, localcluster.ClusterFileName))
+	select {
+	case <-c.exited:
+		var exit *exec.ExitError
+		if !errors.As(c.err, &exit) || exit.ExitCode() != 1 {
+			t.Errorf("the command with no node left: %v, want exit status 1", c.err)
+		}
+		c.stopped = true
+	case <-time.After(clusterWait):
+		t.Fatalf("the command still runs %v after its only node died", clusterWait)
+	}
+	c.out.waitFor(t, "chronos cluster: localcluster: every node has exited")
+}
+
+// TestClusterCommandRefuses proves that bad flags exit 2 with the reason,
+// before anything starts, and that a taken port is named.
+func TestClusterCommandRefuses(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	_, port, _ := net.SplitHostPort(taken.Addr().String())
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-nodes", "0"}, 2, "nodes 0 is not in 1..16"},
+		{[]string{"-nodes", "3", "-base-port", "65534"}, 2, "does not fit"},
+		{[]string{"-sink", "example.com:80"}, 2, "not a loopback address"},
+		{[]string{"extra"}, 2, "unexpected arguments"},
+		{[]string{"-nodes", "1", "-base-port", port, "-sink=", "-dir", t.TempDir()}, 1, taken.Addr().String() + " is in use"},
+	}
+	for _, tt := range tests {
+		var stdout, stderr strings.Builder
+		if got := runCluster(tt.args, &stdout, &stderr); got != tt.code || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("chronos cluster %q: exit %d, stderr %q; want %d and %q", tt.args, got, stderr.String(), tt.code, tt.want)
+		}
+	}
+}
+
+// readmeCreate returns the URL and body of the README's curl create.
+func readmeCreate(t *testing.T) (url, body string) {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`curl -i -X POST (\S+) \\\n\s*-d '([^']+)'`).FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no `curl -i -X POST <url> \\ -d '<body>'` example")
+	}
+	return string(m[1]), string(m[2])
+}
+
+// skipUnlessFree skips the test unless every address is free to listen
+// on.
+func skipUnlessFree(t *testing.T, addrs ...string) {
+	t.Helper()
+	for _, a := range addrs {
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			t.Skipf("%s is taken (%v); this test needs it: stop what listens there", a, err)
+		}
+		ln.Close()
+	}
+}
+
+// clusterCommand is a running `chronos cluster`.
+type clusterCommand struct {
+	cmd     *exec.Cmd
+	out     *logWatch
+	exited  chan struct{} // closed once it has exited, with err set
+	err     error
+	stopped bool // it exited 0 after SIGTERM: its nodes are gone
+}
+
+// startClusterCommand runs `bin cluster args...` and waits until it has
+// printed its usage, which it does once every node answers /ping. When
+// the test ends the command is stopped, and its nodes killed if it did not
+// stop them.
+func startClusterCommand(t *testing.T, bin string, args ...string) *clusterCommand {
+	t.Helper()
+	c := &clusterCommand{out: newLogWatch(), exited: make(chan struct{})}
+	c.cmd = exec.Command(bin, append([]string{"cluster"}, args...)...)
+	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.err = c.cmd.Wait(); close(c.exited) }()
+	t.Cleanup(func() { c.cleanup(t) })
+	select {
+	case <-c.out.seen("Stop every node:"):
+	case <-c.exited:
+		t.Fatalf("chronos cluster exited before it served: %v\n%s", c.err, c.out.String())
+	case <-time.After(clusterWait):
+		t.Fatalf("chronos cluster did not serve within %v\n%s", clusterWait, c.out.String())
+	}
+	return c
+}
+
+// stop sends the command SIGTERM and fails unless it exits 0.
+func (c *clusterCommand) stop(t *testing.T) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.exited:
+		if c.err != nil {
+			t.Fatalf("chronos cluster after SIGTERM: %v, want exit 0\n%s", c.err, c.out.String())
+		}
+		c.stopped = true
+	case <-time.After(clusterWait):
+		t.Fatalf("chronos cluster still running %v after SIGTERM\n%s", clusterWait, c.out.String())
+	}
+}
+
+// cleanup stops the command if the test did not, and if it will not
+// stop, kills it and the nodes it printed the pids of; it shows the
+// command's output if the test failed.
+func (c *clusterCommand) cleanup(t *testing.T) {
+	if t.Failed() {
+		defer func() { t.Logf("chronos cluster output:\n%s", c.out.String()) }()
+	}
+	if c.stopped {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+		return
+	case <-time.After(clusterWait):
+	}
+	_ = c.cmd.Process.Kill()
+	<-c.exited
+	// Orphaned by the kill, so still running under the pids printed.
+	for _, pid := range c.nodePIDs() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// nodePIDs are the node pids the command printed.
+func (c *clusterCommand) nodePIDs() []int {
+	var pids []int
+	for _, m := range regexp.MustCompile(`(?m)^  node\d+ .* pid (\d+) `).FindAllStringSubmatch(c.out.String(), -1) {
+		if pid, err := strconv.Atoi(m[1]); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

@@ -1,0 +1,93 @@
+package localcluster
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ClusterFileName is the cluster file every node of a local cluster
+// shares, in Options.Dir; each node's own file is NodeDir/chronos.conf.
+const ClusterFileName = "chronos_cluster.conf"
+
+// nodeFiles are one node's paths.
+type nodeFiles struct {
+	name    string // node1, node2, ...
+	addr    string // 127.0.0.1:port
+	dir     string // Dir/node1: its chronos.conf, and its log ([logging] folder)
+	local   string // Dir/node1/chronos.conf
+	cluster string // Dir/chronos_cluster.conf
+}
+
+// args are the node's command line: its two files and no other, so that
+// a machine's /etc/chronos and dns.json never reach a local cluster.
+func (f nodeFiles) args() []string {
+	return []string{"--local-config-file", f.local, "--cluster-config-file", f.cluster,
+		"--shared-config-file=", "--dns-config-file="}
+}
+
+// files lists each node's paths under dir.
+func (o Options) files(dir string) []nodeFiles {
+	out := make([]nodeFiles, o.Nodes)
+	for i := range out {
+		name := fmt.Sprintf("node%d", i+1)
+		d := filepath.Join(dir, name)
+		out[i] = nodeFiles{name: name, addr: o.addr(i), dir: d, local: filepath.Join(d, "chronos.conf"), cluster: filepath.Join(dir, ClusterFileName)}
+	}
+	return out
+}
+
+// writeFiles writes the cluster file, with a new random key, and each
+// node's own file. The files hold the key, so only their owner may read
+// them.
+func writeFiles(nodes []nodeFiles) error {
+	key := make([]byte, 16)
+	if _, err := rand.Read(key); err != nil {
+		return fmt.Errorf("localcluster: cluster key: %w", err)
+	}
+	addrs := make([]string, len(nodes))
+	for i, n := range nodes {
+		addrs[i] = n.addr
+	}
+	if err := os.WriteFile(nodes[0].cluster, []byte(clusterFile(addrs, hex.EncodeToString(key))), 0o600); err != nil {
+		return fmt.Errorf("localcluster: %w", err)
+	}
+	for _, n := range nodes {
+		if err := os.MkdirAll(n.dir, 0o700); err != nil {
+			return fmt.Errorf("localcluster: %w", err)
+		}
+		if err := os.WriteFile(n.local, []byte(localFile(n)), 0o600); err != nil {
+			return fmt.Errorf("localcluster: %w", err)
+		}
+	}
+	return nil
+}
+
+// clusterFile is the cluster file every node reads: the membership and
+// the key.
+func clusterFile(addrs []string, key string) string {
+	var b strings.Builder
+	b.WriteString("# Written by `chronos cluster`: the membership of a local cluster, read\n" +
+		"# by every node. Edit it and send the nodes SIGHUP to change it; see\n" +
+		"# docs/operations.md and examples/ for clusters of machines.\n" +
+		"[cluster]\n")
+	for _, a := range addrs {
+		fmt.Fprintf(&b, "node = %s\n", a)
+	}
+	b.WriteString("# Signs the requests between nodes; new for every run of the command.\n")
+	fmt.Fprintf(&b, "key = %s\n", key)
+	return b.String()
+}
+
+// localFile is one node's own file: where it listens (and so its address
+// in the cluster, as [cluster] localhost is not set) and where it logs.
+func localFile(n nodeFiles) string {
+	host, port, _ := net.SplitHostPort(n.addr)
+	return fmt.Sprintf("# Written by `chronos cluster`: %s's own settings.\n"+
+		"[http]\nbind-address = %s\nbind-port = %s\n\n"+
+		"[logging]\nlevel = 2\nfolder = %s\n", n.name, host, port, n.dir)
+}
