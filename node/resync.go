@@ -601,9 +601,9 @@ func (n *Node) finishResync(run *resyncRun) {
 		state, level = "incomplete", slog.LevelWarn
 	}
 	n.log.Log(context.Background(), level, "resync finished", "state", state, "view", run.view,
-		"peers", s.Peers, "peers done", s.PeersDone, "failed peers", s.Failed,
+		"peers", s.Peers, "peers_done", s.PeersDone, "failed_peers", s.Failed,
 		"received", s.Received, "taken", s.Taken, "replicated", s.Replicated,
-		"tombstoned", s.Tombstoned, "send failures", s.SendFailures, "took", s.Finished.Sub(s.Started))
+		"tombstoned", s.Tombstoned, "send_failures", s.SendFailures, "took", s.Finished.Sub(s.Started))
 }
 
 // takePage applies the rules of the original resynchronization design to

@@ -253,7 +253,7 @@ func TestResyncLogsEachStep(t *testing.T) {
 		`msg="resync: peer done" node=` + three[0] + ` peer=` + three[1] + ` pages=1`,
 		`msg="resync: peer done" node=` + three[0] + ` peer=` + three[2] + ` pages=1`,
 		`level=INFO msg="resync finished" node=` + three[0] + ` state=completed`,
-		`"peers done"=3 "failed peers"=[] received=`,
+		`peers_done=3 failed_peers=[] received=`,
 	} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %s:\n%s", want, logs.String())
@@ -266,7 +266,7 @@ func TestResyncLogsEachStep(t *testing.T) {
 	for _, want := range []string{
 		`msg="resync: giving up on a peer" node=` + three[0] + ` peer=` + three[2] + ` attempts=8 pages=0 timers=0`,
 		`level=WARN msg="resync finished" node=` + three[0] + ` state=incomplete`,
-		`"peers done"=2 "failed peers"=[` + three[2] + `]`,
+		`peers_done=2 failed_peers=[` + three[2] + `]`,
 	} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %s:\n%s", want, logs.String())

@@ -200,7 +200,7 @@ func TestLoad(t *testing.T) {
 // the file's list.
 func TestLoadKeyAndAllowList(t *testing.T) {
 	runLoadCases(t, []loadCase{
-		{"callback hosts", "[callbacks]\nallowed_host = cb.example\nallowed_host = 127.0.0.0/8, [::1]:8080 ,::1, cb.example:80\n", "", nil, func(c *Config) {
+		{"callback_hosts", "[callbacks]\nallowed_host = cb.example\nallowed_host = 127.0.0.0/8, [::1]:8080 ,::1, cb.example:80\n", "", nil, func(c *Config) {
 			c.CallbackHosts = []string{"cb.example", "127.0.0.0/8", "[::1]:8080", "::1", "cb.example:80"}
 		}},
 		{"callback hosts flag replaces the file's list", "[callbacks]\nallowed_host = cb.example\n", "", []string{"--allowed-callback-host", "10.0.0.0/8", "--allowed-callback-host", "a.example,b.example"}, func(c *Config) {

@@ -172,7 +172,7 @@ func TestPeerReachability(t *testing.T) {
 	p.observe(a, refused)
 	clk.t = clk.t.Add(time.Second)
 	p.observe(a, nil)
-	if got := lines(); len(got) != 1 || !strings.Contains(got[0], `peer=10.0.0.2:7253 err="connection refused" "suppressed changes"=0`) {
+	if got := lines(); len(got) != 1 || !strings.Contains(got[0], `peer=10.0.0.2:7253 err="connection refused" suppressed_changes=0`) {
 		t.Fatalf("lines %q, want one telling the peer unreachable", got)
 	}
 	if ps := state(a); ps.State != ReachReachable || ps.LastError != "connection refused" || ps.LastErrorAt == nil {
@@ -181,7 +181,7 @@ func TestPeerReachability(t *testing.T) {
 	clk.t = down.Add(PeerLogInterval)
 	p.observe(a, nil)
 	got := lines()
-	if len(got) != 2 || !strings.Contains(got[1], `msg="peer reachable again" peer=10.0.0.2:7253 "unreachable for"=2s "suppressed changes"=2`) {
+	if len(got) != 2 || !strings.Contains(got[1], `msg="peer reachable again" peer=10.0.0.2:7253 unreachable_for=2s suppressed_changes=2`) {
 		t.Fatalf("lines %q, want a second telling the peer back after 2s, 2 changes untold", got)
 	}
 	p.track([]string{"10.0.0.3:7253", "10.0.0.4:7253"})
@@ -288,7 +288,7 @@ func TestReloadSetsLogLevelAndTellsMembership(t *testing.T) {
 		t.Errorf("log %s, want debug lines only after the reload, and the change told", out)
 	}
 	newView := srv.Status().ViewID
-	if changed == nil || changed["old view"] != oldView || changed["new view"] != newView || oldView == newView ||
+	if changed == nil || changed["old_view"] != oldView || changed["new_view"] != newView || oldView == newView ||
 		fmt.Sprint(changed["joining"]) != "[127.0.0.1:9]" || fmt.Sprint(changed["added"]) != "[127.0.0.1:9]" {
 		t.Errorf("membership line %v, want views %s to %s and 127.0.0.1:9 joining", changed, oldView, newView)
 	}

@@ -250,6 +250,6 @@ func (c *Client) logShed(h *host, now time.Time) {
 		return
 	}
 	c.log.Warn("outbound requests shed: the destination does not keep up",
-		"host", h.key, "shed", h.shedSince, "queue limit", c.limits.queue, "queue wait limit", c.limits.queueWait)
+		"host", h.key, "shed", h.shedSince, "queue_limit", c.limits.queue, "queue_wait_limit", c.limits.queueWait)
 	h.shedSince, h.lastLog = 0, now
 }

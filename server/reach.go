@@ -123,9 +123,9 @@ func (p *peers) logChange(addr string, r *peerReach, now time.Time) {
 	// The change being told is not one suppressed.
 	suppressed := max(r.suppressed-1, 0)
 	if r.state == ReachUnreachable {
-		p.log.Warn("peer unreachable", "peer", addr, "err", r.lastError, "suppressed changes", suppressed)
+		p.log.Warn("peer unreachable", "peer", addr, "err", r.lastError, "suppressed_changes", suppressed)
 	} else {
-		p.log.Info("peer reachable again", "peer", addr, "unreachable for", r.since.Sub(r.loggedSince), "suppressed changes", suppressed)
+		p.log.Info("peer reachable again", "peer", addr, "unreachable_for", r.since.Sub(r.loggedSince), "suppressed_changes", suppressed)
 	}
 	r.logged, r.loggedAt, r.loggedSince, r.suppressed = r.state, now, r.since, 0
 }

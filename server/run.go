@@ -139,10 +139,10 @@ func (s *Server) logStart() {
 	if len(cfg.CallbackHosts) > 0 {
 		hosts = cfg.CallbackHosts
 	}
-	s.log.Info("starting", "instance", id, "instance derived", derived,
+	s.log.Info("starting", "instance", id, "instance_derived", derived,
 		"nodes", m.Nodes, "joining", m.Joining, "leaving", m.Leaving,
-		"local site", cfg.LocalSite, "remote sites", sites, "replicate across sites", cfg.ReplicateAcrossSites,
-		"key set", cfg.ClusterKey != "", "callback hosts", hosts, "static DNS names", cfg.DNS.Len(),
+		"local_site", cfg.LocalSite, "remote_sites", sites, "replicate_across_sites", cfg.ReplicateAcrossSites,
+		"key_set", cfg.ClusterKey != "", "callback_hosts", hosts, "static DNS names", cfg.DNS.Len(),
 		"log folder", cfg.LogFolder, "pid file", cfg.PIDFile)
 	if len(sites) > 0 && !cfg.ReplicateAcrossSites {
 		s.log.Warn("remote sites are configured but [sites] replicate_timers_across_sites is false (the default, as in the original): " +
@@ -206,7 +206,7 @@ func (s *Server) Reload() error {
 	s.peers.track(peerAddrs(next))
 	changed := !sameMembership(prev.Cluster, next.Cluster)
 	if changed {
-		s.log.Info("membership changed", "old view", formatView(oldView), "new view", formatView(newView),
+		s.log.Info("membership changed", "old_view", formatView(oldView), "new_view", formatView(newView),
 			"nodes", next.Cluster.Nodes, "joining", next.Cluster.Joining, "leaving", next.Cluster.Leaving,
 			"added", added(prev.Cluster.All(), next.Cluster.All()), "removed", added(next.Cluster.All(), prev.Cluster.All()))
 	}
@@ -214,7 +214,7 @@ func (s *Server) Reload() error {
 		next.Level.Set(next.LogLevel)
 		s.log.Info("log level changed", "from", prev.LogLevel, "to", next.LogLevel)
 	}
-	s.log.Info("cluster reloaded", "instance", id, "membership changed", changed)
+	s.log.Info("cluster reloaded", "instance", id, "membership_changed", changed)
 	return nil
 }
 
@@ -284,7 +284,7 @@ func applyMemoryLimit(limit int64, log *slog.Logger) {
 		return
 	}
 	prev := debug.SetMemoryLimit(limit)
-	log.Info("memory limit set", "bytes", limit, "previous", prev)
+	log.Info("memory_limit_set", "bytes", limit, "previous", prev)
 }
 
 // handleSignals serves SIGHUP and SIGUSR1 until ctx is done.

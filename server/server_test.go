@@ -162,13 +162,13 @@ func TestStartLog(t *testing.T) {
 		want, lacks   []string
 	}{
 		{"lone node", "[cluster]\nlocalhost = %[1]s\n", nil,
-			[]string{"nodes=[%[1]s] joining=[] leaving=[]", `"local site"=site1 "remote sites"=[] "replicate across sites"=false "key set"=false "callback hosts"=any`}, []string{openWarning}},
+			[]string{"nodes=[%[1]s] joining=[] leaving=[]", `local_site=site1 remote_sites=[] replicate_across_sites=false key_set=false callback_hosts=any`}, []string{openWarning}},
 		{"cluster without key", "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\nnode = 127.0.0.1:9\n", []string{"127.0.0.1:9"},
-			[]string{`nodes="[%[1]s 127.0.0.1:9]"`, `"key set"=false`, openWarning}, nil},
+			[]string{`nodes="[%[1]s 127.0.0.1:9]"`, `key_set=false`, openWarning}, nil},
 		{"remote site without key", "[cluster]\nlocalhost = %[1]s\n[sites]\nlocal_site = a\nremote_site = b=127.0.0.1:9\n", nil,
-			[]string{`"local site"=a "remote sites"="[b=127.0.0.1:9]"`, openWarning}, nil},
+			[]string{`local_site=a remote_sites="[b=127.0.0.1:9]"`, openWarning}, nil},
 		{"cluster with key", "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\njoining = 127.0.0.1:9\nkey = 0123456789-sesame\n", []string{"127.0.0.1:9"},
-			[]string{"joining=[127.0.0.1:9]", `"key set"=true`}, []string{openWarning, "sesame"}},
+			[]string{"joining=[127.0.0.1:9]", `key_set=true`}, []string{openWarning, "sesame"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,7 +191,7 @@ func TestStartLog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := append([]string{fmt.Sprintf(`msg=starting node=%s instance=%d "instance derived"=true nodes=`, self, ids[self])}, tt.want...)
+			want := append([]string{fmt.Sprintf(`msg=starting node=%s instance=%d instance_derived=true nodes=`, self, ids[self])}, tt.want...)
 			got := logs.String()
 			for _, w := range want {
 				if w = strings.ReplaceAll(w, "%[1]s", self); !strings.Contains(got, w) {

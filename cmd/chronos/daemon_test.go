@@ -145,7 +145,7 @@ func TestProcessDaemon(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(logDir, server.ErrLogFileName)); err != nil {
 		t.Errorf("the daemon's stderr file: %v, want it in the log folder", err)
 	}
-	for _, want := range []string{`instance=1 "instance derived"=false`, `"replicate across sites"=false`, `"static DNS names"=1`} {
+	for _, want := range []string{`instance=1 instance_derived=false`, `replicate_across_sites=false`, `"static DNS names"=1`} {
 		if !logHas(want)() {
 			t.Errorf("log file lacks %s", want)
 		}

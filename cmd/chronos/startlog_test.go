@@ -12,7 +12,7 @@ import (
 
 // TestProcessStartLog proves what the binary logs at start for a cluster
 // configured with addresses only and no key: the instance number it
-// derived from the membership, "key set"=false with the warning that the
+// derived from the membership, key_set=false with the warning that the
 // internal API is open, and a warning naming the file, section and key of
 // a mistyped setting. Only the first member is started: the test reads the
 // log and sends nothing to the other.
@@ -28,8 +28,8 @@ func TestProcessStartLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		fmt.Sprintf(`msg=starting node=%s instance=%d "instance derived"=true nodes=`, p.addr, ids[p.addr]),
-		`"key set"=false`,
+		fmt.Sprintf(`msg=starting node=%s instance=%d instance_derived=true nodes=`, p.addr, ids[p.addr]),
+		`key_set=false`,
 		`level=WARN msg="no cluster key: the internal API (replication, pop notices, tombstones) is open to anyone who can reach this node;`,
 		fmt.Sprintf(`level=WARN msg="unknown configuration key; not read" file=%s section=http key=bind_port`, p.localPath),
 	} {
