@@ -52,7 +52,7 @@ type Client struct {
 	// mu guards hosts and closed; Send takes it under the node lock, so
 	// nothing slow happens under it.
 	mu      sync.Mutex
-	hosts   map[string]*host
+	hosts   map[hostID]*host
 	closed  bool
 	workers sync.WaitGroup
 
@@ -85,7 +85,7 @@ func newClient(enter func(func()) bool, log *slog.Logger, lim limits, rt http.Ro
 		limits:    lim,
 		base:      base,
 		cancel:    cancel,
-		hosts:     make(map[string]*host),
+		hosts:     make(map[hostID]*host),
 		results:   newCompletions(),
 		stop:      make(chan struct{}),
 		delivered: make(chan struct{}),
@@ -114,29 +114,38 @@ func newTransport(d *dnsDialer) *http.Transport {
 // for a worker and a connection is bounded by the first, and timeout
 // counts from when the request has its connection and is written. A full
 // queue, or a request that waited too long, fails with ErrShed. After Close, done is never called: the node is stopped.
+//
+// A request between nodes that writes waits in its peer's batched queue
+// (see clientBatchWorkersPerHost) and may travel in a batch; it still
+// gets its own done, with its own response or error.
 func (c *Client) Send(req node.Request, timeout time.Duration, done func(node.Response, error)) {
 	key, kind := hostKey(req.URL), kindOf(req)
-	now := time.Now()
+	j := &job{req: req, kind: kind, timeout: timeout, done: done, target: batchTarget(req, kind)}
+	id := hostID{key: key, batch: j.target != ""}
+	if id.batch {
+		j.size = batchEntrySize(node.Request{Method: req.Method, URL: j.target, Header: req.Header, Body: req.Body})
+	}
+	j.queued = time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		c.record(kind, outcomeFailed, noConn)
 		return
 	}
-	h := c.hosts[key]
+	h := c.hosts[id]
 	if h == nil {
-		h = &host{key: key, wake: make(chan struct{}, c.limits.workers)}
-		c.hosts[key] = h
+		h = &host{key: key, batch: id.batch, wake: make(chan struct{}, c.workerLimit(id.batch))}
+		c.hosts[id] = h
 	}
 	if h.waiting() >= c.limits.queue || c.count.depth.Load() >= int64(c.limits.queued) {
-		c.shedLocked(h, kind, now)
+		c.shedLocked(h, kind, j.queued)
 		why := fmt.Sprintf("queue full (%d waiting, %d for all hosts)", h.waiting(), c.count.depth.Load())
 		c.results.push(completion{done: done, err: shedError(key, why)})
 		return
 	}
-	h.push(&job{req: req, kind: kind, timeout: timeout, done: done, queued: now})
+	h.push(j)
 	c.count.depth.Add(1)
-	if h.waiting() > h.idle && h.workers < c.limits.workers {
+	if h.waiting() > h.idle && h.workers < c.workerLimit(h.batch) {
 		h.workers++
 		c.workers.Add(1)
 		go c.work(h)
@@ -145,6 +154,14 @@ func (c *Client) Send(req node.Request, timeout time.Duration, done func(node.Re
 	case h.wake <- struct{}{}:
 	default:
 	}
+}
+
+// workerLimit is the most workers a host's queue may have.
+func (c *Client) workerLimit(batch bool) int {
+	if batch {
+		return c.limits.batchWorkers
+	}
+	return c.limits.workers
 }
 
 // Stats returns the counts of the Client's requests so far.

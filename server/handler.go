@@ -40,6 +40,10 @@ func NewHandler(core Core, s *Serial, replyTimeout time.Duration, log *slog.Logg
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.EscapedPath() == BatchPath { // as the node reads paths: as sent
+		h.serveBatch(w, r)
+		return
+	}
 	req, status, reason := readRequest(w, r)
 	if status != 0 {
 		writeError(w, status, reason)
@@ -82,22 +86,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // readRequest converts r into a node request. A non-zero status means the
 // request was refused with that status and reason.
 func readRequest(w http.ResponseWriter, r *http.Request) (node.Request, int, string) {
-	if r.ContentLength > node.MaxBodyBytes {
-		return node.Request{}, http.StatusRequestEntityTooLarge, tooBig
-	}
-	body := r.Body
-	if r.ContentLength < 0 {
-		// Of unknown length: bounded here. A known length is bounded
-		// above, and net/http reads no further than it.
-		body = http.MaxBytesReader(w, r.Body, node.MaxBodyBytes)
-	}
-	b, err := readBody(body, r.ContentLength)
-	if err != nil {
-		var maxErr *http.MaxBytesError
-		if errors.As(err, &maxErr) {
-			return node.Request{}, http.StatusRequestEntityTooLarge, tooBig
-		}
-		return node.Request{}, http.StatusBadRequest, "cannot read request body"
+	b, status, reason := readRequestBody(w, r, node.MaxBodyBytes, tooBig)
+	if status != 0 {
+		return node.Request{}, status, reason
 	}
 	return node.Request{
 		Method: r.Method,
@@ -105,6 +96,30 @@ func readRequest(w http.ResponseWriter, r *http.Request) (node.Request, int, str
 		Header: nodeHeader(r.Header),
 		Body:   b,
 	}, 0, ""
+}
+
+// readRequestBody reads r's body of at most limit bytes. A non-zero status
+// means it was refused with that status and reason: tooBig for a body
+// over the limit.
+func readRequestBody(w http.ResponseWriter, r *http.Request, limit int64, tooBig string) ([]byte, int, string) {
+	if r.ContentLength > limit {
+		return nil, http.StatusRequestEntityTooLarge, tooBig
+	}
+	body := r.Body
+	if r.ContentLength < 0 {
+		// Of unknown length: bounded here. A known length is bounded
+		// above, and net/http reads no further than it.
+		body = http.MaxBytesReader(w, r.Body, limit)
+	}
+	b, err := readBody(body, r.ContentLength)
+	if err != nil {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return nil, http.StatusRequestEntityTooLarge, tooBig
+		}
+		return nil, http.StatusBadRequest, "cannot read request body"
+	}
+	return b, 0, ""
 }
 
 // tooBig is the reason a request body over node.MaxBodyBytes is refused.

@@ -19,6 +19,7 @@ const (
 	routePing       = "ping"
 	routeStatus     = "status"
 	routeMetrics    = "metrics"
+	routeBatch      = "batch" // BatchPath: requests between nodes, batched
 	routeOther      = "other"
 )
 
@@ -40,6 +41,8 @@ func routeOf(r *http.Request) string {
 		return routeStatus
 	case p == MetricsPath:
 		return routeMetrics
+	case p == BatchPath:
+		return routeBatch
 	}
 	return routeOther
 }
@@ -52,7 +55,7 @@ type inbound struct {
 func newInbound(reg *prometheus.Registry) *inbound {
 	in := &inbound{requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chronos_http_requests_total",
-		Help: "Inbound HTTP requests answered, by route (timers, timer, resync, references, ping, status, metrics, other) and status code.",
+		Help: "Inbound HTTP requests answered, by route (timers, timer, resync, references, ping, status, metrics, batch, other) and status code.",
 	}, []string{"route", "code"})}
 	reg.MustRegister(in.requests)
 	return in

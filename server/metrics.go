@@ -39,6 +39,9 @@ type metrics struct {
 	callbackSeconds prometheus.Histogram
 	// popLateness is chronos_pop_lateness_seconds.
 	popLateness prometheus.Histogram
+	// peerBatches and peerBatched are chronos_outbound_batches_total and
+	// chronos_outbound_batched_requests_total.
+	peerBatches, peerBatched prometheus.Counter
 }
 
 // newMetrics registers the Client's collectors, and the Go runtime's and
@@ -68,7 +71,15 @@ func newMetrics(c *Client) *metrics {
 		Name: "chronos_outbound_queue_depth",
 		Help: "Outbound requests waiting for a worker.",
 	}, func() float64 { return float64(c.count.depth.Load()) })
-	m.registry.MustRegister(requests, m.callbackSeconds, m.popLateness, depth,
+	m.peerBatches = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "chronos_outbound_batches_total",
+		Help: "Batches of requests between nodes sent to a peer's " + BatchPath + ".",
+	})
+	m.peerBatched = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "chronos_outbound_batched_requests_total",
+		Help: "Requests between nodes sent in batches (each also counted in chronos_outbound_requests_total).",
+	})
+	m.registry.MustRegister(requests, m.callbackSeconds, m.popLateness, depth, m.peerBatches, m.peerBatched,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -63,6 +63,8 @@ func TestRouteOf(t *testing.T) {
 		{"HEAD", "/ping", "ping"},
 		{"GET", "/status", "status"},
 		{"GET", "/metrics", "metrics"},
+		{"POST", "/internal/batch", "batch"},
+		{"POST", "/internal%2Fbatch", "other"},
 		{"GET", "/", "other"},
 		{"GET", "/timers%2Freferences", "other"},
 		{"GET", "/pingx", "other"},
@@ -84,7 +86,7 @@ func FuzzRouteOf(f *testing.F) {
 	f.Add("PUT", "/timers/0123456789abcdef0123456789abcdef")
 	f.Add("DELETE", "/timers/references/../x")
 	f.Add("GET", "//status")
-	routes := []string{routeTimers, routeResync, routeTimer, routeReferences, routePing, routeStatus, routeMetrics, routeOther}
+	routes := []string{routeTimers, routeResync, routeTimer, routeReferences, routePing, routeStatus, routeMetrics, routeBatch, routeOther}
 	f.Fuzz(func(t *testing.T, method, target string) {
 		r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(method + " " + target + " HTTP/1.1\r\nHost: x\r\n\r\n")))
 		if err != nil {

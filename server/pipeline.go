@@ -51,6 +51,16 @@ const (
 	// clientShedLogInterval is the least time between two log lines about
 	// requests shed for one host.
 	clientShedLogInterval = 10 * time.Second
+	// clientBatchWorkersPerHost bounds the batches running at once to one
+	// peer. Requests between nodes that write (replication, pop notices,
+	// tombstones, references) wait in a queue of their own per peer, and
+	// a worker that frees up sends everything waiting, up to
+	// batchMaxRequests and batchMaxBytes, in one request to BatchPath: an
+	// idle peer gets each request at once, alone, and a busy one gets
+	// one HTTP exchange for many. Few workers make the batches large;
+	// 2 × batchMaxRequests in flight is as many as the 128 lone requests
+	// before. Measured in docs/design.md section 5.
+	clientBatchWorkersPerHost = 2
 )
 
 // ErrShed is the error, wrapped with the host, of a send refused because
@@ -69,6 +79,9 @@ type limits struct {
 	workers, queue, queued    int
 	batch                     int
 	queueWait, idle, logEvery time.Duration
+	// The batches of requests between nodes: workers per peer, and the
+	// sub-requests and bytes of one batch.
+	batchWorkers, batchRequests, batchBytes int
 }
 
 func defaultLimits() limits {
@@ -80,6 +93,10 @@ func defaultLimits() limits {
 		queueWait: clientMaxQueueWait,
 		idle:      clientWorkerIdle,
 		logEvery:  clientShedLogInterval,
+
+		batchWorkers:  clientBatchWorkersPerHost,
+		batchRequests: batchMaxRequests,
+		batchBytes:    batchMaxBytes,
 	}
 }
 
@@ -99,11 +116,16 @@ type ClientStats struct {
 	// Batches counts the entries into the node that delivered completions,
 	// and Completions the completions they delivered.
 	Batches, Completions uint64
+	// PeerBatches counts the requests to a peer's BatchPath, and
+	// PeerBatched the requests between nodes they carried (each also
+	// counted in OK, Failed or Shed).
+	PeerBatches, PeerBatched uint64
 }
 
 // counters are the atomic counts behind ClientStats.
 type counters struct {
 	ok, failed, shed, batches, completions atomic.Uint64
+	peerBatches, peerBatched               atomic.Uint64
 	depth, inFlight                        atomic.Int64
 }
 
@@ -112,6 +134,7 @@ func (c *counters) stats() ClientStats {
 		OK: c.ok.Load(), Failed: c.failed.Load(), Shed: c.shed.Load(),
 		QueueDepth: c.depth.Load(), InFlight: c.inFlight.Load(),
 		Batches: c.batches.Load(), Completions: c.completions.Load(),
+		PeerBatches: c.peerBatches.Load(), PeerBatched: c.peerBatched.Load(),
 	}
 }
 
@@ -122,12 +145,24 @@ type job struct {
 	timeout time.Duration
 	done    func(node.Response, error)
 	queued  time.Time
+	// target is the request target of a request that may go in a batch
+	// (see batchTarget), and size an upper bound of its entry's bytes.
+	target string
+	size   int
+}
+
+// hostID names a queue: a destination, and whether its queue is the
+// batched one of requests between nodes.
+type hostID struct {
+	key   string
+	batch bool
 }
 
 // host is the queue and workers of one destination. All fields but wake
 // are guarded by Client.mu.
 type host struct {
-	key string
+	key   string
+	batch bool
 	// jobs is the queue, oldest first. Taking re-slices it, so appending
 	// reallocates only the requests still waiting, and a queue that never
 	// drains does not grow past about twice its length.
@@ -142,6 +177,16 @@ type host struct {
 }
 
 func (h *host) waiting() int { return len(h.jobs) }
+
+func (h *host) id() hostID { return hostID{h.key, h.batch} }
+
+// peek returns the oldest request of the queue, or nil.
+func (h *host) peek() *job {
+	if len(h.jobs) == 0 {
+		return nil
+	}
+	return h.jobs[0]
+}
 
 func (h *host) push(j *job) { h.jobs = append(h.jobs, j) }
 
@@ -204,9 +249,9 @@ func newCompletions() *completions {
 	return &completions{wake: make(chan struct{}, 1)}
 }
 
-func (q *completions) push(c completion) {
+func (q *completions) push(c ...completion) {
 	q.mu.Lock()
-	q.items = append(q.items, c)
+	q.items = append(q.items, c...)
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:

@@ -22,9 +22,15 @@ func (c *Client) work(h *host) {
 	defer c.workers.Done()
 	idle := time.NewTimer(c.limits.idle)
 	defer idle.Stop()
+	var jobs []*job
 	for {
-		if j := c.next(h); j != nil {
-			c.serve(h, j)
+		if jobs = c.next(h, jobs[:0]); len(jobs) > 0 {
+			if len(jobs) == 1 {
+				c.results.push(c.serve(h, jobs[0]))
+			} else {
+				c.serveBatch(h, jobs)
+			}
+			clear(jobs)
 			continue
 		}
 		idle.Reset(c.limits.idle)
@@ -42,17 +48,23 @@ func (c *Client) work(h *host) {
 	}
 }
 
-// next takes the oldest request of h's queue, or, if there is none, counts
-// the worker as idle and returns nil.
-func (c *Client) next(h *host) *job {
+// next appends to buf the oldest request of h's queue and, if the queue
+// is batched, the requests after it that fit in its batch; if there is
+// none, it counts the worker as idle and returns buf as it was.
+func (c *Client) next(h *host, buf []*job) []*job {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if j := h.pop(); j != nil {
-		c.count.depth.Add(-1)
-		return j
+	j := h.pop()
+	if j == nil {
+		h.idle++
+		return buf
 	}
-	h.idle++
-	return nil
+	buf = append(buf, j)
+	if h.batch {
+		buf = c.fill(h, buf)
+	}
+	c.count.depth.Add(-int64(len(buf)))
+	return buf
 }
 
 // rest ends an idle worker's wait. It reports whether the worker leaves:
@@ -68,28 +80,48 @@ func (c *Client) rest(h *host, leave bool) bool {
 	h.workers--
 	if h.workers == 0 {
 		c.logShed(h, time.Now())
-		delete(c.hosts, h.key)
+		delete(c.hosts, h.id())
 	}
 	return true
 }
 
-// serve performs j, or sheds it if it waited too long, and queues its
+// serve performs j, or sheds it if it waited too long, and returns its
 // outcome for the node.
-func (c *Client) serve(h *host, j *job) {
-	var resp node.Response
-	var err error
-	took := noConn
+func (c *Client) serve(h *host, j *job) completion {
+	if err := c.refuse(h, j); err != nil {
+		return completion{done: j.done, err: err}
+	}
+	return c.trip(h, j)
+}
+
+// trip performs j alone and returns its outcome.
+func (c *Client) trip(h *host, j *job) completion {
+	c.count.inFlight.Add(1)
+	resp, took, err := c.roundTrip(j.req, c.queueEnd(j), j.timeout, node.MaxBodyBytes)
+	c.count.inFlight.Add(-1)
+	return c.outcome(h, j, resp, took, err)
+}
+
+// refuse returns, counted, why j is not sent: the Client closed, or j
+// waited too long for a worker; nil if it may go, its wait observed.
+func (c *Client) refuse(h *host, j *job) error {
 	switch waited, limit := time.Since(j.queued), c.maxWait(j); {
 	case c.base.Err() != nil:
-		err = fmt.Errorf("server: %s %s: %w", j.req.Method, j.req.URL, ErrClientClosed)
+		c.record(j.kind, outcomeFailed, noConn)
+		return fmt.Errorf("server: %s %s: %w", j.req.Method, j.req.URL, ErrClientClosed)
 	case waited > limit:
-		err = shedError(h.key, fmt.Sprintf("waited %v for a worker, more than %v", waited, limit))
+		c.mu.Lock()
+		c.shedLocked(h, j.kind, time.Now())
+		c.mu.Unlock()
+		return shedError(h.key, fmt.Sprintf("waited %v for a worker, more than %v", waited, limit))
 	default:
 		c.sending(j, waited)
-		c.count.inFlight.Add(1)
-		resp, took, err = c.roundTrip(j)
-		c.count.inFlight.Add(-1)
 	}
+	return nil
+}
+
+// outcome counts the outcome of j's round trip and returns it for the node.
+func (c *Client) outcome(h *host, j *job, resp node.Response, took time.Duration, err error) completion {
 	switch {
 	case err == nil:
 		c.record(j.kind, outcomeOK, took)
@@ -100,7 +132,7 @@ func (c *Client) serve(h *host, j *job) {
 	default:
 		c.record(j.kind, outcomeFailed, took)
 	}
-	c.results.push(completion{done: j.done, resp: resp, err: err})
+	return completion{done: j.done, resp: resp, err: err}
 }
 
 // maxWait is how long j may wait to be written: its own MaxWait, within
@@ -112,20 +144,26 @@ func (c *Client) maxWait(j *job) time.Duration {
 	return c.limits.queueWait
 }
 
+// queueEnd is when j's wait to be written ends.
+func (c *Client) queueEnd(j *job) time.Time { return j.queued.Add(c.maxWait(j)) }
+
 // roundTrip performs one request, outside the node lock, and returns how
 // long it took from having its connection (noConn if it never had one).
-func (c *Client) roundTrip(j *job) (node.Response, time.Duration, error) {
+// It is shed if it has no connection by queueEnd, and fails if it has no
+// response within timeout of having one, or one with a body over limit.
+func (c *Client) roundTrip(req node.Request, queueEnd time.Time, timeout time.Duration, limit int64) (node.Response, time.Duration, error) {
 	ctx, cancel := context.WithCancelCause(c.base)
 	defer cancel(nil)
-	d := startDeadline(cancel, j.queued.Add(c.maxWait(j)), j.timeout)
+	d := startDeadline(cancel, queueEnd, timeout)
 	defer d.stop()
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: d.gotConn})
-	resp, err := c.exchange(ctx, j.req)
+	resp, err := c.exchange(ctx, req, limit)
 	return resp, d.took(), err
 }
 
-// exchange writes req and reads its response under ctx.
-func (c *Client) exchange(ctx context.Context, req node.Request) (node.Response, error) {
+// exchange writes req and reads its response, of at most limit bytes,
+// under ctx.
+func (c *Client) exchange(ctx context.Context, req node.Request, limit int64) (node.Response, error) {
 	hr, err := http.NewRequestWithContext(ctx, req.Method, req.URL, bytes.NewReader(req.Body))
 	if err != nil {
 		return node.Response{}, fmt.Errorf("server: build %s %s: %w", req.Method, req.URL, err)
@@ -144,8 +182,8 @@ func (c *Client) exchange(ctx context.Context, req node.Request) (node.Response,
 		return node.Response{}, fmt.Errorf("server: %w", &url.Error{Op: urlErrorOp(req.Method), URL: req.URL, Err: err})
 	}
 	defer hresp.Body.Close()
-	if hresp.ContentLength > node.MaxBodyBytes {
-		return node.Response{}, fmt.Errorf("server: %s %s: response body larger than %d bytes", req.Method, req.URL, node.MaxBodyBytes)
+	if hresp.ContentLength > limit {
+		return node.Response{}, fmt.Errorf("server: %s %s: response body larger than %d bytes", req.Method, req.URL, limit)
 	}
 	var rd io.Reader = hresp.Body
 	length := hresp.ContentLength
@@ -155,7 +193,7 @@ func (c *Client) exchange(ctx context.Context, req node.Request) (node.Response,
 	case length < 0:
 		// Of unknown length: one byte over the limit tells an oversized
 		// body from one exactly at it.
-		rd = io.LimitReader(hresp.Body, node.MaxBodyBytes+1)
+		rd = io.LimitReader(hresp.Body, limit+1)
 	}
 	body, err := readBody(rd, length)
 	if err != nil {
@@ -164,8 +202,8 @@ func (c *Client) exchange(ctx context.Context, req node.Request) (node.Response,
 		}
 		return node.Response{}, fmt.Errorf("server: %s %s: read response: %w", req.Method, req.URL, err)
 	}
-	if len(body) > node.MaxBodyBytes {
-		return node.Response{}, fmt.Errorf("server: %s %s: response body larger than %d bytes", req.Method, req.URL, node.MaxBodyBytes)
+	if int64(len(body)) > limit {
+		return node.Response{}, fmt.Errorf("server: %s %s: response body larger than %d bytes", req.Method, req.URL, limit)
 	}
 	return node.Response{Status: hresp.StatusCode, Header: nodeHeader(hresp.Header), Body: body}, nil
 }

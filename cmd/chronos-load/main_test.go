@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"maps"
 	"os"
 	"testing"
 	"time"
@@ -71,8 +72,9 @@ func TestLoadOneNode(t *testing.T) {
 	}
 }
 
-// TestAddOutbound proves the tool reads the outbound counters from the
-// Prometheus text format and ignores every other line.
+// TestAddOutbound proves the tool reads the outbound counters and the
+// batch counters from the Prometheus text format and ignores every other
+// line.
 func TestAddOutbound(t *testing.T) {
 	sums := map[string]float64{}
 	for _, line := range []string{
@@ -82,11 +84,17 @@ func TestAddOutbound(t *testing.T) {
 		`chronos_outbound_requests_total{kind="peer",outcome="ok"} 1.5e+06`,
 		`chronos_outbound_queue_depth 7`,
 		`chronos_outbound_requests_total{kind="peer",outcome="failed"} x`,
+		`# HELP chronos_outbound_batches_total Batches of requests between nodes.`,
+		`chronos_outbound_batches_total 40`,
+		`chronos_outbound_batches_total 2`,
+		`chronos_outbound_batched_requests_total 300`,
+		`chronos_outbound_batched_requests_total{x="y"} 5`,
 	} {
 		addOutbound(sums, line)
 	}
-	if len(sums) != 2 || sums["callback shed"] != 15 || sums["peer ok"] != 1.5e6 {
-		t.Errorf("sums = %v, want callback shed 15 and peer ok 1.5e6 only", sums)
+	want := map[string]float64{"callback shed": 15, "peer ok": 1.5e6, "peer batches": 42, "peer batched": 300}
+	if !maps.Equal(sums, want) {
+		t.Errorf("sums = %v, want %v", sums, want)
 	}
 }
 

@@ -32,9 +32,22 @@ func scrapeOutbound(targets []string) map[string]float64 {
 	return sums
 }
 
+// The counters of the batches of requests between nodes, and of the
+// requests they carried, summed as "peer batches" and "peer batched".
+var batchMetrics = map[string]string{
+	"chronos_outbound_batches_total":          "peer batches",
+	"chronos_outbound_batched_requests_total": "peer batched",
+}
+
 // addOutbound adds one line of the Prometheus text format to sums if it
-// is a sample of outboundMetric.
+// is a sample of outboundMetric or of a batch counter.
 func addOutbound(sums map[string]float64, line string) {
+	if name, value, ok := strings.Cut(line, " "); ok && batchMetrics[name] != "" {
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+			sums[batchMetrics[name]] += v
+		}
+		return
+	}
 	rest, ok := strings.CutPrefix(line, outboundMetric+"{")
 	if !ok {
 		return

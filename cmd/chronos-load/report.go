@@ -38,6 +38,8 @@ type report struct {
 	// outbound sums the nodes' outbound requests by "kind outcome"
 	// ("callback shed"), read from their metrics after the pops.
 	outbound map[string]float64
+	// createOutbound is the same, read once the creates are answered.
+	createOutbound map[string]float64
 	// rssPopped is the nodes' summed RSS once the pops are counted, and
 	// rssLinger the same after -linger (0 when not measured).
 	rssPopped, rssLinger int64
@@ -88,8 +90,12 @@ func (r *report) write(w io.Writer) {
 		r.early, r.lost, r.duplicated, r.extraPops, r.stray, r.dropped)
 	if len(r.outbound) > 0 {
 		ob := r.outbound
-		fmt.Fprintf(w, "outbound:  callbacks %.0f ok, %.0f failed, %.0f shed; peers %.0f ok, %.0f failed, %.0f shed (the nodes' metrics)\n",
-			ob["callback ok"], ob["callback failed"], ob["callback shed"], ob["peer ok"], ob["peer failed"], ob["peer shed"])
+		fmt.Fprintf(w, "outbound:  callbacks %.0f ok, %.0f failed, %.0f shed; peers %.0f ok, %.0f failed, %.0f shed%s (the nodes' metrics)\n",
+			ob["callback ok"], ob["callback failed"], ob["callback shed"], ob["peer ok"], ob["peer failed"], ob["peer shed"], batched(ob))
+	}
+	if ob := r.createOutbound; len(ob) > 0 {
+		fmt.Fprintf(w, "peers:     %.0f requests between nodes during the creates%s\n",
+			ob["peer ok"]+ob["peer failed"]+ob["peer shed"], batched(ob))
 	}
 	r.writeMemory(w)
 	if r.rssPopped > 0 {
@@ -115,4 +121,13 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// batched says how many of the requests between nodes went in batches.
+func batched(ob map[string]float64) string {
+	if ob["peer batches"] == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %.0f of them in %.0f batches (%.1f a batch)",
+		ob["peer batched"], ob["peer batches"], ob["peer batched"]/ob["peer batches"])
 }

@@ -102,6 +102,9 @@ func run(o options, log io.Writer) (*report, error) {
 	}
 	fmt.Fprintf(log, "created %d of %d timers in %v\n", rep.created, o.timers, rep.createTime.Round(time.Millisecond))
 	rep.rssBefore, rep.rssAfter = rssBefore, sumRSS(pids)
+	if !o.hold {
+		rep.createOutbound = scrapeOutbound(targets)
+	}
 	rep.records = rep.created * min(o.rf, len(targets))
 	if o.hold {
 		return rep, nil

@@ -1,0 +1,179 @@
+package server
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/chronos-timer/chronos/node"
+)
+
+// postBatch serves a batch body through h and returns the recorded answer.
+func postBatch(h http.Handler, body []byte) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, BatchPath, bytes.NewReader(body))
+	req.Header.Set(node.HeaderContentType, batchContentType)
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestBatchHandlerHandsEachToTheNode proves the inbound side: each
+// sub-request reaches the node, in order and under the lock, as it was
+// sent (method, target, header fields, body), and each reply, one of them
+// given later from outside the batch's entry, comes back in its place.
+func TestBatchHandlerHandsEachToTheNode(t *testing.T) {
+	s := NewSerial()
+	later := make(chan func(node.Response), 1)
+	core := &fakeCore{serial: s, t: t, respond: func(req node.Request, reply func(node.Response)) {
+		switch req.Method {
+		case http.MethodDelete:
+			later <- reply
+		case http.MethodPut:
+			for i, r := range sampleBatch()[:2] {
+				if req.URL == r.URL {
+					reply(sampleResponses()[i])
+				}
+			}
+		}
+	}}
+	go func() {
+		reply := <-later
+		s.Do(func() { reply(sampleResponses()[2]) })
+	}()
+	rec := postBatch(NewHandler(core, s, waitTimeout, nil), appendBatchRequest(nil, sampleBatch()))
+	if rec.Code != http.StatusOK || rec.Header().Get(node.HeaderContentType) != batchContentType {
+		t.Fatalf("answer %d %q %q, want 200 of %s", rec.Code, rec.Header().Get(node.HeaderContentType), rec.Body, batchContentType)
+	}
+	if got := core.requests(); !reflect.DeepEqual(got, sampleBatch()) {
+		t.Errorf("node got %+v, want %+v", got, sampleBatch())
+	}
+	resps, err := parseBatchResponse(rec.Body.Bytes(), 3)
+	if err != nil || !reflect.DeepEqual(resps, sampleResponses()) {
+		t.Errorf("responses %+v, %v; want %+v", resps, err, sampleResponses())
+	}
+}
+
+// TestBatchHandlerRefusesMalformed proves a malformed batch is answered
+// 400 with its reason, a batch too large 413, another method 405, and
+// that none of them reaches the node.
+func TestBatchHandlerRefusesMalformed(t *testing.T) {
+	s := NewSerial()
+	core := &fakeCore{serial: s, t: t, respond: func(_ node.Request, reply func(node.Response)) { reply(node.Response{Status: 200}) }}
+	h := NewHandler(core, s, waitTimeout, nil)
+	good := appendBatchRequest(nil, sampleBatch())
+	nested := appendBatchRequest(nil, append(sampleBatch(), node.Request{Method: "POST", URL: BatchPath}))
+	for _, tt := range []struct {
+		name   string
+		body   []byte
+		status int
+		reason string
+	}{
+		{"JSON", []byte(`{"timers":[]}`), 400, `malformed batch: batch: the body does not start with "CHBQ"`},
+		{"version", append([]byte(batchRequestMagic), 9, 1), 400, "format version 9; this node reads version 1"},
+		{"cut", good[:len(good)-1], 400, "entry 2: body length: not a varint"},
+		{"nested", nested, 400, "entry 3: a batch inside a batch"},
+		{"too large", make([]byte, batchMaxBytes+1), 413, "batch body larger than 1048576 bytes"},
+	} {
+		rec := postBatch(h, tt.body)
+		if rec.Code != tt.status || !strings.Contains(rec.Header().Get(node.HeaderReason), tt.reason) || !strings.Contains(rec.Body.String(), tt.reason) {
+			t.Errorf("%s: answer %d Reason %q, want %d with %q", tt.name, rec.Code, rec.Header().Get(node.HeaderReason), tt.status, tt.reason)
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, BatchPath, nil))
+	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != http.MethodPost {
+		t.Errorf("GET: answer %d Allow %q, want 405 allowing POST", rec.Code, rec.Header().Get("Allow"))
+	}
+	if got := core.requests(); len(got) != 0 {
+		t.Errorf("the node got %d requests of refused batches, want none", len(got))
+	}
+}
+
+// TestBatchHandlerNoReply proves a sub-request the node does not answer
+// in time gets, inside a batch answered 200, the 503 with Retry-After a
+// lone request gets, while the others get their replies; and that the
+// node's reply after that is dropped.
+func TestBatchHandlerNoReply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewSerial()
+		var kept func(node.Response)
+		core := &fakeCore{serial: s, t: t, respond: func(req node.Request, reply func(node.Response)) {
+			if req.Method == http.MethodDelete {
+				kept = reply
+				return
+			}
+			reply(node.Response{Status: http.StatusOK})
+		}}
+		rec := postBatch(NewHandler(core, s, 2*time.Second, nil), appendBatchRequest(nil, sampleBatch()))
+		resps, err := parseBatchResponse(rec.Body.Bytes(), 3)
+		if rec.Code != http.StatusOK || err != nil {
+			t.Fatalf("answer %d, %v; want 200 with 3 responses", rec.Code, err)
+		}
+		if resps[0].Status != 200 || resps[1].Status != 200 {
+			t.Errorf("answered sub-requests: %d %d, want 200 200", resps[0].Status, resps[1].Status)
+		}
+		if r := resps[2]; r.Status != 503 || r.Header.Get(node.HeaderRetryAfter) != "1" || r.Header.Get(node.HeaderReason) != "no reply within 2s" {
+			t.Errorf("unanswered sub-request: %d %v, want 503 with Retry-After and the reason", r.Status, r.Header)
+		}
+		s.Do(func() { kept(node.Response{Status: http.StatusOK}) })
+	})
+}
+
+// TestBatchHandlerStoppedNode proves a batch to a stopping node is
+// answered 503 whole, so the sender fails each of its requests.
+func TestBatchHandlerStoppedNode(t *testing.T) {
+	s := NewSerial()
+	s.Close()
+	core := &fakeCore{serial: s, t: t, respond: func(node.Request, func(node.Response)) { t.Error("stopped node entered") }}
+	rec := postBatch(NewHandler(core, s, waitTimeout, nil), appendBatchRequest(nil, sampleBatch()))
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get(node.HeaderRetryAfter) == "" {
+		t.Errorf("answer %d, want 503 with Retry-After", rec.Code)
+	}
+}
+
+// TestBatchKeepsTheClusterKey proves a real node checks the signature of
+// each sub-request as it would a lone request's: in one batch, a signed
+// internal request is taken, an unsigned one and one signed over another
+// body are refused with 403, and a client request needs no signature.
+func TestBatchKeepsTheClusterKey(t *testing.T) {
+	const key = "0123456789abcdef"
+	_, base, _, stop, _ := startServer(t, "[cluster]\nlocalhost = %[1]s\nkey = "+key+"\n", &syncBuffer{})
+	defer stop()
+	sign := func(method, target string, body []byte) string {
+		mac := hmac.New(sha256.New, []byte(key))
+		mac.Write([]byte(method + "\n" + target + "\n"))
+		mac.Write(body)
+		return hex.EncodeToString(mac.Sum(nil))
+	}
+	refs := []byte(`{"IDs": []}`)
+	reqs := []node.Request{
+		{Method: "DELETE", URL: "/timers/references", Header: node.Header{node.HeaderSignature: sign("DELETE", "/timers/references", refs)}, Body: refs},
+		{Method: "DELETE", URL: "/timers/references", Header: node.Header{}, Body: refs},
+		{Method: "DELETE", URL: "/timers/references", Header: node.Header{node.HeaderSignature: sign("DELETE", "/timers/references", nil)}, Body: refs},
+		{Method: "GET", URL: "/ping", Header: node.Header{}},
+	}
+	resp, err := http.Post(base+BatchPath, batchContentType, bytes.NewReader(appendBatchRequest(nil, reqs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resps, err := parseBatchResponse(body, len(reqs))
+	if resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("answer %d %q, %v; want 200 with %d responses", resp.StatusCode, body, err, len(reqs))
+	}
+	for i, want := range []int{202, 403, 403, 200} {
+		if resps[i].Status != want {
+			t.Errorf("sub-request %d: %d %q, want %d", i, resps[i].Status, resps[i].Body, want)
+		}
+	}
+}
