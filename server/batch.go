@@ -185,11 +185,11 @@ func (r *frameReader) fail(format string, args ...any) {
 	if r.err != nil {
 		return
 	}
-	where := "batch"
-	if r.entry >= 0 {
-		where = fmt.Sprintf("entry %d", r.entry)
+	if r.entry < 0 {
+		r.err = fmt.Errorf("%w: %s", errBatch, fmt.Sprintf(format, args...))
+		return
 	}
-	r.err = fmt.Errorf("%w: %s: %s", errBatch, where, fmt.Sprintf(format, args...))
+	r.err = fmt.Errorf("%w: entry %d: %s", errBatch, r.entry, fmt.Sprintf(format, args...))
 }
 
 // head reads the magic, the version and the count, which must be 1 to max.

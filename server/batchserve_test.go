@@ -77,7 +77,7 @@ func TestBatchHandlerRefusesMalformed(t *testing.T) {
 		status int
 		reason string
 	}{
-		{"JSON", []byte(`{"timers":[]}`), 400, `malformed batch: batch: the body does not start with "CHBQ"`},
+		{"JSON", []byte(`{"timers":[]}`), 400, `malformed batch: the body does not start with "CHBQ"`},
 		{"version", append([]byte(batchRequestMagic), 9, 1), 400, "format version 9; this node reads version 1"},
 		{"cut", good[:len(good)-1], 400, "entry 2: body length: not a varint"},
 		{"nested", nested, 400, "entry 3: a batch inside a batch"},
