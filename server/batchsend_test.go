@@ -204,6 +204,14 @@ func TestClientBatchesWhatWaits(t *testing.T) {
 		if st := s.c.Stats(); st.OK != 5 || st.PeerBatches != 1 || st.PeerBatched != 4 || st.QueueDepth != 0 || st.InFlight != 0 {
 			t.Errorf("stats %+v, want 5 ok, 4 in 1 batch, nothing queued or in flight", st)
 		}
+		rec := httptest.NewRecorder()
+		s.c.Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, MetricsPath, nil))
+		for _, want := range []string{"chronos_outbound_batches_total 1\n", "chronos_outbound_batched_requests_total 4\n",
+			`chronos_outbound_requests_total{kind="peer",outcome="ok"} 5`} {
+			if !strings.Contains(rec.Body.String(), want) {
+				t.Errorf("metrics lack %q", want)
+			}
+		}
 	})
 }
 

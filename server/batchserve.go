@@ -45,6 +45,11 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request) {
 	if resps == nil {
 		return // the peer went away; nothing to write to
 	}
+	for i := range reqs {
+		if reqs[i].Method == http.MethodHead {
+			resps[i].Body = nil // as net/http sends a lone HEAD's answer
+		}
+	}
 	out := appendBatchResponse(nil, resps)
 	hdr := w.Header()
 	hdr.Set(node.HeaderContentType, batchContentType)

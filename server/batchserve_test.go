@@ -143,7 +143,8 @@ func TestBatchHandlerStoppedNode(t *testing.T) {
 // TestBatchKeepsTheClusterKey proves a real node checks the signature of
 // each sub-request as it would a lone request's: in one batch, a signed
 // internal request is taken, an unsigned one and one signed over another
-// body are refused with 403, and a client request needs no signature.
+// body are refused with 403, and a client request needs no signature (a
+// HEAD's answer, as alone, without its body).
 func TestBatchKeepsTheClusterKey(t *testing.T) {
 	const key = "0123456789abcdef"
 	_, base, _, stop, _ := startServer(t, "[cluster]\nlocalhost = %[1]s\nkey = "+key+"\n", &syncBuffer{})
@@ -160,6 +161,7 @@ func TestBatchKeepsTheClusterKey(t *testing.T) {
 		{Method: "DELETE", URL: "/timers/references", Header: node.Header{}, Body: refs},
 		{Method: "DELETE", URL: "/timers/references", Header: node.Header{node.HeaderSignature: sign("DELETE", "/timers/references", nil)}, Body: refs},
 		{Method: "GET", URL: "/ping", Header: node.Header{}},
+		{Method: "HEAD", URL: "/ping", Header: node.Header{}},
 	}
 	resp, err := http.Post(base+BatchPath, batchContentType, bytes.NewReader(appendBatchRequest(nil, reqs)))
 	if err != nil {
@@ -171,9 +173,12 @@ func TestBatchKeepsTheClusterKey(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || err != nil {
 		t.Fatalf("answer %d %q, %v; want 200 with %d responses", resp.StatusCode, body, err, len(reqs))
 	}
-	for i, want := range []int{202, 403, 403, 200} {
+	for i, want := range []int{202, 403, 403, 200, 200} {
 		if resps[i].Status != want {
 			t.Errorf("sub-request %d: %d %q, want %d", i, resps[i].Status, resps[i].Body, want)
 		}
+	}
+	if string(resps[3].Body) != "OK" || resps[4].Body != nil {
+		t.Errorf("GET and HEAD /ping bodies %q and %q, want \"OK\" and none, as alone", resps[3].Body, resps[4].Body)
 	}
 }
