@@ -12,8 +12,8 @@ import (
 // batchTarget returns the request target of req if it may travel in a
 // batch, or "". Requests between nodes that write (PUT and DELETE:
 // replication, pop notices, tombstones, references) may: their answers
-// are small. A callback never does, nor a resync page (GET), whose answer
-// may be as large as a body can be.
+// are small. A callback never does, nor a read (GET: a resync page, a
+// replica's record), whose answer may be as large as a body can be.
 func batchTarget(req node.Request, kind int) string {
 	if kind != kindPeer || (req.Method != http.MethodPut && req.Method != http.MethodDelete) {
 		return ""
