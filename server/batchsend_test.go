@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -349,8 +350,14 @@ func TestClientBatchesOnlyPeerWrites(t *testing.T) {
 		s.send(http.MethodPost, "/cb", time.Second, 0, node.Header{node.HeaderTimerID: "0123456789abcdef"})
 		s.send(http.MethodGet, "/timers?node-for-replicas=x", time.Second, 0, nil)
 		synctest.Wait()
-		want := []string{"PUT /timers/block", "POST /cb", "GET /timers?node-for-replicas=x"}
-		if got := p.seen(); !reflect.DeepEqual(got, want) {
+		// The callback and the page go on workers of their own, in
+		// whichever order the scheduler runs them.
+		want := []string{"PUT /timers/block", "GET /timers?node-for-replicas=x", "POST /cb"}
+		got := p.seen()
+		if len(got) == len(want) {
+			slices.Sort(got[1:])
+		}
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("round trips while the batch worker is busy: %q, want %q", got, want)
 		}
 		s.put("/timers/a")
@@ -358,9 +365,9 @@ func TestClientBatchesOnlyPeerWrites(t *testing.T) {
 		s.send(http.MethodPut, "/timers/c", 2*time.Second, 0, nil)
 		close(p.gate)
 		synctest.Wait()
-		want = append(want, "PUT /timers/a", "batch | PUT /timers/b | PUT /timers/c")
-		if got := p.seen(); !reflect.DeepEqual(got, want) {
-			t.Errorf("round trips %q, want %q", got, want)
+		want = []string{"PUT /timers/a", "batch | PUT /timers/b | PUT /timers/c"}
+		if got := p.seen(); len(got) < 3 || !reflect.DeepEqual(got[3:], want) {
+			t.Errorf("round trips after the first three %q, want %q", got, want)
 		}
 	})
 }
