@@ -857,16 +857,40 @@ func (n *Node) heldLive(t *Timer) *Timer {
 
 // resyncSend sends held (its state now) to peer for p's page, again up to
 // maxResyncSends times while it fails.
+//
+// A peer that answers 409 with the same definition keeps it as moved away
+// and does not take it back under its view: it has not reloaded for this
+// scale yet (see replicaPut). It is sent the timer again after a growing
+// wait, as a page is asked for again, while the page waits: once the
+// timer is placed under the new view, no resync offers it again.
 func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int) {
 	p.sends++
 	n.replicate(peer, held, nil, n.nowMs(), func(ok bool, resp Response) {
-		if !ok && resp.Status == 0 && attempt < maxResyncSends && n.current(p.run) {
+		switch {
+		case ok || !n.current(p.run):
+		case resp.Status == 0 && attempt < maxResyncSends:
 			n.resyncSend(p, peer, held, attempt+1)
-		} else if !ok && resp.Status == 0 {
+		case notReloaded(resp, held) && attempt < maxResyncAttempts:
+			p.sends++ // the page waits for the send again
+			wait := min(resyncRetryBase<<(attempt-1), resyncRetryMax)
+			n.clock.AfterFunc(wait, func() {
+				if cur := n.heldLive(held); cur != nil && n.current(p.run) {
+					n.resyncSend(p, peer, cur, attempt+1)
+				}
+				n.sendDone(p)
+			})
+		case resp.Status == 0 || notReloaded(resp, held):
 			p.run.status.SendFailures++
 		}
 		n.sendDone(p)
 	})
+}
+
+// notReloaded reports whether resp, a peer's answer to a replication of
+// held, is the 409 of a peer that keeps the same definition moved away.
+func notReloaded(resp Response, held *Timer) bool {
+	return resp.Status == 409 && resp.Header.Get(HeaderCollision) == "" &&
+		resp.Header.Get(HeaderVersion) == strconv.FormatUint(held.Version, 10)
 }
 
 // sendReferences sends a DELETE /timers/references body to a leaving

@@ -387,6 +387,40 @@ func TestTimerMovedBackBeforeItsNodeReloads(t *testing.T) {
 	requireEachPopOnce(t, c.advance(605*time.Second, 200), ids, 1)
 }
 
+// TestTimerMovedBackToAViewItWasIn is the case movedBack cannot tell from
+// a stale record: timers move off C when D joins and back when D leaves,
+// to the view C was in before, and C reloads last. C refuses the pushes
+// with a 409 of the same definition, and the resyncs that pushed send
+// them again once C has reloaded.
+func TestTimerMovedBackToAViewItWasIn(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	ids := c.createMany(60, 2, 600, 600)
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	c.reload(grown)
+	c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC, nodeD}})
+
+	shrunk := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}}
+	for _, a := range []string{nodeA, nodeB, nodeD} {
+		cfg := c.cfgs[a]
+		cfg.Cluster = shrunk
+		c.cfgs[a] = cfg
+		require.NoError(t, c.nodes[a].SetCluster(shrunk))
+	}
+	for range 100 {
+		c.settle()
+		c.clock.advance(10 * time.Millisecond)
+	}
+	c.reload(shrunk)
+	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC}, 2)
+	for a, n := range c.nodes {
+		assert.Zero(t, n.ResyncStatus().SendFailures, a)
+	}
+	c.down[nodeD] = true
+	delete(c.nodes, nodeD)
+	requireEachPopOnce(t, c.advance(605*time.Second, 200), ids, 1)
+}
+
 // TestWritesFromANodeNotYetReloadedReachTheNewReplicas updates and
 // deletes timers through a node that has not reloaded the scaled
 // membership yet, after the others have resynced: the writes, placed
