@@ -42,6 +42,27 @@ func (c *cluster) reload(m Membership) {
 	c.finishResyncs()
 }
 
+// reloadLast gives every node but last the membership m, lets their
+// resyncs run for a second, then reloads last too and runs every resync
+// to its end: the order in which an operator's reloads may arrive.
+func (c *cluster) reloadLast(last string, m Membership) {
+	c.t.Helper()
+	for _, a := range slices.Sorted(maps.Keys(c.nodes)) {
+		if a == last {
+			continue
+		}
+		cfg := c.cfgs[a]
+		cfg.Cluster = m
+		c.cfgs[a] = cfg
+		require.NoError(c.t, c.nodes[a].SetCluster(m), "SetCluster(%s)", a)
+	}
+	for range 100 {
+		c.settle()
+		c.clock.advance(10 * time.Millisecond)
+	}
+	c.reload(m)
+}
+
 // finishResyncs settles messages and moves the clock on until no node's
 // resync runs, with a bound that a resync that never ends would hit.
 func (c *cluster) finishResyncs() {
@@ -370,17 +391,7 @@ func TestTimerMovedBackBeforeItsNodeReloads(t *testing.T) {
 	const nodeE = "10.0.0.5:7253"
 	swapped := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeE}, Leaving: []string{nodeD}}
 	c.join(nodeE, swapped)
-	for _, a := range []string{nodeA, nodeB, nodeD} {
-		cfg := c.cfgs[a]
-		cfg.Cluster = swapped
-		c.cfgs[a] = cfg
-		require.NoError(t, c.nodes[a].SetCluster(swapped))
-	}
-	for range 100 {
-		c.settle()
-		c.clock.advance(10 * time.Millisecond)
-	}
-	c.reload(swapped)
+	c.reloadLast(nodeC, swapped)
 	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeE}, 2)
 	c.down[nodeD] = true
 	delete(c.nodes, nodeD)
@@ -401,17 +412,7 @@ func TestTimerMovedBackToAViewItWasIn(t *testing.T) {
 	c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC, nodeD}})
 
 	shrunk := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}}
-	for _, a := range []string{nodeA, nodeB, nodeD} {
-		cfg := c.cfgs[a]
-		cfg.Cluster = shrunk
-		c.cfgs[a] = cfg
-		require.NoError(t, c.nodes[a].SetCluster(shrunk))
-	}
-	for range 100 {
-		c.settle()
-		c.clock.advance(10 * time.Millisecond)
-	}
-	c.reload(shrunk)
+	c.reloadLast(nodeC, shrunk)
 	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC}, 2)
 	for a, n := range c.nodes {
 		assert.Zero(t, n.ResyncStatus().SendFailures, a)
