@@ -139,7 +139,7 @@ func TestPeerReachability(t *testing.T) {
 	logs := &syncBuffer{}
 	clk := &manualNow{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	p := newPeers(slog.New(slog.NewTextHandler(logs, nil)), clk.now)
-	p.track([]string{"10.0.0.2:7253", "10.0.0.3:7253"})
+	p.track([]string{"127.0.0.2:7253", "127.0.0.3:7253"})
 	state := func(addr string) PeerStatus {
 		for _, ps := range p.report() {
 			if ps.Address == addr {
@@ -151,13 +151,13 @@ func TestPeerReachability(t *testing.T) {
 	}
 	lines := func() []string { return regexp.MustCompile(`msg="peer [^\n]*`).FindAllString(logs.String(), -1) }
 	refused := errors.New("connection refused")
-	const a = "10.0.0.2:7253"
+	const a = "127.0.0.2:7253"
 
 	if ps := state(a); ps.State != ReachUnknown || ps.Since != nil {
 		t.Fatalf("before any request: %+v, want unknown", ps)
 	}
 	p.observe(a, nil)
-	p.observe("10.9.9.9:7253", refused) // not tracked: ignored
+	p.observe("127.9.9.9:7253", refused) // not tracked: ignored
 	p.observe(a, fmt.Errorf("server: %w", ErrShed))
 	if ps := state(a); ps.State != ReachReachable || !ps.Since.Equal(clk.t) || len(lines()) != 0 {
 		t.Fatalf("after an answer: %+v, lines %q; want reachable since now and no line", ps, lines())
@@ -174,7 +174,7 @@ func TestPeerReachability(t *testing.T) {
 	p.observe(a, refused)
 	clk.t = clk.t.Add(time.Second)
 	p.observe(a, nil)
-	if got := lines(); len(got) != 1 || !strings.Contains(got[0], `peer=10.0.0.2:7253 err="connection refused" suppressed_changes=0`) {
+	if got := lines(); len(got) != 1 || !strings.Contains(got[0], `peer=127.0.0.2:7253 err="connection refused" suppressed_changes=0`) {
 		t.Fatalf("lines %q, want one telling the peer unreachable", got)
 	}
 	if ps := state(a); ps.State != ReachReachable || ps.LastError != "connection refused" || ps.LastErrorAt == nil {
@@ -183,11 +183,11 @@ func TestPeerReachability(t *testing.T) {
 	clk.t = down.Add(PeerLogInterval)
 	p.observe(a, nil)
 	got := lines()
-	if len(got) != 2 || !strings.Contains(got[1], `msg="peer reachable again" peer=10.0.0.2:7253 unreachable_for=2s suppressed_changes=2`) {
+	if len(got) != 2 || !strings.Contains(got[1], `msg="peer reachable again" peer=127.0.0.2:7253 unreachable_for=2s suppressed_changes=2`) {
 		t.Fatalf("lines %q, want a second telling the peer back after 2s, 2 changes untold", got)
 	}
-	p.track([]string{"10.0.0.3:7253", "10.0.0.4:7253"})
-	if r := p.report(); len(r) != 2 || r[0].Address != "10.0.0.3:7253" || r[1].State != ReachUnknown {
+	p.track([]string{"127.0.0.3:7253", "127.0.0.4:7253"})
+	if r := p.report(); len(r) != 2 || r[0].Address != "127.0.0.3:7253" || r[1].State != ReachUnknown {
 		t.Fatalf("after a reload: %+v, want the two peers listed, the new one unknown", r)
 	}
 }
@@ -307,9 +307,9 @@ func TestOpenLogJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeLog()
-	log.Info("hello", "node", "10.0.0.1:7253", "timer", "0123")
+	log.Info("hello", "node", "127.0.0.1:7253", "timer", "0123")
 	var rec map[string]any
-	if err := json.Unmarshal(out.Bytes(), &rec); err != nil || rec["msg"] != "hello" || rec["node"] != "10.0.0.1:7253" || rec["level"] != "INFO" {
+	if err := json.Unmarshal(out.Bytes(), &rec); err != nil || rec["msg"] != "hello" || rec["node"] != "127.0.0.1:7253" || rec["level"] != "INFO" {
 		t.Fatalf("line %q (%v), want a JSON record of hello at INFO", out.String(), err)
 	}
 }
