@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -85,4 +86,22 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestStages proves the audit tries the first seeds before the whole
+// sweep, and only when that saves a sweep.
+func TestStages(t *testing.T) {
+	for _, tc := range []struct {
+		seeds, first int
+		want         []int
+	}{
+		{1000, 50, []int{50, 1000}},
+		{1000, 0, []int{1000}},
+		{30, 50, []int{30}},
+		{50, 50, []int{50}},
+	} {
+		if got := stages(tc.seeds, tc.first); !slices.Equal(got, tc.want) {
+			t.Errorf("stages(%d, %d) = %v, want %v", tc.seeds, tc.first, got, tc.want)
+		}
+	}
 }
