@@ -588,3 +588,37 @@ func TestTombstoneOfShortUpdateOutlivesTheOldDefinition(t *testing.T) {
 		t.Fatalf("pops: got %v, want y's two pops and one stale pop of x", got)
 	}
 }
+
+// TestDeleteByBareChosenIDReachesEveryReplica deletes a timer created
+// with rf 3 under a client-chosen ID, by that ID alone (a bloom filter
+// naming no node), through a node that holds no copy: the node cannot
+// know the replication factor, so the tombstone goes to every member, and
+// no replica goes on popping.
+func TestDeleteByBareChosenIDReachesEveryReplica(t *testing.T) {
+	four := append(slices.Clone(three), "10.0.0.4:7253")
+	c := newCluster(t, four...)
+	bare := FormatWireID(0x8000_0000_0000_0123, 0)
+	r := c.client(four[0], "PUT", "/timers/"+bare, `{"timing":{"interval":5,"repeat-for":60},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":3}}`)
+	if r.Status != 200 {
+		t.Fatalf("PUT: got %d %s", r.Status, r.Body)
+	}
+	holders := c.holders(bare)
+	if len(holders) != 3 {
+		t.Fatalf("holders %v, want 3", holders)
+	}
+	via := ""
+	for _, a := range four {
+		if !slices.Contains(holders, a) {
+			via = a
+		}
+	}
+	if r := c.client(via, "DELETE", "/timers/"+bare, ""); r.Status != 200 {
+		t.Fatalf("DELETE through %s: got %d %s", via, r.Status, r.Body)
+	}
+	if h := c.holders(bare); len(h) != 0 {
+		t.Fatalf("after the delete: still held live by %v", h)
+	}
+	if got := c.advance(70*time.Second, 200); len(got) != 0 {
+		t.Fatalf("pops after the delete: %v", seqs(got))
+	}
+}

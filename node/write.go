@@ -181,7 +181,16 @@ func (n *Node) remove(wire string, reply func(Response)) {
 		reply(badRequest(errBadWireID))
 		return
 	}
-	spec := Spec{Tombstone: true, RF: n.inferRF(id, bloom)}
+	rf := n.inferRF(id, bloom)
+	if n.store.Get(id) == nil && len(n.ring.Matching(bloom)) == 0 {
+		// A bare chosen ID (its bloom filter names no member) and no
+		// copy here: the timer's replication factor is unknown, and
+		// the default could miss replicas of a timer created with a
+		// larger one, which would go on popping. The tombstone goes to
+		// every member, up to MaxReplicationFactor.
+		rf = MaxReplicationFactor
+	}
+	spec := Spec{Tombstone: true, RF: rf}
 	n.clientWrite(id, bloom, spec, reply)
 }
 
