@@ -358,12 +358,7 @@ func TestKeyedClusterResyncCompletes(t *testing.T) {
 // and the tombstone the first move left there does not keep them out
 // (seed 185: it did, and the node never held its timers again).
 func TestTimerMovedAwayAndBackIsHeldAgain(t *testing.T) {
-	c := newCluster(t, nodeA, nodeB, nodeC)
-	ids := c.createMany(60, 2, 60, 60)
-	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
-	c.join(nodeD, grown)
-	c.reload(grown)
-	c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC, nodeD}})
+	c, ids := grownByD(t, 60)
 	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeD}, 2)
 	c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}})
 	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC}, 2)
@@ -372,18 +367,27 @@ func TestTimerMovedAwayAndBackIsHeldAgain(t *testing.T) {
 	requireEachPopOnce(t, c.advance(65*time.Second, 200), ids, 1)
 }
 
+// grownByD is a cluster of A, B and C holding 60 timers of rf 2 that pop
+// once after interval seconds, scaled up by D to its end: some of the
+// timers have moved off each of A, B and C.
+func grownByD(t *testing.T, interval int) (*cluster, []uint64) {
+	t.Helper()
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	ids := c.createMany(60, 2, interval, interval)
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	c.reload(grown)
+	c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC, nodeD}})
+	return c, ids
+}
+
 // TestTimerMovedBackBeforeItsNodeReloads is seed 1019: a scale moves
 // timers off C, and a later one, to a view C has never been in, moves
 // some back; C reloads last, after the others' resyncs pushed the timers
 // to it. It takes them then, though it holds them as moved away: once
 // they are placed under the new view no resync offers them again.
 func TestTimerMovedBackBeforeItsNodeReloads(t *testing.T) {
-	c := newCluster(t, nodeA, nodeB, nodeC)
-	ids := c.createMany(60, 2, 600, 600)
-	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
-	c.join(nodeD, grown)
-	c.reload(grown)
-	c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC, nodeD}})
+	c, ids := grownByD(t, 600)
 	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeD}, 2)
 
 	// D leaves as E joins: the view of A, B, C and E is one C has never
@@ -404,12 +408,7 @@ func TestTimerMovedBackBeforeItsNodeReloads(t *testing.T) {
 // with a 409 of the same definition, and the resyncs that pushed send
 // them again once C has reloaded.
 func TestTimerMovedBackToAViewItWasIn(t *testing.T) {
-	c := newCluster(t, nodeA, nodeB, nodeC)
-	ids := c.createMany(60, 2, 600, 600)
-	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
-	c.join(nodeD, grown)
-	c.reload(grown)
-	c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC, nodeD}})
+	c, ids := grownByD(t, 600)
 
 	shrunk := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}}
 	c.reloadLast(nodeC, shrunk)
