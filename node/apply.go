@@ -311,7 +311,9 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 	if r.ViewID != n.ring.ViewID() && n.scaling() {
 		t, spread = n.lateRebalance(id, spec, r, t)
 	}
-	placedHere := t.State == Live && slices.Contains(t.Placement.Replicas, n.self)
+	// A record of another view placed on this node, which apply may
+	// leave as moved away (see below).
+	otherView := t.ViewID != n.ring.ViewID() && t.State == Live && slices.Contains(t.Placement.Replicas, n.self)
 	if a := n.apply(t); !a.ok || a.newer != nil || a.collision {
 		if !a.ok {
 			n.noteShed(&n.stats.ShedTimers, fmt.Sprintf("node holds %d timers, its limit: a replica refused", n.store.Len()))
@@ -319,14 +321,16 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		reply(n.notApplied(a))
 		return
 	}
-	if held := n.store.Get(id); placedHere && held != nil && held.State == Moved && held.Version == t.Version {
-		// The definition placed on this node under a view it does not
-		// take it back under (movedBack): most likely a scale back to
-		// a view it was in, which it has not reloaded for yet. The 409
-		// of the same version tells a resync that sent it to send it
-		// again later (resyncSend).
-		reply(n.notApplied(applied{ok: true, newer: held}))
-		return
+	if otherView {
+		if held := n.store.Get(id); held != nil && held.State == Moved && held.Version == t.Version {
+			// Placed on this node under a view it does not take the
+			// definition back under (movedBack): most likely a scale
+			// back to a view it was in, which it has not reloaded for
+			// yet. The 409 of the same version tells a resync that
+			// sent it to send it again later (resyncSend).
+			reply(n.notApplied(applied{ok: true, newer: held}))
+			return
+		}
 	}
 	if spread != nil {
 		spread()
