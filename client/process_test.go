@@ -7,7 +7,6 @@ package client_test
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -18,59 +17,18 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/internal/proctest"
 )
 
 // processWait bounds every wait on a process: a ceiling against hangs,
 // never a measured timing.
 const processWait = 20 * time.Second
 
-// built is the chronos binary the tests share, built once per run and
-// removed by TestMain.
-var built struct {
-	once sync.Once
-	dir  string
-	bin  string
-	err  error
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
+	proctest.Cleanup()
 	os.Exit(code)
-}
-
-// chronosBinary builds cmd/chronos into a temporary directory, once. The
-// tests that start processes are skipped under -short, and without a Go
-// toolchain on PATH.
-func chronosBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and starts chronos processes; skipped under -short")
-	}
-	built.once.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			built.err = err
-			return
-		}
-		if built.dir, built.err = os.MkdirTemp("", "chronos-client-test-"); built.err != nil {
-			return
-		}
-		built.bin = filepath.Join(built.dir, "chronos")
-		out, err := exec.Command(goTool, "build", "-o", built.bin, "github.com/chronos-timer/chronos/cmd/chronos").CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if errors.Is(built.err, exec.ErrNotFound) {
-		t.Skip("go is not on PATH, so cmd/chronos cannot be built")
-	}
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.bin
 }
 
 // process is a running chronos node.
@@ -101,11 +59,11 @@ func (p *process) kill(t *testing.T) {
 // starts the cluster again on other ports.
 func startCluster(t *testing.T, n int) []*process {
 	t.Helper()
-	bin := chronosBinary(t)
+	bin := proctest.Chronos(t)
 	for range 3 {
 		addrs := make([]string, n)
 		for i := range addrs {
-			addrs[i] = freeAddr(t)
+			addrs[i] = proctest.FreeAddr(t)
 		}
 		var members []*process
 		var err error
@@ -167,17 +125,6 @@ func startMember(t *testing.T, bin, addr string, addrs []string) (*process, erro
 	case <-time.After(processWait):
 		return nil, fmt.Errorf("chronos %s did not serve within %v\n%s", addr, processWait, p.log)
 	}
-}
-
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // serveWatch keeps a process's log and closes serving once the process

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/node"
 )
 
@@ -35,7 +36,7 @@ const clusterWait = 30 * time.Second
 // number 1..N at least once, duplicates only of the same sequence number,
 // none beyond N).
 func TestClusterLoopback(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.Chronos(t)
 	rec := newRecorder(t)
 	members := startCluster(t, bin, 3, configuredIDs)
 	a, b, c := members[0], members[1], members[2]
@@ -375,7 +376,7 @@ func startCluster(t *testing.T, bin string, n int, ids instanceIDs) []*process {
 	for attempt := 0; attempt < 3; attempt++ {
 		addrs := make([]string, n)
 		for i := range addrs {
-			addrs[i] = freeAddr(t)
+			addrs[i] = proctest.FreeAddr(t)
 		}
 		var members []*process
 		var err error

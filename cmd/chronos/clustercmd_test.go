@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/internal/localcluster"
+	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/server"
 )
 
@@ -30,7 +31,7 @@ import (
 // all and the command exits 0. It needs those fixed ports, and is skipped
 // when one is taken (a `make run` or `make cluster` left running).
 func TestClusterCommand(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.Chronos(t)
 	url, body := readmeCreate(t)
 	o := localcluster.DefaultOptions()
 	nodes := make([]string, o.Nodes)
@@ -90,8 +91,8 @@ func TestClusterCommand(t *testing.T) {
 // sink: one node serves on the chosen port, alone in its cluster, and
 // stops with the command.
 func TestClusterCommandFlags(t *testing.T) {
-	bin := buildBinary(t)
-	addr := freeAddr(t)
+	bin := proctest.Chronos(t)
+	addr := proctest.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	c := startClusterCommand(t, bin, "-nodes", "1", "-base-port", port, "-sink=", "-dir", t.TempDir())
 	if strings.Contains(c.out.String(), "callback sink:") {
@@ -113,8 +114,8 @@ func TestClusterCommandFlags(t *testing.T) {
 // command is reported with the command line that starts it again, and
 // that the command exits 1 once no node is left.
 func TestClusterCommandNodeExits(t *testing.T) {
-	bin := buildBinary(t)
-	addr := freeAddr(t)
+	bin := proctest.Chronos(t)
+	addr := proctest.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	dir := t.TempDir()
 	c := startClusterCommand(t, bin, "-nodes", "1", "-base-port", port, "-sink=", "-dir", dir)

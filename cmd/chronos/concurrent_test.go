@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/internal/proctest"
 )
 
 // TestConcurrentCreatesAcrossAddressOnlyCluster proves that three
@@ -37,7 +39,7 @@ func TestConcurrentCreatesAcrossAddressOnlyCluster(t *testing.T) {
 		// in node.
 		resolution = time.Millisecond
 	)
-	bin := buildBinary(t)
+	bin := proctest.Chronos(t)
 	rec := newRecorder(t)
 	members := startCluster(t, bin, 3, derivedIDs)
 

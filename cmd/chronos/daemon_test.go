@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/server"
 )
 
@@ -98,11 +99,11 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 // the [logging] folder; and SIGTERM to that process stops it cleanly and
 // removes the pid file.
 func TestProcessDaemon(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.Chronos(t)
 	dir := t.TempDir()
 	logDir := filepath.Join(dir, "log")
 	pidPath := filepath.Join(dir, "chronos.pid")
-	addr := freeAddr(t)
+	addr := proctest.FreeAddr(t)
 	args := append([]string{"--daemon", "--pidfile=" + pidPath}, daemonFiles(t, dir, addr, logDir)...)
 	logPath := filepath.Join(logDir, server.LogFileName)
 
@@ -168,7 +169,7 @@ func TestProcessDaemon(t *testing.T) {
 // start (its port is taken) exits non-zero with the child's error, and
 // that no pid file is left.
 func TestProcessDaemonFails(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.Chronos(t)
 	dir := t.TempDir()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

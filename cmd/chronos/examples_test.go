@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/node"
 )
 
@@ -26,7 +27,7 @@ import (
 // the scale-up reuses the three-node example's nodes, so those two run
 // one after the other.
 func TestExamples(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.Chronos(t)
 	runs := []struct {
 		name string
 		run  func(*testing.T, string)

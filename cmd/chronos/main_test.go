@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/node"
 )
 
@@ -42,7 +43,7 @@ func isTimerPath(loc string) bool {
 // data and X-Sequence-Number 1, pops the new definition after a PUT, pops
 // nothing of a timer after its DELETE, and exits 0 on SIGTERM.
 func TestProcessLoopback(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.Chronos(t)
 	cb := newCallbacks(t)
 	p := startProcess(t, bin)
 	client := &http.Client{Timeout: waitTimeout}
@@ -100,53 +101,9 @@ func TestProcessLoopback(t *testing.T) {
 	}
 }
 
-// buildBinary builds cmd/chronos into a temporary directory. Without a Go
-// toolchain on PATH the binary cannot be built, so the test is skipped;
-// installing Go lifts the skip.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and starts the chronos binary; skipped under -short, run without it (make test does)")
-	}
-	built.once.Do(func() { built.bin, built.err = build() })
-	if errors.Is(built.err, exec.ErrNotFound) {
-		t.Skip("go is not on PATH, so cmd/chronos cannot be built; install Go to run this test")
-	}
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.bin
-}
-
-// built is the binary the tests share: built once per test run, removed
-// by TestMain.
-var built struct {
-	once sync.Once
-	dir  string
-	bin  string
-	err  error
-}
-
-func build() (string, error) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return "", err
-	}
-	if built.dir, err = os.MkdirTemp("", "chronos-test-"); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(built.dir, "chronos")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
+	proctest.Cleanup()
 	os.Exit(code)
 }
 
@@ -282,7 +239,7 @@ func startWith(t *testing.T, bin string, conf func(host, port string) (local, cl
 
 func tryStart(t *testing.T, bin string, conf func(host, port string) (local, cluster string)) (*process, error) {
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := proctest.FreeAddr(t)
 	host, port, _ := net.SplitHostPort(addr)
 	p := &process{
 		url: "http://" + addr, addr: addr, clusterPath: filepath.Join(dir, "chronos_cluster.conf"),
@@ -327,18 +284,6 @@ func (p *process) start(t *testing.T, bin string, wait time.Duration) error {
 	case <-time.After(wait):
 		return errors.New("chronos " + p.addr + " did not start serving in time\n" + p.log.String())
 	}
-}
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // logWatch keeps the process's log and tells when a marker shows up in it.

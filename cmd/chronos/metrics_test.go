@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/internal/proctest"
 )
 
 // scrape reads the process's /metrics into series -> value; a series is
@@ -139,7 +141,7 @@ func tagged(interval, repeatFor int, uri string, tags ...any) string {
 // is counted while its timer (which knows of the pop missed) keeps its
 // tags. Every request is counted by route and status code.
 func TestProcessMetrics(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.Chronos(t)
 	ok, okPops := statusSink(t, http.StatusOK)
 	failing, failedPops := statusSink(t, http.StatusInternalServerError)
 	p := startProcess(t, bin)

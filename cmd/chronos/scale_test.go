@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/server"
 )
@@ -60,7 +61,7 @@ const (
 // -parallel limit (GOMAXPROCS by default) does not hold back as it would
 // t.Parallel subtests.
 func TestScale(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.Chronos(t)
 	scenarios := []struct {
 		name string
 		run  func(*scaling)
@@ -549,7 +550,7 @@ func (s *scaling) start(n int, m func(addrs []string) node.Membership) []*proces
 	for attempt := 0; attempt < 3; attempt++ {
 		addrs := make([]string, n)
 		for i := range addrs {
-			addrs[i] = freeAddr(s.t)
+			addrs[i] = proctest.FreeAddr(s.t)
 		}
 		members := m(addrs)
 		var ps []*process

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/node"
 )
 
@@ -17,8 +18,8 @@ import (
 // a mistyped setting. Only the first member is started: the test reads the
 // log and sends nothing to the other.
 func TestProcessStartLog(t *testing.T) {
-	bin := buildBinary(t)
-	other := freeAddr(t)
+	bin := proctest.Chronos(t)
+	other := proctest.FreeAddr(t)
 	p := startWith(t, bin, func(host, port string) (string, string) {
 		return fmt.Sprintf("[http]\nbind-address = %s\nbind-port = %s\nbind_port = 7000\n\n[logging]\nlevel = 3\n", host, port),
 			"[cluster]\nlocalhost = %[1]s\nnode = %[1]s\nnode = " + other + "\n"
