@@ -1,7 +1,7 @@
 // Command chronos-load measures a Chronos cluster under load: it starts a
 // local cluster of real chronos processes on loopback (or targets given
-// nodes), runs its own callback sink, creates one-shot timers arranged to
-// fall due within one window, and reports the create rate, pops per
+// nodes), runs its own callback sink, creates one-shot timers paced across
+// one window so that they fall due across it, and reports the create rate, pops per
 // second, lateness percentiles, early, lost and duplicated pops, and the
 // nodes' memory per held timer, each beside a bare baseline measured in
 // the same run: a plain net/http server taking the same creates (in a
@@ -58,8 +58,8 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "", "chronos binary to start (default: go build ./cmd/chronos)")
 	flag.IntVar(&o.rf, "rf", 2, "replication factor of the timers")
 	flag.IntVar(&o.timers, "timers", 5000, "timers to create")
-	flag.DurationVar(&o.window, "window", time.Second, "the timers fall due within this window")
-	flag.DurationVar(&o.lead, "lead", 0, "how long after the start the first timer is due, whole seconds (default: 3s + 1s per 5000 timers, to create them all first)")
+	flag.DurationVar(&o.window, "window", time.Second, "the creates are paced across this window, so the timers fall due across it (or across the time the creates take, when longer)")
+	flag.DurationVar(&o.lead, "lead", 0, "the timers' interval, whole seconds: each falls due this long after its create is sent (default: 3s + 1s per 5000 timers + the window's whole seconds, so that every create is answered before the first pop)")
 	flag.IntVar(&o.concurrency, "concurrency", 64, "concurrent requests of the creates and of the pop baseline")
 	flag.BoolVar(&o.hold, "hold", false, "measure memory only: create timers due an hour ahead, report RSS per held record, skip pops and baselines")
 	flag.StringVar(&o.memoryLimit, "memory-limit", "", "the started nodes' [limits] memory_limit, e.g. 300MiB (default none)")

@@ -69,32 +69,42 @@ func run(o options, log io.Writer) (*report, error) {
 		}
 	}
 
-	// Creates: timer i is due at start+lead+i*window/timers; its interval
-	// is what is left of that, in whole seconds, when its create is sent.
+	// Creates are paced across the window: timer i's create is sent no
+	// sooner than start + i*window/timers with an interval of lead, so it
+	// falls due lead after it was sent and the timers fall due across the
+	// window (intervals are whole seconds, so only the sending time can
+	// spread them). When the nodes take creates more slowly than that,
+	// the creates fall behind the pace and the due times spread over the
+	// time they took instead; the report says which it was.
 	lead := o.lead
 	if lead == 0 {
-		lead = time.Duration(o.timers/5000+3) * time.Second // creates run at 10,000/s or more here
+		// Long enough for every create to be answered before the first
+		// pop: creates run at 10,000/s or more here.
+		lead = time.Duration(o.timers/5000+3)*time.Second + o.window.Truncate(time.Second)
 	}
+	secs := int64(lead / time.Second)
 	recs := make([]timerRec, o.timers)
 	client := newClient(o.concurrency)
 	start := time.Now()
-	due0 := start.Add(lead)
-	createStart := time.Now()
+	var behind atomic.Int64 // the most a create was sent after its slot
 	parallel(o.timers, o.concurrency, func(i int) {
-		target := due0.Add(time.Duration(int64(o.window) * int64(i) / int64(o.timers)))
-		sent := time.Now()
-		secs := max(int64((target.Sub(sent)+time.Second-1)/time.Second), 1)
 		spec := node.Spec{Interval: secs * 1000, RepeatFor: int64(o.pops) * secs * 1000,
 			URI: sk.url, Opaque: "l" + strconv.Itoa(i), RF: o.rf}
+		interval := lead
 		if o.hold {
-			secs = holdSecs
-			spec = holdSpec(sk.url, i, o.rf)
+			spec, interval = holdSpec(sk.url, i, o.rf), holdSecs*time.Second
+		} else {
+			slot := start.Add(time.Duration(int64(o.window) * int64(i) / int64(o.timers)))
+			time.Sleep(time.Until(slot))
+			storeMax(&behind, int64(time.Since(slot)))
 		}
 		body := node.EncodeSpec(spec)
+		sent := time.Now()
 		status := post(client, "http://"+targets[i%len(targets)]+"/timers", body)
-		recs[i] = timerRec{sent: sent, answered: time.Now(), interval: time.Duration(secs) * time.Second, status: status}
+		recs[i] = timerRec{sent: sent, answered: time.Now(), interval: interval, status: status}
 	})
-	rep.createTime = time.Since(createStart)
+	rep.behindPace = time.Duration(behind.Load())
+	rep.createTime = time.Since(start)
 	for _, r := range recs {
 		if r.status == http.StatusOK {
 			rep.created++
@@ -110,7 +120,7 @@ func run(o options, log io.Writer) (*report, error) {
 		return rep, nil
 	}
 
-	waitPops(o, recs, sk, due0, rep.created*o.pops, min(o.rf, len(targets)), log)
+	waitPops(o, recs, sk, start.Add(lead), rep.created*o.pops, min(o.rf, len(targets)), log)
 	rep.measurePops(recs, sk)
 	rep.outbound = scrapeOutbound(targets)
 	rep.rssPopped = sumRSS(pids)
@@ -313,4 +323,10 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// storeMax raises m to v if v is larger.
+func storeMax(m *atomic.Int64, v int64) {
+	for old := m.Load(); v > old && !m.CompareAndSwap(old, v); old = m.Load() {
+	}
 }
