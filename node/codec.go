@@ -837,6 +837,16 @@ func EncodeSpec(s Spec) []byte {
 // as Moved. Sent as a tombstone, it would delete the timer wherever it
 // met the same definition live (seed 2506: a 409 answer to a pop notice).
 func EncodeReplication(t *Timer, now int64) []byte {
+	size := 320 + len(t.cb)
+	if t.host != nil {
+		size += len(*t.host)
+	}
+	return AppendReplication(make([]byte, 0, size), t, now)
+}
+
+// AppendReplication appends EncodeReplication(t, now) to b, so that a
+// resync page writes each record in place.
+func AppendReplication(b []byte, t *Timer, now int64) []byte {
 	missed, _ := t.popMarks()
 	if t.State != Live {
 		missed = 0
@@ -846,7 +856,6 @@ func EncodeReplication(t *Timer, now int64) []byte {
 	if hasCallback {
 		uri, opaque = t.CallbackURI(), t.Opaque()
 	}
-	b := make([]byte, 0, 320+len(uri)+len(opaque))
 	b = append(b, `{"timing":{"interval":`...)
 	b = strconv.AppendInt(b, t.Interval/1000, 10)
 	b = append(b, `,"repeat-for":`...)

@@ -161,7 +161,9 @@ func (n *Node) resyncPage(req Request) Response {
 			paramClusterViewID, q.view, n.ring.ViewID()))
 	}
 	now := n.nowMs()
-	body := append(make([]byte, 0, 4096), `{"timers":[`...)
+	// Room for a full page of typical records (about 400 bytes each), so
+	// that the body is not copied as it grows.
+	body := append(make([]byte, 0, 64+q.limit*512), `{"timers":[`...)
 	var replicas []string
 	count, more, last := 0, false, int64(0)
 	n.store.AscendFrom(q.fromMs, func(held *Timer) bool {
@@ -183,7 +185,7 @@ func (n *Node) resyncPage(req Request) Response {
 		if count > 0 {
 			body = append(body, ',')
 		}
-		body = appendEntry(body, t.ID, t.Placement.Replicas, EncodeReplication(&moved, now))
+		body = appendEntry(body, t.ID, t.Placement.Replicas, &moved, now)
 		count++
 		last = held.due
 		return true
@@ -199,19 +201,15 @@ func (n *Node) resyncPage(req Request) Response {
 	return resp
 }
 
-// appendEntry appends one page entry (see resyncEntry) to b, with timer,
-// a body from EncodeReplication, as it is.
-func appendEntry(b []byte, id uint64, old []string, timer []byte) []byte {
-	oldJSON, err := json.Marshal(old)
-	if err != nil {
-		panic("node: encoding a replica list: " + err.Error())
-	}
+// appendEntry appends one page entry (see resyncEntry) to b: timer id, its
+// old replicas, and t's replication body as of now.
+func appendEntry(b []byte, id uint64, old []string, t *Timer, now int64) []byte {
 	b = append(b, `{"TimerID":"`...)
 	b = append(b, FormatID(id)...)
 	b = append(b, `","OldReplicas":`...)
-	b = append(b, oldJSON...)
+	b = appendStrings(b, old)
 	b = append(b, `,"Timer":`...)
-	b = append(b, timer...)
+	b = AppendReplication(b, t, now)
 	return append(b, '}')
 }
 
