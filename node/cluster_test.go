@@ -622,3 +622,45 @@ func TestDeleteByBareChosenIDReachesEveryReplica(t *testing.T) {
 		t.Fatalf("pops after the delete: %v", seqs(got))
 	}
 }
+
+// TestUpdateByBareChosenIDReachesEveryReplica is the update's counterpart:
+// an update without a replication factor through a node without a copy
+// cannot know the timer's, and takes the default. Every member that held
+// the old definition must drop it, so that it never pops again; the
+// update pops once an interval, from one replica.
+func TestUpdateByBareChosenIDReachesEveryReplica(t *testing.T) {
+	four := append(slices.Clone(three), "10.0.0.4:7253")
+	c := newCluster(t, four...)
+	bare := FormatWireID(0x8000_0000_0000_0123, 0)
+	r := c.client(four[0], "PUT", "/timers/"+bare, `{"timing":{"interval":5,"repeat-for":60},"callback":{"http":{"uri":"`+cb+`","opaque":"old"}},"reliability":{"replication-factor":3}}`)
+	if r.Status != 200 {
+		t.Fatalf("PUT: got %d %s", r.Status, r.Body)
+	}
+	via, holders := "", c.holders(bare)
+	for _, a := range four {
+		if !slices.Contains(holders, a) {
+			via = a
+		}
+	}
+	update := `{"timing":{"interval":5,"repeat-for":60},"callback":{"http":{"uri":"` + cb + `","opaque":"new"}}}`
+	// With every replica down the factor cannot be learned: 503, and
+	// nothing is written.
+	for _, h := range holders {
+		c.down[h] = true
+	}
+	if r := c.client(via, "PUT", "/timers/"+bare, update); r.Status != 503 {
+		t.Fatalf("update with every replica down: got %d %s, want 503", r.Status, r.Body)
+	}
+	for _, h := range holders {
+		c.down[h] = false
+	}
+	r = c.client(via, "PUT", "/timers/"+bare, update)
+	if r.Status != 200 {
+		t.Fatalf("update through %s: got %d %s", via, r.Status, r.Body)
+	}
+	if h := c.holders(bare); !slices.Equal(h, holders) {
+		t.Fatalf("the update is held by %v, want the timer's three replicas %v", h, holders)
+	}
+	got := c.advance(12*time.Second, 200)
+	wantPops(t, got, "1:new", "2:new")
+}

@@ -105,17 +105,26 @@ func (n *Node) readAll(id, bloom uint64, wire string, reply func(Response)) {
 			}
 		}
 	}
+	n.askCopies(id, wire, nodes, func(copies []replicaCopy) {
+		reply(n.readAnswer(wire, copies))
+	})
+}
+
+// askCopies asks each of nodes for its record of id (this node answers
+// for itself without a message) and calls done with every answer, in the
+// order of nodes, once all have answered or timed out.
+func (n *Node) askCopies(id uint64, wire string, nodes []string, done func([]replicaCopy)) {
 	copies := make([]replicaCopy, len(nodes))
 	pending := len(nodes)
 	answered := func(i int, c replicaCopy) {
 		copies[i] = c
 		if pending--; pending == 0 {
-			reply(n.readAnswer(wire, copies))
+			done(copies)
 		}
 	}
 	for i, peer := range nodes {
 		if peer == n.self {
-			answered(i, localCopy(peer, held))
+			answered(i, localCopy(peer, n.store.Get(id)))
 			continue
 		}
 		req := Request{

@@ -168,9 +168,45 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 		return
 	}
 	if spec.RF == 0 {
+		if n.store.Get(id) == nil && len(n.ring.Matching(bloom)) == 0 {
+			n.learnRF(id, bloom, wire, spec, reply)
+			return
+		}
 		spec.RF = n.inferRF(id, bloom)
 	}
 	n.clientWrite(id, bloom, spec, reply)
+}
+
+// learnRF serves an update that gives no replication factor, of a timer
+// under a bare chosen ID (its bloom filter names no member), through a
+// node without a copy. The default could place it on fewer replicas than
+// the timer has, and the others would go on popping the old definition,
+// so the node first reads the copies on the default's replicas: the ring
+// ranks every node per ID, so they head the replica list of every larger
+// factor too. The update keeps the newest copy's factor; with no live
+// copy it is a create, with the default; with no answer at all the
+// factor is unknown and the client is told to retry.
+func (n *Node) learnRF(id, bloom uint64, wire string, spec Spec, reply func(Response)) {
+	n.askCopies(id, wire, n.ring.Replicas(id, DefaultReplicationFactor), func(copies []replicaCopy) {
+		var newest *Timer
+		answered := false
+		for _, c := range copies {
+			answered = answered || c.state != readUnreachable
+			if c.t != nil && c.state != readMoved && Supersedes(newest, c.t) {
+				newest = c.t
+			}
+		}
+		switch {
+		case !answered:
+			reply(unavailable("no replica of the timer answered, so its replication factor is unknown: retry, or give reliability.replication-factor"))
+			return
+		case newest != nil && newest.State == Live:
+			spec.RF = newest.replicationFactor()
+		default:
+			spec.RF = DefaultReplicationFactor
+		}
+		n.clientWrite(id, bloom, spec, reply)
+	})
 }
 
 // remove serves a client DELETE /timers/<id>: a tombstone written to the
