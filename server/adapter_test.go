@@ -405,8 +405,13 @@ func TestClientFailures(t *testing.T) {
 }
 
 // TestClientBurstReusesConnections proves a burst of sends to one host
-// opens at most clientMaxConnsPerHost connections: the rest wait for one
-// and reuse it, instead of dialing a connection each.
+// reuses connections instead of dialing one each: the transport keeps at
+// most clientMaxConnsPerHost open at once, and the rest of the burst waits
+// for one of them. The count of connections opened over the whole burst
+// may pass that bound by a few: net/http closes a connection rather than
+// reuse it when its writer has not confirmed the last request within
+// 50 ms (a loaded machine), and opens another in its place. So the test
+// allows twice the bound, still far below one connection per send.
 func TestClientBurstReusesConnections(t *testing.T) {
 	const burst = 2000
 	var opened atomic.Int64
@@ -440,8 +445,11 @@ func TestClientBurstReusesConnections(t *testing.T) {
 			})
 	}
 	answered.Wait()
-	if failed.Load() != 0 || opened.Load() > clientMaxConnsPerHost {
+	if failed.Load() != 0 || opened.Load() > 2*clientMaxConnsPerHost {
 		t.Fatalf("%d of %d sends failed, %d connections opened: want none failed and at most %d connections",
-			failed.Load(), burst, opened.Load(), clientMaxConnsPerHost)
+			failed.Load(), burst, opened.Load(), 2*clientMaxConnsPerHost)
+	}
+	if tr := newTransport(newDNSDialer()); tr.MaxConnsPerHost != clientMaxConnsPerHost {
+		t.Fatalf("transport MaxConnsPerHost %d, want %d", tr.MaxConnsPerHost, clientMaxConnsPerHost)
 	}
 }
