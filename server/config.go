@@ -144,8 +144,9 @@ func (c Config) ListenAddress() string {
 	return net.JoinHostPort(c.BindAddress, strconv.Itoa(c.BindPort))
 }
 
-// normalize fills derived fields and gives port-less addresses the default
-// port, so the node sees one spelling of each address.
+// normalize fills derived fields and gives port-less addresses this node's
+// bind-port, as the original does, so the node sees one spelling of each
+// address.
 func (c *Config) normalize() error {
 	if c.Localhost == "" {
 		// Derived from the bind address, which must be sound first.
@@ -164,25 +165,25 @@ func (c *Config) normalize() error {
 		c.Localhost = net.JoinHostPort(host, strconv.Itoa(c.BindPort))
 	}
 	var err error
-	if c.Localhost, err = withPort("localhost", c.Localhost); err != nil {
+	if c.Localhost, err = withPort("localhost", c.Localhost, c.BindPort); err != nil {
 		return err
 	}
 	// New slices, never rewritten in place: the caller's lists, and a
 	// configuration layer applied again on reload, stay as given.
 	var m node.Membership
-	if m.Nodes, err = withPorts("node", c.Cluster.Nodes); err != nil {
+	if m.Nodes, err = withPorts("node", c.BindPort, c.Cluster.Nodes); err != nil {
 		return err
 	}
-	if m.Joining, err = withPorts("joining", c.Cluster.Joining); err != nil {
+	if m.Joining, err = withPorts("joining", c.BindPort, c.Cluster.Joining); err != nil {
 		return err
 	}
-	if m.Leaving, err = withPorts("leaving", c.Cluster.Leaving); err != nil {
+	if m.Leaving, err = withPorts("leaving", c.BindPort, c.Cluster.Leaving); err != nil {
 		return err
 	}
 	c.Cluster = m
 	var sites []node.Site
 	for _, s := range c.RemoteSites {
-		if s.Address, err = withPort("remote_site "+s.Name, s.Address); err != nil {
+		if s.Address, err = withPort("remote_site "+s.Name, s.Address, c.BindPort); err != nil {
 			return err
 		}
 		sites = append(sites, s)
@@ -192,10 +193,10 @@ func (c *Config) normalize() error {
 }
 
 // withPorts applies withPort to each address, into a new slice.
-func withPorts(field string, addrs []string) ([]string, error) {
+func withPorts(field string, port int, addrs []string) ([]string, error) {
 	var out []string
 	for _, a := range addrs {
-		a, err := withPort(field, a)
+		a, err := withPort(field, a, port)
 		if err != nil {
 			return nil, err
 		}
@@ -204,14 +205,14 @@ func withPorts(field string, addrs []string) ([]string, error) {
 	return out, nil
 }
 
-// withPort returns addr as host:port, adding the default port when it has
-// none. field names the setting in the error.
-func withPort(field, addr string) (string, error) {
+// withPort returns addr as host:port, adding defaultPort when it has none.
+// field names the setting in the error.
+func withPort(field, addr string, defaultPort int) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		// No port: a bare host, a bracketed or a bare IPv6 literal.
 		host = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")
-		port = strconv.Itoa(node.DefaultPort)
+		port = strconv.Itoa(defaultPort)
 	}
 	if !validHost(host) {
 		return "", fmt.Errorf("server: %s %q is not an address", field, addr)
@@ -222,6 +223,13 @@ func withPort(field, addr string) (string, error) {
 	}
 	// Rewritten from the number, so "h:07253" and "h:7253" are one node.
 	return net.JoinHostPort(host, strconv.Itoa(p)), nil
+}
+
+// checkAddress reports whether addr is an address withPort accepts,
+// with or without a port.
+func checkAddress(field, addr string) error {
+	_, err := withPort(field, addr, node.DefaultPort)
+	return err
 }
 
 // portNumber reads a TCP port: decimal digits only, 1..65535.
@@ -264,7 +272,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("server: allowed_host %q is not a host, host:port or IP prefix", h)
 		}
 	}
-	if _, err := withPort("localhost", c.Localhost); err != nil {
+	if _, err := withPort("localhost", c.Localhost, c.BindPort); err != nil {
 		return err
 	}
 	if err := validateMembership(c.Localhost, c.Cluster); err != nil {

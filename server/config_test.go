@@ -139,15 +139,16 @@ type loadCase struct {
 }
 
 // TestLoad proves how files and flags combine: the original file format is
-// read, addresses without a port get 7253, and flags override files.
+// read, addresses without a port get the bind-port (7254 here, 8000 from
+// a flag), as in the original, and flags override files.
 func TestLoad(t *testing.T) {
 	tests := []loadCase{
 		{"original files", originalLocal, originalCluster, nil, func(c *Config) {
 			c.BindAddress, c.BindPort, c.LogLevel, c.InstanceID = "10.0.0.1", 7254, slog.LevelDebug-4, 3
 			c.Localhost = "10.0.0.1:7254"
 			c.Cluster = node.Membership{
-				Nodes:   []string{"10.0.0.1:7254", "10.0.0.2:7253", "10.0.0.3:7000"},
-				Joining: []string{"10.0.0.4:7253"}, Leaving: []string{"10.0.0.5:7253"},
+				Nodes:   []string{"10.0.0.1:7254", "10.0.0.2:7254", "10.0.0.3:7000"},
+				Joining: []string{"10.0.0.4:7254"}, Leaving: []string{"10.0.0.5:7254"},
 			}
 		}},
 		{"localhost defaults to the bind address", "[http]\nbind-address = 10.0.0.1\n", "[cluster]\nnode = 10.0.0.1\nnode = 10.0.0.2\n", nil, func(c *Config) {
@@ -176,8 +177,8 @@ func TestLoad(t *testing.T) {
 			c.BindAddress, c.BindPort, c.LogLevel, c.InstanceID = "10.0.0.1", 8000, slog.LevelDebug-4, 9
 			c.Localhost = "10.0.0.1:8000"
 			c.Cluster = node.Membership{
-				Nodes:   []string{"10.0.0.1:8000", "10.0.0.7:7253"},
-				Joining: []string{"10.0.0.4:7253"}, Leaving: []string{"10.0.0.5:7253"},
+				Nodes:   []string{"10.0.0.1:8000", "10.0.0.7:8000"},
+				Joining: []string{"10.0.0.4:8000"}, Leaving: []string{"10.0.0.5:8000"},
 			}
 		}},
 		{"flags alone", "", "", []string{"--bind-address", "0.0.0.0", "--localhost", "10.0.0.1", "--node", "10.0.0.1,10.0.0.2", "--remote-site", "b=10.9.0.1"}, func(c *Config) {

@@ -151,7 +151,7 @@ func readLimits(f *ini.File, _ []byte, s *settings) error {
 // for comment characters.
 func readCluster(f *ini.File, data []byte, s *settings) error {
 	if v, ok := last(f, "cluster", "localhost"); ok {
-		if _, err := withPort("", v); err != nil {
+		if err := checkAddress("", v); err != nil {
 			return fmt.Errorf("[cluster] localhost %q is not an address", v)
 		}
 		s.localhost.set(v)

@@ -216,7 +216,7 @@ func parseAddresses(field, v string) ([]string, error) {
 		if a == "" {
 			continue
 		}
-		if _, err := withPort(field, a); err != nil {
+		if err := checkAddress(field, a); err != nil {
 			return nil, fmt.Errorf("%s %q is not an address", field, a)
 		}
 		out = append(out, a)
@@ -231,7 +231,7 @@ func parseSite(field, v string) (node.Site, error) {
 	if !ok || name == "" || addr == "" {
 		return node.Site{}, fmt.Errorf("%s %q is not name=address", field, v)
 	}
-	if _, err := withPort(field, addr); err != nil {
+	if err := checkAddress(field, addr); err != nil {
 		return node.Site{}, fmt.Errorf("%s %q has no valid address", field, v)
 	}
 	return node.Site{Name: name, Address: addr}, nil
