@@ -183,14 +183,7 @@ func (n *Node) peerCopy(id uint64, peer string, resp Response, err error) replic
 // holds one, 503 when no node answered. A Moved record says the timer
 // lives on other nodes, so it is listed but never chosen.
 func (n *Node) readAnswer(wire string, copies []replicaCopy) Response {
-	var best *Timer
-	answered := false
-	for _, c := range copies {
-		answered = answered || c.state != readUnreachable
-		if c.t != nil && c.state != readMoved && Supersedes(best, c.t) {
-			best = c.t
-		}
-	}
+	best, answered := newestCopy(copies)
 	switch {
 	case !answered:
 		return unavailable("no node that may hold the timer answered")
@@ -227,6 +220,18 @@ func (n *Node) readAnswer(wire string, copies []replicaCopy) Response {
 	}
 	b = append(b, "]}"...)
 	return Response{Status: 200, Header: Header{HeaderContentType: "application/json"}, Body: b}
+}
+
+// newestCopy returns the most advanced record among copies, Moved ones
+// aside (the timer lives elsewhere), and whether any node answered.
+func newestCopy(copies []replicaCopy) (newest *Timer, answered bool) {
+	for _, c := range copies {
+		answered = answered || c.state != readUnreachable
+		if c.t != nil && c.state != readMoved && Supersedes(newest, c.t) {
+			newest = c.t
+		}
+	}
+	return newest, answered
 }
 
 // appendProgress appends a live record's sequence-number (pops made) and,

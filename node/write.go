@@ -188,14 +188,7 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 // factor is unknown and the client is told to retry.
 func (n *Node) learnRF(id, bloom uint64, wire string, spec Spec, reply func(Response)) {
 	n.askCopies(id, wire, n.ring.Replicas(id, DefaultReplicationFactor), func(copies []replicaCopy) {
-		var newest *Timer
-		answered := false
-		for _, c := range copies {
-			answered = answered || c.state != readUnreachable
-			if c.t != nil && c.state != readMoved && Supersedes(newest, c.t) {
-				newest = c.t
-			}
-		}
+		newest, answered := newestCopy(copies)
 		switch {
 		case !answered:
 			reply(unavailable("no replica of the timer answered, so its replication factor is unknown: retry, or give reliability.replication-factor"))
