@@ -38,8 +38,9 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./node ./server ./sim
 
 # load starts a local cluster of real processes and measures it under a
-# burst of timers due together (cmd/chronos-load); LOADARGS tunes it, for
-# example LOADARGS="-nodes 3 -rf 2 -timers 20000".
+# burst of timers due within one window (cmd/chronos-load, which paces the
+# creates across it); LOADARGS tunes it, for example
+# LOADARGS="-nodes 3 -rf 2 -timers 20000".
 LOADARGS ?= -nodes 1 -rf 1 -timers 5000
 load:
 	$(GO) run ./cmd/chronos-load $(LOADARGS)
