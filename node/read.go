@@ -91,7 +91,7 @@ func (n *Node) readLocal(id uint64, reply func(Response)) {
 // all have answered or timed out.
 func (n *Node) readAll(id, bloom uint64, wire string, reply func(Response)) {
 	held := n.store.Get(id)
-	nodes := n.ring.Matching(bloom)
+	nodes := n.named(bloom)
 	rf := n.inferRF(id, bloom)
 	for _, r := range n.ring.Replicas(id, rf) {
 		if !slices.Contains(nodes, r) {

@@ -474,6 +474,83 @@ func TestWritesFromANodeNotYetReloadedReachTheNewReplicas(t *testing.T) {
 	requireEachPopOnce(t, pops, live, 1)
 }
 
+// TestWritesDuringAScaleDownReachTheLeavingNode is seed 309: a timer of
+// rf 1 is on C, which is leaving, and A, its new primary, has not fetched
+// it from C yet (its pages are lost), so C still holds and pops it. The
+// client's wire ID names C. A read through B finds C's copy, and an update
+// through B reaches C as well as A: C keeps it as moved away and pops the
+// replaced definition no more (it went to the members the ID names, and
+// a leaving node is none).
+func TestWritesDuringAScaleDownReachTheLeavingNode(t *testing.T) {
+	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
+	var id uint64
+	for id = 1; ; id++ {
+		if slices.Equal(before.Replicas(id, 1), []string{nodeC}) && slices.Equal(after.Replicas(id, 1), []string{nodeA}) {
+			break
+		}
+	}
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	wire := FormatWireID(id, before.Bloom([]string{nodeC}))
+	def := func(opaque string) string {
+		return string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 600_000, URI: cb, Opaque: opaque, RF: 1}))
+	}
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, def("v1")).Status)
+
+	c.lose = func(host string, req Request) bool { return host == nodeC && strings.Contains(req.URL, "/timers?") }
+	shrunk := Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		require.NoError(t, c.nodes[a].SetCluster(shrunk), "SetCluster(%s)", a)
+	}
+	c.settle()
+	require.Equal(t, []string{nodeC}, c.holders(wire), "A has not fetched the timer")
+	r, got := readTimer(t, c, nodeB, wire)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	assert.Contains(t, got.states(), nodeC+"=live")
+
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, def("v2")).Status)
+	assert.Equal(t, []string{nodeA}, c.holders(wire))
+	held, _ := c.nodes[nodeC].Timer(id)
+	assert.Equal(t, Moved, held.State, "the leaving node's copy")
+	pops := c.advance(65*time.Second, 200)
+	assert.Len(t, pops, 2)
+	for _, p := range pops {
+		assert.Equal(t, "v2", string(p.Body), "pop %s", p.Header.Get(HeaderSequenceNumber))
+	}
+}
+
+// TestDeleteDuringAScaleDownReachesTheNewBackup is seed 8320: a timer of
+// rf 2 on (A, D) moves to (A, X) as D leaves, and is deleted through the
+// fourth node, which holds no copy, by the wire ID the client has (its
+// bloom names A and D). The delete's replication factor, inferred from
+// the nodes the ID names, counts D: the tombstone reaches X, which pops
+// the timer no more (counting only the members the ID names, the delete
+// took rf 1 and reached A alone, and X popped the deleted timer at its
+// rank).
+func TestDeleteDuringAScaleDownReachesTheNewBackup(t *testing.T) {
+	before, after := NewRing([]string{nodeA, nodeB, nodeC, nodeD}), NewRing([]string{nodeA, nodeB, nodeC})
+	var id uint64
+	for id = 1; ; id++ {
+		if slices.Equal(before.Replicas(id, 2), []string{nodeA, nodeD}) && after.Replicas(id, 2)[0] == nodeA {
+			break
+		}
+	}
+	backup := after.Replicas(id, 2)[1]
+	other := nodeB
+	if backup == nodeB {
+		other = nodeC
+	}
+	c := newCluster(t, nodeA, nodeB, nodeC, nodeD)
+	wire := FormatWireID(id, before.Bloom([]string{nodeA, nodeD}))
+	def := string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 600_000, URI: cb, RF: 2}))
+	require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+wire, def).Status)
+
+	c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}})
+	require.Equal(t, sorted([]string{nodeA, backup}), c.holders(wire))
+	require.Equal(t, 200, c.client(other, "DELETE", "/timers/"+wire, "").Status)
+	assert.Empty(t, c.holders(wire))
+	assert.Empty(t, c.advance(65*time.Second, 200), "pops of the deleted timer")
+}
+
 // TestResyncEndsWithAPeerDown proves a resync terminates when a peer never
 // answers, and says which peer it gave up on.
 func TestResyncEndsWithAPeerDown(t *testing.T) {

@@ -211,7 +211,7 @@ func (n *Node) remove(wire string, reply func(Response)) {
 		return
 	}
 	rf := n.inferRF(id, bloom)
-	if n.store.Get(id) == nil && len(n.ring.Matching(bloom)) == 0 {
+	if n.store.Get(id) == nil && len(n.named(bloom)) == 0 {
 		// A bare chosen ID (its bloom filter names no member) and no
 		// copy here: the timer's replication factor is unknown, and
 		// the default could miss replicas of a timer created with a
@@ -237,13 +237,13 @@ func (n *Node) clientWrite(id, bloom uint64, spec Spec, reply func(Response)) {
 }
 
 // inferRF returns the replication factor of a timer a client did not give
-// one for: the held copy's, else the number of members its ID's bloom
+// one for: the held copy's, else the number of nodes its ID's bloom
 // filter names.
 func (n *Node) inferRF(id, bloom uint64) int {
 	if t := n.store.Get(id); t != nil && t.RF > 0 {
 		return int(t.RF)
 	}
-	if c := len(n.ring.Matching(bloom)); c > 0 {
+	if c := len(n.named(bloom)); c > 0 {
 		return min(c, MaxReplicationFactor)
 	}
 	return DefaultReplicationFactor
@@ -256,7 +256,7 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 	replicas := n.ring.Replicas(id, spec.RF)
 	t := newTimer(id, version, spec, n.startMs(), 0, n.placement(replicas, n.sites()), n.ring.ViewID(), n.hosts)
 	targets := replicas
-	for _, old := range n.ring.Matching(oldBloom) {
+	for _, old := range n.named(oldBloom) {
 		if !slices.Contains(targets, old) {
 			targets = append(slices.Clip(targets), old)
 		}
@@ -271,7 +271,9 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 	n.forwardToSites(t, now)
 	var body []byte // encoded once, for the first peer
 	for _, peer := range targets {
-		counts := spec.Tombstone || slices.Contains(replicas, peer)
+		// A leaving node's copy goes when it is stopped: it never
+		// counts towards the quorum.
+		counts := slices.Contains(replicas, peer) || spec.Tombstone && !slices.Contains(n.cfg.Cluster.Leaving, peer)
 		if peer == n.self {
 			local := *t
 			a := n.apply(&local)
@@ -287,6 +289,27 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 		}
 		n.replicate(peer, t, body, now, func(ok bool, resp Response) { w.done(counts && ok, resp) })
 	}
+}
+
+// named returns the nodes a wire ID's bloom filter names: the members
+// (Ring.Matching), and the leaving nodes. New placements no longer go to
+// a leaving node, but it holds and pops its copies until the scale
+// completes, and until a staying node's resync has fetched a timer from
+// it, it may be the only node that holds it. A write must reach it, or it
+// pops the definition the write replaced (seed 309: an update through a
+// node whose ring no longer had the leaving replica in it reached only
+// the new primary, whose resync could not reach the leaving node yet).
+// It counts in the replication factor a delete infers, too (seed 8320:
+// a delete of a timer of rf 2 whose backup was leaving inferred rf 1,
+// and the new backup, never told, popped the deleted timer).
+func (n *Node) named(bloom uint64) []string {
+	out := n.ring.Matching(bloom)
+	for _, l := range n.cfg.Cluster.Leaving {
+		if b := BloomBits(l); bloom&b == b {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // rewrite writes t again after its replicas did not take it. A create
