@@ -518,15 +518,18 @@ func TestWritesDuringAScaleDownReachTheLeavingNode(t *testing.T) {
 	}
 }
 
-// TestDeleteDuringAScaleDownReachesTheNewBackup is seed 8320: a timer of
-// rf 2 on (A, D) moves to (A, X) as D leaves, and is deleted through the
+// TestDeleteByAnIDNamingALeavingReplicaReachesTheNewBackup deletes a
+// timer of rf 2 that moved from (A, D) to (A, X) as D left, through the
 // fourth node, which holds no copy, by the wire ID the client has (its
-// bloom names A and D). The delete's replication factor, inferred from
-// the nodes the ID names, counts D: the tombstone reaches X, which pops
-// the timer no more (counting only the members the ID names, the delete
-// took rf 1 and reached A alone, and X popped the deleted timer at its
-// rank).
-func TestDeleteDuringAScaleDownReachesTheNewBackup(t *testing.T) {
+// bloom names A and D). The tombstone reaches X, which pops the timer no
+// more. During the scale (seed 8320) the replication factor the delete
+// infers from the nodes the ID names counts D; counting only the members,
+// it took rf 1 and reached A alone, and X popped the deleted timer at its
+// rank. Once D is gone (seed 5811) no node can count it: bits of the
+// bloom no member sets say a replica has left, so the replication factor
+// is unknown and the tombstone goes to every member, as for a bare chosen
+// ID.
+func TestDeleteByAnIDNamingALeavingReplicaReachesTheNewBackup(t *testing.T) {
 	before, after := NewRing([]string{nodeA, nodeB, nodeC, nodeD}), NewRing([]string{nodeA, nodeB, nodeC})
 	var id uint64
 	for id = 1; ; id++ {
@@ -539,16 +542,25 @@ func TestDeleteDuringAScaleDownReachesTheNewBackup(t *testing.T) {
 	if backup == nodeB {
 		other = nodeC
 	}
-	c := newCluster(t, nodeA, nodeB, nodeC, nodeD)
-	wire := FormatWireID(id, before.Bloom([]string{nodeA, nodeD}))
-	def := string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 600_000, URI: cb, RF: 2}))
-	require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+wire, def).Status)
+	for _, gone := range []bool{false, true} {
+		t.Run(fmt.Sprintf("leaving node gone %v", gone), func(t *testing.T) {
+			c := newCluster(t, nodeA, nodeB, nodeC, nodeD)
+			wire := FormatWireID(id, before.Bloom([]string{nodeA, nodeD}))
+			def := string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 600_000, URI: cb, RF: 2}))
+			require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+wire, def).Status)
 
-	c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}})
-	require.Equal(t, sorted([]string{nodeA, backup}), c.holders(wire))
-	require.Equal(t, 200, c.client(other, "DELETE", "/timers/"+wire, "").Status)
-	assert.Empty(t, c.holders(wire))
-	assert.Empty(t, c.advance(65*time.Second, 200), "pops of the deleted timer")
+			c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}})
+			if gone {
+				c.down[nodeD] = true
+				delete(c.nodes, nodeD)
+				c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC}})
+			}
+			require.Equal(t, sorted([]string{nodeA, backup}), c.holders(wire))
+			require.Equal(t, 200, c.client(other, "DELETE", "/timers/"+wire, "").Status)
+			assert.Empty(t, c.holders(wire))
+			assert.Empty(t, c.advance(65*time.Second, 200), "pops of the deleted timer")
+		})
+	}
 }
 
 // TestResyncEndsWithAPeerDown proves a resync terminates when a peer never

@@ -211,11 +211,12 @@ func (n *Node) remove(wire string, reply func(Response)) {
 		return
 	}
 	rf := n.inferRF(id, bloom)
-	if n.store.Get(id) == nil && len(n.named(bloom)) == 0 {
-		// A bare chosen ID (its bloom filter names no member) and no
-		// copy here: the timer's replication factor is unknown, and
-		// the default could miss replicas of a timer created with a
-		// larger one, which would go on popping. The tombstone goes to
+	if n.store.Get(id) == nil && !n.accountsFor(bloom) {
+		// No copy here, and a bare chosen ID (its bloom filter names
+		// no member) or one whose bloom names a replica that has left
+		// the cluster: the timer's replication factor is unknown, and
+		// the default or the count of the nodes named could miss
+		// replicas, which would go on popping. The tombstone goes to
 		// every member, up to MaxReplicationFactor.
 		rf = MaxReplicationFactor
 	}
@@ -310,6 +311,21 @@ func (n *Node) named(bloom uint64) []string {
 		}
 	}
 	return out
+}
+
+// accountsFor reports whether the nodes bloom names (named) set every
+// bit it has, so that their count is the replication factor of the timer
+// the bloom was built for. A bit none of them sets is a replica that has
+// left the cluster since: a scale-down moved the timer to a node the
+// bloom does not name (seed 5811: a delete by such an ID inferred rf 1
+// and missed the new backup, which popped the deleted timer). A bloom
+// with no bit names no one and accounts for nothing.
+func (n *Node) accountsFor(bloom uint64) bool {
+	var set uint64
+	for _, a := range n.named(bloom) {
+		set |= BloomBits(a)
+	}
+	return bloom != 0 && set == bloom
 }
 
 // rewrite writes t again after its replicas did not take it. A create
