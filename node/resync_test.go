@@ -530,6 +530,45 @@ func TestWritesDuringAScaleDownReachTheLeavingNode(t *testing.T) {
 // is unknown and the tombstone goes to every member, as for a bare chosen
 // ID.
 func TestDeleteByAnIDNamingALeavingReplicaReachesTheNewBackup(t *testing.T) {
+	for _, gone := range []bool{false, true} {
+		t.Run(fmt.Sprintf("leaving node gone %v", gone), func(t *testing.T) {
+			m := movedOffD(t, gone)
+			require.Equal(t, 200, m.c.client(m.other, "DELETE", "/timers/"+m.wire, "").Status)
+			assert.Empty(t, m.c.holders(m.wire))
+			assert.Empty(t, m.c.advance(65*time.Second, 200), "pops of the deleted timer")
+		})
+	}
+}
+
+// TestUpdateByAnIDNamingAReplicaThatLeftKeepsTheFactor is the update's
+// counterpart, once D is gone: an update without a replication factor,
+// by the same ID, through the node without a copy, reads the factor off
+// the timer's replicas, as for a bare chosen ID, instead of taking the
+// one member the ID names for it; the backup then pops the update, not
+// the replaced definition.
+func TestUpdateByAnIDNamingAReplicaThatLeftKeepsTheFactor(t *testing.T) {
+	m := movedOffD(t, true)
+	update := string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 600_000, URI: cb, Opaque: "new"}))
+	require.Equal(t, 200, m.c.client(m.other, "PUT", "/timers/"+m.wire, update).Status)
+	assert.Equal(t, sorted([]string{nodeA, m.backup}), m.c.holders(m.wire))
+	m.c.down[nodeA] = true
+	wantPops(t, m.c.advance(35*time.Second, 200), "1:new")
+}
+
+// movedOff is a timer of rf 2 (pops every 30 s) that a scale-down moved
+// from (A, D) to (A, backup), with the wire ID the client has from before.
+type movedOff struct {
+	c      *cluster
+	wire   string
+	backup string
+	// other is the staying node that holds no copy.
+	other string
+}
+
+// movedOffD scales a cluster of A, B, C and D down by D, to its end (D
+// stopped) when gone, with a timer placed on (A, D) before.
+func movedOffD(t *testing.T, gone bool) movedOff {
+	t.Helper()
 	before, after := NewRing([]string{nodeA, nodeB, nodeC, nodeD}), NewRing([]string{nodeA, nodeB, nodeC})
 	var id uint64
 	for id = 1; ; id++ {
@@ -537,30 +576,21 @@ func TestDeleteByAnIDNamingALeavingReplicaReachesTheNewBackup(t *testing.T) {
 			break
 		}
 	}
-	backup := after.Replicas(id, 2)[1]
-	other := nodeB
-	if backup == nodeB {
-		other = nodeC
+	m := movedOff{c: newCluster(t, nodeA, nodeB, nodeC, nodeD), wire: FormatWireID(id, before.Bloom([]string{nodeA, nodeD})),
+		backup: after.Replicas(id, 2)[1], other: nodeB}
+	if m.backup == nodeB {
+		m.other = nodeC
 	}
-	for _, gone := range []bool{false, true} {
-		t.Run(fmt.Sprintf("leaving node gone %v", gone), func(t *testing.T) {
-			c := newCluster(t, nodeA, nodeB, nodeC, nodeD)
-			wire := FormatWireID(id, before.Bloom([]string{nodeA, nodeD}))
-			def := string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 600_000, URI: cb, RF: 2}))
-			require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+wire, def).Status)
-
-			c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}})
-			if gone {
-				c.down[nodeD] = true
-				delete(c.nodes, nodeD)
-				c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC}})
-			}
-			require.Equal(t, sorted([]string{nodeA, backup}), c.holders(wire))
-			require.Equal(t, 200, c.client(other, "DELETE", "/timers/"+wire, "").Status)
-			assert.Empty(t, c.holders(wire))
-			assert.Empty(t, c.advance(65*time.Second, 200), "pops of the deleted timer")
-		})
+	def := string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 600_000, URI: cb, Opaque: "old", RF: 2}))
+	require.Equal(t, 200, m.c.client(nodeA, "PUT", "/timers/"+m.wire, def).Status)
+	m.c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}})
+	if gone {
+		m.c.down[nodeD] = true
+		delete(m.c.nodes, nodeD)
+		m.c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC}})
 	}
+	require.Equal(t, sorted([]string{nodeA, m.backup}), m.c.holders(m.wire))
+	return m
 }
 
 // TestResyncEndsWithAPeerDown proves a resync terminates when a peer never

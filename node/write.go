@@ -168,7 +168,7 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 		return
 	}
 	if spec.RF == 0 {
-		if n.store.Get(id) == nil && len(n.ring.Matching(bloom)) == 0 {
+		if n.store.Get(id) == nil && !n.accountsFor(bloom) {
 			n.learnRF(id, bloom, wire, spec, reply)
 			return
 		}
@@ -178,14 +178,16 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 }
 
 // learnRF serves an update that gives no replication factor, of a timer
-// under a bare chosen ID (its bloom filter names no member), through a
-// node without a copy. The default could place it on fewer replicas than
-// the timer has, and the others would go on popping the old definition,
-// so the node first reads the copies on the default's replicas: the ring
-// ranks every node per ID, so they head the replica list of every larger
-// factor too. The update keeps the newest copy's factor; with no live
-// copy it is a create, with the default; with no answer at all the
-// factor is unknown and the client is told to retry.
+// under a bare chosen ID (its bloom filter names no member) or under an
+// ID whose bloom names a replica that has left the cluster (accountsFor),
+// through a node without a copy. The default, or the count of the members
+// the bloom names, could place it on fewer replicas than the timer has,
+// and the others would go on popping the old definition, so the node
+// first reads the copies on the default's replicas: the ring ranks every
+// node per ID, so they head the replica list of every larger factor too.
+// The update keeps the newest copy's factor; with no live copy it is a
+// create, with the default; with no answer at all the factor is unknown
+// and the client is told to retry.
 func (n *Node) learnRF(id, bloom uint64, wire string, spec Spec, reply func(Response)) {
 	n.askCopies(id, wire, n.ring.Replicas(id, DefaultReplicationFactor), func(copies []replicaCopy) {
 		newest, answered := newestCopy(copies)
