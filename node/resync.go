@@ -526,7 +526,7 @@ func (n *Node) pageAnswered(p *peerSync, resp Response, err error) {
 	p.attempts = 0
 	p.pages++
 	p.received += len(entries)
-	p.after = func() {
+	moveOn := func() {
 		if resp.Status == 206 {
 			p.fromUs = next
 			p.next()
@@ -534,7 +534,8 @@ func (n *Node) pageAnswered(p *peerSync, resp Response, err error) {
 		}
 		n.peerDone(p, true)
 	}
-	n.takePage(p, entries)
+	taken := n.takePage(p, entries)
+	p.after = func() { n.referTaken(p, taken, moveOn) }
 	if p.sends == 0 {
 		n.pageDone(p)
 	}
@@ -613,41 +614,77 @@ func (n *Node) finishResync(run *resyncRun) {
 //   - it replicates the timer to the new replicas ranked after it whose
 //     old rank was not below its new one (not involved counts as high);
 //   - it sends the rebalancing tombstone (the record under the new view,
-//     which a node outside its replicas keeps as a tombstone) to the old
+//     which a node outside its replicas keeps as a tombstone) to old
 //     replicas ranked at or after its new rank that are no longer involved,
 //     leaving nodes excepted;
 //   - it tells the leaving nodes which timers it dealt with, and at which
-//     rank.
-func (n *Node) takePage(p *peerSync, entries []resyncEntry) {
+//     rank (referTaken, once the page's messages are answered).
+//
+// It returns the timers it took.
+func (n *Node) takePage(p *peerSync, entries []resyncEntry) []*takenTimer {
 	p.taking = true
 	defer func() { p.taking = false }()
 	s := p.run.status
-	var refs []reference
+	var taken []*takenTimer
 	for _, e := range entries {
 		s.Received++
 		t, old, ok := n.resyncRecord(e)
 		if !ok {
 			continue
 		}
-		rank, taken := n.rebalance(t, old, func(peer string, held *Timer, replicate bool) {
+		tk := &takenTimer{reference: reference{ID: FormatID(t.ID)}}
+		rank, ok := n.rebalance(t, old, func(peer string, held *Timer, replicate bool) {
 			if replicate {
 				s.Replicated++
 			} else {
 				s.Tombstoned++
 			}
-			n.resyncSend(p, peer, held, 1)
+			n.resyncSend(p, peer, held, 1, func() { tk.missed = tk.missed || replicate })
 		})
-		if taken {
+		if ok {
 			s.Taken++
-			refs = append(refs, reference{ID: FormatID(t.ID), ReplicaIndex: rank})
+			tk.ReplicaIndex = rank
+			taken = append(taken, tk)
 		}
 	}
+	return taken
+}
+
+// takenTimer is a timer a resync page made this node take: its reference
+// for the leaving nodes, and whether a new replica it was passed on to
+// missed it (the replication failed every attempt).
+type takenTimer struct {
+	reference
+	missed bool
+}
+
+// referTaken tells the leaving nodes which of a page's taken timers every
+// new replica ranked after this node now holds, then runs then. A leaving
+// node drops its copy on the primary's reference; told while a new backup
+// missed the timer, it would leave the primary's copy the only one, and a
+// crash of the primary would lose the timer for good: restarted, it
+// repopulates from its peers, and none holds it (seed 7070). Kept, the
+// leaving node's copy is offered again to the primary's start-up resync,
+// and to the resync the operator runs again for the failed send.
+func (n *Node) referTaken(p *peerSync, taken []*takenTimer, then func()) {
+	var refs []reference
+	for _, tk := range taken {
+		if !tk.missed {
+			refs = append(refs, tk.reference)
+		}
+	}
+	p.after = then
 	if body := referencesJSON(refs); body != nil {
+		p.taking = true
 		for _, l := range n.cfg.Cluster.Leaving {
 			if l != n.self {
 				n.sendReferences(p, l, body, 1)
 			}
 		}
+		p.taking = false
+	}
+	if p.sends == 0 {
+		n.pageDone(p)
 	}
 }
 
@@ -854,31 +891,33 @@ func (n *Node) heldLive(t *Timer) *Timer {
 }
 
 // resyncSend sends held (its state now) to peer for p's page, again up to
-// maxResyncSends times while it fails.
+// maxResyncSends times while it fails; failed runs if every attempt
+// failed (counted in SendFailures, for the operator to run it again).
 //
 // A peer that answers 409 with the same definition keeps it as moved away
 // and does not take it back under its view: it has not reloaded for this
 // scale yet (see replicaPut). It is sent the timer again after a growing
 // wait, as a page is asked for again, while the page waits: once the
 // timer is placed under the new view, no resync offers it again.
-func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int) {
+func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int, failed func()) {
 	p.sends++
 	n.replicate(peer, held, nil, n.nowMs(), func(ok bool, resp Response) {
 		switch {
 		case ok || !n.current(p.run):
 		case resp.Status == 0 && attempt < maxResyncSends:
-			n.resyncSend(p, peer, held, attempt+1)
+			n.resyncSend(p, peer, held, attempt+1, failed)
 		case notReloaded(resp, held) && attempt < maxResyncAttempts:
 			p.sends++ // the page waits for the send again
 			wait := min(resyncRetryBase<<(attempt-1), resyncRetryMax)
 			n.clock.AfterFunc(wait, func() {
 				if cur := n.heldLive(held); cur != nil && n.current(p.run) {
-					n.resyncSend(p, peer, cur, attempt+1)
+					n.resyncSend(p, peer, cur, attempt+1, failed)
 				}
 				n.sendDone(p)
 			})
 		case resp.Status == 0 || notReloaded(resp, held):
 			p.run.status.SendFailures++
+			failed()
 		}
 		n.sendDone(p)
 	})
