@@ -534,8 +534,8 @@ func (n *Node) pageAnswered(p *peerSync, resp Response, err error) {
 		}
 		n.peerDone(p, true)
 	}
-	taken := n.takePage(p, entries)
-	p.after = func() { n.referTaken(p, taken, moveOn) }
+	dealt := n.takePage(p, entries)
+	p.after = func() { n.referDealt(p, dealt, moveOn) }
 	if p.sends == 0 {
 		n.pageDone(p)
 	}
@@ -618,59 +618,63 @@ func (n *Node) finishResync(run *resyncRun) {
 //     replicas ranked at or after its new rank that are no longer involved,
 //     leaving nodes excepted;
 //   - it tells the leaving nodes which timers it dealt with, and at which
-//     rank (referTaken, once the page's messages are answered).
+//     rank (referDealt, once the page's messages are answered).
 //
-// It returns the timers it took.
-func (n *Node) takePage(p *peerSync, entries []resyncEntry) []*takenTimer {
+// It returns the timers it dealt with.
+func (n *Node) takePage(p *peerSync, entries []resyncEntry) []*dealtTimer {
 	p.taking = true
 	defer func() { p.taking = false }()
 	s := p.run.status
-	var taken []*takenTimer
+	var dealt []*dealtTimer
 	for _, e := range entries {
 		s.Received++
 		t, old, ok := n.resyncRecord(e)
 		if !ok {
 			continue
 		}
-		tk := &takenTimer{reference: reference{ID: FormatID(t.ID)}}
-		rank, ok := n.rebalance(t, old, func(peer string, held *Timer, replicate bool) {
+		d := &dealtTimer{reference: reference{ID: FormatID(t.ID)}}
+		rank, took, passed := n.rebalance(t, old, func(peer string, held *Timer, replicate bool) {
 			if replicate {
 				s.Replicated++
 			} else {
 				s.Tombstoned++
 			}
-			n.resyncSend(p, peer, held, 1, func() { tk.missed = tk.missed || replicate })
+			n.resyncSend(p, peer, held, 1, func() { d.missed = d.missed || replicate })
 		})
-		if ok {
+		if took {
 			s.Taken++
-			tk.ReplicaIndex = rank
-			taken = append(taken, tk)
+		}
+		if took || passed {
+			d.ReplicaIndex = rank
+			dealt = append(dealt, d)
 		}
 	}
-	return taken
+	return dealt
 }
 
-// takenTimer is a timer a resync page made this node take: its reference
-// for the leaving nodes, and whether a new replica it was passed on to
-// missed it (the replication failed every attempt).
-type takenTimer struct {
+// dealtTimer is a timer a resync page made this node take, or pass its
+// newer record of on: its reference for the leaving nodes, and whether a
+// new replica it was passed on to missed it (the replication failed every
+// attempt).
+type dealtTimer struct {
 	reference
 	missed bool
 }
 
-// referTaken tells the leaving nodes which of a page's taken timers every
-// new replica ranked after this node now holds, then runs then. A leaving
-// node drops its copy on the primary's reference; told while a new backup
-// missed the timer, it would leave the primary's copy the only one, and a
-// crash of the primary would lose the timer for good: restarted, it
-// repopulates from its peers, and none holds it (seed 7070). Kept, the
-// leaving node's copy is offered again to the primary's start-up resync,
-// and to the resync the operator runs again for the failed send.
-func (n *Node) referTaken(p *peerSync, taken []*takenTimer, then func()) {
+// referDealt tells the leaving nodes which of a page's timers this node
+// dealt with and every new replica ranked after it now holds, then runs
+// then. A leaving node drops its copy on the primary's reference; told
+// while a new backup missed the timer, it would leave the primary's copy
+// the only one, and a crash of the primary would lose the timer for good:
+// restarted, it repopulates from its peers, and none holds it (seed
+// 7070). Kept, the leaving node's copy is offered again to the primary's
+// start-up resync, and to the resync the operator runs again for the
+// failed send.
+func (n *Node) referDealt(p *peerSync, dealt []*dealtTimer, then func()) {
 	var refs []reference
-	for _, tk := range taken {
-		if !tk.missed {
-			refs = append(refs, tk.reference)
+	for _, d := range dealt {
+		if !d.missed {
+			refs = append(refs, d.reference)
 		}
 	}
 	p.after = then
@@ -694,20 +698,21 @@ func (n *Node) referTaken(p *peerSync, taken []*takenTimer, then func()) {
 // each new replica ranked after it whose old rank was not lower
 // (replicate) and each old replica at or after its rank no longer
 // involved, leaving nodes excepted (the rebalancing tombstone). It
-// returns the node's rank and whether it took t.
-func (n *Node) rebalance(t *Timer, old []string, send func(peer string, held *Timer, replicate bool)) (int, bool) {
+// returns the node's rank, whether it took t, and whether it passed on
+// instead its newer record of t's timer (spreadNewer), at that rank.
+func (n *Node) rebalance(t *Timer, old []string, send func(peer string, held *Timer, replicate bool)) (rank int, took, passed bool) {
 	replicas := t.Placement.Replicas
-	rank := slices.Index(replicas, n.self)
+	rank = slices.Index(replicas, n.self)
 	if rank < 0 || rank > oldRank(old, n.self) {
-		return rank, false
+		return rank, false, false
 	}
 	held := n.takeResynced(t)
 	if held == nil {
-		n.spreadNewer(t, old, send)
-		return rank, false
+		rank, passed = n.spreadNewer(t, old, send)
+		return rank, false, passed
 	}
 	n.spread(held, rank, old, send)
-	return rank, true
+	return rank, true, false
 }
 
 // spreadNewer passes on, as spread would have passed t, the newer record
@@ -716,15 +721,23 @@ func (n *Node) rebalance(t *Timer, old []string, send func(peer string, held *Ti
 // involved that missed the newer write (cut off while it was made, and
 // while this node's earlier resync sent it the rebalancing tombstone)
 // would otherwise pop the replaced definition for ever, since no later
-// write or pop reaches it (seed 1068).
-func (n *Node) spreadNewer(t *Timer, old []string, send func(peer string, held *Timer, replicate bool)) {
+// write or pop reaches it (seed 1068). A leaving node, which spread
+// passes over, is told by the reference to the timer instead (seed 7255:
+// the new primary's reference of its first take reached the leaving node
+// before it reloaded, while the timer was still its own, and it popped
+// the replaced definition until it was stopped). It returns the node's
+// rank in the newer record's replicas and whether it passed it on.
+func (n *Node) spreadNewer(t *Timer, old []string, send func(peer string, held *Timer, replicate bool)) (int, bool) {
 	newer := n.store.Get(t.ID)
 	if newer == nil || newer.Version <= t.Version || newer.ViewID != n.ring.ViewID() {
-		return
+		return -1, false
 	}
-	if rank := slices.Index(newer.Placement.Replicas, n.self); rank >= 0 && rank <= oldRank(old, n.self) {
-		n.spread(newer, rank, old, send)
+	rank := slices.Index(newer.Placement.Replicas, n.self)
+	if rank < 0 || rank > oldRank(old, n.self) {
+		return rank, false
 	}
+	n.spread(newer, rank, old, send)
+	return rank, true
 }
 
 // spread passes on held, a timer this node took at rank whose replicas

@@ -339,6 +339,44 @@ func TestLeavingNodeKeepsATimerItsNewBackupMissed(t *testing.T) {
 	requireEachPopOnce(t, c.advance(35*time.Second, 200), []uint64{id}, 1)
 }
 
+// TestLeavingNodeDropsACopyAnUpdateReplaced is seed 7255: C leaves three
+// nodes, rf 2, and a timer on (B, C) moves to (B, A). B reloads first and
+// takes the timer; its reference reaches C before C has reloaded, while
+// the timer is still C's own, and C keeps its copy. The timer is updated
+// on its new replicas. Once C has reloaded, B's resync asks C's page
+// again, which offers the old definition: B holds the update, passes it
+// on, and tells C it dealt with the timer, so C drops the copy the update
+// replaced rather than pop it at its old rank until it is stopped.
+func TestLeavingNodeDropsACopyAnUpdateReplaced(t *testing.T) {
+	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
+	var id uint64
+	for id = 1; ; id++ {
+		if slices.Equal(before.Replicas(id, 2), []string{nodeB, nodeC}) && slices.Equal(after.Replicas(id, 2), []string{nodeB, nodeA}) {
+			break
+		}
+	}
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	wire := FormatWireID(id, before.Bloom([]string{nodeB, nodeC}))
+	def := func(opaque string) string {
+		return string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 30_000, URI: cb, Opaque: opaque, RF: 2}))
+	}
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, def("v1")).Status)
+
+	shrunk := Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}
+	require.NoError(t, c.nodes[nodeB].SetCluster(shrunk))
+	c.settle()
+	held, _ := c.nodes[nodeC].Timer(id)
+	require.Equal(t, Live, held.State, "C, not reloaded, keeps its copy on B's reference")
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+FormatWireID(id, after.Bloom([]string{nodeB, nodeA})), def("v2")).Status)
+
+	c.reload(shrunk)
+	held, _ = c.nodes[nodeC].Timer(id)
+	assert.NotEqual(t, Live, held.State, "C's copy of the replaced definition")
+	for _, p := range c.advance(35*time.Second, 200) {
+		assert.Equal(t, "v2", string(p.Body), "pop %s", p.Header.Get(HeaderSequenceNumber))
+	}
+}
+
 // TestRestartedNodeRepopulates restarts a node without its store: its
 // start-up resync fetches back every timer it is a replica of, so the
 // timers survive its peers' loss afterwards.
