@@ -377,6 +377,39 @@ func TestLeavingNodeDropsACopyAnUpdateReplaced(t *testing.T) {
 	}
 }
 
+// TestLeavingNodeWritingAnUpdateStopsItsOldCopy is seed 8216: C leaves
+// three nodes, rf 2, and a timer on (C, A) moves to (B, A). C has
+// reloaded, but the new primary B has not, so no reference has reached
+// C, which still holds the timer live. An update through C by the ID a
+// later answer's Location gives, whose bloom filter names only the new
+// replicas, goes to them only, C being neither a replica nor named; C
+// must still replace its own copy with it, or it pops the replaced
+// definition at its old rank after the update was acknowledged.
+func TestLeavingNodeWritingAnUpdateStopsItsOldCopy(t *testing.T) {
+	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
+	var id uint64
+	for id = 1; ; id++ {
+		if slices.Equal(before.Replicas(id, 2), []string{nodeC, nodeA}) && slices.Equal(after.Replicas(id, 2), []string{nodeB, nodeA}) {
+			break
+		}
+	}
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	wire := FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
+	def := func(interval int64, opaque string) string {
+		return string(EncodeSpec(Spec{Interval: interval, RepeatFor: interval, URI: cb, Opaque: opaque, RF: 2}))
+	}
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, def(10_000, "v1")).Status)
+
+	require.NoError(t, c.nodes[nodeC].SetCluster(Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}))
+	moved := FormatWireID(id, after.Bloom([]string{nodeB, nodeA}))
+	require.Equal(t, 200, c.client(nodeC, "PUT", "/timers/"+moved, def(30_000, "v2")).Status)
+	held, _ := c.nodes[nodeC].Timer(id)
+	assert.NotEqual(t, Live, held.State, "the leaving writer's copy after its update")
+	for _, p := range c.advance(35*time.Second, 200) {
+		assert.Equal(t, "v2", string(p.Body), "pop %s", p.Header.Get(HeaderSequenceNumber))
+	}
+}
+
 // TestRestartedNodeRepopulates restarts a node without its store: its
 // start-up resync fetches back every timer it is a replica of, so the
 // timers survive its peers' loss afterwards.
