@@ -829,15 +829,39 @@ func (n *Node) lateRebalance(id uint64, spec Spec, r *Replication, t *Timer) (pl
 		if held == nil {
 			return
 		}
-		n.spread(held, rank, old, func(peer string, held *Timer, _ bool) {
-			n.stats.LateRebalanced++
-			n.replicate(peer, held, nil, now, nil)
-		})
-		body := referencesJSON([]reference{{ID: FormatID(id), ReplicaIndex: rank}})
-		for _, l := range n.cfg.Cluster.Leaving {
-			if l != n.self {
-				n.send(n.referencesRequest(l, body), n.cfg.ReplicationTimeout, func(Response, error) {})
+		pending, missed := 1, false
+		answered := func(ok bool) {
+			missed = missed || !ok
+			if pending--; pending == 0 && !missed {
+				n.referLate(id, rank)
 			}
+		}
+		n.spread(held, rank, old, func(peer string, held *Timer, replicate bool) {
+			n.stats.LateRebalanced++
+			if !replicate {
+				n.replicate(peer, held, nil, now, nil)
+				return
+			}
+			pending++
+			n.replicate(peer, held, nil, now, func(ok bool, resp Response) {
+				answered(ok || resp.Status != 0 && !notReloaded(resp, held))
+			})
+		})
+		answered(true)
+	}
+}
+
+// referLate tells the leaving nodes that this node took timer id at rank
+// on a record lateRebalance placed, once every new replica it passed the
+// timer on to holds it, as referDealt does for a resync's page: a leaving
+// node that dropped its copy on the word of a primary whose backup missed
+// the timer would leave it on the primary alone (seed 7355: the primary
+// crashed, and the timer was lost).
+func (n *Node) referLate(id uint64, rank int) {
+	body := referencesJSON([]reference{{ID: FormatID(id), ReplicaIndex: rank}})
+	for _, l := range n.cfg.Cluster.Leaving {
+		if l != n.self {
+			n.send(n.referencesRequest(l, body), n.cfg.ReplicationTimeout, func(Response, error) {})
 		}
 	}
 }

@@ -285,58 +285,77 @@ func TestScaleDownWorkedExample(t *testing.T) {
 	assert.Equal(t, Live, kept.State, "B's copy after C's moved copy reached it")
 }
 
-// TestLeavingNodeKeepsATimerItsNewBackupMissed is seed 7070: C leaves
-// three nodes, rf 2, and a timer on (A, C) moves to (A, B). A, staying
-// primary, takes it in place while B is cut off, so its replication to B
-// fails. A tells C that it took the timer only once B has it: if C dropped
-// its copy on A's word alone, A's crash would leave the timer nowhere, and
-// once A restarts and B is back, no resync offers it again. C keeps it
-// live instead, so A's start-up resync gets it back, and the operator's
-// run again (A's failed send) places it on B.
+// TestLeavingNodeKeepsATimerItsNewBackupMissed: C leaves three nodes,
+// rf 2, and a timer on (A, C) moves to (A, B). A, staying primary, takes
+// it in place while B is cut off, so its replication to B fails. A tells
+// C that it took the timer only once B has it: if C dropped its copy on
+// A's word alone, A's crash would leave the timer nowhere, and once A
+// restarts and B is back, no resync offers it again. C keeps it live
+// instead, so A's start-up resync gets it back, and the operator's run
+// again (A's failed send) places it on B. A's word comes from its resync
+// (seed 7070), or from a pop notice C sends under the old view, which A
+// places on the new one as it arrives (seed 7355, lateRebalance).
 func TestLeavingNodeKeepsATimerItsNewBackupMissed(t *testing.T) {
-	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
-	var id uint64
-	for id = 1; ; id++ {
-		if slices.Equal(before.Replicas(id, 2), []string{nodeA, nodeC}) && slices.Equal(after.Replicas(id, 2), []string{nodeA, nodeB}) {
-			break
-		}
-	}
-	c := newCluster(t, nodeA, nodeB, nodeC)
-	wire := FormatWireID(id, before.Bloom([]string{nodeA, nodeC}))
-	r := c.client(nodeB, "PUT", "/timers/"+wire, string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 30_000, URI: cb, RF: 2})))
-	require.Equal(t, 200, r.Status, "%s", r.Body)
+	for _, notice := range []bool{false, true} {
+		t.Run(map[bool]string{false: "resync", true: "late-notice"}[notice], func(t *testing.T) {
+			before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
+			var id uint64
+			for id = 1; ; id++ {
+				if slices.Equal(before.Replicas(id, 2), []string{nodeA, nodeC}) && slices.Equal(after.Replicas(id, 2), []string{nodeA, nodeB}) {
+					break
+				}
+			}
+			c := newCluster(t, nodeA, nodeB, nodeC)
+			wire := FormatWireID(id, before.Bloom([]string{nodeA, nodeC}))
+			r := c.client(nodeB, "PUT", "/timers/"+wire, string(EncodeSpec(Spec{Interval: 10_000, RepeatFor: 30_000, URI: cb, RF: 2})))
+			require.Equal(t, 200, r.Status, "%s", r.Body)
 
-	shrunk := Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}
-	c.down[nodeB] = true
-	for _, a := range []string{nodeA, nodeC} {
-		cfg := c.cfgs[a]
-		cfg.Cluster = shrunk
-		c.cfgs[a] = cfg
-		require.NoError(t, c.nodes[a].SetCluster(shrunk), "SetCluster(%s)", a)
-	}
-	for range 30 { // A's replications to B fail every attempt
-		c.settle()
-		c.clock.advance(100 * time.Millisecond)
-	}
-	held, _ := c.nodes[nodeC].Timer(id)
-	assert.Equal(t, Live, held.State, "the leaving node's copy while B misses the timer")
+			shrunk := Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}
+			c.down[nodeB] = true
+			for _, a := range []string{nodeA, nodeC} {
+				cfg := c.cfgs[a]
+				cfg.Cluster = shrunk
+				c.cfgs[a] = cfg
+				require.NoError(t, c.nodes[a].SetCluster(shrunk), "SetCluster(%s)", a)
+			}
+			for range 30 { // A's replications to B fail every attempt
+				c.settle()
+				c.clock.advance(100 * time.Millisecond)
+			}
+			if notice {
+				// A's pop notice goes to B only; C pops too, and its
+				// notice, of the old view, reaches A.
+				require.Len(t, c.advance(10*time.Second, 200), 2, "pop 1 by A and by C")
+			}
+			held, _ := c.nodes[nodeC].Timer(id)
+			assert.Equal(t, Live, held.State, "the leaving node's copy while B misses the timer")
 
-	c.restart(nodeA)
-	delete(c.down, nodeB)
-	c.nodes[nodeA].Resync(true)
-	c.reload(shrunk)
-	for _, n := range c.nodes { // the operator runs again a resync that failed
-		if s := n.ResyncStatus(); len(s.Failed) > 0 || s.SendFailures > 0 {
-			n.Resync(false)
-		}
+			c.restart(nodeA)
+			delete(c.down, nodeB)
+			c.nodes[nodeA].Resync(true)
+			c.reload(shrunk)
+			for _, n := range c.nodes { // the operator runs again a resync that failed
+				if s := n.ResyncStatus(); len(s.Failed) > 0 || s.SendFailures > 0 {
+					n.Resync(false)
+				}
+			}
+			c.finishResyncs()
+			c.requirePlaced([]uint64{id}, shrunk.Nodes, 2)
+			held, _ = c.nodes[nodeC].Timer(id)
+			assert.Equal(t, Moved, held.State, "the leaving node's copy once B has the timer")
+			c.down[nodeC] = true
+			delete(c.nodes, nodeC)
+			var seqs []string
+			for _, p := range c.advance(35*time.Second, 200) {
+				seqs = append(seqs, p.Header.Get(HeaderSequenceNumber))
+			}
+			if notice {
+				assert.Equal(t, []string{"2", "3"}, seqs, "the pops after the crash")
+			} else {
+				assert.Equal(t, []string{"1", "2", "3"}, seqs, "the pops after the crash")
+			}
+		})
 	}
-	c.finishResyncs()
-	c.requirePlaced([]uint64{id}, shrunk.Nodes, 2)
-	held, _ = c.nodes[nodeC].Timer(id)
-	assert.Equal(t, Moved, held.State, "the leaving node's copy once B has the timer")
-	c.down[nodeC] = true
-	delete(c.nodes, nodeC)
-	requireEachPopOnce(t, c.advance(35*time.Second, 200), []uint64{id}, 1)
 }
 
 // TestLeavingNodeDropsACopyAnUpdateReplaced is seed 7255: C leaves three
