@@ -93,7 +93,8 @@ func TestTombstoneOverTombstoneKeepsReplacedPops(t *testing.T) {
 // live update meeting a client delete's tombstone of the very same
 // version (twins sharing an instance number, seed 3792) is not, since
 // the tombstone's start is the buried definition's, and a replica of the
-// update would take it and pop early.
+// update would take it and pop early (seed 3966 once every answer is
+// read: the update's proxy popped at once).
 func TestEarlierStartIsAnsweredOnlyForTheSameDefinition(t *testing.T) {
 	h := newHarness(t)
 	wire := h.create(timerJSON(10, 30, cb, "old"))
