@@ -290,13 +290,17 @@ func (x *index) popFault(d *def, k int, upTo time.Duration) (Fault, bool) {
 }
 
 // writeWindows lists when the writes of d's timer that ran within
-// [from, upTo] ran.
+// [from, upTo] ran. A create whose answer was lost is filed under no
+// timer (the client never learned its ID), so its own write is added: a
+// cut while it ran may have kept it from replicas that a notice later
+// brings it to, all at once.
 func (x *index) writeWindows(d *def, from, upTo time.Duration) [][2]time.Duration {
-	if d.timer == 0 {
-		return nil
+	ops := x.byTimer[d.timer]
+	if d.op.Timer == 0 {
+		ops = append([]Op{d.op}, ops...)
 	}
 	var out [][2]time.Duration
-	for _, op := range x.byTimer[d.timer] {
+	for _, op := range ops {
 		if ret := min(effReturn(op), x.end); ret >= from && op.Invoke <= upTo {
 			out = append(out, [2]time.Duration{op.Invoke, ret})
 		}

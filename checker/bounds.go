@@ -108,6 +108,9 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 			late[n] = true
 		}
 	}
+	if h := x.heldRefill(d, late); h > held {
+		held = h
+	}
 	return held, late
 }
 
@@ -151,6 +154,99 @@ func (x *index) heldAtSites(d *def, ret time.Duration, late map[string]bool) tim
 		}
 	}
 	return held
+}
+
+// heldRefill is heldFor's part after the write: a replica left without a
+// copy (it missed the write, or crashed since) gets one back from a
+// notice, a scale's resync or its own boot's, and applies its
+// start-time-delta when it processes the message, so a pause of that
+// replica, or a clog into it, while it had none and such a message was on
+// its way holds the copy and makes its start late by as much. Replicas
+// converge on the earliest start when a notice passes between them, so
+// the hold lasts only once every replica that kept the true start has
+// lost it since: then the late start is all that is left
+// (scenarios/README.md N3 and N8; seed 4359: a scale's resync pushed the
+// timer to a replica that had restarted empty and was paused, and the
+// only replica with the true start crashed later). It adds to late the
+// replicas it held, and those still or again without a copy once a held
+// one was sent (a late replica's notice may bring it back, start and
+// all), and returns the longest hold.
+func (x *index) heldRefill(d *def, late map[string]bool) time.Duration {
+	if !d.placed {
+		return 0
+	}
+	cf := x.copyFailures(d)
+	var held time.Duration
+	first := never // the earliest a held copy was sent
+	refilled := map[string]bool{}
+	for _, f := range cf.other {
+		for _, s := range d.spans {
+			if s.end <= f.at || !holdsInto(s.fault, f.node) || x.revived(d, cf, f.node, f.at, s.from) {
+				continue
+			}
+			if sent, ok := x.refillSent(d, cf, f, max(s.from, f.at), s.end); ok {
+				held, first = max(held, s.end-sent), min(first, sent)
+				refilled[f.node] = true
+			}
+		}
+	}
+	if held == 0 {
+		return 0
+	}
+	for _, f := range cf.other {
+		if f.at >= first || !x.revived(d, cf, f.node, f.at, first) {
+			refilled[f.node] = true // without a copy once a held one was sent
+		}
+	}
+	for _, r := range d.replicas {
+		if !refilled[r] && !x.crashedBetween(r, first, x.end) {
+			return 0 // r keeps the true start, and its notices hand it on
+		}
+	}
+	for n := range refilled {
+		late[n] = true
+	}
+	return held
+}
+
+// refillSent is the earliest time in [a, b] a message that brings back
+// the copy f took may have been sent to its node, and false when none
+// may: the node's own boot resync (until FaultSettle after its restart),
+// the notice of another replica's successful pop, or the resync of a scale
+// that places d on the node (until FaultSettle after it completed).
+func (x *index) refillSent(d *def, cf *copyFailures, f copyFailure, a, b time.Duration) (time.Duration, bool) {
+	if !f.missed && a <= f.at+x.o.FaultSettle {
+		return a, true
+	}
+	sent, ok := b, false
+	for _, p := range cf.oks {
+		if p.Node != f.node && p.At >= a && p.At <= sent {
+			sent, ok = p.At, true
+			break
+		}
+	}
+	for _, sc := range x.h.Scales {
+		end := x.end
+		if sc.End != 0 {
+			end = sc.End + x.o.FaultSettle
+		}
+		if sc.Start <= sent && end >= a && slices.Contains(Replicas(sc.After, d.timer, d.rf), f.node) {
+			sent, ok = max(a, sc.Start), true
+		}
+	}
+	return sent, ok
+}
+
+// holdsInto reports whether fault f holds the messages sent to node: it
+// stands still, or a clog holds a link into it.
+func holdsInto(f Fault, node string) bool {
+	switch f.Kind {
+	case Pause:
+		return slices.Contains(f.Nodes, node)
+	case Clog:
+		return slices.Contains(f.Peers, node)
+	}
+	return false
 }
 
 // heldAt is the hold replica r may still carry when pop k falls due: the

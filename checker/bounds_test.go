@@ -144,3 +144,78 @@ func TestPopAfterEveryReplicaFailedOneIsOwedOnTime(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyBroughtBackWhileItsReplicaStoodStillRunsLate is seed 4359: the
+// backup restarts empty after the write, and the copy its boot resync
+// fetches is held by its pause (2 s to 5 s), so it applies the start 3 s
+// late; the primary, the only replica with the true start, then crashes
+// and takes the backup's. Every later pop runs 3 s late, long after the
+// faults: the N3 limit (start-time-delta carries no transit time). The
+// same pause on a member of no role, on the backup while it still held
+// its copy, or on the emptied backup once its boot resync was over and
+// nothing else was on its way to it (no pop, no scale), holds nothing,
+// and the late pops are G3.
+func TestCopyBroughtBackWhileItsReplicaStoodStillRunsLate(t *testing.T) {
+	for _, c := range []struct {
+		name, paused string
+		crashBackup  bool
+		pausedAt     time.Duration
+		want         string
+	}{
+		{"emptied backup paused", "backup", true, 2 * sec, ""},
+		{"member of no role paused", "other", true, 2 * sec, "G3"},
+		{"backup paused with its copy", "backup", false, 2 * sec, "G3"},
+		{"emptied backup paused with nothing on its way", "backup", true, 7 * sec, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, o := placed(t)
+			h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+			h.End = 70 * sec
+			paused := map[string]string{"backup": b, "other": o}[c.paused]
+			h.Faults = []Fault{{At: c.pausedAt, Kind: Pause, Nodes: []string{paused}}, {At: c.pausedAt + 3*sec, Kind: Resume, Nodes: []string{paused}},
+				{At: 11 * sec, Kind: Crash, Nodes: []string{p}}, {At: 12 * sec, Kind: Restart, Nodes: []string{p}}}
+			if c.crashBackup {
+				h.Faults = append(h.Faults, Fault{At: 500 * ms, Kind: Crash, Nodes: []string{b}}, Fault{At: sec, Kind: Restart, Nodes: []string{b}})
+			}
+			h.Pops = nil
+			for k := 1; k <= 6; k++ {
+				late := pop(time.Duration(k)*10*sec+3*sec+20*ms, p, "a", k)
+				late.Timer = placedTimer
+				h.Pops = append(h.Pops, late)
+			}
+			if vs := Check(h); c.want == "" {
+				requireNone(t, vs)
+			} else {
+				requireHas(t, vs, c.want, "late")
+			}
+		})
+	}
+}
+
+// TestCopyBroughtBackLateIsRepairedByAReplicaThatKeptTheStart is the
+// bound of the test above: with rf 3, the second backup that kept its
+// copy (and the true start) never crashes, so the primary's boot resync
+// and every notice hand the true start on, and the primary's late pops
+// are G3.
+func TestCopyBroughtBackLateIsRepairedByAReplicaThatKeptTheStart(t *testing.T) {
+	h, _, _, _ := placed(t)
+	r := Replicas(h.Members, placedTimer, 3)
+	h.Ops[0].Spec.ReplicationFactor = 3
+	h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+	h.Ops[0].Node = r[0]
+	h.End = 70 * sec
+	h.Faults = []Fault{{At: 500 * ms, Kind: Crash, Nodes: []string{r[1]}}, {At: sec, Kind: Restart, Nodes: []string{r[1]}},
+		{At: 2 * sec, Kind: Pause, Nodes: []string{r[1]}}, {At: 5 * sec, Kind: Resume, Nodes: []string{r[1]}},
+		{At: 11 * sec, Kind: Crash, Nodes: []string{r[0]}}, {At: 12 * sec, Kind: Restart, Nodes: []string{r[0]}}}
+	h.Pops = nil
+	for k := 1; k <= 6; k++ {
+		late := pop(time.Duration(k)*10*sec+3*sec+20*ms, r[0], "a", k)
+		late.Timer = placedTimer
+		h.Pops = append(h.Pops, late)
+	}
+	requireHas(t, Check(h), "G3", "late")
+	// The second backup crashes too, after the hold: the late start is
+	// all that is left.
+	h.Faults = append(h.Faults, Fault{At: 11 * sec, Kind: Crash, Nodes: []string{r[2]}}, Fault{At: 12 * sec, Kind: Restart, Nodes: []string{r[2]}})
+	requireNone(t, Check(h))
+}

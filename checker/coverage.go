@@ -34,9 +34,10 @@ const (
 	// ExCopiesLost: a fault may have removed every copy before the pop
 	// fell due (as many replicas as hold it crashed).
 	ExCopiesLost Excuse = "copies-lost"
-	// ExHeld: a pause or clog held the write's replication, and a replica
-	// applies the start-time-delta when the message arrives, so every
-	// replica that got it late pops late by as much (heldFor).
+	// ExHeld: a pause or clog held the write's replication, or the copy
+	// brought back to a replica that had lost it, and a replica applies
+	// the start-time-delta when the message arrives, so every replica
+	// that got it late pops late by as much (heldFor, heldRefill).
 	ExHeld Excuse = "held-replication"
 	// ExWorstRank: with a fault around, G3 allows the worst replica rank,
 	// as the history does not say which replica was live.

@@ -1,6 +1,9 @@
 package checker
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestRefusedCallbackRetriedIsNoDuplicate(t *testing.T) {
 	// A callback the endpoint refused is popped again by the next replica
@@ -13,4 +16,43 @@ func TestRefusedCallbackRetriedIsNoDuplicate(t *testing.T) {
 	h.LivenessFrom = 2100 * ms
 	h.Pops = append(h.Pops, pop(4020*ms, "n2", "a", 2))
 	requireNone(t, Check(h))
+}
+
+// TestCutDuringAnUnansweredCreateExcusesItsCatchUp is seed 4231: a create
+// whose answer was lost (the client never learned its ID) was cut off
+// from its primary and first backup while it ran, so only the last
+// backup held it and popped 1 at its rank; its notice brought the timer to
+// the other two at once, with pop 2 overdue on both, and each popped it
+// (G4). The cut touched the write, as it touches any write of a known
+// timer; the same cut on a member that took no part is no excuse.
+func TestCutDuringAnUnansweredCreateExcusesItsCatchUp(t *testing.T) {
+	members := []string{"n1", "n2", "n3", "n4", "n5"}
+	r := Replicas(members, placedTimer, 3)
+	var idle []string
+	for _, m := range members {
+		if !slices.Contains(r, m) {
+			idle = append(idle, m)
+		}
+	}
+	proxy, other := idle[0], idle[1]
+	for _, cut := range []string{proxy, other} {
+		h := &History{
+			Members:      members,
+			Ops:          []Op{write(1, Create, 0, "a", 2*sec, 4*sec, 0, 500*ms, Unknown)},
+			Faults:       []Fault{{At: 0, Kind: Partition, Nodes: []string{cut}, Peers: r[:2]}, {At: 200 * ms, Kind: Heal}},
+			End:          10 * sec,
+			MaxClockSkew: ms,
+			MaxNetDelay:  5 * ms,
+		}
+		h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = proxy, 3
+		h.Pops = []Pop{pop(6020*ms, r[2], "a", 1), pop(6022*ms, r[0], "a", 2), pop(6024*ms, r[1], "a", 2)}
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		if vs := Check(h); cut == proxy {
+			requireNone(t, vs)
+		} else {
+			requireHas(t, vs, "G4")
+		}
+	}
 }

@@ -337,9 +337,12 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 	}
 	resp := text(200, "OK")
 	held := n.store.Get(id)
-	if held != nil && held.Version == t.Version && held.Start < n.startMs()+r.StartTimeDelta {
-		// The sender's start is later than ours: tell it (noticeAnswered
-		// takes the earlier start).
+	if held != nil && held.Version == t.Version && held.def == t.def && held.Start < n.startMs()+r.StartTimeDelta {
+		// The sender's start of the same definition is later than
+		// ours: tell it (startAnswered takes the earlier start). Not of
+		// a client delete's tombstone (no definition; its start is the
+		// buried one's), which twins sharing an instance number may
+		// give an update's very version (seeds 3792, 3966).
 		resp.Header[HeaderStartDelta] = strconv.FormatInt(held.Start-n.nowMs(), 10)
 	}
 	if held != nil && held.Version == t.Version && held.State == Live && r.Missed != 0 {

@@ -254,7 +254,8 @@ func (n *Node) notifyPopped(t *Timer) {
 // noticeAnswered learns from a replica's answer to a pop notice: a newer
 // definition it holds (this replica missed a delete or an update, say
 // across a net-split, and would otherwise pop it until repeat-for ends),
-// or an earlier start of the same one (see earliestStart).
+// or which pops of the same one it made. An earlier start of the same
+// one is taken from any answer (startAnswered).
 func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 	if resp.Status == 409 && resp.Header.Get(HeaderCollision) != "" {
 		// The peer holds another timer under this ID: neither record may
@@ -277,12 +278,6 @@ func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 		n.markRefusing(notice, from, false)
 		n.learnPopped(notice, resp.Header.Get(HeaderPopped))
 	}
-	delta, err := strconv.ParseInt(resp.Header.Get(HeaderStartDelta), 10, 64)
-	held := n.store.Get(notice.ID)
-	if err != nil || held == nil || held.Version != notice.Version {
-		return
-	}
-	n.earliestStart(held, &Timer{Start: n.startMs() + delta})
 }
 
 // learnPopped merges a replica's answer to a notice that told of missed

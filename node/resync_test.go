@@ -904,3 +904,60 @@ func TestResyncAgainRepairsAnOldReplicaThatMissedAnUpdate(t *testing.T) {
 		assert.Equal(t, "v2", string(p.Body), "pop %s", p.Header.Get(HeaderSequenceNumber))
 	}
 }
+
+// TestScaleKeepsTheEarliestStartOfAnOldReplicaLeftBehind is seed 5237: a
+// timer on C and A (rf 2) reached A 5 s late (A was paused), and moves to
+// D and A when D joins. A's resync has a page of other timers to deal
+// with first, so D fetches the timer from A, late start and old replicas
+// and all, and sends C, which has not reloaded yet, the rebalancing
+// tombstone; C keeps the earlier start on its moved-away copy and answers
+// with it, but, not reloaded, keeps no copy for D's resync to fetch. D
+// must take the start from that answer, or the timer pops 5 s late for
+// good.
+func TestScaleKeepsTheEarliestStartOfAnOldReplicaLeftBehind(t *testing.T) {
+	before := NewRing([]string{nodeA, nodeB, nodeC})
+	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
+	placedOn := func(id uint64, was, is []string) bool {
+		return slices.Equal(before.Replicas(id, 2), was) && slices.Equal(after.Replicas(id, 2), is)
+	}
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	start := c.clock.now
+	def := func(interval int64, opaque string) []byte {
+		return EncodeSpec(Spec{Interval: interval, RepeatFor: 3 * interval, URI: cb, Opaque: opaque, RF: 2})
+	}
+	// A page of timers on A and B, due first, that stay there.
+	var id uint64
+	for n := 0; n < DefaultResyncPage; {
+		if id++; placedOn(id, []string{nodeA, nodeB}, []string{nodeA, nodeB}) {
+			wire := FormatWireID(id, before.Bloom([]string{nodeA, nodeB}))
+			require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, string(def(10_000, "filler"))).Status)
+			n++
+		}
+	}
+	for id++; !placedOn(id, []string{nodeC, nodeA}, []string{nodeD, nodeA}); id++ {
+	}
+	var got *Response
+	c.nodes[nodeB].Handle(Request{Method: "PUT", URL: "/timers/" + FormatWireID(id, before.Bloom([]string{nodeC, nodeA})),
+		Header: Header{}, Body: def(30_000, "x")}, func(r Response) { got = &r })
+	held := c.net.take("http://" + nodeA)
+	c.settle() // C applies at once
+	c.clock.advance(5 * time.Second)
+	c.net.out = append(c.net.out, held...)
+	c.settle() // A applies 5 s late
+	require.NotNil(t, got)
+	require.Equal(t, 200, got.Status)
+
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	c.reloadLast(nodeC, grown)
+	c.requirePlaced([]uint64{id}, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+	var at []time.Duration
+	for c.clock.now.Sub(start) < 100*time.Second {
+		for _, p := range c.advance(100*time.Millisecond, 200) {
+			if string(p.Body) == "x" {
+				at = append(at, c.clock.now.Sub(start).Round(100*time.Millisecond))
+			}
+		}
+	}
+	assert.Equal(t, []time.Duration{30 * time.Second, time.Minute, 90 * time.Second}, at, "pops, from the create")
+}

@@ -443,10 +443,26 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 	req := n.internalPut(peer, FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)), body)
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		ok := n.countReplication(resp, err)
+		n.startAnswered(t, resp)
 		if done != nil {
 			done(ok, resp)
 		}
 	})
+}
+
+// startAnswered takes the earlier start of t's definition that a peer
+// answered a replication with (see earliestStart), whatever the message:
+// a pop notice, a write, or a resync's push or rebalancing tombstone. The
+// peer may hold the definition from before this node got it late, and
+// when it is an old replica the resync leaves behind, its answer is the
+// last chance to hand the start on (seed 5237).
+func (n *Node) startAnswered(t *Timer, resp Response) {
+	delta, err := strconv.ParseInt(resp.Header.Get(HeaderStartDelta), 10, 64)
+	held := n.store.Get(t.ID)
+	if err != nil || held == nil || held.Version != t.Version {
+		return
+	}
+	n.earliestStart(held, &Timer{Start: n.startMs() + delta})
 }
 
 // countReplication counts the outcome of an internal PUT: no answer, or
