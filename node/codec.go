@@ -50,7 +50,8 @@ type Replication struct {
 // ignored, as there, so that newer senders may add members; a repeated key
 // takes its last value, as encoding/json does.
 //
-// json.Valid checks the syntax in one pass; a small walker over the
+// validJSON (valid.go, held to encoding/json.Valid by a differential fuzz
+// target) checks the syntax in one pass; a small walker over the
 // validated bytes then picks out the known members by exact name and keeps
 // each value as its raw bytes until its field is validated. Every create
 // parses a body, and this costs about a third of the reflective decode it
@@ -112,7 +113,7 @@ type wireReliability struct {
 
 // decodeWire checks body is a JSON object and picks out its known members.
 func decodeWire(body []byte) (wireBody, error) {
-	if !json.Valid(body) {
+	if !validJSON(body) {
 		return wireBody{}, syntaxError(body)
 	}
 	return decodeValid(body)
@@ -197,7 +198,7 @@ func (r *wireReliability) decode(v rawValue) error {
 	return nil
 }
 
-// syntaxError explains why body, which json.Valid refused, is not one JSON
+// syntaxError explains why body, which validJSON refused, is not one JSON
 // value. It runs only on that error path, so it may decode again.
 func syntaxError(body []byte) error {
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -680,7 +681,7 @@ func unescapeRune(s []byte) (rune, int) {
 	return pair, 12
 }
 
-// hex4 decodes four hex digits, which json.Valid has checked.
+// hex4 decodes four hex digits, which validJSON has checked.
 func hex4(h []byte) rune {
 	var r rune
 	for _, c := range h[:4] {
@@ -698,7 +699,7 @@ func hex4(h []byte) rune {
 }
 
 // jsonIter walks the members of a JSON object, or the elements of a JSON
-// array, within a body json.Valid accepted: it meets no syntax errors, so
+// array, within a body validJSON accepted: it meets no syntax errors, so
 // it only needs to find where each token ends.
 type jsonIter struct {
 	b   []byte
