@@ -119,3 +119,37 @@ func TestEarlierStartIsAnsweredOnlyForTheSameDefinition(t *testing.T) {
 		t.Fatalf("an update of the delete's version: got %s %q, want none", HeaderStartDelta, r.Header.Get(HeaderStartDelta))
 	}
 }
+
+// TestEarlierStartIsTakenOnlyForTheSameDefinition is the sender's side: a
+// replication's answer with an earlier start is of the definition sent,
+// and the sender takes it only while it holds that one. Twins sharing an
+// instance number gave two timers one ID and version; a node holding one
+// relayed the other, and took the start its peer answered for it (seed
+// 19111: an rf 1 timer popped 233 ms early, at the twin's start).
+func TestEarlierStartIsTakenOnlyForTheSameDefinition(t *testing.T) {
+	c := newCluster(t, three...)
+	a := c.nodes[three[0]]
+	const id = uint64(0x125f_17bf_fd00_0000)
+	now := a.nowMs()
+	record := func(opaque string, on string) *Timer {
+		spec := Spec{Interval: 10_000, RepeatFor: 60_000, URI: cb, Opaque: opaque, RF: 1}
+		return newTimer(id, id, spec, now, 0, a.placement([]string{on}, nil), a.ring.ViewID(), a.hosts)
+	}
+	a.apply(record("mine", three[0]))
+	for _, tc := range []struct {
+		name      string
+		sent      *Timer
+		wantStart int64
+	}{
+		{"the twin's definition", record("twin", three[1]), now},
+		{"the same definition", record("mine", three[1]), now - 5000},
+	} {
+		a.replicate(three[1], tc.sent, nil, now, nil)
+		for _, s := range c.net.take("http://10.") {
+			s.done(Response{Status: 200, Header: Header{HeaderStartDelta: "-5000"}}, nil)
+		}
+		if held, _ := a.Timer(id); held.Start != tc.wantStart {
+			t.Fatalf("%s: the held record's start moved by %d ms, want %d", tc.name, held.Start-now, tc.wantStart-now)
+		}
+	}
+}

@@ -455,11 +455,15 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 // a pop notice, a write, or a resync's push or rebalancing tombstone. The
 // peer may hold the definition from before this node got it late, and
 // when it is an old replica the resync leaves behind, its answer is the
-// last chance to hand the start on (seed 5237).
+// last chance to hand the start on (seed 5237). The answer is of t's
+// definition, so it is taken only while the held record is of that one:
+// twins sharing an instance number may have given two timers one ID and
+// version, and the held one may since have become the other (seed 19111:
+// an rf 1 timer took its twin's start and popped 233 ms early).
 func (n *Node) startAnswered(t *Timer, resp Response) {
 	delta, err := strconv.ParseInt(resp.Header.Get(HeaderStartDelta), 10, 64)
 	held := n.store.Get(t.ID)
-	if err != nil || held == nil || held.Version != t.Version {
+	if err != nil || held == nil || held.Version != t.Version || held.def != t.def {
 		return
 	}
 	n.earliestStart(held, &Timer{Start: n.startMs() + delta})
