@@ -240,12 +240,7 @@ func TestScaleDownMovesTimersOffTheLeavingNode(t *testing.T) {
 // new primary, passes it to A and tells C, which drops its copy.
 func TestScaleDownWorkedExample(t *testing.T) {
 	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
-	var id uint64
-	for id = 1; ; id++ {
-		if slices.Equal(before.Replicas(id, 2), []string{nodeC, nodeA}) && slices.Equal(after.Replicas(id, 2), []string{nodeB, nodeA}) {
-			break
-		}
-	}
+	id := idMoving(before, after, []string{nodeC, nodeA}, []string{nodeB, nodeA})
 	c := newCluster(t, nodeA, nodeB, nodeC)
 	wire := FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
 	r := c.client(nodeB, "PUT", "/timers/"+wire, string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 30_000, URI: cb, RF: 2})))
@@ -299,12 +294,7 @@ func TestLeavingNodeKeepsATimerItsNewBackupMissed(t *testing.T) {
 	for _, notice := range []bool{false, true} {
 		t.Run(map[bool]string{false: "resync", true: "late-notice"}[notice], func(t *testing.T) {
 			before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
-			var id uint64
-			for id = 1; ; id++ {
-				if slices.Equal(before.Replicas(id, 2), []string{nodeA, nodeC}) && slices.Equal(after.Replicas(id, 2), []string{nodeA, nodeB}) {
-					break
-				}
-			}
+			id := idMoving(before, after, []string{nodeA, nodeC}, []string{nodeA, nodeB})
 			c := newCluster(t, nodeA, nodeB, nodeC)
 			wire := FormatWireID(id, before.Bloom([]string{nodeA, nodeC}))
 			r := c.client(nodeB, "PUT", "/timers/"+wire, string(EncodeSpec(Spec{Interval: 10_000, RepeatFor: 30_000, URI: cb, RF: 2})))
@@ -368,12 +358,7 @@ func TestLeavingNodeKeepsATimerItsNewBackupMissed(t *testing.T) {
 // replaced rather than pop it at its old rank until it is stopped.
 func TestLeavingNodeDropsACopyAnUpdateReplaced(t *testing.T) {
 	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
-	var id uint64
-	for id = 1; ; id++ {
-		if slices.Equal(before.Replicas(id, 2), []string{nodeB, nodeC}) && slices.Equal(after.Replicas(id, 2), []string{nodeB, nodeA}) {
-			break
-		}
-	}
+	id := idMoving(before, after, []string{nodeB, nodeC}, []string{nodeB, nodeA})
 	c := newCluster(t, nodeA, nodeB, nodeC)
 	wire := FormatWireID(id, before.Bloom([]string{nodeB, nodeC}))
 	def := func(opaque string) string {
@@ -406,12 +391,7 @@ func TestLeavingNodeDropsACopyAnUpdateReplaced(t *testing.T) {
 // definition at its old rank after the update was acknowledged.
 func TestLeavingNodeWritingAnUpdateStopsItsOldCopy(t *testing.T) {
 	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
-	var id uint64
-	for id = 1; ; id++ {
-		if slices.Equal(before.Replicas(id, 2), []string{nodeC, nodeA}) && slices.Equal(after.Replicas(id, 2), []string{nodeB, nodeA}) {
-			break
-		}
-	}
+	id := idMoving(before, after, []string{nodeC, nodeA}, []string{nodeB, nodeA})
 	c := newCluster(t, nodeA, nodeB, nodeC)
 	wire := FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
 	def := func(interval int64, opaque string) string {
@@ -627,12 +607,7 @@ func TestWritesFromANodeNotYetReloadedReachTheNewReplicas(t *testing.T) {
 // a leaving node is none).
 func TestWritesDuringAScaleDownReachTheLeavingNode(t *testing.T) {
 	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
-	var id uint64
-	for id = 1; ; id++ {
-		if slices.Equal(before.Replicas(id, 1), []string{nodeC}) && slices.Equal(after.Replicas(id, 1), []string{nodeA}) {
-			break
-		}
-	}
+	id := idMoving(before, after, []string{nodeC}, []string{nodeA})
 	c := newCluster(t, nodeA, nodeB, nodeC)
 	wire := FormatWireID(id, before.Bloom([]string{nodeC}))
 	def := func(opaque string) string {
@@ -873,12 +848,7 @@ func TestResyncPagesMoveOn(t *testing.T) {
 func TestResyncAgainRepairsAnOldReplicaThatMissedAnUpdate(t *testing.T) {
 	before := NewRing([]string{nodeA, nodeB, nodeC})
 	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
-	var id uint64
-	for id = 1; ; id++ {
-		if slices.Equal(before.Replicas(id, 2), []string{nodeC, nodeA}) && slices.Equal(after.Replicas(id, 2), []string{nodeD, nodeA}) {
-			break
-		}
-	}
+	id := idMoving(before, after, []string{nodeC, nodeA}, []string{nodeD, nodeA})
 	c := newCluster(t, nodeA, nodeB, nodeC)
 	wire := FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
 	def := func(opaque string) string {
@@ -960,4 +930,15 @@ func TestScaleKeepsTheEarliestStartOfAnOldReplicaLeftBehind(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []time.Duration{30 * time.Second, time.Minute, 90 * time.Second}, at, "pops, from the create")
+}
+
+// idMoving returns the first ID whose replicas are from under before and
+// to under after, with len(from) replicas: a timer a scale moves as a test
+// needs it.
+func idMoving(before, after *Ring, from, to []string) uint64 {
+	for id := uint64(1); ; id++ {
+		if slices.Equal(before.Replicas(id, len(from)), from) && slices.Equal(after.Replicas(id, len(from)), to) {
+			return id
+		}
+	}
 }
