@@ -33,9 +33,9 @@ func skipJSONValue(b []byte, i, depth int) (int, bool) {
 	}
 	switch c := b[i]; {
 	case c == '{':
-		return skipJSONObject(b, i+1, depth+1)
+		return skipJSONContainer(b, i+1, depth+1, '}')
 	case c == '[':
-		return skipJSONArray(b, i+1, depth+1)
+		return skipJSONContainer(b, i+1, depth+1, ']')
 	case c == '"':
 		return skipJSONString(b, i+1)
 	case c == '-' || '0' <= c && c <= '9':
@@ -50,57 +50,45 @@ func skipJSONValue(b []byte, i, depth int) (int, bool) {
 	return i, false
 }
 
-// skipJSONObject skips the members and closing brace of an object whose
-// opening brace is before b[i].
-func skipJSONObject(b []byte, i, depth int) (int, bool) {
+// skipJSONContainer skips the members or elements of an object or array
+// whose opening byte is before b[i], and its closing byte ('}' or ']').
+func skipJSONContainer(b []byte, i, depth int, closing byte) (int, bool) {
 	if depth > maxJSONDepth {
 		return i, false
 	}
 	i = skipJSONSpace(b, i)
-	if i < len(b) && b[i] == '}' {
+	if i < len(b) && b[i] == closing {
 		return i + 1, true
 	}
 	for {
-		if i >= len(b) || b[i] != '"' {
+		var ok, closed bool
+		if closing == '}' {
+			if i, ok = skipJSONName(b, i); !ok {
+				return i, false
+			}
+		}
+		if i, ok = skipJSONValue(b, i, depth); !ok {
 			return i, false
 		}
-		var ok bool
-		if i, ok = skipJSONString(b, i+1); !ok {
-			return i, false
-		}
-		if i = skipJSONSpace(b, i); i >= len(b) || b[i] != ':' {
-			return i, false
-		}
-		if i, ok = skipJSONValue(b, skipJSONSpace(b, i+1), depth); !ok {
-			return i, false
-		}
-		var closed bool
-		if i, closed, ok = skipJSONSeparator(b, i, '}'); !ok || closed {
+		if i, closed, ok = skipJSONSeparator(b, i, closing); !ok || closed {
 			return i, ok
 		}
 	}
 }
 
-// skipJSONArray skips the elements and closing bracket of an array whose
-// opening bracket is before b[i].
-func skipJSONArray(b []byte, i, depth int) (int, bool) {
-	if depth > maxJSONDepth {
+// skipJSONName skips a member's name, its colon and the space after it.
+func skipJSONName(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
 		return i, false
 	}
-	i = skipJSONSpace(b, i)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, true
+	i, ok := skipJSONString(b, i+1)
+	if !ok {
+		return i, false
 	}
-	for {
-		var ok bool
-		if i, ok = skipJSONValue(b, i, depth); !ok {
-			return i, false
-		}
-		var closed bool
-		if i, closed, ok = skipJSONSeparator(b, i, ']'); !ok || closed {
-			return i, ok
-		}
+	if i = skipJSONSpace(b, i); i >= len(b) || b[i] != ':' {
+		return i, false
 	}
+	return skipJSONSpace(b, i+1), true
 }
 
 // skipJSONSeparator skips what follows a member or element: a comma and
