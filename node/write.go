@@ -462,11 +462,12 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 // an rf 1 timer took its twin's start and popped 233 ms early).
 func (n *Node) startAnswered(t *Timer, resp Response) {
 	delta, err := strconv.ParseInt(resp.Header.Get(HeaderStartDelta), 10, 64)
-	held := n.store.Get(t.ID)
-	if err != nil || held == nil || held.Version != t.Version || held.def != t.def {
-		return
+	if err != nil {
+		return // most answers carry no start: no lookup for them
 	}
-	n.earliestStart(held, &Timer{Start: n.startMs() + delta})
+	if held := n.store.Get(t.ID); held != nil && held.Version == t.Version && held.def == t.def {
+		n.earliestStart(held, &Timer{Start: n.startMs() + delta})
+	}
 }
 
 // countReplication counts the outcome of an internal PUT: no answer, or
