@@ -139,11 +139,12 @@ func sweep(from uint64, n int) int {
 	var failed []string
 	var cov checker.Coverage
 	done, pinned, collided := 0, 0, 0
-	events := uint64(0)
+	events, digest := uint64(0), uint64(0)
 	tty := isTerminal(os.Stderr)
 	sim.Sweep(sim.Seeds(from, n), func(o sim.SeedOutcome) {
 		done++
 		events += o.Result.Events
+		digest += o.Result.TraceHash
 		cov.Add(o.Result.Coverage)
 		if o.Result.IDCollisions > 0 {
 			collided++ // the collision defence at work
@@ -170,6 +171,9 @@ func sweep(from uint64, n int) int {
 		fmt.Println(f)
 	}
 	fmt.Printf("sweep: %d seeds from %d, %d failed, %d events, %v\n", n, from, len(failed), events, time.Since(start).Round(time.Millisecond))
+	// The sum of the seeds' trace hashes, whatever order they finished
+	// in: a change that claims to change no behaviour leaves it as it was.
+	fmt.Printf("sweep: trace digest %016x\n", digest)
 	if pinned > 0 {
 		fmt.Printf("sweep: %d seeds failed as pinned in %s\n", pinned, sim.KnownFailingFile)
 	}
