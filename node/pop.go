@@ -292,7 +292,9 @@ func (n *Node) learnPopped(notice *Timer, popped string) {
 	}
 	told := &Timer{ID: held.ID, Version: held.Version, Seq: seq}
 	told.setPopMarks(missed, 0)
-	n.mergeMarks(held, told)
+	if mergeMarks(held, told) {
+		n.reschedule(held)
+	}
 }
 
 // parsePopped reads an X-Chronos-Popped value, "<seq> <missed>", both
