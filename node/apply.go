@@ -94,6 +94,7 @@ func (n *Node) apply(t *Timer) applied {
 	*t = r.in
 	n.release(existing)
 	n.holdNext(t)
+	n.repairNeeded()
 	return applied{ok: true}
 }
 

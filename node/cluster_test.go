@@ -78,6 +78,7 @@ func newClusterWith(t testing.TB, configure func(addr string, cfg *Config), addr
 		cfg.Address = a
 		cfg.Cluster = Membership{Nodes: addrs}
 		cfg.Clock, cfg.Network = skewedClock{c.clock, 0, new(bool)}, senderNet{c, a}
+		cfg.RepairInterval = 0 // the tests that want repair turn it on
 		if configure != nil {
 			configure(a, &cfg)
 		}

@@ -95,6 +95,14 @@ type Config struct {
 	// to acknowledge a client write.
 	ReplicationTimeout time.Duration
 	Limits             Limits
+	// RepairInterval is how often the node compares what it holds with
+	// each peer and repairs the difference (repair.go); 0 turns repair
+	// off (tests that drive every message by hand).
+	RepairInterval time.Duration
+	// Seed seeds the node's randomness, which only draws jitter (retry
+	// and repair waits): the simulator sets it from the run's seed, the
+	// production adapter from the operating system.
+	Seed uint64
 
 	Clock   Clock
 	Network Network
@@ -111,6 +119,7 @@ func DefaultConfig() Config {
 		MaxClockLead:       DefaultMaxClockLead,
 		LocalSite:          "site1",
 		ReplicationTimeout: 500 * time.Millisecond,
+		RepairInterval:     DefaultRepairInterval,
 		Limits: Limits{
 			MaxTimers:   20_000_000,
 			MaxInFlight: 100_000,
@@ -140,6 +149,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReplicationTimeout <= 0 {
 		return fmt.Errorf("node: config ReplicationTimeout %v is not positive", c.ReplicationTimeout)
+	}
+	if c.RepairInterval < 0 {
+		return fmt.Errorf("node: config RepairInterval %v is negative", c.RepairInterval)
 	}
 	if c.Limits.MaxTimers <= 0 {
 		return fmt.Errorf("node: config Limits.MaxTimers %d is not positive", c.Limits.MaxTimers)
@@ -197,4 +209,10 @@ func (m Membership) withSelf(self string) Membership {
 		Joining: slices.Clone(m.Joining),
 		Leaving: slices.Clone(m.Leaving),
 	}
+}
+
+// sameMembership reports whether a and b list the same nodes in each
+// role, in the same order.
+func sameMembership(a, b Membership) bool {
+	return slices.Equal(a.Nodes, b.Nodes) && slices.Equal(a.Joining, b.Joining) && slices.Equal(a.Leaving, b.Leaving)
 }

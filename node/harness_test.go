@@ -106,6 +106,7 @@ func newHarness(t *testing.T, mutate ...func(*Config)) *harness {
 	h := &harness{t: t, clock: &manualClock{now: epoch}, net: &heldNet{}}
 	cfg := DefaultConfig()
 	cfg.Clock, cfg.Network = h.clock, h.net
+	cfg.RepairInterval = 0 // the tests answer every message by hand
 	for _, m := range mutate {
 		m(&cfg)
 	}

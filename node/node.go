@@ -2,6 +2,8 @@ package node
 
 import (
 	"fmt"
+
+	"github.com/twmb/murmur3"
 	"hash"
 	"log/slog"
 	"slices"
@@ -56,6 +58,14 @@ type Node struct {
 	resyncGen        uint64
 	resyncStatus     ResyncStatus
 	resyncRepopulate bool
+
+	// rand is the node's seeded randomness (jitter only); repairAlarm
+	// and repairGen are the next repair round's (repair.go).
+	rand        rng
+	repairAlarm Alarm
+	repairGen   uint64
+	repairDirty bool
+	repairBusy  map[string]bool
 }
 
 // Stats are the node's plain counters, read by the production adapter's
@@ -97,6 +107,12 @@ type Stats struct {
 	// ResyncReferences the DELETE /timers/references entries it received.
 	ResyncPagesServed uint64
 	ResyncReferences  uint64
+	// RepairRounds counts the repair rounds this node started;
+	// RepairPushes the records it sent a peer because the peer held an
+	// older one or none, RepairWants those it asked a peer for, and
+	// RepairHandoffs the records it held without being their replica
+	// and passed on to their replicas (repair.go).
+	RepairRounds, RepairPushes, RepairWants, RepairHandoffs uint64
 	// LateRebalanced counts the messages a node sent placing a record
 	// written under another view on the current one as it arrived, during
 	// a scale (see lateRebalance).
@@ -129,9 +145,14 @@ func New(cfg Config) (*Node, error) {
 		placements: map[string]*Placement{},
 		hosts:      hostTable{},
 		stats:      Stats{Tags: map[string]int{}},
+		repairBusy: map[string]bool{},
 	}
 	n.store = NewStore(n.nowMs())
 	n.setCluster(cfg.Cluster)
+	n.rand = rng{state: cfg.Seed ^ uint64(murmur3.StringSum32(cfg.Address))}
+	// A node that starts may have lost what it held: compare soon.
+	n.repairNeeded()
+	n.scheduleRepair(repairAfterReload)
 	return n, nil
 }
 
@@ -163,10 +184,16 @@ func (n *Node) SetCluster(m Membership) error {
 		n.instance = instance
 		n.ids.renumber(uint64(instance), n.nowMs())
 	}
-	view := n.ring.ViewID()
+	view, before := n.ring.ViewID(), n.cfg.Cluster
 	n.setCluster(m)
 	if n.ring.ViewID() != view {
 		n.Resync(false)
+	}
+	if !sameMembership(before, n.cfg.Cluster) {
+		// Compare with the peers soon: they reload at their own moments,
+		// and a round with one not yet reloaded is asked again.
+		n.repairNeeded()
+		n.scheduleRepair(repairAfterReload)
 	}
 	return nil
 }
@@ -245,6 +272,8 @@ func (n *Node) Handle(req Request, reply func(Response)) {
 		default:
 			reply(methodNotAllowed("POST, GET"))
 		}
+	case path == repairPath:
+		n.route(req, reply, "POST", func() { n.repairServe(req, reply) })
 	case path == "/timers/references":
 		n.route(req, reply, "DELETE", func() { n.references(req, reply) })
 	case strings.HasPrefix(path, "/timers/"):

@@ -481,6 +481,7 @@ func (n *Node) countReplication(resp Response, err error) bool {
 	default:
 		return true
 	}
+	n.repairNeeded()
 	return false
 }
 

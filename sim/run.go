@@ -242,6 +242,9 @@ func (w *world) boot(m *machine) {
 	cfg.Address = m.addr
 	cfg.Cluster = w.membership()
 	cfg.ClusterKey = clusterKey
+	// The node's jitter is drawn from the run's seed, a stream per
+	// node and boot, as everything else random in a run.
+	cfg.Seed = w.plan.Seed*0x100000001b3 + uint64(m.clock.inc)
 	if sites := w.sites(); len(sites) > 1 {
 		// Each site is its own cluster; instance numbers stay unique
 		// across sites, as their operators configure them.
