@@ -213,12 +213,28 @@ func movedBack(env *mergeEnv, existing, t *Timer) bool {
 	case t.ViewID != env.view && slices.Contains(env.views, t.ViewID):
 		return false
 	}
+	missed, owed := t.popMarks()
 	if existing.Seq > t.Seq {
-		missed, owed := t.popMarks()
-		t.setPopMarks(shiftMarks(missed, t.Seq, existing.Seq), shiftMarks(owed, t.Seq, existing.Seq))
+		missed, owed = shiftMarks(missed, t.Seq, existing.Seq), shiftMarks(owed, t.Seq, existing.Seq)
 		t.Seq = existing.Seq
 	}
+	// One attempt per replica per pop: the moved copy owes nothing, so
+	// the pops it had reached are not owed here, whatever the sender
+	// says it missed (this replica may have made them itself).
+	t.setPopMarks(missed, owed&above(existing.Seq, t.Seq))
 	return true
+}
+
+// above is the mask of a record's pop marks at seq (bit i is pop seq-i)
+// that covers the pops above from.
+func above(from, seq uint32) uint32 {
+	if seq <= from {
+		return 0
+	}
+	if d := seq - from; d < MissedWindow {
+		return 1<<d - 1
+	}
+	return ^uint32(0)
 }
 
 // currentPlacement gives both records of one definition the placement of
@@ -335,10 +351,7 @@ func mergeMarks(existing, incoming *Timer) bool {
 	exMissed, exOwed := existing.popMarks()
 	inMissed, _ := incoming.popMarks()
 	if incoming.Seq > existing.Seq {
-		below := ^uint32(0)
-		if d := incoming.Seq - existing.Seq; d < MissedWindow {
-			below = 1<<d - 1 // the pops above existing.Seq
-		}
+		below := above(existing.Seq, incoming.Seq)
 		exMissed = shiftMarks(exMissed, existing.Seq, incoming.Seq)
 		exOwed = shiftMarks(exOwed, existing.Seq, incoming.Seq)
 		incoming.setPopMarks(inMissed&(below|exMissed), inMissed&(below|exOwed))
