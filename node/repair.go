@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -66,7 +67,10 @@ type repairDigestBody struct {
 	View    string   `json:"view"`
 	From    string   `json:"from"`
 	Digests []string `json:"digests,omitempty"`
-	Want    []string `json:"want,omitempty"`
+	// After, when set, asks for the records of IDs above it only: the
+	// next page of a long answer.
+	After string   `json:"after,omitempty"`
+	Want  []string `json:"want,omitempty"`
 }
 
 // repairEntry is one record a peer lists in answer to a digest.
@@ -77,10 +81,13 @@ type repairEntry struct {
 	Seq     uint32 `json:"seq"`
 }
 
+// repairAnswer lists, in ID order, the records of the buckets whose
+// digests differ, from the page's After on; Through, when set, is the
+// last ID of a page that stopped at MaxRepairEntries.
 type repairAnswer struct {
 	Buckets []int         `json:"buckets"`
 	Entries []repairEntry `json:"entries"`
-	More    bool          `json:"more,omitempty"`
+	Through string        `json:"through,omitempty"`
 }
 
 // repairSummary is a held record as a round compares it.
@@ -153,7 +160,7 @@ func (n *Node) repairRound() {
 	for _, peer := range n.repairPeers() {
 		if !n.repairBusy[peer] {
 			n.repairBusy[peer] = true
-			n.repairWith(peer, view, 1)
+			n.repairWith(peer, view, 0, 1)
 		}
 	}
 	n.handOff()
@@ -175,8 +182,9 @@ func (n *Node) heldFor(peer string, fn func(t *Timer, mine bool)) {
 	})
 }
 
-// repairWith runs one round with peer under view.
-func (n *Node) repairWith(peer string, view uint64, attempt int) {
+// repairWith asks peer for one page of a round under view: the records
+// of IDs above after (0: from the first).
+func (n *Node) repairWith(peer string, view, after uint64, attempt int) {
 	var digests [repairBuckets]uint64
 	n.heldFor(peer, func(t *Timer, mine bool) {
 		if mine && t.State == Live {
@@ -186,6 +194,9 @@ func (n *Node) repairWith(peer string, view uint64, attempt int) {
 	body := repairDigestBody{View: strconv.FormatUint(view, 10), From: n.self, Digests: make([]string, repairBuckets)}
 	for i, d := range digests {
 		body.Digests[i] = fmt.Sprintf("%016x", d)
+	}
+	if after > 0 {
+		body.After = FormatID(after)
 	}
 	n.send(n.repairRequest(peer, body), repairTimeout, func(resp Response, err error) {
 		if view != n.ring.ViewID() {
@@ -210,12 +221,16 @@ func (n *Node) repairWith(peer string, view uint64, attempt int) {
 					delete(n.repairBusy, peer)
 					return
 				}
-				n.repairWith(peer, view, attempt+1)
+				n.repairWith(peer, view, after, attempt+1)
 			})
 			return
 		}
+		through, ok := n.repairAnswered(peer, after, ans)
+		if ok && through > after {
+			n.repairWith(peer, view, through, 1)
+			return
+		}
 		delete(n.repairBusy, peer)
-		n.repairAnswered(peer, ans)
 	})
 }
 
@@ -234,10 +249,18 @@ func (n *Node) repairRequest(peer string, body repairDigestBody) Request {
 // repairPath is the internal route of repair.
 const repairPath = "/timers/repair"
 
-// repairAnswered compares a peer's answer with what this node holds in
-// the buckets that differ: it pushes what it holds newer and asks for
-// what the peer holds newer.
-func (n *Node) repairAnswered(peer string, ans repairAnswer) {
+// repairAnswered compares a peer's page with what this node holds in the
+// buckets that differ, between the page's bounds: it pushes what it holds
+// newer and asks for what the peer holds newer. It returns the last ID of
+// the page when another page follows.
+func (n *Node) repairAnswered(peer string, after uint64, ans repairAnswer) (through uint64, more bool) {
+	if ans.Through != "" {
+		var err error
+		if through, err = ParseID(ans.Through); err != nil {
+			return 0, false
+		}
+		more = true
+	}
 	theirs := make(map[uint64]repairSummary, len(ans.Entries))
 	for _, e := range ans.Entries {
 		id, err := ParseID(e.ID)
@@ -254,7 +277,7 @@ func (n *Node) repairAnswered(peer string, ans repairAnswer) {
 	var push []*Timer
 	var want []string
 	n.heldFor(peer, func(t *Timer, mine bool) {
-		if !mine || !buckets[repairBucket(t.ID)] {
+		if !mine || !buckets[repairBucket(t.ID)] || t.ID <= after || more && t.ID > through {
 			return
 		}
 		mineS := repairSummary{version: t.Version, live: t.State == Live, seq: t.Seq}
@@ -271,7 +294,7 @@ func (n *Node) repairAnswered(peer string, ans repairAnswer) {
 		}
 	})
 	for id, other := range theirs {
-		if other.live && !ans.More {
+		if other.live {
 			if held := n.store.Get(id); held == nil || held.State != Moved {
 				want = append(want, FormatID(id))
 			}
@@ -291,6 +314,7 @@ func (n *Node) repairAnswered(peer string, ans repairAnswer) {
 		body := repairDigestBody{View: strconv.FormatUint(n.ring.ViewID(), 10), From: n.self, Want: want}
 		n.send(n.repairRequest(peer, body), repairTimeout, func(Response, error) {})
 	}
+	return through, more
 }
 
 // newerSummary reports whether a is ahead of b: a later version, a
@@ -415,22 +439,33 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 			ans.Buckets = append(ans.Buckets, i)
 		}
 	}
+	var after uint64
+	if body.After != "" {
+		if after, err = ParseID(body.After); err != nil {
+			reply(badRequest(fmt.Sprintf("after %q is not a timer ID", body.After)))
+			return
+		}
+	}
+	var listed []*Timer
 	if len(differ) > 0 {
 		n.heldFor(body.From, func(t *Timer, me bool) {
-			if !me || !differ[repairBucket(t.ID)] {
-				return
+			if me && differ[repairBucket(t.ID)] && t.ID > after {
+				listed = append(listed, t)
 			}
-			if len(ans.Entries) == MaxRepairEntries {
-				ans.More = true
-				return
-			}
-			state := readTombstone
-			if t.State == Live {
-				state = readLive
-			}
-			ans.Entries = append(ans.Entries, repairEntry{ID: FormatID(t.ID),
-				Version: strconv.FormatUint(t.Version, 10), State: state, Seq: t.Seq})
 		})
+	}
+	slices.SortFunc(listed, func(a, b *Timer) int { return cmp.Compare(a.ID, b.ID) })
+	if len(listed) > MaxRepairEntries {
+		listed = listed[:MaxRepairEntries]
+		ans.Through = FormatID(listed[len(listed)-1].ID)
+	}
+	for _, t := range listed {
+		state := readTombstone
+		if t.State == Live {
+			state = readLive
+		}
+		ans.Entries = append(ans.Entries, repairEntry{ID: FormatID(t.ID),
+			Version: strconv.FormatUint(t.Version, 10), State: state, Seq: t.Seq})
 	}
 	b, err := json.Marshal(&ans)
 	if err != nil {

@@ -56,11 +56,12 @@ func TestRepairBringsAMissedUpdateToAReplica(t *testing.T) {
 }
 
 // TestRepairRefillsARestartedReplica: a replica restarted empty gets its
-// timers back from its peers at its first round, without a resync.
+// timers back from its peers at its first round, without a resync, over
+// several pages.
 func TestRepairRefillsARestartedReplica(t *testing.T) {
 	c := newRepairingCluster(t, three...)
 	var ids []uint64
-	for i := range 20 {
+	for i := range 2*MaxRepairEntries + 500 {
 		wire := createVia(t, c, three[i%3], `{"timing":{"interval":600},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":2}}`)
 		ids = append(ids, mustID(t, wire))
 	}
