@@ -74,6 +74,7 @@ func (n *Node) apply(t *Timer) applied {
 	n.ids.observe(t.Version, n.nowMs())
 	existing := n.store.Get(t.ID)
 	if t.State == Live && !slices.Contains(t.Placement.Replicas, n.self) {
+		n.hit(probeApplyMovedAway)
 		// Rebalancing: this node is no longer a replica. Keep a
 		// tombstone of the definition so that stale copies of it cannot
 		// bring the timer back here. A resync's tombstone of the live
@@ -81,6 +82,7 @@ func (n *Node) apply(t *Timer) applied {
 		// information for the new replicas still to fetch it (see
 		// TimerExtra.Info).
 		if existing != nil && existing.State == Live && existing.Version == t.Version && existing.ViewID != n.ring.ViewID() {
+			n.hit(probeApplyInfoKept)
 			info := *existing
 			info.prev, info.next, info.slot = nil, nil, 0
 			t.setInfo(&info)
@@ -88,6 +90,7 @@ func (n *Node) apply(t *Timer) applied {
 		t.entombAs(Moved)
 	}
 	if existing == nil && t.State == Live && t.Seq > 0 && t.lastDue()+n.maxSkew(t).Milliseconds() < n.nowMs() {
+		n.hit(probeApplyStaleNotice)
 		// A pop notice of a timer every pop of which, at every rank, is
 		// past: this replica forgot it after its last pop (its tombstone
 		// expired) or never held it, and a paused or cut-off replica
@@ -97,10 +100,12 @@ func (n *Node) apply(t *Timer) applied {
 		t.entomb()
 	}
 	if collides(existing, t) {
+		n.hit(probeApplyCollision)
 		n.stats.IDCollisions++
 		return applied{collision: true}
 	}
 	if t.State != Live && existing != nil && t.def == 0 && t.Interval == 0 {
+		n.hit(probeApplyDeleteTiming)
 		// A client delete does not know the definition it buries; the
 		// tombstone's life is measured from it (see dueOf). A pop notice
 		// of a one-shot timer (interval 0) is a tombstone too, but it
@@ -122,6 +127,7 @@ func (n *Node) apply(t *Timer) applied {
 			n.outlive(existing, t)
 		}
 		if existing.Version > t.Version {
+			n.hit(probeApplyOlderVersion)
 			// The sender is behind: a client write from a node whose
 			// clock lags, or a replica that missed a later write. If it
 			// tells of pops of the older definition, remember them for
@@ -130,8 +136,10 @@ func (n *Node) apply(t *Timer) applied {
 				told := Progress{Def: t.def, Seq: t.Seq, Start: t.Start, Interval: t.Interval, RepeatFor: t.RepeatFor}
 				switch {
 				case t.def != existing.def:
+					n.hit(probeApplyOlderReplaced)
 					existing.replaced(told)
 				case existing.State == Live && n.carry(told, existing):
+					n.hit(probeApplyOlderCarried)
 					// The sender popped the first try of the write
 					// this replica holds the retry of.
 					n.reschedule(existing)
@@ -142,6 +150,7 @@ func (n *Node) apply(t *Timer) applied {
 		return applied{ok: true}
 	}
 	if existing == nil && n.store.Len() >= n.cfg.Limits.MaxTimers {
+		n.hit(probeApplyFull)
 		// A tombstone with nothing to bury is not worth refusing.
 		return applied{ok: t.State != Live}
 	}
@@ -175,9 +184,12 @@ func (n *Node) movedBack(existing, t *Timer) bool {
 	case existing.ViewID == t.ViewID || !slices.Contains(t.Placement.Replicas, n.self):
 		return false
 	case t.ViewID != n.ring.ViewID() && slices.Contains(n.views, t.ViewID):
+		n.hit(probeMovedBackStaleView)
 		return false
 	}
+	n.hit(probeMovedBack)
 	if existing.Seq > t.Seq {
+		n.hit(probeMovedBackSeq)
 		missed, owed := t.popMarks()
 		t.setPopMarks(shiftMarks(missed, t.Seq, existing.Seq), shiftMarks(owed, t.Seq, existing.Seq))
 		t.Seq = existing.Seq
@@ -198,8 +210,10 @@ func (n *Node) currentPlacement(existing, t *Timer) {
 		// Not for a record that may move the timer back here under a
 		// view this node has yet to reload for (movedBack).
 		t.Placement, t.ViewID = existing.Placement, existing.ViewID
+		n.hit(probePlacementKeep)
 	case t.ViewID == view && existing.ViewID != view && existing.State == Live && t.State == Live:
 		existing.Placement, existing.ViewID = t.Placement, t.ViewID
+		n.hit(probePlacementMove)
 		n.reschedule(existing)
 	}
 }
@@ -223,9 +237,11 @@ func (n *Node) keepProgress(existing, t *Timer) {
 	if t.State != Live || t.def == 0 || prior.Def != t.def {
 		switch {
 		case existing.Seq > 0 && existing.def != 0 && existing.def != t.def:
+			n.hit(probeKeepProgressReplace)
 			t.replaced(Progress{Def: existing.def, Seq: existing.Seq, Start: existing.Start,
 				Interval: existing.Interval, RepeatFor: existing.RepeatFor})
 		case existing.Extra != nil && existing.Extra.Replaced.Def != 0 && existing.Extra.Replaced.Def != t.def:
+			n.hit(probeKeepProgressPass)
 			// existing made no pop of its own to remember, but still
 			// remembers the pops of the definition it replaced: pass
 			// them on, or a tombstone replacing a tombstone forgets
@@ -256,6 +272,7 @@ func (n *Node) carry(prior Progress, t *Timer) bool {
 	missed, owed := t.popMarks()
 	t.setPopMarks(shiftMarks(missed, t.Seq, prior.Seq), shiftMarks(owed, t.Seq, prior.Seq))
 	t.Start, t.Seq = prior.Start, prior.Seq
+	n.hit(probeKeepProgressCarry)
 	return true
 }
 
@@ -273,6 +290,7 @@ func (n *Node) retryWindow() time.Duration {
 // and a later stale notice would bring the timer back.
 func (n *Node) outlive(tombstone, stale *Timer) {
 	if end := stale.lastDue(); end > tombstone.lastDue() {
+		n.hit(probeApplyOutlive)
 		tombstone.bury(end)
 		n.reschedule(tombstone)
 	}
@@ -285,6 +303,7 @@ func (n *Node) outlive(tombstone, stale *Timer) {
 // lateness would spread through pop notices and stay for good.
 func (n *Node) earliestStart(existing, incoming *Timer) {
 	if incoming.Start < existing.Start && existing.State == Live {
+		n.hit(probeEarliestStart)
 		existing.Start = incoming.Start
 		n.reschedule(existing)
 	}
@@ -296,11 +315,13 @@ func (n *Node) earliestStart(existing, incoming *Timer) {
 func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Response)) {
 	n.stats.ReplicationsReceived++
 	if now := n.nowMs(); n.ids.ahead(r.Version, now) {
+		n.hit(probeReplicaAhead)
 		reply(badRequest(fmt.Sprintf("timing.version %d is dated %d ms after this node's clock, more than twice MaxClockLead ahead",
 			r.Version, IDTime(r.Version)-now)))
 		return
 	}
 	if len(r.Replicas) == 0 {
+		n.hit(probeReplicaFromSite)
 		rf := max(spec.RF, 1)
 		r.Replicas = n.ring.Replicas(id, rf)
 		n.placeFromSite(id, spec, r, reply)
@@ -323,6 +344,7 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 	}
 	if otherView {
 		if held := n.store.Get(id); held != nil && held.State == Moved && held.Version == t.Version {
+			n.hit(probeReplicaNotReloaded)
 			// Placed on this node under a view it does not take the
 			// definition back under (movedBack): most likely a scale
 			// back to a view it was in, which it has not reloaded for
@@ -344,11 +366,13 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		// buried one's), which twins sharing an instance number may
 		// give an update's very version (seeds 3792, 3966).
 		resp.Header[HeaderStartDelta] = strconv.FormatInt(held.Start-n.nowMs(), 10)
+		n.hit(probeReplicaStartDelta)
 	}
 	if held != nil && held.Version == t.Version && held.State == Live && r.Missed != 0 {
 		// The sender missed pops: tell it which of them are made here.
 		missed, _ := held.popMarks()
 		resp.Header[HeaderPopped] = strconv.FormatUint(uint64(held.Seq), 10) + " " + strconv.FormatUint(uint64(missed), 10)
+		n.hit(probeReplicaPopped)
 	}
 	reply(resp)
 }
@@ -410,6 +434,7 @@ func (n *Node) mergeMarks(existing, incoming *Timer) {
 	exMissed, exOwed := existing.popMarks()
 	inMissed, _ := incoming.popMarks()
 	if incoming.Seq > existing.Seq {
+		n.hit(probeMergeAhead)
 		below := ^uint32(0)
 		if d := incoming.Seq - existing.Seq; d < MissedWindow {
 			below = 1<<d - 1 // the pops above existing.Seq
@@ -428,6 +453,7 @@ func (n *Node) mergeMarks(existing, incoming *Timer) {
 		keep = ^uint32(0)
 	}
 	if exMissed&keep != exMissed || exOwed&keep != exOwed {
+		n.hit(probeMergeTrim)
 		existing.setPopMarks(exMissed&keep, exOwed&keep)
 		n.reschedule(existing)
 	}

@@ -138,6 +138,7 @@ func sweep(from uint64, n int) int {
 	}
 	var failed []string
 	var cov checker.Coverage
+	probes := sim.NewProbeTable()
 	done, pinned, collided := 0, 0, 0
 	events := uint64(0)
 	tty := isTerminal(os.Stderr)
@@ -145,6 +146,7 @@ func sweep(from uint64, n int) int {
 		done++
 		events += o.Result.Events
 		cov.Add(o.Result.Coverage)
+		probes.Add(o.Seed, o.Result)
 		if o.Result.IDCollisions > 0 {
 			collided++ // the collision defence at work
 		}
@@ -177,6 +179,7 @@ func sweep(from uint64, n int) int {
 	for _, line := range strings.Split(strings.TrimSpace(cov.String()), "\n") {
 		fmt.Printf("sweep: %s\n", line)
 	}
+	probes.Write(os.Stdout)
 	if len(failed) > 0 {
 		return 1
 	}
