@@ -95,6 +95,10 @@ type Config struct {
 	// to acknowledge a client write.
 	ReplicationTimeout time.Duration
 	Limits             Limits
+	// ResyncPage is how many timers a resync asks a peer for in one
+	// GET /timers page; 0 is DefaultResyncPage. The simulator sets it
+	// small, so that its resyncs take many pages.
+	ResyncPage int
 
 	Clock   Clock
 	Network Network
@@ -143,6 +147,9 @@ func (c Config) Validate() error {
 	}
 	if c.Limits.MaxTimers <= 0 {
 		return fmt.Errorf("node: config Limits.MaxTimers %d is not positive", c.Limits.MaxTimers)
+	}
+	if c.ResyncPage < 0 || c.ResyncPage > MaxResyncPage {
+		return fmt.Errorf("node: config ResyncPage %d is not in 0..%d", c.ResyncPage, MaxResyncPage)
 	}
 	if c.Limits.MaxInFlight <= 0 {
 		return fmt.Errorf("node: config Limits.MaxInFlight %d is not positive", c.Limits.MaxInFlight)

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -497,7 +498,7 @@ func (n *Node) fetchPage(p *peerSync) {
 	if p.run.repopulate {
 		target += "&" + paramCurrentView + "=true"
 	}
-	req := Request{Method: "GET", URL: target, Header: Header{HeaderRange: strconv.Itoa(DefaultResyncPage)}, MaxWait: ReplicaSkew}
+	req := Request{Method: "GET", URL: target, Header: Header{HeaderRange: strconv.Itoa(cmp.Or(n.cfg.ResyncPage, DefaultResyncPage))}, MaxWait: ReplicaSkew}
 	if p.addr == n.self {
 		n.pageAnswered(p, n.resyncPage(req), nil)
 		return
