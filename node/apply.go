@@ -77,6 +77,7 @@ func (n *Node) apply(t *Timer) applied {
 	existing := n.store.Get(t.ID)
 	env := n.mergeEnv(now)
 	r := merge(&env, existing, *t)
+	n.hits(&r.probeHits)
 	if r.heldChanged {
 		n.update(existing, &r.held, r.reschedule)
 	}
@@ -130,6 +131,7 @@ func (n *Node) retryWindow() time.Duration {
 // its definition that a replica answered (see the function of that name).
 func (n *Node) earliestStart(held, answered *Timer) {
 	if earliestStart(held, answered) {
+		n.hit(probeEarliestStart)
 		n.reschedule(held)
 	}
 }
@@ -139,11 +141,13 @@ func (n *Node) earliestStart(held, answered *Timer) {
 func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Response)) {
 	n.stats.ReplicationsReceived++
 	if now := n.nowMs(); n.ids.ahead(r.Version, now) {
+		n.hit(probeReplicaAhead)
 		reply(badRequest(fmt.Sprintf("timing.version %d is dated %d ms after this node's clock, more than twice MaxClockLead ahead",
 			r.Version, IDTime(r.Version)-now)))
 		return
 	}
 	if len(r.Replicas) == 0 {
+		n.hit(probeReplicaFromSite)
 		rf := max(spec.RF, 1)
 		r.Replicas = n.ring.Replicas(id, rf)
 		n.placeFromSite(id, spec, r, reply)
@@ -166,6 +170,7 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 	}
 	if otherView {
 		if held := n.store.Get(id); held != nil && held.State == Moved && held.Version == t.Version {
+			n.hit(probeReplicaNotReloaded)
 			// Placed on this node under a view it does not take the
 			// definition back under (movedBack): most likely a scale
 			// back to a view it was in, which it has not reloaded for
@@ -187,11 +192,13 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		// buried one's), which twins sharing an instance number may
 		// give an update's very version (seeds 3792, 3966).
 		resp.Header[HeaderStartDelta] = strconv.FormatInt(held.Start-n.nowMs(), 10)
+		n.hit(probeReplicaStartDelta)
 	}
 	if held != nil && held.Version == t.Version && held.State == Live && r.Missed != 0 {
 		// The sender missed pops: tell it which of them are made here.
 		missed, _ := held.popMarks()
 		resp.Header[HeaderPopped] = strconv.FormatUint(uint64(held.Seq), 10) + " " + strconv.FormatUint(uint64(missed), 10)
+		n.hit(probeReplicaPopped)
 	}
 	reply(resp)
 }

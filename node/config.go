@@ -103,6 +103,10 @@ type Config struct {
 	// and repair waits): the simulator sets it from the run's seed, the
 	// production adapter from the operating system.
 	Seed uint64
+	// ResyncPage is how many timers a resync asks a peer for in one
+	// GET /timers page; 0 is DefaultResyncPage. The simulator sets it
+	// small, so that its resyncs take many pages.
+	ResyncPage int
 
 	Clock   Clock
 	Network Network
@@ -155,6 +159,9 @@ func (c Config) Validate() error {
 	}
 	if c.Limits.MaxTimers <= 0 {
 		return fmt.Errorf("node: config Limits.MaxTimers %d is not positive", c.Limits.MaxTimers)
+	}
+	if c.ResyncPage < 0 || c.ResyncPage > MaxResyncPage {
+		return fmt.Errorf("node: config ResyncPage %d is not in 0..%d", c.ResyncPage, MaxResyncPage)
 	}
 	if c.Limits.MaxInFlight <= 0 {
 		return fmt.Errorf("node: config Limits.MaxInFlight %d is not positive", c.Limits.MaxInFlight)

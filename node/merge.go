@@ -49,8 +49,25 @@ const (
 	full
 )
 
+// probeHits collects the coverage probes a pure function passes, for the
+// node to count (probe.go): merge has no node to count them on.
+type probeHits struct {
+	ids [12]probeID
+	n   int
+}
+
+// hit notes a pass through probe p.
+func (h *probeHits) hit(p probeID) {
+	if h.n == len(h.ids) {
+		panic("node: more probes passed in one merge than probeHits holds")
+	}
+	h.ids[h.n] = p
+	h.n++
+}
+
 // mergeResult is merge's answer.
 type mergeResult struct {
+	probeHits
 	verdict verdict
 	// in is the record to hold when verdict is took: the incoming one,
 	// as the replica's rules transform it.
@@ -92,7 +109,9 @@ func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 		h = &r.held
 	}
 	if t.State == Live && !slices.Contains(t.Placement.Replicas, env.self) {
+		r.hit(probeApplyMovedAway)
 		if h != nil && h.State == Live && h.Version == t.Version && h.ViewID != env.view {
+			r.hit(probeApplyInfoKept)
 			info := *h
 			info.prev, info.next, info.slot = nil, nil, 0
 			t.setInfo(&info)
@@ -100,6 +119,7 @@ func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 		t.entombAs(Moved)
 	}
 	if h == nil && t.State == Live && t.Seq > 0 && t.lastDue()+env.maxSkew(t) < env.now {
+		r.hit(probeApplyStaleNotice)
 		// A pop notice of a timer every pop of which, at every rank, is
 		// past: this replica forgot it after its last pop (its tombstone
 		// expired) or never held it, and a paused or cut-off replica
@@ -109,10 +129,12 @@ func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 		t.entomb()
 	}
 	if collides(h, t) {
+		r.hit(probeApplyCollision)
 		r.verdict = collided
 		return r
 	}
 	if t.State != Live && h != nil && t.def == 0 && t.Interval == 0 {
+		r.hit(probeApplyDeleteTiming)
 		// A client delete does not know the definition it buries; the
 		// tombstone's life is measured from it (see dueOf). A pop notice
 		// of a one-shot timer (interval 0) is a tombstone too, but it
@@ -126,22 +148,25 @@ func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 			settle(h)
 		}
 	}
-	if h != nil && h.Version == t.Version && currentPlacement(env, h, t) {
+	if h != nil && h.Version == t.Version && currentPlacement(env, h, t, &r.probeHits) {
 		change(true)
 	}
 	if h != nil && h.Version == t.Version && h.Start != t.Start && earliestStart(h, t) {
+		r.hit(probeEarliestStart)
 		change(true)
 	}
-	if h != nil && h.Version == t.Version && h.State == Live && t.State == Live && mergeMarks(h, t) {
+	if h != nil && h.Version == t.Version && h.State == Live && t.State == Live && mergeMarks(h, t, &r.probeHits) {
 		change(true)
 	}
-	back := movedBack(env, h, t)
+	back := movedBack(env, h, t, &r.probeHits)
 	if !Supersedes(h, t) && !back {
 		r.verdict = kept
 		if h.State != Live && t.State == Live && outlive(h, t) {
+			r.hit(probeApplyOutlive)
 			change(true)
 		}
 		if h.Version > t.Version {
+			r.hit(probeApplyOlderVersion)
 			r.verdict = older
 			// The sender is behind: a client write from a node whose
 			// clock lags, or a replica that missed a later write. If it
@@ -151,9 +176,11 @@ func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 				told := t.progress()
 				switch {
 				case t.def != h.def:
+					r.hit(probeApplyOlderReplaced)
 					h.replaced(told)
 					change(false)
-				case h.State == Live && carry(env.retryWindow, told, h):
+				case h.State == Live && carry(env.retryWindow, told, h, &r.probeHits):
+					r.hit(probeApplyOlderCarried)
 					// The sender popped the first try of the write
 					// this replica holds the retry of.
 					change(true)
@@ -163,13 +190,14 @@ func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 		return r
 	}
 	if h == nil && env.full {
+		r.hit(probeApplyFull)
 		// A tombstone with nothing to bury is not worth refusing.
 		r.verdict = full
 		return r
 	}
 	if h != nil {
 		t.bury(h.lastDue())
-		keepProgress(env.retryWindow, h, t)
+		keepProgress(env.retryWindow, h, t, &r.probeHits)
 	}
 	return r
 }
@@ -204,23 +232,29 @@ func (t *Timer) progress() Progress {
 // refuse every push before its reload, and hold no copy after it). A view
 // it has been in, other than the current one, is an old one: that record
 // is stale.
-func movedBack(env *mergeEnv, existing, t *Timer) bool {
+func movedBack(env *mergeEnv, existing, t *Timer, probes *probeHits) bool {
 	switch {
 	case existing == nil || existing.State != Moved || t.State != Live || existing.Version != t.Version:
 		return false
 	case existing.ViewID == t.ViewID || !slices.Contains(t.Placement.Replicas, env.self):
 		return false
 	case t.ViewID != env.view && slices.Contains(env.views, t.ViewID):
+		probes.hit(probeMovedBackStaleView)
 		return false
 	}
+	probes.hit(probeMovedBack)
 	missed, owed := t.popMarks()
 	if existing.Seq > t.Seq {
+		probes.hit(probeMovedBackSeq)
 		missed, owed = shiftMarks(missed, t.Seq, existing.Seq), shiftMarks(owed, t.Seq, existing.Seq)
 		t.Seq = existing.Seq
 	}
 	// One attempt per replica per pop: the moved copy owes nothing, so
 	// the pops it had reached are not owed here, whatever the sender
 	// says it missed (this replica may have made them itself).
+	if owed&^above(existing.Seq, t.Seq) != 0 {
+		probes.hit(probeMovedBackOwes)
+	}
 	t.setPopMarks(missed, owed&above(existing.Seq, t.Seq))
 	return true
 }
@@ -243,14 +277,16 @@ func above(from, seq uint32) uint32 {
 // record back to its old replicas, and a resync's record of the same
 // progress moves the held one to its new replicas (its rank, and so its
 // skew, may change). It reports whether existing changed.
-func currentPlacement(env *mergeEnv, existing, t *Timer) bool {
+func currentPlacement(env *mergeEnv, existing, t *Timer, probes *probeHits) bool {
 	switch {
 	case existing.ViewID == env.view && t.ViewID != env.view && t.State == Live && (existing.State != Moved || slices.Contains(env.views, t.ViewID)):
 		// Not for a record that may move the timer back here under a
 		// view this node has yet to reload for (movedBack).
 		t.Placement, t.ViewID = existing.Placement, existing.ViewID
+		probes.hit(probePlacementKeep)
 	case t.ViewID == env.view && existing.ViewID != env.view && existing.State == Live && t.State == Live:
 		existing.Placement, existing.ViewID = t.Placement, t.ViewID
+		probes.hit(probePlacementMove)
 		return true
 	}
 	return false
@@ -266,7 +302,7 @@ func currentPlacement(env *mergeEnv, existing, t *Timer) bool {
 // Otherwise it notes existing's progress in t, for such a retry to come.
 // A pop whose callback failed here counts as made: one attempt per
 // replica per pop, the next replica's turn is the redundancy.
-func keepProgress(window int64, existing, t *Timer) {
+func keepProgress(window int64, existing, t *Timer, probes *probeHits) {
 	prior := existing.progress()
 	if prior.Def != t.def && existing.Extra != nil {
 		prior = existing.Extra.Replaced
@@ -274,8 +310,10 @@ func keepProgress(window int64, existing, t *Timer) {
 	if t.State != Live || t.def == 0 || prior.Def != t.def {
 		switch {
 		case existing.Seq > 0 && existing.def != 0 && existing.def != t.def:
+			probes.hit(probeKeepProgressReplace)
 			t.replaced(existing.progress())
 		case existing.Extra != nil && existing.Extra.Replaced.Def != 0 && existing.Extra.Replaced.Def != t.def:
+			probes.hit(probeKeepProgressPass)
 			// existing made no pop of its own to remember, but still
 			// remembers the pops of the definition it replaced: pass
 			// them on, or a tombstone replacing a tombstone forgets
@@ -285,7 +323,7 @@ func keepProgress(window int64, existing, t *Timer) {
 		}
 		return
 	}
-	carry(window, prior, t)
+	carry(window, prior, t, probes)
 }
 
 // carry gives t, a write of definition prior.Def, the pops of prior when
@@ -295,7 +333,7 @@ func keepProgress(window int64, existing, t *Timer) {
 // were rebuilt from deltas on nodes whose clocks differ, so the window is
 // taken both ways: the same definition written twice so close together
 // is one write to the client too.
-func carry(window int64, prior Progress, t *Timer) bool {
+func carry(window int64, prior Progress, t *Timer, probes *probeHits) bool {
 	switch {
 	case prior.Def != t.def || prior.Seq <= t.Seq || prior.Interval != t.Interval || prior.RepeatFor != t.RepeatFor:
 		return false
@@ -306,6 +344,7 @@ func carry(window int64, prior Progress, t *Timer) bool {
 	missed, owed := t.popMarks()
 	t.setPopMarks(shiftMarks(missed, t.Seq, prior.Seq), shiftMarks(owed, t.Seq, prior.Seq))
 	t.Start, t.Seq = prior.Start, prior.Seq
+	probes.hit(probeKeepProgressCarry)
 	return true
 }
 
@@ -347,10 +386,11 @@ func earliestStart(existing, incoming *Timer) bool {
 // missed are owed here: this replica has not attempted them. When
 // incoming replaces existing, it takes the merged marks; otherwise
 // existing keeps them, less the pops incoming knows were made.
-func mergeMarks(existing, incoming *Timer) bool {
+func mergeMarks(existing, incoming *Timer, probes *probeHits) bool {
 	exMissed, exOwed := existing.popMarks()
 	inMissed, _ := incoming.popMarks()
 	if incoming.Seq > existing.Seq {
+		probes.hit(probeMergeAhead)
 		below := above(existing.Seq, incoming.Seq)
 		exMissed = shiftMarks(exMissed, existing.Seq, incoming.Seq)
 		exOwed = shiftMarks(exOwed, existing.Seq, incoming.Seq)
@@ -366,6 +406,7 @@ func mergeMarks(existing, incoming *Timer) bool {
 		keep = ^uint32(0)
 	}
 	if exMissed&keep != exMissed || exOwed&keep != exOwed {
+		probes.hit(probeMergeTrim)
 		existing.setPopMarks(exMissed&keep, exOwed&keep)
 		return true
 	}

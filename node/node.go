@@ -66,6 +66,8 @@ type Node struct {
 	repairGen   uint64
 	repairDirty bool
 	repairBusy  map[string]bool
+	// probeHits counts the passes through each coverage probe (probe.go).
+	probeHits []uint64
 }
 
 // Stats are the node's plain counters, read by the production adapter's
@@ -146,6 +148,7 @@ func New(cfg Config) (*Node, error) {
 		hosts:      hostTable{},
 		stats:      Stats{Tags: map[string]int{}},
 		repairBusy: map[string]bool{},
+		probeHits:  make([]uint64, len(probeNames)),
 	}
 	n.store = NewStore(n.nowMs())
 	n.setCluster(cfg.Cluster)
@@ -180,6 +183,7 @@ func (n *Node) SetCluster(m Membership) error {
 		return err
 	}
 	if instance != n.instance {
+		n.hit(probeClusterRenumbered)
 		n.log.Warn("instance number changed with the membership", "from", n.instance, "to", instance)
 		n.instance = instance
 		n.ids.renumber(uint64(instance), n.nowMs())
@@ -207,6 +211,7 @@ func (n *Node) setCluster(m Membership) {
 	n.ring = NewRing(members)
 	if view := n.ring.ViewID(); !slices.Contains(n.views, view) {
 		if len(n.views) == maxPastViews {
+			n.hit(probeClusterViewsForgotten)
 			n.views = slices.Delete(n.views, 0, 1)
 		}
 		n.views = append(n.views, view)
@@ -324,10 +329,12 @@ func (n *Node) startMs() int64 {
 func (n *Node) shed() (resp Response, ok bool) {
 	switch {
 	case n.store.Len() >= n.cfg.Limits.MaxTimers:
+		n.hit(probeShedTimers)
 		reason := fmt.Sprintf("node holds %d timers, its limit", n.store.Len())
 		n.noteShed(&n.stats.ShedTimers, reason)
 		return unavailable(reason), true
 	case n.inFlight >= n.cfg.Limits.MaxInFlight:
+		n.hit(probeShedInFlight)
 		reason := fmt.Sprintf("node has %d requests in flight, its limit", n.inFlight)
 		n.noteShed(&n.stats.ShedInFlight, reason)
 		return unavailable(reason), true

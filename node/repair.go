@@ -140,6 +140,8 @@ func (n *Node) scheduleRepair(d time.Duration) {
 		n.repairAlarm = nil
 		if n.repairDirty {
 			n.repairRound()
+		} else {
+			n.hit(probeRepairQuiet)
 		}
 		n.scheduleRepair(n.cfg.RepairInterval)
 	})
@@ -210,12 +212,15 @@ func (n *Node) repairWith(peer string, view, after uint64, attempt int) {
 			err = fmt.Errorf("status %d: %s", resp.Status, reasonOf(resp))
 		}
 		if err != nil {
+			n.hitIf(resp.Status == 409, probeRepairOtherView)
 			wait, ok := repairRetry.again(attempt, &n.rand)
 			if !ok {
+				n.hit(probeRepairGiveUp)
 				delete(n.repairBusy, peer)
 				n.repairNeeded()
 				return
 			}
+			n.hit(probeRepairRetry)
 			n.clock.AfterFunc(wait, func() {
 				if view != n.ring.ViewID() {
 					delete(n.repairBusy, peer)
@@ -227,6 +232,7 @@ func (n *Node) repairWith(peer string, view, after uint64, attempt int) {
 		}
 		through, ok := n.repairAnswered(peer, after, ans)
 		if ok && through > after {
+			n.hit(probeRepairPage)
 			n.repairWith(peer, view, through, 1)
 			return
 		}
@@ -306,10 +312,12 @@ func (n *Node) repairAnswered(peer string, after uint64, ans repairAnswer) (thro
 	}
 	now := n.nowMs()
 	for _, t := range push {
+		n.hit(probeRepairPush)
 		n.stats.RepairPushes++
 		n.replicate(peer, n.placedNow(t), nil, now, nil)
 	}
 	if len(want) > 0 {
+		n.hit(probeRepairWant)
 		n.stats.RepairWants += uint64(len(want))
 		body := repairDigestBody{View: strconv.FormatUint(n.ring.ViewID(), 10), From: n.self, Want: want}
 		n.send(n.repairRequest(peer, body), repairTimeout, func(Response, error) {})
@@ -365,6 +373,7 @@ func (n *Node) handOff() {
 	for _, t := range out {
 		placed := n.placedNow(t)
 		pending, all := len(placed.Placement.Replicas), true
+		n.hit(probeHandOff)
 		n.stats.RepairHandoffs++
 		for _, peer := range placed.Placement.Replicas {
 			n.replicate(peer, placed, nil, now, func(ok bool, resp Response) {
@@ -374,6 +383,7 @@ func (n *Node) handOff() {
 				}
 				if held := n.store.Get(placed.ID); held != nil && held.State == Live && held.Version == placed.Version {
 					// Every replica holds it: this copy need not pop.
+					n.hit(probeHandOffDone)
 					moved := *placed
 					n.apply(&moved)
 				}
@@ -486,6 +496,7 @@ func (n *Node) repairGive(peer string, want []string) {
 			continue
 		}
 		if t := n.store.Get(id); t != nil && t.State != Moved {
+			n.hit(probeRepairGive)
 			n.stats.RepairPushes++
 			n.replicate(peer, n.placedNow(t), nil, now, nil)
 		}

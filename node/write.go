@@ -164,14 +164,18 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 		return
 	}
 	if held := n.store.Get(id); held != nil && spec.RF != 0 && held.RF != 0 && spec.RF != int(held.RF) {
+		n.hit(probeWriteRFChange)
 		reply(badRequest("reliability.replication-factor cannot be changed from " + strconv.Itoa(int(held.RF))))
 		return
 	}
 	if spec.RF == 0 {
 		if n.store.Get(id) == nil && !n.accountsFor(bloom) {
+			n.hit(probeLearnRF)
+			n.hitIf(bloom == 0, probeBareIDUpdate)
 			n.learnRF(id, bloom, wire, spec, reply)
 			return
 		}
+		n.hit(probeUpdateInferredRF)
 		spec.RF = n.inferRF(id, bloom)
 	}
 	n.clientWrite(id, bloom, spec, reply)
@@ -193,11 +197,14 @@ func (n *Node) learnRF(id, bloom uint64, wire string, spec Spec, reply func(Resp
 		newest, answered := newestCopy(copies)
 		switch {
 		case !answered:
+			n.hit(probeLearnRFUnknown)
 			reply(unavailable("no replica of the timer answered, so its replication factor is unknown: retry, or give reliability.replication-factor"))
 			return
 		case newest != nil && newest.State == Live:
+			n.hit(probeLearnRFCopy)
 			spec.RF = newest.replicationFactor()
 		default:
+			n.hit(probeLearnRFDefault)
 			spec.RF = DefaultReplicationFactor
 		}
 		n.clientWrite(id, bloom, spec, reply)
@@ -220,6 +227,8 @@ func (n *Node) remove(wire string, reply func(Response)) {
 		// the default or the count of the nodes named could miss
 		// replicas, which would go on popping. The tombstone goes to
 		// every member, up to MaxReplicationFactor.
+		n.hit(probeDeleteEveryMember)
+		n.hitIf(bloom == 0, probeBareIDDelete)
 		rf = MaxReplicationFactor
 	}
 	spec := Spec{Tombstone: true, RF: rf}
@@ -244,9 +253,11 @@ func (n *Node) clientWrite(id, bloom uint64, spec Spec, reply func(Response)) {
 // filter names.
 func (n *Node) inferRF(id, bloom uint64) int {
 	if t := n.store.Get(id); t != nil && t.RF > 0 {
+		n.hit(probeInferRFHeld)
 		return int(t.RF)
 	}
 	if c := len(n.named(bloom)); c > 0 {
+		n.hit(probeInferRFBloom)
 		return min(c, MaxReplicationFactor)
 	}
 	return DefaultReplicationFactor
@@ -262,6 +273,7 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 	targets := replicas
 	for _, old := range n.named(oldBloom) {
 		if !slices.Contains(targets, old) {
+			n.hit(probeWriteOldReplicas)
 			targets = append(slices.Clip(targets), old)
 		}
 	}
@@ -313,6 +325,7 @@ func (n *Node) named(bloom uint64) []string {
 	out := n.ring.Matching(bloom)
 	for _, l := range n.cfg.Cluster.Leaving {
 		if b := BloomBits(l); bloom&b == b {
+			n.hit(probeNamedLeaving)
 			out = append(out, l)
 		}
 	}
@@ -331,6 +344,7 @@ func (n *Node) accountsFor(bloom uint64) bool {
 	for _, a := range n.named(bloom) {
 		set |= BloomBits(a)
 	}
+	n.hitIf(bloom != 0 && set != bloom, probeAccountsForDeparted)
 	return bloom != 0 && set == bloom
 }
 
@@ -347,6 +361,7 @@ func (n *Node) replaceOwnCopy(t *Timer) {
 	if n.store.Get(t.ID) == nil {
 		return
 	}
+	n.hit(probeReplaceOwnCopy)
 	local := *t
 	n.apply(&local)
 }
@@ -360,6 +375,7 @@ func (n *Node) rewrite(t *Timer, spec Spec, oldBloom uint64, targets []string, w
 	now := n.nowMs()
 	create := t.Version == t.ID
 	if create {
+		n.hit(probeRewriteCollision)
 		n.stats.IDCollisions++
 		n.log.Warn("timer ID already held by another timer; creating under a fresh ID",
 			"timer", n.wireID(t), "instance", n.instance)
@@ -370,6 +386,7 @@ func (n *Node) rewrite(t *Timer, spec Spec, oldBloom uint64, targets []string, w
 		// breaks the lockstep.
 		n.ids.skip(uint64(murmur3.SeedStringSum32(0, n.self)&0xff) + 1)
 	} else {
+		n.hit(probeWriteRetryNewer)
 		n.ids.observe(max(w.newer, t.Version), now)
 	}
 	version, ok := n.ids.next(now)
@@ -408,6 +425,7 @@ const maxWithdrawAttempts = 5
 func (n *Node) withdrawFrom(peer string, tomb *Timer, attempt int) {
 	n.replicate(peer, tomb, nil, n.nowMs(), func(ok bool, resp Response) {
 		if !ok && resp.Status != 409 && attempt < maxWithdrawAttempts {
+			n.hit(probeWithdrawAgain)
 			n.withdrawFrom(peer, tomb, attempt+1)
 		}
 	})
@@ -466,6 +484,7 @@ func (n *Node) startAnswered(t *Timer, resp Response) {
 		return // most answers carry no start: no lookup for them
 	}
 	if held := n.store.Get(t.ID); held != nil && held.Version == t.Version && held.def == t.def {
+		n.hit(probeStartAnswered)
 		n.earliestStart(held, &Timer{Start: n.startMs() + delta})
 	}
 }

@@ -144,7 +144,7 @@ func (w *world) crash(m *machine) {
 	if m.crashed || m.out {
 		return
 	}
-	m.past.addStats(m.node.Stats())
+	m.past.addNode(m.node)
 	w.net.Crash(m.addr)
 	m.clock.dropAlarms()
 	m.node, m.crashed, m.paused = nil, true, false

@@ -66,7 +66,10 @@ type Result struct {
 	// share the key.
 	IDCollisions uint64
 	Forbidden    uint64
-	Net          netsim.Stats
+	// Probes counts the nodes' passes through each coverage probe, in
+	// the order of node.ProbeNames (nil when no node ran).
+	Probes []uint64
+	Net    netsim.Stats
 	// Coverage is how much of the history the checker held strictly to
 	// each guarantee, and what excused the rest.
 	Coverage checker.Coverage
@@ -132,17 +135,31 @@ type machine struct {
 	past counters
 }
 
-// counters are node counters a run reports, summed over incarnations.
-type counters struct{ replications, collisions, forbidden uint64 }
+// counters are node counters a run reports, summed over incarnations:
+// statistics, and the passes through each coverage probe (in the order of
+// node.ProbeNames).
+type counters struct {
+	replications, collisions, forbidden uint64
+	probes                              []uint64
+}
 
 func (c *counters) add(o counters) {
 	c.replications += o.replications
 	c.collisions += o.collisions
 	c.forbidden += o.forbidden
+	if len(c.probes) < len(o.probes) {
+		c.probes = append(c.probes, make([]uint64, len(o.probes)-len(c.probes))...)
+	}
+	for i, h := range o.probes {
+		c.probes[i] += h
+	}
 }
 
-func (c *counters) addStats(s node.Stats) {
-	c.add(counters{s.ReplicationsSent, s.IDCollisions, s.Forbidden})
+// addNode adds the counters of an incarnation that ends, or of one alive
+// when the run ends.
+func (c *counters) addNode(n *node.Node) {
+	s := n.Stats()
+	c.add(counters{s.ReplicationsSent, s.IDCollisions, s.Forbidden, n.ProbeHits()})
 }
 
 // Run runs the plan and checks its history. It never panics: a panic in a
@@ -363,10 +380,11 @@ func (w *world) finish(res *Result) {
 	for _, m := range w.machines {
 		total.add(m.past)
 		if m.node != nil {
-			total.addStats(m.node.Stats())
+			total.addNode(m.node)
 		}
 	}
 	res.Replications, res.IDCollisions, res.Forbidden = total.replications, total.collisions, total.forbidden
+	res.Probes = total.probes
 	res.Net = w.net.Stats()
 	w.checkTags()
 	res.Violations = append(res.Violations, w.apiErrs...)

@@ -186,7 +186,7 @@ func (w *world) completeScale(run *scaleRun) {
 // nothing depends on it.
 func (w *world) stop(m *machine) {
 	if m.node != nil {
-		m.past.addStats(m.node.Stats())
+		m.past.addNode(m.node)
 		w.net.Crash(m.addr)
 		m.clock.dropAlarms()
 	}

@@ -138,6 +138,7 @@ func sweep(from uint64, n int) int {
 	}
 	var failed []string
 	var cov checker.Coverage
+	probes := sim.NewProbeTable()
 	done, pinned, collided := 0, 0, 0
 	events, digest := uint64(0), uint64(0)
 	tty := isTerminal(os.Stderr)
@@ -146,6 +147,7 @@ func sweep(from uint64, n int) int {
 		events += o.Result.Events
 		digest += o.Result.TraceHash
 		cov.Add(o.Result.Coverage)
+		probes.Add(o.Seed, o.Result)
 		if o.Result.IDCollisions > 0 {
 			collided++ // the collision defence at work
 		}
@@ -181,6 +183,7 @@ func sweep(from uint64, n int) int {
 	for _, line := range strings.Split(strings.TrimSpace(cov.String()), "\n") {
 		fmt.Printf("sweep: %s\n", line)
 	}
+	probes.Write(os.Stdout)
 	if len(failed) > 0 {
 		return 1
 	}
