@@ -107,6 +107,10 @@ type Config struct {
 	// GET /timers page; 0 is DefaultResyncPage. The simulator sets it
 	// small, so that its resyncs take many pages.
 	ResyncPage int
+	// RepairPage is how many records a repair answer lists at most; 0 is
+	// MaxRepairEntries. The simulator sets it small, so that its rounds
+	// take many pages.
+	RepairPage int
 
 	Clock   Clock
 	Network Network
@@ -159,6 +163,9 @@ func (c Config) Validate() error {
 	}
 	if c.Limits.MaxTimers <= 0 {
 		return fmt.Errorf("node: config Limits.MaxTimers %d is not positive", c.Limits.MaxTimers)
+	}
+	if c.RepairPage < 0 || c.RepairPage > MaxRepairEntries {
+		return fmt.Errorf("node: config RepairPage %d is not in 0..%d", c.RepairPage, MaxRepairEntries)
 	}
 	if c.ResyncPage < 0 || c.ResyncPage > MaxResyncPage {
 		return fmt.Errorf("node: config ResyncPage %d is not in 0..%d", c.ResyncPage, MaxResyncPage)

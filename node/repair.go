@@ -465,8 +465,8 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 		})
 	}
 	slices.SortFunc(listed, func(a, b *Timer) int { return cmp.Compare(a.ID, b.ID) })
-	if len(listed) > MaxRepairEntries {
-		listed = listed[:MaxRepairEntries]
+	if page := cmp.Or(n.cfg.RepairPage, MaxRepairEntries); len(listed) > page {
+		listed = listed[:page]
 		ans.Through = FormatID(listed[len(listed)-1].ID)
 	}
 	for _, t := range listed {

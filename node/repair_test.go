@@ -59,9 +59,11 @@ func TestRepairBringsAMissedUpdateToAReplica(t *testing.T) {
 // timers back from its peers at its first round, without a resync, over
 // several pages.
 func TestRepairRefillsARestartedReplica(t *testing.T) {
-	c := newRepairingCluster(t, three...)
+	c := newClusterWith(t, func(_ string, cfg *Config) {
+		cfg.RepairInterval, cfg.RepairPage = DefaultRepairInterval, 16
+	}, three...)
 	var ids []uint64
-	for i := range 2*MaxRepairEntries + 500 {
+	for i := range 200 {
 		wire := createVia(t, c, three[i%3], `{"timing":{"interval":600},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":2}}`)
 		ids = append(ids, mustID(t, wire))
 	}
