@@ -77,8 +77,10 @@ func (n *Node) internalPut(host, wire string, body []byte) Request {
 	return req
 }
 
-// sign adds the signature of req to it, when the cluster has a key.
+// sign adds the signature of req to it, when the cluster has a key, and
+// the node's instance number (see noteInstance).
 func (n *Node) sign(req *Request) {
+	req.Header.Set(HeaderInstance, n.instanceHeader())
 	if n.cfg.ClusterKey != "" {
 		n.scratch = appendSum(n.scratch[:0], n.keyMAC(), req.Method, req.URL, req.Body)
 		req.Header.Set(HeaderSignature, string(n.scratch))
@@ -97,11 +99,15 @@ func (n *Node) keyMAC() hash.Hash {
 // authentic reports whether req, an internal request, comes from a holder
 // of the cluster key. Without a key every request passes.
 func (n *Node) authentic(req Request) bool {
-	if n.cfg.ClusterKey == "" {
-		return true
+	ok := true
+	if n.cfg.ClusterKey != "" {
+		n.scratch = appendSum(n.scratch[:0], n.keyMAC(), req.Method, req.URL, req.Body)
+		ok = hmac.Equal([]byte(req.Header.Get(HeaderSignature)), n.scratch)
 	}
-	n.scratch = appendSum(n.scratch[:0], n.keyMAC(), req.Method, req.URL, req.Body)
-	return hmac.Equal([]byte(req.Header.Get(HeaderSignature)), n.scratch)
+	if ok {
+		n.noteInstance(req)
+	}
+	return ok
 }
 
 // errForbidden is the reason an unsigned or wrongly signed internal

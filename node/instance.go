@@ -2,7 +2,10 @@ package node
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/murmur3"
 )
@@ -66,4 +69,68 @@ func InstanceFor(self string, configured int, m Membership) (int, error) {
 		}
 	}
 	return configured, nil
+}
+
+// A clash refused, not survived. Two members that share an instance number
+// issue the same IDs and versions; the collision defence (collides) keeps
+// one timer from replacing another, but twins can still give two writes
+// one version. So every internal request carries its sender's number and
+// address (HeaderInstance), and a node that is sent its own number by
+// another node refuses client writes with 503, names the other node in
+// its log and counts it (Stats.InstanceClashes), until that node is heard
+// with another number, leaves the membership, or this node's own number
+// changes.
+
+// instanceHeader is the HeaderInstance value of this node's requests.
+func (n *Node) instanceHeader() string { return strconv.Itoa(n.instance) + " " + n.self }
+
+// noteInstance reads the instance number an authentic internal request
+// carries and notes a clash with its sender, or the end of one.
+func (n *Node) noteInstance(req Request) {
+	num, addr, ok := strings.Cut(req.Header.Get(HeaderInstance), " ")
+	instance, err := strconv.Atoi(num)
+	if !ok || err != nil || addr == n.self || addr == "" {
+		return
+	}
+	if instance != n.instance {
+		delete(n.clashes, addr)
+		return
+	}
+	if !n.clashes[addr] {
+		n.hit(probeInstanceClash)
+		n.stats.InstanceClashes++
+		n.log.Error("another node issues IDs with this node's instance number: refusing client writes until it is fixed",
+			"instance", n.instance, "peer", addr)
+	}
+	n.clashes[addr] = true
+}
+
+// clashing refuses a client write while a clash is known.
+func (n *Node) clashing() (Response, bool) {
+	if len(n.clashes) == 0 {
+		return Response{}, false
+	}
+	peers := slices.Sorted(maps.Keys(n.clashes))
+	return unavailable(fmt.Sprintf("this node's instance number %d is also used by %s: give every member its own [identity] instance_id",
+		n.instance, strings.Join(peers, ", "))), true
+}
+
+// forgetClashes drops the clashes a membership or numbering change ended.
+func (n *Node) forgetClashes(renumbered bool) {
+	members := n.cfg.Cluster.withSelf(n.self).All()
+	for addr := range n.clashes {
+		if renumbered || !slices.Contains(members, addr) && !n.remoteSite(addr) {
+			delete(n.clashes, addr)
+		}
+	}
+}
+
+// remoteSite reports whether addr is a remote site's address.
+func (n *Node) remoteSite(addr string) bool {
+	for _, s := range n.cfg.RemoteSites {
+		if s.Address == addr {
+			return true
+		}
+	}
+	return false
 }

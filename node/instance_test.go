@@ -145,3 +145,42 @@ func TestRenumberedNodeIssuesPastTheLead(t *testing.T) {
 		t.Errorf("ID after renumbering dated %d ms ahead, want at least the lead %d", ahead, DefaultMaxClockLead.Milliseconds())
 	}
 }
+
+// TestInstanceClashRefusesClientWrites: two members configured with one
+// instance number find out from the first message between them, refuse
+// client writes with a 503 that names the other, and take writes again
+// once the other is heard with a number of its own.
+func TestInstanceClashRefusesClientWrites(t *testing.T) {
+	c := newClusterWith(t, func(addr string, cfg *Config) {
+		if addr != three[2] {
+			cfg.InstanceID = 1000
+		}
+	}, three...)
+	body := `{"timing":{"interval":60},"callback":{"http":{"uri":"` + cb + `"}},"reliability":{"replication-factor":3}}`
+	// The first create reaches the twin and is taken: nothing was heard yet.
+	if r := c.client(three[0], "POST", "/timers", body); r.Status != 200 {
+		t.Fatalf("first create: %d %s", r.Status, r.Body)
+	}
+	r := c.client(three[1], "POST", "/timers", body)
+	if r.Status != 503 || !strings.Contains(string(r.Body), three[0]) {
+		t.Fatalf("create through the twin that was told: got %d %q, want 503 naming %s", r.Status, r.Body, three[0])
+	}
+	if got := c.nodes[three[1]].Stats().InstanceClashes; got != 1 {
+		t.Errorf("InstanceClashes = %d, want 1", got)
+	}
+	if r := c.client(three[2], "POST", "/timers", body); r.Status != 200 {
+		t.Errorf("a node with its own number refused a create: %d %s", r.Status, r.Body)
+	}
+	// The operator gives the first twin a number of its own; its next
+	// message ends the clash.
+	cfg := c.cfgs[three[0]]
+	cfg.InstanceID = 999
+	c.cfgs[three[0]] = cfg
+	c.restart(three[0])
+	if r := c.client(three[0], "POST", "/timers", body); r.Status != 200 {
+		t.Fatalf("create through the renumbered node: %d %s", r.Status, r.Body)
+	}
+	if r := c.client(three[1], "POST", "/timers", body); r.Status != 200 {
+		t.Errorf("create through the other twin after the fix: %d %s", r.Status, r.Body)
+	}
+}

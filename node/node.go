@@ -66,6 +66,9 @@ type Node struct {
 	repairGen   uint64
 	repairDirty bool
 	repairBusy  map[string]bool
+	// clashes are the other nodes heard using this node's instance
+	// number (instance.go).
+	clashes map[string]bool
 	// probeHits counts the passes through each coverage probe (probe.go).
 	probeHits []uint64
 }
@@ -102,6 +105,9 @@ type Stats struct {
 	// timer under the same ID (see collides), and creates this node
 	// restarted under a fresh ID because of one.
 	IDCollisions uint64
+	// InstanceClashes counts the other nodes heard issuing IDs with this
+	// node's instance number (instance.go).
+	InstanceClashes uint64
 	// Forbidden counts internal requests refused for want of a valid
 	// cluster key signature.
 	Forbidden uint64
@@ -148,6 +154,7 @@ func New(cfg Config) (*Node, error) {
 		hosts:      hostTable{},
 		stats:      Stats{Tags: map[string]int{}},
 		repairBusy: map[string]bool{},
+		clashes:    map[string]bool{},
 		probeHits:  make([]uint64, len(probeNames)),
 	}
 	n.store = NewStore(n.nowMs())
@@ -182,7 +189,8 @@ func (n *Node) SetCluster(m Membership) error {
 	if err != nil {
 		return err
 	}
-	if instance != n.instance {
+	renumbered := instance != n.instance
+	if renumbered {
 		n.hit(probeClusterRenumbered)
 		n.log.Warn("instance number changed with the membership", "from", n.instance, "to", instance)
 		n.instance = instance
@@ -190,6 +198,7 @@ func (n *Node) SetCluster(m Membership) error {
 	}
 	view, before := n.ring.ViewID(), n.cfg.Cluster
 	n.setCluster(m)
+	n.forgetClashes(renumbered)
 	if n.ring.ViewID() != view {
 		n.Resync(false)
 	}
@@ -325,8 +334,13 @@ func (n *Node) startMs() int64 {
 }
 
 // shed refuses a client write with 503 when the node is at a limit, and
-// counts and logs it (see noteShed); ok is false when the node takes it.
+// counts and logs it (see noteShed), or while another node shares its
+// instance number (clashing); ok is false when the node takes it.
 func (n *Node) shed() (resp Response, ok bool) {
+	if resp, clash := n.clashing(); clash {
+		n.hit(probeClashRefused)
+		return resp, true
+	}
 	switch {
 	case n.store.Len() >= n.cfg.Limits.MaxTimers:
 		n.hit(probeShedTimers)

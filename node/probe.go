@@ -146,6 +146,8 @@ var (
 	probeClusterViewsForgotten = probe("cluster/past-views-forgotten")
 	probeShedTimers            = probe("shed/max-timers")
 	probeShedInFlight          = probe("shed/max-in-flight")
+	probeInstanceClash         = probe("cluster/instance-clash-detected")
+	probeClashRefused          = probe("cluster/instance-clash-refuses-write")
 )
 
 // hits counts the probes a pure function passed (see probeHits).

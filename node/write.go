@@ -214,6 +214,11 @@ func (n *Node) learnRF(id, bloom uint64, wire string, spec Spec, reply func(Resp
 // remove serves a client DELETE /timers/<id>: a tombstone written to the
 // timer's replicas, old and new.
 func (n *Node) remove(wire string, reply func(Response)) {
+	if resp, clash := n.clashing(); clash {
+		n.hit(probeClashRefused)
+		reply(resp)
+		return
+	}
 	id, bloom, err := ParseWireID(wire)
 	if err != nil {
 		reply(badRequest(errBadWireID))
