@@ -184,3 +184,33 @@ func TestInstanceClashRefusesClientWrites(t *testing.T) {
 		t.Errorf("create through the other twin after the fix: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestInstanceClashToldByAThirdNode: twins that never reach each other
+// learn of the clash from a node both write to, which names the other
+// twin in its answers; a twin renumbered ends it.
+func TestInstanceClashToldByAThirdNode(t *testing.T) {
+	c := newClusterWith(t, func(addr string, cfg *Config) {
+		if addr != three[2] {
+			cfg.InstanceID = 1000
+		}
+	}, three...)
+	c.lose = func(host string, req Request) bool {
+		from, _, _ := senderInstance(req)
+		return host == three[0] && from == three[1] || host == three[1] && from == three[0]
+	}
+	body := `{"timing":{"interval":60},"callback":{"http":{"uri":"` + cb + `"}},"reliability":{"replication-factor":3}}`
+	for _, via := range []string{three[0], three[1], three[0]} {
+		c.client(via, "POST", "/timers", body)
+	}
+	for _, twin := range three[:2] {
+		if r := c.client(twin, "POST", "/timers", body); r.Status != 503 {
+			t.Errorf("create through twin %s: got %d, want 503", twin, r.Status)
+		}
+		if got := c.nodes[twin].Stats().InstanceClashes; got != 1 {
+			t.Errorf("twin %s counts %d clashes, want 1", twin, got)
+		}
+	}
+	if got := c.nodes[three[2]].Stats().InstanceClashes; got != 0 {
+		t.Errorf("the third node counts %d clashes of its own", got)
+	}
+}

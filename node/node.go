@@ -66,9 +66,11 @@ type Node struct {
 	repairGen   uint64
 	repairDirty bool
 	repairBusy  map[string]bool
-	// clashes are the other nodes heard using this node's instance
-	// number (instance.go).
-	clashes map[string]bool
+	// clashes are the other nodes known to use this node's instance
+	// number, with until when (ms); peerInstances the number each peer
+	// was last heard with (instance.go).
+	clashes       map[string]int64
+	peerInstances map[string]int
 	// probeHits counts the passes through each coverage probe (probe.go).
 	probeHits []uint64
 }
@@ -142,20 +144,21 @@ func New(cfg Config) (*Node, error) {
 	instance, _ := InstanceFor(cfg.Address, cfg.InstanceID, cfg.Cluster.withSelf(cfg.Address))
 	callbacks, _ := parseHostList(cfg.CallbackHosts)
 	n := &Node{
-		cfg:        cfg,
-		log:        log.With("node", cfg.Address),
-		self:       cfg.Address,
-		clock:      cfg.Clock,
-		net:        cfg.Network,
-		ids:        newIDGen(uint64(instance), cfg.MaxClockLead.Milliseconds()),
-		instance:   instance,
-		callbacks:  callbacks,
-		placements: map[string]*Placement{},
-		hosts:      hostTable{},
-		stats:      Stats{Tags: map[string]int{}},
-		repairBusy: map[string]bool{},
-		clashes:    map[string]bool{},
-		probeHits:  make([]uint64, len(probeNames)),
+		cfg:           cfg,
+		log:           log.With("node", cfg.Address),
+		self:          cfg.Address,
+		clock:         cfg.Clock,
+		net:           cfg.Network,
+		ids:           newIDGen(uint64(instance), cfg.MaxClockLead.Milliseconds()),
+		instance:      instance,
+		callbacks:     callbacks,
+		placements:    map[string]*Placement{},
+		hosts:         hostTable{},
+		stats:         Stats{Tags: map[string]int{}},
+		repairBusy:    map[string]bool{},
+		clashes:       map[string]int64{},
+		peerInstances: map[string]int{},
+		probeHits:     make([]uint64, len(probeNames)),
 	}
 	n.store = NewStore(n.nowMs())
 	n.setCluster(cfg.Cluster)
@@ -268,6 +271,18 @@ func (n *Node) Held(fn func(*Timer) bool) { n.store.Ascend(fn) }
 // Handle serves one inbound request and calls reply exactly once, possibly
 // later (after replicas acknowledge), from a network completion.
 func (n *Node) Handle(req Request, reply func(Response)) {
+	if req.Header.Get(HeaderInstance) != "" {
+		answer := reply
+		reply = func(r Response) {
+			if twin := n.twinOf(req); twin != "" {
+				if r.Header == nil {
+					r.Header = Header{}
+				}
+				r.Header[HeaderInstanceClash] = twin
+			}
+			answer(r)
+		}
+	}
 	path, _, _ := strings.Cut(req.URL, "?")
 	switch {
 	case path == "/ping":
@@ -385,11 +400,18 @@ func (n *Node) noteShed(counter *uint64, reason string) {
 	n.shedLog = shedLog{written: true, lastMs: now}
 }
 
-// send sends req, counting it against MaxInFlight until done runs.
+// send sends req, counting it against MaxInFlight until done runs. The
+// answer to an internal request may name a node that shares this one's
+// instance number (clashTold); a callback endpoint's answer is never read
+// for it.
 func (n *Node) send(req Request, timeout time.Duration, done func(Response, error)) {
 	n.inFlight++
+	internal := req.Header.Get(HeaderInstance) != ""
 	n.net.Send(req, timeout, func(resp Response, err error) {
 		n.inFlight--
+		if internal && err == nil {
+			n.clashTold(resp)
+		}
 		done(resp, err)
 	})
 }
