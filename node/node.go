@@ -56,6 +56,8 @@ type Node struct {
 	resyncGen        uint64
 	resyncStatus     ResyncStatus
 	resyncRepopulate bool
+
+	persist persist
 }
 
 // Stats are the node's plain counters, read by the production adapter's
@@ -101,6 +103,9 @@ type Stats struct {
 	// written under another view on the current one as it arrived, during
 	// a scale (see lateRebalance).
 	LateRebalanced uint64
+	// StorageFailures counts the barriers the Storage failed: the
+	// answers waiting on them were 503s.
+	StorageFailures uint64
 	// Tags counts live timers per statistics tag (weighted by count).
 	Tags map[string]int
 }
@@ -131,6 +136,10 @@ func New(cfg Config) (*Node, error) {
 		stats:      Stats{Tags: map[string]int{}},
 	}
 	n.store = NewStore(n.nowMs())
+	if cfg.Storage != nil {
+		n.persist.marked = map[uint64]struct{}{}
+		n.store.changed = n.mark
+	}
 	n.setCluster(cfg.Cluster)
 	return n, nil
 }
@@ -227,6 +236,11 @@ func (n *Node) Held(fn func(*Timer) bool) { n.store.Ascend(fn) }
 // Handle serves one inbound request and calls reply exactly once, possibly
 // later (after replicas acknowledge), from a network completion.
 func (n *Node) Handle(req Request, reply func(Response)) {
+	if n.cfg.Storage != nil && req.Method != "GET" && req.Method != "HEAD" {
+		// Anything but a read may change records: its answer waits
+		// until they are durable (persist.go).
+		reply = n.durably(reply)
+	}
 	path, _, _ := strings.Cut(req.URL, "?")
 	switch {
 	case path == "/ping":
