@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -149,15 +150,42 @@ func (n *Node) Restore(id uint64, rec []byte) error {
 	return nil
 }
 
-// Snapshot calls fn with the encoded record of every held timer, for a
-// snapshot of the storage; fn must not call into the node. The record
-// buffer is reused: fn must copy what it keeps.
-func (n *Node) Snapshot(fn func(id uint64, rec []byte)) {
-	n.store.Ascend(func(t *Timer) bool {
+// SnapshotCursor is where Snapshot goes on: after the last record it
+// handed out, in the store's order. The zero cursor starts at the first.
+type SnapshotCursor struct {
+	due     int64
+	id      uint64
+	started bool
+}
+
+// Snapshot calls fn with the encoded record of up to limit held timers
+// after cur, in the store's order, for a snapshot of the storage, and
+// returns where to go on and whether every record has been handed out.
+// fn must not call into the node; the record buffer is reused, so fn
+// copies what it keeps. Between calls the node may change: a record that
+// changes is handed to the Storage again, after the snapshot began, so a
+// record missed or handed out stale here is replayed over the snapshot.
+func (n *Node) Snapshot(cur SnapshotCursor, limit int, fn func(id uint64, rec []byte)) (SnapshotCursor, bool) {
+	from := int64(math.MinInt64)
+	if cur.started {
+		from = cur.due
+	}
+	handed, done := 0, true
+	n.store.AscendFrom(from, func(t *Timer) bool {
+		if cur.started && t.due == cur.due && t.ID <= cur.id {
+			return true
+		}
+		if handed == limit {
+			done = false
+			return false
+		}
 		n.persist.buf = AppendRecord(n.persist.buf[:0], t)
 		fn(t.ID, n.persist.buf)
+		cur = SnapshotCursor{due: t.due, id: t.ID, started: true}
+		handed++
 		return true
 	})
+	return cur, done
 }
 
 // recordVersion is the version of the record encoding AppendRecord

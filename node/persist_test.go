@@ -255,3 +255,34 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestSnapshotHandsOutEveryRecordOnce proves that a snapshot taken in
+// chunks hands out every held record exactly once, whatever the chunk
+// size, timers due together included.
+func TestSnapshotHandsOutEveryRecordOnce(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Storage = newMemStorage() })
+	want := map[uint64]bool{}
+	for i := range 25 {
+		want[mustID(t, h.create(timerJSON(1+i%3, 10, "http://cb/x", "")))] = true
+	}
+	for _, limit := range []int{1, 2, 7, 100} {
+		got := map[uint64]int{}
+		var rounds int
+		for cur, done := (SnapshotCursor{}), false; !done; rounds++ {
+			cur, done = h.node.Snapshot(cur, limit, func(id uint64, rec []byte) {
+				got[id]++
+				if _, err := h.node.decodeRecord(id, rec); err != nil {
+					t.Fatalf("record of %x: %v", id, err)
+				}
+			})
+		}
+		for id := range want {
+			if got[id] != 1 {
+				t.Fatalf("limit %d: record %x handed out %d times, want 1", limit, id, got[id])
+			}
+		}
+		if len(got) != len(want) || rounds < len(want)/limit {
+			t.Fatalf("limit %d: %d records in %d rounds, want %d", limit, len(got), rounds, len(want))
+		}
+	}
+}

@@ -305,7 +305,9 @@ func (s *simStorage) snapshot() {
 	if err != nil {
 		return
 	}
-	s.m.node.Snapshot(snap.Put)
+	for cur, done := (node.SnapshotCursor{}), false; !done; {
+		cur, done = s.m.node.Snapshot(cur, 1000, snap.Put)
+	}
 	if err := snap.Commit(); err != nil {
 		s.w.tr.note("%s: snapshot failed: %v", s.m.addr, err)
 	}

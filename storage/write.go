@@ -36,6 +36,12 @@ func (b *Batch) Delete(key uint64) {
 	b.n++
 }
 
+// Append adds o's entries after b's.
+func (b *Batch) Append(o *Batch) {
+	b.b = append(b.b, o.b...)
+	b.n += o.n
+}
+
 // Len returns the number of entries in the batch; Bytes its size.
 func (b *Batch) Len() int   { return b.n }
 func (b *Batch) Bytes() int { return len(b.b) }
