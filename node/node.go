@@ -192,6 +192,7 @@ func (n *Node) setCluster(m Membership) {
 			n.views = slices.Delete(n.views, 0, 1)
 		}
 		n.views = append(n.views, view)
+		n.persist.meta = true // persist.go
 	}
 }
 

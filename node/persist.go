@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -34,6 +35,9 @@ type Storage interface {
 	Put(id uint64, rec []byte)
 	// Delete queues the removal of the record held under id.
 	Delete(id uint64)
+	// PutMeta queues the node's own state beside its records (the
+	// cluster views it has been in, see Node.RestoreMeta).
+	PutMeta(rec []byte)
 	// Sync calls done once every change queued before the call is
 	// durable, with nil, or with the error that kept it from being so.
 	// done is called exactly once, never before Sync returns, serialized
@@ -53,6 +57,8 @@ type persist struct {
 	marked map[uint64]struct{}
 	order  []uint64
 	alarm  bool
+	// meta is set when the node's own state changed (its views).
+	meta bool
 	// restoring is set while Restore holds recovered records: they are on
 	// disk already.
 	restoring bool
@@ -93,6 +99,51 @@ func (n *Node) handOver() {
 	clear(p.marked)
 	clear(p.order)
 	p.order = p.order[:0]
+	if p.meta {
+		p.meta = false
+		s.PutMeta(n.appendMeta(nil))
+	}
+}
+
+// metaVersion is the version of the node's own state as PutMeta hands it.
+const metaVersion = 1
+
+// appendMeta appends the node's own state: the cluster views it has been
+// in, oldest first (see movedBack), which a restarted node must still
+// know: a record of a view it was in before the restart is stale, not of
+// a scale yet to come.
+func (n *Node) appendMeta(b []byte) []byte {
+	b = binary.AppendUvarint(append(b, metaVersion), uint64(len(n.views)))
+	for _, v := range n.views {
+		b = binary.AppendUvarint(b, v)
+	}
+	return b
+}
+
+// RestoreMeta takes back the node's own state recovered from storage
+// (Storage.PutMeta), nil when there was none: the views it was in before
+// the restart come before the current one.
+func (n *Node) RestoreMeta(rec []byte) error {
+	if rec == nil {
+		return nil
+	}
+	if len(rec) == 0 || rec[0] != metaVersion {
+		return fmt.Errorf("node: restore state: % x is not of version %d, the one this build reads", rec[:min(len(rec), 1)], metaVersion)
+	}
+	d := recordDecoder{b: rec[1:]}
+	var views []uint64
+	for k := d.count(); k > 0 && d.err == nil; k-- {
+		views = append(views, d.uvarint())
+	}
+	if d.err != nil {
+		return fmt.Errorf("node: restore state: %w", d.err)
+	}
+	for _, v := range n.views {
+		views = append(slices.DeleteFunc(views, func(u uint64) bool { return u == v }), v)
+	}
+	n.views = views[max(len(views)-maxPastViews, 0):]
+	n.persist.meta = true
+	return nil
 }
 
 // whenDurable calls then once every change made so far is durable, with

@@ -18,6 +18,7 @@ type memStorage struct {
 	hold    bool
 	held    []func(error)
 	syncs   int
+	meta    []byte
 }
 
 type memChange struct {
@@ -29,6 +30,7 @@ func newMemStorage() *memStorage { return &memStorage{durable: map[uint64][]byte
 
 func (s *memStorage) Put(id uint64, rec []byte) { s.queued = append(s.queued, memChange{id, rec}) }
 func (s *memStorage) Delete(id uint64)          { s.queued = append(s.queued, memChange{id, nil}) }
+func (s *memStorage) PutMeta(rec []byte)        { s.meta = rec }
 
 func (s *memStorage) Sync(done func(error)) {
 	if s.hold {
@@ -284,5 +286,28 @@ func TestSnapshotHandsOutEveryRecordOnce(t *testing.T) {
 		if len(got) != len(want) || rounds < len(want)/limit {
 			t.Fatalf("limit %d: %d records in %d rounds, want %d", limit, len(got), rounds, len(want))
 		}
+	}
+}
+
+// TestRestartRemembersItsViews proves that a restarted node still knows
+// the cluster views it was in before the restart (a record placed under
+// one of them is stale, see movedBack), the current one last.
+func TestRestartRemembersItsViews(t *testing.T) {
+	disk := newMemStorage()
+	h := newHarness(t, func(c *Config) { c.Storage = disk })
+	before := h.node.ViewID()
+	if err := h.node.SetCluster(Membership{Nodes: []string{h.node.Address(), "10.9.9.9:7253"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.node.whenDurable(func(error) {}) // a barrier hands the state over
+	h2 := restarted(t, h, disk, time.Second)
+	if err := h2.node.RestoreMeta(disk.meta); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(h2.node.views, before) || h2.node.views[len(h2.node.views)-1] != h2.node.ViewID() {
+		t.Fatalf("restarted node's views %v: want %d among them and its current view %d last", h2.node.views, before, h2.node.ViewID())
+	}
+	if err := h2.node.RestoreMeta([]byte{metaVersion + 1}); err == nil {
+		t.Fatal("RestoreMeta of a later version = nil, want an error")
 	}
 }

@@ -83,6 +83,9 @@ func (s *diskStorage) recover(nd *node.Node) error {
 			records++
 			return nd.Restore(id, rec)
 		})
+		if err == nil {
+			err = nd.RestoreMeta(s.log.Meta())
+		}
 	})
 	if err != nil {
 		s.dir.Close()
@@ -110,6 +113,13 @@ func (s *diskStorage) Put(id uint64, rec []byte) {
 func (s *diskStorage) Delete(id uint64) {
 	s.mu.Lock()
 	s.queued.Delete(id)
+	s.mu.Unlock()
+}
+
+// PutMeta queues the node's own state; called under the node's lock.
+func (s *diskStorage) PutMeta(rec []byte) {
+	s.mu.Lock()
+	s.queued.PutMeta(rec)
 	s.mu.Unlock()
 }
 

@@ -259,6 +259,7 @@ var _ node.Storage = (*simStorage)(nil)
 
 func (s *simStorage) Put(id uint64, rec []byte) { s.batch.Put(id, rec) }
 func (s *simStorage) Delete(id uint64)          { s.batch.Delete(id) }
+func (s *simStorage) PutMeta(rec []byte)        { s.batch.PutMeta(rec) }
 
 // Sync joins the next write of the batch, diskSyncTime from the first
 // barrier waiting for it.
@@ -347,12 +348,16 @@ func (w *world) openStorage(m *machine) (*simStorage, []recovered) {
 	return &simStorage{w: w, m: m, log: log}, got
 }
 
-// restore hands the node the entries its storage recovered.
-func restore(nd *node.Node, entries []recovered) {
+// restore hands the node the entries and the state its storage
+// recovered.
+func (s *simStorage) restore(nd *node.Node, entries []recovered) {
 	for _, e := range entries {
 		if err := nd.Restore(e.id, e.rec); err != nil {
 			panic(fmt.Sprintf("sim: restore: %v", err))
 		}
+	}
+	if err := nd.RestoreMeta(s.log.Meta()); err != nil {
+		panic(fmt.Sprintf("sim: restore: %v", err))
 	}
 }
 

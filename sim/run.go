@@ -289,7 +289,9 @@ func (w *world) boot(m *machine) {
 	}
 	// As the production binary does, the node holds what its disk kept
 	// before it takes any request.
-	restore(nd, kept)
+	if m.storage != nil {
+		m.storage.restore(nd, kept)
+	}
 	m.node, m.crashed, m.paused, m.out = nd, false, false, false
 	w.tr.event("boot", m.addr, "", int64(m.ep.Incarnation()))
 	// As the production binary does at every start: fetch the timers this

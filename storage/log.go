@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ const (
 	opDelete = 2 // op, key
 	opHeader = 3 // op, magic, version uint16 LE, kind, gen uint64 LE
 	opEnd    = 4 // op, count uint64 LE: the last frame of a snapshot
+	opMeta   = 5 // op, value: the owner's own state, apart from the keys
 )
 
 const magic = "chronos\x00"
@@ -84,6 +86,17 @@ type Log struct {
 	// reached the disk unknown, and retrying it may report success for
 	// data that was dropped.
 	err error
+	// meta is the latest meta value written or recovered (see
+	// Batch.PutMeta); every snapshot carries it.
+	meta []byte
+}
+
+// Meta returns the latest meta value the log holds (see Batch.PutMeta),
+// nil when none was ever written.
+func (l *Log) Meta() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.meta
 }
 
 // Open recovers the log in fs and calls apply with each entry in the
@@ -118,7 +131,7 @@ func Open(fs FS, opts Options, apply func(key uint64, val []byte) error) (*Log, 
 	l := &Log{fs: fs, opts: opts}
 	if len(snaps) > 0 {
 		l.snapGen = slices.Max(snaps)
-		if l.snapBytes, err = readSnapshot(fs, l.snapGen, apply); err != nil {
+		if l.snapBytes, l.meta, err = readSnapshot(fs, l.snapGen, apply); err != nil {
 			return nil, err
 		}
 	}
@@ -187,6 +200,9 @@ func (l *Log) replaySegment(gen uint64, last bool, apply func(uint64, []byte) er
 			return apply(binary.LittleEndian.Uint64(p[1:]), p[9:])
 		case p[0] == opDelete && len(p) == 9:
 			return apply(binary.LittleEndian.Uint64(p[1:]), nil)
+		case p[0] == opMeta:
+			l.meta = bytes.Clone(p[1:])
+			return nil
 		}
 		return fmt.Errorf("%w: entry of op %d and %d bytes", ErrCorrupt, p[0], len(p))
 	})
@@ -205,13 +221,14 @@ func (l *Log) replaySegment(gen uint64, last bool, apply func(uint64, []byte) er
 }
 
 // readSnapshot applies snapshot gen, which must be whole, and returns its
-// length.
-func readSnapshot(fs FS, gen uint64, apply func(uint64, []byte) error) (int64, error) {
+// length and the meta value it holds.
+func readSnapshot(fs FS, gen uint64, apply func(uint64, []byte) error) (int64, []byte, error) {
 	name := genName(snapPrefix, gen)
 	r, err := fs.Open(name)
 	if err != nil {
-		return 0, fmt.Errorf("storage: %w", err)
+		return 0, nil, fmt.Errorf("storage: %w", err)
 	}
+	var meta []byte
 	defer r.Close()
 	header, ended := false, false
 	var count uint64
@@ -225,6 +242,9 @@ func readSnapshot(fs FS, gen uint64, apply func(uint64, []byte) error) (int64, e
 		case p[0] == opPut && len(p) >= 9:
 			count++
 			return apply(binary.LittleEndian.Uint64(p[1:]), p[9:])
+		case p[0] == opMeta:
+			meta = bytes.Clone(p[1:])
+			return nil
 		case p[0] == opEnd && len(p) == 9:
 			ended = true
 			if c := binary.LittleEndian.Uint64(p[1:]); c != count {
@@ -238,9 +258,9 @@ func readSnapshot(fs FS, gen uint64, apply func(uint64, []byte) error) (int64, e
 		err = fmt.Errorf("%w: no end frame", ErrCorrupt)
 	}
 	if err != nil {
-		return 0, fileError(name, err)
+		return 0, nil, fileError(name, err)
 	}
-	return n, nil
+	return n, meta, nil
 }
 
 // fileError names the file an error of reading it came from; a torn or

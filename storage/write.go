@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,8 +12,9 @@ import (
 // adapter builds it under the node's lock while the log writes the one
 // before) and written by Log.Write with one sync.
 type Batch struct {
-	b []byte
-	n int
+	b    []byte
+	n    int
+	meta []byte
 }
 
 // Put adds an entry setting key to val (at most MaxValueBytes).
@@ -36,10 +38,22 @@ func (b *Batch) Delete(key uint64) {
 	b.n++
 }
 
+// PutMeta adds an entry setting the meta value: the owner's own state
+// beside its keys (a node's cluster views), which Log.Meta returns after
+// recovery and every snapshot carries.
+func (b *Batch) PutMeta(val []byte) {
+	b.b = appendFrame(b.b, func(p []byte) []byte { return append(append(p, opMeta), val...) })
+	b.meta = bytes.Clone(val)
+	b.n++
+}
+
 // Append adds o's entries after b's.
 func (b *Batch) Append(o *Batch) {
 	b.b = append(b.b, o.b...)
 	b.n += o.n
+	if o.meta != nil {
+		b.meta = o.meta
+	}
 }
 
 // Len returns the number of entries in the batch; Bytes its size.
@@ -47,7 +61,7 @@ func (b *Batch) Len() int   { return b.n }
 func (b *Batch) Bytes() int { return len(b.b) }
 
 // Reset empties the batch, keeping its memory.
-func (b *Batch) Reset() { b.b, b.n = b.b[:0], 0 }
+func (b *Batch) Reset() { b.b, b.n, b.meta = b.b[:0], 0, nil }
 
 // Write appends the batch to the log and syncs it: once it returns nil,
 // the entries survive a crash. A failed write (a full disk) is cut off
@@ -72,6 +86,9 @@ func (l *Log) Write(b *Batch) error {
 	l.segBytes += int64(len(b.b))
 	l.logBytes += int64(len(b.b))
 	l.segs[len(l.segs)-1].bytes = l.segBytes
+	if b.meta != nil {
+		l.meta = b.meta
+	}
 	if l.segBytes >= l.opts.SegmentBytes {
 		// A full disk leaves the log on the segment it has.
 		_ = l.rotate()
@@ -205,8 +222,12 @@ func (s *Snapshot) write(p []byte) {
 
 // Commit ends the snapshot, makes it durable and the one recovery starts
 // from, and removes the files it stands for. On an error the snapshot is
-// dropped and the log goes on as before.
+// dropped and the log goes on as before. The snapshot carries the meta
+// value the log holds now, which is at least as new as at its beginning.
 func (s *Snapshot) Commit() error {
+	if meta := s.l.Meta(); meta != nil {
+		s.write(appendFrame(nil, func(p []byte) []byte { return append(append(p, opMeta), meta...) }))
+	}
 	s.write(appendFrame(nil, func(p []byte) []byte {
 		return binary.LittleEndian.AppendUint64(append(p, opEnd), s.count)
 	}))
