@@ -42,17 +42,23 @@ func TestStorageSetting(t *testing.T) {
 	}
 }
 
-// storedServer builds a node on a loopback address keeping its timers in
-// dir, serves it, and returns it with its URL and a clean stop.
-func storedServer(t *testing.T, ln net.Listener, dir string) (*Server, string, func()) {
+// storedConfig is the configuration of a lone node on addr keeping its
+// timers in dir.
+func storedConfig(t *testing.T, addr, dir string) Config {
 	t.Helper()
-	addr := ln.Addr().String()
 	cluster := writeFile(t, t.TempDir(), "chronos_cluster.conf", "[cluster]\nlocalhost = "+addr+"\nnode = "+addr+"\n")
 	cfg, err := parseAndLoad(append(noFiles, "--cluster-config-file", cluster, "--storage-dir", dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(cfg, slog.New(slog.DiscardHandler))
+	return cfg
+}
+
+// storedServer builds a node on a loopback address keeping its timers in
+// dir, serves it, and returns it with its URL and a clean stop.
+func storedServer(t *testing.T, ln net.Listener, dir string) (*Server, string, func()) {
+	t.Helper()
+	srv, err := New(storedConfig(t, ln.Addr().String(), dir), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +71,7 @@ func storedServer(t *testing.T, ln net.Listener, dir string) (*Server, string, f
 			t.Fatalf("Serve: %v", err)
 		}
 	}
-	return srv, "http://" + addr, stop
+	return srv, "http://" + ln.Addr().String(), stop
 }
 
 // TestStorageKeepsTimersAcrossRestart proves the adapter end to end in
@@ -95,11 +101,7 @@ func TestStorageKeepsTimersAcrossRestart(t *testing.T) {
 	}
 	stop()
 
-	cluster := writeFile(t, t.TempDir(), "chronos_cluster.conf", "[cluster]\nlocalhost = "+addr+"\nnode = "+addr+"\n")
-	cfg, err := parseAndLoad(append(noFiles, "--cluster-config-file", cluster, "--storage-dir", dir))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := storedConfig(t, addr, dir)
 	srv, err := New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,14 @@ type Disk struct {
 	Full, Lying bool
 	// Lies counts the syncs that lied.
 	Lies int
+	// corrupted is set once Corrupt flipped a bit.
+	corrupted bool
 }
+
+// faulted reports whether a fault may have left the disk corrupt: a bit
+// flipped, or a sync that lied (a segment the log had moved on from may
+// then end torn).
+func (d *Disk) faulted() bool { return d.corrupted || d.Lies > 0 }
 
 type diskFile struct {
 	data   []byte
@@ -191,6 +198,7 @@ func (d *Disk) Corrupt() string {
 	f := d.files[name]
 	at := d.rand.IntN(f.synced)
 	f.data[at] ^= 1 << d.rand.IntN(8)
+	d.corrupted = true
 	return fmt.Sprintf("%s@%d", name, at)
 }
 
@@ -230,7 +238,7 @@ func (d *Disk) Used() int {
 // corrupt: it starts empty and its peers repopulate it.
 func (d *Disk) Wipe() {
 	d.files, d.durable = map[string]*diskFile{}, map[string]*diskFile{}
-	d.Full, d.Lying = false, false
+	d.Full, d.Lying, d.Lies, d.corrupted = false, false, 0, false
 }
 
 // diskSyncTime is how long a simulated fsync takes: barriers that arrive
@@ -328,13 +336,20 @@ type recovered struct {
 // recovered, to restore into the node once it is built. A corrupt disk is
 // refused, as the production node refuses to start on one; the simulated
 // operator then wipes it (checker.DiskWiped) and the node starts empty,
-// to be repopulated by its peers.
+// to be repopulated by its peers. A disk no fault touched since the last
+// boot is never corrupt: if it is, the log lost or damaged what it wrote
+// (a sync skipped, a segment removed too early), and that is a violation
+// ("DISK").
 func (w *world) openStorage(m *machine) (*simStorage, []recovered) {
 	var got []recovered
 	log, err := storage.Open(m.disk, simLogOptions, func(id uint64, rec []byte) error {
 		got = append(got, recovered{id, bytes.Clone(rec)})
 		return nil
 	})
+	if errors.Is(err, storage.ErrCorrupt) && !m.disk.faulted() {
+		w.apiErrs = append(w.apiErrs, checker.Violation{Guarantee: "DISK", At: w.loop.Now(),
+			Message: fmt.Sprintf("%s: storage found corrupt with no disk fault since its last boot: %v", m.addr, err)})
+	}
 	if errors.Is(err, storage.ErrCorrupt) {
 		w.tr.note("%s: %v; disk wiped", m.addr, err)
 		w.fault(checker.DiskWiped, []string{m.addr}, nil, err.Error())
@@ -345,6 +360,7 @@ func (w *world) openStorage(m *machine) (*simStorage, []recovered) {
 	if err != nil {
 		panic(fmt.Sprintf("sim: %s: storage: %v", m.addr, err))
 	}
+	m.disk.Lies, m.disk.corrupted = 0, false
 	return &simStorage{w: w, m: m, log: log}, got
 }
 

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/chronos-timer/chronos/internal/lockfile"
 )
 
 // FS is the one directory a Log keeps its files in. The production one is
@@ -63,7 +65,7 @@ func OpenDir(path string) (*Dir, error) {
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
-	lock, err := lockFile(filepath.Join(path, lockName))
+	lock, err := lockfile.Lock(filepath.Join(path, lockName), "storage folder")
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
