@@ -40,9 +40,10 @@ type Storage interface {
 	PutMeta(rec []byte)
 	// Sync calls done once every change queued before the call is
 	// durable, with nil, or with the error that kept it from being so.
-	// done is called exactly once, never before Sync returns, serialized
-	// like every other call into the node; concurrent barriers should
-	// share one sync of the disk (group commit).
+	// done is called exactly once, serialized like every other call into
+	// the node (it may be called before Sync returns: the node relies on
+	// nothing after the call); concurrent barriers should share one sync
+	// of the disk (group commit).
 	Sync(done func(error))
 }
 
