@@ -225,6 +225,16 @@ func (d *Disk) Clone() *Disk {
 	return c
 }
 
+// Bytes returns a copy of a file's contents, for tests.
+func (d *Disk) Bytes(name string) []byte { return slices.Clone(d.files[name].data) }
+
+// Put makes a file of data, synced and in the durable directory, for
+// tests that start from given bytes.
+func (d *Disk) Put(name string, data []byte) {
+	f := &diskFile{data: slices.Clone(data), synced: len(data)}
+	d.files[name], d.durable[name] = f, f
+}
+
 // Used returns the bytes of the files the directory names.
 func (d *Disk) Used() int {
 	n := 0
