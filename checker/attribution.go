@@ -132,7 +132,7 @@ func (x *index) affects(f Fault, d *def, nodes map[string]bool) bool {
 	switch f.Kind {
 	case ClockJump, ClockDrift:
 		return false // see clockSpread
-	case Crash, Pause:
+	case Crash, Pause, DiskFull, DiskLie, DiskCorrupt, DiskWiped:
 		return meets(f.Nodes, nodes)
 	case Partition, Clog:
 		// A cut link between two of the timer's hosts (its nodes and its
@@ -429,6 +429,7 @@ func (x *index) writeHitBy(op Op) (at time.Duration, hit, lagged bool) {
 			missed[s.fault.Peers[0]] = true
 		}
 	}
+	addAll(missed, x.diskFaulty(d, op.Invoke, ret))
 	hitBy := func() bool { return missed[op.Node] || meets(d.replicas, missed) || meets(d.relays, missed) }
 	if hitBy() {
 		return op.Invoke, true, false

@@ -139,6 +139,29 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 				{At: 2500 * ms, Kind: Crash, Nodes: []string{p}}}
 			h.Pops = h.Pops[:2]
 		}},
+		{ExDiskLost, "G2", func(h *History, p, b, o string, rel bool) {
+			// With storage, the loss copies-lost excuses without it
+			// (the create's replication to the backup is lost, and the
+			// primary, its only holder, crashes at once) needs a disk
+			// that lied to the primary before its crash: it comes back
+			// without the copy, and no pop is made. Moved: the lie was
+			// another node's, so the primary comes back from its disk
+			// with the timer and owes every pop.
+			h.Storage = true
+			h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: placedTimer},
+				{At: 0, Kind: DiskLie, Nodes: []string{pick(rel, p, o)}},
+				{At: 100 * ms, Kind: Crash, Nodes: []string{p}}, {At: 200 * ms, Kind: Restart, Nodes: []string{p}}}
+			h.Pops = nil
+		}},
+		{ExDiskLost, "G2", func(h *History, p, b, o string, rel bool) {
+			// The primary's disk was found corrupt at its restart and
+			// wiped. Moved: another node's was.
+			h.Storage = true
+			h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: placedTimer},
+				{At: 100 * ms, Kind: Crash, Nodes: []string{p}},
+				{At: 200 * ms, Kind: DiskWiped, Nodes: []string{pick(rel, p, o)}}, {At: 200 * ms, Kind: Restart, Nodes: []string{p}}}
+			h.Pops = nil
+		}},
 		{ExHeld, "G3", func(h *History, p, b, o string, rel bool) {
 			// The primary stands still while the write reaches it: it
 			// applies the write 1.5 s late and pops 1 that late; its
@@ -203,6 +226,29 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			c.build(h, p, b, o, false)
 			requireHas(t, Check(h), c.want)
 		})
+	}
+}
+
+// TestCrashTakesNoCopyWithStorage proves that with storage a crash
+// excuses no lost copy: the history copies-lost excuses without storage
+// (the only holder crashes and restarts) is a G2 violation with it, and
+// copies-lost is never the excuse.
+func TestCrashTakesNoCopyWithStorage(t *testing.T) {
+	for _, storage := range []bool{false, true} {
+		h, p, b, _ := placed(t)
+		h.Storage = storage
+		h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: placedTimer},
+			{At: 100 * ms, Kind: Crash, Nodes: []string{p}}, {At: 200 * ms, Kind: Restart, Nodes: []string{p}}}
+		h.Pops = nil
+		vs, cov := DefaultOptions().Judge(h)
+		if !storage {
+			requireNone(t, vs)
+			continue
+		}
+		requireHas(t, vs, "G2")
+		if cov.Excused[ExCopiesLost]+cov.Excused[ExDiskLost] != 0 {
+			t.Errorf("with storage a crash excused lost copies: %v", cov.Excused)
+		}
 	}
 }
 

@@ -21,6 +21,8 @@ var endKind = map[FaultKind]FaultKind{
 	Clog:         Heal,
 	SlowCallback: CallbackOK,
 	FailCallback: CallbackOK,
+	DiskFull:     DiskOK,
+	DiskLie:      DiskOK,
 }
 
 // isMessageFault reports the kinds that hit one message: they end when the
@@ -31,7 +33,7 @@ func isMessageFault(k FaultKind) bool { return k == Lost || k == Duplicated || k
 // fault themselves.
 func isEndEvent(k FaultKind) bool {
 	switch k {
-	case Restart, Resume, Heal, CallbackOK, LivenessPhase:
+	case Restart, Resume, Heal, CallbackOK, LivenessPhase, DiskOK:
 		return true
 	}
 	return false

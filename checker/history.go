@@ -141,6 +141,16 @@ const (
 	// with a collision (it holds another timer under that ID: two nodes
 	// issued it, a misconfiguration).
 	IDCollision FaultKind = "id-collision"
+	// Disk faults, of a history with Storage, on node Nodes[0]: its disk
+	// is full (writes fail), or lies (a sync reports success and keeps
+	// nothing), until DiskOK; DiskCorrupt flipped a bit of data it had
+	// synced (Detail: where); DiskWiped is the restart that found the
+	// disk corrupt: the node starts empty, as a node without storage does.
+	DiskFull    FaultKind = "disk-full"
+	DiskLie     FaultKind = "disk-lie"
+	DiskOK      FaultKind = "disk-ok"
+	DiskCorrupt FaultKind = "disk-corrupt"
+	DiskWiped   FaultKind = "disk-wiped"
 )
 
 // ReplyDetail marks, in a message fault's Detail, a fault that hit a
@@ -191,6 +201,9 @@ type History struct {
 	// LivenessFrom is when faults stopped and the cluster healed (0 if the
 	// run had no faults).
 	LivenessFrom time.Duration
+	// Storage is set when the nodes keep their records on disk: a crash
+	// then takes no copy away, only a disk fault does (see diskLost).
+	Storage bool
 }
 
 // Scale is one membership change, carried out by the operator's procedure

@@ -114,6 +114,9 @@ type Config struct {
 
 	Clock   Clock
 	Network Network
+	// Storage, if set, keeps the node's records across restarts (see
+	// Storage); nil keeps them in memory only.
+	Storage Storage
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -73,6 +73,7 @@ type Node struct {
 	peerInstances map[string]int
 	// probeHits counts the passes through each coverage probe (probe.go).
 	probeHits []uint64
+	persist   persist
 }
 
 // Stats are the node's plain counters, read by the production adapter's
@@ -127,6 +128,9 @@ type Stats struct {
 	// written under another view on the current one as it arrived, during
 	// a scale (see lateRebalance).
 	LateRebalanced uint64
+	// StorageFailures counts the barriers the Storage failed: the
+	// answers waiting on them were 503s.
+	StorageFailures uint64
 	// Tags counts live timers per statistics tag (weighted by count).
 	Tags map[string]int
 }
@@ -161,6 +165,10 @@ func New(cfg Config) (*Node, error) {
 		probeHits:     make([]uint64, len(probeNames)),
 	}
 	n.store = NewStore(n.nowMs())
+	if cfg.Storage != nil {
+		n.persist.marked = map[uint64]struct{}{}
+		n.store.changed = n.mark
+	}
 	n.setCluster(cfg.Cluster)
 	n.rand = rng{state: cfg.Seed ^ uint64(murmur3.StringSum32(cfg.Address))}
 	// A node that starts may have lost what it held: compare soon.
@@ -227,6 +235,7 @@ func (n *Node) setCluster(m Membership) {
 			n.views = slices.Delete(n.views, 0, 1)
 		}
 		n.views = append(n.views, view)
+		n.persist.meta = true // persist.go
 	}
 }
 
@@ -282,6 +291,11 @@ func (n *Node) Handle(req Request, reply func(Response)) {
 			}
 			answer(r)
 		}
+	}
+	if n.cfg.Storage != nil && req.Method != "GET" && req.Method != "HEAD" {
+		// Anything but a read may change records: its answer waits
+		// until they are durable (persist.go).
+		reply = n.durably(reply)
 	}
 	path, _, _ := strings.Cut(req.URL, "?")
 	switch {

@@ -36,6 +36,8 @@ type Server struct {
 	http   *http.Server
 	// peers follows the reachability of the other members and sites.
 	peers *peers
+	// storage keeps the node's timers on disk; nil keeps them in memory.
+	storage *diskStorage
 
 	// mu guards cfg, which Reload replaces; the node has its own lock.
 	mu   sync.Mutex
@@ -66,9 +68,21 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	s.peers = newPeers(log, time.Now)
 	s.peers.track(peerAddrs(cfg))
 	clk := NewClock(cfg.Clock, s.serial)
+	nc := cfg.nodeConfig(clk, observed{s.client, s.peers}, nodeLog)
 	var err error
+	if cfg.StorageDir != "" {
+		if s.storage, err = openStorage(storageFolder(cfg.StorageDir, cfg.Localhost), s.serial, log); err != nil {
+			return nil, err
+		}
+		nc.Storage = s.storage
+	}
 	// Under the lock: the node may arm an alarm while it is being built.
-	s.serial.Do(func() { s.node, err = node.New(cfg.nodeConfig(clk, observed{s.client, s.peers}, nodeLog)) })
+	s.serial.Do(func() { s.node, err = node.New(nc) })
+	if err == nil && s.storage != nil {
+		// Before the node serves anything: it pops its timers again, and
+		// the start-up resync fetches what it missed.
+		err = s.storage.recover(s.node)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("server: build node: %w", err)
 	}
@@ -143,7 +157,7 @@ func (s *Server) logStart() {
 		"nodes", m.Nodes, "joining", m.Joining, "leaving", m.Leaving,
 		"local_site", cfg.LocalSite, "remote_sites", sites, "replicate_across_sites", cfg.ReplicateAcrossSites,
 		"key_set", cfg.ClusterKey != "", "callback_hosts", hosts, "static DNS names", cfg.DNS.Len(),
-		"log folder", cfg.LogFolder, "pid file", cfg.PIDFile)
+		"log folder", cfg.LogFolder, "pid file", cfg.PIDFile, "storage", storageOf(cfg))
 	if len(sites) > 0 && !cfg.ReplicateAcrossSites {
 		s.log.Warn("remote sites are configured but [sites] replicate_timers_across_sites is false (the default, as in the original): " +
 			"timers created here are not replicated to them; set it to true to replicate")
@@ -152,6 +166,14 @@ func (s *Server) logStart() {
 		s.log.Warn("no cluster key: the internal API (replication, pop notices, tombstones) is open to anyone who can reach this node; " +
 			"set the same [cluster] key, at least 16 bytes, in the cluster config file of every node and site, or pass --cluster-key")
 	}
+}
+
+// storageOf says where cfg keeps the node's timers, for the start line.
+func storageOf(cfg Config) string {
+	if cfg.StorageDir == "" {
+		return "memory only"
+	}
+	return storageFolder(cfg.StorageDir, cfg.Localhost)
 }
 
 func (s *Server) shutdown() error {
@@ -165,6 +187,11 @@ func (s *Server) shutdown() error {
 	// Late alarms and completions are dropped from here on.
 	s.serial.Close()
 	s.client.Close()
+	if s.storage != nil {
+		if serr := s.storage.Close(); serr != nil && err == nil {
+			err = fmt.Errorf("server: storage: %w", serr)
+		}
+	}
 	s.log.Info("stopped")
 	return err
 }

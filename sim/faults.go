@@ -60,6 +60,8 @@ func (w *world) step(written Step) {
 		w.callbackMode(s)
 	case OpScaleUp, OpScaleDown:
 		w.scale(s)
+	case OpDiskFull, OpDiskLie, OpDiskOK, OpDiskCorrupt:
+		w.diskFault(s)
 	default:
 		panic(fmt.Sprintf("sim: unknown step %q", s.Op))
 	}
@@ -147,11 +149,20 @@ func (w *world) crash(m *machine) {
 	m.past.addNode(m.node)
 	w.net.Crash(m.addr)
 	m.clock.dropAlarms()
+	if m.storage != nil {
+		m.storage.log.Close()
+		if m.disk.Full || m.disk.Lying {
+			w.fault(checker.DiskOK, []string{m.addr}, nil, "")
+		}
+		m.disk.Crash()
+		m.storage = nil
+	}
 	m.node, m.crashed, m.paused = nil, true, false
 	w.fault(checker.Crash, []string{m.addr}, nil, "")
 }
 
-// restart boots a fresh node (no state) where a crashed one was.
+// restart boots a node where a crashed one was: empty, or with what its
+// disk kept.
 func (w *world) restart(m *machine) {
 	if !m.crashed {
 		return

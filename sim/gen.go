@@ -55,6 +55,54 @@ const mixLoad = "load"
 // pauses and partitions of the enabled kinds while the resync runs.
 const mixScale = "scale"
 
+// MixStorage in a plan's mix gives every node a simulated disk
+// (disk.go): a node keeps its records across crashes, and a crash takes
+// an acknowledged copy only through a disk fault. Its plans add
+// whole-cluster crashes and disk faults.
+const MixStorage = "storage"
+
+// genStorage adds what a plan with storage tests: one time in two a crash
+// of every node at once, all back together or one after another, and one
+// time in two up to three disk faults, each on a node that then crashes
+// so that the fault matters (a lie or a full disk loses what was not
+// truly synced; a corrupt disk is found at the restart and wiped).
+func genStorage(p *Plan, src Source, safety time.Duration) {
+	if src.IntN("whole-cluster", 2) == 0 {
+		at := time.Duration(src.IntN("whole-at", int(safety/time.Second))) * time.Second
+		back := at + time.Duration(1+src.IntN("whole-for", 10))*time.Second
+		stagger := time.Duration(src.IntN("whole-stagger", 3)) * time.Second
+		for i := 1; i <= p.Nodes; i++ {
+			n := []string{fmt.Sprintf("n%d", i)}
+			p.Steps = append(p.Steps, Step{At: at, Op: OpCrash, Side: n})
+			if r := back + time.Duration(i-1)*stagger; r < safety {
+				p.Steps = append(p.Steps, Step{At: r, Op: OpRestart, Side: n})
+			}
+		}
+	}
+	if src.IntN("disk-faults", 2) == 0 {
+		return
+	}
+	for range 1 + src.IntN("disk-count", 3) {
+		n := []string{fmt.Sprintf("n%d", 1+src.IntN("disk-node", p.Nodes))}
+		at := time.Duration(src.IntN("disk-at", int(safety/time.Second))) * time.Second
+		crash := at + time.Duration(1+src.IntN("disk-crash-after", 10))*time.Second
+		switch src.IntN("disk-kind", 3) {
+		case 0:
+			p.Steps = append(p.Steps, Step{At: at, Op: OpDiskFull, Side: n}, Step{At: crash, Op: OpDiskOK, Side: n})
+		case 1:
+			p.Steps = append(p.Steps, Step{At: at, Op: OpDiskLie, Side: n})
+		default:
+			p.Steps = append(p.Steps, Step{At: at, Op: OpDiskCorrupt, Side: n})
+		}
+		if crash < safety {
+			p.Steps = append(p.Steps, Step{At: crash, Op: OpCrash, Side: n})
+			if back := crash + time.Duration(1+src.IntN("disk-back", 5))*time.Second; back < safety {
+				p.Steps = append(p.Steps, Step{At: back, Op: OpRestart, Side: n})
+			}
+		}
+	}
+}
+
 // Scale generation bounds.
 const (
 	// genScaleFaults bounds the faults drawn around a scale.
@@ -181,6 +229,12 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 	if !p.enabled(mixSites) && work.IntN("mix:"+mixScale, 3) == 0 {
 		p.Mix = append(p.Mix, mixScale)
 		genScale(p, work, safety)
+	}
+	// One plan in two keeps the nodes' records on disk, drawn last for
+	// the same reason.
+	if faults.IntN("mix:"+MixStorage, 2) == 0 {
+		p.Mix = append(p.Mix, MixStorage)
+		genStorage(p, faults, safety)
 	}
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p

@@ -76,6 +76,13 @@ const (
 	OpBurst Op = "burst"
 	// OpExpect checks Check when the step fires.
 	OpExpect Op = "expect"
+	// Disk faults of a plan with storage (MixStorage, disk.go): a full
+	// disk, one whose syncs lie, both ended by OpDiskOK, and one bit of
+	// synced data flipped.
+	OpDiskFull    Op = "disk-full"
+	OpDiskLie     Op = "disk-lie"
+	OpDiskOK      Op = "disk-ok"
+	OpDiskCorrupt Op = "disk-corrupt"
 )
 
 // Step is one scheduled action. Node, callback and client numbers are
@@ -262,7 +269,7 @@ func (p *Plan) validateStep(s Step) error {
 				return err
 			}
 		}
-	case OpCrash, OpRestart, OpPause, OpResume, OpJump, OpDrift:
+	case OpCrash, OpRestart, OpPause, OpResume, OpJump, OpDrift, OpDiskFull, OpDiskLie, OpDiskOK, OpDiskCorrupt:
 		if len(s.Side) != 1 {
 			return fmt.Errorf("want one node")
 		}

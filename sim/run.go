@@ -116,6 +116,9 @@ type world struct {
 	// that no other stream shifts.
 	scaling   *scaleRun
 	scaleRand *rand.Rand
+	// diskRand draws what crashes keep of the simulated disks and where
+	// they corrupt (disk.go), from a stream of its own.
+	diskRand *rand.Rand
 }
 
 // machine is one simulated server: its clock outlives the nodes that run
@@ -133,6 +136,10 @@ type machine struct {
 	out bool
 	// past sums the counters of dead incarnations.
 	past counters
+	// disk, in a plan with storage (MixStorage), outlives the nodes as
+	// the clock does; storage is the running node's log on it.
+	disk    *Disk
+	storage *simStorage
 }
 
 // counters are node counters a run reports, summed over incarnations:
@@ -193,10 +200,12 @@ func (w *world) setup() {
 	netRand := rand.New(hashedSource{stream(p.Seed, streamNetwork), w.tr})
 	w.clockRand = rand.New(hashedSource{stream(p.Seed, streamClocks), w.tr})
 	w.scaleRand = rand.New(hashedSource{stream(p.Seed, streamScale), w.tr})
+	w.diskRand = rand.New(hashedSource{stream(p.Seed, streamDisk), w.tr})
 	for _, i := range p.InitialMembers() {
 		w.cluster.Nodes = append(w.cluster.Nodes, nodeAddr(i))
 	}
 	w.hist.Members = w.addrs()
+	w.hist.Storage = p.enabled(MixStorage)
 	var err error
 	if w.net, err = netsim.New(p.Net, &w.loop, netRand); err != nil {
 		panic(err)
@@ -230,6 +239,9 @@ func (w *world) setup() {
 			offset = w.machines[0].clock.bootSkew
 		}
 		m.clock = newClock(&w.loop, offset, 0, func(inc uint64, f func()) { w.net.Run(m.addr, inc, f) })
+		if p.enabled(MixStorage) {
+			m.disk = NewDisk(w.diskRand)
+		}
 		w.machines = append(w.machines, m)
 		if m.out = !slices.Contains(w.cluster.Nodes, m.addr); !m.out {
 			w.boot(m)
@@ -237,7 +249,7 @@ func (w *world) setup() {
 	}
 }
 
-// boot starts a fresh node (empty state) on the machine.
+// boot starts a node on the machine: empty, or with what its disk kept.
 func (w *world) boot(m *machine) {
 	var nd *node.Node
 	m.ep = w.net.Listen(m.addr, func(_ string, req node.Request, reply func(node.Response)) {
@@ -286,9 +298,19 @@ func (w *world) boot(m *machine) {
 	cfg.Clock = m.clock
 	cfg.Network = m.ep
 	cfg.Logger = w.opts.Logger
+	var kept []recovered
+	if m.disk != nil {
+		m.storage, kept = w.openStorage(m)
+		cfg.Storage = m.storage
+	}
 	var err error
 	if nd, err = node.New(cfg); err != nil {
 		panic(fmt.Sprintf("node.New for %s: %v", m.addr, err))
+	}
+	// As the production binary does, the node holds what its disk kept
+	// before it takes any request.
+	if m.storage != nil {
+		m.storage.restore(nd, kept)
 	}
 	m.node, m.crashed, m.paused, m.out = nd, false, false, false
 	w.tr.event("boot", m.addr, "", int64(m.ep.Incarnation()))

@@ -169,7 +169,8 @@ func (p *Plan) parseStep(f []string) error {
 			rest = append(rest, a)
 		}
 		err = parseTimerStep(&s, rest)
-	case OpCrash, OpRestart, OpPause, OpResume, OpJump, OpDrift, OpSlow, OpFail, OpCallbackOK:
+	case OpCrash, OpRestart, OpPause, OpResume, OpJump, OpDrift, OpSlow, OpFail, OpCallbackOK,
+		OpDiskFull, OpDiskLie, OpDiskOK, OpDiskCorrupt:
 		err = parseHostStep(&s, args)
 	case OpPartition, OpClog:
 		err = parseCutStep(&s, args)

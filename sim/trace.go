@@ -90,6 +90,7 @@ const (
 	streamWorkload
 	streamFaults
 	streamScale
+	streamDisk
 )
 
 // stream returns the seed's PCG stream number id.

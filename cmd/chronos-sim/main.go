@@ -139,6 +139,9 @@ func sweep(from uint64, n int) int {
 	var failed []string
 	var cov checker.Coverage
 	probes := sim.NewProbeTable()
+	// stored counts the plans whose nodes keep their records on disk, and
+	// the lost-copy excuses their checks made (copies-lost must be none).
+	stored, storedLost := 0, map[checker.Excuse]int{}
 	done, pinned, collided := 0, 0, 0
 	events, digest := uint64(0), uint64(0)
 	tty := isTerminal(os.Stderr)
@@ -148,6 +151,12 @@ func sweep(from uint64, n int) int {
 		digest += o.Result.TraceHash
 		cov.Add(o.Result.Coverage)
 		probes.Add(o.Seed, o.Result)
+		if o.Result.History.Storage {
+			stored++
+			for _, e := range []checker.Excuse{checker.ExCopiesLost, checker.ExDiskLost} {
+				storedLost[e] += o.Result.Coverage.Excused[e]
+			}
+		}
 		if o.Result.IDCollisions > 0 {
 			collided++ // the collision defence at work
 		}
@@ -180,6 +189,8 @@ func sweep(from uint64, n int) int {
 		fmt.Printf("sweep: %d seeds failed as pinned in %s\n", pinned, sim.KnownFailingFile)
 	}
 	fmt.Printf("sweep: %d seeds met an ID collision (mix %s)\n", collided, sim.MixSharedInstance)
+	fmt.Printf("sweep: %d seeds kept their records on disk (mix %s): excused there %s=%d %s=%d\n", stored, sim.MixStorage,
+		checker.ExCopiesLost, storedLost[checker.ExCopiesLost], checker.ExDiskLost, storedLost[checker.ExDiskLost])
 	for _, line := range strings.Split(strings.TrimSpace(cov.String()), "\n") {
 		fmt.Printf("sweep: %s\n", line)
 	}
