@@ -116,6 +116,9 @@ type world struct {
 	// that no other stream shifts.
 	scaling   *scaleRun
 	scaleRand *rand.Rand
+	// scaleTickets numbers the scale steps as they fire, scaleStarted
+	// counts those started: they start in that order (scaleTurn).
+	scaleTickets, scaleStarted int
 }
 
 // machine is one simulated server: its clock outlives the nodes that run
@@ -205,6 +208,9 @@ func (w *world) setup() {
 		if kind, ok := messageFaults[what]; ok {
 			w.messageFault(kind, from, to, req, n)
 		}
+		if what == "queued" || what == "shed" {
+			w.overloadFault(from, to, req, time.Duration(n))
+		}
 		if req != nil {
 			w.tr.request(what, from, to, req.Method, req.URL, n)
 			if what == "deliver" && w.opts.TraceBodies && len(req.Body) > 0 {
@@ -259,6 +265,7 @@ func (w *world) boot(m *machine) {
 	cfg.Address = m.addr
 	cfg.Cluster = w.membership()
 	cfg.ClusterKey = clusterKey
+	w.plan.Node.configure(&cfg)
 	if sites := w.sites(); len(sites) > 1 {
 		// Each site is its own cluster; instance numbers stay unique
 		// across sites, as their operators configure them.
