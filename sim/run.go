@@ -176,7 +176,7 @@ func Run(p *Plan, opts Options) (res *Result) {
 	res = &Result{Plan: p, History: &w.hist}
 	defer func() {
 		if r := recover(); r != nil {
-			res.Panic = fmt.Sprintf("panic at %v: %v\n%s", w.loop.Now(), r, debug.Stack())
+			res.Panic = fmt.Sprintf("panic at %v: %v\nthe run's last events:\n%s%s", w.loop.Now(), r, w.tr.recent(), debug.Stack())
 			w.tr.note("PANIC %v", r)
 		}
 		res.TraceHash, res.Events = w.tr.h, w.loop.Processed()
