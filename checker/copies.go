@@ -133,10 +133,11 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 	return lagged
 }
 
-// lostRequest reports a lost message that was a request: its receiver
-// (Peers) never saw it. A lost answer takes no copy away.
+// lostRequest reports a lost message that was a request, or a request
+// its overloaded sender shed: its receiver (Peers) never saw it. A lost
+// answer takes no copy away.
 func lostRequest(f Fault) bool {
-	return f.Kind == Lost && !strings.Contains(f.Detail, ReplyDetail)
+	return f.Kind == Lost && !strings.Contains(f.Detail, ReplyDetail) || f.Kind == Overload && f.Detail == ShedDetail
 }
 
 // ackQuorum is how many of rf replicas hold an acknowledged write.

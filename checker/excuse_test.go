@@ -100,6 +100,26 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			dup.Timer = placedTimer
 			h.Pops = append(h.Pops, dup)
 		}},
+		{ExFault + "/overload", "G4", func(h *History, p, b, o string, rel bool) {
+			// The primary's notice of pop 3 waits behind its backlog
+			// past the backup's turn: the backup pops 3 again at its
+			// rank. Moved: another timer's notice waited.
+			h.Faults = []Fault{{At: 3030 * ms, Kind: Overload, Nodes: []string{p}, Peers: []string{b},
+				Detail: "waited=2.5s", Timer: pickTimer(rel)}}
+			dup := pop(5020*ms, b, "a", 3)
+			dup.Timer = placedTimer
+			h.Pops = append(h.Pops, dup)
+		}},
+		{ExFault + "/overload", "G4", func(h *History, p, b, o string, rel bool) {
+			// The primary sheds its pop 3 (it would wait longer than
+			// the skew) and the backup makes it at its rank. Moved:
+			// another timer's pop was shed, and this one's pop 3 at the
+			// backup's rank fits no pop of its schedule.
+			h.Faults = []Fault{{At: 3 * sec, Kind: Overload, Nodes: []string{p}, Peers: []string{"client"},
+				Detail: ShedDetail, Timer: pickTimer(rel)}}
+			h.Pops[2] = pop(5020*ms, b, "a", 3)
+			h.Pops[2].Timer = placedTimer
+		}},
 		{ExAllDown, "G2", func(h *History, p, b, o string, rel bool) {
 			// Both replicas crash: the timer is gone.
 			n := pick(rel, p, o)

@@ -137,6 +137,13 @@ const (
 	Lost       FaultKind = "lost"
 	Duplicated FaultKind = "duplicated"
 	Reordered  FaultKind = "reordered"
+	// Overload: the sender's CPU was overloaded, and the message waited
+	// to be written longer than the simulator lets pass unnoticed
+	// (Detail: how long) or was shed, never sent (Detail: ShedDetail). A
+	// burst beyond what a node can send within the backup skew costs
+	// duplicates and lateness (docs/design.md section 5), on the timers
+	// whose messages waited.
+	Overload FaultKind = "overload"
 	// IDCollision: node Nodes[0] answered a request about Fault.Timer
 	// with a collision (it holds another timer under that ID: two nodes
 	// issued it, a misconfiguration).
@@ -156,6 +163,14 @@ const (
 // ReplyDetail marks, in a message fault's Detail, a fault that hit a
 // response: the request itself arrived.
 const ReplyDetail = "reply"
+
+// ShedDetail is the Detail of an Overload fault whose message was shed,
+// never sent; OverloadWaited starts that of one whose message waited,
+// followed by how long ("waited=120ms").
+const (
+	ShedDetail     = "shed"
+	OverloadWaited = "waited="
+)
 
 // Fault is one fault or event on the timeline. Nodes lists the nodes it
 // touches (for a partition, one side; Peers the other side).

@@ -84,6 +84,39 @@ var messageFaults = map[string]checker.FaultKind{
 	"reordered":  checker.Reordered,
 }
 
+// overloadWait is how long a send may wait for its sender's modelled CPU
+// before the history records it as an Overload fault: well inside G3's
+// strict slack, so the load a healthy cluster takes goes unexcused, and
+// a backlog beyond it excuses only the timers whose messages waited.
+const overloadWait = 50 * time.Millisecond
+
+// overloadFault records a send that waited longer than overloadWait for
+// its sender's CPU (wait > 0) or was shed (wait 0).
+func (w *world) overloadFault(from, to string, req *node.Request, wait time.Duration) {
+	detail := checker.ShedDetail
+	if wait > 0 {
+		if wait <= overloadWait {
+			return
+		}
+		detail = checker.OverloadWaited + wait.String()
+	}
+	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Overload,
+		Nodes: []string{from}, Peers: []string{to}, Detail: detail, Timer: timerOfRequest(req)})
+}
+
+// timerOfRequest is the unique ID a request is about: named in its path
+// (/timers/<wire ID>), or, for a callback, in its X-Chronos-Timer header.
+func timerOfRequest(req *node.Request) uint64 {
+	if id := timerOfURL(req.URL); id != 0 {
+		return id
+	}
+	id, err := node.ParseID(req.Header.Get(node.HeaderTimerID))
+	if err != nil {
+		return 0
+	}
+	return id
+}
+
 // messageFault records one message the network's noise hit, naming the
 // timer its request was about (internal requests name it in their path),
 // so that the checker excuses only that timer, not the whole cluster.

@@ -105,8 +105,8 @@ func genStorage(p *Plan, src Source, safety time.Duration) {
 
 // Scale generation bounds.
 const (
-	// genScaleFaults bounds the faults drawn around a scale.
-	genScaleFaults = 3
+	// genScaleFaultsMax bounds the faults drawn around a scale.
+	genScaleFaultsMax = 3
 	// genScaleRunway is how long the run goes on after the last scale
 	// step and after the liveness phase, so that a scale held up by
 	// faults completes once they stop: a resync gives a peer up after
@@ -135,23 +135,8 @@ func genScale(p *Plan, src Source, safety time.Duration) {
 		steps = append(steps, Step{At: at, Op: OpScaleDown, Side: []string{fmt.Sprintf("n%d", 1+src.IntN("scale-leaving", first))}})
 	}
 	p.Steps = append(p.Steps, steps...)
-	var kinds []string
-	for _, k := range []string{"crash", "pause", "partition", "one-way"} {
-		if p.enabled(k) {
-			kinds = append(kinds, k)
-		}
-	}
 	for _, s := range steps {
-		for range src.IntN("scale-faults", genScaleFaults+1) {
-			if len(kinds) == 0 {
-				break
-			}
-			fat := s.At + time.Duration(src.IntN("scale-fault-at", 150))*100*time.Millisecond
-			dur := time.Duration(1+src.IntN("scale-fault-for", 20)) * time.Second
-			if fat < safety {
-				genFault(p, src, kinds[src.IntN("scale-fault-kind", len(kinds))], fat, dur, safety)
-			}
-		}
+		genScaleFaults(p, src, s.At, safety)
 	}
 	p.End = max(p.End, at+genScaleRunway, safety+genScaleRunway)
 }
@@ -236,6 +221,7 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 		p.Mix = append(p.Mix, MixStorage)
 		genStorage(p, faults, safety)
 	}
+	genReach(p, work, safety)
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
 }

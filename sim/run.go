@@ -119,6 +119,9 @@ type world struct {
 	// diskRand draws what crashes keep of the simulated disks and where
 	// they corrupt (disk.go), from a stream of its own.
 	diskRand *rand.Rand
+	// scaleTickets numbers the scale steps as they fire, scaleStarted
+	// counts those started: they start in that order (scaleTurn).
+	scaleTickets, scaleStarted int
 }
 
 // machine is one simulated server: its clock outlives the nodes that run
@@ -180,7 +183,7 @@ func Run(p *Plan, opts Options) (res *Result) {
 	res = &Result{Plan: p, History: &w.hist}
 	defer func() {
 		if r := recover(); r != nil {
-			res.Panic = fmt.Sprintf("panic at %v: %v\n%s", w.loop.Now(), r, debug.Stack())
+			res.Panic = fmt.Sprintf("panic at %v: %v\nthe run's last events:\n%s%s", w.loop.Now(), r, w.tr.recent(), debug.Stack())
 			w.tr.note("PANIC %v", r)
 		}
 		res.TraceHash, res.Events = w.tr.h, w.loop.Processed()
@@ -213,6 +216,9 @@ func (w *world) setup() {
 	w.net.SetTracer(func(what, from, to string, req *node.Request, n int64) {
 		if kind, ok := messageFaults[what]; ok {
 			w.messageFault(kind, from, to, req, n)
+		}
+		if what == "queued" || what == "shed" {
+			w.overloadFault(from, to, req, time.Duration(n))
 		}
 		if req != nil {
 			w.tr.request(what, from, to, req.Method, req.URL, n)
@@ -274,6 +280,7 @@ func (w *world) boot(m *machine) {
 	// The node's jitter is drawn from the run's seed, a stream per
 	// node and boot, as everything else random in a run.
 	cfg.Seed = w.plan.Seed*0x100000001b3 + uint64(m.clock.inc)
+	w.plan.Node.configure(&cfg)
 	if sites := w.sites(); len(sites) > 1 {
 		// Each site is its own cluster; instance numbers stay unique
 		// across sites, as their operators configure them.
