@@ -35,10 +35,12 @@ func (x *index) checkRetries(d *def, seq int) (Violation, bool) {
 	return Violation{}, false
 }
 
-// crashedBetween reports whether node crashed in [a, b].
+// crashedBetween reports whether node crashed in [a, b]: a the delivery of
+// its first attempt, which it sent up to one network delay earlier, so a
+// crash in that delay came after the attempt was made.
 func (x *index) crashedBetween(node string, a, b time.Duration) bool {
 	for _, f := range x.h.Faults {
-		if f.Kind == Crash && f.At >= a && f.At <= b && slices.Contains(f.Nodes, node) {
+		if f.Kind == Crash && f.At >= a-x.h.MaxNetDelay && f.At <= b && slices.Contains(f.Nodes, node) {
 			return true
 		}
 	}

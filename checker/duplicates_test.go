@@ -3,6 +3,7 @@ package checker
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestRefusedCallbackRetriedIsNoDuplicate(t *testing.T) {
@@ -53,6 +54,30 @@ func TestCutDuringAnUnansweredCreateExcusesItsCatchUp(t *testing.T) {
 			requireNone(t, vs)
 		} else {
 			requireHas(t, vs, "G4")
+		}
+	}
+}
+
+// TestCrashWhileAPopIsOnTheWireLetsTheReplicaForget: a replica that sent
+// pop 3 and crashed before the callback reached the endpoint comes back
+// from its last saved progress and makes pop 3 again; the crash came
+// after the attempt was sent, so it is the crash that lets it forget.
+// The same second attempt with the crash only after it is a violation.
+func TestCrashWhileAPopIsOnTheWireLetsTheReplicaForget(t *testing.T) {
+	for _, crashAt := range []time.Duration{3*sec + 2*ms, 4*sec + 500*ms} {
+		h := healthy()
+		first := h.Pops[2] // pop 3, delivered at 3 s plus a few ms
+		h.Pops = append(h.Pops[:3], pop(first.At+900*ms, "n1", "a", 3))
+		h.Pops = append(h.Pops, pops("n1", "a", 4, 5, 0)...)
+		h.Faults = []Fault{{At: first.At - 2*ms, Kind: Crash, Nodes: []string{"n1"}}, {At: first.At + 800*ms, Kind: Restart, Nodes: []string{"n1"}}}
+		if crashAt > first.At+900*ms {
+			h.Faults = []Fault{{At: crashAt, Kind: Crash, Nodes: []string{"n1"}}, {At: crashAt + 100*ms, Kind: Restart, Nodes: []string{"n1"}}}
+		}
+		vs := Check(h)
+		if crashAt > first.At+900*ms {
+			requireHas(t, vs, "G4")
+		} else {
+			requireNone(t, vs)
 		}
 	}
 }
