@@ -45,6 +45,8 @@ type applied struct {
 	newer *Timer
 	// collision is set when the node holds another timer under the ID.
 	collision bool
+	// took is set when the record replaced what the node held.
+	took bool
 }
 
 // collides reports whether incoming and existing, two records under one
@@ -74,6 +76,7 @@ func collides(existing, incoming *Timer) bool {
 func (n *Node) apply(t *Timer) applied {
 	now := n.nowMs()
 	n.ids.observe(t.Version, now)
+	n.placeNow(t)
 	existing := n.store.Get(t.ID)
 	env := n.mergeEnv(now)
 	r := merge(&env, existing, *t)
@@ -96,13 +99,13 @@ func (n *Node) apply(t *Timer) applied {
 	n.release(existing)
 	n.holdNext(t)
 	n.repairNeeded()
-	return applied{ok: true}
+	return applied{ok: true, took: true}
 }
 
 // mergeEnv is what merge may know of this node, now.
 func (n *Node) mergeEnv(now int64) mergeEnv {
 	return mergeEnv{
-		self: n.self, view: n.ring.ViewID(), views: n.views, now: now,
+		self: n.self, now: now,
 		full:        n.store.Len() >= n.cfg.Limits.MaxTimers,
 		retryWindow: n.retryWindow().Milliseconds(),
 		maxSkew:     func(t *Timer) int64 { return n.maxSkew(t).Milliseconds() },
@@ -154,37 +157,27 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		return
 	}
 	t := n.fromReplication(id, spec, r)
-	var spread func()
-	if r.ViewID != n.ring.ViewID() && n.scaling() {
-		t, spread = n.lateRebalance(id, spec, r, t)
-	}
-	// A record of another view placed on this node, which apply may
-	// leave as moved away (see below).
-	otherView := t.ViewID != n.ring.ViewID() && t.State == Live && slices.Contains(t.Placement.Replicas, n.self)
-	if a := n.apply(t); !a.ok || a.newer != nil || a.collision {
+	a := n.apply(t)
+	if !a.ok || a.newer != nil || a.collision {
 		if !a.ok {
 			n.noteShed(&n.stats.ShedTimers, fmt.Sprintf("node holds %d timers, its limit: a replica refused", n.store.Len()))
 		}
 		reply(n.notApplied(a))
 		return
 	}
-	if otherView {
-		if held := n.store.Get(id); held != nil && held.State == Moved && held.Version == t.Version {
-			n.hit(probeReplicaNotReloaded)
-			// Placed on this node under a view it does not take the
-			// definition back under (movedBack): most likely a scale
-			// back to a view it was in, which it has not reloaded for
-			// yet. The 409 of the same version tells a resync that
-			// sent it to send it again later (resyncSend).
-			reply(n.notApplied(applied{ok: true, newer: held}))
-			return
-		}
-	}
-	if spread != nil {
-		spread()
+	if a.took && r.ViewID != n.ring.ViewID() {
+		// The sender placed the record under another view: a node not
+		// yet reloaded for a scale, or one reloaded before this one. The
+		// replicas of this node's view it did not write to would not
+		// hear of the record until a repair round; pass it on now.
+		n.hit(probeForwardOtherView)
+		n.forward(t, r.Replicas)
 	}
 	resp := text(200, "OK")
 	held := n.store.Get(id)
+	if held != nil && held.Version == t.Version && held.State == Live && slices.Contains(held.Placement.Replicas, n.self) {
+		resp.Header[HeaderHeld] = "live"
+	}
 	if held != nil && held.Version == t.Version && held.def == t.def && held.Start < n.startMs()+r.StartTimeDelta {
 		// The sender's start of the same definition is later than
 		// ours: tell it (startAnswered takes the earlier start). Not of
@@ -201,6 +194,17 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		n.hit(probeReplicaPopped)
 	}
 	reply(resp)
+}
+
+// forward passes t, a record this node took from a sender on another
+// view, to the replicas of its own view the sender did not write to.
+func (n *Node) forward(t *Timer, written []string) {
+	now := n.nowMs()
+	for _, peer := range t.Placement.Replicas {
+		if peer != n.self && !slices.Contains(written, peer) {
+			n.replicate(peer, t, nil, now, nil)
+		}
+	}
 }
 
 // fromReplication builds the record a replication body describes.

@@ -134,6 +134,10 @@ const (
 	// HeaderInstanceClash, on the answer to an internal request, names
 	// another node the receiver heard with the sender's instance number.
 	HeaderInstanceClash = "X-Chronos-Instance-Clash"
+	// HeaderHeld, on a 200 answer to a replication, says the receiver
+	// holds the record's definition live as one of its replicas (under its
+	// own view): a node handing a copy off waits for it (handOff).
+	HeaderHeld = "X-Chronos-Held"
 	// HeaderTimerID names the timer a callback pops: the 16 hex digits of
 	// its unique ID (the first half of the ID in Location), which stay the
 	// same for the timer's life. With X-Sequence-Number it lets a client

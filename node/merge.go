@@ -13,11 +13,8 @@ import "slices"
 // mergeEnv is what merge may know of the node it runs on: nothing it can
 // change.
 type mergeEnv struct {
-	// self is the node's address; view the cluster view it places new
-	// records under, and views the ones it has been in (see movedBack).
-	self  string
-	view  uint64
-	views []uint64
+	// self is the node's address.
+	self string
 	// now is the node's clock, in ms.
 	now int64
 	// full is set when the node holds as many records as its limit.
@@ -82,15 +79,17 @@ type mergeResult struct {
 // merge decides what a replica holding held (nil: nothing) does with in,
 // a record of the same timer ID. The rules, in order:
 //
-//  1. A live record placed on other nodes is kept as Moved (a tombstone
-//     of its definition), with the live record held under an older view
-//     as its informational copy (TimerExtra.Info).
+//  1. A live record placed on other nodes (both records are placed under
+//     the node's own view: placeNow) is kept as Moved, a tombstone of its
+//     definition that never pops, unless the node holds that definition
+//     live: its copy is one to hand off (handOff), which only its
+//     replicas' word ends, and it learns the record's progress.
 //  2. A notice of a forgotten timer whose every pop is past at every rank
 //     is kept as a tombstone.
 //  3. A record of another timer under the same ID collides.
 //  4. A client delete's tombstone takes the timing of what it buries.
-//  5. Records of one version converge: on the current view's placement,
-//     the earliest start, and what each knows of missed pops.
+//  5. Records of one version converge on the earliest start and on what
+//     each knows of missed pops.
 //  6. The higher version wins; within one version a tombstone wins, then
 //     the higher sequence number (Supersedes). A Moved copy replaced by
 //     the same definition placed back on this node is the one exception
@@ -108,14 +107,9 @@ func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 		r.held = *held
 		h = &r.held
 	}
-	if t.State == Live && !slices.Contains(t.Placement.Replicas, env.self) {
+	if t.State == Live && !slices.Contains(t.Placement.Replicas, env.self) &&
+		(h == nil || h.State != Live || h.Version != t.Version) {
 		r.hit(probeApplyMovedAway)
-		if h != nil && h.State == Live && h.Version == t.Version && h.ViewID != env.view {
-			r.hit(probeApplyInfoKept)
-			info := *h
-			info.prev, info.next, info.slot = nil, nil, 0
-			t.setInfo(&info)
-		}
 		t.entombAs(Moved)
 	}
 	if h == nil && t.State == Live && t.Seq > 0 && t.lastDue()+env.maxSkew(t) < env.now {
@@ -148,9 +142,6 @@ func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 			settle(h)
 		}
 	}
-	if h != nil && h.Version == t.Version && currentPlacement(env, h, t, &r.probeHits) {
-		change(true)
-	}
 	if h != nil && h.Version == t.Version && h.Start != t.Start && earliestStart(h, t) {
 		r.hit(probeEarliestStart)
 		change(true)
@@ -158,7 +149,7 @@ func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 	if h != nil && h.Version == t.Version && h.State == Live && t.State == Live && mergeMarks(h, t, &r.probeHits) {
 		change(true)
 	}
-	back := movedBack(env, h, t, &r.probeHits)
+	back := movedBack(h, t, &r.probeHits)
 	if !Supersedes(h, t) && !back {
 		r.verdict = kept
 		if h.State != Live && t.State == Live && outlive(h, t) {
@@ -218,28 +209,13 @@ func (t *Timer) progress() Progress {
 	return Progress{Def: t.def, Seq: t.Seq, Start: t.Start, Interval: t.Interval, RepeatFor: t.RepeatFor}
 }
 
-// movedBack reports whether t, a live record placed on this node under its
-// current view, replaces existing, the tombstone left when the same
-// definition moved off this node under another view: a scale moved the
-// timer away and a later one moves it back. It takes the pops existing
-// knows were made. A record of any other view stays a tombstone here: it
-// is a stale copy from a replica not yet rebalanced.
-//
-// A record placed on this node under a view it has never been in comes
-// from a scale it has not reloaded for yet: the nodes that reloaded push
-// the timer to it, and no resync offers it again once it is placed under
-// the new view (a node the scale made a replica again would otherwise
-// refuse every push before its reload, and hold no copy after it). A view
-// it has been in, other than the current one, is an old one: that record
-// is stale.
-func movedBack(env *mergeEnv, existing, t *Timer, probes *probeHits) bool {
-	switch {
-	case existing == nil || existing.State != Moved || t.State != Live || existing.Version != t.Version:
-		return false
-	case existing.ViewID == t.ViewID || !slices.Contains(t.Placement.Replicas, env.self):
-		return false
-	case t.ViewID != env.view && slices.Contains(env.views, t.ViewID):
-		probes.hit(probeMovedBackStaleView)
+// movedBack reports whether t, a live record of which this node is a
+// replica (under its own view, as every record here is placed), replaces
+// existing, the copy of the same definition it keeps as moved away: a
+// scale moved the timer off this node and a later one moved it back. It
+// takes the pops existing knows were made.
+func movedBack(existing, t *Timer, probes *probeHits) bool {
+	if existing == nil || existing.State != Moved || t.State != Live || existing.Version != t.Version {
 		return false
 	}
 	probes.hit(probeMovedBack)
@@ -269,27 +245,6 @@ func above(from, seq uint32) uint32 {
 		return 1<<d - 1
 	}
 	return ^uint32(0)
-}
-
-// currentPlacement gives both records of one definition the placement of
-// the node's current cluster view when one of them has it: a pop notice
-// from a replica that has not been rebalanced yet must not move the
-// record back to its old replicas, and a resync's record of the same
-// progress moves the held one to its new replicas (its rank, and so its
-// skew, may change). It reports whether existing changed.
-func currentPlacement(env *mergeEnv, existing, t *Timer, probes *probeHits) bool {
-	switch {
-	case existing.ViewID == env.view && t.ViewID != env.view && t.State == Live && (existing.State != Moved || slices.Contains(env.views, t.ViewID)):
-		// Not for a record that may move the timer back here under a
-		// view this node has yet to reload for (movedBack).
-		t.Placement, t.ViewID = existing.Placement, existing.ViewID
-		probes.hit(probePlacementKeep)
-	case t.ViewID == env.view && existing.ViewID != env.view && existing.State == Live && t.State == Live:
-		existing.Placement, existing.ViewID = t.Placement, t.ViewID
-		probes.hit(probePlacementMove)
-		return true
-	}
-	return false
 }
 
 // keepProgress carries the pops already made over to a newer version of

@@ -13,22 +13,23 @@ import (
 
 var mergeNodes = []string{"10.0.0.1:7253", "10.0.0.2:7253", "10.0.0.3:7253", "10.0.0.4:7253"}
 
-// mergeViews are the views records are drawn under: the node's own, one
-// it has been in, one it has not (a scale it has yet to reload for).
+// mergeViews are the views records' writers placed them under.
 var mergeViews = []uint64{100, 200, 300}
 
 func testEnv(now int64) *mergeEnv {
 	return &mergeEnv{
-		self: mergeNodes[0], view: mergeViews[0], views: mergeViews[:2], now: now,
+		self: mergeNodes[0], now: now,
 		retryWindow: 2000,
 		maxSkew:     func(t *Timer) int64 { return int64(len(t.Placement.Replicas))*2000 + 2500 },
 	}
 }
 
-// drawRecord draws a record of timer 7: a version out of three, each
-// with a definition of its own (now and then another one, as two timers
-// sharing an ID would have), a state, progress and a placement.
-func drawRecord(t *rapid.T, label string, now int64) Timer {
+// drawRecord draws a record of timer 7 placed on p (as the node places
+// every record it holds and every record it is offered, under its own
+// view): a version out of three, each with a definition of its own (now
+// and then another one, as two timers sharing an ID would have), a state
+// and progress.
+func drawRecord(t *rapid.T, label string, now int64, p *Placement) Timer {
 	version := rapid.Uint64Range(1, 3).Draw(t, label+".version")
 	interval := int64(version) * 1000
 	spec := Spec{Interval: interval, RepeatFor: interval * int64(rapid.IntRange(0, 6).Draw(t, label+".pops")),
@@ -36,9 +37,6 @@ func drawRecord(t *rapid.T, label string, now int64) Timer {
 	if rapid.IntRange(0, 9).Draw(t, label+".twin") == 0 {
 		spec.Opaque += "-twin"
 	}
-	first := rapid.IntRange(0, 3).Draw(t, label+".primary")
-	second := (first + 1 + rapid.IntRange(0, 2).Draw(t, label+".backup")) % len(mergeNodes)
-	p := &Placement{Replicas: []string{mergeNodes[first], mergeNodes[second]}}
 	start := now - rapid.Int64Range(0, 3*interval).Draw(t, label+".age")
 	seq := uint32(rapid.IntRange(0, 6).Draw(t, label+".seq"))
 	rec := newTimer(7, version, spec, start, seq, p, rapid.SampledFrom(mergeViews).Draw(t, label+".view"), nil)
@@ -70,13 +68,16 @@ func TestMergeProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		const now = int64(1_000_000)
 		env := testEnv(now)
+		first := rapid.IntRange(0, 3).Draw(t, "primary")
+		second := (first + 1 + rapid.IntRange(0, 2).Draw(t, "backup")) % len(mergeNodes)
+		p := &Placement{Replicas: []string{mergeNodes[first], mergeNodes[second]}}
 		var held *Timer
 		if rapid.Bool().Draw(t, "holds") {
-			h := drawRecord(t, "held", now)
+			h := drawRecord(t, "held", now, p)
 			settle(&h)
 			held = &h
 		}
-		in := drawRecord(t, "in", now)
+		in := drawRecord(t, "in", now, p)
 		r := merge(env, held, in)
 		got := r.after(held)
 		if r.verdict == collided && r.heldChanged {
@@ -137,9 +138,12 @@ func TestMovedBackOwesNoPopItMade(t *testing.T) {
 	const now = int64(1_000_000)
 	env := testEnv(now)
 	spec := Spec{Interval: 2000, RepeatFor: 2000, URI: "http://cb.example/cb", RF: 3}
-	moved := newTimer(7, 1, spec, now-6000, 1, &Placement{Replicas: mergeNodes[1:]}, mergeViews[2], nil)
+	// Both placed under the node's view, which places the timer on it
+	// again.
+	p := &Placement{Replicas: mergeNodes[:3]}
+	moved := newTimer(7, 1, spec, now-6000, 1, p, mergeViews[2], nil)
 	moved.entombAs(Moved)
-	notice := newTimer(7, 1, spec, now-6000, 1, &Placement{Replicas: mergeNodes[:3]}, mergeViews[0], nil)
+	notice := newTimer(7, 1, spec, now-6000, 1, p, mergeViews[0], nil)
 	notice.setPopMarks(1, 1)
 	r := merge(env, moved, *notice)
 	if r.verdict != took {

@@ -6,7 +6,6 @@ import (
 	"github.com/twmb/murmur3"
 	"hash"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -32,10 +31,7 @@ type Node struct {
 	clock   Clock
 	net     Network
 
-	ring *Ring
-	// views are the cluster views this node has been in, the current one
-	// last, at most maxPastViews (see movedBack).
-	views     []uint64
+	ring      *Ring
 	ids       idGen
 	instance  int
 	store     *Store
@@ -48,6 +44,7 @@ type Node struct {
 	popBuf   []*Timer
 
 	placements map[string]*Placement
+	replicaBuf []string  // placeNow's scratch
 	hosts      hostTable // interned callback hosts of the held records
 	inFlight   int
 	stats      Stats
@@ -211,6 +208,7 @@ func (n *Node) SetCluster(m Membership) error {
 	n.setCluster(m)
 	n.forgetClashes(renumbered)
 	if n.ring.ViewID() != view {
+		n.placeAll()
 		n.Resync(false)
 	}
 	if !sameMembership(before, n.cfg.Cluster) {
@@ -229,19 +227,7 @@ func (n *Node) setCluster(m Membership) {
 	members := append(append([]string{}, m.Nodes...), m.Joining...)
 	n.cfg.Cluster = m
 	n.ring = NewRing(members)
-	if view := n.ring.ViewID(); !slices.Contains(n.views, view) {
-		if len(n.views) == maxPastViews {
-			n.hit(probeClusterViewsForgotten)
-			n.views = slices.Delete(n.views, 0, 1)
-		}
-		n.views = append(n.views, view)
-		n.persist.meta = true // persist.go
-	}
 }
-
-// maxPastViews bounds the cluster views a node remembers having been in:
-// a few scales, far more than a stale record outlives.
-const maxPastViews = 16
 
 // Address returns the node's address as the cluster knows it.
 func (n *Node) Address() string { return n.self }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 )
 
@@ -106,43 +105,35 @@ func (n *Node) handOver() {
 	}
 }
 
-// metaVersion is the version of the node's own state as PutMeta hands it.
-const metaVersion = 1
+// metaVersion is the version of the node's own state as PutMeta hands it:
+// version 1 held the cluster views the node had been in (no longer kept:
+// placement is derived from the current view, place.go), version 2 holds
+// the time field of the last ID the node issued. A version 1 state is read
+// as holding nothing.
+const metaVersion = 2
 
-// appendMeta appends the node's own state: the cluster views it has been
-// in, oldest first (see movedBack), which a restarted node must still
-// know: a record of a view it was in before the restart is stale, not of
-// a scale yet to come.
+// appendMeta appends the node's own state: the time field of the last ID
+// it issued, so that a node restarted on a clock stepped back issues no ID
+// or version it issued before (a create it proxied but holds no replica
+// of is on no disk of its own).
 func (n *Node) appendMeta(b []byte) []byte {
-	b = binary.AppendUvarint(append(b, metaVersion), uint64(len(n.views)))
-	for _, v := range n.views {
-		b = binary.AppendUvarint(b, v)
-	}
-	return b
+	return binary.AppendVarint(append(b, metaVersion), n.ids.lastMs)
 }
 
 // RestoreMeta takes back the node's own state recovered from storage
-// (Storage.PutMeta), nil when there was none: the views it was in before
-// the restart come before the current one.
+// (Storage.PutMeta), nil when there was none.
 func (n *Node) RestoreMeta(rec []byte) error {
-	if rec == nil {
+	switch {
+	case rec == nil || len(rec) > 0 && rec[0] == 1:
 		return nil
-	}
-	if len(rec) == 0 || rec[0] != metaVersion {
+	case len(rec) == 0 || rec[0] != metaVersion:
 		return fmt.Errorf("node: restore state: % x is not of version %d, the one this build reads", rec[:min(len(rec), 1)], metaVersion)
 	}
-	d := recordDecoder{b: rec[1:]}
-	var views []uint64
-	for k := d.count(); k > 0 && d.err == nil; k-- {
-		views = append(views, d.uvarint())
+	last, k := binary.Varint(rec[1:])
+	if k <= 0 || 1+k != len(rec) {
+		return fmt.Errorf("node: restore state: a bad last-ID time")
 	}
-	if d.err != nil {
-		return fmt.Errorf("node: restore state: %w", d.err)
-	}
-	for _, v := range n.views {
-		views = append(slices.DeleteFunc(views, func(u uint64) bool { return u == v }), v)
-	}
-	n.views = views[max(len(views)-maxPastViews, 0):]
+	n.ids.lastMs, n.ids.seq = max(n.ids.lastMs, last), 1<<seqBits-1
 	n.persist.meta = true
 	return nil
 }
@@ -293,10 +284,10 @@ func appendFields(b []byte, t *Timer) []byte {
 	b = binary.AppendUvarint(b, uint64(e.Refused))
 	b = binary.AppendUvarint(b, uint64(e.Missed))
 	b = binary.AppendUvarint(b, uint64(e.Owed))
-	if e.Info == nil {
-		return append(b, 0)
-	}
-	return appendFields(append(b, 1), e.Info)
+	// A tombstone once kept the live record it replaced here (an
+	// informational copy); none does now, and a record that has one is
+	// read without it.
+	return append(b, 0)
 }
 
 func appendRecString(b []byte, s string) []byte {
@@ -366,11 +357,12 @@ func (n *Node) decodeFields(d *recordDecoder, id uint64, depth int) *Timer {
 	e.Replaced = Progress{Def: d.uint32(), Seq: d.uint32(), Start: d.varint(), Interval: d.varint(), RepeatFor: d.varint()}
 	e.Refused, e.Missed, e.Owed = d.uint32(), d.uint32(), d.uint32()
 	if d.byte() == 1 {
+		// An informational copy written by an earlier build: read past.
 		if depth >= maxInfoDepth {
 			d.fail("records nested deeper than %d", maxInfoDepth)
 			return t
 		}
-		e.Info = n.decodeFields(d, id, depth+1)
+		n.decodeFields(d, id, depth+1)
 	}
 	t.Extra = e
 	return t

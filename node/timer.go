@@ -248,13 +248,6 @@ type TimerExtra struct {
 	// skew, before pop Seq+1. A pop it attempted is never owed: one
 	// attempt per replica per pop.
 	Owed uint32
-	// Info, on a tombstone that a rebalancing resync sent (this node is
-	// no longer a replica), is the live record it replaced: the
-	// original's informational timer. The node still offers it to the
-	// new replicas that have not fetched it yet (GET /timers), until the
-	// new primary's reference drops it (DELETE /timers/references) or
-	// the tombstone's life ends. It is never popped.
-	Info *Timer
 }
 
 // MissedWindow is how many pops below a record's Seq its Missed and Owed
@@ -292,7 +285,7 @@ func (t *Timer) setPopMarks(missed, owed uint32) {
 // empty reports whether e holds nothing, so that its record can do
 // without it.
 func (e *TimerExtra) empty() bool {
-	return len(e.Tags) == 0 && e.Buried == 0 && e.Replaced == (Progress{}) && e.Refused == 0 && e.Missed == 0 && e.Owed == 0 && e.Info == nil
+	return len(e.Tags) == 0 && e.Buried == 0 && e.Replaced == (Progress{}) && e.Refused == 0 && e.Missed == 0 && e.Owed == 0
 }
 
 // popBit is the bit of pop p in the marks of a record at seq, or 0 when p

@@ -123,6 +123,7 @@ func (n *Node) create(body []byte, reply func(Response)) {
 	}
 	now := n.nowMs()
 	id, ok := n.ids.next(now)
+	n.persist.meta = true // the last ID issued (persist.go)
 	if !ok {
 		reply(unavailable(errIDSpaceEnded))
 		return
@@ -246,6 +247,7 @@ func (n *Node) clientWrite(id, bloom uint64, spec Spec, reply func(Response)) {
 	now := n.nowMs()
 	n.ids.observeID(id, now)
 	version, ok := n.ids.next(now)
+	n.persist.meta = true // the last ID issued (persist.go)
 	if !ok {
 		reply(unavailable(errIDSpaceEnded))
 		return
@@ -395,6 +397,7 @@ func (n *Node) rewrite(t *Timer, spec Spec, oldBloom uint64, targets []string, w
 		n.ids.observe(max(w.newer, t.Version), now)
 	}
 	version, ok := n.ids.next(now)
+	n.persist.meta = true // the last ID issued (persist.go)
 	if !ok {
 		reply(unavailable(errIDSpaceEnded))
 		return
@@ -461,6 +464,13 @@ func errorResponse(err error) Response {
 func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done func(ok bool, resp Response)) {
 	n.stats.ReplicationsSent++
 	if body == nil {
+		if view := n.ring.ViewID(); t.ViewID != view {
+			// Held records are placed under this node's view
+			// (place.go); the message says so.
+			c := *t
+			c.ViewID = view
+			t = &c
+		}
 		body = EncodeReplication(t, now)
 	}
 	req := n.internalPut(peer, FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)), body)
