@@ -19,7 +19,8 @@ import (
 //	R1 no resurrection  a definition replaced by an acknowledged DELETE
 //	                    or PUT pops again after the faults that hit that
 //	                    write healed only in the one repairing pop per
-//	                    replica, on that replica's schedule (or in a pop
+//	                    replica, on that replica's schedule, and within
+//	                    the notice's round trip after it (or in a pop
 //	                    made during the fault that the network delivered
 //	                    late: heldDelivery)
 //	R2 duplicates stop  a duplicate after a heal comes within HealWithin
@@ -151,7 +152,7 @@ func (o Options) JudgeReal(h *RealHistory, b RealBounds) RealVerdict {
 	}
 	vs, cov := o.Judge(&h.History)
 	x := newIndex(&h.History, o)
-	r := &realJudge{x: x, b: b, attempts: map[int][]Attempt{}}
+	r := &realJudge{x: x, b: b, attempts: map[int][]Attempt{}, staleSeen: map[Pop]bool{}}
 	for _, a := range h.Attempts {
 		r.attempts[a.Op] = append(r.attempts[a.Op], a)
 	}
@@ -175,10 +176,22 @@ type realJudge struct {
 	attempts map[int][]Attempt
 	out      []RealFinding
 	vs       []Violation
+	// staleSeen holds the stale pops counted already: a pop replaced by
+	// two writes is one finding.
+	staleSeen map[Pop]bool
 }
 
 func (r *realJudge) find(k FindingKind, at time.Duration, timer uint64, violation string) {
 	r.out = append(r.out, RealFinding{Kind: k, At: at, Timer: timer, Violation: violation})
+}
+
+// findStale records a stale pop once, however many writes replaced its
+// definition.
+func (r *realJudge) findStale(k FindingKind, p Pop, timer uint64, violation string) {
+	if !r.staleSeen[p] {
+		r.staleSeen[p] = true
+		r.find(k, p.At, timer, violation)
+	}
 }
 
 func (r *realJudge) writes() {
@@ -272,7 +285,8 @@ func during(d *def, t time.Duration) bool {
 // heldDelivery reports whether delivery p of pop k of d may have been
 // sent while a fault held the way from its node to the endpoint: a cut
 // or a degraded link between them, or the node paused or killed, while
-// the pop was due. TCP retransmits what such a request had written once
+// the pop was due (no pop is sent before its earliest due time). TCP
+// retransmits what such a request had written once
 // the way is open again, within about as long as it was held (the
 // retransmission timer doubles), and the endpoint gets it even though
 // the node gave up on it long before: the delivery is late, not the
@@ -280,7 +294,7 @@ func during(d *def, t time.Duration) bool {
 func (r *realJudge) heldDelivery(d *def, k int, p Pop) bool {
 	lo, _ := d.due(max(k, 1))
 	for _, s := range d.spans {
-		if s.from > p.At || lo-r.x.rankBound(d) > s.end || p.At > s.end+(s.end-s.from)+r.x.o.FaultSettle {
+		if s.from > p.At || lo > s.end || p.At > s.end+(s.end-s.from)+r.x.o.FaultSettle {
 			continue
 		}
 		f := s.fault
@@ -376,25 +390,28 @@ func (r *realJudge) resurrections() {
 // stale judges the pops of d due after s, which replaced d, returned.
 func (r *realJudge) stale(s Op, d *def, hit bool) {
 	x := r.x
-	repaired := map[string]bool{}
+	repaired := map[string]time.Duration{}
 	var bad []Pop
 	for _, p := range x.stalePops(s, d) {
 		if !hit {
-			r.find(FResurrection, p.At, d.timer, "G5")
+			r.findStale(FResurrection, p, d.timer, "G5")
 			continue
 		}
 		if during(d, p.At) || r.heldDelivery(d, p.Seq, p) {
-			r.find(FStale, p.At, d.timer, "") // a replica the fault keeps from s pops d as it did
+			r.findStale(FStale, p, d.timer, "") // a replica the fault keeps from s pops d as it did
 			continue
 		}
 		_, hi := d.due(max(p.Seq, 1))
 		onSchedule := p.At <= max(hi, lastHeal(d, p.At)+r.b.HealWithin)+x.rankBound(d)
-		if !repaired[p.Node] && onSchedule {
-			repaired[p.Node] = true // its notice meets s's record
-			r.find(FStale, p.At, d.timer, "")
+		at, done := repaired[p.Node]
+		if !done && onSchedule || done && p.At <= at+x.repairWindow() {
+			if !done {
+				repaired[p.Node] = p.At // its notice meets s's record
+			}
+			r.findStale(FStale, p, d.timer, "")
 			continue
 		}
-		r.find(FResurrection, p.At, d.timer, "R1")
+		r.findStale(FResurrection, p, d.timer, "R1")
 		bad = append(bad, p)
 	}
 	if len(bad) == 0 {

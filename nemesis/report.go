@@ -66,7 +66,7 @@ func roundName(r RoundTimes) string {
 	case "tail":
 		return "tail"
 	}
-	return fmt.Sprintf("%d %s %s %v", r.N, r.Kind, strings.Join(names(r.Nodes), ","), r.For)
+	return fmt.Sprintf("%d %s %s %v", r.N, r.Kind, r.target(), r.For)
 }
 
 // WriteTable writes the table as aligned text.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -63,7 +64,15 @@ type Round struct {
 
 // String says what the round does.
 func (r Round) String() string {
-	return fmt.Sprintf("round %d: %s of node(s) %v for %v", r.N, r.Kind, names(r.Nodes), r.For)
+	return fmt.Sprintf("round %d: %s of %s for %v", r.N, r.Kind, r.target(), r.For)
+}
+
+// target names what the fault hits.
+func (r Round) target() string {
+	if len(r.Nodes) == 0 {
+		return "every link"
+	}
+	return strings.Join(names(r.Nodes), ",")
 }
 
 func names(idx []int) []string {
@@ -96,6 +105,8 @@ func Schedule(seed uint64, rounds, nodes int, kinds []FaultKind, settle time.Dur
 		case Pause:
 			r.For = time.Duration(3+rng.IntN(6)) * time.Second
 			r.Nodes = []int{rng.IntN(nodes)}
+		case Degrade:
+			r.Nodes = nil // every link
 		default:
 			r.Nodes = []int{rng.IntN(nodes)}
 		}

@@ -47,6 +47,8 @@ type Switch struct {
 
 	sched *scheduler
 	wg    sync.WaitGroup
+	// heldHook, when set (by tests), is told of every frame held.
+	heldHook chan struct{}
 }
 
 // NewSwitch returns a switch between ports; macs maps each port's MAC
@@ -172,6 +174,10 @@ func (s *Switch) forward(i int, f []byte) {
 		case v.hold:
 			s.stats.Held++
 			s.held[l] = append(s.held[l], f)
+			select {
+			case s.heldHook <- struct{}{}:
+			default:
+			}
 		case len(v.delays) == 0 && s.rules[l].Drop:
 			s.stats.Dropped++
 		case len(v.delays) == 0:
