@@ -212,8 +212,8 @@ func (r *realJudge) duePops(d *def) {
 	rank := x.rankBound(d)
 	for k := 1; k <= d.op.Spec.Pops(); k++ {
 		lo, hi := d.due(k)
-		if hi+rank > x.end || d.cutoff <= hi {
-			break // not due within the run, or maybe replaced before due
+		if hi+rank > x.end || d.cutoff <= hi+rank {
+			break // not due within the run, or maybe replaced before its deadline
 		}
 		r.find(FDue, lo, d.timer, "")
 		first, accepted := never, false

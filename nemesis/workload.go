@@ -73,6 +73,7 @@ type worker struct {
 // liveTimer is a timer the worker created and may still write.
 type liveTimer struct {
 	id    client.ID
+	rf    int           // its replication factor, which an update keeps (a node refuses a change)
 	until time.Duration // when its last pop is due, roughly
 }
 
@@ -160,19 +161,20 @@ func (w *worker) create(ctx context.Context) {
 	id, err := c.Create(ctx, t)
 	w.done(seq, id, err)
 	if id != "" {
-		w.live = append(w.live, liveTimer{id: id, until: w.until(t)})
+		w.live = append(w.live, liveTimer{id: id, rf: t.ReplicationFactor, until: w.until(t)})
 	}
 }
 
 func (w *worker) update(ctx context.Context, i int) {
 	c, t := w.client(), w.spec()
+	t.ReplicationFactor = w.live[i].rf
 	seq := w.rec.invoke(checker.Op{Client: w.n, Node: c.Nodes()[0], Kind: checker.Update, Timer: unique(w.live[i].id), Spec: specOf(t)})
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, opKey{}, seq), opTimeout)
 	defer cancel()
 	id, err := c.Update(ctx, w.live[i].id, t)
 	w.done(seq, "", err)
 	if err == nil {
-		w.live[i] = liveTimer{id: id, until: w.until(t)}
+		w.live[i] = liveTimer{id: id, rf: t.ReplicationFactor, until: w.until(t)}
 	} else {
 		w.live[i].until = max(w.live[i].until, w.until(t))
 	}
@@ -215,7 +217,7 @@ func (w *worker) post(ctx context.Context) {
 	}
 	w.done(seq, id, err)
 	if id != "" && err == nil {
-		w.live = append(w.live, liveTimer{id: id, until: w.until(t)})
+		w.live = append(w.live, liveTimer{id: id, rf: t.ReplicationFactor, until: w.until(t)})
 	}
 }
 
