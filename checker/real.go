@@ -93,6 +93,9 @@ type FindingKind string
 const (
 	// FAcked: a write answered 2xx (At: its invoke).
 	FAcked FindingKind = "acked"
+	// FUnknown: a write whose outcome the client could not learn (no
+	// answer, 503): it may or may not take effect.
+	FUnknown FindingKind = "unknown"
 	// FDue: a pop of an acknowledged definition that fell due and was
 	// not replaced before its deadline (At: its earliest due time).
 	FDue FindingKind = "due"
@@ -196,8 +199,11 @@ func (r *realJudge) findStale(k FindingKind, p Pop, timer uint64, violation stri
 
 func (r *realJudge) writes() {
 	for _, op := range r.x.h.Ops {
-		if op.Outcome == OK {
+		switch op.Outcome {
+		case OK:
 			r.find(FAcked, op.Invoke, op.Timer, "")
+		case Unknown:
+			r.find(FUnknown, op.Invoke, op.Timer, "")
 		}
 	}
 }

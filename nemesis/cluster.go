@@ -107,12 +107,20 @@ func (p *nodeProc) start() error {
 	return nil
 }
 
+// errGone is signal's error for a node whose process has ended.
+var errGone = errors.New("nemesis: the node's process has ended")
+
 // signal sends sig to the current process.
 func (p *nodeProc) signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
 		return fmt.Errorf("nemesis: %s has no process", p.name)
+	}
+	select {
+	case <-p.done:
+		return fmt.Errorf("%w: %s", errGone, p.name)
+	default:
 	}
 	switch sig {
 	case syscall.SIGKILL, syscall.SIGTERM:

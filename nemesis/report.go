@@ -19,7 +19,7 @@ import (
 const maxStories = 12
 
 // Columns are the per-round table's finding kinds, in order.
-var Columns = []checker.FindingKind{checker.FAcked, checker.FDue, checker.FLost, checker.FEarly, checker.FLate,
+var Columns = []checker.FindingKind{checker.FAcked, checker.FUnknown, checker.FDue, checker.FLost, checker.FEarly, checker.FLate,
 	checker.FDupFault, checker.FDupHeal, checker.FDupHealthy, checker.FStale, checker.FResurrection, checker.FLateLanding}
 
 // Row is one round's line of the table: what each finding kind counted

@@ -248,7 +248,17 @@ func (e *env) round(ctx context.Context, r Round) error {
 	fmt.Fprintf(e.c.Out, "nemesis: %v at %v\n", r, t.From.Round(time.Second))
 	t.Fault = e.rec.now()
 	heal, err := e.inject(r)
-	if err != nil {
+	if errors.Is(err, errGone) {
+		// A node that exited by itself is a finding (Result.Exits); the
+		// round goes on without its fault, and the node comes back.
+		fmt.Fprintf(e.c.Out, "nemesis: %v; it restarts at the heal\n", err)
+		p := e.nodes[r.Nodes[0]]
+		e.rec.fault(checker.Fault{Kind: checker.Crash, Nodes: []string{p.addr}, Detail: "exited by itself"})
+		heal = func() error {
+			e.rec.fault(checker.Fault{Kind: checker.Restart, Nodes: []string{p.addr}})
+			return p.start()
+		}
+	} else if err != nil {
 		return err
 	}
 	waitErr := sleep(ctx, r.For)
@@ -287,19 +297,19 @@ func (e *env) inject(r Round) (func() error, error) {
 	who := []string{p.addr}
 	switch r.Kind {
 	case Kill:
-		e.rec.fault(checker.Fault{Kind: checker.Crash, Nodes: who, Detail: "kill -9"})
 		if err := p.kill(); err != nil {
 			return nil, err
 		}
+		e.rec.fault(checker.Fault{Kind: checker.Crash, Nodes: who, Detail: "kill -9"})
 		return func() error {
 			e.rec.fault(checker.Fault{Kind: checker.Restart, Nodes: who})
 			return p.start()
 		}, nil
 	case Pause:
-		e.rec.fault(checker.Fault{Kind: checker.Pause, Nodes: who, Detail: "SIGSTOP"})
 		if err := p.signal(syscall.SIGSTOP); err != nil {
 			return nil, err
 		}
+		e.rec.fault(checker.Fault{Kind: checker.Pause, Nodes: who, Detail: "SIGSTOP"})
 		return func() error {
 			e.rec.fault(checker.Fault{Kind: checker.Resume, Nodes: who, Detail: "SIGCONT"})
 			return p.signal(syscall.SIGCONT)
