@@ -226,7 +226,10 @@ func (n *namespace) start(cmd *exec.Cmd) error {
 
 // removeStale deletes the namespaces an earlier run left under prefix,
 // first killing the processes still inside them (a run killed with -9
-// leaves its nodes): they are this suite's, told by their namespace.
+// leaves its nodes): they are this suite's, told by their namespace. A
+// run names its namespaces prefix<pid>-..., so that the namespaces of a
+// run still going (another user's make test on the same machine) are
+// left alone.
 func removeStale(prefix string) ([]string, error) {
 	entries, err := os.ReadDir(netnsDir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -238,7 +241,7 @@ func removeStale(prefix string) ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), prefix) {
+		if !strings.HasPrefix(e.Name(), prefix) || ownerAlive(strings.TrimPrefix(e.Name(), prefix)) {
 			continue
 		}
 		path := filepath.Join(netnsDir, e.Name())
@@ -252,6 +255,17 @@ func removeStale(prefix string) ([]string, error) {
 		removed = append(removed, e.Name())
 	}
 	return removed, errors.Join(errs...)
+}
+
+// ownerAlive reports whether the process whose pid starts rest
+// ("1234-n1") is alive.
+func ownerAlive(rest string) bool {
+	var pid int
+	if _, err := fmt.Sscanf(rest, "%d-", &pid); err != nil || pid <= 0 {
+		return false
+	}
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
 }
 
 // killInside sends SIGKILL to every process whose network namespace is

@@ -151,9 +151,9 @@ func setUp(c Config) (*env, error) {
 	e.rec = newRecorder(e.top.members())
 	ports := make([]io.ReadWriter, e.top.ports())
 	for p := range e.top.ports() {
-		name := fmt.Sprintf("%sn%d", c.Prefix, p+1)
+		name := fmt.Sprintf("%s%d-n%d", c.Prefix, os.Getpid(), p+1)
 		if p == e.top.clients() {
-			name = c.Prefix + "clients"
+			name = fmt.Sprintf("%s%d-clients", c.Prefix, os.Getpid())
 		}
 		ns, err := newNamespace(name, "nem0", e.top.mac(p), fmt.Sprintf("%s/%d", e.top.ip(p), prefixLen), e.top.neighbours(p))
 		if err != nil {

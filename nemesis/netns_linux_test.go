@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -85,7 +86,22 @@ func TestNamespacesThroughTheSwitch(t *testing.T) {
 	if got := <-done; got != "hello" {
 		t.Errorf("through a hold released at the heal: got %q, want hello", got)
 	}
-	if _, err := os.Stat(filepath.Join(netnsDir, c.Prefix+"n1")); err != nil {
-		t.Errorf("namespace %sn1 during the run: %v", c.Prefix, err)
+	if _, err := os.Stat(filepath.Join(netnsDir, fmt.Sprintf("%s%d-n1", c.Prefix, os.Getpid()))); err != nil {
+		t.Errorf("namespace n1 during the run: %v", err)
+	}
+}
+
+// TestOwnerAlive proves a namespace is stale only when the run that
+// named it has ended: a run still going keeps its namespaces.
+func TestOwnerAlive(t *testing.T) {
+	for rest, want := range map[string]bool{
+		fmt.Sprintf("%d-n1", os.Getpid()): true,
+		"999999999-n1":                    false,
+		"clients":                         false,
+		"-1-n1":                           false,
+	} {
+		if got := ownerAlive(rest); got != want {
+			t.Errorf("ownerAlive(%q): got %v, want %v", rest, got, want)
+		}
 	}
 }
