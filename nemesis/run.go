@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -75,8 +77,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("nemesis: Workload %d workers, think %v: want at least one worker and a positive think time", c.Workload.Workers, c.Workload.Think)
 	case c.Chronos == "" || c.Dir == "":
 		return errors.New("nemesis: Chronos (the node binary) and Dir (the run's folder) are required")
-	case c.Prefix == "" || len(c.Prefix) > 12:
-		return fmt.Errorf("nemesis: Prefix %q is not 1 to 12 characters", c.Prefix)
+	case c.Prefix == "" || strings.ContainsAny(c.Prefix, "/ "):
+		return fmt.Errorf("nemesis: Prefix %q is empty or not a file name", c.Prefix)
+	}
+	for _, k := range c.Kinds {
+		if !slices.Contains(AllFaults, k) {
+			return fmt.Errorf("nemesis: fault kind %q is not one of %v", k, AllFaults)
+		}
 	}
 	return c.Bounds.Validate()
 }

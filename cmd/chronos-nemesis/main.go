@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,8 +51,14 @@ func run(args []string) int {
 	fs.DurationVar(&c.Bounds.HealWithin, "heal-within", c.Bounds.HealWithin, "R1, R2: a heal's after-effects end within this, plus the rank bound")
 	fs.StringVar(&c.Dir, "dir", "", "run folder, kept (default: a new temporary folder)")
 	fs.StringVar(&c.Chronos, "chronos", "", "node binary (default: build ./cmd/chronos into the run folder)")
+	faults := fs.String("faults", "", "comma-separated fault kinds the rounds draw from (default all: "+kindList(nemesis.AllFaults)+")")
 	mutation := fs.String("mutation", "", "a patch of mutations/ to plant in the node binary: the run must report its violation")
 	fs.Parse(args)
+	if *faults != "" {
+		for _, k := range strings.Split(*faults, ",") {
+			c.Kinds = append(c.Kinds, nemesis.FaultKind(strings.TrimSpace(k)))
+		}
+	}
 	if err := nemesis.Supported(); err != nil {
 		fmt.Printf("SKIP chronos-nemesis: %v\n", err)
 		return 0
@@ -158,6 +165,14 @@ func judge(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+func kindList(ks []nemesis.FaultKind) string {
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = string(k)
+	}
+	return strings.Join(out, ",")
 }
 
 func fail(err error) int {
