@@ -144,6 +144,10 @@ type RealVerdict struct {
 	Violations []Violation
 	Coverage   Coverage
 	Findings   []RealFinding
+	// HeldDeliveries counts the deliveries R1-R3 allowed as held by a
+	// fault between their node and the endpoint (heldDelivery): the
+	// real-run mode's one allowance beyond Judge's excuses.
+	HeldDeliveries int
 }
 
 // JudgeReal judges a history of real processes: Judge's guarantees and
@@ -169,7 +173,7 @@ func (o Options) JudgeReal(h *RealHistory, b RealBounds) RealVerdict {
 	vs = append(vs, r.vs...)
 	sortViolations(vs)
 	sort.SliceStable(r.out, func(i, j int) bool { return r.out[i].At < r.out[j].At })
-	return RealVerdict{Violations: vs, Coverage: cov, Findings: r.out}
+	return RealVerdict{Violations: vs, Coverage: cov, Findings: r.out, HeldDeliveries: r.held}
 }
 
 // realJudge gathers the findings and violations of R1-R3.
@@ -182,6 +186,7 @@ type realJudge struct {
 	// staleSeen holds the stale pops counted already: a pop replaced by
 	// two writes is one finding.
 	staleSeen map[Pop]bool
+	held      int
 }
 
 func (r *realJudge) find(k FindingKind, at time.Duration, timer uint64, violation string) {
@@ -298,6 +303,15 @@ func during(d *def, t time.Duration) bool {
 // the node gave up on it long before: the delivery is late, not the
 // pop. Held until FaultSettle after that.
 func (r *realJudge) heldDelivery(d *def, k int, p Pop) bool {
+	if r.mayBeHeld(d, k, p) {
+		r.held++
+		return true
+	}
+	return false
+}
+
+// mayBeHeld is heldDelivery's test, uncounted.
+func (r *realJudge) mayBeHeld(d *def, k int, p Pop) bool {
 	lo, _ := d.due(max(k, 1))
 	for _, s := range d.spans {
 		if s.from > p.At || lo > s.end || p.At > s.end+(s.end-s.from)+r.x.o.FaultSettle {

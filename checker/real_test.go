@@ -175,13 +175,13 @@ func TestRealHeldDelivery(t *testing.T) {
 	cutOff(h, replicas[0], sec, 20*sec)
 	h.Pops = []Pop{pop(25*sec, replicas[0], "a", 1)}
 	v := DefaultOptions().JudgeReal(h, DefaultRealBounds())
-	if got := violated(v, "R3"); len(got) != 0 {
-		t.Fatalf("a pop the cut held, delivered after the heal: got R3 %v, want none", got)
+	if got := violated(v, "R3"); len(got) != 0 || v.HeldDeliveries != 1 {
+		t.Fatalf("a pop the cut held, delivered after the heal: got R3 %v and %d held deliveries, want none and 1", got, v.HeldDeliveries)
 	}
 	h.Pops = []Pop{pop(25*sec, replicas[1], "a", 1)}
 	v = DefaultOptions().JudgeReal(h, DefaultRealBounds())
-	if got := violated(v, "R3"); len(got) != 1 {
-		t.Fatalf("the same pop from a replica the cut did not hold: got R3 %v, want 1", got)
+	if got := violated(v, "R3"); len(got) != 1 || v.HeldDeliveries != 0 {
+		t.Fatalf("the same pop from a replica the cut did not hold: got R3 %v and %d held deliveries, want 1 and 0", got, v.HeldDeliveries)
 	}
 }
 

@@ -103,6 +103,7 @@ func (r *Result) Report(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(b, "\n%s", r.Verdict.Coverage)
+	fmt.Fprintf(b, "real-run allowance: held-delivery=%d (deliveries a fault between their node and the endpoint may have held)\n", r.Verdict.HeldDeliveries)
 	for _, x := range r.Exits {
 		fmt.Fprintf(b, "EXIT %s\n", x)
 	}
