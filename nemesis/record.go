@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -139,13 +140,51 @@ func (rec Record) Save(path string) error {
 
 // LoadRecord reads a record Save wrote.
 func LoadRecord(path string) (Record, error) {
-	var rec Record
 	b, err := os.ReadFile(path)
 	if err != nil {
+		return Record{}, err
+	}
+	rec, err := ParseRecord(b)
+	if err != nil {
+		return rec, fmt.Errorf("nemesis: %s: %w", path, err)
+	}
+	return rec, nil
+}
+
+// maxRecordPops bounds the pops one definition of a record may ask for,
+// so that judging a record read from a file is bounded too.
+const maxRecordPops = 100_000
+
+// ParseRecord reads a record from JSON and refuses one the checker
+// could not judge: negative times or timings, a bound out of range, a
+// definition of more than maxRecordPops pops.
+func ParseRecord(b []byte) (Record, error) {
+	var rec Record
+	if err := json.Unmarshal(b, &rec); err != nil {
 		return rec, err
 	}
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return rec, fmt.Errorf("nemesis: %s: %w", path, err)
+	h := &rec.History
+	if err := rec.Bounds.Validate(); err != nil {
+		return rec, err
+	}
+	if h.End < 0 || h.MaxNetDelay < 0 || h.MaxClockSkew < 0 || h.LivenessFrom < 0 {
+		return rec, errors.New("a negative end, delay, skew or liveness time")
+	}
+	for _, op := range h.Ops {
+		sp := op.Spec
+		if op.Invoke < 0 || op.Return < 0 || sp.Interval < 0 || sp.RepeatFor < 0 || sp.Pops() > maxRecordPops {
+			return rec, fmt.Errorf("op %d: negative times, or timings of more than %d pops", op.Seq, maxRecordPops)
+		}
+	}
+	for _, p := range h.Pops {
+		if p.At < 0 {
+			return rec, fmt.Errorf("a pop at %v", p.At)
+		}
+	}
+	for _, f := range h.Faults {
+		if f.At < 0 {
+			return rec, fmt.Errorf("a fault at %v", f.At)
+		}
 	}
 	return rec, nil
 }
