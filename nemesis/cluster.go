@@ -22,7 +22,7 @@ type nodeProc struct {
 	dir        string // its chronos.conf, chronos.log and stderr.log
 	args       []string
 	bin        string
-	ns         netNamespace
+	ns         *namespace
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -32,16 +32,11 @@ type nodeProc struct {
 	exits   []string      // exits the nemesis did not cause
 }
 
-// netNamespace is what a node needs of its namespace: a way to start a
-// process inside it.
-type netNamespace interface {
-	start(cmd *exec.Cmd) error
-}
-
 // writeConfig writes the cluster file, with a new cluster key, and each
-// node's own file under dir, and returns the node processes (not
-// started). Only the owner may read the files: they hold the key.
-func writeConfig(dir, bin string, names, addrs []string, sinkHost string) ([]*nodeProc, error) {
+// node's own file under dir, allowing callbacks to sinkIP only, and
+// returns the node processes (not started). Only the owner may read the
+// files: they hold the key.
+func writeConfig(dir, bin string, names, addrs []string, sinkIP string) ([]*nodeProc, error) {
 	key := make([]byte, 16)
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("nemesis: cluster key: %w", err)
@@ -63,7 +58,7 @@ func writeConfig(dir, bin string, names, addrs []string, sinkHost string) ([]*no
 		local := filepath.Join(nd, "chronos.conf")
 		conf := fmt.Sprintf("# Written by chronos-nemesis: %s's own settings.\n"+
 			"[http]\nbind-address = %s\nbind-port = %s\n\n[logging]\nlevel = 2\nfolder = %s\n\n"+
-			"[callbacks]\nallowed_host = %s\n", names[i], host, port, nd, sinkHost)
+			"[callbacks]\nallowed_host = %s\n", names[i], host, port, nd, sinkIP)
 		if err := os.MkdirAll(nd, 0o700); err != nil {
 			return nil, fmt.Errorf("nemesis: %w", err)
 		}

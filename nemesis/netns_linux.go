@@ -40,12 +40,10 @@ func Supported() error {
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
 		return fmt.Errorf("nemesis: no /dev/net/tun, so no TAP device can be made: %w", err)
 	}
-	var probe error
-	err := inNew(func() error { return nil })
-	if err != nil {
-		probe = fmt.Errorf("nemesis: cannot make a network namespace (run as root): %w", err)
+	if err := inNew(func() error { return nil }); err != nil {
+		return fmt.Errorf("nemesis: cannot make a network namespace (run as root): %w", err)
 	}
-	return probe
+	return nil
 }
 
 // inNew runs f on a thread in a new, unnamed network namespace, which

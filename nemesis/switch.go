@@ -2,12 +2,10 @@ package nemesis
 
 import (
 	"container/heap"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
-	"os"
 	"sync"
 	"time"
 )
@@ -70,8 +68,8 @@ func NewSwitch(ports []io.ReadWriter, macs map[string]int, seed uint64) (*Switch
 	return s, nil
 }
 
-// Run forwards frames until every port's Read fails (the ports were
-// closed) and then stops the scheduler; it returns at once.
+// Run starts forwarding frames, until each port's Read fails (the ports
+// were closed); it returns at once.
 func (s *Switch) Run() {
 	go s.sched.run(s.write)
 	for i := range s.ports {
@@ -143,10 +141,7 @@ func (s *Switch) read(i int) {
 	for {
 		n, err := s.ports[i].Read(buf)
 		if err != nil {
-			if errors.Is(err, os.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
-				return
-			}
-			continue // a transient read error loses one frame, as a wire would
+			return // the port was closed (a TAP device has no transient read error)
 		}
 		s.forward(i, append([]byte(nil), buf[:n]...))
 	}
