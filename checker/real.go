@@ -113,6 +113,9 @@ const (
 	FDupFault   FindingKind = "dup-in-fault"
 	FDupHeal    FindingKind = "dup-after-heal"
 	FDupHealthy FindingKind = "dup-healthy"
+	// FDupRetried: a copy a retried write explains (see retried): each
+	// attempt that reached a replica started the schedule over there.
+	FDupRetried FindingKind = "dup-retried"
 	// FResurrection: a pop of a definition an acknowledged DELETE or PUT
 	// had replaced, delivered when no fault touched the timer, beyond
 	// the one repairing pop per replica (R1, or G5 when no fault hit the
@@ -145,9 +148,10 @@ type RealVerdict struct {
 	Coverage   Coverage
 	Findings   []RealFinding
 	// HeldDeliveries counts the deliveries R1-R3 allowed as held by a
-	// fault between their node and the endpoint (heldDelivery): the
-	// real-run mode's one allowance beyond Judge's excuses.
-	HeldDeliveries int
+	// fault between their node and the endpoint (heldDelivery), and
+	// Retried the G4 violations of Judge a retried write explains
+	// (retried): the real-run mode's two allowances.
+	HeldDeliveries, Retried int
 }
 
 // JudgeReal judges a history of real processes: Judge's guarantees and
@@ -163,6 +167,7 @@ func (o Options) JudgeReal(h *RealHistory, b RealBounds) RealVerdict {
 	for _, a := range h.Attempts {
 		r.attempts[a.Op] = append(r.attempts[a.Op], a)
 	}
+	vs = r.retried(vs)
 	r.writes()
 	for _, d := range x.defs {
 		r.duePops(d)
@@ -173,7 +178,7 @@ func (o Options) JudgeReal(h *RealHistory, b RealBounds) RealVerdict {
 	vs = append(vs, r.vs...)
 	sortViolations(vs)
 	sort.SliceStable(r.out, func(i, j int) bool { return r.out[i].At < r.out[j].At })
-	return RealVerdict{Violations: vs, Coverage: cov, Findings: r.out, HeldDeliveries: r.held}
+	return RealVerdict{Violations: vs, Coverage: cov, Findings: r.out, HeldDeliveries: r.held, Retried: r.retriedG4}
 }
 
 // realJudge gathers the findings and violations of R1-R3.
@@ -187,6 +192,63 @@ type realJudge struct {
 	// two writes is one finding.
 	staleSeen map[Pop]bool
 	held      int
+	retriedG4 int
+}
+
+// applied counts the attempts of write op that may have taken effect:
+// every one but those refused with a 4xx.
+func (r *realJudge) applied(op Op) int {
+	n := 0
+	for _, a := range r.attempts[op.Seq] {
+		if a.Status < 400 || a.Status >= 500 {
+			n++
+		}
+	}
+	return n
+}
+
+// retriedPop reports whether a retried write explains the deliveries of
+// pop k of d: the Go client sends a write again after a 503 or no
+// answer, and each attempt that reached a replica starts the
+// definition's schedule over there (docs/operations.md: "its schedule
+// starts over from the retry"), so pop k may come once per attempt, and
+// from one replica as often. More deliveries than attempts are not
+// explained.
+func (r *realJudge) retriedPop(d *def, k int) bool {
+	n := r.applied(d.op)
+	if n < 2 || len(d.bySeq[k]) > n {
+		return false
+	}
+	return true
+}
+
+// retried drops the G4 violations of Judge that a retried write explains
+// (retriedPop), and counts them: Judge holds each operation to one
+// start, and a replica to one attempt per pop.
+func (r *realJudge) retried(vs []Violation) []Violation {
+	drop := map[Violation]bool{}
+	for _, d := range r.x.defs {
+		for _, k := range sortedSeqs(d) {
+			if !r.retriedPop(d, k) {
+				continue
+			}
+			if v, bad := r.x.checkRetries(d, k); bad {
+				drop[v] = true
+			}
+			if v, bad := r.x.checkDuplicates(d, k); bad {
+				drop[v] = true
+			}
+		}
+	}
+	out := vs[:0]
+	for _, v := range vs {
+		if drop[v] {
+			r.retriedG4++
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 func (r *realJudge) find(k FindingKind, at time.Duration, timer uint64, violation string) {
@@ -268,6 +330,10 @@ func (r *realJudge) duplicate(d *def, k int, hi time.Duration, p Pop) {
 	x := r.x
 	if during(d, p.At) || r.heldDelivery(d, k, p) {
 		r.find(FDupFault, p.At, d.timer, "")
+		return
+	}
+	if r.retriedPop(d, k) {
+		r.find(FDupRetried, p.At, d.timer, "")
 		return
 	}
 	_, dup := x.mayDuplicate(d, k)

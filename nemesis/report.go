@@ -20,7 +20,7 @@ const maxStories = 12
 
 // Columns are the per-round table's finding kinds, in order.
 var Columns = []checker.FindingKind{checker.FAcked, checker.FUnknown, checker.FDue, checker.FLost, checker.FEarly, checker.FLate,
-	checker.FDupFault, checker.FDupHeal, checker.FDupHealthy, checker.FStale, checker.FResurrection, checker.FLateLanding}
+	checker.FDupFault, checker.FDupHeal, checker.FDupHealthy, checker.FDupRetried, checker.FStale, checker.FResurrection, checker.FLateLanding}
 
 // Row is one round's line of the table: what each finding kind counted
 // in it (by the time the checker gives each finding), and how many
@@ -103,7 +103,8 @@ func (r *Result) Report(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(b, "\n%s", r.Verdict.Coverage)
-	fmt.Fprintf(b, "real-run allowance: held-delivery=%d (deliveries a fault between their node and the endpoint may have held)\n", r.Verdict.HeldDeliveries)
+	fmt.Fprintf(b, "real-run allowances: held-delivery=%d (deliveries a fault between their node and the endpoint may have held) retried-write=%d (G4 violations a write's retries explain)\n",
+		r.Verdict.HeldDeliveries, r.Verdict.Retried)
 	for _, x := range r.Exits {
 		fmt.Fprintf(b, "EXIT %s\n", x)
 	}
