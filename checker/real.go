@@ -22,7 +22,9 @@ import (
 //	                    replica, on that replica's schedule, and within
 //	                    the notice's round trip after it (or in a pop
 //	                    made during the fault that the network delivered
-//	                    late: heldDelivery)
+//	                    late: heldDelivery); after a write no fault hit,
+//	                    not even a pop due before it may come later than
+//	                    its rank bound after the write returned
 //	R2 duplicates stop  a duplicate after a heal comes within HealWithin
 //	                    of the heal plus the timer's rank bound
 //	R3 writes land      every copy of a write takes effect within
@@ -163,7 +165,7 @@ func (o Options) JudgeReal(h *RealHistory, b RealBounds) RealVerdict {
 	}
 	vs, cov := o.Judge(&h.History)
 	x := newIndex(&h.History, o)
-	r := &realJudge{x: x, b: b, attempts: map[int][]Attempt{}, staleSeen: map[Pop]bool{}}
+	r := &realJudge{x: x, b: b, attempts: map[int][]Attempt{}, staleSeen: map[Pop]int{}, resurrected: map[Pop]bool{}}
 	for _, a := range h.Attempts {
 		r.attempts[a.Op] = append(r.attempts[a.Op], a)
 	}
@@ -188,11 +190,12 @@ type realJudge struct {
 	attempts map[int][]Attempt
 	out      []RealFinding
 	vs       []Violation
-	// staleSeen holds the stale pops counted already: a pop replaced by
-	// two writes is one finding.
-	staleSeen map[Pop]bool
-	held      int
-	retriedG4 int
+	// staleSeen holds the stale pops counted already, with the index of
+	// their finding: a pop replaced by two writes is one finding.
+	staleSeen   map[Pop]int
+	resurrected map[Pop]bool // the pops an R1 violation reported
+	held        int
+	retriedG4   int
 }
 
 // applied counts the attempts of write op that may have taken effect:
@@ -256,11 +259,14 @@ func (r *realJudge) find(k FindingKind, at time.Duration, timer uint64, violatio
 }
 
 // findStale records a stale pop once, however many writes replaced its
-// definition.
+// definition: as a resurrection if any of them makes it one.
 func (r *realJudge) findStale(k FindingKind, p Pop, timer uint64, violation string) {
-	if !r.staleSeen[p] {
-		r.staleSeen[p] = true
+	i, seen := r.staleSeen[p]
+	if !seen {
+		r.staleSeen[p] = len(r.out)
 		r.find(k, p.At, timer, violation)
+	} else if k == FResurrection && r.out[i].Kind != FResurrection {
+		r.out[i] = RealFinding{Kind: k, At: p.At, Timer: timer, Violation: violation}
 	}
 }
 
@@ -473,32 +479,32 @@ func (r *realJudge) resurrections() {
 	}
 }
 
-// stale judges the pops of d due after s, which replaced d, returned.
+// stale judges the pops of d that s, which replaced d, makes stale:
+// those due after s returned (G5's, stalePops), and those delivered
+// later than any replica could make a pop due before it (lateStale).
 func (r *realJudge) stale(s Op, d *def, hit bool) {
 	x := r.x
 	repaired := map[string]time.Duration{}
 	var bad []Pop
+	due := map[Pop]bool{}
 	for _, p := range x.stalePops(s, d) {
-		if !hit {
-			r.findStale(FResurrection, p, d.timer, "G5")
-			continue
-		}
-		if during(d, p.At) || r.heldDelivery(d, p.Seq, p) {
+		due[p] = true
+	}
+	for _, p := range r.stalePops(s, d) {
+		switch {
+		case !hit && due[p]:
+			r.findStale(FResurrection, p, d.timer, "G5") // G5 reports it
+		case !hit && r.heldDelivery(d, p.Seq, p):
+			r.findStale(FStale, p, d.timer, "") // made before s, delivered late
+		case !hit:
+			bad = r.resurrection(bad, p, d)
+		case during(d, p.At) || r.heldDelivery(d, p.Seq, p):
 			r.findStale(FStale, p, d.timer, "") // a replica the fault keeps from s pops d as it did
-			continue
-		}
-		_, hi := d.due(max(p.Seq, 1))
-		onSchedule := p.At <= max(hi, lastHeal(d, p.At)+r.b.HealWithin)+x.rankBound(d)
-		at, done := repaired[p.Node]
-		if !done && onSchedule || done && p.At <= at+x.repairWindow() {
-			if !done {
-				repaired[p.Node] = p.At // its notice meets s's record
-			}
+		case r.repairing(d, p, repaired):
 			r.findStale(FStale, p, d.timer, "")
-			continue
+		default:
+			bad = r.resurrection(bad, p, d)
 		}
-		r.findStale(FResurrection, p, d.timer, "R1")
-		bad = append(bad, p)
 	}
 	if len(bad) == 0 {
 		return
@@ -509,8 +515,56 @@ func (r *realJudge) stale(s Op, d *def, hit bool) {
 		what = fmt.Sprintf("updated to opaque %q", s.Spec.Opaque)
 	}
 	r.vs = append(r.vs, x.violation("R1", p.At, d, fmt.Sprintf(
-		"timer %s by op %d returning OK at %v, yet pop %d from %s at %v (due from %v, last heal %v) carries the old definition, %d such pops after the heal beyond one repairing pop per replica: got a resurrection, want none",
+		"timer %s by op %d returning OK at %v, yet pop %d from %s at %v (due from %v, last heal %v) carries the old definition, %d such pops beyond the faults and one repairing pop per replica: got a resurrection, want none",
 		what, s.Seq, s.Return, p.Seq, p.Node, p.At, x.dueFrom(d, p.Seq), lastHeal(d, p.At), len(bad))))
+}
+
+// resurrection counts p as a resurrection and adds it to bad, unless an
+// earlier write's judgement reported it already: one pop made stale by
+// two writes is one violation.
+func (r *realJudge) resurrection(bad []Pop, p Pop, d *def) []Pop {
+	r.findStale(FResurrection, p, d.timer, "R1")
+	if r.resurrected[p] {
+		return bad
+	}
+	r.resurrected[p] = true
+	return append(bad, p)
+}
+
+// stalePops lists, in arrival order, the pops of d due after s returned
+// (G5's stale pops) and those delivered after s returned plus d's rank
+// bound: a pop due before s that a replica makes that late is no pop
+// of d's schedule but of a copy that landed after s (a write applied
+// late, with a version from the clock of its late arrival).
+func (r *realJudge) stalePops(s Op, d *def) []Pop {
+	x := r.x
+	out := x.stalePops(s, d)
+	late := s.Return + x.rankBound(d)
+	for _, k := range sortedSeqs(d) {
+		for _, i := range d.bySeq[k] {
+			if p := x.h.Pops[i]; p.At > late && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	return out
+}
+
+// repairing reports whether stale pop p of d, delivered once no fault
+// touched d, is its replica's one repairing pop (on the replica's
+// schedule) or within that pop's notice round trip; repaired holds when
+// each replica made its repairing pop.
+func (r *realJudge) repairing(d *def, p Pop, repaired map[string]time.Duration) bool {
+	x := r.x
+	_, hi := d.due(max(p.Seq, 1))
+	onSchedule := p.At <= max(hi, lastHeal(d, p.At)+r.b.HealWithin)+x.rankBound(d)
+	at, done := repaired[p.Node]
+	if !done && onSchedule {
+		repaired[p.Node] = p.At // its notice meets s's record
+		return true
+	}
+	return done && p.At <= at+x.repairWindow()
 }
 
 // sortedTimers lists the timers of byTimer in order.

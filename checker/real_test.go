@@ -263,3 +263,36 @@ func TestRealRetriedWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestRealLateCopyOverridesUpdate proves R1 sees a replaced definition
+// popping late after an update no fault hit, which G5 leaves alone
+// because the pop was due before the update: a copy of the old write
+// that landed after the update (with a version from the clock of its
+// late arrival) made it, as seed 5 of the nemesis showed. The same late
+// pop from a replica a cut kept from the endpoint while it was due is a
+// delivery the network held, and allowed.
+func TestRealLateCopyOverridesUpdate(t *testing.T) {
+	build := func(cut bool) *RealHistory {
+		h, replicas, _ := realHistory()
+		h.Ops[0].Spec.RepeatFor, h.Ops[0].Spec.Interval = 0, 4*sec
+		upd := write(2, Update, h.Ops[0].Timer, "b", 10*sec, 0, 5*sec, 5*sec+10*ms, OK)
+		upd.Node = replicas[0]
+		h.Ops = append(h.Ops, upd)
+		h.Pops = []Pop{pop(4*sec+20*ms, replicas[0], "a", 1), pop(12*sec, replicas[1], "a", 1), pop(15*sec+20*ms, replicas[0], "b", 1)}
+		if cut {
+			h.Faults = []Fault{{At: 3 * sec, Kind: Partition, Nodes: []string{replicas[1]}, Peers: []string{"client"}},
+				{At: 8 * sec, Kind: Heal, Nodes: []string{replicas[1]}, Peers: []string{"client"}}}
+		}
+		h.End = 20 * sec
+		return h
+	}
+	v := DefaultOptions().JudgeReal(build(false), DefaultRealBounds())
+	if got := violated(v, "R1"); len(got) != 1 || len(violated(v, "G5")) != 0 {
+		t.Fatalf("a late pop of the old definition after a clean update: got R1 %v and G5 %v, want 1 R1 and no G5",
+			got, violated(v, "G5"))
+	}
+	v = DefaultOptions().JudgeReal(build(true), DefaultRealBounds())
+	if got := violated(v, "R1"); len(got) != 0 || counted(v, FStale) != 1 {
+		t.Fatalf("the same pop held by a cut to the endpoint: got R1 %v and %d stale, want none and 1", got, counted(v, FStale))
+	}
+}
