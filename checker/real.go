@@ -28,7 +28,7 @@ import (
 //	R2 duplicates stop  a duplicate after a heal comes within HealWithin
 //	                    of the heal plus the timer's rank bound
 //	R3 writes land      every copy of a write takes effect within
-//	                    LandWithin of the attempt that carried it, or never
+//	                    LandWithin of the end of its last attempt, or never
 //
 // Besides the violations it classifies every write, due pop and delivery
 // into findings (RealFinding), which the nemesis tabulates per round, so
@@ -64,7 +64,7 @@ type RealBounds struct {
 	// replica may still be under way (R1), before the timer's rank bound
 	// is added.
 	HealWithin time.Duration
-	// LandWithin is how long after the attempt that carried it a write,
+	// LandWithin is how long after the end of its last attempt a write,
 	// or a copy of it on its way to a replica, may still take effect
 	// (R3): a message held longer must be refused, not applied.
 	LandWithin time.Duration
@@ -129,7 +129,7 @@ const (
 	// a replica after the heal. A client still sees it.
 	FStale FindingKind = "stale"
 	// FLateLanding: a write whose copy took effect more than LandWithin
-	// after the attempt that carried it (R3; At: the write's invoke).
+	// after the end of its last attempt (R3; At: the write's invoke).
 	FLateLanding FindingKind = "late-landing"
 )
 
