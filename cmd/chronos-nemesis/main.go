@@ -47,12 +47,17 @@ func run(args []string) int {
 	fs.IntVar(&c.Workload.Workers, "workers", c.Workload.Workers, "clients writing at once")
 	fs.DurationVar(&c.Workload.Think, "think", c.Workload.Think, "mean wait of a client between operations")
 	fs.DurationVar(&c.NetSlack, "net-slack", c.NetSlack, "lateness a healthy exchange may show on this machine")
-	fs.DurationVar(&c.Bounds.LandWithin, "land-within", c.Bounds.LandWithin, "R3: a write lands within this of its attempt, or never")
+	fs.DurationVar(&c.Bounds.LandWithin, "land-within", c.Bounds.LandWithin, "R3: a write lands within this of the end of its last attempt, or never")
 	fs.DurationVar(&c.Bounds.HealWithin, "heal-within", c.Bounds.HealWithin, "R1, R2: a heal's after-effects end within this, plus the rank bound")
 	fs.StringVar(&c.Dir, "dir", "", "run folder, kept (default: a new temporary folder)")
 	fs.StringVar(&c.Chronos, "chronos", "", "node binary (default: build ./cmd/chronos into the run folder)")
 	faults := fs.String("faults", "", "comma-separated fault kinds the rounds draw from (default all: "+kindList(nemesis.AllFaults)+")")
 	mutation := fs.String("mutation", "", "a patch of mutations/ to plant in the node binary: the run must report its violation")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: chronos-nemesis [flags]    (as root; docs/nemesis.md)\n"+
+			"       chronos-nemesis judge -dir DIR    (judge a run's history.json again)\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	fs.Parse(args)
 	if *faults != "" {
 		for _, k := range strings.Split(*faults, ",") {
