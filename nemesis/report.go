@@ -46,7 +46,7 @@ func Table(rec Record, v checker.RealVerdict) []Row {
 				return &rows[i]
 			}
 		}
-		return total
+		return &Row{Counts: map[checker.FindingKind]int{}} // no rounds: the total alone
 	}
 	for _, f := range v.Findings {
 		at(f.At).Counts[f.Kind]++
