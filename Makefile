@@ -6,18 +6,25 @@ SEEDS     ?= 2000
 SOAKSEEDS ?= 10000
 # MUTATESEEDS is the sweep each planted bug must fail: the CI-size sweep.
 MUTATESEEDS ?= 1000
+# NEMESISSEED fixes the nemesis run's schedule and workload;
+# NEMESISARGS passes more flags (chronos-nemesis -h).
+NEMESISSEED ?= 1
+NEMESISARGS ?=
+SOAKROUNDS  ?= 40
 
-.PHONY: build test test-race run cluster bench load fuzz verify lint sim sim-soak mutate clean
+.PHONY: build test test-race run cluster bench load fuzz verify lint sim sim-soak mutate nemesis nemesis-soak clean
 
 build:
 	$(GO) build ./...
 
 # test is what CI runs (.ci/run): static checks, then every test,
 # including the simulator's seeds (each run twice, trace hashes compared),
-# then the mutation audit.
+# then the mutation audit, then the nemesis (real processes in network
+# namespaces; it prints SKIP where it cannot make them, as without root).
 test: verify
 	$(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) mutate
+	$(MAKE) nemesis
 
 test-race:
 	$(GO) test -count=1 -race -timeout 30m ./...
@@ -46,7 +53,7 @@ load:
 	$(GO) run ./cmd/chronos-load $(LOADARGS)
 
 fuzz:
-	@for p in ./node ./server ./client ./internal/localcluster ./storage; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+	@for p in ./node ./server ./client ./internal/localcluster ./storage ./nemesis; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$p || exit 1; done; done
 
 # verify: formatting, vet, module tidiness; the import boundary of node is
@@ -69,6 +76,17 @@ sim-soak:
 # requires the simulator's sweep alone to catch it (mutations/README.md).
 mutate:
 	$(GO) run ./cmd/chronos-mutate -seeds $(MUTATESEEDS)
+
+# nemesis runs five real nodes, each in a network namespace of its own,
+# through one round of each fault (about five minutes) and judges the
+# history with the checker's real-run mode (docs/nemesis.md); it needs
+# root and /dev/net/tun, and says SKIP without them. nemesis-soak runs
+# SOAKROUNDS rounds.
+nemesis:
+	$(GO) run ./cmd/chronos-nemesis -seed $(NEMESISSEED) $(NEMESISARGS)
+
+nemesis-soak:
+	$(GO) run ./cmd/chronos-nemesis -seed $(NEMESISSEED) -rounds $(SOAKROUNDS) $(NEMESISARGS)
 
 clean:
 	$(GO) clean ./...

@@ -201,21 +201,9 @@ func Run(ctx context.Context, snapshot string, m Mutation, seeds, first int, log
 		return out, err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.CopyFS(dir, os.DirFS(snapshot)); err != nil {
-		return out, err
-	}
-	patch, err := filepath.Abs(m.File)
-	if err != nil {
-		return out, err
-	}
-	if b, err := command(ctx, dir, "git", "apply", patch); err != nil {
-		out.Stale = "patch does not apply: " + firstLine(b)
-		return out, nil
-	}
 	bin := filepath.Join(dir, "chronos-sim.bin")
-	if b, err := command(ctx, dir, "go", "build", "-o", bin, "./cmd/chronos-sim"); err != nil {
-		out.Stale = "does not build: " + firstLine(b)
-		return out, nil
+	if out.Stale, err = Build(ctx, snapshot, m, "./cmd/chronos-sim", bin); err != nil || out.Stale != "" {
+		return out, err
 	}
 	for _, n := range stages(seeds, first) {
 		b, err := command(ctx, dir, bin, "sweep", "-seeds", strconv.Itoa(n))
@@ -234,6 +222,31 @@ func Run(ctx context.Context, snapshot string, m Mutation, seeds, first int, log
 		}
 	}
 	return out, nil
+}
+
+// Build applies m to a copy of the snapshot and builds the package pkg
+// of the patched tree (for example "./cmd/chronos") into the file bin.
+// A patch that no longer applies or builds is no error: stale says why.
+func Build(ctx context.Context, snapshot string, m Mutation, pkg, bin string) (stale string, err error) {
+	dir, err := os.MkdirTemp("", "chronos-mutant-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.CopyFS(dir, os.DirFS(snapshot)); err != nil {
+		return "", err
+	}
+	patch, err := filepath.Abs(m.File)
+	if err != nil {
+		return "", err
+	}
+	if b, err := command(ctx, dir, "git", "apply", patch); err != nil {
+		return "patch does not apply: " + firstLine(b), nil
+	}
+	if b, err := command(ctx, dir, "go", "build", "-o", bin, pkg); err != nil {
+		return "does not build: " + firstLine(b), nil
+	}
+	return "", nil
 }
 
 // stages are the sweeps Run tries in turn, each of seeds 1..n: first
