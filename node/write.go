@@ -164,13 +164,22 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 		reply(resp)
 		return
 	}
-	if held := n.store.Get(id); held != nil && spec.RF != 0 && held.RF != 0 && spec.RF != int(held.RF) {
+	// Only a live timer has a factor an update keeps; a deleted or
+	// finished one is created again by a PUT, with the factor it gives
+	// or the default (api.md), whatever its tombstone here says.
+	held := n.store.Get(id)
+	live := held != nil && held.State == Live
+	if live && spec.RF != 0 && held.RF != 0 && spec.RF != int(held.RF) {
 		n.hit(probeWriteRFChange)
 		reply(badRequest("reliability.replication-factor cannot be changed from " + strconv.Itoa(int(held.RF))))
 		return
 	}
 	if spec.RF == 0 {
-		if n.store.Get(id) == nil && !n.accountsFor(bloom) {
+		if !live {
+			// No live copy here: the timer may be live on its
+			// replicas with a factor of its own, or deleted or
+			// finished everywhere (a create again, with the default).
+			// Only its replicas can say which.
 			n.hit(probeLearnRF)
 			n.hitIf(bloom == 0, probeBareIDUpdate)
 			n.learnRF(id, bloom, wire, spec, reply)
