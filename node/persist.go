@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -189,6 +190,11 @@ func (n *Node) Restore(id uint64, rec []byte) error {
 		return fmt.Errorf("node: restore record %s: %w", FormatID(id), err)
 	}
 	n.ids.observe(t.Version, n.nowMs())
+	// Stored under the view the node had when it wrote the record; held
+	// under the one it has now (place.go): a node restarted during a
+	// scale would otherwise pop at its old rank beside the new primary.
+	n.placeNow(t)
+	n.hitIf(t.State == Live && !slices.Contains(t.Placement.Replicas, n.self), probePlacedAway)
 	n.holdNext(t)
 	return nil
 }

@@ -329,3 +329,24 @@ func TestRestartIssuesNoIDItIssuedBefore(t *testing.T) {
 		t.Fatal("RestoreMeta of a later version = nil, want an error")
 	}
 }
+
+// TestRestoredRecordsArePlacedUnderTheCurrentView: a node restarted with
+// another membership than it wrote its records under (a restart during a
+// scale) holds them on the replicas of its view now, not at the rank it
+// had: it would otherwise pop beside the new primary.
+func TestRestoredRecordsArePlacedUnderTheCurrentView(t *testing.T) {
+	disk := newMemStorage()
+	h := newHarness(t, func(c *Config) { c.Storage = disk })
+	id := mustID(t, h.create(timerJSON(60, 600, "http://cb/x", "")))
+	h.node.whenDurable(func(error) {})
+	grown := Membership{Nodes: []string{h.node.Address(), "10.9.9.1:7253", "10.9.9.2:7253", "10.9.9.3:7253"}}
+	h.node.cfg.Cluster = grown
+	h2 := restarted(t, h, disk, time.Second)
+	got, ok := h2.node.Timer(id)
+	if !ok {
+		t.Fatal("the restarted node lost the record")
+	}
+	if want := NewRing(grown.Nodes).Replicas(id, 2); !slices.Equal(got.Placement.Replicas, want) {
+		t.Errorf("restored on %v, want the current view's %v", got.Placement.Replicas, want)
+	}
+}
