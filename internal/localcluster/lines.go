@@ -33,12 +33,21 @@ func (l *lines) printf(format string, args ...any) {
 	fmt.Fprintf(l.out, format, args...)
 }
 
+// println prints one whole line of source, which holds no newline, after
+// its prefix. It is safe for concurrent use, unlike a writer.
+func (l *lines) println(source, line string) {
+	(&prefixed{lines: l, prefix: prefix(source)}).emit([]byte(line + "\n"))
+}
+
 // writer returns a writer that prints each line written to it after
 // source and a bar ("node1 | ..."). Flush prints a last line that has no
 // newline.
 func (l *lines) writer(source string) *prefixed {
-	return &prefixed{lines: l, prefix: []byte(fmt.Sprintf("%-5s | ", source))}
+	return &prefixed{lines: l, prefix: prefix(source)}
 }
+
+// prefix is what starts each line of source.
+func prefix(source string) []byte { return []byte(fmt.Sprintf("%-5s | ", source)) }
 
 // prefixed is one source's writer. Each is written by one goroutine at a
 // time (exec copies a process's output from one), so its buffer needs no
