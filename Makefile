@@ -22,9 +22,12 @@ test: verify
 test-race:
 	$(GO) test -count=1 -race -timeout 30m ./...
 
-# run starts one node on 127.0.0.1:7253 with no configuration.
+# run starts one node on 127.0.0.1:7253 with no configuration, until
+# Ctrl-C. Like cluster, it builds ./chronos and runs it rather than use go
+# run, which exits 1 whenever it is interrupted (and make reports an error).
 run:
-	$(GO) run ./cmd/chronos $(ARGS)
+	$(GO) build -o chronos ./cmd/chronos
+	./chronos $(ARGS)
 
 # cluster starts three nodes on 127.0.0.1:7253-7255 and a callback sink
 # on 127.0.0.1:9999 until Ctrl-C; ARGS passes flags, for example
