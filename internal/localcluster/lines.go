@@ -26,11 +26,13 @@ func newLines(out io.Writer) *lines {
 	return &lines{out: out}
 }
 
-// printf writes one message of the command itself.
-func (l *lines) printf(format string, args ...any) {
+// printf writes one message of the command itself, and returns the
+// output's error: a closed terminal's, say.
+func (l *lines) printf(format string, args ...any) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintf(l.out, format, args...)
+	_, err := fmt.Fprintf(l.out, format, args...)
+	return err
 }
 
 // println prints one whole line of source, which holds no newline, after
