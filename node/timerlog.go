@@ -43,3 +43,20 @@ func stateName(s State) string {
 	}
 	return "unknown"
 }
+
+// verdictName is how a log line names what became of an applied record.
+func verdictName(v verdict) string {
+	switch v {
+	case took:
+		return "took"
+	case kept:
+		return "kept"
+	case older:
+		return "older"
+	case collided:
+		return "collided"
+	case full:
+		return "full"
+	}
+	return "unknown"
+}
