@@ -282,6 +282,7 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 			targets = append(slices.Clip(targets), old)
 		}
 	}
+	n.logTimer(writeStep(t), t, "replicas", replicas, "targets", targets)
 	if !slices.Contains(targets, n.self) {
 		n.replaceOwnCopy(t)
 	}
@@ -466,6 +467,7 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 	req := n.internalPut(peer, FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)), body)
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		ok := n.countReplication(resp, err)
+		n.logTimer("replicated", t, "peer", peer, "status", resp.Status, "applied", ok)
 		n.startAnswered(t, resp)
 		if done != nil {
 			done(ok, resp)
