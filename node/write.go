@@ -282,7 +282,6 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 			targets = append(slices.Clip(targets), old)
 		}
 	}
-	n.logTimer(writeStep(t), t, "replicas", replicas, "targets", targets)
 	if !slices.Contains(targets, n.self) {
 		n.replaceOwnCopy(t)
 	}
@@ -293,6 +292,7 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 	if tries < maxWriteRetries {
 		w.again = func(w *write) { n.rewrite(t, spec, oldBloom, targets, w, reply, tries) }
 	}
+	n.logTimer(writeStep(t), t, "replicas", replicas, "targets", targets)
 	n.forwardToSites(t, now)
 	var body []byte // encoded once, for the first peer
 	for _, peer := range targets {
