@@ -12,26 +12,64 @@ NEMESISSEED ?= 1
 NEMESISARGS ?=
 SOAKROUNDS  ?= 40
 
-.PHONY: build test test-race run cluster bench load fuzz verify lint sim sim-soak mutate nemesis nemesis-soak clean
+# RACEPKGS are the packages whose own code starts goroutines (servers,
+# clients, the process launchers, the disk log under concurrent writers):
+# make test runs their tests under the race detector. node, netsim,
+# checker and sim run each history on one goroutine by design
+# (node/boundary_test.go keeps goroutines out of node); sim's one
+# concurrent part, the sweep, is raced on a few seeds by race-sim.
+RACEPKGS ?= ./server ./client ./storage ./internal/... ./cmd/chronos ./cmd/chronos-load ./cmd/chronosctl
+
+# STATICCHECK is pinned in tools/go.mod, a module of its own so that the
+# linter's dependencies never enter the service's build: go tool fetches
+# and builds it from the module proxy on first use.
+STATICCHECK = $(GO) tool -modfile=tools/go.mod staticcheck
+
+# SUDO is empty for root (CI), sudo for anyone else.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: build test test-race race race-sim run cluster bench load fuzz verify lint staticcheck test-deps sim sim-soak mutate nemesis nemesis-soak clean
 
 build:
 	$(GO) build ./...
 
-# test is what CI runs (.ci/run): static checks, then every test,
-# including the simulator's seeds (each run twice, trace hashes compared),
-# then the mutation audit, then the nemesis (real processes in network
-# namespaces; it prints SKIP where it cannot make them, as without root).
+# test is what CI runs (.ci/run, after test-deps): static checks
+# (staticcheck among them), then every test, including the simulator's
+# seeds (each run twice, trace hashes compared) and the report's check in
+# headless Chromium, then the packages with goroutines under the race
+# detector, then the mutation audit, then the nemesis (real processes in
+# network namespaces; it prints SKIP where it cannot make them, as
+# without root).
 test: verify
 	$(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) race
 	$(MAKE) mutate
 	$(MAKE) nemesis
 
-test-race:
-	$(GO) test -count=1 -race -timeout 30m ./...
+# race runs the tests of the packages with goroutines under the race
+# detector; test-race runs every package so (long: the simulator's seeds
+# run about ten times slower).
+race: race-sim
+	$(GO) test -count=1 -race -timeout 20m $(RACEPKGS)
 
-# run starts one node on 127.0.0.1:7253 with no configuration.
+race-sim:
+	$(GO) test -count=1 -race -timeout 10m -run '^TestSeeds$$' ./sim -seeds 8
+
+test-race:
+	$(GO) test -count=1 -race -timeout 60m ./...
+
+# test-deps installs what the tests need beyond Go, on Debian: Chromium,
+# which TestHTMLInBrowser loads the failure report in. CI runs it first.
+test-deps:
+	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium; }
+
+# run starts one node on 127.0.0.1:7253 with no configuration, until
+# Ctrl-C. Like cluster, it builds ./chronos and runs it rather than use go
+# run, which exits 1 whenever it is interrupted (and make reports an error).
 run:
-	$(GO) run ./cmd/chronos $(ARGS)
+	$(GO) build -o chronos ./cmd/chronos
+	./chronos $(ARGS)
 
 # cluster starts three nodes on 127.0.0.1:7253-7255 and a callback sink
 # on 127.0.0.1:9999 until Ctrl-C; ARGS passes flags, for example
@@ -56,12 +94,20 @@ fuzz:
 	@for p in ./node ./server ./client ./internal/localcluster ./storage ./nemesis; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$p || exit 1; done; done
 
-# verify: formatting, vet, module tidiness; the import boundary of node is
-# a test (node/boundary_test.go) and runs with `make test`.
+# verify: formatting, vet, module tidiness (the tools module's too),
+# staticcheck; the import boundary of node is a test
+# (node/boundary_test.go) and runs with `make test`.
 verify:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
+	cd tools && $(GO) mod tidy -diff
+	$(MAKE) staticcheck
+
+# staticcheck runs staticcheck's default checks (bugs, simplifications,
+# unused code, style) on every package.
+staticcheck:
+	$(STATICCHECK) ./...
 
 lint: verify
 

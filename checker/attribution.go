@@ -80,9 +80,7 @@ func (x *index) attribute(d *def) {
 	}
 	d.spans = append(d.spans, d.moves...)
 	d.spans = append(d.spans, x.clockSpread(d)...)
-	for _, s := range x.tl.byTimer[d.timer] {
-		d.spans = append(d.spans, s)
-	}
+	d.spans = append(d.spans, x.tl.byTimer[d.timer]...)
 	if d.shared = x.sharedID(d); d.shared {
 		// Excuse shared-id: another create was acknowledged under this
 		// timer's ID, so the two timers' replicas refuse each other's
@@ -440,17 +438,6 @@ func (x *index) writeHitBy(op Op) (at time.Duration, hit, lagged bool) {
 		return op.Invoke, true, true
 	}
 	return never, false, false
-}
-
-// touchedOp reports whether a fault touching op's timer was active in
-// [a, b].
-func (x *index) touchedOp(op Op, a, b time.Duration) bool {
-	for _, s := range x.spansOf(op) {
-		if s.from <= b && s.to >= a {
-			return true
-		}
-	}
-	return false
 }
 
 // forward is how far the clocks of d's nodes moved ahead of true time in

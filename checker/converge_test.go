@@ -52,13 +52,13 @@ func TestPlacementConvergesAfterAScale(t *testing.T) {
 		t.Errorf("placements judged: got %d, want 1", cov.Placements)
 	}
 	for _, fault := range []bool{false, true} {
-		h, after, other := scaled(t)
+		h, _, other := scaled(t)
 		if fault {
 			h.Faults = []Fault{{At: 6 * sec, Kind: Crash, Nodes: []string{other}}, {At: 7 * sec, Kind: Restart, Nodes: []string{other}}}
 		}
 		h.Held[0].Live[other] = []uint64{placedTimer}
 		requireHas(t, Check(h), "G6", "stale copy", other)
-		h, after, other = scaled(t)
+		h, after, other := scaled(t)
 		if fault {
 			h.Faults = []Fault{{At: 6 * sec, Kind: Pause, Nodes: []string{other}}, {At: 7 * sec, Kind: Resume, Nodes: []string{other}}}
 		}

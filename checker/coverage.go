@@ -284,17 +284,6 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 	return out
 }
 
-// faultExcuse names the fault-window excuse by the kind of the first
-// fault that touched d in [a, b] ("fault-window/crash"), so that a run
-// shows which faults excuse most.
-func (x *index) faultExcuse(d *def, k int, upTo time.Duration) Excuse {
-	f, ok := x.popFault(d, k, upTo)
-	if !ok {
-		return ExFault
-	}
-	return excuseOf(f)
-}
-
 // excuseOf names the fault-window excuse of fault f.
 func excuseOf(f Fault) Excuse {
 	switch f.Kind {

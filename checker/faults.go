@@ -165,16 +165,6 @@ func sameTarget(f, g Fault) bool {
 	return false
 }
 
-// touched reports whether any fault was active somewhere in [a, b].
-func (tl timeline) touched(a, b time.Duration) bool {
-	for _, s := range tl.spans {
-		if s.from <= b && s.to >= a {
-			return true
-		}
-	}
-	return false
-}
-
 // downNodes returns the nodes of d that may have been unable to pop it
 // somewhere in [a, b]: crashed or paused, or cut off by a partition or
 // clog from d's callback endpoint, or from a node that took a write of d
@@ -252,17 +242,6 @@ func addAll(set map[string]bool, xs []string) {
 	for _, x := range xs {
 		set[x] = true
 	}
-}
-
-// active lists the faults active somewhere in [a, b], for messages.
-func (tl timeline) active(a, b time.Duration) []Fault {
-	var out []Fault
-	for _, s := range tl.spans {
-		if s.from <= b && s.to >= a {
-			out = append(out, s.fault)
-		}
-	}
-	return out
 }
 
 // clockChanges reads the clock faults: a clock-jump's Detail is its signed

@@ -88,9 +88,13 @@ func writeLegend(b *bufio.Writer) {
 			faultColorOf(FaultKind(k)), esc(k))
 	}
 	for _, row := range [][2]string{
-		{"#43a047", "pop the endpoint accepted (2xx)"},
-		{"#e53935", "pop the endpoint refused, or a violation"},
-		{"#1e88e5", "client operation, invocation to return"},
+		{colorAccepted, "pop the endpoint accepted (2xx)"},
+		{colorRefused, "pop the endpoint refused"},
+		{opColor[OK], "client operation that succeeded, invocation to return"},
+		{opColor[Failed], "client operation that failed"},
+		{opColor[Unknown], "client operation of unknown outcome (no answer)"},
+		{colorDue, "due window of the followed timer's pop: when it may fall due, from its write's invocation to its return"},
+		{colorViolation, "violation (the followed timer's drawn thicker)"},
 	} {
 		fmt.Fprintf(b, "<tr><td><span class=\"swatch\" style=\"background:%s\"></span></td><td>%s</td></tr>\n", row[0], row[1])
 	}
@@ -142,12 +146,23 @@ func (x *index) writeTimers(b *bufio.Writer, vs []Violation, trace []TraceLine) 
 			open = " open"
 		}
 		fmt.Fprintf(b, "<details id=\"timer-%016x\"%s><summary>timer <code>%016x</code>%s</summary>\n", t, open, t, map[bool]string{true: " (violated)"}[named[t]])
-		x.writeTimer(b, t, byTimer[t], trace)
+		x.writeTimer(b, t, byTimer[t], vs, trace)
 		fmt.Fprintf(b, "</details>\n")
 	}
 }
 
-func (x *index) writeTimer(b *bufio.Writer, t uint64, defs []*def, trace []TraceLine) {
+// writeTimer writes timer t's section: its violations first, then its
+// replicas, writes, due pops, faults and trace lines.
+func (x *index) writeTimer(b *bufio.Writer, t uint64, defs []*def, vs []Violation, trace []TraceLine) {
+	var mine []string
+	for _, v := range vs {
+		if v.Timer == t {
+			mine = append(mine, fmt.Sprintf("<b>%s</b> at %v: %s", esc(v.Guarantee), v.At, esc(v.Message)))
+		}
+	}
+	if len(mine) > 0 {
+		fmt.Fprintf(b, "<div class=\"verdict fail\"><p>violations of this timer: %d</p><p>%s</p></div>\n", len(mine), strings.Join(capLines(mine, maxReportPops), "<br>"))
+	}
 	d0 := defs[0]
 	fmt.Fprintf(b, "<p>replicas (reference placement, rank order): ")
 	if !d0.placed {
@@ -160,14 +175,14 @@ func (x *index) writeTimer(b *bufio.Writer, t uint64, defs []*def, trace []Trace
 		}
 		fmt.Fprintf(b, "<code>%s</code> (%s) ", esc(r), role)
 	}
-	fmt.Fprintf(b, "</p>\n<table><tr><th>op</th><th>kind</th><th>via</th><th>invoke</th><th>return</th><th>outcome</th><th>definition</th></tr>\n")
+	fmt.Fprintf(b, "</p>\n<table class=\"wide\"><tr><th>op</th><th>kind</th><th>via</th><th>invoke</th><th>return</th><th>outcome</th><th>definition</th></tr>\n")
 	for _, op := range x.byTimer[t] {
-		fmt.Fprintf(b, "<tr><td>%d</td><td>%s</td><td>%s</td><td>%v</td><td>%v</td><td>%s</td><td>%s</td></tr>\n",
+		fmt.Fprintf(b, "<tr><td>%d</td><td>%s</td><td>%s</td><td class=\"nowrap\">%v</td><td class=\"nowrap\">%v</td><td>%s</td><td class=\"msg\">%s</td></tr>\n",
 			op.Seq, op.Kind, esc(op.Node), op.Invoke, op.Return, op.Outcome, esc(specText(op)))
 	}
 	fmt.Fprintf(b, "</table>\n")
 	for _, d := range defs {
-		x.writeDuePops(b, d)
+		x.writeDuePops(b, d, vs)
 	}
 	var faults []string
 	seen := map[string]bool{}
@@ -199,13 +214,20 @@ func (x *index) writeTimer(b *bufio.Writer, t uint64, defs []*def, trace []Trace
 	}
 }
 
-func (x *index) writeDuePops(b *bufio.Writer, d *def) {
+// writeDuePops lists the due pops of d against their deliveries, each
+// judged: the violations the checks find on it, or, when none, how each
+// of G2, G3 and G4 held it (strictly, or excused and why).
+func (x *index) writeDuePops(b *bufio.Writer, d *def, vs []Violation) {
 	n := d.op.Spec.Pops()
 	fmt.Fprintf(b, "<p>definition %s (op %d, %s): %d pops due</p>\n", esc(fmt.Sprintf("%q", d.op.Spec.Opaque)), d.op.Seq, d.op.Outcome, n)
 	if n == 0 {
 		return
 	}
-	fmt.Fprintf(b, "<table><tr><th>seq</th><th>due</th><th>deliveries: time, node (rank), answer, lateness</th><th>judged</th></tr>\n")
+	fmt.Fprintf(b, "<p class=\"note\">A pop's due window runs from its due time counted from the write's invocation to the one counted "+
+		"from its return: the write took effect somewhere in between. Lateness is counted from the window's end, so a pop "+
+		"inside the window is on time (it could not fall due later); only one before the window opens is early (G1, "+
+		"less what a forward clock jump or drift explains).</p>\n")
+	fmt.Fprintf(b, "<table class=\"wide\"><tr><th>seq</th><th>due window</th><th>deliveries: time, node (rank), answer, timeliness</th><th>judged</th></tr>\n")
 	for k := 1; k <= n && k <= maxReportPops; k++ {
 		lo, hi := d.due(k)
 		if lo > x.end {
@@ -219,30 +241,76 @@ func (x *index) writeDuePops(b *bufio.Writer, d *def) {
 			if rank >= 0 {
 				rk = fmt.Sprintf("rank %d", rank)
 			}
-			cells = append(cells, esc(fmt.Sprintf("%v %s (%s) answered %d, %v after due", p.At, p.Node, rk, p.Answered, p.At-hi)))
+			cells = append(cells, esc(fmt.Sprintf("%v %s (%s) answered %d, ", p.At, p.Node, rk, p.Answered))+timeliness(p.At, lo, hi))
 		}
 		what := "missing"
 		if len(cells) > 0 {
 			what = strings.Join(cells, "<br>")
 		}
-		p := Safety
-		if x.tl.liveFrom > 0 && lo >= x.tl.liveFrom {
-			p = Liveness
-		}
-		var judged []string
-		for _, g := range []string{"G2", "G3", "G4"} {
-			if e := x.judgePop(d, k, p)[g]; e != "" {
-				judged = append(judged, g+" excused: "+string(e))
-			} else {
-				judged = append(judged, g+" strict")
-			}
-		}
-		fmt.Fprintf(b, "<tr><td>%d</td><td>%v..%v</td><td>%s</td><td>%s</td></tr>\n", k, lo, hi, what, esc(strings.Join(judged, ", ")))
+		fmt.Fprintf(b, "<tr><td>%d</td><td class=\"nowrap\">%v..%v</td><td class=\"msg\">%s</td>%s</tr>\n", k, lo, hi, what, x.judgedCell(d, k, vs))
 	}
 	fmt.Fprintf(b, "</table>\n")
 	if n > maxReportPops {
 		fmt.Fprintf(b, "<p>... %d more due pops not shown</p>\n", n-maxReportPops)
 	}
+}
+
+// timeliness says where a delivery at t fell against its due window
+// [lo, hi], as HTML.
+func timeliness(t, lo, hi time.Duration) string {
+	switch {
+	case t > hi:
+		return esc(fmt.Sprintf("%v late (after its due window)", t-hi))
+	case t >= lo:
+		return esc(fmt.Sprintf("on time (in its due window, %v before its end)", hi-t))
+	default:
+		return "<span class=\"early\">" + esc(fmt.Sprintf("%v early (before its due window opens)", lo-t)) + "</span>"
+	}
+}
+
+// judgedCell is the judged cell of pop k of d: its violations, found by
+// the checks Check runs (and the G5 violations of its deliveries, among
+// vs), with no excuse beside them; or how each guarantee held it.
+func (x *index) judgedCell(d *def, k int, vs []Violation) string {
+	var broke []Violation
+	if d.op.Outcome != Failed {
+		broke = append(broke, x.checkSeq(d, k)...)
+	}
+	if d.op.Outcome == OK && !x.delivered(d, k) {
+		if v, bad := x.missing(d, k); bad {
+			broke = append(broke, v)
+		}
+	}
+	for _, v := range vs {
+		if v.Guarantee != "G5" || v.Timer != d.op.Timer {
+			continue
+		}
+		for _, i := range d.bySeq[k] {
+			if x.h.Pops[i].At == v.At && !slices.Contains(broke, v) {
+				broke = append(broke, v)
+			}
+		}
+	}
+	if len(broke) > 0 {
+		var lines []string
+		for _, v := range broke {
+			lines = append(lines, "<b>VIOLATED "+esc(v.Guarantee)+"</b> ("+esc(guaranteeName[v.Guarantee])+"): "+esc(v.Message))
+		}
+		return "<td class=\"msg violated\">" + strings.Join(lines, "<br>") + "</td>"
+	}
+	p := Safety
+	if lo, _ := d.due(k); x.tl.liveFrom > 0 && lo >= x.tl.liveFrom {
+		p = Liveness
+	}
+	var judged []string
+	for _, g := range []string{"G2", "G3", "G4"} {
+		if e := x.judgePop(d, k, p)[g]; e != "" {
+			judged = append(judged, g+" excused: "+string(e))
+		} else {
+			judged = append(judged, g+" strict")
+		}
+	}
+	return "<td class=\"msg\">" + esc(strings.Join(judged, ", ")) + "</td>"
 }
 
 func specText(op Op) string {

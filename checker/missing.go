@@ -46,7 +46,7 @@ func (x *index) delivered(d *def, k int) bool {
 // replicas than hold the timer were down or cut off (see lateBound).
 func (x *index) missing(d *def, k int) (Violation, bool) {
 	lo, hi := d.due(k)
-	g, bound, ok := "G2", x.slack(), true
+	g, bound, ok := "G2", time.Duration(0), true
 	if x.tl.liveFrom > 0 && lo >= x.tl.liveFrom {
 		g, bound, ok = "G7", x.rankBound(d)+x.o.LivenessGrace, !x.liveAllLost(d, k)
 	} else {
@@ -68,24 +68,6 @@ func (x *index) required(d *def, k int, bound time.Duration) bool {
 	lo, hi := d.due(k)
 	by := hi + bound + x.tl.maxLag(x.end) // a lagging clock may hold it
 	return d.op.Outcome == OK && by <= x.end && by < d.cutoff && lo < d.lossFrom
-}
-
-// firstDueIn returns the earliest time in [a, b] at which some pop of d
-// may be being delivered (from its earliest due time to its rank bound).
-func (x *index) firstDueIn(d *def, a, b time.Duration) (time.Duration, bool) {
-	r := x.rankBound(d)
-	k := 1
-	if iv := d.op.Spec.Interval; iv > 0 && a-r-d.hi > 0 {
-		k = max(1, int((a-r-d.hi+iv-1)/iv))
-	}
-	if k > d.op.Spec.Pops() {
-		return 0, false
-	}
-	lo, hi := d.due(k)
-	if lo > b || hi+r < a {
-		return 0, false
-	}
-	return max(a, lo), true
 }
 
 // lossFrom is the earliest time a fault may have removed every copy of d

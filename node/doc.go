@@ -39,19 +39,32 @@
 // The package's files, in the order a timer meets them:
 //
 //   - node.go: the Node, routing of inbound requests, responses.
-//   - codec.go: the wire format, client and replication bodies decoded
-//     and validated, replication bodies encoded.
-//   - id.go, instance.go: unique timer IDs, wire IDs, instance numbers.
+//   - codec.go, valid.go: the wire format, client and replication bodies
+//     validated (valid.go's fast JSON check) and decoded, replication
+//     bodies encoded.
+//   - id.go, instance.go: unique timer IDs, wire IDs, instance numbers and
+//     the defence against two nodes sharing one.
 //   - write.go: client writes (create, update, delete) on the proxy, the
 //     quorum they wait for, and their fan-out to the replicas.
-//   - apply.go: the conflict rule and how a replica applies a record.
+//   - read.go: a read of one timer (GET /timers/<id>), gathered from every
+//     node that may hold it.
+//   - apply.go, merge.go: how a replica applies a record, and the conflict
+//     rule every path ends in, as one pure function.
 //   - pop.go: the schedule of held records, the callback, pop notices and
-//     the repair of stale replicas.
+//     the repair of stale replicas they bring.
 //   - sites.go: forwarding to and placing from other sites.
+//   - resync.go: active rebalancing when the membership changes: pages
+//     fetched from the peers, taken, passed on, and references.
+//   - repair.go: anti-entropy every RepairInterval, and the hand-off of
+//     records placed elsewhere.
 //   - timer.go, store.go: the held record and the timing wheel.
 //   - persist.go: what the node hands its Storage, the record encoding,
 //     and the restore of a restarted node.
 //   - ring.go: rendezvous hashing and the replica bloom filter.
+//   - retry.go: the node's own seeded randomness, for jitter only.
+//   - probe.go: coverage probes, counted on rare branches for the
+//     simulator.
+//   - timerlog.go: the debug line each step of a timer logs.
 //   - env.go, config.go, auth.go, allow.go: the injected interfaces,
 //     configuration, the cluster key, callback address rules.
 package node

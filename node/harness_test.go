@@ -1,7 +1,6 @@
 package node
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -185,12 +184,4 @@ func (h *harness) drainPops(uri string, status int) []Request {
 
 func timerJSON(interval, repeatFor int, uri, opaque string) string {
 	return string(EncodeSpec(Spec{Interval: int64(interval) * 1000, RepeatFor: int64(repeatFor) * 1000, URI: uri, Opaque: opaque}))
-}
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
 }

@@ -173,6 +173,7 @@ func (n *Node) pop(t *Timer) {
 	}
 	t.setPopMarks(missed|popBit(t.Seq, p), owed&^popBit(t.Seq, p))
 	popped := *t
+	n.logTimer("pop", &popped, "seq", p, "late", late)
 	n.holdNext(t)
 	n.stats.Pops++
 	req := Request{
@@ -195,6 +196,7 @@ func (n *Node) pop(t *Timer) {
 		}
 		// The record may have moved on meanwhile (notices, later pops),
 		// but while it is this definition, it is the one to tell from.
+		n.logTimer("callback", &popped, "seq", p, "status", resp.Status)
 		cur := n.store.Get(popped.ID)
 		if cur == nil || cur.Version != popped.Version || cur.State != Live {
 			cur = nil
@@ -249,6 +251,7 @@ func (n *Node) notifyPopped(t *Timer) {
 		}
 	}
 	now := n.nowMs()
+	n.logTimer("notice", &notice, "seq", notice.Seq, "replicas", notice.Placement.Replicas)
 	for _, peer := range notice.Placement.Replicas {
 		if peer != n.self {
 			n.replicate(peer, &notice, nil, now, func(_ bool, resp Response) { n.noticeAnswered(peer, &notice, resp) })

@@ -366,6 +366,7 @@ func (n *Node) handOff(done func(all bool)) {
 		pending, all := len(placed.Placement.Replicas), true
 		pendingAll++
 		n.hit(probeHandOff)
+		n.logTimer("hand off", placed, "replicas", placed.Placement.Replicas)
 		n.stats.RepairHandoffs++
 		for _, peer := range placed.Placement.Replicas {
 			n.replicate(peer, placed, nil, now, func(ok bool, resp Response) {
@@ -502,6 +503,7 @@ func (n *Node) repairGive(peer string, want []string) {
 		}
 		if t := n.store.Get(id); t != nil && t.State != Moved {
 			n.hit(probeRepairGive)
+			n.logTimer("repair push", t, "peer", peer)
 			n.stats.RepairPushes++
 			n.replicate(peer, n.placedNow(t), nil, now, nil)
 		}

@@ -343,6 +343,7 @@ func (n *Node) references(req Request, reply func(Response)) {
 		}
 		if t.State == Live && !slices.Contains(t.Placement.Replicas, n.self) {
 			n.hit(probeReferenceMoved)
+			n.logTimer("resync drop", t, "reason", "the new primary took it")
 			n.release(t)
 			t.entombAs(Moved)
 			n.holdNext(t)
@@ -644,6 +645,7 @@ func (n *Node) takePage(p *peerSync, entries []resyncEntry) []*dealtTimer {
 			}
 			n.resyncSend(p, peer, held, 1, func() { d.missed = d.missed || replicate })
 		})
+		n.logTimer("resync", t, "from", p.addr, "rank", rank, "took", took, "passed_newer", passed)
 		if took {
 			s.Taken++
 		}

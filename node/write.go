@@ -303,6 +303,7 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 	if tries < maxWriteRetries {
 		w.again = func(w *write) { n.rewrite(t, spec, oldBloom, targets, w, reply, tries) }
 	}
+	n.logTimer(writeStep(t), t, "replicas", replicas, "targets", targets)
 	n.forwardToSites(t, now)
 	var body []byte // encoded once, for the first peer
 	for _, peer := range targets {
@@ -485,6 +486,7 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 	req := n.internalPut(peer, FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)), body)
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		ok := n.countReplication(resp, err)
+		n.logTimer("replicated", t, "peer", peer, "status", resp.Status, "applied", ok)
 		n.startAnswered(t, resp)
 		if done != nil {
 			done(ok, resp)

@@ -297,7 +297,7 @@ func (p *Plan) validateStep(s Step) error {
 	case OpHeal:
 	case OpScaleUp, OpScaleDown:
 		if len(s.Side) == 0 || len(s.Peers) > 0 {
-			return fmt.Errorf("want: %s n<i>...", s.Op)
+			return fmt.Errorf("want: %s n<i> [n<j> ...]", s.Op)
 		}
 		for _, n := range s.Side {
 			if err := p.validNode(n); err != nil || isRoleLike(n) {

@@ -45,10 +45,15 @@ func Summary(res *Result) string {
 
 // WriteFailure writes the failure report: seed, fault mix, the first
 // violated guarantee with the events around it, and the replay command.
+// A run whose scenario expects its violations gets one too, headed so.
 // htmlPath names the HTML report if one was written.
 func WriteFailure(w io.Writer, res *Result, htmlPath string) {
 	p := res.Plan
-	fmt.Fprintf(w, "FAILED %s\nseed: %d\nfault mix: %s\nreplay: %s\n", p.Name, p.Seed, mixString(p), ReplayCommand(p))
+	verdict := "FAILED"
+	if !res.Failed() {
+		verdict = "VIOLATED AS EXPECTED"
+	}
+	fmt.Fprintf(w, "%s %s\nseed: %d\nfault mix: %s\nreplay: %s\n", verdict, p.Name, p.Seed, mixString(p), ReplayCommand(p))
 	if htmlPath != "" {
 		fmt.Fprintf(w, "html report: %s\n", htmlPath)
 	}

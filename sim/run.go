@@ -223,7 +223,7 @@ func (w *world) setup() {
 		if req != nil {
 			w.tr.request(what, from, to, req.Method, req.URL, n)
 			if what == "deliver" && w.opts.TraceBodies && len(req.Body) > 0 {
-				w.tr.note("  body %s", req.Body)
+				w.tr.print("  body %s", req.Body)
 			}
 			return
 		}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -157,7 +158,7 @@ func (p *Plan) parseExpect(f []string) error {
 // parseStep parses "<time> <op> args...".
 func (p *Plan) parseStep(f []string) error {
 	if len(f) < 2 {
-		return fmt.Errorf("want: at <time> <action> ...")
+		return errors.New("want: at <time> <action> [<argument> ...] (an action and its arguments)")
 	}
 	at, err := time.ParseDuration(f[0])
 	if err != nil {
@@ -171,7 +172,7 @@ func (p *Plan) parseStep(f []string) error {
 	case OpBurst:
 		// burst <prefix> <count> via n<i> [over=<duration>] key=value...
 		if len(args) < 2 {
-			return fmt.Errorf("want: burst <prefix> <count> via n<i> [over=<d>] key=value...")
+			return errors.New("want: burst <prefix> <count> via n<i> [over=<d>] [key=value ...]")
 		}
 		if s.Count, err = strconv.Atoi(args[1]); err != nil {
 			return err
@@ -196,7 +197,7 @@ func (p *Plan) parseStep(f []string) error {
 		s.Check, err = parseCheck(args)
 	case OpScaleUp, OpScaleDown:
 		if len(args) == 0 {
-			err = fmt.Errorf("want: %s n<i>...", s.Op)
+			err = fmt.Errorf("want: %s n<i> [n<j> ...]", s.Op)
 		}
 		s.Side = args
 	case OpHeal:
@@ -216,7 +217,7 @@ func (p *Plan) parseStep(f []string) error {
 // parseTimerStep: <label> via n<i> [client=<k>] [interval=..] [repeat-for=..] [rf=..] [cb=c<k>].
 func parseTimerStep(s *Step, args []string) error {
 	if len(args) < 3 || args[1] != "via" {
-		return fmt.Errorf("want: %s <timer> via n<i> key=value...", s.Op)
+		return fmt.Errorf("want: %s <timer> via n<i> [key=value ...]", s.Op)
 	}
 	s.Timer = args[0]
 	if _, err := fmt.Sscanf(args[2], "n%d", &s.Via); err != nil {

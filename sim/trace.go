@@ -111,6 +111,15 @@ func (t *tracer) note(format string, args ...any) {
 	}
 }
 
+// print prints a free-form line when the trace is printed, and hashes
+// nothing: what only the printed trace shows (a body) must not change the
+// hash, so that run and replay of one plan print the same one.
+func (t *tracer) print(format string, args ...any) {
+	if t.w != nil {
+		fmt.Fprintf(t.w, "%12v %s\n", t.now(), fmt.Sprintf(format, args...))
+	}
+}
+
 // Random streams split from one seed. Each is an independent PCG so that a
 // change in how much one part draws never shifts another part's draws.
 const (

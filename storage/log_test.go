@@ -74,6 +74,9 @@ func TestCrashesKeepEveryWrite(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		disk := newDisk(rapid.Uint64().Draw(rt, "disk"))
 		l, got := mustOpen(rt, disk)
+		if len(got) > 0 {
+			rt.Fatalf("a new disk recovered %v, want nothing", got)
+		}
 		model := map[uint64]string{}
 		var b storage.Batch
 		for step := range rapid.IntRange(1, 60).Draw(rt, "steps") {

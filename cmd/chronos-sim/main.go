@@ -5,11 +5,14 @@
 //	chronos-sim replay -seed S | -scenario F                    one run, printing the trace
 //	chronos-sim shrink -seed S | -scenario F [-out F]           write a minimal failing scenario
 //
-// The last line of run gives the seed, the trace hash and the result.
+// The last line of run and replay gives the seed, the trace hash (the same
+// for both) and the result. A run with violations, failed or expected by
+// its scenario, writes the failure report and the HTML report.
 // Exit codes: 0 pass, 1 a check failed, 2 bad usage or input.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,19 +24,51 @@ import (
 	"github.com/chronos-timer/chronos/sim"
 )
 
+// command is one of chronos-sim's commands, with its line of -h.
+type command struct {
+	name, args, about string
+}
+
+// commands lists the commands in the order -h shows them.
+var commands = []command{
+	{"run", "-seed S | -scenario F [-html F]", "one run; on violations a report and an HTML report; exit 0 only if every check passed"},
+	{"sweep", "-seeds N [-from S]", "many seeds, each run twice with the trace hashes compared; progress on stderr, a summary"},
+	{"replay", "-seed S | -scenario F", "one run, printing the plan and every event with the message bodies"},
+	{"shrink", "-seed S | -scenario F [-out F]", "reduce a failing run to a small scenario file that fails the same way"},
+}
+
 func main() {
 	if len(os.Args) < 2 {
-		usage()
+		usage(os.Stderr)
+		os.Exit(2)
 	}
 	cmd, args := os.Args[1], os.Args[2:]
-	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+	switch cmd {
+	case "-h", "-help", "--help", "help":
+		usage(os.Stdout)
+		os.Exit(0)
+	}
+	c, ok := findCommand(cmd)
+	if !ok {
+		fmt.Fprintf(os.Stderr, "chronos-sim: no command %q\n\n", cmd)
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet("chronos-sim "+cmd, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: chronos-sim %s %s\n  %s\n\nflags:\n", c.name, c.args, c.about)
+		fs.PrintDefaults()
+	}
 	seed := fs.Uint64("seed", 0, "seed to run")
 	scenario := fs.String("scenario", "", "scenario file to run")
 	seeds := fs.Int("seeds", 200, "sweep: how many seeds")
 	from := fs.Uint64("from", 1, "sweep: first seed")
-	html := fs.String("html", "", "run: where to write the HTML report on failure (default chronos-sim-<seed>.html)")
+	html := fs.String("html", "", "run: where to write the HTML report of a run with violations (default chronos-sim-<seed>.html)")
 	out := fs.String("out", "", "shrink: scenario file to write (default scenarios/shrunk-<seed>.scenario)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
 		os.Exit(2)
 	}
 	var code int
@@ -46,15 +81,29 @@ func main() {
 		code = replay(*seed, *scenario)
 	case "shrink":
 		code = shrink(*seed, *scenario, *out)
-	default:
-		usage()
 	}
 	os.Exit(code)
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: chronos-sim run|sweep|replay|shrink [-seed S] [-scenario F] [-seeds N]")
-	os.Exit(2)
+// findCommand returns the command called name.
+func findCommand(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// usage lists the commands, one a line.
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: chronos-sim <command> [flags]   (chronos-sim <command> -h for its flags)")
+	fmt.Fprintln(w, "\nThe deterministic Chronos simulator. Commands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.about)
+		fmt.Fprintf(w, "          chronos-sim %s %s\n", c.name, c.args)
+	}
+	fmt.Fprintln(w, "\nExit codes: 0 pass, 1 a check failed, 2 bad usage or input. docs/simulator.md tells more.")
 }
 
 // load returns the plan of a seed or of a scenario file.
@@ -81,8 +130,9 @@ func load(seed uint64, scenario string) (*sim.Plan, bool) {
 	return p, true
 }
 
-// run runs one plan; on failure it writes the failure report and the HTML
-// report. The last line is the summary.
+// run runs one plan; when it failed, or broke guarantees its scenario
+// expects it to break, it writes the failure report and the HTML report.
+// The last line is the summary.
 func run(seed uint64, scenario, htmlPath string) int {
 	p, ok := load(seed, scenario)
 	if !ok {
@@ -92,6 +142,8 @@ func run(seed uint64, scenario, htmlPath string) int {
 	code := 0
 	if res.Failed() {
 		code = 1
+	}
+	if res.Failed() || len(res.Violations) > 0 {
 		if htmlPath == "" {
 			htmlPath = fmt.Sprintf("chronos-sim-%d.html", p.Seed)
 		}

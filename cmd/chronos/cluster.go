@@ -12,8 +12,9 @@ import (
 )
 
 // runCluster runs `chronos cluster`: a local cluster of nodes of this
-// binary on loopback, until SIGINT, SIGTERM or SIGHUP. It returns the exit
-// code: 0 once every node stopped cleanly, 1 on a failure, 2 on bad flags.
+// binary on loopback, until SIGINT or SIGTERM; SIGHUP has every node
+// reload its configuration. It returns the exit code: 0 once every node
+// stopped cleanly, 1 on a failure, 2 on bad flags.
 func runCluster(args []string, stdout, stderr io.Writer) int {
 	fs, o := clusterFlags(stderr)
 	if code, ok := parse(fs, args); !ok {
@@ -31,7 +32,12 @@ func runCluster(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), localcluster.StopSignals...)
 	defer stop()
-	if err := localcluster.Run(ctx, *o); err != nil {
+	reload := make(chan os.Signal, 1)
+	if len(localcluster.ReloadSignals) > 0 {
+		signal.Notify(reload, localcluster.ReloadSignals...)
+		defer signal.Stop(reload)
+	}
+	if err := localcluster.Run(ctx, *o, reload); err != nil {
 		fmt.Fprintf(stderr, "chronos cluster: %v\n", err)
 		return 1
 	}

@@ -23,32 +23,37 @@ import (
 )
 
 // TestClusterCommand proves `make cluster` as the README tells it: the
-// command starts three nodes on 127.0.0.1:7253-7255 and a sink on
-// 127.0.0.1:9999, prints the README's curl example, and the README's
-// create, sent as it is, is answered 200 and pops at the sink, which
-// prints it with its sequence number and timer header. Every node answers
-// /ping and runs from files that load with no warning; SIGTERM stops them
-// all and the command exits 0. It needs those fixed ports, and is skipped
-// when one is taken (a `make run` or `make cluster` left running).
+// README's curl example is the command's own for its default ports
+// (127.0.0.1:7253-7255, a sink on 127.0.0.1:9999). Run on free ports
+// (-base-port, -sink), so that a `make cluster` left running cannot skip
+// it, the command starts three nodes and a sink, prints that example for
+// its ports, and the example's create, sent as it is, is answered 200 and
+// pops at the sink, which prints it with its sequence number and timer
+// header. Every node answers /ping and runs from files that load with no
+// warning; SIGTERM stops them all and the command exits 0.
 func TestClusterCommand(t *testing.T) {
 	bin := proctest.Chronos(t)
-	url, body := readmeCreate(t)
-	o := localcluster.DefaultOptions()
-	nodes := make([]string, o.Nodes)
+	readmeURL, readmeBody := readmeCreate(t)
+	def := localcluster.DefaultOptions()
+	if want := "http://" + net.JoinHostPort(localcluster.Host, strconv.Itoa(def.BasePort)) + "/timers"; readmeURL != want {
+		t.Fatalf("README's curl example POSTs to %s, want the first node's %s", readmeURL, want)
+	}
+	if want := localcluster.ExampleTimer(def.Sink); readmeBody != want {
+		t.Fatalf("README's curl example sends %s, want the command's example %s", readmeBody, want)
+	}
+	base, sink := proctest.FreePorts(t, def.Nodes), proctest.FreeAddr(t)
+	nodes := make([]string, def.Nodes)
 	for i := range nodes {
-		nodes[i] = net.JoinHostPort(localcluster.Host, strconv.Itoa(o.BasePort+i))
+		nodes[i] = net.JoinHostPort(localcluster.Host, strconv.Itoa(base+i))
 	}
-	skipUnlessFree(t, append(nodes, o.Sink)...)
-	if want := "http://" + nodes[0] + "/timers"; url != want {
-		t.Fatalf("README's curl example POSTs to %s, want the first node's %s", url, want)
-	}
+	url, body := "http://"+nodes[0]+"/timers", localcluster.ExampleTimer(sink)
 	dir := t.TempDir()
-	c := startClusterCommand(t, bin, "-dir", dir)
+	c := startClusterCommand(t, bin, "-dir", dir, "-base-port", strconv.Itoa(base), "-sink", sink)
 
-	// The command prints the README's example itself.
+	// The command prints the README's example itself, for its ports.
 	printed := fmt.Sprintf("curl -i -X POST %s \\\n      -d '%s'", url, body)
 	if !strings.Contains(c.out.String(), printed) {
-		t.Errorf("the command does not print the README's example\n%s\nwant it to contain\n%s", c.out.String(), printed)
+		t.Errorf("the command does not print the README's example for its ports\n%s\nwant it to contain\n%s", c.out.String(), printed)
 	}
 	client := &http.Client{Timeout: clusterWait}
 	for _, n := range nodes {
@@ -65,7 +70,7 @@ func TestClusterCommand(t *testing.T) {
 
 	status, loc := do(t, client, http.MethodPost, url, body)
 	if status != http.StatusOK || !isTimerPath(loc) {
-		t.Fatalf("POST %s with the README's body: status %d Location %q, want 200 and /timers/<32 hex digits>", url, status, loc)
+		t.Fatalf("POST %s with the example's body: status %d Location %q, want 200 and /timers/<32 hex digits>", url, status, loc)
 	}
 	timer := strings.TrimPrefix(loc, "/timers/")[:16]
 	for seq := 1; seq <= 2; seq++ {
@@ -108,6 +113,29 @@ func TestClusterCommandFlags(t *testing.T) {
 	} else {
 		ln.Close()
 	}
+}
+
+// TestClusterCommandReload proves that SIGHUP to the command reloads
+// every node, as SIGHUP to one node does (its membership and log level),
+// and stops none: each logs the reload and still answers /ping, and
+// SIGTERM then stops them and the command exits 0.
+func TestClusterCommandReload(t *testing.T) {
+	bin := proctest.Chronos(t)
+	base := proctest.FreePorts(t, 2)
+	c := startClusterCommand(t, bin, "-nodes", "2", "-base-port", strconv.Itoa(base), "-sink=", "-dir", t.TempDir())
+	if err := c.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	c.out.waitFor(t, "reload: 2 of 2 nodes re-read ")
+	client := &http.Client{Timeout: clusterWait}
+	for i := range 2 {
+		addr := net.JoinHostPort(localcluster.Host, strconv.Itoa(base+i))
+		c.out.waitFor(t, `msg="cluster reloaded" node=`+addr)
+		if status, _ := do(t, client, http.MethodGet, "http://"+addr+"/ping", ""); status != http.StatusOK {
+			t.Errorf("GET %s/ping after the reload: status %d, want 200", addr, status)
+		}
+	}
+	c.stop(t)
 }
 
 // TestClusterCommandNodeExits proves that a node that dies under the
@@ -181,21 +209,6 @@ func readmeCreate(t *testing.T) (url, body string) {
 		t.Fatal("README.md has no `curl -i -X POST <url> \\ -d '<body>'` example")
 	}
 	return string(m[1]), string(m[2])
-}
-
-// skipUnlessFree skips the test unless every address is free to listen
-// on: `make cluster` uses fixed ports (README.md's curl names them), so
-// the test cannot move to free ones, and a port another process holds
-// is not this code's failure.
-func skipUnlessFree(t *testing.T, addrs ...string) {
-	t.Helper()
-	for _, a := range addrs {
-		ln, err := net.Listen("tcp", a)
-		if err != nil {
-			t.Skipf("skipped: `chronos cluster` always listens on %s, which is taken (%v); stop the process listening there to run this test", a, err)
-		}
-		ln.Close()
-	}
 }
 
 // clusterCommand is a running `chronos cluster`.

@@ -14,30 +14,36 @@ import (
 const examplesDir = "../../examples"
 
 // exampleNode is one node of an example as the example starts it: its
-// files, relative to examples/, "" for none.
+// files, relative to examples/, "" for none, and the folder that holds
+// them, "" for examples/ itself.
 type exampleNode struct {
 	local, cluster, shared, dns string
+	root                        string
 }
 
-// examplePath is an example file's path from this package, "" for none.
-func examplePath(rel string) string {
+// path is the path of the example file rel from this package, "" for
+// none.
+func (n exampleNode) path(rel string) string {
 	if rel == "" {
 		return ""
 	}
-	return filepath.Join(examplesDir, rel)
+	if n.root == "" {
+		return filepath.Join(examplesDir, rel)
+	}
+	return filepath.Join(n.root, rel)
 }
 
 // load loads the node's configuration as the binary does, and fails on
 // an error or a warning.
 func (n exampleNode) load(t *testing.T) server.Config {
 	t.Helper()
-	return loadFiles(t, examplePath(n.local), examplePath(n.cluster), examplePath(n.shared), examplePath(n.dns))
+	return loadFiles(t, n.path(n.local), n.path(n.cluster), n.path(n.shared), n.path(n.dns))
 }
 
 // args are the file flags the node starts with, beside --local-config-file
 // and --cluster-config-file.
 func (n exampleNode) args() []string {
-	return []string{"--shared-config-file=" + examplePath(n.shared), "--dns-config-file=" + examplePath(n.dns)}
+	return []string{"--shared-config-file=" + n.path(n.shared), "--dns-config-file=" + n.path(n.dns)}
 }
 
 // exampleSetup is every node of an example in one of its configurations,

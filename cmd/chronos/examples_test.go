@@ -3,9 +3,12 @@
 package main
 
 import (
+	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,21 +19,21 @@ import (
 	"github.com/chronos-timer/chronos/node"
 )
 
-// TestExamples starts real processes from exactly the files of examples/
-// on the loopback ports they name, and runs each example as its comments
-// and docs/operations.md tell it: a timer pops on a single node, and on
-// three nodes; a fourth node is added to the three by the scale-up
-// procedure with no timer lost or popped twice; a timer created at one
-// site keeps popping from the other once its own site is lost. An example
-// whose ports are taken is skipped. The examples wait on timers, not on
-// the CPU, so they run at the same time (as TestScale's scenarios do);
-// the scale-up reuses the three-node example's nodes, so those two run
-// one after the other.
+// TestExamples starts real processes from the files of examples/, each
+// port they name moved to a free one (moveExamples), and runs each example
+// as its comments and docs/operations.md tell it: a timer pops on a single
+// node, and on three nodes; a fourth node is added to the three by the
+// scale-up procedure with no timer lost or popped twice; a timer created
+// at one site keeps popping from the other once its own site is lost. The
+// examples wait on timers, not on the CPU, so they run at the same time
+// (as TestScale's scenarios do); the scale-up reuses the three-node
+// example's nodes, so those two run one after the other.
 func TestExamples(t *testing.T) {
 	bin := proctest.Chronos(t)
+	moved := moveExamples(t)
 	runs := []struct {
 		name string
-		run  func(*testing.T, string)
+		run  func(*testing.T, string, *movedExamples)
 	}{
 		{"single-node", exampleSingleNode},
 		{"three-nodes_then_scale-up", exampleThreeNodesThenScaleUp},
@@ -41,7 +44,7 @@ func TestExamples(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t.Run(r.name, func(t *testing.T) { r.run(t, bin) })
+			t.Run(r.name, func(t *testing.T) { r.run(t, bin, moved) })
 		}()
 	}
 	wg.Wait()
@@ -49,9 +52,8 @@ func TestExamples(t *testing.T) {
 
 // exampleSingleNode proves examples/single-node: a timer pops twice, and
 // a callback outside its [callbacks] allowed_host is refused with 400.
-func exampleSingleNode(t *testing.T, bin string) {
-	n := exampleSetupNamed(t, "single-node").nodes[0]
-	skipUnlessFree(t, n.load(t).ListenAddress())
+func exampleSingleNode(t *testing.T, bin string, moved *movedExamples) {
+	n := moved.setup(t, "single-node").nodes[0]
 	p := startExample(t, bin, n, "")
 	rec := newRecorder(t)
 	client := &http.Client{Timeout: clusterWait}
@@ -74,21 +76,16 @@ func exampleSingleNode(t *testing.T, bin string) {
 // docs/operations.md says: 100 timers created on the three nodes before
 // the scale each pop exactly once after it, from the replicas the
 // four-node ring places them on.
-func exampleThreeNodesThenScaleUp(t *testing.T, bin string) {
-	three := exampleSetupNamed(t, "three-nodes")
-	joining, after := exampleSetupNamed(t, "scale-up/joining"), exampleSetupNamed(t, "scale-up/after")
-	var addrs []string
-	for _, n := range after.nodes {
-		addrs = append(addrs, n.load(t).ListenAddress())
-	}
-	skipUnlessFree(t, addrs...)
+func exampleThreeNodesThenScaleUp(t *testing.T, bin string, moved *movedExamples) {
+	three := moved.setup(t, "three-nodes")
+	joining, after := moved.setup(t, "scale-up/joining"), moved.setup(t, "scale-up/after")
 	s := newScaling(t, bin, "")
 
 	// Each node has a cluster file of its own, as on its own machine,
 	// copied from the example's: the scale rewrites it.
 	var ps []*process
 	for _, n := range three.nodes {
-		ps = append(ps, startExample(t, bin, n, install(t, examplePath(n.cluster), "")))
+		ps = append(ps, startExample(t, bin, n, install(t, n.path(n.cluster), "")))
 	}
 	for _, p := range ps {
 		if st := s.status(p); !slices.Equal(st.Nodes, three.members.Nodes) {
@@ -107,10 +104,10 @@ func exampleThreeNodesThenScaleUp(t *testing.T, bin string) {
 	timers := s.create(ps, 2)
 	// 1. The new node starts with the joining file.
 	n4 := joining.nodes[3]
-	p4 := startExample(t, bin, n4, install(t, examplePath(n4.cluster), ""))
+	p4 := startExample(t, bin, n4, install(t, n4.path(n4.cluster), ""))
 	// 2. The three reload the same file.
 	for _, p := range ps {
-		install(t, examplePath(joining.nodes[0].cluster), p.clusterPath)
+		install(t, joining.nodes[0].path(joining.nodes[0].cluster), p.clusterPath)
 	}
 	s.hup(joining.members, ps...)
 	// 3. Every node's resync completes.
@@ -119,7 +116,7 @@ func exampleThreeNodesThenScaleUp(t *testing.T, bin string) {
 	s.expectHeld(timers, 2, all)
 	// 4. The new node becomes an ordinary member.
 	for _, p := range all {
-		install(t, examplePath(after.nodes[0].cluster), p.clusterPath)
+		install(t, after.nodes[0].path(after.nodes[0].cluster), p.clusterPath)
 	}
 	s.hup(after.members, all...)
 	s.expectPops(timers)
@@ -128,18 +125,13 @@ func exampleThreeNodesThenScaleUp(t *testing.T, bin string) {
 // exampleTwoSites proves examples/two-sites: a timer created at site A is
 // held by both nodes of site B too; once both nodes of site A are killed,
 // site B makes its next pops; a delete through site B stops it.
-func exampleTwoSites(t *testing.T, bin string) {
-	a, b := exampleSetupNamed(t, "two-sites/site-a"), exampleSetupNamed(t, "two-sites/site-b")
+func exampleTwoSites(t *testing.T, bin string, moved *movedExamples) {
+	a, b := moved.setup(t, "two-sites/site-a"), moved.setup(t, "two-sites/site-b")
 	nodes := slices.Concat(a.nodes, b.nodes)
-	var addrs []string
-	for _, n := range nodes {
-		addrs = append(addrs, n.load(t).ListenAddress())
-	}
-	skipUnlessFree(t, addrs...)
 	s := newScaling(t, bin, "")
 	var ps []*process
 	for _, n := range nodes {
-		ps = append(ps, startExample(t, bin, n, examplePath(n.cluster)))
+		ps = append(ps, startExample(t, bin, n, n.path(n.cluster)))
 	}
 	siteA, siteB := ps[:2], ps[2:]
 
@@ -198,12 +190,103 @@ func exampleSetupNamed(t *testing.T, name string) exampleSetup {
 	return exampleSetup{}
 }
 
+// movedExamples is a copy of examples/ in which each port an example
+// listens on is replaced by one that was free a moment ago, so that the
+// examples run whatever else listens on 7253 or 7261 (a `make run` left
+// up, another test): the files are otherwise the examples', byte for byte.
+type movedExamples struct {
+	root  string
+	ports map[string]string // an example's port: the copy's
+}
+
+// examplePort is a port number standing alone in an example's file.
+var examplePort = regexp.MustCompile(`\b\d{4,5}\b`)
+
+// moveExamples copies examples/ into a temporary folder with its ports
+// moved: those the example nodes listen on, wherever they appear (a
+// member, a remote site, a bind-port, a comment).
+func moveExamples(t *testing.T) *movedExamples {
+	t.Helper()
+	m := &movedExamples{root: t.TempDir(), ports: map[string]string{}}
+	var held []net.Listener
+	for _, s := range exampleSetups() {
+		for _, n := range s.nodes {
+			_, port, _ := net.SplitHostPort(n.load(t).ListenAddress())
+			if _, ok := m.ports[port]; ok {
+				continue
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, ln) // held until every port is drawn, so that none is drawn twice
+			m.ports[port] = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		}
+	}
+	for _, ln := range held {
+		ln.Close()
+	}
+	err := filepath.WalkDir(examplesDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(examplesDir, path)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		data = examplePort.ReplaceAllFunc(data, func(p []byte) []byte {
+			if to, ok := m.ports[string(p)]; ok {
+				return []byte(to)
+			}
+			return p
+		})
+		if err := os.MkdirAll(filepath.Join(m.root, filepath.Dir(rel)), 0o700); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(m.root, rel), data, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// setup returns the example configuration name of exampleSetups, its
+// files and membership those of the moved copy.
+func (m *movedExamples) setup(t *testing.T, name string) exampleSetup {
+	t.Helper()
+	s := exampleSetupNamed(t, name)
+	nodes := slices.Clone(s.nodes)
+	for i := range nodes {
+		nodes[i].root = m.root
+	}
+	s.nodes = nodes
+	s.members = node.Membership{Nodes: m.addrs(t, s.members.Nodes), Joining: m.addrs(t, s.members.Joining), Leaving: m.addrs(t, s.members.Leaving)}
+	return s
+}
+
+// addrs returns the moved copy's addresses for an example's.
+func (m *movedExamples) addrs(t *testing.T, addrs []string) []string {
+	t.Helper()
+	var out []string
+	for _, a := range addrs {
+		host, port, _ := net.SplitHostPort(a)
+		to, ok := m.ports[port]
+		if !ok {
+			t.Fatalf("example address %s: no node of the examples listens on its port", a)
+		}
+		out = append(out, net.JoinHostPort(host, to))
+	}
+	return out
+}
+
 // startExample starts node n of an example from its own files, with the
 // cluster file at clusterPath, and waits until it serves.
 func startExample(t *testing.T, bin string, n exampleNode, clusterPath string) *process {
 	t.Helper()
 	addr := n.load(t).ListenAddress()
-	p := &process{url: "http://" + addr, addr: addr, localPath: examplePath(n.local), clusterPath: clusterPath, files: n.args()}
+	p := &process{url: "http://" + addr, addr: addr, localPath: n.path(n.local), clusterPath: clusterPath, files: n.args()}
 	if err := p.start(t, bin, scaleWait); err != nil {
 		t.Fatal(err)
 	}

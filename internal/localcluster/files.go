@@ -72,7 +72,7 @@ func writeFiles(nodes []nodeFiles) error {
 func clusterFile(addrs []string, key string) string {
 	var b strings.Builder
 	b.WriteString("# Written by `chronos cluster`: the membership of a local cluster, read\n" +
-		"# by every node. Edit it and send the nodes SIGHUP to change it; see\n" +
+		"# by every node. Edit it and send `chronos cluster` SIGHUP to change it; see\n" +
 		"# docs/operations.md and examples/ for clusters of machines.\n" +
 		"[cluster]\n")
 	for _, a := range addrs {

@@ -26,19 +26,30 @@ func newLines(out io.Writer) *lines {
 	return &lines{out: out}
 }
 
-// printf writes one message of the command itself.
-func (l *lines) printf(format string, args ...any) {
+// printf writes one message of the command itself, and returns the
+// output's error: a closed terminal's, say.
+func (l *lines) printf(format string, args ...any) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintf(l.out, format, args...)
+	_, err := fmt.Fprintf(l.out, format, args...)
+	return err
+}
+
+// println prints one whole line of source, which holds no newline, after
+// its prefix. It is safe for concurrent use, unlike a writer.
+func (l *lines) println(source, line string) {
+	(&prefixed{lines: l, prefix: prefix(source)}).emit([]byte(line + "\n"))
 }
 
 // writer returns a writer that prints each line written to it after
 // source and a bar ("node1 | ..."). Flush prints a last line that has no
 // newline.
 func (l *lines) writer(source string) *prefixed {
-	return &prefixed{lines: l, prefix: []byte(fmt.Sprintf("%-5s | ", source))}
+	return &prefixed{lines: l, prefix: prefix(source)}
 }
+
+// prefix is what starts each line of source.
+func prefix(source string) []byte { return []byte(fmt.Sprintf("%-5s | ", source)) }
 
 // prefixed is one source's writer. Each is written by one goroutine at a
 // time (exec copies a process's output from one), so its buffer needs no

@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/chronos-timer/chronos/server"
@@ -165,5 +167,58 @@ func TestCheckFree(t *testing.T) {
 	o.Nodes = 0 // only the sink
 	if err := o.checkFree(); err == nil || !strings.Contains(err.Error(), ln.Addr().String()) {
 		t.Errorf("checkFree with the sink's %s taken = %v, want it named", ln.Addr(), err)
+	}
+}
+
+// TestSinkBurst proves that the sink prints every pop of a burst exactly
+// once, each on a whole line of its own, however many callbacks arrive at
+// once: its handlers run concurrently, and once shared one line buffer,
+// which repeated some pops and lost others (and fails under -race).
+func TestSinkBurst(t *testing.T) {
+	const pops, senders = 400, 16
+	var out strings.Builder
+	s, err := startSink("127.0.0.1:0", newLines(&out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: senders}}
+	seqs := make(chan int)
+	var wg sync.WaitGroup
+	for range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := range seqs {
+				req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+"/cb", strings.NewReader(fmt.Sprintf("pop %d", seq)))
+				req.Header.Set("X-Sequence-Number", strconv.Itoa(seq))
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Errorf("pop %d: %v", seq, err)
+					continue
+				}
+				resp.Body.Close()
+			}
+		}()
+	}
+	for seq := 1; seq <= pops; seq++ {
+		seqs <- seq
+	}
+	close(seqs)
+	wg.Wait()
+	s.stop()
+
+	seen := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		seen[line]++
+	}
+	for seq := 1; seq <= pops; seq++ {
+		line := fmt.Sprintf(`sink  | POST /cb X-Sequence-Number: %d X-Chronos-Timer:  body: "pop %d"`, seq, seq)
+		if seen[line] != 1 {
+			t.Errorf("pop %d printed %d times, want once: %q", seq, seen[line], line)
+		}
+		delete(seen, line)
+	}
+	for line, n := range seen {
+		t.Errorf("%d unexpected lines %q", n, line)
 	}
 }

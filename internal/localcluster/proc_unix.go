@@ -7,12 +7,21 @@ import (
 	"syscall"
 )
 
-// StopSignals are the signals on which the command stops the cluster: a
-// closed terminal's SIGHUP too, so that no node outlives it.
-var StopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+// StopSignals are the signals on which the command stops the cluster.
+var StopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
 
-// stopSignal asks a node to stop gracefully.
-var stopSignal os.Signal = syscall.SIGTERM
+// ReloadSignals are the signals on which the command has every node
+// reload its configuration, as one node does on SIGHUP. A closed terminal
+// sends SIGHUP too: the command then finds its output gone and stops the
+// cluster, so that no node outlives the terminal (Cluster.Wait).
+var ReloadSignals = []os.Signal{syscall.SIGHUP}
+
+// stopSignal asks a node to stop gracefully, and reloadSignal to reload
+// its configuration.
+var (
+	stopSignal   os.Signal = syscall.SIGTERM
+	reloadSignal os.Signal = syscall.SIGHUP
+)
 
 // ownGroup puts a node in a process group of its own, so that the
 // terminal's Ctrl-C reaches only the command, which then stops the nodes

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -36,14 +37,16 @@ type proc struct {
 }
 
 // Run starts the cluster, prints how to use it, and serves until ctx ends
-// (the command's Ctrl-C or SIGTERM), then stops every node.
-func Run(ctx context.Context, o Options) error {
+// (the command's Ctrl-C or SIGTERM), then stops every node. Each value
+// received from reload (the command's SIGHUP) has every node reload its
+// configuration; reload may be nil.
+func Run(ctx context.Context, o Options, reload <-chan os.Signal) error {
 	c, err := Start(ctx, o)
 	if err != nil {
 		return err
 	}
 	c.printUsage()
-	return c.Wait(ctx)
+	return c.Wait(ctx, reload)
 }
 
 // Start writes the configuration, starts the sink and the nodes, and
@@ -150,13 +153,20 @@ func (c *Cluster) awaitReady(ctx context.Context, p *proc) error {
 
 // Wait serves until ctx ends, then stops every node. A node that exits
 // meanwhile (killed to try a failover, say) is reported and the others
-// keep serving; when none is left, Wait returns an error.
-func (c *Cluster) Wait(ctx context.Context) error {
+// keep serving; when none is left, Wait returns an error. On each value
+// from reload, every node still running reloads its configuration; if
+// the output cannot say so, the terminal that sent the SIGHUP has closed,
+// and Wait stops every node and returns the output's error.
+func (c *Cluster) Wait(ctx context.Context, reload <-chan os.Signal) error {
 	live := len(c.nodes)
 	for live > 0 {
 		select {
 		case <-ctx.Done():
 			return c.Stop()
+		case <-reload:
+			if err := c.reload(live); err != nil {
+				return errors.Join(err, c.Stop())
+			}
 		case p := <-c.exits:
 			p.exited = true
 			live--
@@ -166,6 +176,22 @@ func (c *Cluster) Wait(ctx context.Context) error {
 	}
 	c.Stop()
 	return errors.New("localcluster: every node has exited")
+}
+
+// reload says that the live nodes reload, then sends each SIGHUP, on which
+// it re-reads its files: the membership, the log level (the cluster file
+// is every node's). It sends nothing if the output fails.
+func (c *Cluster) reload(live int) error {
+	if err := c.out.printf("reload: %d of %d nodes re-read %s and their own file (membership, log level)\n",
+		live, len(c.nodes), filepath.Join(c.dir, ClusterFileName)); err != nil {
+		return fmt.Errorf("localcluster: output lost on reload, stopping every node: %w", err)
+	}
+	for _, p := range c.nodes {
+		if !p.exited && reloadSignal != nil {
+			_ = p.cmd.Process.Signal(reloadSignal)
+		}
+	}
+	return nil
 }
 
 // Stop sends each node SIGTERM, waits for it to exit (killing one that
@@ -229,6 +255,9 @@ func (c *Cluster) printUsage() {
 	fmt.Fprintf(&b, "Delete it:         curl -i -X DELETE %s/timers/<id from the Location header>\n", first)
 	fmt.Fprintf(&b, "A node's state:    curl %s/status    (and /metrics)\n", first)
 	b.WriteString("A failover:        kill -9 <a node's pid>; its timers pop from their other replica\n")
+	if len(ReloadSignals) > 0 {
+		b.WriteString("Reload every node: kill -HUP <this command's pid>, after editing the configuration\n")
+	}
 	b.WriteString("Stop every node:   Ctrl-C, or kill <this command's pid>\n\n")
 	c.out.printf("%s", b.String())
 }

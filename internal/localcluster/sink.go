@@ -23,20 +23,22 @@ const (
 // request 200 and prints one line for it, so that a timer created with
 // the README's curl example is seen to pop.
 type sink struct {
+	addr string // where it listens
 	srv  *http.Server
 	done chan error
 }
 
 // startSink listens on addr and serves until stop is called, printing to
-// out.
+// out. The server runs each request's handler on a goroutine of its own,
+// so each prints its line whole through out, which holds the lock, and
+// shares no buffer with another.
 func startSink(addr string, out *lines) (*sink, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("localcluster: sink: %w", err)
 	}
-	print := out.writer("sink")
-	s := &sink{done: make(chan error, 1), srv: &http.Server{
-		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(print, describe(r)) }),
+	s := &sink{addr: ln.Addr().String(), done: make(chan error, 1), srv: &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { out.println("sink", describe(r)) }),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 	}}

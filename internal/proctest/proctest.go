@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -74,4 +75,37 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// maxPortTries bounds FreePorts' search for a run of free ports.
+const maxPortTries = 100
+
+// FreePorts returns the first of n consecutive loopback ports that were
+// all free a moment ago, for a command that takes a base port and the
+// ports after it (chronos cluster -base-port).
+func FreePorts(t testing.TB, n int) int {
+	t.Helper()
+	for range maxPortTries {
+		first, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := first.Addr().(*net.TCPAddr).Port
+		held := []net.Listener{first}
+		for i := 1; i < n && base+i <= 65535; i++ {
+			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i)))
+			if err != nil {
+				break
+			}
+			held = append(held, ln)
+		}
+		for _, ln := range held {
+			ln.Close()
+		}
+		if len(held) == n {
+			return base
+		}
+	}
+	t.Fatalf("found no %d consecutive free loopback ports in %d tries", n, maxPortTries)
+	return 0
 }
