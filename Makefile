@@ -33,14 +33,15 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 build:
 	$(GO) build ./...
 
-# test is what CI runs (.ci/run, after test-deps): static checks
+# test is what CI runs (.ci/run): what the tests need beyond Go
+# (test-deps), static checks
 # (staticcheck among them), then every test, including the simulator's
 # seeds (each run twice, trace hashes compared) and the report's check in
 # headless Chromium, then the packages with goroutines under the race
 # detector, then the mutation audit, then the nemesis (real processes in
 # network namespaces; it prints SKIP where it cannot make them, as
 # without root).
-test: verify
+test: test-deps verify
 	$(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) race
 	$(MAKE) mutate
