@@ -189,9 +189,11 @@ func (x *index) mayHaveEnded(w Op, t time.Duration) bool {
 	if w.Outcome != OK || hi < w.Invoke {
 		hi = x.end
 	}
-	last := hi + w.Spec.RepeatFor
-	if w.Spec.RepeatFor < w.Spec.Interval {
-		last = hi + w.Spec.Interval // it never pops, and ends with its tombstone
+	// A definition that never pops (repeat-for below its interval) has
+	// ended as soon as it is written.
+	last := hi
+	if w.Spec.RepeatFor >= w.Spec.Interval {
+		last = hi + w.Spec.RepeatFor
 	}
 	return last <= t
 }

@@ -60,6 +60,7 @@ var (
 	probeWriteRetryNewer     = probe("write/retried-above-newer")
 	probeWriteRFChange       = probe("write/rf-change-refused")
 	probeLearnRF             = probe("rf/learned-from-copies")
+	probeRecreateDefaultRF   = probe("rf/recreate-takes-default")
 	probeUpdateInferredRF    = probe("rf/update-inferred")
 	probeBareIDUpdate        = probe("rf/update-bare-id")
 	probeBareIDDelete        = probe("rf/delete-bare-id")

@@ -164,9 +164,10 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 		reply(resp)
 		return
 	}
-	// Only a live timer has a factor an update keeps; a deleted or
-	// finished one is created again by a PUT, with the factor it gives
-	// or the default (api.md), whatever its tombstone here says.
+	// Only a live timer has a factor an update keeps; one this node
+	// holds deleted or finished is created again by a PUT, with the
+	// factor it gives or the default (api.md), whatever its tombstone
+	// says.
 	held := n.store.Get(id)
 	live := held != nil && held.State == Live
 	if live && spec.RF != 0 && held.RF != 0 && spec.RF != int(held.RF) {
@@ -174,48 +175,61 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 		reply(badRequest("reliability.replication-factor cannot be changed from " + strconv.Itoa(int(held.RF))))
 		return
 	}
-	if spec.RF == 0 {
-		if !live {
-			// No live copy here: the timer may be live on its
-			// replicas with a factor of its own, or deleted or
-			// finished everywhere (a create again, with the default).
-			// Only its replicas can say which.
-			n.hit(probeLearnRF)
-			n.hitIf(bloom == 0, probeBareIDUpdate)
-			n.learnRF(id, bloom, wire, spec, reply)
-			return
-		}
+	switch {
+	case spec.RF != 0:
+	case held != nil && !live:
+		n.hit(probeRecreateDefaultRF)
+		spec.RF = DefaultReplicationFactor
+	case held == nil:
+		// Only the timer's replicas know whether it is live, and with
+		// which factor: the nodes its ID names and the default's.
+		n.hit(probeLearnRF)
+		n.hitIf(bloom == 0, probeBareIDUpdate)
+		n.learnRF(id, bloom, wire, spec, reply)
+		return
+	default:
 		n.hit(probeUpdateInferredRF)
 		spec.RF = n.inferRF(id, bloom)
 	}
 	n.clientWrite(id, bloom, spec, reply)
 }
 
-// learnRF serves an update that gives no replication factor, of a timer
-// under a bare chosen ID (its bloom filter names no member) or under an
-// ID whose bloom names a replica that has left the cluster (accountsFor),
-// through a node without a copy. The default, or the count of the members
-// the bloom names, could place it on fewer replicas than the timer has,
-// and the others would go on popping the old definition, so the node
-// first reads the copies on the default's replicas: the ring ranks every
-// node per ID, so they head the replica list of every larger factor too.
-// The update keeps the newest copy's factor; with no live copy it is a
-// create, with the default; with no answer at all the factor is unknown
-// and the client is told to retry.
+// learnRF serves an update that gives no replication factor through a
+// node that holds no copy of the timer. Neither the default nor the count
+// of the nodes the ID's bloom names is sound: the timer may have a larger
+// factor (its other replicas would go on popping the old definition), or
+// have been deleted (a PUT then creates it again, with the default). So
+// the node first reads the copies of the nodes the ID names and of the
+// default's replicas (the ring ranks every node per ID, so they head the
+// replica list of every larger factor too). The update keeps the factor
+// of the newest copy if it is live; if a tombstone is the newest, or no
+// node holds any copy, it is a create, with the default; if a node that
+// may hold it live did not answer, the factor is unknown and the client
+// is told to retry.
 func (n *Node) learnRF(id, bloom uint64, wire string, spec Spec, reply func(Response)) {
-	n.askCopies(id, wire, n.ring.Replicas(id, DefaultReplicationFactor), func(copies []replicaCopy) {
-		newest, answered := newestCopy(copies)
+	nodes := n.named(bloom)
+	for _, r := range n.ring.Replicas(id, DefaultReplicationFactor) {
+		if !slices.Contains(nodes, r) {
+			nodes = append(nodes, r)
+		}
+	}
+	n.askCopies(id, wire, nodes, func(copies []replicaCopy) {
+		newest, _ := newestCopy(copies)
+		everyone := !slices.ContainsFunc(copies, func(c replicaCopy) bool { return c.state == readUnreachable })
 		switch {
-		case !answered:
-			n.hit(probeLearnRFUnknown)
-			reply(unavailable("no replica of the timer answered, so its replication factor is unknown: retry, or give reliability.replication-factor"))
-			return
 		case newest != nil && newest.State == Live:
 			n.hit(probeLearnRFCopy)
 			spec.RF = newest.replicationFactor()
-		default:
+		case newest != nil || everyone:
+			// Deleted or finished (a tombstone is the newest copy), or
+			// held nowhere: the PUT creates the timer, with the default.
 			n.hit(probeLearnRFDefault)
 			spec.RF = DefaultReplicationFactor
+		default:
+			// A node that may hold the timer live did not answer.
+			n.hit(probeLearnRFUnknown)
+			reply(unavailable("not every node that may hold the timer answered, so its replication factor is unknown: retry, or give reliability.replication-factor"))
+			return
 		}
 		n.clientWrite(id, bloom, spec, reply)
 	})
