@@ -248,7 +248,11 @@ func (n *Node) remove(wire string, reply func(Response)) {
 		reply(badRequest(errBadWireID))
 		return
 	}
-	rf := n.inferRF(id, bloom)
+	// A PUT without a factor re-creates a deleted or finished timer with
+	// the default, which this node may not have heard of: the tombstone
+	// reaches the default's replicas too. Replica lists of every factor
+	// are prefixes of one ranking, so the larger factor covers both.
+	rf := max(n.inferRF(id, bloom), DefaultReplicationFactor)
 	if n.store.Get(id) == nil && !n.accountsFor(bloom) {
 		// No copy here, and a bare chosen ID (its bloom filter names
 		// no member) or one whose bloom names a replica that has left
