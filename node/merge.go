@@ -107,6 +107,37 @@ func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 		r.held = *held
 		h = &r.held
 	}
+	r.arrive(env, h, t) // rules 1, 2 and 4
+	if collides(h, t) {
+		r.hit(probeApplyCollision)
+		r.verdict = collided
+		return r
+	}
+	if h != nil && h.Version == t.Version {
+		r.converge(h, t) // rule 5
+	}
+	if !Supersedes(h, t) && !movedBack(h, t, &r.probeHits) {
+		r.teach(env, h, t) // rule 7
+		return r
+	}
+	if h == nil && env.full {
+		r.hit(probeApplyFull)
+		// A tombstone with nothing to bury is not worth refusing.
+		r.verdict = full
+		return r
+	}
+	if h != nil { // rule 8
+		t.bury(h.lastDue())
+		keepProgress(env.retryWindow, h, t, &r.probeHits)
+	}
+	return r
+}
+
+// arrive is what the offered record t is on this replica, holding h: kept
+// as moved away when it is placed on others (rule 1), as a tombstone when
+// it tells of a timer forgotten here whose every pop is past (rule 2), and
+// a client delete's tombstone with the timing of what it buries (rule 4).
+func (r *mergeResult) arrive(env *mergeEnv, h, t *Timer) {
 	if t.State == Live && !slices.Contains(t.Placement.Replicas, env.self) &&
 		(h == nil || h.State != Live || h.Version != t.Version) {
 		r.hit(probeApplyMovedAway)
@@ -122,11 +153,6 @@ func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 		// tombstone, so that further stale notices meet one.
 		t.entomb()
 	}
-	if collides(h, t) {
-		r.hit(probeApplyCollision)
-		r.verdict = collided
-		return r
-	}
 	if t.State != Live && h != nil && t.def == 0 && t.Interval == 0 {
 		r.hit(probeApplyDeleteTiming)
 		// A client delete does not know the definition it buries; the
@@ -135,62 +161,64 @@ func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 		// carries its own definition, which must stay as it is.
 		t.Start, t.Interval, t.RepeatFor = h.Start, h.Interval, h.RepeatFor
 	}
-	change := func(resched bool) {
-		r.heldChanged = true
-		if resched {
-			r.reschedule = true
-			settle(h)
-		}
+}
+
+// change notes that merge changed h, the held record, and whether its due
+// time must be computed again; holding it may then end it (settle).
+func (r *mergeResult) change(h *Timer, resched bool) {
+	r.heldChanged = true
+	if resched {
+		r.reschedule = true
+		settle(h)
 	}
-	if h != nil && h.Version == t.Version && h.Start != t.Start && earliestStart(h, t) {
+}
+
+// converge brings two records of one version together (rule 5): on the
+// earliest start, and on what each knows of missed pops.
+func (r *mergeResult) converge(h, t *Timer) {
+	if h.Start != t.Start && earliestStart(h, t) {
 		r.hit(probeEarliestStart)
-		change(true)
+		r.change(h, true)
 	}
-	if h != nil && h.Version == t.Version && h.State == Live && t.State == Live && mergeMarks(h, t, &r.probeHits) {
-		change(true)
+	if h.State == Live && t.State == Live && mergeMarks(h, t, &r.probeHits) {
+		r.change(h, true)
 	}
-	back := movedBack(h, t, &r.probeHits)
-	if !Supersedes(h, t) && !back {
-		r.verdict = kept
-		if h.State != Live && t.State == Live && outlive(h, t) {
-			r.hit(probeApplyOutlive)
-			change(true)
-		}
-		if h.Version > t.Version {
-			r.hit(probeApplyOlderVersion)
-			r.verdict = older
-			// The sender is behind: a client write from a node whose
-			// clock lags, or a replica that missed a later write. If it
-			// tells of pops of the older definition, remember them for
-			// a retry of that definition (see keepProgress).
-			if t.Seq > 0 && t.def != 0 {
-				told := t.progress()
-				switch {
-				case t.def != h.def:
-					r.hit(probeApplyOlderReplaced)
-					h.replaced(told)
-					change(false)
-				case h.State == Live && carry(env.retryWindow, told, h, &r.probeHits):
-					r.hit(probeApplyOlderCarried)
-					// The sender popped the first try of the write
-					// this replica holds the retry of.
-					change(true)
-				}
-			}
-		}
-		return r
+}
+
+// teach is what a record that does not win leaves on h, the held one
+// (rule 7): a tombstone outlives a stale definition still popping
+// somewhere, and the pops of an older version are remembered for a retry
+// of it. The sender is told of the newer version when there is one.
+func (r *mergeResult) teach(env *mergeEnv, h, t *Timer) {
+	r.verdict = kept
+	if h.State != Live && t.State == Live && outlive(h, t) {
+		r.hit(probeApplyOutlive)
+		r.change(h, true)
 	}
-	if h == nil && env.full {
-		r.hit(probeApplyFull)
-		// A tombstone with nothing to bury is not worth refusing.
-		r.verdict = full
-		return r
+	if h.Version <= t.Version {
+		return
 	}
-	if h != nil {
-		t.bury(h.lastDue())
-		keepProgress(env.retryWindow, h, t, &r.probeHits)
+	r.hit(probeApplyOlderVersion)
+	r.verdict = older
+	// The sender is behind: a client write from a node whose clock lags,
+	// or a replica that missed a later write. If it tells of pops of the
+	// older definition, remember them for a retry of that definition (see
+	// keepProgress).
+	if t.Seq == 0 || t.def == 0 {
+		return
 	}
-	return r
+	told := t.progress()
+	switch {
+	case t.def != h.def:
+		r.hit(probeApplyOlderReplaced)
+		h.replaced(told)
+		r.change(h, false)
+	case h.State == Live && carry(env.retryWindow, told, h, &r.probeHits):
+		r.hit(probeApplyOlderCarried)
+		// The sender popped the first try of the write this replica
+		// holds the retry of.
+		r.change(h, true)
+	}
 }
 
 // settle is what holding a record does to it: a live record with nothing
