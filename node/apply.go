@@ -45,6 +45,9 @@ type applied struct {
 	newer *Timer
 	// collision is set when the node holds another timer under the ID.
 	collision bool
+	// refusal, with ok false, is the answer to a record the node may not
+	// hold: its callback policy forbids the callback, or it is full.
+	refusal *Response
 }
 
 // collides reports whether incoming and existing, two records under one
@@ -96,6 +99,9 @@ func (n *Node) apply(t *Timer) applied {
 		// tombstone, so that further stale notices meet one.
 		t.entomb()
 	}
+	if resp, refused := n.refuseRecord(t); refused {
+		return applied{refusal: &resp}
+	}
 	if collides(existing, t) {
 		n.stats.IDCollisions++
 		return applied{collision: true}
@@ -141,9 +147,8 @@ func (n *Node) apply(t *Timer) applied {
 		}
 		return applied{ok: true}
 	}
-	if existing == nil && n.store.Len() >= n.cfg.Limits.MaxTimers {
-		// A tombstone with nothing to bury is not worth refusing.
-		return applied{ok: t.State != Live}
+	if a, full := n.refuseFull(existing, t); full {
+		return a
 	}
 	if existing != nil {
 		t.bury(existing.lastDue())
@@ -315,9 +320,6 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 	// leave as moved away (see below).
 	otherView := t.ViewID != n.ring.ViewID() && t.State == Live && slices.Contains(t.Placement.Replicas, n.self)
 	if a := n.apply(t); !a.ok || a.newer != nil || a.collision {
-		if !a.ok {
-			n.noteShed(&n.stats.ShedTimers, fmt.Sprintf("node holds %d timers, its limit: a replica refused", n.store.Len()))
-		}
 		reply(n.notApplied(a))
 		return
 	}
@@ -385,6 +387,9 @@ func (n *Node) notApplied(a applied) Response {
 		r.Header[HeaderCollision] = "1"
 		r.Header[HeaderReason] = "another timer is held under this ID"
 		return r
+	}
+	if a.refusal != nil {
+		return *a.refusal
 	}
 	if a.newer == nil {
 		return unavailable("node is full")

@@ -138,9 +138,7 @@ func parseResyncQuery(target, rangeHeader string) (resyncQuery, error) {
 // timers due in the same millisecond, so that the next page's time-from
 // moves strictly on: paging can never repeat a page forever.
 func (n *Node) resyncGet(req Request, reply func(Response)) {
-	if !n.authentic(req) {
-		n.stats.Forbidden++
-		reply(forbidden(errForbidden))
+	if n.refuseInternal(req, reply) {
 		return
 	}
 	reply(n.resyncPage(req))
@@ -325,9 +323,7 @@ func parseReferences(body []byte) ([]reference, []uint64, error) {
 // primary's reference arrives: every new replica then knows the timer. A
 // reference to an index above 0 changes nothing on its own.
 func (n *Node) references(req Request, reply func(Response)) {
-	if !n.authentic(req) {
-		n.stats.Forbidden++
-		reply(forbidden(errForbidden))
+	if n.refuseInternal(req, reply) {
 		return
 	}
 	refs, ids, err := parseReferences(req.Body)

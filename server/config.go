@@ -368,6 +368,7 @@ func (c Config) nodeConfig(clk node.Clock, nw node.Network, log *slog.Logger) no
 	}
 	nc.ClusterKey = c.ClusterKey
 	nc.CallbackHosts = c.CallbackHosts
+	nc.OwnAddresses = ownAddresses(c.BindAddress, c.BindPort)
 	nc.Clock = clk
 	nc.Network = nw
 	nc.Logger = log

@@ -63,6 +63,9 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	s := &Server{log: log, serial: NewSerial(), cfg: cfg}
 	s.client = NewClient(s.serial, log)
 	s.client.SetDNS(cfg.DNS)
+	if err := s.client.secure(cfg); err != nil {
+		return nil, err
+	}
 	s.peers = newPeers(log, time.Now)
 	s.peers.track(peerAddrs(cfg))
 	clk := NewClock(cfg.Clock, s.serial)
