@@ -214,8 +214,8 @@ func appendEntry(b []byte, id uint64, old []string, t *Timer, now int64) []byte 
 // parsePage reads a GET /timers answer: the page is validated as JSON
 // once, and its entries' timer bodies are parsed in place.
 func parsePage(body []byte) ([]resyncEntry, error) {
-	if !validJSON(body) {
-		return nil, fmt.Errorf("page is not JSON")
+	if err := strictJSON(body); err != nil {
+		return nil, fmt.Errorf("page is not JSON naming each member once: %w", err)
 	}
 	top := rawValue(bytes.TrimSpace(body))
 	if !top.isObject() {
@@ -292,6 +292,9 @@ func (t *Timer) replicationFactor() int {
 // parseReferences reads a DELETE /timers/references body.
 func parseReferences(body []byte) ([]reference, []uint64, error) {
 	var b referencesBody
+	if err := strictJSON(body); err != nil && err != errNotJSON {
+		return nil, nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&b); err != nil {
 		return nil, nil, badf("the body is not a references object: %v", err)
