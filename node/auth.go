@@ -323,3 +323,17 @@ func parseMillis(name, v string) (int64, error) {
 	}
 	return ms, nil
 }
+
+// SetKeys replaces the cluster keys (a configuration reload, such as a
+// step of a key rotation): requests are signed with key from now on, and
+// taken signed with key or accepted. Empty key leaves the internal API to
+// the members' addresses.
+func (n *Node) SetKeys(key, accepted string) error {
+	c := n.cfg
+	c.ClusterKey, c.AcceptedKey = key, accepted
+	if err := c.CheckKeys(); err != nil {
+		return err
+	}
+	n.cfg, n.macs = c, newMACs(c)
+	return nil
+}

@@ -62,8 +62,8 @@ const (
 	RecordOverheadBytes = 200
 )
 
-// validateKeys checks the lengths of the cluster keys, never showing them.
-func (c Config) validateKeys() error {
+// CheckKeys checks the lengths of the cluster keys, never showing them.
+func (c Config) CheckKeys() error {
 	for _, k := range []struct{ field, key string }{{"ClusterKey", c.ClusterKey}, {"AcceptedKey", c.AcceptedKey}} {
 		if k.key != "" && len(k.key) < MinClusterKeyBytes {
 			return fmt.Errorf("node: config %s is %d bytes, fewer than %d", k.field, len(k.key), MinClusterKeyBytes)
@@ -201,7 +201,7 @@ func (c Config) Validate() error {
 	if c.InstanceID < AutoInstanceID || c.InstanceID > MaxInstanceID {
 		return fmt.Errorf("node: config InstanceID %d is not in 0..%d (or AutoInstanceID)", c.InstanceID, MaxInstanceID)
 	}
-	if err := c.validateKeys(); err != nil {
+	if err := c.CheckKeys(); err != nil {
 		return err
 	}
 	if _, err := c.CallbackPolicy(); err != nil {

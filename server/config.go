@@ -28,6 +28,8 @@ const (
 	// MinMemoryLimit is the least soft memory limit accepted: below it the
 	// collector would run without pause on the heap of an idle node.
 	MinMemoryLimit = 64 << 20
+	// MinTimerBytes is the least byte budget of held timers accepted.
+	MinTimerBytes = 1 << 20
 )
 
 // Config is the production configuration: what chronos.conf,
@@ -77,6 +79,23 @@ type Config struct {
 	// it. Empty leaves the internal API open to anyone who can reach the
 	// node. It is never logged.
 	ClusterKey string
+	// AcceptedKey is a second key internal requests may be signed with
+	// ([cluster] accepted_key), never signed with: the other key of a
+	// rotation (docs/operations.md). It is never logged.
+	AcceptedKey string
+	// MaxMessageAge and MaxClockSkew bound the age of the internal
+	// requests a node takes ([cluster] max_message_age, max_clock_skew;
+	// 0: node.DefaultMaxMessageAge and node.DefaultMaxClockSkew).
+	MaxMessageAge time.Duration
+	MaxClockSkew  time.Duration
+	// MaxTimers bounds the records the node holds ([limits] max_timers;
+	// 0: node.DefaultMaxTimers).
+	MaxTimers int
+	// MaxTimerBytes is the byte budget of the records the node holds
+	// ([limits] max_timer_bytes): their callbacks and opaque data, and
+	// node.RecordOverheadBytes each. 0 sizes it to the memory the process
+	// may use (see timerBudget).
+	MaxTimerBytes int64
 	// MemoryLimit is the process's soft memory limit in bytes ([limits]
 	// memory_limit, --memory-limit), set with debug.SetMemoryLimit by Run:
 	// the collector works harder as the heap nears it, so that a large
@@ -288,9 +307,12 @@ func (c Config) Validate() error {
 	if err := validateSites(c.LocalSite, c.RemoteSites); err != nil {
 		return err
 	}
-	if c.ClusterKey != "" && len(c.ClusterKey) < node.MinClusterKeyBytes {
-		// The length only: the key itself never reaches an error or a log.
-		return fmt.Errorf("server: cluster key is %d bytes, fewer than %d", len(c.ClusterKey), node.MinClusterKeyBytes)
+	if err := c.nodeConfig(nil, nil, nil).CheckKeys(); err != nil {
+		// The lengths only: a key never reaches an error or a log.
+		return fmt.Errorf("server: %w", err)
+	}
+	if c.MaxTimerBytes != 0 && c.MaxTimerBytes < MinTimerBytes {
+		return fmt.Errorf("server: max_timer_bytes %d is below the least, %d MiB", c.MaxTimerBytes, MinTimerBytes>>20)
 	}
 	if c.MemoryLimit != 0 && c.MemoryLimit < MinMemoryLimit {
 		return fmt.Errorf("server: memory_limit %d bytes is below the least limit, %d MiB", c.MemoryLimit, MinMemoryLimit>>20)
@@ -366,7 +388,17 @@ func (c Config) nodeConfig(clk node.Clock, nw node.Network, log *slog.Logger) no
 	if c.ReplicateAcrossSites {
 		nc.RemoteSites = c.RemoteSites
 	}
-	nc.ClusterKey = c.ClusterKey
+	nc.ClusterKey, nc.AcceptedKey = c.ClusterKey, c.AcceptedKey
+	if c.MaxMessageAge > 0 {
+		nc.MaxMessageAge = c.MaxMessageAge
+	}
+	if c.MaxClockSkew > 0 {
+		nc.MaxClockSkew = c.MaxClockSkew
+	}
+	if c.MaxTimers > 0 {
+		nc.Limits.MaxTimers = c.MaxTimers
+	}
+	nc.Limits.MaxHeldBytes = c.timerBudget()
 	nc.CallbackHosts = c.CallbackHosts
 	nc.OwnAddresses = ownAddresses(c.BindAddress, c.BindPort)
 	nc.Clock = clk

@@ -281,11 +281,11 @@ func (c Config) ReloadCluster() (Config, error) {
 	if fresh.LocalSite != c.LocalSite || !slices.Equal(fresh.RemoteSites, c.RemoteSites) || fresh.ReplicateAcrossSites != c.ReplicateAcrossSites {
 		return Config{}, errors.New("server: sites changed; restart to change them")
 	}
-	if fresh.ClusterKey != c.ClusterKey {
-		return Config{}, errors.New("server: cluster key changed; restart to change it")
-	}
 	next := c
 	next.Cluster = fresh.Cluster
+	// The keys reload, so that a rotation needs no restart
+	// (docs/operations.md).
+	next.ClusterKey, next.AcceptedKey = fresh.ClusterKey, fresh.AcceptedKey
 	next.LogLevel = fresh.LogLevel
 	next.Warnings = fresh.Warnings
 	if err := next.Validate(); err != nil {

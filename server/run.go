@@ -142,18 +142,22 @@ func (s *Server) logStart() {
 	if len(cfg.CallbackHosts) > 0 {
 		hosts = cfg.CallbackHosts
 	}
+	nc := cfg.nodeConfig(nil, nil, nil)
 	s.log.Info("starting", "instance", id, "instance_derived", derived,
 		"nodes", m.Nodes, "joining", m.Joining, "leaving", m.Leaving,
 		"local_site", cfg.LocalSite, "remote_sites", sites, "replicate_across_sites", cfg.ReplicateAcrossSites,
-		"key_set", cfg.ClusterKey != "", "callback_hosts", hosts, "static DNS names", cfg.DNS.Len(),
+		"key_set", cfg.ClusterKey != "", "accepted_key_set", cfg.AcceptedKey != "", "callback_hosts", hosts,
+		"max_timers", nc.Limits.MaxTimers, "max_timer_bytes", nc.Limits.MaxHeldBytes,
+		"max_message_age", nc.MaxMessageAge, "max_clock_skew", nc.MaxClockSkew, "static DNS names", cfg.DNS.Len(),
 		"log folder", cfg.LogFolder, "pid file", cfg.PIDFile)
 	if len(sites) > 0 && !cfg.ReplicateAcrossSites {
 		s.log.Warn("remote sites are configured but [sites] replicate_timers_across_sites is false (the default, as in the original): " +
 			"timers created here are not replicated to them; set it to true to replicate")
 	}
 	if cfg.ClusterKey == "" && (len(m.All()) > 1 || len(sites) > 0) {
-		s.log.Warn("no cluster key: the internal API (replication, pop notices, tombstones) is open to anyone who can reach this node; " +
-			"set the same [cluster] key, at least 16 bytes, in the cluster config file of every node and site, or pass --cluster-key")
+		s.log.Warn("no cluster key: the internal API (replication, pop notices, tombstones, resync) trusts the members' IP addresses alone, " +
+			"so anyone who can send from one can write any timer, and members named by host name are refused; " +
+			"set the same [cluster] key, at least 16 bytes, in the cluster config file of every node and site, or pass --cluster-key-file")
 	}
 }
 
@@ -195,6 +199,9 @@ func (s *Server) Reload() error {
 	var oldView, newView uint64
 	if !s.serial.Do(func() {
 		oldView = s.node.ViewID()
+		if setErr = s.node.SetKeys(next.ClusterKey, next.AcceptedKey); setErr != nil {
+			return
+		}
 		setErr = s.node.SetCluster(next.Cluster)
 		id, _ = s.node.Instance()
 		newView = s.node.ViewID()
@@ -212,6 +219,9 @@ func (s *Server) Reload() error {
 		s.log.Info("membership changed", "old_view", formatView(oldView), "new_view", formatView(newView),
 			"nodes", next.Cluster.Nodes, "joining", next.Cluster.Joining, "leaving", next.Cluster.Leaving,
 			"added", added(prev.Cluster.All(), next.Cluster.All()), "removed", added(next.Cluster.All(), prev.Cluster.All()))
+	}
+	if next.ClusterKey != prev.ClusterKey || next.AcceptedKey != prev.AcceptedKey {
+		s.log.Info("cluster keys changed", "key_set", next.ClusterKey != "", "accepted_key_set", next.AcceptedKey != "")
 	}
 	if next.Level != nil && next.LogLevel != prev.LogLevel {
 		next.Level.Set(next.LogLevel)

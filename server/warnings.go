@@ -63,8 +63,8 @@ var readKeys = map[string][]string{
 	"logging":   {"level", "format", "folder"},
 	"identity":  {"instance_id"},
 	"callbacks": {"allowed_host"},
-	"limits":    {"memory_limit"},
-	"cluster":   {"localhost", "node", "joining", "leaving", "key"},
+	"limits":    {"memory_limit", "max_timers", "max_timer_bytes"},
+	"cluster":   {"localhost", "node", "joining", "leaving", "key", "accepted_key", "max_message_age", "max_clock_skew"},
 	"sites":     {"local_site", "remote_site", "replicate_timers_across_sites"},
 }
 
