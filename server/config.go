@@ -96,6 +96,15 @@ type Config struct {
 	// node.RecordOverheadBytes each. 0 sizes it to the memory the process
 	// may use (see timerBudget).
 	MaxTimerBytes int64
+	// TLSCertFile and TLSKeyFile are the node's certificate chain and
+	// key, PEM ([http] tls_cert_file, tls_key_file): set, the node serves
+	// HTTPS only and reaches its peers over HTTPS. TLSCAFile is the CA
+	// that signs the members' certificates ([cluster] tls_ca_file): set,
+	// TLS between nodes is mutual (see tls.go). All are read again on
+	// SIGHUP.
+	TLSCertFile string
+	TLSKeyFile  string
+	TLSCAFile   string
 	// MemoryLimit is the process's soft memory limit in bytes ([limits]
 	// memory_limit, --memory-limit), set with debug.SetMemoryLimit by Run:
 	// the collector works harder as the heap nears it, so that a large
@@ -310,6 +319,9 @@ func (c Config) Validate() error {
 	if err := c.nodeConfig(nil, nil, nil).CheckKeys(); err != nil {
 		// The lengths only: a key never reaches an error or a log.
 		return fmt.Errorf("server: %w", err)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") || c.TLSCAFile != "" && c.TLSCertFile == "" {
+		return errors.New("server: TLS needs tls_cert_file and tls_key_file together, and tls_ca_file needs both")
 	}
 	if c.MaxTimerBytes != 0 && c.MaxTimerBytes < MinTimerBytes {
 		return fmt.Errorf("server: max_timer_bytes %d is below the least, %d MiB", c.MaxTimerBytes, MinTimerBytes>>20)

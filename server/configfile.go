@@ -80,6 +80,18 @@ func parseFile(data []byte, path string) (settings, []Warning, error) {
 }
 
 func readHTTP(f *ini.File, _ []byte, s *settings) error {
+	for _, k := range []struct {
+		section, key string
+		dst          *opt[string]
+	}{{"http", "tls_cert_file", &s.tlsCert}, {"http", "tls_key_file", &s.tlsKey}, {"cluster", "tls_ca_file", &s.tlsCA}} {
+		if v, ok := last(f, k.section, k.key); ok {
+			p, err := parseFolder("["+k.section+"] "+k.key, v)
+			if err != nil {
+				return err
+			}
+			k.dst.set(p)
+		}
+	}
 	if v, ok := last(f, "http", "bind-address"); ok {
 		s.bindAddress.set(v)
 	}

@@ -113,6 +113,22 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&f.keyFile, "cluster-key-file", "", "`path` of a file holding the cluster key, which then shows in no process list")
+	for _, t := range []struct {
+		name, usage string
+		dst         *opt[string]
+	}{
+		{"tls-cert-file", "`path` of this node's certificate chain, PEM: serve HTTPS only ([http] tls_cert_file)", &f.settings.tlsCert},
+		{"tls-key-file", "`path` of this node's private key, PEM ([http] tls_key_file)", &f.settings.tlsKey},
+		{"tls-ca-file", "`path` of the CA certificate that signs the members' certificates: mutual TLS between nodes ([cluster] tls_ca_file)", &f.settings.tlsCA},
+	} {
+		fs.Func(t.name, t.usage, func(v string) error {
+			p, err := parseFolder("--"+t.name, v)
+			if err == nil {
+				t.dst.set(p)
+			}
+			return err
+		})
+	}
 }
 
 // registerFiles defines the flags naming the configuration files.

@@ -106,14 +106,18 @@ func (c *Client) transport(req node.Request) (http.RoundTripper, string) {
 }
 
 // secure gives the Client cfg's callback policy, and its transport
-// between nodes: from the node's own address.
-func (c *Client) secure(cfg Config) error {
+// between nodes: from the node's own address, over TLS when tls is set.
+func (c *Client) secure(cfg Config, tls *certs) error {
 	policy, err := cfg.nodeConfig(nil, nil, nil).CallbackPolicy()
 	if err != nil {
 		return fmt.Errorf("server: callback policy: %w", err)
 	}
 	c.SetCallbackPolicy(policy)
-	c.setPeerTransport(newTransport(c.peerDial(newPeerDialer(cfg.Localhost).DialContext)), false)
+	t := newTransport(c.peerDial(newPeerDialer(cfg.Localhost).DialContext))
+	if tls != nil {
+		t.TLSClientConfig = tls.peerConfig()
+	}
+	c.setPeerTransport(t, tls != nil)
 	return nil
 }
 

@@ -36,6 +36,8 @@ type Server struct {
 	http   *http.Server
 	// peers follows the reachability of the other members and sites.
 	peers *peers
+	// certs is the TLS material in use; nil without TLS (tls.go).
+	certs *certs
 
 	// mu guards cfg, which Reload replaces; the node has its own lock.
 	mu   sync.Mutex
@@ -61,15 +63,18 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	nodeLog := log
 	log = log.With("node", cfg.Localhost)
 	s := &Server{log: log, serial: NewSerial(), cfg: cfg}
+	var err error
+	if s.certs, err = newCerts(cfg); err != nil {
+		return nil, err
+	}
 	s.client = NewClient(s.serial, log)
 	s.client.SetDNS(cfg.DNS)
-	if err := s.client.secure(cfg); err != nil {
+	if err := s.client.secure(cfg, s.certs); err != nil {
 		return nil, err
 	}
 	s.peers = newPeers(log, time.Now)
 	s.peers.track(peerAddrs(cfg))
 	clk := NewClock(cfg.Clock, s.serial)
-	var err error
 	// Under the lock: the node may arm an alarm while it is being built.
 	s.serial.Do(func() { s.node, err = node.New(cfg.nodeConfig(clk, observed{s.client, s.peers}, nodeLog)) })
 	if err != nil {
@@ -77,10 +82,11 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	reg := s.client.metrics.registry
 	s.registerNodeMetrics(reg)
+	s.registerCertMetrics(reg)
 	registerBuildInfo(reg)
 	in := newInbound(reg)
 	s.http = &http.Server{
-		Handler:           in.wrap(withStatus(s, withMetrics(s.client.Metrics(), NewHandler(s.node, s.serial, cfg.ReplyTimeout, log)))),
+		Handler:           in.wrap(withPeerCerts(s.certs, withStatus(s, withMetrics(s.client.Metrics(), NewHandler(s.node, s.serial, cfg.ReplyTimeout, log))))),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      cfg.ReplyTimeout + writeSlack,
@@ -97,6 +103,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 // the error that stopped it (the listener failed, the node panicked).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.logStart()
+	ln = tlsListener(s.certs, ln)
 	served := make(chan error, 1)
 	go func() { served <- s.http.Serve(ln) }()
 	s.log.Info("serving", "address", ln.Addr().String())
@@ -146,7 +153,7 @@ func (s *Server) logStart() {
 	s.log.Info("starting", "instance", id, "instance_derived", derived,
 		"nodes", m.Nodes, "joining", m.Joining, "leaving", m.Leaving,
 		"local_site", cfg.LocalSite, "remote_sites", sites, "replicate_across_sites", cfg.ReplicateAcrossSites,
-		"key_set", cfg.ClusterKey != "", "accepted_key_set", cfg.AcceptedKey != "", "callback_hosts", hosts,
+		"key_set", cfg.ClusterKey != "", "accepted_key_set", cfg.AcceptedKey != "", "tls", s.certs != nil, "mutual_tls", s.certs.mutual(), "callback_hosts", hosts,
 		"max_timers", nc.Limits.MaxTimers, "max_timer_bytes", nc.Limits.MaxHeldBytes,
 		"max_message_age", nc.MaxMessageAge, "max_clock_skew", nc.MaxClockSkew, "static DNS names", cfg.DNS.Len(),
 		"log folder", cfg.LogFolder, "pid file", cfg.PIDFile)
@@ -192,6 +199,12 @@ func (s *Server) Reload() error {
 	next, err := s.cfg.ReloadCluster()
 	if err != nil {
 		return err
+	}
+	if s.certs != nil {
+		if err := s.certs.reload(); err != nil {
+			return err
+		}
+		s.log.Info("TLS certificates reloaded")
 	}
 	LogWarnings(s.log, next.Warnings)
 	var setErr error

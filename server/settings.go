@@ -44,6 +44,9 @@ type settings struct {
 	maxTimers   opt[int]
 	timerBytes  opt[int64]
 	memoryLimit opt[int64]
+	tlsCert     opt[string]
+	tlsKey      opt[string]
+	tlsCA       opt[string]
 	logFolder   opt[string]
 	replicate   opt[bool]
 }
@@ -106,6 +109,15 @@ func (s settings) apply(c *Config) {
 	}
 	if s.memoryLimit.ok {
 		c.MemoryLimit = s.memoryLimit.v
+	}
+	if s.tlsCert.ok {
+		c.TLSCertFile = s.tlsCert.v
+	}
+	if s.tlsKey.ok {
+		c.TLSKeyFile = s.tlsKey.v
+	}
+	if s.tlsCA.ok {
+		c.TLSCAFile = s.tlsCA.v
 	}
 	if s.logFolder.ok {
 		c.LogFolder = s.logFolder.v

@@ -265,6 +265,19 @@ func (s *Server) registerNodeMetrics(reg *prometheus.Registry) {
 	reg.MustRegister(c)
 }
 
+// registerCertMetrics adds the internal requests refused for want of a
+// client certificate, beside the node's other refusals.
+func (s *Server) registerCertMetrics(reg *prometheus.Registry) {
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "chronos_internal_refused_total", Help: refusedHelp, ConstLabels: prometheus.Labels{"reason": "certificate"},
+	}, func() float64 {
+		if s.certs == nil {
+			return 0
+		}
+		return float64(s.certs.refused.Load())
+	}))
+}
+
 func b2f(b bool) float64 {
 	if b {
 		return 1

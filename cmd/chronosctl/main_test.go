@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/internal/certtest"
 	"github.com/chronos-timer/chronos/server"
 )
 
@@ -248,5 +249,44 @@ func TestExitStatus(t *testing.T) {
 		if code != tt.code || !strings.Contains(errOut, tt.want) {
 			t.Errorf("chronosctl %q: exit %d, stderr %q; want %d with %q", tt.args, code, errOut, tt.code, tt.want)
 		}
+	}
+}
+
+// TestCommandsOverTLS proves chronosctl reaches a node that serves HTTPS
+// with a certificate a test CA signed, given -tls-ca-file (the address
+// then needs no scheme), and fails without it: the node's certificate is
+// not one the system trusts.
+func TestCommandsOverTLS(t *testing.T) {
+	ca := certtest.NewCA(t, "ctl")
+	cert, key := ca.Issue(t, "node", "127.0.0.1")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := server.DefaultConfig()
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	cfg.BindAddress, cfg.TLSCertFile, cfg.TLSKeyFile = host, cert, key
+	if cfg.BindPort, err = strconv.Atoi(port); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	addr := ln.Addr().String()
+
+	code, out, errOut := ctl(t, "-nodes", addr, "-tls-ca-file", ca.File, "create", "-interval", "1h", "-uri", "http://127.0.0.1:9/cb")
+	if code != exitOK || strings.TrimSpace(out) == "" {
+		t.Fatalf("create over TLS: exit %d, stdout %q, stderr %s; want 0 and an ID", code, out, errOut)
+	}
+	if code, _, _ := ctl(t, "-nodes", "https://"+addr, "-timeout", "3s", "status"); code == exitOK {
+		t.Errorf("status over TLS without the CA: exit 0, want a failure (certificate not trusted)")
+	}
+	if code, _, _ := ctl(t, "-nodes", addr, "-tls-ca-file", "/nonexistent/ca.pem", "status"); code != exitUsage {
+		t.Errorf("a CA file that does not exist: exit %d, want %d", code, exitUsage)
 	}
 }
