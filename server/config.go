@@ -76,8 +76,8 @@ type Config struct {
 	ReplicateAcrossSites bool
 	// ClusterKey is the secret shared by every node of the cluster and of
 	// its remote sites ([cluster] key): internal requests are signed with
-	// it. Empty leaves the internal API open to anyone who can reach the
-	// node. It is never logged.
+	// it. Empty, the node takes internal requests only from its members'
+	// IP addresses (and a lone node from none). It is never logged.
 	ClusterKey string
 	// AcceptedKey is a second key internal requests may be signed with
 	// ([cluster] accepted_key), never signed with: the other key of a

@@ -131,7 +131,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // logStart logs what the node starts with (never the cluster key, only
 // whether there is one), and warns loudly when a node in a cluster has
-// its internal API open.
+// no key: its internal API then trusts the members' addresses alone.
 func (s *Server) logStart() {
 	cfg := s.config()
 	var id int

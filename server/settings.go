@@ -302,7 +302,7 @@ func parseSite(field, v string) (node.Site, error) {
 func parseClusterKey(field, v string) (string, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
-		return "", fmt.Errorf("%s is empty; remove it to leave the internal API open", field)
+		return "", fmt.Errorf("%s is empty; remove it to run without a key", field)
 	}
 	if len(v) < node.MinClusterKeyBytes {
 		return "", fmt.Errorf("%s is %d bytes, fewer than %d", field, len(v), node.MinClusterKeyBytes)
