@@ -63,21 +63,11 @@ func startNode(t *testing.T, bin, bind, local, cluster string) *process {
 	return p
 }
 
-// metric reads one series of a node's /metrics, 0 when absent.
+// metric reads one series of a node's /metrics (see scrape), 0 when
+// absent.
 func metric(t *testing.T, c *http.Client, base, series string) float64 {
 	t.Helper()
-	resp, err := c.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(b)
-	if m == nil {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
-	return v
+	return scrape(t, c, base)[series]
 }
 
 // awaitMetric polls a node's /metrics until series satisfies ok, at most

@@ -24,8 +24,9 @@ import (
 const wait = 20 * time.Second
 
 // startNode serves a lone node, the production server, on a loopback port
-// until the test ends, and returns its address.
-func startNode(t *testing.T) string {
+// until the test ends, and returns its address; configure, if given,
+// changes its configuration first.
+func startNode(t *testing.T, configure ...func(*server.Config)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -36,6 +37,9 @@ func startNode(t *testing.T) string {
 	cfg.BindAddress = host
 	if cfg.BindPort, err = strconv.Atoi(port); err != nil {
 		t.Fatal(err)
+	}
+	for _, c := range configure {
+		c(&cfg)
 	}
 	srv, err := server.New(cfg, nil)
 	if err != nil {
@@ -259,25 +263,7 @@ func TestExitStatus(t *testing.T) {
 func TestCommandsOverTLS(t *testing.T) {
 	ca := certtest.NewCA(t, "ctl")
 	cert, key := ca.Issue(t, "node", "127.0.0.1")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := server.DefaultConfig()
-	host, port, _ := net.SplitHostPort(ln.Addr().String())
-	cfg.BindAddress, cfg.TLSCertFile, cfg.TLSKeyFile = host, cert, key
-	if cfg.BindPort, err = strconv.Atoi(port); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	addr := ln.Addr().String()
+	addr := startNode(t, func(c *server.Config) { c.TLSCertFile, c.TLSKeyFile = cert, key })
 
 	code, out, errOut := ctl(t, "-nodes", addr, "-tls-ca-file", ca.File, "create", "-interval", "1h", "-uri", "http://127.0.0.1:9/cb")
 	if code != exitOK || strings.TrimSpace(out) == "" {
