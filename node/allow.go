@@ -102,6 +102,7 @@ func (p *CallbackPolicy) check(host, port string) error {
 	if err != nil {
 		return nil // a name: checked again on its address as it is dialled
 	}
+	ip = ip.WithZone("") // a prefix contains no zoned address: fe80::1%eth0 is link-local
 	for _, r := range refusedRanges {
 		if r.prefix.Contains(ip) && !p.list.namesWithin(ip, port, r.prefix) {
 			return fmt.Errorf("%s is %s, refused unless allowed explicitly", host, r.what)
