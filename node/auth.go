@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -213,15 +214,23 @@ func (n *Node) signed(req Request, s stamp) bool {
 // outsideWindow says why a request sent at sent (Unix ms, its sender's
 // clock) is too old or too far ahead to take, or "".
 func (n *Node) outsideWindow(sent int64) string {
-	now := n.nowMs()
 	skew, age := n.cfg.MaxClockSkew, n.cfg.MaxMessageAge
-	switch d := time.Duration(now-sent) * time.Millisecond; {
-	case d > age+skew:
-		return fmt.Sprintf("the request was sent %v ago, more than MaxMessageAge %v plus MaxClockSkew %v: refused as late or replayed", d, age, skew)
-	case -d > skew:
-		return fmt.Sprintf("the request is dated %v ahead of this node's clock, more than MaxClockSkew %v", -d, skew)
+	// Compared in milliseconds: both times are at least 0, so the
+	// difference cannot overflow, where a Duration of it could.
+	switch d := n.nowMs() - sent; {
+	case d > (age + skew).Milliseconds():
+		return fmt.Sprintf("the request was sent %v ago, more than MaxMessageAge %v plus MaxClockSkew %v: refused as late or replayed", millis(d), age, skew)
+	case -d > skew.Milliseconds():
+		return fmt.Sprintf("the request is dated %v ahead of this node's clock, more than MaxClockSkew %v", millis(-d), skew)
 	}
 	return ""
+}
+
+// millis is ms milliseconds as a Duration, saturated where it would
+// overflow.
+func millis(ms int64) time.Duration {
+	const most = math.MaxInt64 / int64(time.Millisecond)
+	return time.Duration(min(max(ms, -most), most)) * time.Millisecond
 }
 
 // tombstoneMin is the least life of a tombstone: TombstoneMin, and
@@ -308,7 +317,7 @@ func (n *Node) expired(req Request) (Response, bool) {
 		return Response{}, false
 	}
 	n.stats.DeadlinePassed++
-	reason := fmt.Sprintf("the write's deadline (%s) passed %v ago on this node's clock: not applied", HeaderDeadline, time.Duration(now-deadline)*time.Millisecond)
+	reason := fmt.Sprintf("the write's deadline (%s) passed %v ago on this node's clock: not applied", HeaderDeadline, millis(now-deadline))
 	r := text(408, reason)
 	r.Header[HeaderReason] = reason
 	return r, true

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -465,6 +466,22 @@ func TestReplayNeverResurrectsADeletedTimer(t *testing.T) {
 			if got := replay(n); got.Status != 403 || !strings.Contains(got.Header.Get(HeaderReason), "addressed to") {
 				t.Errorf("replayed to %s: got %d %q, want 403 as addressed elsewhere", a, got.Status, got.Header.Get(HeaderReason))
 			}
+		}
+	}
+}
+
+// TestStampsAtTheEndsOfTimeAreRefused proves a send time far enough
+// from now that its distance overflows a Duration is refused all the
+// same, as dated ahead or sent long ago, and says so without a wrapped
+// figure.
+func TestStampsAtTheEndsOfTimeAreRefused(t *testing.T) {
+	h := newHarness(t)
+	url, body := ownRecord(h)
+	for sent, want := range map[int64]string{math.MaxInt64: "ahead", 0: "replayed", h.node.nowMs() + 1<<62: "ahead"} {
+		s := stamp{sent: sent, to: h.node.self}
+		r := h.send(Request{Method: "PUT", URL: url, Header: stamped(s, HeaderSignature, signature(testKey, "PUT", url, s, body)), Body: body})
+		if r.Status != 403 || !strings.Contains(r.Header.Get(HeaderReason), want) || strings.Contains(r.Header.Get(HeaderReason), "-") {
+			t.Errorf("sent %d: %d %q, want 403 saying %q", sent, r.Status, r.Header.Get(HeaderReason), want)
 		}
 	}
 }
