@@ -35,8 +35,10 @@ func (x *index) attribute(d *def) {
 	case len(x.h.Members) == 0:
 		// No membership recorded: every fault may touch every timer.
 		d.placed = false
-	case d.timer == 0:
-		// A create whose timer nobody learned: any member may hold it.
+	case d.timer == 0 || d.rfUnknown:
+		// A create whose timer nobody learned, or a write whose
+		// replication factor the history does not say: any member may
+		// hold it.
 		d.placed = false
 		for _, m := range x.h.Members {
 			d.nodes[m] = true
@@ -132,7 +134,7 @@ func (x *index) affects(f Fault, d *def, nodes map[string]bool) bool {
 	switch f.Kind {
 	case ClockJump, ClockDrift:
 		return false // see clockSpread
-	case Crash, Pause:
+	case Crash, Pause, DiskFull, DiskLie, DiskCorrupt, DiskWiped:
 		return meets(f.Nodes, nodes)
 	case Partition, Clog:
 		// A cut link between two of the timer's hosts (its nodes and its
@@ -141,7 +143,7 @@ func (x *index) affects(f Fault, d *def, nodes map[string]bool) bool {
 		return hosts(f.Nodes) && hosts(f.Peers)
 	case SlowCallback, FailCallback:
 		return slices.Contains(f.Nodes, d.op.Spec.URI)
-	case Lost, Duplicated, Reordered:
+	case Lost, Duplicated, Reordered, Overload:
 		// A message about no known timer, on a link between its nodes.
 		return f.Timer == 0 && meets(f.Nodes, nodes) && meets(f.Peers, nodes)
 	}
@@ -429,6 +431,7 @@ func (x *index) writeHitBy(op Op) (at time.Duration, hit, lagged bool) {
 			missed[s.fault.Peers[0]] = true
 		}
 	}
+	addAll(missed, x.diskFaulty(d, op.Invoke, ret))
 	hitBy := func() bool { return missed[op.Node] || meets(d.replicas, missed) || meets(d.relays, missed) }
 	if hitBy() {
 		return op.Invoke, true, false

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -84,6 +85,13 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 	late := map[string]bool{}
 	ret := min(d.hi, x.end)
 	for _, s := range d.spans {
+		if w, ok := overloadWait(s.fault); ok && s.from <= ret && s.from >= d.lo {
+			// A replication that waited for its overloaded sender
+			// reaches its replica that much later, start and all.
+			held = max(held, s.from+w-d.lo)
+			addAll(late, s.fault.Peers)
+			continue
+		}
 		if s.fault.Kind != Pause && s.fault.Kind != Clog || s.from > ret || s.end < d.lo {
 			continue
 		}
@@ -289,4 +297,15 @@ func (x *index) liveBound(d *def, k int, a, b time.Duration, out map[string]bool
 		}
 	}
 	return best, found
+}
+
+// overloadWait is how long the message of an Overload fault waited for
+// its sender, and false for any other fault or a shed message.
+func overloadWait(f Fault) (time.Duration, bool) {
+	v, ok := strings.CutPrefix(f.Detail, OverloadWaited)
+	if f.Kind != Overload || !ok {
+		return 0, false
+	}
+	w, err := time.ParseDuration(v)
+	return w, err == nil
 }

@@ -134,7 +134,7 @@ func (x *index) placementOf(id uint64, t time.Duration, s Scale) (replicas []str
 			return nil, "", false
 		}
 		if d.lossFrom <= t {
-			return nil, ExCopiesLost, false // crashes may have taken every copy
+			return nil, x.lossExcuse(), false // crashes may have taken every copy
 		}
 	}
 	if f, ok := x.placementFault(id, from, t); ok {

@@ -80,6 +80,7 @@ func (x *index) missedWrite(d *def) map[string]bool {
 		return d.missed
 	}
 	missed := x.down(d, d.lo, min(d.hi, x.end), false)
+	addAll(missed, x.diskFaulty(d, d.lo, min(d.hi, x.end)))
 	for _, s := range d.spans {
 		if lostRequest(s.fault) && s.from <= min(d.hi, x.end) && s.to >= d.lo {
 			addAll(missed, s.fault.Peers)
@@ -132,10 +133,11 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 	return lagged
 }
 
-// lostRequest reports a lost message that was a request: its receiver
-// (Peers) never saw it. A lost answer takes no copy away.
+// lostRequest reports a lost message that was a request, or a request
+// its overloaded sender shed: its receiver (Peers) never saw it. A lost
+// answer takes no copy away.
 func lostRequest(f Fault) bool {
-	return f.Kind == Lost && !strings.Contains(f.Detail, ReplyDetail)
+	return f.Kind == Lost && !strings.Contains(f.Detail, ReplyDetail) || f.Kind == Overload && f.Detail == ShedDetail
 }
 
 // ackQuorum is how many of rf replicas hold an acknowledged write.
@@ -309,7 +311,7 @@ func (x *index) copyFailures(d *def) *copyFailures {
 			}
 		}
 		for _, sp := range d.spans {
-			if sp.fault.Kind == Crash && sp.end >= d.lo {
+			if sp.fault.Kind == Crash && sp.end >= d.lo && x.crashLoses(sp) {
 				for _, n := range sp.fault.Nodes {
 					if slices.Contains(d.replicas, n) {
 						cf.other = append(cf.other, copyFailure{node: n, at: sp.end, from: sp.from})

@@ -34,6 +34,10 @@ const (
 	// ExCopiesLost: a fault may have removed every copy before the pop
 	// fell due (as many replicas as hold it crashed).
 	ExCopiesLost Excuse = "copies-lost"
+	// ExDiskLost: in a history with storage, where a crash takes no
+	// copy, disk faults did: a disk that lied or was full before the
+	// crash, or was found corrupt and wiped at the restart (diskLost).
+	ExDiskLost Excuse = "disk-lost"
 	// ExHeld: a pause or clog held the write's replication, or the copy
 	// brought back to a replica that had lost it, and a replica applies
 	// the start-time-delta when the message arrives, so every replica
@@ -249,7 +253,7 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 	case !ok && p == Safety && d.shared:
 		out["G2"] = ExSharedID
 	case lo >= d.lossFrom:
-		out["G2"] = ExCopiesLost
+		out["G2"] = x.lossExcuse()
 	case !ok && p == Safety:
 		out["G2"] = x.allUnable(d, k)
 	case p == Liveness && x.liveAllLost(d, k):
@@ -260,7 +264,7 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 	}
 	switch {
 	case !ok && lo >= d.lossFrom:
-		out["G3"] = ExCopiesLost
+		out["G3"] = x.lossExcuse()
 	case !ok:
 		out["G3"] = x.allUnable(d, k)
 	case touched && d.shared:
@@ -298,6 +302,8 @@ func excuseOf(f Fault) Excuse {
 		return ExSharedID
 	case copiesLostFault:
 		return ExCopiesLost
+	case diskLostFault:
+		return ExDiskLost
 	}
 	return ExFault + "/" + Excuse(f.Kind)
 }

@@ -88,7 +88,7 @@ func (x *index) mayDuplicate(d *def, k int) (Fault, bool) {
 			return f, true
 		}
 		if lo >= d.lossFrom {
-			return Fault{Kind: copiesLostFault, Detail: "every copy may have been lost before the pop fell due"}, true
+			return Fault{Kind: x.lossFault(), Detail: "every copy may have been lost before the pop fell due"}, true
 		}
 	}
 	return Fault{}, false

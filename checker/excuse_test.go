@@ -100,6 +100,26 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			dup.Timer = placedTimer
 			h.Pops = append(h.Pops, dup)
 		}},
+		{ExFault + "/overload", "G4", func(h *History, p, b, o string, rel bool) {
+			// The primary's notice of pop 3 waits behind its backlog
+			// past the backup's turn: the backup pops 3 again at its
+			// rank. Moved: another timer's notice waited.
+			h.Faults = []Fault{{At: 3030 * ms, Kind: Overload, Nodes: []string{p}, Peers: []string{b},
+				Detail: "waited=2.5s", Timer: pickTimer(rel)}}
+			dup := pop(5020*ms, b, "a", 3)
+			dup.Timer = placedTimer
+			h.Pops = append(h.Pops, dup)
+		}},
+		{ExFault + "/overload", "G4", func(h *History, p, b, o string, rel bool) {
+			// The primary sheds its pop 3 (it would wait longer than
+			// the skew) and the backup makes it at its rank. Moved:
+			// another timer's pop was shed, and this one's pop 3 at the
+			// backup's rank fits no pop of its schedule.
+			h.Faults = []Fault{{At: 3 * sec, Kind: Overload, Nodes: []string{p}, Peers: []string{"client"},
+				Detail: ShedDetail, Timer: pickTimer(rel)}}
+			h.Pops[2] = pop(5020*ms, b, "a", 3)
+			h.Pops[2].Timer = placedTimer
+		}},
 		{ExAllDown, "G2", func(h *History, p, b, o string, rel bool) {
 			// Both replicas crash: the timer is gone.
 			n := pick(rel, p, o)
@@ -138,6 +158,29 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: pickTimer(rel)},
 				{At: 2500 * ms, Kind: Crash, Nodes: []string{p}}}
 			h.Pops = h.Pops[:2]
+		}},
+		{ExDiskLost, "G2", func(h *History, p, b, o string, rel bool) {
+			// With storage, the loss copies-lost excuses without it
+			// (the create's replication to the backup is lost, and the
+			// primary, its only holder, crashes at once) needs a disk
+			// that lied to the primary before its crash: it comes back
+			// without the copy, and no pop is made. Moved: the lie was
+			// another node's, so the primary comes back from its disk
+			// with the timer and owes every pop.
+			h.Storage = true
+			h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: placedTimer},
+				{At: 0, Kind: DiskLie, Nodes: []string{pick(rel, p, o)}},
+				{At: 100 * ms, Kind: Crash, Nodes: []string{p}}, {At: 200 * ms, Kind: Restart, Nodes: []string{p}}}
+			h.Pops = nil
+		}},
+		{ExDiskLost, "G2", func(h *History, p, b, o string, rel bool) {
+			// The primary's disk was found corrupt at its restart and
+			// wiped. Moved: another node's was.
+			h.Storage = true
+			h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: placedTimer},
+				{At: 100 * ms, Kind: Crash, Nodes: []string{p}},
+				{At: 200 * ms, Kind: DiskWiped, Nodes: []string{pick(rel, p, o)}}, {At: 200 * ms, Kind: Restart, Nodes: []string{p}}}
+			h.Pops = nil
 		}},
 		{ExHeld, "G3", func(h *History, p, b, o string, rel bool) {
 			// The primary stands still while the write reaches it: it
@@ -203,6 +246,29 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			c.build(h, p, b, o, false)
 			requireHas(t, Check(h), c.want)
 		})
+	}
+}
+
+// TestCrashTakesNoCopyWithStorage proves that with storage a crash
+// excuses no lost copy: the history copies-lost excuses without storage
+// (the only holder crashes and restarts) is a G2 violation with it, and
+// copies-lost is never the excuse.
+func TestCrashTakesNoCopyWithStorage(t *testing.T) {
+	for _, storage := range []bool{false, true} {
+		h, p, b, _ := placed(t)
+		h.Storage = storage
+		h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: placedTimer},
+			{At: 100 * ms, Kind: Crash, Nodes: []string{p}}, {At: 200 * ms, Kind: Restart, Nodes: []string{p}}}
+		h.Pops = nil
+		vs, cov := DefaultOptions().Judge(h)
+		if !storage {
+			requireNone(t, vs)
+			continue
+		}
+		requireHas(t, vs, "G2")
+		if cov.Excused[ExCopiesLost]+cov.Excused[ExDiskLost] != 0 {
+			t.Errorf("with storage a crash excused lost copies: %v", cov.Excused)
+		}
 	}
 }
 

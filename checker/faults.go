@@ -21,17 +21,21 @@ var endKind = map[FaultKind]FaultKind{
 	Clog:         Heal,
 	SlowCallback: CallbackOK,
 	FailCallback: CallbackOK,
+	DiskFull:     DiskOK,
+	DiskLie:      DiskOK,
 }
 
 // isMessageFault reports the kinds that hit one message: they end when the
 // message's effect has settled, with no end event.
-func isMessageFault(k FaultKind) bool { return k == Lost || k == Duplicated || k == Reordered }
+func isMessageFault(k FaultKind) bool {
+	return k == Lost || k == Duplicated || k == Reordered || k == Overload
+}
 
 // isEndEvent reports kinds that end a fault or mark a phase; they are no
 // fault themselves.
 func isEndEvent(k FaultKind) bool {
 	switch k {
-	case Restart, Resume, Heal, CallbackOK, LivenessPhase:
+	case Restart, Resume, Heal, CallbackOK, LivenessPhase, DiskOK:
 		return true
 	}
 	return false
@@ -197,6 +201,10 @@ func (x *index) down(d *def, a, b time.Duration, paused bool) map[string]bool {
 				addAll(seen, s.fault.Nodes)
 			}
 		case Crash:
+			addAll(seen, s.fault.Nodes)
+		case Overload:
+			// The sender's backlog held or shed its pop of d, or the
+			// notice that would have spared the next replica its turn.
 			addAll(seen, s.fault.Nodes)
 		case Partition, Clog:
 			if !d.placed {

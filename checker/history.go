@@ -137,15 +137,40 @@ const (
 	Lost       FaultKind = "lost"
 	Duplicated FaultKind = "duplicated"
 	Reordered  FaultKind = "reordered"
+	// Overload: the sender's CPU was overloaded, and the message waited
+	// to be written longer than the simulator lets pass unnoticed
+	// (Detail: how long) or was shed, never sent (Detail: ShedDetail). A
+	// burst beyond what a node can send within the backup skew costs
+	// duplicates and lateness (docs/design.md section 5), on the timers
+	// whose messages waited.
+	Overload FaultKind = "overload"
 	// IDCollision: node Nodes[0] answered a request about Fault.Timer
 	// with a collision (it holds another timer under that ID: two nodes
 	// issued it, a misconfiguration).
 	IDCollision FaultKind = "id-collision"
+	// Disk faults, of a history with Storage, on node Nodes[0]: its disk
+	// is full (writes fail), or lies (a sync reports success and keeps
+	// nothing), until DiskOK; DiskCorrupt flipped a bit of data it had
+	// synced (Detail: where); DiskWiped is the restart that found the
+	// disk corrupt: the node starts empty, as a node without storage does.
+	DiskFull    FaultKind = "disk-full"
+	DiskLie     FaultKind = "disk-lie"
+	DiskOK      FaultKind = "disk-ok"
+	DiskCorrupt FaultKind = "disk-corrupt"
+	DiskWiped   FaultKind = "disk-wiped"
 )
 
 // ReplyDetail marks, in a message fault's Detail, a fault that hit a
 // response: the request itself arrived.
 const ReplyDetail = "reply"
+
+// ShedDetail is the Detail of an Overload fault whose message was shed,
+// never sent; OverloadWaited starts that of one whose message waited,
+// followed by how long ("waited=120ms").
+const (
+	ShedDetail     = "shed"
+	OverloadWaited = "waited="
+)
 
 // Fault is one fault or event on the timeline. Nodes lists the nodes it
 // touches (for a partition, one side; Peers the other side).
@@ -191,6 +216,9 @@ type History struct {
 	// LivenessFrom is when faults stopped and the cluster healed (0 if the
 	// run had no faults).
 	LivenessFrom time.Duration
+	// Storage is set when the nodes keep their records on disk: a crash
+	// then takes no copy away, only a disk fault does (see diskLost).
+	Storage bool
 }
 
 // Scale is one membership change, carried out by the operator's procedure

@@ -15,6 +15,9 @@ type def struct {
 	// end of history when the outcome is unknown).
 	lo, hi time.Duration
 	rf     int
+	// rfUnknown is set when the history does not say the write's
+	// replication factor (see writtenRF): it is judged as unplaced.
+	rfUnknown bool
 	// quorum is how many replicas acknowledge a write: a majority of the
 	// replicas in the write's own site from three up, else one (node's
 	// writeQuorum, docs/design.md 4.11). Other sites are not waited for.
@@ -136,7 +139,7 @@ func (x *index) newDef(op Op) *def {
 		d.hi = x.end
 	}
 	if d.rf < 1 {
-		d.rf = x.o.DefaultReplicationFactor
+		d.rf, d.rfUnknown = x.writtenRF(op)
 	}
 	d.quorum = ackQuorum(d.rf)
 	d.key = timerKey(op.Timer)
@@ -144,6 +147,53 @@ func (x *index) newDef(op Op) *def {
 		d.key = fmt.Sprintf("op %d", op.Seq)
 	}
 	return d
+}
+
+// writtenRF is the replication factor of a write that gave none, as the
+// history says it, never as a node would infer it. A create without one
+// gets the API's default (api.md). An update keeps the factor of its
+// timer, which a PUT cannot change: the factor the latest earlier write
+// of the timer gave; after a delete that returned before it, it creates
+// the timer again, with the default (docs/design.md 4.5). With no such
+// write, or a delete of unknown outcome or still running, the factor is
+// unknown: unknown is true, and rf is every member, the worst rank any
+// replica can have.
+func (x *index) writtenRF(op Op) (rf int, unknown bool) {
+	if op.Kind == Create {
+		return x.o.DefaultReplicationFactor, false
+	}
+	ops := x.byTimer[op.Timer]
+	for i := len(ops) - 1; i >= 0 && op.Timer != 0; i-- {
+		w := ops[i]
+		switch {
+		case w.Seq >= op.Seq:
+		case w.Kind == Delete && w.Outcome == OK && w.Return <= op.Invoke:
+			return x.o.DefaultReplicationFactor, false
+		case w.Kind == Delete || x.mayHaveEnded(w, op.Invoke):
+			return max(len(x.h.Members), 1), true
+		case w.Spec.ReplicationFactor > 0:
+			return w.Spec.ReplicationFactor, false
+		case w.Kind == Create:
+			return x.o.DefaultReplicationFactor, false
+		}
+	}
+	return max(len(x.h.Members), 1), true
+}
+
+// mayHaveEnded reports whether write w's definition may have made its
+// last pop by t: a PUT to a timer that has ended is a create to the
+// client, and whether a node takes its factor from the finished record it
+// may still hold or gives it the default is not the history's to say.
+func (x *index) mayHaveEnded(w Op, t time.Duration) bool {
+	hi := w.Return
+	if w.Outcome != OK || hi < w.Invoke {
+		hi = x.end
+	}
+	last := hi + w.Spec.RepeatFor
+	if w.Spec.RepeatFor < w.Spec.Interval {
+		last = hi + w.Spec.Interval // it never pops, and ends with its tombstone
+	}
+	return last <= t
 }
 
 // historyEnd is History.End, or the last recorded time if that is later.

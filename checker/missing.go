@@ -100,7 +100,7 @@ func (x *index) lossFrom(d *def) time.Duration {
 	crashed := map[string]bool{}
 	partial := x.touched(d, d.lo, min(d.hi, x.end))
 	for _, s := range d.spans {
-		if s.to < d.lo || s.fault.Kind != Crash {
+		if s.to < d.lo || s.fault.Kind != Crash || !x.crashLoses(s) {
 			continue
 		}
 		for _, n := range s.fault.Nodes {

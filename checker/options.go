@@ -19,8 +19,9 @@ const (
 	// replication or popped-notice message that can sit between a start
 	// time being fixed and the replica that pops learning of it.
 	NetHops = 2
-	// DefaultReplicationFactor is what a Spec with ReplicationFactor 0 gets
-	// (api.md: the default replication factor is 2).
+	// DefaultReplicationFactor is what a create whose Spec has
+	// ReplicationFactor 0 gets (api.md: the default replication factor
+	// is 2). An update without one keeps its timer's (see writtenRF).
 	DefaultReplicationFactor = 2
 	// FaultSettle is how long after a fault ends (heal, resume, restart,
 	// callback-ok) it still counts as active: the popped notices and
@@ -50,7 +51,7 @@ type Options struct {
 	ReplicaSkew time.Duration
 	// NetHops multiplies History.MaxNetDelay in every lateness bound.
 	NetHops int
-	// DefaultReplicationFactor stands in for a Spec's 0.
+	// DefaultReplicationFactor stands in for a create's Spec's 0.
 	DefaultReplicationFactor int
 	// FaultSettle extends every fault's active interval past its end.
 	FaultSettle time.Duration

@@ -102,6 +102,11 @@ func (x *index) unrepaired(s Op, d *def) []Violation {
 	var bad []Pop
 	note := ""
 	for _, p := range x.stalePops(s, d) {
+		if at, ok := repairedAt[p.Node]; ok && x.h.Storage && x.nodeCrashedIn(d, p.Node, at, p.At) {
+			// The repair reached the disk lazily: the replica may
+			// have come back from the crash with the old definition.
+			delete(repairedAt, p.Node)
+		}
 		if at, ok := repairedAt[p.Node]; ok {
 			if p.At > at+x.repairWindow() {
 				if len(bad) == 0 {

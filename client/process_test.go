@@ -105,7 +105,8 @@ func startMember(t *testing.T, bin, addr string, addrs []string) (*process, erro
 	}
 	p := &process{addr: addr, log: newServeWatch(), exited: make(chan error, 1)}
 	// No other file: never the machine's /etc.
-	p.cmd = exec.Command(bin, "--shared-config-file=", "--dns-config-file=", "--local-config-file", local, "--cluster-config-file", cluster)
+	p.cmd = exec.Command(bin, "--shared-config-file=", "--dns-config-file=", "--local-config-file", local, "--cluster-config-file", cluster,
+		"--storage-dir", filepath.Join(dir, "data"))
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

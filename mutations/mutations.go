@@ -1,5 +1,5 @@
 // Package mutations is the mutation audit of the simulator: each mutation
-// is a small, deliberate bug in node/, kept as a patch in this folder, and
+// is a small, deliberate bug in node/ or storage/, kept as a patch in this folder, and
 // the audit applies each one to a copy of the repository and runs the
 // simulator's sweep on it (the sweep alone, no unit test). A mutation the
 // sweep does not catch is a hole in the workload or the checkers.

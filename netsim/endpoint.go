@@ -65,6 +65,8 @@ func (e *Endpoint) Send(req node.Request, timeout time.Duration, done func(node.
 	}
 	if !modelled {
 		leave = n.sched.Now()
+	} else if wait := leave - n.opts.NodeSendTime - n.sched.Now(); wait > 0 {
+		n.trace("queued", e.host.name, to, &req, int64(wait))
 	}
 	n.sched.At(leave+timeout, func() {
 		if !c.finished {

@@ -126,10 +126,12 @@ func (n *Node) internalPut(host, wire string, body []byte) Request {
 }
 
 // sign stamps req, an internal request about to be sent, with the time
-// and its destination, and signs it when the cluster has a key. It is
-// called as the request is handed to the network, never earlier: the
-// stamp is what bounds its age (TestInternalRequestsAreStampedWhenSent).
+// and its destination, and signs it when the cluster has a key; it also
+// tells the node's instance number (see noteInstance). It is called as
+// the request is handed to the network, never earlier: the stamp is what
+// bounds its age (TestInternalRequestsAreStampedWhenSent).
 func (n *Node) sign(req *Request) {
+	req.Header.Set(HeaderInstance, n.instanceHeader())
 	host, _ := splitURL(req.URL)
 	s := stamp{sent: n.nowMs(), to: n.destination(host)}
 	req.Header.Set(HeaderSent, strconv.FormatInt(s.sent, 10))
@@ -195,6 +197,7 @@ func (n *Node) admit(req Request) (Response, bool) {
 		n.stats.Stale++
 		return forbidden("internal API: " + reason), false
 	}
+	n.noteInstance(req)
 	return Response{}, true
 }
 

@@ -100,6 +100,7 @@ func newClusterWith(t testing.TB, configure func(addr string, cfg *Config), addr
 			// makes as a peer's) only with a key.
 			cfg.ClusterKey = testKey
 		}
+		cfg.RepairInterval = 0 // the tests that want repair turn it on
 		if configure != nil {
 			configure(a, &cfg)
 		}

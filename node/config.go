@@ -164,9 +164,28 @@ type Config struct {
 	// to acknowledge a client write.
 	ReplicationTimeout time.Duration
 	Limits             Limits
+	// RepairInterval is how often the node compares what it holds with
+	// each peer and repairs the difference (repair.go); 0 turns repair
+	// off (tests that drive every message by hand).
+	RepairInterval time.Duration
+	// Seed seeds the node's randomness, which only draws jitter (retry
+	// and repair waits): the simulator sets it from the run's seed, the
+	// production adapter from the operating system.
+	Seed uint64
+	// ResyncPage is how many timers a resync asks a peer for in one
+	// GET /timers page; 0 is DefaultResyncPage. The simulator sets it
+	// small, so that its resyncs take many pages.
+	ResyncPage int
+	// RepairPage is how many records a repair answer lists at most; 0 is
+	// MaxRepairEntries. The simulator sets it small, so that its rounds
+	// take many pages.
+	RepairPage int
 
 	Clock   Clock
 	Network Network
+	// Storage, if set, keeps the node's records across restarts (see
+	// Storage); nil keeps them in memory only.
+	Storage Storage
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -182,6 +201,7 @@ func DefaultConfig() Config {
 		MaxClockSkew:       DefaultMaxClockSkew,
 		LocalSite:          "site1",
 		ReplicationTimeout: 500 * time.Millisecond,
+		RepairInterval:     DefaultRepairInterval,
 		Limits: Limits{
 			MaxTimers:    DefaultMaxTimers,
 			MaxInFlight:  100_000,
@@ -219,8 +239,17 @@ func (c Config) Validate() error {
 	if c.ReplicationTimeout <= 0 {
 		return fmt.Errorf("node: config ReplicationTimeout %v is not positive", c.ReplicationTimeout)
 	}
+	if c.RepairInterval < 0 {
+		return fmt.Errorf("node: config RepairInterval %v is negative", c.RepairInterval)
+	}
 	if c.Limits.MaxTimers <= 0 {
 		return fmt.Errorf("node: config Limits.MaxTimers %d is not positive", c.Limits.MaxTimers)
+	}
+	if c.RepairPage < 0 || c.RepairPage > MaxRepairEntries {
+		return fmt.Errorf("node: config RepairPage %d is not in 0..%d", c.RepairPage, MaxRepairEntries)
+	}
+	if c.ResyncPage < 0 || c.ResyncPage > MaxResyncPage {
+		return fmt.Errorf("node: config ResyncPage %d is not in 0..%d", c.ResyncPage, MaxResyncPage)
 	}
 	if c.Limits.MaxInFlight <= 0 {
 		return fmt.Errorf("node: config Limits.MaxInFlight %d is not positive", c.Limits.MaxInFlight)
@@ -278,4 +307,10 @@ func (m Membership) withSelf(self string) Membership {
 		Joining: slices.Clone(m.Joining),
 		Leaving: slices.Clone(m.Leaving),
 	}
+}
+
+// sameMembership reports whether a and b list the same nodes in each
+// role, in the same order.
+func sameMembership(a, b Membership) bool {
+	return slices.Equal(a.Nodes, b.Nodes) && slices.Equal(a.Joining, b.Joining) && slices.Equal(a.Leaving, b.Leaving)
 }

@@ -18,6 +18,14 @@
 //     network completion: client writes are answered once replicas have
 //     acknowledged them).
 //  4. Call SetCluster when the cluster configuration changes.
+//  5. Optionally supply a Storage (persist.go): queue the records the node
+//     hands it and make them durable when it asks for a barrier (Sync),
+//     calling done serialized like everything else; the node answers a
+//     request that changed records only after that. At start, before any
+//     other call, hand Restore every entry recovered, in the order
+//     written, and RestoreMeta the node's own state; then start the
+//     start-up resync (Resync(true)) for what the node missed. Take a
+//     snapshot with Snapshot, a chunk per turn of the serialization.
 //
 // A minimal driver looks like this (the production one is server.Adapter):
 //
@@ -41,6 +49,8 @@
 //     the repair of stale replicas.
 //   - sites.go: forwarding to and placing from other sites.
 //   - timer.go, store.go: the held record and the timing wheel.
+//   - persist.go: what the node hands its Storage, the record encoding,
+//     and the restore of a restarted node.
 //   - ring.go: rendezvous hashing and the replica bloom filter.
 //   - env.go, config.go, auth.go, allow.go: the injected interfaces,
 //     configuration, the cluster key, callback address rules.

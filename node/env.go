@@ -146,6 +146,12 @@ const (
 	// TimerExtra.Missed): the sender learns which of the pops it missed
 	// another replica made.
 	HeaderPopped = "X-Chronos-Popped"
+	// HeaderInstance carries the instance number and address of the
+	// node that sent an internal request (see noteInstance).
+	HeaderInstance = "X-Chronos-Instance"
+	// HeaderInstanceClash, on the answer to an internal request, names
+	// another node the receiver heard with the sender's instance number.
+	HeaderInstanceClash = "X-Chronos-Instance-Clash"
 	// HeaderTimerID names the timer a callback pops: the 16 hex digits of
 	// its unique ID (the first half of the ID in Location), which stay the
 	// same for the timer's life. With X-Sequence-Number it lets a client

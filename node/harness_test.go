@@ -111,6 +111,7 @@ func newHarness(t *testing.T, mutate ...func(*Config)) *harness {
 	cfg := DefaultConfig()
 	cfg.Clock, cfg.Network = h.clock, h.net
 	cfg.ClusterKey = testKey
+	cfg.RepairInterval = 0 // the tests answer every message by hand
 	for _, m := range mutate {
 		m(&cfg)
 	}

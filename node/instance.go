@@ -2,7 +2,12 @@ package node
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/twmb/murmur3"
 )
@@ -66,4 +71,129 @@ func InstanceFor(self string, configured int, m Membership) (int, error) {
 		}
 	}
 	return configured, nil
+}
+
+// A clash refused, not survived. Two members that share an instance number
+// issue the same IDs and versions; the collision defence (collides) keeps
+// one timer from replacing another, but twins can still give two writes
+// one version. So every internal request carries its sender's number and
+// address (HeaderInstance), and every node remembers the number each peer
+// was last heard with. A node sent its own number by another knows of the
+// clash at once; a node that hears two peers with one number tells each
+// in its answers (HeaderInstanceClash), so twins that never talk to each
+// other learn of it through any node they both write to. A node that
+// knows it shares its number refuses client writes with 503, names the
+// other node in its log and counts it (Stats.InstanceClashes), until that
+// node is heard with another number (or, told by a third node, is no
+// longer reported), leaves the membership, or its own number changes.
+
+// clashReported is how long a clash a third node reported stands unless
+// it reports it again.
+const clashReported = time.Minute
+
+// instanceHeader is the HeaderInstance value of this node's requests.
+func (n *Node) instanceHeader() string { return strconv.Itoa(n.instance) + " " + n.self }
+
+// senderInstance reads the HeaderInstance of a request.
+func senderInstance(req Request) (addr string, instance int, ok bool) {
+	num, addr, found := strings.Cut(req.Header.Get(HeaderInstance), " ")
+	instance, err := strconv.Atoi(num)
+	return addr, instance, found && err == nil && addr != ""
+}
+
+// noteInstance notes the instance number an authentic internal request
+// carries.
+func (n *Node) noteInstance(req Request) {
+	addr, instance, ok := senderInstance(req)
+	if !ok || addr == n.self {
+		return
+	}
+	n.peerInstances[addr] = instance
+	if instance == n.instance {
+		n.clash(addr, math.MaxInt64)
+		return
+	}
+	delete(n.clashes, addr)
+}
+
+// twinOf returns the node known to share the instance number of the
+// sender of req, an internal request this node took as authentic, for the
+// answer to name (HeaderInstanceClash).
+func (n *Node) twinOf(req Request) string {
+	addr, instance, ok := senderInstance(req)
+	if !ok || n.peerInstances[addr] != instance {
+		return ""
+	}
+	if instance == n.instance && addr != n.self {
+		return n.self
+	}
+	for _, other := range slices.Sorted(maps.Keys(n.peerInstances)) {
+		if other != addr && n.peerInstances[other] == instance {
+			return other
+		}
+	}
+	return ""
+}
+
+// clashTold notes the twin a peer's answer to an internal request named.
+func (n *Node) clashTold(resp Response) {
+	if twin := resp.Header.Get(HeaderInstanceClash); twin != "" && twin != n.self {
+		n.clash(twin, n.nowMs()+clashReported.Milliseconds())
+	}
+}
+
+// clash notes that twin issues IDs with this node's number, known until
+// the given time (ms; math.MaxInt64 until it is heard with another).
+func (n *Node) clash(twin string, until int64) {
+	if _, known := n.clashes[twin]; !known {
+		n.hit(probeInstanceClash)
+		n.stats.InstanceClashes++
+		n.log.Error("another node issues IDs with this node's instance number: refusing client writes until it is fixed",
+			"instance", n.instance, "peer", twin)
+	}
+	n.clashes[twin] = max(n.clashes[twin], until)
+}
+
+// clashing refuses a client write while a clash is known.
+func (n *Node) clashing() (Response, bool) {
+	now := n.nowMs()
+	var twins []string
+	for _, twin := range slices.Sorted(maps.Keys(n.clashes)) {
+		if n.clashes[twin] < now {
+			delete(n.clashes, twin)
+			continue
+		}
+		twins = append(twins, twin)
+	}
+	if len(twins) == 0 {
+		return Response{}, false
+	}
+	n.hit(probeClashRefused)
+	return unavailable(fmt.Sprintf("this node's instance number %d is also used by %s: give every member its own [identity] instance_id",
+		n.instance, strings.Join(twins, ", "))), true
+}
+
+// forgetClashes drops what a membership or numbering change ended.
+func (n *Node) forgetClashes(renumbered bool) {
+	members := n.cfg.Cluster.withSelf(n.self).All()
+	for addr := range n.clashes {
+		if renumbered || !slices.Contains(members, addr) && !n.remoteSite(addr) {
+			delete(n.clashes, addr)
+		}
+	}
+	for addr := range n.peerInstances {
+		if !slices.Contains(members, addr) && !n.remoteSite(addr) {
+			delete(n.peerInstances, addr)
+		}
+	}
+}
+
+// remoteSite reports whether addr is a remote site's address.
+func (n *Node) remoteSite(addr string) bool {
+	for _, s := range n.cfg.RemoteSites {
+		if s.Address == addr {
+			return true
+		}
+	}
+	return false
 }

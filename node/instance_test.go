@@ -145,3 +145,72 @@ func TestRenumberedNodeIssuesPastTheLead(t *testing.T) {
 		t.Errorf("ID after renumbering dated %d ms ahead, want at least the lead %d", ahead, DefaultMaxClockLead.Milliseconds())
 	}
 }
+
+// TestInstanceClashRefusesClientWrites: two members configured with one
+// instance number find out from the first message between them, refuse
+// client writes with a 503 that names the other, and take writes again
+// once the other is heard with a number of its own.
+func TestInstanceClashRefusesClientWrites(t *testing.T) {
+	c := newClusterWith(t, func(addr string, cfg *Config) {
+		if addr != three[2] {
+			cfg.InstanceID = 1000
+		}
+	}, three...)
+	body := `{"timing":{"interval":60},"callback":{"http":{"uri":"` + cb + `"}},"reliability":{"replication-factor":3}}`
+	// The first create reaches the twin and is taken: nothing was heard yet.
+	if r := c.client(three[0], "POST", "/timers", body); r.Status != 200 {
+		t.Fatalf("first create: %d %s", r.Status, r.Body)
+	}
+	r := c.client(three[1], "POST", "/timers", body)
+	if r.Status != 503 || !strings.Contains(string(r.Body), three[0]) {
+		t.Fatalf("create through the twin that was told: got %d %q, want 503 naming %s", r.Status, r.Body, three[0])
+	}
+	if got := c.nodes[three[1]].Stats().InstanceClashes; got != 1 {
+		t.Errorf("InstanceClashes = %d, want 1", got)
+	}
+	if r := c.client(three[2], "POST", "/timers", body); r.Status != 200 {
+		t.Errorf("a node with its own number refused a create: %d %s", r.Status, r.Body)
+	}
+	// The operator gives the first twin a number of its own; its next
+	// message ends the clash.
+	cfg := c.cfgs[three[0]]
+	cfg.InstanceID = 999
+	c.cfgs[three[0]] = cfg
+	c.restart(three[0])
+	if r := c.client(three[0], "POST", "/timers", body); r.Status != 200 {
+		t.Fatalf("create through the renumbered node: %d %s", r.Status, r.Body)
+	}
+	if r := c.client(three[1], "POST", "/timers", body); r.Status != 200 {
+		t.Errorf("create through the other twin after the fix: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestInstanceClashToldByAThirdNode: twins that never reach each other
+// learn of the clash from a node both write to, which names the other
+// twin in its answers; a twin renumbered ends it.
+func TestInstanceClashToldByAThirdNode(t *testing.T) {
+	c := newClusterWith(t, func(addr string, cfg *Config) {
+		if addr != three[2] {
+			cfg.InstanceID = 1000
+		}
+	}, three...)
+	c.lose = func(host string, req Request) bool {
+		from, _, _ := senderInstance(req)
+		return host == three[0] && from == three[1] || host == three[1] && from == three[0]
+	}
+	body := `{"timing":{"interval":60},"callback":{"http":{"uri":"` + cb + `"}},"reliability":{"replication-factor":3}}`
+	for _, via := range []string{three[0], three[1], three[0]} {
+		c.client(via, "POST", "/timers", body)
+	}
+	for _, twin := range three[:2] {
+		if r := c.client(twin, "POST", "/timers", body); r.Status != 503 {
+			t.Errorf("create through twin %s: got %d, want 503", twin, r.Status)
+		}
+		if got := c.nodes[twin].Stats().InstanceClashes; got != 1 {
+			t.Errorf("twin %s counts %d clashes, want 1", twin, got)
+		}
+	}
+	if got := c.nodes[three[2]].Stats().InstanceClashes; got != 0 {
+		t.Errorf("the third node counts %d clashes of its own", got)
+	}
+}

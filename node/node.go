@@ -2,6 +2,8 @@ package node
 
 import (
 	"fmt"
+
+	"github.com/twmb/murmur3"
 	"hash"
 	"log/slog"
 	"net/netip"
@@ -66,6 +68,22 @@ type Node struct {
 	resyncGen        uint64
 	resyncStatus     ResyncStatus
 	resyncRepopulate bool
+
+	// rand is the node's seeded randomness (jitter only); repairAlarm
+	// and repairGen are the next repair round's (repair.go).
+	rand        rng
+	repairAlarm Alarm
+	repairGen   uint64
+	repairDirty bool
+	repairBusy  map[string]bool
+	// clashes are the other nodes known to use this node's instance
+	// number, with until when (ms); peerInstances the number each peer
+	// was last heard with (instance.go).
+	clashes       map[string]int64
+	peerInstances map[string]int
+	// probeHits counts the passes through each coverage probe (probe.go).
+	probeHits []uint64
+	persist   persist
 }
 
 // Stats are the node's plain counters, read by the production adapter's
@@ -106,6 +124,9 @@ type Stats struct {
 	// timer under the same ID (see collides), and creates this node
 	// restarted under a fresh ID because of one.
 	IDCollisions uint64
+	// InstanceClashes counts the other nodes heard issuing IDs with this
+	// node's instance number (instance.go).
+	InstanceClashes uint64
 	// Forbidden counts internal requests refused for want of a valid
 	// cluster key signature (or, without a key, because they came from
 	// outside the cluster); Misaddressed those addressed to another
@@ -124,10 +145,19 @@ type Stats struct {
 	// ResyncReferences the DELETE /timers/references entries it received.
 	ResyncPagesServed uint64
 	ResyncReferences  uint64
+	// RepairRounds counts the repair rounds this node started;
+	// RepairPushes the records it sent a peer because the peer held an
+	// older one or none, RepairWants those it asked a peer for, and
+	// RepairHandoffs the records it held without being their replica
+	// and passed on to their replicas (repair.go).
+	RepairRounds, RepairPushes, RepairWants, RepairHandoffs uint64
 	// LateRebalanced counts the messages a node sent placing a record
 	// written under another view on the current one as it arrived, during
 	// a scale (see lateRebalance).
 	LateRebalanced uint64
+	// StorageFailures counts the barriers the Storage failed: the
+	// answers waiting on them were 503s.
+	StorageFailures uint64
 	// Tags counts live timers per statistics tag (weighted by count).
 	Tags map[string]int
 }
@@ -145,22 +175,34 @@ func New(cfg Config) (*Node, error) {
 	instance, _ := InstanceFor(cfg.Address, cfg.InstanceID, cfg.Cluster.withSelf(cfg.Address))
 	callbacks, _ := cfg.CallbackPolicy()
 	n := &Node{
-		cfg:          cfg,
-		macs:         newMACs(cfg),
-		log:          log.With("node", cfg.Address),
-		self:         cfg.Address,
-		clock:        cfg.Clock,
-		net:          cfg.Network,
-		ids:          newIDGen(uint64(instance), cfg.MaxClockLead.Milliseconds()),
-		instance:     instance,
-		callbacks:    callbacks,
-		hostVerdicts: map[string]error{},
-		placements:   map[string]*Placement{},
-		hosts:        hostTable{},
-		stats:        Stats{Tags: map[string]int{}},
+		cfg:           cfg,
+		macs:          newMACs(cfg),
+		log:           log.With("node", cfg.Address),
+		self:          cfg.Address,
+		clock:         cfg.Clock,
+		net:           cfg.Network,
+		ids:           newIDGen(uint64(instance), cfg.MaxClockLead.Milliseconds()),
+		instance:      instance,
+		callbacks:     callbacks,
+		hostVerdicts:  map[string]error{},
+		placements:    map[string]*Placement{},
+		hosts:         hostTable{},
+		stats:         Stats{Tags: map[string]int{}},
+		repairBusy:    map[string]bool{},
+		clashes:       map[string]int64{},
+		peerInstances: map[string]int{},
+		probeHits:     make([]uint64, len(probeNames)),
 	}
 	n.store = NewStore(n.nowMs())
+	if cfg.Storage != nil {
+		n.persist.marked = map[uint64]struct{}{}
+		n.store.changed = n.mark
+	}
 	n.setCluster(cfg.Cluster)
+	n.rand = rng{state: cfg.Seed ^ uint64(murmur3.StringSum32(cfg.Address))}
+	// A node that starts may have lost what it held: compare soon.
+	n.repairNeeded()
+	n.scheduleRepair(repairAfterReload)
 	return n, nil
 }
 
@@ -187,15 +229,24 @@ func (n *Node) SetCluster(m Membership) error {
 	if err != nil {
 		return err
 	}
-	if instance != n.instance {
+	renumbered := instance != n.instance
+	if renumbered {
+		n.hit(probeClusterRenumbered)
 		n.log.Warn("instance number changed with the membership", "from", n.instance, "to", instance)
 		n.instance = instance
 		n.ids.renumber(uint64(instance), n.nowMs())
 	}
-	view := n.ring.ViewID()
+	view, before := n.ring.ViewID(), n.cfg.Cluster
 	n.setCluster(m)
+	n.forgetClashes(renumbered)
 	if n.ring.ViewID() != view {
 		n.Resync(false)
+	}
+	if !sameMembership(before, n.cfg.Cluster) {
+		// Compare with the peers soon: they reload at their own moments,
+		// and a round with one not yet reloaded is asked again.
+		n.repairNeeded()
+		n.scheduleRepair(repairAfterReload)
 	}
 	return nil
 }
@@ -210,9 +261,11 @@ func (n *Node) setCluster(m Membership) {
 	n.ring = NewRing(members)
 	if view := n.ring.ViewID(); !slices.Contains(n.views, view) {
 		if len(n.views) == maxPastViews {
+			n.hit(probeClusterViewsForgotten)
 			n.views = slices.Delete(n.views, 0, 1)
 		}
 		n.views = append(n.views, view)
+		n.persist.meta = true // persist.go
 	}
 }
 
@@ -258,6 +311,23 @@ func (n *Node) Held(fn func(*Timer) bool) { n.store.Ascend(fn) }
 // Handle serves one inbound request and calls reply exactly once, possibly
 // later (after replicas acknowledge), from a network completion.
 func (n *Node) Handle(req Request, reply func(Response)) {
+	if req.Header.Get(HeaderInstance) != "" {
+		answer := reply
+		reply = func(r Response) {
+			if twin := n.twinOf(req); twin != "" {
+				if r.Header == nil {
+					r.Header = Header{}
+				}
+				r.Header[HeaderInstanceClash] = twin
+			}
+			answer(r)
+		}
+	}
+	if n.cfg.Storage != nil && req.Method != "GET" && req.Method != "HEAD" {
+		// Anything but a read may change records: its answer waits
+		// until they are durable (persist.go).
+		reply = n.durably(reply)
+	}
 	path, _, _ := strings.Cut(req.URL, "?")
 	if resp, late := n.expired(req); late {
 		reply(resp)
@@ -280,6 +350,8 @@ func (n *Node) Handle(req Request, reply func(Response)) {
 		default:
 			reply(methodNotAllowed("POST, GET"))
 		}
+	case path == repairPath:
+		n.route(req, reply, "POST", func() { n.repairServe(req, reply) })
 	case path == "/timers/references":
 		n.route(req, reply, "DELETE", func() { n.references(req, reply) })
 	case strings.HasPrefix(path, "/timers/"):
@@ -326,11 +398,17 @@ func (n *Node) startMs() int64 {
 }
 
 // shed refuses a client write of a body of size bytes with 503 when the
-// node is at a limit, and counts and logs it (see noteShed); ok is false
-// when the node takes it. The body bounds the record's bytes from above.
+// node is at a limit, and counts and logs it (see noteShed), or while
+// another node shares its instance number (clashing); ok is false when
+// the node takes it. The body bounds the record's bytes from above.
 func (n *Node) shed(size int) (resp Response, ok bool) {
+	if resp, clash := n.clashing(); clash {
+		n.hit(probeClashRefused)
+		return resp, true
+	}
 	switch {
 	case n.store.Len() >= n.cfg.Limits.MaxTimers:
+		n.hit(probeShedTimers)
 		reason := fmt.Sprintf("node holds %d timers, its limit", n.store.Len())
 		n.noteShed(&n.stats.ShedTimers, reason)
 		return unavailable(reason), true
@@ -340,6 +418,7 @@ func (n *Node) shed(size int) (resp Response, ok bool) {
 		n.noteShed(&n.stats.ShedBytes, reason)
 		return unavailable(reason), true
 	case n.inFlight >= n.cfg.Limits.MaxInFlight:
+		n.hit(probeShedInFlight)
 		reason := fmt.Sprintf("node has %d requests in flight, its limit", n.inFlight)
 		n.noteShed(&n.stats.ShedInFlight, reason)
 		return unavailable(reason), true
@@ -376,11 +455,18 @@ func (n *Node) noteShed(counter *uint64, reason string) {
 	n.shedLog = shedLog{written: true, lastMs: now}
 }
 
-// send sends req, counting it against MaxInFlight until done runs.
+// send sends req, counting it against MaxInFlight until done runs. The
+// answer to an internal request may name a node that shares this one's
+// instance number (clashTold); a callback endpoint's answer is never read
+// for it.
 func (n *Node) send(req Request, timeout time.Duration, done func(Response, error)) {
 	n.inFlight++
+	internal := req.Header.Get(HeaderInstance) != ""
 	n.net.Send(req, timeout, func(resp Response, err error) {
 		n.inFlight--
+		if internal && err == nil {
+			n.clashTold(resp)
+		}
 		done(resp, err)
 	})
 }

@@ -39,6 +39,7 @@ func (n *Node) skew(t *Timer) time.Duration {
 	case rank < 0:
 		rank = len(t.Placement.Replicas)
 	case t.Extra != nil && t.Extra.Refused != 0:
+		n.hit(probeSkewRefused)
 		rank -= bits.OnesCount32(t.Extra.Refused & (1<<rank - 1))
 	}
 	site := max(slices.Index(t.Placement.Sites, n.cfg.LocalSite), 0)
@@ -141,6 +142,7 @@ func (n *Node) onAlarm(gen uint64) {
 		default:
 			// A finished record that knew of missed pops: its life as
 			// such is over, it goes on as a tombstone.
+			n.hit(probeAlarmMissedEnds)
 			t.entomb()
 			n.holdNext(t)
 		}
@@ -161,6 +163,7 @@ func (n *Node) onAlarm(gen uint64) {
 // the callback is slow or has failed (docs/design.md 4.7).
 func (n *Node) pop(t *Timer) {
 	p, _ := t.nextPop()
+	n.hitIf(p <= t.Seq, probePopOwed)
 	due := time.UnixMilli(t.dueAt(p)).Add(n.skew(t))
 	late := max(n.clock.Now().Sub(due), 0)
 	n.stats.PopLatenessMs += uint64(late.Milliseconds())
@@ -186,6 +189,7 @@ func (n *Node) pop(t *Timer) {
 	}
 	n.send(req, CallbackTimeout, func(resp Response, err error) {
 		if err != nil || resp.Status < 200 || resp.Status > 299 {
+			n.hit(probeCallbackFailed)
 			n.stats.CallbackFailures++
 			n.log.Info("callback failed", "timer", n.wireID(&popped), "seq", p, "status", resp.Status, "err", err)
 			return
@@ -208,6 +212,7 @@ func (n *Node) handOnAfter(t *Timer) time.Duration {
 	rank := slices.Index(t.Placement.Replicas, n.self)
 	site := max(slices.Index(t.Placement.Sites, n.cfg.LocalSite), 0)
 	if rank >= 0 && rank == len(t.Placement.Replicas)-1 && site >= len(t.Placement.Sites)-1 {
+		n.hit(probePopLastReplica)
 		return 0
 	}
 	return ReplicaSkew
@@ -240,6 +245,7 @@ func (n *Node) notifyPopped(t *Timer) {
 	notice := *t
 	if missed, _ := notice.popMarks(); missed == 0 {
 		if _, more := notice.NextPopAt(); !more {
+			n.hit(probeNoticeTombstone)
 			notice.entomb()
 		}
 	}
@@ -259,6 +265,7 @@ func (n *Node) notifyPopped(t *Timer) {
 // one is taken from any answer (startAnswered).
 func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 	if resp.Status == 409 && resp.Header.Get(HeaderCollision) != "" {
+		n.hit(probeNoticeCollision)
 		// The peer holds another timer under this ID: neither record may
 		// replace the other (see collides).
 		n.log.Warn("pop notice met another timer under the same ID", "timer", n.wireID(notice), "peer", from)
@@ -267,9 +274,11 @@ func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 	}
 	if resp.Status == 409 {
 		if rec, ok := n.answeredRecord(notice.ID, resp); ok {
+			n.hit(probeNoticeNewer)
 			before := n.store.Get(notice.ID)
 			n.apply(rec)
 			if held := n.store.Get(notice.ID); held != nil && held != before {
+				n.hit(probeNoticeRepair)
 				n.spreadRepair(held, notice, from)
 			}
 		}
@@ -292,8 +301,14 @@ func (n *Node) learnPopped(notice *Timer, popped string) {
 		return
 	}
 	told := &Timer{ID: held.ID, Version: held.Version, Seq: seq}
+	n.hit(probeNoticePopped)
 	told.setPopMarks(missed, 0)
-	n.mergeMarks(held, told)
+	var probes probeHits
+	changed := mergeMarks(held, told, &probes)
+	n.hits(&probes)
+	if changed {
+		n.reschedule(held)
+	}
 }
 
 // parsePopped reads an X-Chronos-Popped value, "<seq> <missed>", both
@@ -336,6 +351,8 @@ func (n *Node) markRefusing(notice *Timer, from string, refusing bool) {
 		held.Extra = &TimerExtra{}
 	}
 	held.Extra.Refused ^= 1 << i
+	n.hitIf(!refusing, probeRefusingCleared)
+	n.hitIf(refusing, probeRefusingMarked)
 	n.reschedule(held)
 }
 

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -152,9 +153,11 @@ func (n *Node) resyncPage(req Request) Response {
 		return errorResponse(err)
 	}
 	if _, member := n.ring.index[q.requester]; !member {
+		n.hit(probeResyncNotMember)
 		return notFound(fmt.Sprintf("%s %q is not a member of this node's cluster", paramNodeForReplicas, q.requester))
 	}
 	if q.view != n.ring.ViewID() {
+		n.hit(probeResyncOtherView)
 		return badRequest(fmt.Sprintf("%s %d is not this node's view of the cluster, %d: reload both to the same membership",
 			paramClusterViewID, q.view, n.ring.ViewID()))
 	}
@@ -166,10 +169,12 @@ func (n *Node) resyncPage(req Request) Response {
 	count, more, last := 0, false, int64(0)
 	n.store.AscendFrom(q.fromMs, func(held *Timer) bool {
 		if count >= q.limit && held.due > last {
+			n.hit(probeResyncPageFull)
 			more = true
 			return false
 		}
 		t := held.resyncSource(q.view)
+		n.hitIf(t != nil && t != held, probeResyncInfoOffered)
 		if t == nil || t.ViewID == q.view && !q.current || n.popsPast(t, now) {
 			return true
 		}
@@ -343,10 +348,12 @@ func (n *Node) references(req Request, reply func(Response)) {
 		}
 		switch {
 		case t.State == Live && t.ViewID != view && !slices.Contains(n.ring.Replicas(t.ID, t.replicationFactor()), n.self):
+			n.hit(probeReferenceMoved)
 			n.release(t)
 			t.entombAs(Moved)
 			n.holdNext(t)
 		case t.State != Live && t.Extra != nil && t.Extra.Info != nil:
+			n.hit(probeReferenceInfo)
 			t.setInfo(nil)
 		}
 	}
@@ -442,6 +449,7 @@ func (n *Node) ResyncStatus() ResyncStatus {
 // node that restarts and is then reloaded must still get its timers back.
 func (n *Node) Resync(repopulate bool) {
 	if n.resyncStatus.Running && n.resyncRepopulate {
+		n.hit(probeResyncKeepsRepop)
 		repopulate = true
 	}
 	n.resyncRepopulate = repopulate
@@ -451,6 +459,7 @@ func (n *Node) Resync(repopulate bool) {
 	n.resyncStatus = ResyncStatus{Running: true, Runs: runs, Completed: completed, Incomplete: incomplete,
 		ViewID: run.view, Started: n.clock.Now()}
 	if _, member := n.ring.index[n.self]; !member {
+		n.hit(probeResyncLeaving)
 		n.log.Info("resync: this node is leaving; nothing to fetch")
 		n.finishResync(run)
 		return
@@ -488,7 +497,7 @@ func (n *Node) fetchPage(p *peerSync) {
 	if p.run.repopulate {
 		target += "&" + paramCurrentView + "=true"
 	}
-	req := Request{Method: "GET", URL: target, Header: Header{HeaderRange: strconv.Itoa(DefaultResyncPage)}, MaxWait: ReplicaSkew}
+	req := Request{Method: "GET", URL: target, Header: Header{HeaderRange: strconv.Itoa(cmp.Or(n.cfg.ResyncPage, DefaultResyncPage))}, MaxWait: ReplicaSkew}
 	if p.addr == n.self {
 		n.pageAnswered(p, n.resyncPage(req), nil)
 		return
@@ -501,6 +510,7 @@ func (n *Node) fetchPage(p *peerSync) {
 // pageAnswered takes a page p's peer answered, or asks again later.
 func (n *Node) pageAnswered(p *peerSync, resp Response, err error) {
 	if !n.current(p.run) {
+		n.hit(probeResyncSuperseded)
 		return
 	}
 	var entries []resyncEntry
@@ -562,7 +572,9 @@ func (n *Node) pageDone(p *peerSync) {
 // retryPage asks p's peer again after a growing wait, or gives up on it.
 func (n *Node) retryPage(p *peerSync, err error) {
 	p.attempts++
+	n.hit(probeResyncPageRetry)
 	if p.attempts >= maxResyncAttempts {
+		n.hit(probeResyncGiveUp)
 		n.log.Warn("resync: giving up on a peer", "peer", p.addr, "attempts", p.attempts,
 			"pages", p.pages, "timers", p.received, "err", err)
 		n.peerDone(p, false)
@@ -672,6 +684,7 @@ type dealtTimer struct {
 func (n *Node) referDealt(p *peerSync, dealt []*dealtTimer, then func()) {
 	var refs []reference
 	for _, d := range dealt {
+		n.hitIf(d.missed, probeResyncWithheld)
 		if !d.missed {
 			refs = append(refs, d.reference)
 		}
@@ -703,11 +716,13 @@ func (n *Node) rebalance(t *Timer, old []string, send func(peer string, held *Ti
 	replicas := t.Placement.Replicas
 	rank = slices.Index(replicas, n.self)
 	if rank < 0 || rank > oldRank(old, n.self) {
+		n.hit(probeResyncMovesUp)
 		return rank, false, false
 	}
 	held := n.takeResynced(t)
 	if held == nil {
 		rank, passed = n.spreadNewer(t, old, send)
+		n.hitIf(passed, probeResyncSpreadNewer)
 		return rank, false, passed
 	}
 	n.spread(held, rank, old, send)
@@ -748,11 +763,13 @@ func (n *Node) spread(held *Timer, rank int, old []string, send func(peer string
 	replicas := held.Placement.Replicas
 	for _, r := range replicas[rank+1:] {
 		if oldRank(old, r) >= rank {
+			n.hit(probeResyncReplicate)
 			send(r, held, true)
 		}
 	}
 	for i, r := range old {
 		if i >= rank && r != n.self && !slices.Contains(replicas, r) && !slices.Contains(n.cfg.Cluster.Leaving, r) {
+			n.hit(probeResyncTombstone)
 			send(r, held, false)
 		}
 	}
@@ -800,6 +817,7 @@ func (n *Node) lateRebalance(id uint64, spec Spec, r *Replication, t *Timer) (pl
 	replicas := n.ring.Replicas(id, rf)
 	rank := slices.Index(replicas, n.self)
 	old := r.Replicas
+	n.hit(probeLateRebalance)
 	now := n.nowMs()
 	passOn := func(to []string) {
 		for _, peer := range to {
@@ -812,17 +830,20 @@ func (n *Node) lateRebalance(id uint64, spec Spec, r *Replication, t *Timer) (pl
 	reached := slices.Contains(old, n.self)
 	switch {
 	case spec.Tombstone || rank < 0:
+		n.hit(probeLateTombstone)
 		if reached {
 			passOn(replicas)
 		}
 		return t, nil
 	case reached:
+		n.hit(probeLatePassOn)
 		passOn(replicas[:rank])
 	}
 	if rank > oldRank(old, n.self) {
 		return t, nil
 	}
 	placed = n.received(id, spec, r, t.Start, n.placement(replicas, r.Sites), n.ring.ViewID())
+	n.hit(probeLatePlaced)
 	return placed, func() {
 		held := n.heldLive(placed)
 		if held == nil {
@@ -858,6 +879,7 @@ func (n *Node) lateRebalance(id uint64, spec Spec, r *Replication, t *Timer) (pl
 // crashed, and the timer was lost).
 func (n *Node) referLate(id uint64, rank int) {
 	body := referencesJSON([]reference{{ID: FormatID(id), ReplicaIndex: rank}})
+	n.hit(probeLateReferred)
 	for _, l := range n.cfg.Cluster.Leaving {
 		if l != n.self {
 			n.send(n.referencesRequest(l, body), n.cfg.ReplicationTimeout, func(Response, error) {})
@@ -941,8 +963,10 @@ func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int, fa
 		switch {
 		case ok || !n.current(p.run):
 		case resp.Status == 0 && attempt < maxResyncSends:
+			n.hit(probeResyncSendAgain)
 			n.resyncSend(p, peer, held, attempt+1, failed)
 		case notReloaded(resp, held) && attempt < maxResyncAttempts:
+			n.hit(probeResyncSendWait)
 			p.sends++ // the page waits for the send again
 			wait := min(resyncRetryBase<<(attempt-1), resyncRetryMax)
 			n.clock.AfterFunc(wait, func() {
@@ -952,6 +976,7 @@ func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int, fa
 				n.sendDone(p)
 			})
 		case resp.Status == 0 || notReloaded(resp, held):
+			n.hit(probeResyncSendFailed)
 			p.run.status.SendFailures++
 			failed()
 		}
@@ -973,6 +998,7 @@ func (n *Node) sendReferences(p *peerSync, peer string, body []byte, attempt int
 	n.send(n.referencesRequest(peer, body), n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		ok := err == nil && resp.Status == 202
 		if !ok && attempt < maxResyncSends && n.current(p.run) {
+			n.hit(probeResyncRefsAgain)
 			n.sendReferences(p, peer, body, attempt+1)
 		} else if !ok {
 			p.run.status.SendFailures++

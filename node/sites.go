@@ -32,6 +32,7 @@ func (n *Node) placeFromSite(id uint64, spec Spec, r *Replication, reply func(Re
 			if !ok && resp.Status == 409 && resp.Header.Get(HeaderCollision) == "" && len(resp.Body) > 0 {
 				if v, err := strconv.ParseUint(resp.Header.Get(HeaderVersion), 10, 64); err == nil && v > newest {
 					newer, newest, from = &resp, v, peer
+					n.hit(probeSiteNewer)
 				}
 			}
 			w.done(ok, resp)
@@ -108,11 +109,13 @@ func (n *Node) siteAnswered(id uint64, resp Response) {
 	here := n.placement(n.ring.Replicas(id, rf), repl.Sites)
 	t := n.received(id, spec, repl, n.startMs()+repl.StartTimeDelta, here, n.ring.ViewID())
 	if !slices.Contains(here.Replicas, n.self) {
+		n.hit(probeSiteNotReplica)
 		n.spreadRepair(t, t, n.self)
 		return
 	}
 	n.apply(t)
 	if now := n.store.Get(id); now != nil && now != held {
+		n.hit(probeSiteAnswered)
 		n.spreadRepair(now, now, n.self)
 	}
 }

@@ -60,6 +60,9 @@ type Store struct {
 	far     timerHeap
 	// mods counts changes, so that Ascend can catch an fn that modifies.
 	mods uint64
+	// changed, if set, is told the ID of every timer put, removed or
+	// popped (the node's persistence, persist.go).
+	changed func(id uint64)
 }
 
 // NewStore returns an empty store whose wheel starts at now (ms).
@@ -95,6 +98,9 @@ func (s *Store) Put(t *Timer, due int64) {
 	t.due = due
 	s.place(t)
 	s.mods++
+	if s.changed != nil {
+		s.changed(t.ID)
+	}
 }
 
 // Remove removes and returns the timer with the given ID, or nil.
@@ -106,6 +112,9 @@ func (s *Store) Remove(id uint64) *Timer {
 	s.unlink(t)
 	delete(s.byID, id)
 	s.mods++
+	if s.changed != nil {
+		s.changed(id)
+	}
 	return t
 }
 
@@ -261,6 +270,9 @@ func (s *Store) popped(t *Timer, now int64, buf []*Timer) []*Timer {
 	}
 	t.prev, t.next, t.slot = nil, nil, 0
 	delete(s.byID, t.ID)
+	if s.changed != nil {
+		s.changed(t.ID)
+	}
 	return append(buf, t)
 }
 

@@ -162,14 +162,18 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 		return
 	}
 	if held := n.store.Get(id); held != nil && spec.RF != 0 && held.RF != 0 && spec.RF != int(held.RF) {
+		n.hit(probeWriteRFChange)
 		reply(badRequest("reliability.replication-factor cannot be changed from " + strconv.Itoa(int(held.RF))))
 		return
 	}
 	if spec.RF == 0 {
 		if n.store.Get(id) == nil && !n.accountsFor(bloom) {
+			n.hit(probeLearnRF)
+			n.hitIf(bloom == 0, probeBareIDUpdate)
 			n.learnRF(id, bloom, wire, spec, reply)
 			return
 		}
+		n.hit(probeUpdateInferredRF)
 		spec.RF = n.inferRF(id, bloom)
 	}
 	n.clientWrite(id, bloom, spec, reply)
@@ -191,11 +195,14 @@ func (n *Node) learnRF(id, bloom uint64, wire string, spec Spec, reply func(Resp
 		newest, answered := newestCopy(copies)
 		switch {
 		case !answered:
+			n.hit(probeLearnRFUnknown)
 			reply(unavailable("no replica of the timer answered, so its replication factor is unknown: retry, or give reliability.replication-factor"))
 			return
 		case newest != nil && newest.State == Live:
+			n.hit(probeLearnRFCopy)
 			spec.RF = newest.replicationFactor()
 		default:
+			n.hit(probeLearnRFDefault)
 			spec.RF = DefaultReplicationFactor
 		}
 		n.clientWrite(id, bloom, spec, reply)
@@ -205,6 +212,11 @@ func (n *Node) learnRF(id, bloom uint64, wire string, spec Spec, reply func(Resp
 // remove serves a client DELETE /timers/<id>: a tombstone written to the
 // timer's replicas, old and new.
 func (n *Node) remove(wire string, reply func(Response)) {
+	if resp, clash := n.clashing(); clash {
+		n.hit(probeClashRefused)
+		reply(resp)
+		return
+	}
 	id, bloom, err := ParseWireID(wire)
 	if err != nil {
 		reply(badRequest(errBadWireID))
@@ -218,6 +230,8 @@ func (n *Node) remove(wire string, reply func(Response)) {
 		// the default or the count of the nodes named could miss
 		// replicas, which would go on popping. The tombstone goes to
 		// every member, up to MaxReplicationFactor.
+		n.hit(probeDeleteEveryMember)
+		n.hitIf(bloom == 0, probeBareIDDelete)
 		rf = MaxReplicationFactor
 	}
 	spec := Spec{Tombstone: true, RF: rf}
@@ -242,9 +256,11 @@ func (n *Node) clientWrite(id, bloom uint64, spec Spec, reply func(Response)) {
 // filter names.
 func (n *Node) inferRF(id, bloom uint64) int {
 	if t := n.store.Get(id); t != nil && t.RF > 0 {
+		n.hit(probeInferRFHeld)
 		return int(t.RF)
 	}
 	if c := len(n.named(bloom)); c > 0 {
+		n.hit(probeInferRFBloom)
 		return min(c, MaxReplicationFactor)
 	}
 	return DefaultReplicationFactor
@@ -260,6 +276,7 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 	targets := replicas
 	for _, old := range n.named(oldBloom) {
 		if !slices.Contains(targets, old) {
+			n.hit(probeWriteOldReplicas)
 			targets = append(slices.Clip(targets), old)
 		}
 	}
@@ -311,6 +328,7 @@ func (n *Node) named(bloom uint64) []string {
 	out := n.ring.Matching(bloom)
 	for _, l := range n.cfg.Cluster.Leaving {
 		if b := BloomBits(l); bloom&b == b {
+			n.hit(probeNamedLeaving)
 			out = append(out, l)
 		}
 	}
@@ -329,6 +347,7 @@ func (n *Node) accountsFor(bloom uint64) bool {
 	for _, a := range n.named(bloom) {
 		set |= BloomBits(a)
 	}
+	n.hitIf(bloom != 0 && set != bloom, probeAccountsForDeparted)
 	return bloom != 0 && set == bloom
 }
 
@@ -345,6 +364,7 @@ func (n *Node) replaceOwnCopy(t *Timer) {
 	if n.store.Get(t.ID) == nil {
 		return
 	}
+	n.hit(probeReplaceOwnCopy)
 	local := *t
 	n.apply(&local)
 }
@@ -358,6 +378,7 @@ func (n *Node) rewrite(t *Timer, spec Spec, oldBloom uint64, targets []string, w
 	now := n.nowMs()
 	create := t.Version == t.ID
 	if create {
+		n.hit(probeRewriteCollision)
 		n.stats.IDCollisions++
 		n.log.Warn("timer ID already held by another timer; creating under a fresh ID",
 			"timer", n.wireID(t), "instance", n.instance)
@@ -368,6 +389,7 @@ func (n *Node) rewrite(t *Timer, spec Spec, oldBloom uint64, targets []string, w
 		// breaks the lockstep.
 		n.ids.skip(uint64(murmur3.SeedStringSum32(0, n.self)&0xff) + 1)
 	} else {
+		n.hit(probeWriteRetryNewer)
 		n.ids.observe(max(w.newer, t.Version), now)
 	}
 	version, ok := n.ids.next(now)
@@ -406,6 +428,7 @@ const maxWithdrawAttempts = 5
 func (n *Node) withdrawFrom(peer string, tomb *Timer, attempt int) {
 	n.replicate(peer, tomb, nil, n.nowMs(), func(ok bool, resp Response) {
 		if !ok && resp.Status != 409 && attempt < maxWithdrawAttempts {
+			n.hit(probeWithdrawAgain)
 			n.withdrawFrom(peer, tomb, attempt+1)
 		}
 	})
@@ -464,6 +487,7 @@ func (n *Node) startAnswered(t *Timer, resp Response) {
 		return // most answers carry no start: no lookup for them
 	}
 	if held := n.store.Get(t.ID); held != nil && held.Version == t.Version && held.def == t.def {
+		n.hit(probeStartAnswered)
 		n.earliestStart(held, &Timer{Start: n.startMs() + delta})
 	}
 }
@@ -479,6 +503,7 @@ func (n *Node) countReplication(resp Response, err error) bool {
 	default:
 		return true
 	}
+	n.repairNeeded()
 	return false
 }
 

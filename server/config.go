@@ -117,6 +117,15 @@ type Config struct {
 	// ([logging] folder); empty logs to stderr only.
 	LogFolder string
 
+	// StorageDir is the folder the node keeps its timers in, across
+	// restarts, in a subfolder named for its address ([storage] dir,
+	// --storage-dir). Empty keeps them in memory only: a restarted node
+	// gets back only what its peers hold (docs/design.md 4.16). The
+	// binary's default (Flags.Load) is DefaultStorageDir, relative to
+	// the working directory; DefaultConfig, for embedders and tests,
+	// keeps them in memory.
+	StorageDir string
+
 	// LocalConfigFile, ClusterConfigFile and SharedConfigFile are the
 	// INI files, read at start and again on SIGHUP, where the membership
 	// is taken from them; empty means there is none, and so does a file

@@ -60,8 +60,9 @@ func loadFiles(t *testing.T, fl files, args ...string) (Config, error) {
 }
 
 // noFiles are the flags that name no configuration file, so that a test
-// never reads the machine's /etc.
-var noFiles = []string{"--local-config-file=", "--cluster-config-file=", "--shared-config-file=", "--dns-config-file="}
+// never reads the machine's /etc, and keep the timers in memory, so that
+// it writes no storage folder where it runs.
+var noFiles = []string{"--local-config-file=", "--cluster-config-file=", "--shared-config-file=", "--dns-config-file=", "--storage-dir="}
 
 // parseAndLoad parses args as cmd/chronos does and loads the
 // configuration.

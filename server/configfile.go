@@ -71,7 +71,7 @@ func parseFile(data []byte, path string) (settings, []Warning, error) {
 		return settings{}, nil, err
 	}
 	var s settings
-	for _, read := range []func(*ini.File, []byte, *settings) error{readHTTP, readLogging, readIdentity, readLimits, readCluster, readSites} {
+	for _, read := range []func(*ini.File, []byte, *settings) error{readHTTP, readLogging, readIdentity, readLimits, readCluster, readSites, readStorage} {
 		if err := read(f, data, &s); err != nil {
 			return settings{}, nil, err
 		}
@@ -170,6 +170,18 @@ func readLimits(f *ini.File, _ []byte, s *settings) error {
 			return err
 		}
 		s.timerBytes.set(b)
+	}
+	return nil
+}
+
+// readStorage reads [storage]: where the node keeps its timers.
+func readStorage(f *ini.File, _ []byte, s *settings) error {
+	if v, ok := last(f, "storage", "dir"); ok {
+		d, err := parseStorageDir("[storage] dir", v)
+		if err != nil {
+			return err
+		}
+		s.storageDir.set(d)
 	}
 	return nil
 }

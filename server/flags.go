@@ -87,6 +87,11 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		f.settings.memoryLimit.set(m)
 		return err
 	})
+	fs.Func("storage-dir", "`folder` the node keeps its timers in across restarts, in a subfolder per node address; empty keeps them in memory only (default chronos-data)", func(v string) error {
+		d, err := parseStorageDir("--storage-dir", v)
+		f.settings.storageDir.set(d)
+		return err
+	})
 	fs.Func("localhost", "this node's `address` as the cluster knows it (default bind address and port)", func(v string) error {
 		f.settings.localhost.set(strings.TrimSpace(v))
 		return nil
@@ -188,6 +193,7 @@ func (f *Flags) Load() (Config, error) {
 		return Config{}, err
 	}
 	cfg := DefaultConfig()
+	cfg.StorageDir = DefaultStorageDir
 	cfg.LocalConfigFile = f.LocalConfigFile
 	cfg.ClusterConfigFile = f.ClusterConfigFile
 	cfg.SharedConfigFile = f.SharedConfigFile

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/chronos-timer/chronos/internal/lockfile"
 )
 
 // pidFile is the --pidfile of a running node, and the lock that keeps a
@@ -24,7 +26,7 @@ func createPIDFile(path string) (*pidFile, error) {
 	if path == "" {
 		return nil, nil
 	}
-	lock, err := lockFile(path + ".lock")
+	lock, err := lockfile.Lock(path+".lock", "pid file")
 	if err != nil {
 		return nil, fmt.Errorf("server: pid file %s: %w", path, err)
 	}

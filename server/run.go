@@ -38,6 +38,8 @@ type Server struct {
 	peers *peers
 	// certs is the TLS material in use; nil without TLS (tls.go).
 	certs *certs
+	// storage keeps the node's timers on disk; nil keeps them in memory.
+	storage *diskStorage
 
 	// mu guards cfg, which Reload replaces; the node has its own lock.
 	mu   sync.Mutex
@@ -75,8 +77,20 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	s.peers = newPeers(log, time.Now)
 	s.peers.track(peerAddrs(cfg))
 	clk := NewClock(cfg.Clock, s.serial)
+	nc := cfg.nodeConfig(clk, observed{s.client, s.peers}, nodeLog)
+	if cfg.StorageDir != "" {
+		if s.storage, err = openStorage(storageFolder(cfg.StorageDir, cfg.Localhost), s.serial, log); err != nil {
+			return nil, err
+		}
+		nc.Storage = s.storage
+	}
 	// Under the lock: the node may arm an alarm while it is being built.
-	s.serial.Do(func() { s.node, err = node.New(cfg.nodeConfig(clk, observed{s.client, s.peers}, nodeLog)) })
+	s.serial.Do(func() { s.node, err = node.New(nc) })
+	if err == nil && s.storage != nil {
+		// Before the node serves anything: it pops its timers again, and
+		// the start-up resync fetches what it missed.
+		err = s.storage.recover(s.node)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("server: build node: %w", err)
 	}
@@ -156,7 +170,7 @@ func (s *Server) logStart() {
 		"key_set", cfg.ClusterKey != "", "accepted_key_set", cfg.AcceptedKey != "", "tls", s.certs != nil, "mutual_tls", s.certs.mutual(), "callback_hosts", hosts,
 		"max_timers", nc.Limits.MaxTimers, "max_timer_bytes", nc.Limits.MaxHeldBytes,
 		"max_message_age", nc.MaxMessageAge, "max_clock_skew", nc.MaxClockSkew, "static DNS names", cfg.DNS.Len(),
-		"log folder", cfg.LogFolder, "pid file", cfg.PIDFile)
+		"log folder", cfg.LogFolder, "pid file", cfg.PIDFile, "storage", storageOf(cfg))
 	if len(sites) > 0 && !cfg.ReplicateAcrossSites {
 		s.log.Warn("remote sites are configured but [sites] replicate_timers_across_sites is false (the default, as in the original): " +
 			"timers created here are not replicated to them; set it to true to replicate")
@@ -166,6 +180,14 @@ func (s *Server) logStart() {
 			"so anyone who can send from one can write any timer, and members named by host name are refused; " +
 			"set the same [cluster] key, at least 16 bytes, in the cluster config file of every node and site, or pass --cluster-key-file")
 	}
+}
+
+// storageOf says where cfg keeps the node's timers, for the start line.
+func storageOf(cfg Config) string {
+	if cfg.StorageDir == "" {
+		return "memory only"
+	}
+	return storageFolder(cfg.StorageDir, cfg.Localhost)
 }
 
 func (s *Server) shutdown() error {
@@ -179,6 +201,11 @@ func (s *Server) shutdown() error {
 	// Late alarms and completions are dropped from here on.
 	s.serial.Close()
 	s.client.Close()
+	if s.storage != nil {
+		if serr := s.storage.Close(); serr != nil && err == nil {
+			err = fmt.Errorf("server: storage: %w", serr)
+		}
+	}
 	s.log.Info("stopped")
 	return err
 }

@@ -49,6 +49,7 @@ type settings struct {
 	tlsCA       opt[string]
 	logFolder   opt[string]
 	replicate   opt[bool]
+	storageDir  opt[string]
 }
 
 // apply copies the given settings onto c.
@@ -125,6 +126,9 @@ func (s settings) apply(c *Config) {
 	if s.replicate.ok {
 		c.ReplicateAcrossSites = s.replicate.v
 	}
+	if s.storageDir.ok {
+		c.StorageDir = s.storageDir.v
+	}
 }
 
 // Original Chronos logs at numeric levels 0 (error) to 5 (debug).
@@ -191,6 +195,15 @@ func parseFolder(field, v string) (string, error) {
 		return "", fmt.Errorf("%s %q is not a folder", field, v)
 	}
 	return d, nil
+}
+
+// parseStorageDir reads the storage folder: a folder, or empty for none
+// (memory only).
+func parseStorageDir(field, v string) (string, error) {
+	if strings.TrimSpace(v) == "" {
+		return "", nil
+	}
+	return parseFolder(field, v)
 }
 
 // parsePort reads a TCP port.

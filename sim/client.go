@@ -15,6 +15,15 @@ type timerRef struct {
 	id   uint64
 }
 
+// wireOf is the wire ID step s names the timer by: the Location it was
+// given, or its bare unique ID (no replica bits) for a bare step.
+func (r *timerRef) wireOf(s Step) string {
+	if s.Bare {
+		return node.FormatWireID(r.id, 0)
+	}
+	return r.wire
+}
+
 // clientOp is one client operation in progress, tried node after node.
 type clientOp struct {
 	s       Step
@@ -57,9 +66,9 @@ func (w *world) attempt(c *clientOp) {
 	case c.kind == checker.Create:
 		req.Method, req.URL = "POST", "http://"+m.addr+"/timers"
 	case c.kind == checker.Update:
-		req.Method, req.URL = "PUT", "http://"+m.addr+"/timers/"+w.timers[s.Timer].wire
+		req.Method, req.URL = "PUT", "http://"+m.addr+"/timers/"+w.timers[s.Timer].wireOf(s)
 	case c.kind == checker.Delete:
-		req.Method, req.URL = "DELETE", "http://"+m.addr+"/timers/"+w.timers[s.Timer].wire
+		req.Method, req.URL = "DELETE", "http://"+m.addr+"/timers/"+w.timers[s.Timer].wireOf(s)
 	}
 	if c.kind != checker.Create {
 		op.Timer = w.timers[s.Timer].id

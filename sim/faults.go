@@ -60,6 +60,8 @@ func (w *world) step(written Step) {
 		w.callbackMode(s)
 	case OpScaleUp, OpScaleDown:
 		w.scale(s)
+	case OpDiskFull, OpDiskLie, OpDiskOK, OpDiskCorrupt:
+		w.diskFault(s)
 	default:
 		panic(fmt.Sprintf("sim: unknown step %q", s.Op))
 	}
@@ -80,6 +82,39 @@ var messageFaults = map[string]checker.FaultKind{
 	"lost":       checker.Lost,
 	"duplicated": checker.Duplicated,
 	"reordered":  checker.Reordered,
+}
+
+// overloadWait is how long a send may wait for its sender's modelled CPU
+// before the history records it as an Overload fault: well inside G3's
+// strict slack, so the load a healthy cluster takes goes unexcused, and
+// a backlog beyond it excuses only the timers whose messages waited.
+const overloadWait = 50 * time.Millisecond
+
+// overloadFault records a send that waited longer than overloadWait for
+// its sender's CPU (wait > 0) or was shed (wait 0).
+func (w *world) overloadFault(from, to string, req *node.Request, wait time.Duration) {
+	detail := checker.ShedDetail
+	if wait > 0 {
+		if wait <= overloadWait {
+			return
+		}
+		detail = checker.OverloadWaited + wait.String()
+	}
+	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Overload,
+		Nodes: []string{from}, Peers: []string{to}, Detail: detail, Timer: timerOfRequest(req)})
+}
+
+// timerOfRequest is the unique ID a request is about: named in its path
+// (/timers/<wire ID>), or, for a callback, in its X-Chronos-Timer header.
+func timerOfRequest(req *node.Request) uint64 {
+	if id := timerOfURL(req.URL); id != 0 {
+		return id
+	}
+	id, err := node.ParseID(req.Header.Get(node.HeaderTimerID))
+	if err != nil {
+		return 0
+	}
+	return id
 }
 
 // messageFault records one message the network's noise hit, naming the
@@ -144,14 +179,23 @@ func (w *world) crash(m *machine) {
 	if m.crashed || m.out {
 		return
 	}
-	m.past.addStats(m.node.Stats())
+	m.past.addNode(m.node)
 	w.net.Crash(m.addr)
 	m.clock.dropAlarms()
+	if m.storage != nil {
+		m.storage.log.Close()
+		if m.disk.Full || m.disk.Lying {
+			w.fault(checker.DiskOK, []string{m.addr}, nil, "")
+		}
+		m.disk.Crash()
+		m.storage = nil
+	}
 	m.node, m.crashed, m.paused = nil, true, false
 	w.fault(checker.Crash, []string{m.addr}, nil, "")
 }
 
-// restart boots a fresh node (no state) where a crashed one was.
+// restart boots a node where a crashed one was: empty, or with what its
+// disk kept.
 func (w *world) restart(m *machine) {
 	if !m.crashed {
 		return

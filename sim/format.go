@@ -23,6 +23,9 @@ func WriteScenario(w io.Writer, p *Plan) error {
 		fmt.Fprintf(&b, "net node-workers=%d node-service=%v node-send=%v cb-workers=%d cb-service=%v\n",
 			o.NodeWorkers, o.NodeServiceTime, o.NodeSendTime, o.EndpointWorkers, o.EndpointServiceTime)
 	}
+	if o := p.Node; o != (NodeOptions{}) {
+		fmt.Fprintf(&b, "node resync-page=%d max-timers=%d max-in-flight=%d\n", o.ResyncPage, o.MaxTimers, o.MaxInFlight)
+	}
 	if len(p.Mix) > 0 {
 		fmt.Fprintf(&b, "mix %s\n", strings.Join(p.Mix, ","))
 	}
@@ -61,6 +64,9 @@ func (s Step) String() string {
 		}
 		if s.Tag != "" {
 			t += " tag=" + s.Tag
+		}
+		if s.Bare {
+			t += " bare"
 		}
 		return t
 	case OpPartition, OpClog:

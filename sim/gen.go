@@ -55,10 +55,58 @@ const mixLoad = "load"
 // pauses and partitions of the enabled kinds while the resync runs.
 const mixScale = "scale"
 
+// MixStorage in a plan's mix gives every node a simulated disk
+// (disk.go): a node keeps its records across crashes, and a crash takes
+// an acknowledged copy only through a disk fault. Its plans add
+// whole-cluster crashes and disk faults.
+const MixStorage = "storage"
+
+// genStorage adds what a plan with storage tests: one time in two a crash
+// of every node at once, all back together or one after another, and one
+// time in two up to three disk faults, each on a node that then crashes
+// so that the fault matters (a lie or a full disk loses what was not
+// truly synced; a corrupt disk is found at the restart and wiped).
+func genStorage(p *Plan, src Source, safety time.Duration) {
+	if src.IntN("whole-cluster", 2) == 0 {
+		at := time.Duration(src.IntN("whole-at", int(safety/time.Second))) * time.Second
+		back := at + time.Duration(1+src.IntN("whole-for", 10))*time.Second
+		stagger := time.Duration(src.IntN("whole-stagger", 3)) * time.Second
+		for i := 1; i <= p.Nodes; i++ {
+			n := []string{fmt.Sprintf("n%d", i)}
+			p.Steps = append(p.Steps, Step{At: at, Op: OpCrash, Side: n})
+			if r := back + time.Duration(i-1)*stagger; r < safety {
+				p.Steps = append(p.Steps, Step{At: r, Op: OpRestart, Side: n})
+			}
+		}
+	}
+	if src.IntN("disk-faults", 2) == 0 {
+		return
+	}
+	for range 1 + src.IntN("disk-count", 3) {
+		n := []string{fmt.Sprintf("n%d", 1+src.IntN("disk-node", p.Nodes))}
+		at := time.Duration(src.IntN("disk-at", int(safety/time.Second))) * time.Second
+		crash := at + time.Duration(1+src.IntN("disk-crash-after", 10))*time.Second
+		switch src.IntN("disk-kind", 3) {
+		case 0:
+			p.Steps = append(p.Steps, Step{At: at, Op: OpDiskFull, Side: n}, Step{At: crash, Op: OpDiskOK, Side: n})
+		case 1:
+			p.Steps = append(p.Steps, Step{At: at, Op: OpDiskLie, Side: n})
+		default:
+			p.Steps = append(p.Steps, Step{At: at, Op: OpDiskCorrupt, Side: n})
+		}
+		if crash < safety {
+			p.Steps = append(p.Steps, Step{At: crash, Op: OpCrash, Side: n})
+			if back := crash + time.Duration(1+src.IntN("disk-back", 5))*time.Second; back < safety {
+				p.Steps = append(p.Steps, Step{At: back, Op: OpRestart, Side: n})
+			}
+		}
+	}
+}
+
 // Scale generation bounds.
 const (
-	// genScaleFaults bounds the faults drawn around a scale.
-	genScaleFaults = 3
+	// genScaleFaultsMax bounds the faults drawn around a scale.
+	genScaleFaultsMax = 3
 	// genScaleRunway is how long the run goes on after the last scale
 	// step and after the liveness phase, so that a scale held up by
 	// faults completes once they stop: a resync gives a peer up after
@@ -87,23 +135,8 @@ func genScale(p *Plan, src Source, safety time.Duration) {
 		steps = append(steps, Step{At: at, Op: OpScaleDown, Side: []string{fmt.Sprintf("n%d", 1+src.IntN("scale-leaving", first))}})
 	}
 	p.Steps = append(p.Steps, steps...)
-	var kinds []string
-	for _, k := range []string{"crash", "pause", "partition", "one-way"} {
-		if p.enabled(k) {
-			kinds = append(kinds, k)
-		}
-	}
 	for _, s := range steps {
-		for range src.IntN("scale-faults", genScaleFaults+1) {
-			if len(kinds) == 0 {
-				break
-			}
-			fat := s.At + time.Duration(src.IntN("scale-fault-at", 150))*100*time.Millisecond
-			dur := time.Duration(1+src.IntN("scale-fault-for", 20)) * time.Second
-			if fat < safety {
-				genFault(p, src, kinds[src.IntN("scale-fault-kind", len(kinds))], fat, dur, safety)
-			}
-		}
+		genScaleFaults(p, src, s.At, safety)
 	}
 	p.End = max(p.End, at+genScaleRunway, safety+genScaleRunway)
 }
@@ -182,6 +215,13 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 		p.Mix = append(p.Mix, mixScale)
 		genScale(p, work, safety)
 	}
+	// One plan in two keeps the nodes' records on disk, drawn last for
+	// the same reason.
+	if faults.IntN("mix:"+MixStorage, 2) == 0 {
+		p.Mix = append(p.Mix, MixStorage)
+		genStorage(p, faults, safety)
+	}
+	genReach(p, work, safety)
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
 }

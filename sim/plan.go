@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/netsim"
+	"github.com/chronos-timer/chronos/node"
 )
 
 // Named limits of a plan.
@@ -36,6 +37,8 @@ type Plan struct {
 	Callbacks int
 	Clients   int
 	Net       netsim.Options
+	// Node overrides parts of every node's configuration.
+	Node NodeOptions
 	// LivenessFrom is when faults stop and everything heals (0: no
 	// liveness phase); End is when the run stops.
 	LivenessFrom time.Duration
@@ -47,6 +50,37 @@ type Plan struct {
 	Requires []string
 	Steps    []Step
 	Expect   []Expect
+}
+
+// NodeOptions are the parts of the nodes' configuration a plan sets; 0
+// keeps the node's default.
+type NodeOptions struct {
+	// ResyncPage is the timers a resync asks for a page (node.Config).
+	ResyncPage int
+	// MaxTimers and MaxInFlight are the node's limits (node.Limits).
+	MaxTimers, MaxInFlight int
+}
+
+func (o NodeOptions) validate() error {
+	switch {
+	case o.ResyncPage < 0 || o.ResyncPage > node.MaxResyncPage:
+		return fmt.Errorf("sim: plan node resync-page %d not in 0..%d", o.ResyncPage, node.MaxResyncPage)
+	case o.MaxTimers < 0 || o.MaxInFlight < 0:
+		return fmt.Errorf("sim: plan node max-timers %d and max-in-flight %d must not be negative", o.MaxTimers, o.MaxInFlight)
+	}
+	return nil
+}
+
+// configure applies the options to a node's configuration.
+func (o NodeOptions) configure(cfg *node.Config) {
+	// A plan that pages resyncs small pages repair's answers as small.
+	cfg.ResyncPage, cfg.RepairPage = o.ResyncPage, o.ResyncPage
+	if o.MaxTimers > 0 {
+		cfg.Limits.MaxTimers = o.MaxTimers
+	}
+	if o.MaxInFlight > 0 {
+		cfg.Limits.MaxInFlight = o.MaxInFlight
+	}
 }
 
 // Op names a step's action.
@@ -76,6 +110,13 @@ const (
 	OpBurst Op = "burst"
 	// OpExpect checks Check when the step fires.
 	OpExpect Op = "expect"
+	// Disk faults of a plan with storage (MixStorage, disk.go): a full
+	// disk, one whose syncs lie, both ended by OpDiskOK, and one bit of
+	// synced data flipped.
+	OpDiskFull    Op = "disk-full"
+	OpDiskLie     Op = "disk-lie"
+	OpDiskOK      Op = "disk-ok"
+	OpDiskCorrupt Op = "disk-corrupt"
 )
 
 // Step is one scheduled action. Node, callback and client numbers are
@@ -96,6 +137,10 @@ type Step struct {
 	ID uint64
 	// Tag, when set, is one statistics tag "<type>:<count>".
 	Tag string
+	// Bare, on an update or delete, names the timer by its bare unique
+	// ID (a wire ID whose replica bits are empty), as a client that keeps
+	// only the ID it chose does, instead of the Location it was given.
+	Bare bool
 	// Faults: hosts on each side ("n1", "c2"), one-way or not.
 	Side   []string
 	Peers  []string
@@ -141,6 +186,9 @@ func (p *Plan) Validate() error {
 		return fmt.Errorf("sim: plan has %d steps, more than %d", len(p.Steps), MaxSteps)
 	}
 	if err := p.Net.Validate(); err != nil {
+		return err
+	}
+	if err := p.Node.validate(); err != nil {
 		return err
 	}
 	for i, s := range p.Steps {
@@ -240,6 +288,9 @@ func (p *Plan) validateStep(s Step) error {
 		if s.ID != 0 && s.Op != OpCreate {
 			return fmt.Errorf("only a create chooses its timer's ID")
 		}
+		if s.Bare && s.Op != OpUpdate && s.Op != OpDelete {
+			return fmt.Errorf("only an update or a delete names its timer by the bare ID")
+		}
 		if _, _, err := parseTag(s.Tag); s.Tag != "" && err != nil {
 			return err
 		}
@@ -262,7 +313,7 @@ func (p *Plan) validateStep(s Step) error {
 				return err
 			}
 		}
-	case OpCrash, OpRestart, OpPause, OpResume, OpJump, OpDrift:
+	case OpCrash, OpRestart, OpPause, OpResume, OpJump, OpDrift, OpDiskFull, OpDiskLie, OpDiskOK, OpDiskCorrupt:
 		if len(s.Side) != 1 {
 			return fmt.Errorf("want one node")
 		}

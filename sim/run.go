@@ -66,7 +66,10 @@ type Result struct {
 	// share the key.
 	IDCollisions uint64
 	Forbidden    uint64
-	Net          netsim.Stats
+	// Probes counts the nodes' passes through each coverage probe, in
+	// the order of node.ProbeNames (nil when no node ran).
+	Probes []uint64
+	Net    netsim.Stats
 	// Coverage is how much of the history the checker held strictly to
 	// each guarantee, and what excused the rest.
 	Coverage checker.Coverage
@@ -113,6 +116,12 @@ type world struct {
 	// that no other stream shifts.
 	scaling   *scaleRun
 	scaleRand *rand.Rand
+	// diskRand draws what crashes keep of the simulated disks and where
+	// they corrupt (disk.go), from a stream of its own.
+	diskRand *rand.Rand
+	// scaleTickets numbers the scale steps as they fire, scaleStarted
+	// counts those started: they start in that order (scaleTurn).
+	scaleTickets, scaleStarted int
 }
 
 // machine is one simulated server: its clock outlives the nodes that run
@@ -130,19 +139,37 @@ type machine struct {
 	out bool
 	// past sums the counters of dead incarnations.
 	past counters
+	// disk, in a plan with storage (MixStorage), outlives the nodes as
+	// the clock does; storage is the running node's log on it.
+	disk    *Disk
+	storage *simStorage
 }
 
-// counters are node counters a run reports, summed over incarnations.
-type counters struct{ replications, collisions, forbidden uint64 }
+// counters are node counters a run reports, summed over incarnations:
+// statistics, and the passes through each coverage probe (in the order of
+// node.ProbeNames).
+type counters struct {
+	replications, collisions, forbidden uint64
+	probes                              []uint64
+}
 
 func (c *counters) add(o counters) {
 	c.replications += o.replications
 	c.collisions += o.collisions
 	c.forbidden += o.forbidden
+	if len(c.probes) < len(o.probes) {
+		c.probes = append(c.probes, make([]uint64, len(o.probes)-len(c.probes))...)
+	}
+	for i, h := range o.probes {
+		c.probes[i] += h
+	}
 }
 
-func (c *counters) addStats(s node.Stats) {
-	c.add(counters{s.ReplicationsSent, s.IDCollisions, s.Forbidden})
+// addNode adds the counters of an incarnation that ends, or of one alive
+// when the run ends.
+func (c *counters) addNode(n *node.Node) {
+	s := n.Stats()
+	c.add(counters{s.ReplicationsSent, s.IDCollisions, s.Forbidden, n.ProbeHits()})
 }
 
 // Run runs the plan and checks its history. It never panics: a panic in a
@@ -156,7 +183,7 @@ func Run(p *Plan, opts Options) (res *Result) {
 	res = &Result{Plan: p, History: &w.hist}
 	defer func() {
 		if r := recover(); r != nil {
-			res.Panic = fmt.Sprintf("panic at %v: %v\n%s", w.loop.Now(), r, debug.Stack())
+			res.Panic = fmt.Sprintf("panic at %v: %v\nthe run's last events:\n%s%s", w.loop.Now(), r, w.tr.recent(), debug.Stack())
 			w.tr.note("PANIC %v", r)
 		}
 		res.TraceHash, res.Events = w.tr.h, w.loop.Processed()
@@ -176,10 +203,12 @@ func (w *world) setup() {
 	netRand := rand.New(hashedSource{stream(p.Seed, streamNetwork), w.tr})
 	w.clockRand = rand.New(hashedSource{stream(p.Seed, streamClocks), w.tr})
 	w.scaleRand = rand.New(hashedSource{stream(p.Seed, streamScale), w.tr})
+	w.diskRand = rand.New(hashedSource{stream(p.Seed, streamDisk), w.tr})
 	for _, i := range p.InitialMembers() {
 		w.cluster.Nodes = append(w.cluster.Nodes, nodeAddr(i))
 	}
 	w.hist.Members = w.addrs()
+	w.hist.Storage = p.enabled(MixStorage)
 	var err error
 	if w.net, err = netsim.New(p.Net, &w.loop, netRand); err != nil {
 		panic(err)
@@ -187,6 +216,9 @@ func (w *world) setup() {
 	w.net.SetTracer(func(what, from, to string, req *node.Request, n int64) {
 		if kind, ok := messageFaults[what]; ok {
 			w.messageFault(kind, from, to, req, n)
+		}
+		if what == "queued" || what == "shed" {
+			w.overloadFault(from, to, req, time.Duration(n))
 		}
 		if req != nil {
 			w.tr.request(what, from, to, req.Method, req.URL, n)
@@ -213,6 +245,9 @@ func (w *world) setup() {
 			offset = w.machines[0].clock.bootSkew
 		}
 		m.clock = newClock(&w.loop, offset, 0, func(inc uint64, f func()) { w.net.Run(m.addr, inc, f) })
+		if p.enabled(MixStorage) {
+			m.disk = NewDisk(w.diskRand)
+		}
 		w.machines = append(w.machines, m)
 		if m.out = !slices.Contains(w.cluster.Nodes, m.addr); !m.out {
 			w.boot(m)
@@ -220,7 +255,7 @@ func (w *world) setup() {
 	}
 }
 
-// boot starts a fresh node (empty state) on the machine.
+// boot starts a node on the machine: empty, or with what its disk kept.
 func (w *world) boot(m *machine) {
 	var nd *node.Node
 	m.ep = w.net.Listen(m.addr, func(from string, req node.Request, reply func(node.Response)) {
@@ -244,6 +279,10 @@ func (w *world) boot(m *machine) {
 	cfg.Address = m.addr
 	cfg.Cluster = w.membership()
 	cfg.ClusterKey = clusterKey
+	// The node's jitter is drawn from the run's seed, a stream per
+	// node and boot, as everything else random in a run.
+	cfg.Seed = w.plan.Seed*0x100000001b3 + uint64(m.clock.inc)
+	w.plan.Node.configure(&cfg)
 	if sites := w.sites(); len(sites) > 1 {
 		// Each site is its own cluster; instance numbers stay unique
 		// across sites, as their operators configure them.
@@ -268,9 +307,19 @@ func (w *world) boot(m *machine) {
 	cfg.Clock = m.clock
 	cfg.Network = m.ep
 	cfg.Logger = w.opts.Logger
+	var kept []recovered
+	if m.disk != nil {
+		m.storage, kept = w.openStorage(m)
+		cfg.Storage = m.storage
+	}
 	var err error
 	if nd, err = node.New(cfg); err != nil {
 		panic(fmt.Sprintf("node.New for %s: %v", m.addr, err))
+	}
+	// As the production binary does, the node holds what its disk kept
+	// before it takes any request.
+	if m.storage != nil {
+		m.storage.restore(nd, kept)
 	}
 	m.node, m.crashed, m.paused, m.out = nd, false, false, false
 	w.tr.event("boot", m.addr, "", int64(m.ep.Incarnation()))
@@ -362,10 +411,11 @@ func (w *world) finish(res *Result) {
 	for _, m := range w.machines {
 		total.add(m.past)
 		if m.node != nil {
-			total.addStats(m.node.Stats())
+			total.addNode(m.node)
 		}
 	}
 	res.Replications, res.IDCollisions, res.Forbidden = total.replications, total.collisions, total.forbidden
+	res.Probes = total.probes
 	res.Net = w.net.Stats()
 	w.checkTags()
 	res.Violations = append(res.Violations, w.apiErrs...)

@@ -56,10 +56,19 @@ type scaleRun struct {
 // (Side: the members leaving). A scale still under way delays the next;
 // one given up stops the plan's scaling.
 func (w *world) scale(s Step) {
-	if w.scaling != nil {
-		w.loop.After(scalePoll, func() { w.scale(s) })
+	w.scaleTurn(w.scaleTickets, s)
+	w.scaleTickets++
+}
+
+// scaleTurn starts scale s, the ticket-th of the plan, once every scale
+// before it has started and none is under way: scales wait for each other
+// in the plan's order, whichever of two waiting ones polls first.
+func (w *world) scaleTurn(ticket int, s Step) {
+	if w.scaling != nil || ticket != w.scaleStarted {
+		w.loop.After(scalePoll, func() { w.scaleTurn(ticket, s) })
 		return
 	}
+	w.scaleStarted++
 	if w.scaleAbandoned() {
 		w.tr.event("skip", string(s.Op), fmt.Sprint(s.Side), 0)
 		return
@@ -186,7 +195,7 @@ func (w *world) completeScale(run *scaleRun) {
 // nothing depends on it.
 func (w *world) stop(m *machine) {
 	if m.node != nil {
-		m.past.addStats(m.node.Stats())
+		m.past.addNode(m.node)
 		w.net.Crash(m.addr)
 		m.clock.dropAlarms()
 	}

@@ -71,6 +71,8 @@ func (p *Plan) parseLine(f []string) error {
 		p.Requires = append(p.Requires, f[1:]...)
 	case "net":
 		return parseNet(&p.Net, f[1:])
+	case "node":
+		return parseNodeOptions(&p.Node, f[1:])
 	case "expect":
 		return p.parseExpect(f[1:])
 	case "at":
@@ -101,6 +103,22 @@ func parseNet(o *netsim.Options, kv []string) error {
 			err = fmt.Errorf("unknown net option %q", k)
 		}
 		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseNodeOptions: resync-page=<n> max-timers=<n> max-in-flight=<n>.
+func parseNodeOptions(o *NodeOptions, kv []string) error {
+	ints := map[string]*int{"resync-page": &o.ResyncPage, "max-timers": &o.MaxTimers, "max-in-flight": &o.MaxInFlight}
+	for _, a := range kv {
+		k, v, _ := strings.Cut(a, "=")
+		if ints[k] == nil {
+			return fmt.Errorf("unknown node option %q", k)
+		}
+		var err error
+		if *ints[k], err = strconv.Atoi(v); err != nil {
 			return err
 		}
 	}
@@ -169,7 +187,8 @@ func (p *Plan) parseStep(f []string) error {
 			rest = append(rest, a)
 		}
 		err = parseTimerStep(&s, rest)
-	case OpCrash, OpRestart, OpPause, OpResume, OpJump, OpDrift, OpSlow, OpFail, OpCallbackOK:
+	case OpCrash, OpRestart, OpPause, OpResume, OpJump, OpDrift, OpSlow, OpFail, OpCallbackOK,
+		OpDiskFull, OpDiskLie, OpDiskOK, OpDiskCorrupt:
 		err = parseHostStep(&s, args)
 	case OpPartition, OpClog:
 		err = parseCutStep(&s, args)
@@ -207,6 +226,8 @@ func parseTimerStep(s *Step, args []string) error {
 		k, v, _ := strings.Cut(a, "=")
 		var err error
 		switch k {
+		case "bare":
+			s.Bare = true
 		case "client":
 			s.Client, err = strconv.Atoi(v)
 		case "interval":

@@ -47,10 +47,12 @@ func TestSeeds(t *testing.T) {
 		seeds = seeds[:20]
 	}
 	known := loadKnownFailing(t)
+	probes := NewProbeTable()
 	// Sweep calls back one seed at a time, in the order they finish: the
 	// answers are kept by seed and reported in seed order.
 	answers := map[uint64]string{}
 	Sweep(seeds, func(o SeedOutcome) {
+		probes.Add(o.Seed, o.Result)
 		kind, bug := o.FailureKind(), known[o.Seed]
 		switch {
 		case !o.Deterministic():
@@ -74,6 +76,26 @@ func TestSeeds(t *testing.T) {
 		default:
 			t.Error(f)
 		}
+	}
+	if len(seeds) >= ciSeeds && seeds[0] == 1 {
+		checkProbes(t, probes)
+	}
+}
+
+// ciSeeds is the size of the CI sweep (seeds 1..ciSeeds), which must
+// reach every coverage probe the node declares.
+const ciSeeds = 1000
+
+// checkProbes fails the test for each probe the sweep did not reach
+// (unless pinned in UnreachedProbesFile) and each pinned probe it did.
+func checkProbes(t *testing.T, probes *ProbeTable) {
+	t.Helper()
+	pending, err := ReadUnreachedProbes("../" + UnreachedProbesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range probes.Check(pending) {
+		t.Error(p)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -21,6 +22,31 @@ type tracer struct {
 	w     io.Writer
 	now   func() time.Duration
 	lines uint64
+	// last keeps the latest events unformatted (a ring of lastEvents),
+	// for the report of a run that stops in a livelock or a storm.
+	last [lastEvents]traced
+}
+
+// lastEvents is how many of the latest events a tracer keeps.
+const lastEvents = 32
+
+// traced is one event as the tracer was given it.
+type traced struct {
+	at               time.Duration
+	what, a, b, m, u string
+	n                int64
+}
+
+func (t *tracer) keep(e traced) { t.last[t.lines%lastEvents] = e }
+
+// recent formats the latest events kept, oldest first.
+func (t *tracer) recent() string {
+	var b strings.Builder
+	for i := t.lines - min(t.lines, lastEvents); i < t.lines; i++ {
+		e := t.last[i%lastEvents]
+		fmt.Fprintf(&b, "%12v %-10s %-20s %-20s %s %s %d\n", e.at, e.what, e.a, e.b, e.m, e.u, e.n)
+	}
+	return b.String()
 }
 
 func newTracer(w io.Writer, now func() time.Duration) *tracer {
@@ -50,6 +76,7 @@ func (t *tracer) event(what, a, b string, n int64) {
 	t.str(a)
 	t.str(b)
 	t.u64(uint64(n))
+	t.keep(traced{at: t.now(), what: what, a: a, b: b, n: n})
 	t.lines++
 	if t.w != nil {
 		fmt.Fprintf(t.w, "%12v %-10s %-20s %-20s %d\n", t.now(), what, a, b, n)
@@ -65,6 +92,7 @@ func (t *tracer) request(what, from, to, method, url string, n int64) {
 	t.str(method)
 	t.str(url)
 	t.u64(uint64(n))
+	t.keep(traced{at: t.now(), what: what, a: from, b: to, m: method, u: url, n: n})
 	t.lines++
 	if t.w != nil {
 		fmt.Fprintf(t.w, "%12v %-10s %-20s %-20s %s %s %d\n", t.now(), what, from, to, method, url, n)
@@ -76,6 +104,7 @@ func (t *tracer) note(format string, args ...any) {
 	s := fmt.Sprintf(format, args...)
 	t.u64(uint64(t.now()))
 	t.str(s)
+	t.keep(traced{at: t.now(), what: "note", a: s})
 	t.lines++
 	if t.w != nil {
 		fmt.Fprintf(t.w, "%12v %s\n", t.now(), s)
@@ -90,6 +119,7 @@ const (
 	streamWorkload
 	streamFaults
 	streamScale
+	streamDisk
 )
 
 // stream returns the seed's PCG stream number id.

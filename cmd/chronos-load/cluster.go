@@ -22,18 +22,22 @@ type cluster struct {
 	dir   string
 	addrs []string
 	cmds  []*exec.Cmd
+	// args are each node's command line, to start it again (restart).
+	bin  string
+	args [][]string
 }
 
 // startCluster starts n chronos processes from bin on free loopback
 // ports, with one generated cluster key, and waits until each answers
 // /ping. Each process logs to a file in the cluster's folder. A memory
-// limit other than "" goes into each node's [limits] memory_limit.
-func startCluster(bin string, n int, memoryLimit string) (*cluster, error) {
+// limit other than "" goes into each node's [limits] memory_limit; with
+// storage each keeps its timers in the cluster's folder, else in memory.
+func startCluster(bin string, n int, memoryLimit string, storage bool) (*cluster, error) {
 	dir, err := os.MkdirTemp("", "chronos-load-")
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{dir: dir}
+	c := &cluster{dir: dir, bin: bin}
 	key := make([]byte, 16)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
@@ -68,22 +72,18 @@ func startCluster(bin string, n int, memoryLimit string) (*cluster, error) {
 			c.stop()
 			return nil, err
 		}
-		logFile, err := os.Create(filepath.Join(dir, fmt.Sprintf("chronos-%d.log", i+1)))
-		if err != nil {
-			c.stop()
-			return nil, err
-		}
 		// Only these files: never the machine's /etc/chronos or dns.json.
-		cmd := exec.Command(bin, "--local-config-file", local, "--cluster-config-file", clusterFile,
-			"--shared-config-file=", "--dns-config-file=")
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		if err := cmd.Start(); err != nil {
-			logFile.Close()
+		args := []string{"--local-config-file", local, "--cluster-config-file", clusterFile,
+			"--shared-config-file=", "--dns-config-file=", "--storage-dir="}
+		if storage {
+			args[len(args)-1] += filepath.Join(dir, "data")
+		}
+		c.args = append(c.args, args)
+		c.cmds = append(c.cmds, nil)
+		if err := c.launch(i); err != nil {
 			c.stop()
 			return nil, err
 		}
-		logFile.Close() // the child has its own descriptor
-		c.cmds = append(c.cmds, cmd)
 	}
 	for _, addr := range c.addrs {
 		if err := waitServing(addr, 20*time.Second); err != nil {
@@ -94,13 +94,48 @@ func startCluster(bin string, n int, memoryLimit string) (*cluster, error) {
 	return c, nil
 }
 
+// launch starts node i, its output appended to its log file.
+func (c *cluster) launch(i int) error {
+	logFile, err := os.OpenFile(filepath.Join(c.dir, fmt.Sprintf("chronos-%d.log", i+1)), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close() // the child has its own descriptor
+	cmd := exec.Command(c.bin, c.args[i]...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	c.cmds[i] = cmd
+	return nil
+}
+
+// kill ends node i with SIGKILL, as a power cut would, and waits for it.
+func (c *cluster) kill(i int) {
+	_ = c.cmds[i].Process.Kill()
+	_ = c.cmds[i].Wait()
+}
+
+// restart starts node i again on its files and waits until it serves.
+func (c *cluster) restart(i int) error {
+	if err := c.launch(i); err != nil {
+		return err
+	}
+	return waitServing(c.addrs[i], 60*time.Second)
+}
+
 // stop ends the processes (SIGTERM, then SIGKILL after 5 s) and removes
 // the cluster's folder.
 func (c *cluster) stop() {
 	for _, cmd := range c.cmds {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if cmd != nil {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
 	}
 	for _, cmd := range c.cmds {
+		if cmd == nil {
+			continue
+		}
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
 		select {

@@ -67,6 +67,11 @@ func main() {
 	flag.IntVar(&o.pops, "pops", 1, "pops of each timer, one interval apart (1: one-shot timers)")
 	flag.IntVar(&o.sinkWorkers, "sink-workers", 0, "callbacks the sink serves at a time, the rest queue (0: answer at once); needs -sink-service")
 	flag.DurationVar(&o.sinkService, "sink-service", 0, "how long the sink takes over each callback before its 200 (0: at once); needs -sink-workers")
+	flag.BoolVar(&o.storage, "storage", false, "the started nodes keep their timers on disk ([storage] dir in the cluster's folder); default in memory")
+	flag.StringVar(&o.crash, "crash", "", "kill -9 \"one\" node (the first) or \"all\" nodes -crash-after the creates are answered, and restart them -restart-after later on the same files")
+	flag.DurationVar(&o.crashAfter, "crash-after", 5*time.Second, "with -crash: how long after the creates are answered the nodes are killed")
+	flag.DurationVar(&o.restartAfter, "restart-after", time.Second, "with -crash: how long after the kill the nodes start again")
+	flag.DurationVar(&o.spread, "spread", 0, "whole seconds: timer i falls due -lead + (i mod (spread+1s)) after its create, so the timers fall due across the spread (default 0: all at -lead)")
 	flag.Parse()
 	if err := o.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "chronos-load:", err)
@@ -87,6 +92,14 @@ type options struct {
 	targets, bin, memoryLimit      string
 	window, lead, linger           time.Duration
 	hold                           bool
+	// storage keeps the started nodes' timers on disk; crash ("one",
+	// "all") kills that many with SIGKILL crashAfter the creates were
+	// answered and restarts them restartAfter later; spread gives timer
+	// i a lead of lead + i mod (spread+1s), whole seconds.
+	storage                  bool
+	crash                    string
+	crashAfter, restartAfter time.Duration
+	spread                   time.Duration
 }
 
 func (o *options) check() error {
@@ -111,6 +124,12 @@ func (o *options) check() error {
 		return fmt.Errorf("-memory-limit %q: want a size such as 300MiB", o.memoryLimit)
 	case o.hold && o.linger > 0:
 		return fmt.Errorf("-linger %v with -hold: held timers do not pop", o.linger)
+	case o.crash != "" && o.crash != "one" && o.crash != "all":
+		return fmt.Errorf("-crash %q: want one or all", o.crash)
+	case o.crash != "" && (o.targets != "" || o.hold):
+		return fmt.Errorf("-crash with -targets or -hold: the tool crashes only nodes it starts, whose timers pop")
+	case o.spread < 0 || o.spread%time.Second != 0:
+		return fmt.Errorf("-spread %v: want whole seconds", o.spread)
 	}
 	if err := o.checkPops(); err != nil {
 		return err

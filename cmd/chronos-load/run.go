@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -38,6 +39,7 @@ func run(o options, log io.Writer) (*report, error) {
 	defer sk.close()
 	targets := splitTargets(o.targets)
 	var pids []int
+	var c *cluster
 	if len(targets) == 0 {
 		bin := o.bin
 		if bin == "" {
@@ -51,8 +53,7 @@ func run(o options, log io.Writer) (*report, error) {
 				return nil, err
 			}
 		}
-		c, err := startCluster(bin, o.nodes, o.memoryLimit)
-		if err != nil {
+		if c, err = startCluster(bin, o.nodes, o.memoryLimit, o.storage); err != nil {
 			return nil, err
 		}
 		defer c.stop()
@@ -88,9 +89,10 @@ func run(o options, log io.Writer) (*report, error) {
 	start := time.Now()
 	var behind atomic.Int64 // the most a create was sent after its slot
 	parallel(o.timers, o.concurrency, func(i int) {
-		spec := node.Spec{Interval: secs * 1000, RepeatFor: int64(o.pops) * secs * 1000,
+		s := secs + int64(i)%(int64(o.spread/time.Second)+1)
+		spec := node.Spec{Interval: s * 1000, RepeatFor: int64(o.pops) * s * 1000,
 			URI: sk.url, Opaque: "l" + strconv.Itoa(i), RF: o.rf}
-		interval := lead
+		interval := time.Duration(s) * time.Second
 		if o.hold {
 			spec, interval = holdSpec(sk.url, i, o.rf), holdSecs*time.Second
 		} else {
@@ -119,6 +121,11 @@ func run(o options, log io.Writer) (*report, error) {
 	if o.hold {
 		return rep, nil
 	}
+	if o.crash != "" {
+		if err := crash(o, c, log); err != nil {
+			return nil, err
+		}
+	}
 
 	waitPops(o, recs, sk, start.Add(lead), rep.created*o.pops, min(o.rf, len(targets)), log)
 	rep.measurePops(recs, sk)
@@ -138,6 +145,30 @@ func run(o options, log io.Writer) (*report, error) {
 		rep.barePopTime = barePops(o, sk.url)
 	}
 	return rep, nil
+}
+
+// crash kills one node (the first) or all of them with SIGKILL
+// o.crashAfter after the creates were answered, and starts them again on
+// the same files o.restartAfter later, all at once.
+func crash(o options, c *cluster, log io.Writer) error {
+	n := 1
+	if o.crash == "all" {
+		n = len(c.addrs)
+	}
+	time.Sleep(o.crashAfter)
+	for i := range n {
+		c.kill(i)
+	}
+	fmt.Fprintf(log, "killed %d node(s) with SIGKILL\n", n)
+	time.Sleep(o.restartAfter)
+	start := time.Now()
+	errs := make([]error, n)
+	parallel(n, n, func(i int) { errs[i] = c.restart(i) })
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("restart: %w (logs in %s)", err, c.dir)
+	}
+	fmt.Fprintf(log, "restarted %d node(s), serving again after %v\n", n, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // barePopLimit is the longest the plain-client baseline may take at a

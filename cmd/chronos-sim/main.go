@@ -138,13 +138,25 @@ func sweep(from uint64, n int) int {
 	}
 	var failed []string
 	var cov checker.Coverage
+	probes := sim.NewProbeTable()
+	// stored counts the plans whose nodes keep their records on disk, and
+	// the lost-copy excuses their checks made (copies-lost must be none).
+	stored, storedLost := 0, map[checker.Excuse]int{}
 	done, pinned, collided := 0, 0, 0
-	events := uint64(0)
+	events, digest := uint64(0), uint64(0)
 	tty := isTerminal(os.Stderr)
 	sim.Sweep(sim.Seeds(from, n), func(o sim.SeedOutcome) {
 		done++
 		events += o.Result.Events
+		digest += o.Result.TraceHash
 		cov.Add(o.Result.Coverage)
+		probes.Add(o.Seed, o.Result)
+		if o.Result.History.Storage {
+			stored++
+			for _, e := range []checker.Excuse{checker.ExCopiesLost, checker.ExDiskLost} {
+				storedLost[e] += o.Result.Coverage.Excused[e]
+			}
+		}
 		if o.Result.IDCollisions > 0 {
 			collided++ // the collision defence at work
 		}
@@ -170,13 +182,19 @@ func sweep(from uint64, n int) int {
 		fmt.Println(f)
 	}
 	fmt.Printf("sweep: %d seeds from %d, %d failed, %d events, %v\n", n, from, len(failed), events, time.Since(start).Round(time.Millisecond))
+	// The sum of the seeds' trace hashes, whatever order they finished
+	// in: a change that claims to change no behaviour leaves it as it was.
+	fmt.Printf("sweep: trace digest %016x\n", digest)
 	if pinned > 0 {
 		fmt.Printf("sweep: %d seeds failed as pinned in %s\n", pinned, sim.KnownFailingFile)
 	}
 	fmt.Printf("sweep: %d seeds met an ID collision (mix %s)\n", collided, sim.MixSharedInstance)
+	fmt.Printf("sweep: %d seeds kept their records on disk (mix %s): excused there %s=%d %s=%d\n", stored, sim.MixStorage,
+		checker.ExCopiesLost, storedLost[checker.ExCopiesLost], checker.ExDiskLost, storedLost[checker.ExDiskLost])
 	for _, line := range strings.Split(strings.TrimSpace(cov.String()), "\n") {
 		fmt.Printf("sweep: %s\n", line)
 	}
+	probes.Write(os.Stdout)
 	if len(failed) > 0 {
 		return 1
 	}

@@ -36,7 +36,7 @@ func daemonFiles(t *testing.T, dir, addr, logDir string) []string {
 		{"--local-config-file", "chronos.conf", fmt.Sprintf("[http]\nbind-address = %s\nbind-port = %s\nthreads = 50\n\n[logging]\nfolder = %s\nlevel = 3\n", host, port, logDir)},
 		{"--cluster-config-file", "chronos_cluster.conf", fmt.Sprintf("[cluster]\nlocalhost = %[1]s\nnode = %[1]s\n", addr)},
 		// [identity] in the shared file: any section may sit in any file.
-		{"--shared-config-file", "chronos_shared.conf", "[sites]\nlocal_site = site1\nreplicate_timers_across_sites = false\n\n[exceptions]\nmax_ttl = 600\n\n[identity]\ninstance_id = 1\n"},
+		{"--shared-config-file", "chronos_shared.conf", "[sites]\nlocal_site = site1\nreplicate_timers_across_sites = false\n\n[exceptions]\nmax_ttl = 600\n\n[identity]\ninstance_id = 1\n\n[storage]\ndir = " + filepath.Join(dir, "data") + "\n"},
 		{"--dns-config-file", "dns.json", `{"hostnames": [{"name": "callbacks.invalid", "records": [{"rrtype": "A", "targets": ["127.0.0.1"]}]}]}`},
 	}
 	var args []string

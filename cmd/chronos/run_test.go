@@ -58,6 +58,7 @@ func TestRunNeverPrintsClusterKey(t *testing.T) {
 }
 
 // noFiles are the flags that name no configuration file, so that a test
-// never reads the machine's /etc; a test's own file flags come after and
-// override them.
-var noFiles = []string{"--local-config-file=", "--cluster-config-file=", "--shared-config-file=", "--dns-config-file="}
+// never reads the machine's /etc, and keep the timers in memory, so that
+// it writes no storage folder where it runs; a test's own flags come
+// after and override them.
+var noFiles = []string{"--local-config-file=", "--cluster-config-file=", "--shared-config-file=", "--dns-config-file=", "--storage-dir="}

@@ -27,7 +27,7 @@ type nodeFiles struct {
 // a machine's /etc/chronos and dns.json never reach a local cluster.
 func (f nodeFiles) args() []string {
 	return []string{"--local-config-file", f.local, "--cluster-config-file", f.cluster,
-		"--shared-config-file=", "--dns-config-file="}
+		"--shared-config-file=", "--dns-config-file=", "--storage-dir", f.dir}
 }
 
 // files lists each node's paths under dir.

@@ -1,0 +1,151 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// The properties of the conflict rule, checked on merge alone: for any
+// record held and any record offered, whatever the path that brought it.
+
+var mergeNodes = []string{"10.0.0.1:7253", "10.0.0.2:7253", "10.0.0.3:7253", "10.0.0.4:7253"}
+
+// mergeViews are the views records are drawn under: the node's own, one
+// it has been in, one it has not (a scale it has yet to reload for).
+var mergeViews = []uint64{100, 200, 300}
+
+func testEnv(now int64) *mergeEnv {
+	return &mergeEnv{
+		self: mergeNodes[0], view: mergeViews[0], views: mergeViews[:2], now: now,
+		retryWindow: 2000,
+		maxSkew:     func(t *Timer) int64 { return int64(len(t.Placement.Replicas))*2000 + 2500 },
+	}
+}
+
+// drawRecord draws a record of timer 7: a version out of three, each
+// with a definition of its own (now and then another one, as two timers
+// sharing an ID would have), a state, progress and a placement.
+func drawRecord(t *rapid.T, label string, now int64) Timer {
+	version := rapid.Uint64Range(1, 3).Draw(t, label+".version")
+	interval := int64(version) * 1000
+	spec := Spec{Interval: interval, RepeatFor: interval * int64(rapid.IntRange(0, 6).Draw(t, label+".pops")),
+		URI: "http://cb.example/cb", Opaque: fmt.Sprintf("v%d", version), RF: 2}
+	if rapid.IntRange(0, 9).Draw(t, label+".twin") == 0 {
+		spec.Opaque += "-twin"
+	}
+	first := rapid.IntRange(0, 3).Draw(t, label+".primary")
+	second := (first + 1 + rapid.IntRange(0, 2).Draw(t, label+".backup")) % len(mergeNodes)
+	p := &Placement{Replicas: []string{mergeNodes[first], mergeNodes[second]}}
+	start := now - rapid.Int64Range(0, 3*interval).Draw(t, label+".age")
+	seq := uint32(rapid.IntRange(0, 6).Draw(t, label+".seq"))
+	rec := newTimer(7, version, spec, start, seq, p, rapid.SampledFrom(mergeViews).Draw(t, label+".view"), nil)
+	switch rapid.IntRange(0, 5).Draw(t, label+".state") {
+	case 0:
+		rec.entomb()
+	case 1:
+		rec.entombAs(Moved)
+	default:
+		missed := rapid.Uint32Range(0, 7).Draw(t, label+".missed")
+		rec.setPopMarks(missed, missed&rapid.Uint32Range(0, 7).Draw(t, label+".owed"))
+	}
+	return *rec
+}
+
+// held is what the replica holds after r, given it held before.
+func (r mergeResult) after(before *Timer) *Timer {
+	switch {
+	case r.verdict == took:
+		return &r.in
+	case r.heldChanged:
+		return &r.held
+	default:
+		return before
+	}
+}
+
+func TestMergeProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		const now = int64(1_000_000)
+		env := testEnv(now)
+		var held *Timer
+		if rapid.Bool().Draw(t, "holds") {
+			h := drawRecord(t, "held", now)
+			settle(&h)
+			held = &h
+		}
+		in := drawRecord(t, "in", now)
+		r := merge(env, held, in)
+		got := r.after(held)
+		if r.verdict == collided && r.heldChanged {
+			t.Fatalf("a collision changed the held record")
+		}
+		if held == nil || got == nil {
+			return
+		}
+		if got.Version < held.Version {
+			t.Fatalf("version went back from %d to %d", held.Version, got.Version)
+		}
+		if got.Version == held.Version && got.def == held.def {
+			if got.Seq < held.Seq && got.State == Live {
+				t.Fatalf("sequence went back from %d to %d", held.Seq, got.Seq)
+			}
+			if got.State == Live && held.State == Live && got.Start > held.Start {
+				t.Fatalf("start moved later, from %d to %d", held.Start, got.Start)
+			}
+			if ahead := (int64(held.Seq)+1)*held.Interval <= held.RepeatFor; ahead && held.State == Live && got.State != Live && in.State == Live && in.Seq == held.Seq &&
+				slices.Contains(in.Placement.Replicas, env.self) {
+				t.Fatalf("a live record of the held version at its sequence number buried it with pops still to come")
+			}
+			_, heldOwed := held.popMarks()
+			_, owed := got.popMarks()
+			// Owed pops at or below what the held copy reached are only
+			// those it owed: one attempt per replica per pop.
+			atOrBelow := owed &^ above(held.Seq, got.Seq)
+			if atOrBelow&^shiftMarks(heldOwed, held.Seq, got.Seq) != 0 {
+				t.Fatalf("owes pops %b at or below seq %d that the held copy (owed %b at seq %d) did not", atOrBelow, held.Seq, heldOwed, held.Seq)
+			}
+		}
+		// Offered again, the same record changes nothing more.
+		again := merge(env, got, in)
+		if twice := again.after(got); !sameRecord(twice, got) {
+			t.Fatalf("merging the same record twice changed it again:\n once  %s\n twice %s", describe(got), describe(twice))
+		}
+	})
+}
+
+// sameRecord compares what merge decides on: not the store's bookkeeping.
+func sameRecord(a, b *Timer) bool {
+	am, ao := a.popMarks()
+	bm, bo := b.popMarks()
+	return a.Version == b.Version && a.State == b.State && a.Seq == b.Seq && a.Start == b.Start &&
+		a.def == b.def && a.ViewID == b.ViewID && am == bm && ao == bo && a.lastDue() == b.lastDue()
+}
+
+func describe(t *Timer) string {
+	m, o := t.popMarks()
+	return fmt.Sprintf("v%d state %d seq %d start %d view %d missed %b owed %b lastDue %d", t.Version, t.State, t.Seq, t.Start, t.ViewID, m, o, t.lastDue())
+}
+
+// TestMovedBackOwesNoPopItMade: a replica that made pop 1, kept its copy
+// as moved away (a resync placed the timer elsewhere), and is then sent
+// the same definition placed back on it by a notice that says pop 1 was
+// missed, does not make pop 1 again.
+func TestMovedBackOwesNoPopItMade(t *testing.T) {
+	const now = int64(1_000_000)
+	env := testEnv(now)
+	spec := Spec{Interval: 2000, RepeatFor: 2000, URI: "http://cb.example/cb", RF: 3}
+	moved := newTimer(7, 1, spec, now-6000, 1, &Placement{Replicas: mergeNodes[1:]}, mergeViews[2], nil)
+	moved.entombAs(Moved)
+	notice := newTimer(7, 1, spec, now-6000, 1, &Placement{Replicas: mergeNodes[:3]}, mergeViews[0], nil)
+	notice.setPopMarks(1, 1)
+	r := merge(env, moved, *notice)
+	if r.verdict != took {
+		t.Fatalf("verdict %d, want the live record taken back", r.verdict)
+	}
+	if p, ok := r.in.nextPop(); ok {
+		t.Errorf("the copy taken back pops %d again", p)
+	}
+}

@@ -1,0 +1,313 @@
+package node
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+)
+
+// memStorage is a Storage that keeps what is synced in a map, as a disk
+// would keep it across a crash; changes queued and not yet synced are
+// what a crash loses. Sync answers at once unless hold is set, when the
+// test answers the barriers itself.
+type memStorage struct {
+	durable map[uint64][]byte
+	queued  []memChange
+	hold    bool
+	held    []func(error)
+	syncs   int
+	meta    []byte
+}
+
+type memChange struct {
+	id  uint64
+	rec []byte
+}
+
+func newMemStorage() *memStorage { return &memStorage{durable: map[uint64][]byte{}} }
+
+func (s *memStorage) Put(id uint64, rec []byte) { s.queued = append(s.queued, memChange{id, rec}) }
+func (s *memStorage) Delete(id uint64)          { s.queued = append(s.queued, memChange{id, nil}) }
+func (s *memStorage) PutMeta(rec []byte)        { s.meta = rec }
+
+func (s *memStorage) Sync(done func(error)) {
+	if s.hold {
+		s.held = append(s.held, done)
+		return
+	}
+	s.sync()
+	done(nil)
+}
+
+func (s *memStorage) sync() {
+	s.syncs++
+	for _, c := range s.queued {
+		if c.rec == nil {
+			delete(s.durable, c.id)
+		} else {
+			s.durable[c.id] = c.rec
+		}
+	}
+	s.queued = nil
+}
+
+// restore hands n every durable record, in ID order.
+func (s *memStorage) restore(t *testing.T, n *Node) {
+	t.Helper()
+	ids := make([]uint64, 0, len(s.durable))
+	for id := range s.durable {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if err := n.Restore(id, s.durable[id]); err != nil {
+			t.Fatalf("Restore: %v", err)
+		}
+	}
+}
+
+// TestRecordRoundTripsEveryField proves that AppendRecord and decodeRecord
+// carry every field of a Timer but its place in the store: each field is
+// set in turn, by reflection, so that a field added to Timer or
+// TimerExtra without a place in the record fails here.
+func TestRecordRoundTripsEveryField(t *testing.T) {
+	h := newHarness(t)
+	skip := map[string]bool{"due": true, "prev": true, "next": true, "slot": true, "ID": true}
+	base := func() *Timer {
+		return &Timer{ID: 77, Placement: h.node.placement([]string{"a:1"}, nil)}
+	}
+	check := func(name string, t0 *Timer) {
+		t.Helper()
+		got, err := h.node.decodeRecord(t0.ID, AppendRecord(nil, t0))
+		if err != nil {
+			t.Fatalf("%s: decode: %v", name, err)
+		}
+		if !reflect.DeepEqual(got, t0) {
+			t.Fatalf("%s: round trip gave %+v (extra %+v), want %+v (extra %+v)", name, got, got.Extra, t0, t0.Extra)
+		}
+	}
+	fields := reflect.TypeOf(Timer{})
+	for i := range fields.NumField() {
+		f := fields.Field(i)
+		if skip[f.Name] {
+			continue
+		}
+		t0 := base()
+		v := reflect.ValueOf(t0).Elem().Field(i)
+		v = reflect.NewAt(v.Type(), v.Addr().UnsafePointer()).Elem()
+		if !setSample(v, h.node) {
+			t.Fatalf("field %s of type %s: no sample value; teach setSample (and AppendRecord) about it", f.Name, f.Type)
+		}
+		check(f.Name, t0)
+	}
+	extra := reflect.TypeOf(TimerExtra{})
+	for i := range extra.NumField() {
+		t0 := base()
+		t0.Extra = &TimerExtra{}
+		if !setSample(reflect.ValueOf(t0.Extra).Elem().Field(i), h.node) {
+			t.Fatalf("field Extra.%s: no sample value", extra.Field(i).Name)
+		}
+		check("Extra."+extra.Field(i).Name, t0)
+	}
+}
+
+// setSample sets v to a value other than its zero, reporting false for a
+// type it does not know.
+func setSample(v reflect.Value, n *Node) bool {
+	switch v.Interface().(type) {
+	case uint64:
+		v.SetUint(1<<40 + 3)
+	case int64:
+		v.SetInt(-(1<<35 + 5))
+	case uint32:
+		v.SetUint(1<<31 + 7)
+	case uint8, State:
+		v.SetUint(2)
+	case *Placement:
+		v.Set(reflect.ValueOf(n.placement([]string{"10.0.0.1:7253", "10.0.0.2:7253"}, []string{"site1", "site2"})))
+	case *string:
+		v.Set(reflect.ValueOf(n.hosts.intern("http://cb.example:80")))
+	case string:
+		v.SetString("\x05/hookopaque")
+	case *TimerExtra:
+		v.Set(reflect.ValueOf(&TimerExtra{Missed: 3, Owed: 1}))
+	case []Tag:
+		v.Set(reflect.ValueOf([]Tag{{Type: "a", Count: 2}, {Type: "b", Count: 1}}))
+	case Progress:
+		v.Set(reflect.ValueOf(Progress{Def: 9, Seq: 4, Start: 1e12, Interval: 1000, RepeatFor: 5000}))
+	case *Timer:
+		info := &Timer{ID: 77, Version: 5, Seq: 2, Placement: n.placement([]string{"a:1"}, nil)}
+		info.Extra = &TimerExtra{Tags: []Tag{{Type: "x", Count: 1}}}
+		v.Set(reflect.ValueOf(info))
+	default:
+		return false
+	}
+	return true
+}
+
+// TestRestartPopsWhatIsLeft proves the restart duty end to end in one
+// node: a timer created and answered is durable, a pop made is persisted
+// lazily, and a node restored from what was synced pops the rest of the
+// timer's pops, none of those before, even though nothing was synced
+// after the pop but the lazy flush.
+func TestRestartPopsWhatIsLeft(t *testing.T) {
+	disk := newMemStorage()
+	h := newHarness(t, func(c *Config) { c.Storage = disk })
+	wire := h.create(timerJSON(10, 30, "http://cb/x", "data"))
+	id := mustID(t, wire)
+	if _, ok := disk.durable[id]; !ok {
+		t.Fatalf("timer not durable once its create was answered; durable %d records", len(disk.durable))
+	}
+	h.clock.advance(10 * time.Second)
+	if got := h.drainPops("http://cb/", 200); len(got) != 1 {
+		t.Fatalf("pops by 10 s: %d, want 1", len(got))
+	}
+	h.clock.advance(persistLazily)
+
+	// The machine restarts 5 s later, on its clock.
+	h2 := restarted(t, h, disk, 5*time.Second)
+	if st := h2.node.Stats(); st.Timers != 1 {
+		t.Fatalf("restored node holds %d live timers, want 1", st.Timers)
+	}
+	h2.clock.advance(25 * time.Second)
+	var seqs []string
+	for _, r := range h2.drainPops("http://cb/", 200) {
+		seqs = append(seqs, r.Header.Get(HeaderSequenceNumber))
+	}
+	if !slices.Equal(seqs, []string{"2", "3"}) {
+		t.Fatalf("restored node popped sequence numbers %v, want [2 3]", seqs)
+	}
+}
+
+// restarted is a node restarted from disk on h's machine, after d.
+func restarted(t *testing.T, h *harness, disk *memStorage, d time.Duration) *harness {
+	t.Helper()
+	h2 := &harness{t: t, clock: &manualClock{now: h.clock.now.Add(d)}, net: &heldNet{}}
+	cfg := h.node.cfg
+	cfg.Clock, cfg.Network, cfg.Storage = h2.clock, h2.net, newMemStorage()
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	h2.node = n
+	disk.restore(t, n)
+	return h2
+}
+
+// TestAnswerWaitsForDurability proves that a write is answered only once
+// the Storage says its changes are durable, and with a 503 when it cannot
+// make them so; a read is answered at once.
+func TestAnswerWaitsForDurability(t *testing.T) {
+	disk := newMemStorage()
+	disk.hold = true
+	h := newHarness(t, func(c *Config) { c.Storage = disk })
+	var got []Response
+	h.node.Handle(Request{Method: "POST", URL: "/timers", Header: Header{}, Body: []byte(timerJSON(10, 10, "http://cb/x", ""))},
+		func(r Response) { got = append(got, r) })
+	if len(got) != 0 || len(disk.held) != 1 {
+		t.Fatalf("create answered %d times with %d barriers held, want 0 answers before the barrier, 1 barrier", len(got), len(disk.held))
+	}
+	disk.sync()
+	disk.held[0](nil)
+	if len(got) != 1 || got[0].Status != 200 {
+		t.Fatalf("after the barrier: answers %+v, want one 200", got)
+	}
+	h.node.Handle(Request{Method: "POST", URL: "/timers", Header: Header{}, Body: []byte(timerJSON(10, 10, "http://cb/y", ""))},
+		func(r Response) { got = append(got, r) })
+	disk.held[1](errors.New("disk on fire"))
+	if len(got) != 2 || got[1].Status != 503 || h.node.Stats().StorageFailures != 1 {
+		t.Fatalf("after a failed barrier: answers %+v, failures %d; want a 503 and 1", got, h.node.Stats().StorageFailures)
+	}
+	if r := h.do("GET", "/ping", ""); r.Status != 200 {
+		t.Fatalf("GET /ping: %d, want 200 at once", r.Status)
+	}
+}
+
+// TestRestoreRefusesBadRecords proves that a record that does not decode,
+// or of a later version, stops the restore with an error naming it.
+func TestRestoreRefusesBadRecords(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Storage = newMemStorage() })
+	good := AppendRecord(nil, &Timer{ID: 1, Version: 1, Interval: 1000, RepeatFor: 1000, Placement: h.node.placement([]string{"a:1"}, nil)})
+	for _, rec := range [][]byte{{}, {0}, {recordVersion + 1}, good[:len(good)-1], append(slices.Clone(good), 0)} {
+		if err := h.node.Restore(1, rec); err == nil {
+			t.Errorf("Restore(% x) = nil, want an error", rec)
+		}
+	}
+	if err := h.node.Restore(1, good); err != nil {
+		t.Fatalf("Restore(good) = %v", err)
+	}
+}
+
+// FuzzDecodeRecord proves that no bytes on a disk crash the decoder, and
+// that what decodes round trips.
+func FuzzDecodeRecord(f *testing.F) {
+	h := newHarness(&testing.T{})
+	f.Add(AppendRecord(nil, &Timer{ID: 1, Version: 2, Placement: h.node.placement([]string{"a:1"}, []string{"s"}),
+		Extra: &TimerExtra{Tags: []Tag{{Type: "t", Count: 1}}, Info: &Timer{Placement: h.node.placement(nil, nil)}}}))
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		tm, err := h.node.decodeRecord(1, rec)
+		if err != nil {
+			return
+		}
+		again, err := h.node.decodeRecord(1, AppendRecord(nil, tm))
+		if err != nil || !reflect.DeepEqual(again, tm) {
+			t.Fatalf("record % x decodes to %+v, which round trips to %+v, %v", rec, tm, again, err)
+		}
+	})
+}
+
+// TestSnapshotHandsOutEveryRecordOnce proves that a snapshot taken in
+// chunks hands out every held record exactly once, whatever the chunk
+// size, timers due together included.
+func TestSnapshotHandsOutEveryRecordOnce(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Storage = newMemStorage() })
+	want := map[uint64]bool{}
+	for i := range 25 {
+		want[mustID(t, h.create(timerJSON(1+i%3, 10, "http://cb/x", "")))] = true
+	}
+	for _, limit := range []int{1, 2, 7, 100} {
+		got := map[uint64]int{}
+		var rounds int
+		for cur, done := (SnapshotCursor{}), false; !done; rounds++ {
+			cur, done = h.node.Snapshot(cur, limit, func(id uint64, rec []byte) {
+				got[id]++
+				if _, err := h.node.decodeRecord(id, rec); err != nil {
+					t.Fatalf("record of %x: %v", id, err)
+				}
+			})
+		}
+		for id := range want {
+			if got[id] != 1 {
+				t.Fatalf("limit %d: record %x handed out %d times, want 1", limit, id, got[id])
+			}
+		}
+		if len(got) != len(want) || rounds < len(want)/limit {
+			t.Fatalf("limit %d: %d records in %d rounds, want %d", limit, len(got), rounds, len(want))
+		}
+	}
+}
+
+// TestRestartRemembersItsViews proves that a restarted node still knows
+// the cluster views it was in before the restart (a record placed under
+// one of them is stale, see movedBack), the current one last.
+func TestRestartRemembersItsViews(t *testing.T) {
+	disk := newMemStorage()
+	h := newHarness(t, func(c *Config) { c.Storage = disk })
+	before := h.node.ViewID()
+	if err := h.node.SetCluster(Membership{Nodes: []string{h.node.Address(), "10.9.9.9:7253"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.node.whenDurable(func(error) {}) // a barrier hands the state over
+	h2 := restarted(t, h, disk, time.Second)
+	if err := h2.node.RestoreMeta(disk.meta); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(h2.node.views, before) || h2.node.views[len(h2.node.views)-1] != h2.node.ViewID() {
+		t.Fatalf("restarted node's views %v: want %d among them and its current view %d last", h2.node.views, before, h2.node.ViewID())
+	}
+	if err := h2.node.RestoreMeta([]byte{metaVersion + 1}); err == nil {
+		t.Fatal("RestoreMeta of a later version = nil, want an error")
+	}
+}

@@ -1,0 +1,177 @@
+package node
+
+import "slices"
+
+// Coverage probes, after FoundationDB's CODE_PROBE. A probe names a branch
+// of the node that decides something rare: a conflict case of the merge,
+// a step of resync or repair, a special case of membership. The node
+// counts how often it passes each one; the simulator sums the counts over
+// a sweep, prints the probes no seed reached, and its CI sweep fails on
+// one, so that the workload is made to reach a rare branch instead of the
+// branch going untested (docs/simulator.md).
+//
+// Adding a probe is one line in the registry below and one call, n.hit,
+// on the branch. A probe never changes what the node does.
+
+// probeID is the index of a probe in the registry.
+type probeID int
+
+// probeNames is the registry: every probe's name, in declaration order.
+// The package's variable declarations fill it once, at initialization;
+// nothing changes it after.
+var probeNames []string
+
+// probe declares a probe named name: a path of words that says where it
+// sits and what it decides ("apply/moved-back").
+func probe(name string) probeID {
+	if slices.Contains(probeNames, name) {
+		panic("node: probe " + name + " declared twice")
+	}
+	probeNames = append(probeNames, name)
+	return probeID(len(probeNames) - 1)
+}
+
+// The probes, by the file that holds their branch.
+var (
+	// apply.go: the conflict rule and how a replica applies a record.
+	probeApplyMovedAway      = probe("apply/moved-away")
+	probeApplyInfoKept       = probe("apply/informational-copy-kept")
+	probeApplyStaleNotice    = probe("apply/stale-notice-entombed")
+	probeApplyCollision      = probe("apply/collision")
+	probeApplyDeleteTiming   = probe("apply/delete-takes-buried-timing")
+	probeApplyOutlive        = probe("apply/tombstone-outlives-stale")
+	probeApplyOlderVersion   = probe("apply/older-version-answered-newer")
+	probeApplyOlderReplaced  = probe("apply/older-version-remembered")
+	probeApplyOlderCarried   = probe("apply/older-version-carried")
+	probeApplyFull           = probe("apply/full")
+	probeMovedBack           = probe("apply/moved-back")
+	probeMovedBackSeq        = probe("apply/moved-back-keeps-pops")
+	probeMovedBackStaleView  = probe("apply/moved-back-refused-past-view")
+	probePlacementKeep       = probe("placement/keeps-current-view")
+	probePlacementMove       = probe("placement/moves-to-current-view")
+	probeKeepProgressCarry   = probe("progress/retry-carries-pops")
+	probeKeepProgressReplace = probe("progress/replaced-remembered")
+	probeKeepProgressPass    = probe("progress/replaced-passed-on")
+	probeEarliestStart       = probe("start/earliest-taken")
+	probeMergeAhead          = probe("marks/incoming-ahead")
+	probeMergeTrim           = probe("marks/held-trimmed")
+	probeReplicaAhead        = probe("replica/version-too-far-ahead")
+	probeReplicaFromSite     = probe("replica/placed-from-site")
+	probeReplicaNotReloaded  = probe("replica/not-reloaded-409")
+	probeReplicaStartDelta   = probe("replica/answers-earlier-start")
+	probeReplicaPopped       = probe("replica/answers-popped")
+
+	// write.go: client writes on the proxy.
+	probeWriteRetryNewer     = probe("write/retried-above-newer")
+	probeWriteRFChange       = probe("write/rf-change-refused")
+	probeLearnRF             = probe("rf/learned-from-copies")
+	probeUpdateInferredRF    = probe("rf/update-inferred")
+	probeBareIDUpdate        = probe("rf/update-bare-id")
+	probeBareIDDelete        = probe("rf/delete-bare-id")
+	probeLearnRFUnknown      = probe("rf/unknown-no-answer")
+	probeLearnRFCopy         = probe("rf/from-live-copy")
+	probeLearnRFDefault      = probe("rf/default-no-copy")
+	probeInferRFHeld         = probe("rf/inferred-from-held")
+	probeInferRFBloom        = probe("rf/inferred-from-bloom")
+	probeDeleteEveryMember   = probe("rf/delete-to-every-member")
+	probeWriteOldReplicas    = probe("write/to-old-replicas")
+	probeReplaceOwnCopy      = probe("write/replaces-own-copy")
+	probeRewriteCollision    = probe("write/collision-fresh-id")
+	probeWithdrawAgain       = probe("write/withdraw-again")
+	probeStartAnswered       = probe("start/answered-earlier")
+	probeNamedLeaving        = probe("bloom/names-leaving-node")
+	probeAccountsForDeparted = probe("bloom/names-departed-replica")
+
+	// pop.go: pops, notices and the repair of stale replicas.
+	probeSkewRefused     = probe("pop/rank-skips-refusing")
+	probeAlarmMissedEnds = probe("pop/missed-record-ends")
+	probePopOwed         = probe("pop/owed-pop")
+	probeCallbackFailed  = probe("pop/callback-failed")
+	probePopLastReplica  = probe("pop/last-replica-waits")
+	probeNoticeTombstone = probe("notice/final-tombstone")
+	probeNoticeCollision = probe("notice/collision")
+	probeNoticeNewer     = probe("notice/newer-applied")
+	probeNoticeRepair    = probe("notice/repair-spread")
+	probeNoticePopped    = probe("notice/popped-learnt")
+	probeRefusingMarked  = probe("notice/refusing-marked")
+	probeRefusingCleared = probe("notice/refusing-cleared")
+
+	// sites.go: other sites.
+	probeSiteNewer      = probe("site/relay-answers-newer")
+	probeSiteAnswered   = probe("site/newer-placed")
+	probeSiteNotReplica = probe("site/newer-passed-on")
+
+	// resync.go: active rebalancing.
+	probeResyncNotMember   = probe("resync/page-requester-not-member")
+	probeResyncOtherView   = probe("resync/page-other-view")
+	probeResyncPageFull    = probe("resync/page-continues")
+	probeResyncInfoOffered = probe("resync/informational-copy-offered")
+	probeReferenceMoved    = probe("resync/reference-moves-away")
+	probeReferenceInfo     = probe("resync/reference-drops-informational")
+	probeResyncKeepsRepop  = probe("resync/restart-keeps-repopulate")
+	probeResyncLeaving     = probe("resync/leaving-fetches-nothing")
+	probeResyncPageRetry   = probe("resync/page-asked-again")
+	probeResyncSuperseded  = probe("resync/page-of-ended-run")
+	probeResyncGiveUp      = probe("resync/peer-given-up")
+	probeResyncMovesUp     = probe("resync/moves-up-not-taken")
+	probeResyncSpreadNewer = probe("resync/newer-passed-on")
+	probeResyncReplicate   = probe("resync/replicated")
+	probeResyncTombstone   = probe("resync/rebalancing-tombstone")
+	probeResyncWithheld    = probe("resync/reference-withheld")
+	probeResyncSendAgain   = probe("resync/send-again")
+	probeResyncSendWait    = probe("resync/send-waits-reload")
+	probeResyncSendFailed  = probe("resync/send-failed")
+	probeResyncRefsAgain   = probe("resync/references-again")
+	probeLateRebalance     = probe("late/rebalanced")
+	probeLateTombstone     = probe("late/tombstone-passed-on")
+	probeLatePassOn        = probe("late/passed-to-lower")
+	probeLatePlaced        = probe("late/placed")
+	probeLateReferred      = probe("late/referred")
+
+	// repair.go: replicas compared and repaired.
+	probeRepairQuiet     = probe("repair/quiet-round-skipped")
+	probeRepairPush      = probe("repair/pushed-newer")
+	probeRepairWant      = probe("repair/asked-for-newer")
+	probeRepairGive      = probe("repair/gave-what-was-asked")
+	probeRepairPage      = probe("repair/next-page")
+	probeRepairOtherView = probe("repair/peer-on-other-view")
+	probeRepairRetry     = probe("repair/asked-again")
+	probeRepairGiveUp    = probe("repair/peer-given-up")
+	probeHandOff         = probe("repair/handed-off")
+	probeHandOffDone     = probe("repair/hand-off-moved-away")
+	probeMovedBackOwes   = probe("apply/moved-back-owes-nothing-made")
+
+	// node.go: membership and limits.
+	probeClusterRenumbered     = probe("cluster/instance-renumbered")
+	probeClusterViewsForgotten = probe("cluster/past-views-forgotten")
+	probeShedTimers            = probe("shed/max-timers")
+	probeShedInFlight          = probe("shed/max-in-flight")
+	probeInstanceClash         = probe("cluster/instance-clash-detected")
+	probeClashRefused          = probe("cluster/instance-clash-refuses-write")
+)
+
+// hits counts the probes a pure function passed (see probeHits).
+func (n *Node) hits(h *probeHits) {
+	for _, p := range h.ids[:h.n] {
+		n.probeHits[p]++
+	}
+}
+
+// hit counts one pass through probe p.
+func (n *Node) hit(p probeID) { n.probeHits[p]++ }
+
+// hitIf counts one pass through probe p when cond holds: for a rare case
+// that shares its branch with a common one.
+func (n *Node) hitIf(cond bool, p probeID) {
+	if cond {
+		n.probeHits[p]++
+	}
+}
+
+// ProbeNames returns the name of every coverage probe, in declaration
+// order: the order of ProbeHits.
+func ProbeNames() []string { return slices.Clone(probeNames) }
+
+// ProbeHits returns how often this node passed each coverage probe, in
+// the order of ProbeNames.
+func (n *Node) ProbeHits() []uint64 { return slices.Clone(n.probeHits) }

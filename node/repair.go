@@ -1,0 +1,506 @@
+package node
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Repair: replicas that converge from any state. A resync moves timers
+// when the membership changes, and every write, pop notice and 409 answer
+// moves a record on; each of those messages can be lost, and then nothing
+// sends it again. Repair is the backstop: every RepairInterval, and soon
+// after every reload, each node compares what it holds with every peer of
+// its view and sends the difference through the same conflict rule as
+// every other message (merge), so a lost page, a lost reference, a missed
+// delete or update, or a crashed requester is repaired without an operator.
+//
+// One round with a peer P, asked by node N:
+//
+//  1. N sends P, for each of repairBuckets ranges of timer IDs, a digest
+//     of the live records N holds that both N and P are replicas of
+//     (sum of mix(ID, version)).
+//  2. P answers with the buckets whose digest differs from its own, and
+//     its records (live and tombstones) of both in those buckets: ID,
+//     version, state and sequence number.
+//  3. N pushes P every record it holds newer (a higher version, a
+//     tombstone of the same version, or the same version popped further)
+//     as a replication, and asks P for those P holds newer (want); P
+//     pushes them back the same way. Merge decides, as for any message.
+//
+// A node also hands off the live records it holds but is not a replica of
+// under its view (a leaving node's, an old replica's that a resync never
+// reached): it pushes each to its replicas, and once every replica has
+// answered that it holds that version or a newer one, it keeps the record
+// as moved away and stops popping it. Until then it pops it after every
+// replica (skew), so a timer is never left without a holder.
+//
+// A round is only run between nodes that share a cluster view; a peer
+// that answers with another view is asked again later (repairRetry).
+
+// Repair limits.
+const (
+	// DefaultRepairInterval is how often a node compares its records
+	// with each peer when nothing else asks it to.
+	DefaultRepairInterval = 30 * time.Second
+	// repairAfterReload is how soon after a membership change a round
+	// starts, before jitter.
+	repairAfterReload = time.Second
+	// repairBuckets is how many ranges of IDs a digest covers.
+	repairBuckets = 64
+	// MaxRepairEntries bounds the records one answer lists; the rest are
+	// compared in a later round.
+	MaxRepairEntries = 2000
+	// repairTimeout bounds one round trip.
+	repairTimeout = 5 * time.Second
+)
+
+// repairRetry asks a peer again that did not answer or has another view.
+var repairRetry = retryPolicy{attempts: 6, base: time.Second, max: 30 * time.Second}
+
+// repairDigestBody is the first message of a round; repairWantBody the
+// second.
+type repairDigestBody struct {
+	View    string   `json:"view"`
+	From    string   `json:"from"`
+	Digests []string `json:"digests,omitempty"`
+	// After, when set, asks for the records of IDs above it only: the
+	// next page of a long answer.
+	After string   `json:"after,omitempty"`
+	Want  []string `json:"want,omitempty"`
+}
+
+// repairEntry is one record a peer lists in answer to a digest.
+type repairEntry struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+	State   string `json:"state"`
+	Seq     uint32 `json:"seq"`
+}
+
+// repairAnswer lists, in ID order, the records of the buckets whose
+// digests differ, from the page's After on; Through, when set, is the
+// last ID of a page that stopped at MaxRepairEntries.
+type repairAnswer struct {
+	Buckets []int         `json:"buckets"`
+	Entries []repairEntry `json:"entries"`
+	Through string        `json:"through,omitempty"`
+}
+
+// repairSummary is a held record as a round compares it.
+type repairSummary struct {
+	version uint64
+	live    bool
+	seq     uint32
+}
+
+// repairKey is the bucket of id.
+func repairBucket(id uint64) int { return int(mix64(id) % repairBuckets) }
+
+// repairHash is what one live record adds to its bucket's digest.
+func repairHash(id, version uint64) uint64 { return mix64(id ^ mix64(version)) }
+
+// replicasNow are the replicas of t under the node's current view.
+func (n *Node) replicasNow(t *Timer) []string {
+	if t.ViewID == n.ring.ViewID() && t.Placement != nil && len(t.Placement.Replicas) > 0 {
+		return t.Placement.Replicas
+	}
+	return n.ring.Replicas(t.ID, t.replicationFactor())
+}
+
+// repairPeers are the members a round is run with: every other node of
+// the membership, leaving ones included.
+func (n *Node) repairPeers() []string {
+	var peers []string
+	for _, a := range n.cfg.Cluster.withSelf(n.self).All() {
+		if a != n.self {
+			peers = append(peers, a)
+		}
+	}
+	return peers
+}
+
+// scheduleRepair arms the next round after about d.
+func (n *Node) scheduleRepair(d time.Duration) {
+	if n.cfg.RepairInterval <= 0 {
+		return
+	}
+	if n.repairAlarm != nil {
+		n.repairAlarm.Stop()
+	}
+	n.repairGen++
+	gen := n.repairGen
+	n.repairAlarm = n.clock.AfterFunc(n.rand.jitter(d), func() {
+		if gen != n.repairGen {
+			return
+		}
+		n.repairAlarm = nil
+		if n.repairDirty {
+			n.repairRound()
+		} else {
+			n.hit(probeRepairQuiet)
+		}
+		n.scheduleRepair(n.cfg.RepairInterval)
+	})
+}
+
+// repairNeeded notes that the replicas may differ: a record changed
+// here, or a message between nodes failed. A node whose records and
+// messages are all as they were skips its periodic round: what the
+// replicas hold can only have changed through a change or a failure one
+// of them saw (a node that restarts empty runs a round at boot).
+func (n *Node) repairNeeded() { n.repairDirty = true }
+
+// repairRound starts a round with every peer that has none under way.
+func (n *Node) repairRound() {
+	n.stats.RepairRounds++
+	n.repairDirty = false
+	view := n.ring.ViewID()
+	for _, peer := range n.repairPeers() {
+		if !n.repairBusy[peer] {
+			n.repairBusy[peer] = true
+			n.repairWith(peer, view, 0, 1)
+		}
+	}
+	n.handOff()
+}
+
+// heldFor calls fn for every record this node holds whose replicas under
+// its view include peer: whether this node is one of them too (else it
+// is a record to hand off).
+func (n *Node) heldFor(peer string, fn func(t *Timer, mine bool)) {
+	n.store.Ascend(func(t *Timer) bool {
+		if t.State == Moved {
+			return true
+		}
+		reps := n.replicasNow(t)
+		if slices.Contains(reps, peer) {
+			fn(t, slices.Contains(reps, n.self))
+		}
+		return true
+	})
+}
+
+// repairWith asks peer for one page of a round under view: the records
+// of IDs above after (0: from the first).
+func (n *Node) repairWith(peer string, view, after uint64, attempt int) {
+	var digests [repairBuckets]uint64
+	n.heldFor(peer, func(t *Timer, mine bool) {
+		if mine && t.State == Live {
+			digests[repairBucket(t.ID)] += repairHash(t.ID, t.Version)
+		}
+	})
+	body := repairDigestBody{View: strconv.FormatUint(view, 10), From: n.self, Digests: make([]string, repairBuckets)}
+	for i, d := range digests {
+		body.Digests[i] = fmt.Sprintf("%016x", d)
+	}
+	if after > 0 {
+		body.After = FormatID(after)
+	}
+	n.send(n.repairRequest(peer, body), repairTimeout, func(resp Response, err error) {
+		if view != n.ring.ViewID() {
+			delete(n.repairBusy, peer)
+			return // a reload has started a round of its own
+		}
+		var ans repairAnswer
+		if err == nil && resp.Status == 200 {
+			err = json.Unmarshal(resp.Body, &ans)
+		} else if err == nil {
+			err = fmt.Errorf("status %d: %s", resp.Status, reasonOf(resp))
+		}
+		if err != nil {
+			n.hitIf(resp.Status == 409, probeRepairOtherView)
+			wait, ok := repairRetry.again(attempt, &n.rand)
+			if !ok {
+				n.hit(probeRepairGiveUp)
+				delete(n.repairBusy, peer)
+				n.repairNeeded()
+				return
+			}
+			n.hit(probeRepairRetry)
+			n.clock.AfterFunc(wait, func() {
+				if view != n.ring.ViewID() {
+					delete(n.repairBusy, peer)
+					return
+				}
+				n.repairWith(peer, view, after, attempt+1)
+			})
+			return
+		}
+		through, ok := n.repairAnswered(peer, after, ans)
+		if ok && through > after {
+			n.hit(probeRepairPage)
+			n.repairWith(peer, view, through, 1)
+			return
+		}
+		delete(n.repairBusy, peer)
+	})
+}
+
+// repairRequest is the signed POST /timers/repair of body to peer.
+func (n *Node) repairRequest(peer string, body repairDigestBody) Request {
+	b, err := json.Marshal(&body)
+	if err != nil {
+		panic("node: encoding a repair message: " + err.Error())
+	}
+	req := Request{Method: "POST", URL: "http://" + peer + repairPath,
+		Header: Header{HeaderContentType: "application/json"}, Body: b, MaxWait: ReplicaSkew}
+	n.sign(&req)
+	return req
+}
+
+// repairPath is the internal route of repair.
+const repairPath = "/timers/repair"
+
+// repairAnswered compares a peer's page with what this node holds in the
+// buckets that differ, between the page's bounds: it pushes what it holds
+// newer and asks for what the peer holds newer. It returns the last ID of
+// the page when another page follows.
+func (n *Node) repairAnswered(peer string, after uint64, ans repairAnswer) (through uint64, more bool) {
+	if ans.Through != "" {
+		var err error
+		if through, err = ParseID(ans.Through); err != nil {
+			return 0, false
+		}
+		more = true
+	}
+	theirs := make(map[uint64]repairSummary, len(ans.Entries))
+	for _, e := range ans.Entries {
+		id, err := ParseID(e.ID)
+		v, verr := strconv.ParseUint(e.Version, 10, 64)
+		if err != nil || verr != nil {
+			continue
+		}
+		theirs[id] = repairSummary{version: v, live: e.State == readLive, seq: e.Seq}
+	}
+	buckets := map[int]bool{}
+	for _, b := range ans.Buckets {
+		buckets[b] = true
+	}
+	var push []*Timer
+	var want []string
+	n.heldFor(peer, func(t *Timer, mine bool) {
+		if !mine || !buckets[repairBucket(t.ID)] || t.ID <= after || more && t.ID > through {
+			return
+		}
+		mineS := repairSummary{version: t.Version, live: t.State == Live, seq: t.Seq}
+		other, ok := theirs[t.ID]
+		delete(theirs, t.ID)
+		switch {
+		case !ok && mineS.live:
+			push = append(push, t)
+		case !ok:
+		case newerSummary(mineS, other):
+			push = append(push, t)
+		case newerSummary(other, mineS):
+			want = append(want, FormatID(t.ID))
+		}
+	})
+	for id, other := range theirs {
+		if other.live {
+			if held := n.store.Get(id); held == nil || held.State != Moved {
+				want = append(want, FormatID(id))
+			}
+		}
+	}
+	slices.Sort(want) // map order must not reach the network
+	if len(push)+len(want) > 0 {
+		n.repairNeeded() // check again next round that it took
+	}
+	now := n.nowMs()
+	for _, t := range push {
+		n.hit(probeRepairPush)
+		n.stats.RepairPushes++
+		n.replicate(peer, n.placedNow(t), nil, now, nil)
+	}
+	if len(want) > 0 {
+		n.hit(probeRepairWant)
+		n.stats.RepairWants += uint64(len(want))
+		body := repairDigestBody{View: strconv.FormatUint(n.ring.ViewID(), 10), From: n.self, Want: want}
+		n.send(n.repairRequest(peer, body), repairTimeout, func(Response, error) {})
+	}
+	return through, more
+}
+
+// newerSummary reports whether a is ahead of b: a later version, a
+// tombstone of the same version, or the same live version popped further.
+func newerSummary(a, b repairSummary) bool {
+	switch {
+	case a.version != b.version:
+		return a.version > b.version
+	case a.live != b.live:
+		return !a.live
+	default:
+		return a.live && a.seq > b.seq
+	}
+}
+
+// placedNow is t placed on its replicas under the node's current view,
+// as a round sends it.
+func (n *Node) placedNow(t *Timer) *Timer {
+	c := *t
+	c.prev, c.next, c.slot = nil, nil, 0
+	if c.ViewID != n.ring.ViewID() {
+		sites := []string(nil)
+		if t.Placement != nil {
+			sites = t.Placement.Sites
+		}
+		c.Placement = n.placement(n.ring.Replicas(t.ID, t.replicationFactor()), sites)
+		c.ViewID = n.ring.ViewID()
+	}
+	return &c
+}
+
+// handOff pushes every live record this node holds but is not a replica
+// of under its view to its replicas; once every replica holds its version
+// (or a newer one), the node keeps it as moved away. Only records placed
+// under a view this node has been in are handed off: one placed under a
+// view it has not reloaded to yet is the new view's, and the node may be
+// one of its replicas there.
+func (n *Node) handOff() {
+	var out []*Timer
+	n.store.Ascend(func(t *Timer) bool {
+		if t.State == Live && t.ViewID != n.ring.ViewID() && slices.Contains(n.views, t.ViewID) &&
+			!slices.Contains(n.replicasNow(t), n.self) {
+			out = append(out, t)
+		}
+		return true
+	})
+	now := n.nowMs()
+	for _, t := range out {
+		placed := n.placedNow(t)
+		pending, all := len(placed.Placement.Replicas), true
+		n.hit(probeHandOff)
+		n.stats.RepairHandoffs++
+		for _, peer := range placed.Placement.Replicas {
+			n.replicate(peer, placed, nil, now, func(ok bool, resp Response) {
+				all = all && (ok || resp.Status == 409 && resp.Header.Get(HeaderCollision) == "")
+				if pending--; pending > 0 || !all {
+					return
+				}
+				if held := n.store.Get(placed.ID); held != nil && held.State == Live && held.Version == placed.Version {
+					// Every replica holds it: this copy need not pop.
+					n.hit(probeHandOffDone)
+					moved := *placed
+					n.apply(&moved)
+				}
+			})
+		}
+	}
+}
+
+// repairServe answers POST /timers/repair.
+func (n *Node) repairServe(req Request, reply func(Response)) {
+	if n.refuseInternal(req, reply) {
+		return
+	}
+	var body repairDigestBody
+	if err := strictJSON(req.Body); err != nil && err != errNotJSON {
+		reply(errorResponse(err))
+		return
+	}
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		reply(badRequest("the body is not a repair message: " + err.Error()))
+		return
+	}
+	view, err := strconv.ParseUint(body.View, 10, 64)
+	if err != nil {
+		reply(badRequest(fmt.Sprintf("view %q is not an unsigned decimal", body.View)))
+		return
+	}
+	if !slices.Contains(n.repairPeers(), body.From) {
+		reply(notFound(fmt.Sprintf("from %q is not a member of this node's cluster", body.From)))
+		return
+	}
+	if view != n.ring.ViewID() {
+		r := text(409, fmt.Sprintf("view %d is not this node's view of the cluster, %d", view, n.ring.ViewID()))
+		r.Header[HeaderReason] = headerReason(string(r.Body))
+		reply(r)
+		return
+	}
+	if len(body.Want) > 0 {
+		n.repairGive(body.From, body.Want)
+		reply(text(202, "Accepted"))
+		return
+	}
+	if len(body.Digests) != repairBuckets {
+		reply(badRequest(fmt.Sprintf("digests has %d entries, want %d", len(body.Digests), repairBuckets)))
+		return
+	}
+	var theirs [repairBuckets]uint64
+	for i, d := range body.Digests {
+		if theirs[i], err = strconv.ParseUint(d, 16, 64); err != nil {
+			reply(badRequest(fmt.Sprintf("digests[%d] %q is not 16 hex digits", i, d)))
+			return
+		}
+	}
+	var mine [repairBuckets]uint64
+	n.heldFor(body.From, func(t *Timer, me bool) {
+		if me && t.State == Live {
+			mine[repairBucket(t.ID)] += repairHash(t.ID, t.Version)
+		}
+	})
+	ans := repairAnswer{Buckets: []int{}, Entries: []repairEntry{}}
+	differ := map[int]bool{}
+	for i := range mine {
+		if mine[i] != theirs[i] {
+			differ[i] = true
+			ans.Buckets = append(ans.Buckets, i)
+		}
+	}
+	var after uint64
+	if body.After != "" {
+		if after, err = ParseID(body.After); err != nil {
+			reply(badRequest(fmt.Sprintf("after %q is not a timer ID", body.After)))
+			return
+		}
+	}
+	var listed []*Timer
+	if len(differ) > 0 {
+		n.heldFor(body.From, func(t *Timer, me bool) {
+			if me && differ[repairBucket(t.ID)] && t.ID > after {
+				listed = append(listed, t)
+			}
+		})
+	}
+	slices.SortFunc(listed, func(a, b *Timer) int { return cmp.Compare(a.ID, b.ID) })
+	if page := cmp.Or(n.cfg.RepairPage, MaxRepairEntries); len(listed) > page {
+		listed = listed[:page]
+		ans.Through = FormatID(listed[len(listed)-1].ID)
+	}
+	for _, t := range listed {
+		state := readTombstone
+		if t.State == Live {
+			state = readLive
+		}
+		ans.Entries = append(ans.Entries, repairEntry{ID: FormatID(t.ID),
+			Version: strconv.FormatUint(t.Version, 10), State: state, Seq: t.Seq})
+	}
+	b, err := json.Marshal(&ans)
+	if err != nil {
+		panic("node: encoding a repair answer: " + err.Error())
+	}
+	reply(Response{Status: 200, Header: Header{HeaderContentType: "application/json"}, Body: b})
+}
+
+// repairGive pushes the records a peer asked for in a round.
+func (n *Node) repairGive(peer string, want []string) {
+	now := n.nowMs()
+	for i, s := range want {
+		if i == MaxRepairEntries {
+			break
+		}
+		id, err := ParseID(s)
+		if err != nil {
+			continue
+		}
+		if t := n.store.Get(id); t != nil && t.State != Moved {
+			n.hit(probeRepairGive)
+			n.stats.RepairPushes++
+			n.replicate(peer, n.placedNow(t), nil, now, nil)
+		}
+	}
+}

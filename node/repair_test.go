@@ -1,0 +1,137 @@
+package node
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// newRepairingCluster is a cluster whose nodes run repair rounds.
+func newRepairingCluster(t *testing.T, addrs ...string) *cluster {
+	t.Helper()
+	return newClusterWith(t, func(_ string, cfg *Config) { cfg.RepairInterval = DefaultRepairInterval }, addrs...)
+}
+
+// createVia creates a timer through via and returns its wire ID.
+func createVia(t *testing.T, c *cluster, via, body string) string {
+	t.Helper()
+	r := c.client(via, "POST", "/timers", body)
+	if r.Status != 200 {
+		t.Fatalf("POST via %s: %d %s", via, r.Status, r.Body)
+	}
+	return strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+}
+
+// TestRepairBringsAMissedUpdateToAReplica: a replica that missed an
+// update (its replication lost) holds the old definition; no later write
+// or notice reaches it before its pop, and the next repair round gives it
+// the update, so it never pops the old definition.
+func TestRepairBringsAMissedUpdateToAReplica(t *testing.T) {
+	c := newRepairingCluster(t, three...)
+	wire := createVia(t, c, three[0], `{"timing":{"interval":120},"callback":{"http":{"uri":"`+cb+`","opaque":"old"}},"reliability":{"replication-factor":3}}`)
+	id := mustID(t, wire)
+	ring := NewRing(three)
+	backup := ring.Replicas(id, 3)[2]
+	// The update reaches every replica but the last backup.
+	c.lose = func(host string, req Request) bool { return host == backup && req.Method == "PUT" }
+	if r := c.client(three[0], "PUT", "/timers/"+wire, `{"timing":{"interval":120},"callback":{"http":{"uri":"`+cb+`","opaque":"new"}}}`); r.Status != 200 {
+		t.Fatalf("PUT: %d %s", r.Status, r.Body)
+	}
+	c.lose = nil
+	if got, _ := c.nodes[backup].Timer(id); got.Opaque() != "old" {
+		t.Fatalf("the backup should have missed the update, holds %q", got.Opaque())
+	}
+	c.advance(DefaultRepairInterval+5*time.Second, 200)
+	if got, _ := c.nodes[backup].Timer(id); got.Opaque() != "new" {
+		t.Errorf("after a repair round the backup holds %q, want the update", got.Opaque())
+	}
+	pushes := uint64(0)
+	for _, n := range c.nodes {
+		pushes += n.Stats().RepairPushes
+	}
+	if pushes == 0 {
+		t.Errorf("no repair push counted")
+	}
+}
+
+// TestRepairRefillsARestartedReplica: a replica restarted empty gets its
+// timers back from its peers at its first round, without a resync, over
+// several pages.
+func TestRepairRefillsARestartedReplica(t *testing.T) {
+	c := newClusterWith(t, func(_ string, cfg *Config) {
+		cfg.RepairInterval, cfg.RepairPage = DefaultRepairInterval, 16
+	}, three...)
+	var ids []uint64
+	for i := range 200 {
+		wire := createVia(t, c, three[i%3], `{"timing":{"interval":600},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":2}}`)
+		ids = append(ids, mustID(t, wire))
+	}
+	victim := three[1]
+	want := 0
+	for _, id := range ids {
+		if slices.Contains(NewRing(three).Replicas(id, 2), victim) {
+			want++
+		}
+	}
+	c.restart(victim)
+	c.advance(5*time.Second, 200)
+	got := 0
+	for _, id := range ids {
+		if tm, ok := c.nodes[victim].Timer(id); ok && tm.State == Live {
+			got++
+		}
+	}
+	if got != want || want == 0 {
+		t.Errorf("restarted replica holds %d of its %d timers after its first round", got, want)
+	}
+}
+
+// TestRepairHandsOffAndThenStops: a node that holds a timer it is no
+// longer a replica of (a scale moved it while the resync's messages were
+// lost) passes it to the new replicas and stops popping it only once
+// they hold it; a quiet cluster runs no further rounds.
+func TestRepairHandsOffAndThenStops(t *testing.T) {
+	four := append(slices.Clone(three), "10.0.0.4:7253")
+	c := newRepairingCluster(t, three...)
+	// A timer whose replicas change when the fourth node joins.
+	var wire string
+	var id uint64
+	for {
+		wire = createVia(t, c, three[0], `{"timing":{"interval":300},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":1}}`)
+		id = mustID(t, wire)
+		if NewRing(four).Replicas(id, 1)[0] == "10.0.0.4:7253" {
+			break
+		}
+	}
+	old := NewRing(three).Replicas(id, 1)[0]
+	// Every message to the new node is lost while the cluster reloads:
+	// the resync cannot move the timer.
+	c.down["10.0.0.4:7253"] = true
+	c.join("10.0.0.4:7253", Membership{Nodes: four})
+	for _, a := range three {
+		if err := c.nodes[a].SetCluster(Membership{Nodes: four}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.advance(3*time.Minute, 200)
+	if tm, _ := c.nodes[old].Timer(id); tm.State != Live {
+		t.Fatalf("the old replica dropped its copy (%v) while the new one could not take it", tm.State)
+	}
+	delete(c.down, "10.0.0.4:7253")
+	c.advance(2*DefaultRepairInterval, 200)
+	if tm, ok := c.nodes["10.0.0.4:7253"].Timer(id); !ok || tm.State != Live {
+		t.Fatalf("the new replica does not hold the timer live: %v %v", ok, tm.State)
+	}
+	if tm, _ := c.nodes[old].Timer(id); tm.State == Live {
+		t.Errorf("the old replica still pops its copy after handing it off")
+	}
+	if c.nodes[old].Stats().RepairHandoffs == 0 {
+		t.Errorf("the old replica handed nothing off: the resync moved the timer, not repair")
+	}
+	rounds := c.nodes[old].Stats().RepairRounds
+	c.advance(5*DefaultRepairInterval, 200)
+	if got := c.nodes[old].Stats().RepairRounds; got != rounds {
+		t.Errorf("a quiet cluster ran %d more rounds", got-rounds)
+	}
+}

@@ -1,0 +1,126 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// genReach adds what makes a plan reach the node's rarer paths (its
+// coverage probes, node/probe.go): updates without a replication factor,
+// updates and deletes by a bare ID, resyncs of many pages, overload and
+// scales that return to an earlier membership or run
+// during long faults, restarts in the middle of a resync, and timers with
+// more replicas than members created during a scale. It draws from work
+// after every other draw of the plan, so that it moves no earlier choice:
+// a seed's plan is the one it had before, with these additions.
+func genReach(p *Plan, work Source, safety time.Duration) {
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if s.Op == OpUpdate && work.IntN("update-no-rf", 3) == 0 {
+			// The client leaves the factor out: the node infers it.
+			s.RF = 0
+		}
+		if (s.Op == OpUpdate || s.Op == OpDelete) && work.IntN("bare", 6) == 0 {
+			s.Bare = true
+		}
+	}
+	if work.IntN("resync-page", 3) == 0 {
+		p.Node.ResyncPage = 1 + work.IntN("resync-page-size", 4)
+	}
+	if p.enabled(mixLoad) && work.IntN("overload", 3) == 0 {
+		genOverload(p, work)
+	}
+	if p.enabled(mixScale) {
+		genScaleReach(p, work, safety)
+	}
+}
+
+// genOverload makes a load plan's nodes slower than its burst needs, so
+// that they shed: a send that would wait longer than the backup skew is
+// given up, and the history records it, and every send that waited long,
+// as an Overload fault on its timer.
+func genOverload(p *Plan, work Source) {
+	p.Net.NodeWorkers, p.Net.NodeSendTime = 1, time.Duration(2+work.IntN("overload-send", 8))*time.Millisecond
+}
+
+// genScaleReach adds to a scale plan, each by a draw of its own: a scale
+// back to the membership before the last one (A,B,C -> A,B,C,D -> A,B,C,
+// or A,B,C -> A,B -> A,B,C), with faults around it; a member down longer
+// than a resync asks a peer for; a restart of a staying member while its
+// resync runs; and a timer created during the scale with more replicas
+// than members. A long outage pushes the liveness phase past its end.
+func genScaleReach(p *Plan, work Source, safety time.Duration) {
+	var last *Step
+	for i := range p.Steps {
+		if p.Steps[i].Op == OpScaleUp || p.Steps[i].Op == OpScaleDown {
+			last = &p.Steps[i]
+		}
+	}
+	if last == nil {
+		return
+	}
+	scale := *last
+	members, _ := p.scaledMembers()
+	if work.IntN("scale-return", 2) == 0 {
+		back := Step{At: scale.At + time.Duration(20+work.IntN("scale-return-after", 40))*time.Second, Side: scale.Side}
+		back.Op = OpScaleDown
+		if scale.Op == OpScaleDown {
+			back.Op = OpScaleUp
+		}
+		p.Steps = append(p.Steps, back)
+		genScaleFaults(p, work, back.At, safety)
+		p.End = max(p.End, back.At+genScaleRunway)
+	}
+	staying := slices.DeleteFunc(slices.Clone(members), func(m int) bool { return slices.Contains(scale.Side, fmt.Sprintf("n%d", m)) })
+	if len(staying) > 1 && work.IntN("scale-restart", 3) == 0 {
+		// A member crashes while its resync runs, and restarts while
+		// the others' run: its start-up resync repopulates mid-scale.
+		n := fmt.Sprintf("n%d", staying[work.IntN("scale-restart-node", len(staying))])
+		at := scale.At + time.Duration(work.IntN("scale-restart-at", 40))*100*time.Millisecond
+		p.Steps = append(p.Steps, Step{At: at, Op: OpCrash, Side: []string{n}},
+			Step{At: at + time.Duration(1+work.IntN("scale-restart-for", 5))*time.Second, Op: OpRestart, Side: []string{n}})
+	}
+	if len(staying) > 1 && work.IntN("scale-outage", 4) == 0 {
+		// A member down for longer than a resync asks it for pages
+		// (about 131 s): the others give it up, the operator runs
+		// their resyncs again. The liveness phase waits for it.
+		n := fmt.Sprintf("n%d", staying[work.IntN("scale-outage-node", len(staying))])
+		back := scale.At + genScaleOutage
+		p.Steps = append(p.Steps, Step{At: scale.At, Op: OpCrash, Side: []string{n}}, Step{At: back, Op: OpRestart, Side: []string{n}})
+		p.LivenessFrom = max(p.LivenessFrom, back+genSettle)
+		p.End = max(p.End, p.LivenessFrom+genScaleRunway)
+	}
+	if work.IntN("scale-rf-over", 2) == 0 {
+		s := genTimerStep(p, work, OpCreate, "s1", scale.At+time.Duration(work.IntN("scale-rf-at", 30))*100*time.Millisecond)
+		s.RF, s.ID = min(p.Nodes+1, genMaxRF), 0
+		p.Steps = append(p.Steps, s)
+		p.End = max(p.End, s.At+s.span()+genSettle)
+	}
+}
+
+// genScaleOutage is how long genScaleReach keeps a member down: longer
+// than a resync asks one peer for pages (8 attempts of up to 5 s, 91 s of
+// waits between them).
+const genScaleOutage = 150 * time.Second
+
+// genScaleFaults adds up to genScaleFaultsMax faults of the enabled node
+// kinds in the 15 s after at, each lasting up to 20 s.
+func genScaleFaults(p *Plan, src Source, at, safety time.Duration) {
+	var kinds []string
+	for _, k := range []string{"crash", "pause", "partition", "one-way"} {
+		if p.enabled(k) {
+			kinds = append(kinds, k)
+		}
+	}
+	for range src.IntN("scale-faults", genScaleFaultsMax+1) {
+		if len(kinds) == 0 {
+			break
+		}
+		fat := at + time.Duration(src.IntN("scale-fault-at", 150))*100*time.Millisecond
+		dur := time.Duration(1+src.IntN("scale-fault-for", 20)) * time.Second
+		if fat < safety {
+			genFault(p, src, kinds[src.IntN("scale-fault-kind", len(kinds))], fat, dur, safety)
+		}
+	}
+}
