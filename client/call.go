@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chronos-timer/chronos/node"
 )
 
 // answer is a node's successful answer.
@@ -23,7 +25,8 @@ type answer struct {
 
 // call sends one request, trying the nodes in turn from the one that
 // answered last. It retries what may succeed elsewhere or later: no answer
-// (a refused or broken connection, the attempt's timeout) and 503, after a
+// (a refused or broken connection, the attempt's timeout), 503, and 408 (a
+// write that reached its node past its deadline, not applied), after a
 // backoff of at least the node's Retry-After. Every request the client
 // sends is idempotent (PUT, DELETE, GET), so a retry after a lost answer
 // does no harm. Any other answer is final: 2xx is the result, and the rest
@@ -50,7 +53,7 @@ func (c *Client) call(ctx context.Context, nodes []endpoint, method, path string
 			return nil, fmt.Errorf("client: %s %s: %w (last failure: %v)", method, path, ctx.Err(), firstErr(err, last))
 		}
 		var st *StatusError
-		if err == nil || errors.As(err, &st) && st.Status != http.StatusServiceUnavailable {
+		if err == nil || errors.As(err, &st) && !retried(st.Status) {
 			// The node answered: the next call starts there.
 			if sticky {
 				c.first.Store(int64(i))
@@ -76,8 +79,16 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
+// retried reports whether an answer of status is worth an attempt on
+// another node: 503, and 408, a write that reached its node after its
+// deadline (a clock behind, or a slow link) and was not applied.
+func retried(status int) bool {
+	return status == http.StatusServiceUnavailable || status == http.StatusRequestTimeout
+}
+
 // attempt sends the request to one node. A transport failure comes back as
-// the transport's error, a non-2xx answer as a *StatusError.
+// the transport's error, a non-2xx answer as a *StatusError. A write
+// carries the attempt's deadline (node.HeaderDeadline).
 func (c *Client) attempt(ctx context.Context, n endpoint, method, path string, body []byte) (*answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
@@ -91,6 +102,11 @@ func (c *Client) attempt(ctx context.Context, n endpoint, method, path string, b
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if deadline, ok := ctx.Deadline(); ok && method != http.MethodGet {
+		// A node that gets the write after the attempt gave up on it
+		// refuses it, so it cannot take effect behind a retry's back.
+		req.Header.Set(node.HeaderDeadline, strconv.FormatInt(deadline.UnixMilli(), 10))
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

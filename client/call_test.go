@@ -7,11 +7,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/chronos-timer/chronos/node"
 )
 
 // fakeNodes is a transport that hands each request to the answer function
@@ -369,6 +372,54 @@ func TestCreateIDOnFailure(t *testing.T) {
 		f.answer["a:1"] = reply(400, "no", "Reason", "no")
 		if id, err := c.Create(t.Context(), testTimer); id != "" || !errors.Is(err, ErrBadRequest) {
 			t.Errorf("Create refused = %q, %v; want no ID and ErrBadRequest", id, err)
+		}
+	})
+}
+
+// TestWritesCarryTheAttemptDeadline proves every write carries, in
+// X-Chronos-Deadline, when its attempt gives up (so that a node that gets
+// it later refuses it), a read carries none, and a 408 (a node got the
+// write past its deadline and did not apply it) is retried on the next
+// node.
+func TestWritesCarryTheAttemptDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		deadlines, arrived := map[string]string{}, map[string]time.Time{}
+		record := func(next func(*http.Request) (*http.Response, error)) func(*http.Request) (*http.Response, error) {
+			return func(r *http.Request) (*http.Response, error) {
+				mu.Lock()
+				deadlines[r.Method+" "+r.URL.Host] = r.Header.Get(node.HeaderDeadline)
+				arrived[r.Method+" "+r.URL.Host] = time.Now()
+				mu.Unlock()
+				return next(r)
+			}
+		}
+		f := &fakeNodes{answer: map[string]func(*http.Request) (*http.Response, error){
+			"a:1": record(reply(http.StatusRequestTimeout, "deadline passed")),
+			"b:1": record(func(r *http.Request) (*http.Response, error) {
+				if r.Method == http.MethodGet {
+					return reply(200, `{"state":"absent"}`)(r)
+				}
+				return located("00000000000000ff")(r)
+			}),
+			"c:1": refused,
+		}}
+		c := newFakeClient(t, f, WithAttemptTimeout(5*time.Second))
+		id, err := c.Create(t.Context(), testTimer)
+		if err != nil {
+			t.Fatalf("Create after a 408: %v, want it retried on b:1", err)
+		}
+		_, _ = c.Get(t.Context(), id)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range []string{"PUT a:1", "PUT b:1"} {
+			ms, err := strconv.ParseInt(deadlines[k], 10, 64)
+			if d := time.UnixMilli(ms).Sub(arrived[k]); err != nil || d < 4*time.Second || d > 5*time.Second {
+				t.Errorf("%s: %s %q, want the attempt's end, 5 s on", k, node.HeaderDeadline, deadlines[k])
+			}
+		}
+		if d, ok := deadlines["GET b:1"]; !ok || d != "" {
+			t.Errorf("GET: %s %q (sent %v), want none", node.HeaderDeadline, d, ok)
 		}
 	})
 }

@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -60,6 +63,10 @@ type Config struct {
 	// MaxRetryAfter caps how long a node's Retry-After makes the client
 	// wait.
 	MaxRetryAfter time.Duration
+	// TLS, when set, is the TLS configuration of a client of its own
+	// (HTTPClient nil), and node addresses without a scheme are https.
+	// LoadTLS builds one from PEM files.
+	TLS *tls.Config
 }
 
 // DefaultConfig returns the defaults above.
@@ -92,6 +99,35 @@ type Option func(*Config)
 
 // WithHTTPClient sends the requests with hc.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Config) { c.HTTPClient = hc } }
+
+// WithTLS reaches the nodes over HTTPS with cfg (see Config.TLS).
+func WithTLS(cfg *tls.Config) Option { return func(c *Config) { c.TLS = cfg } }
+
+// LoadTLS builds the TLS configuration of a client of nodes whose
+// certificates caFile (PEM) signed; empty caFile trusts the system's
+// roots. certFile and keyFile, when given, are the client's own
+// certificate and key, for nodes that ask for one.
+func LoadTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: CA file: %w", ErrInvalid, err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: CA file %s holds no PEM certificate", ErrInvalid, caFile)
+		}
+	}
+	if certFile != "" || keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: certificate and key: %w", ErrInvalid, err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
 
 // WithLogger logs each retry to log.
 func WithLogger(log *slog.Logger) Option { return func(c *Config) { c.Logger = log } }
@@ -141,7 +177,7 @@ func New(nodes []string, opts ...Option) (*Client, error) {
 	c := &Client{cfg: cfg, hc: cfg.HTTPClient, log: cfg.Logger}
 	seen := map[string]bool{}
 	for _, n := range nodes {
-		ep, err := parseEndpoint(n)
+		ep, err := parseEndpoint(n, c.scheme())
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +188,9 @@ func New(nodes []string, opts ...Option) (*Client, error) {
 		c.nodes = append(c.nodes, ep)
 	}
 	if c.hc == nil {
-		c.hc = &http.Client{}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = cfg.TLS
+		c.hc = &http.Client{Transport: t}
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -163,11 +201,19 @@ func New(nodes []string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// parseEndpoint reads a node address.
-func parseEndpoint(s string) (endpoint, error) {
+// scheme is the scheme of node addresses written without one.
+func (c *Client) scheme() string {
+	if c.cfg.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// parseEndpoint reads a node address; one without a scheme gets scheme.
+func parseEndpoint(s, scheme string) (endpoint, error) {
 	raw := s
 	if !strings.Contains(s, "://") {
-		raw = "http://" + s
+		raw = scheme + "://" + s
 	}
 	u, err := url.Parse(raw)
 	bad := func(why string) (endpoint, error) {
@@ -295,7 +341,7 @@ func (c *Client) Get(ctx context.Context, id ID) (*TimerInfo, error) {
 func (c *Client) Status(ctx context.Context, addr string) (json.RawMessage, error) {
 	var nodes []endpoint
 	if addr != "" {
-		ep, err := parseEndpoint(addr)
+		ep, err := parseEndpoint(addr, c.scheme())
 		if err != nil {
 			return nil, err
 		}

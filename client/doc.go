@@ -5,10 +5,14 @@
 // A Client fails over between the nodes it is given and retries what may
 // succeed elsewhere or later, and only that:
 //
-//   - no answer (a refused or broken connection, the attempt's timeout)
-//     and 503 are retried on the next node, after a backoff that doubles
-//     from Config.BackoffMin to BackoffMax and is never shorter than the
-//     node's Retry-After;
+//   - no answer (a refused or broken connection, the attempt's timeout),
+//     503, and 408 (a write that reached its node after its deadline and
+//     was not applied) are retried on the next node, after a backoff that
+//     doubles from Config.BackoffMin to BackoffMax and is never shorter
+//     than the node's Retry-After;
+//   - every write carries the end of its attempt (X-Chronos-Deadline), so
+//     that a node that gets it later, once the client has moved on,
+//     refuses it rather than apply it behind the retry's back;
 //   - 400 (ErrBadRequest, with the node's reason) and every other answer
 //     are final;
 //   - when every attempt failed, the error matches ErrAllNodesFailed and

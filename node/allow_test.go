@@ -1,7 +1,7 @@
 package node
 
 import (
-	"net/url"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +11,7 @@ import (
 // through: names and IPs at any port, host:port pairs, IP prefixes, IPv6
 // and IPv4-mapped forms, case-insensitively, and nothing else.
 func TestCallbackHostList(t *testing.T) {
-	l, err := parseHostList([]string{"Callbacks.Example", "127.0.0.0/8", "sink.example:8080", "[::1]:9000", "::2"})
+	p, err := NewCallbackPolicy([]string{"Callbacks.Example", "127.0.0.0/8", "sink.example:8080", "[::1]:9000", "::2"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +34,7 @@ func TestCallbackHostList(t *testing.T) {
 		{"http://callbacks.example.evil/x", false},
 		{"http://evil/x", false},
 	} {
-		u, err := url.Parse(tc.uri)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := l.allows(u); got != tc.want {
+		if got := p.CheckURI(tc.uri) == nil; got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.uri, got, tc.want)
 		}
 	}
@@ -73,5 +69,78 @@ func TestDisallowedCallbackIsRefusedWithoutSending(t *testing.T) {
 	}
 	if len(h.net.out) != 1 {
 		t.Errorf("requests sent: got %d, want the allowed timer's one pop", len(h.net.out))
+	}
+}
+
+// TestCallbackPolicyDefaults tabulates what the policy refuses whatever
+// the list: link-local, unspecified and the node's own addresses, unless
+// an entry names them (the address, that host:port, or a prefix inside
+// the refused range; a blanket prefix does not), at the URI and, for
+// addresses a name resolved to, at connect time (CheckAddr).
+func TestCallbackPolicyDefaults(t *testing.T) {
+	own := []string{"10.0.0.1:7253", "0.0.0.0:7300"}
+	for _, tc := range []struct {
+		allowed []string
+		uri     string
+		want    string // "" allowed, else a word of the reason
+	}{
+		{nil, "http://127.0.0.1:9/cb", ""},
+		{nil, "http://10.1.2.3/cb", ""},
+		{nil, "http://cb.example/cb", ""},
+		{nil, "http://169.254.169.254/latest", "link-local"},
+		{nil, "http://[fe80::1%25eth0]/", "link-local"},
+		{nil, "http://0.0.0.0:80/", "unspecified"},
+		{nil, "http://0.1.2.3/", "unspecified"},
+		{nil, "http://[::]/", "unspecified"},
+		{nil, "http://10.0.0.1:7253/timers", "own address"},
+		{nil, "http://10.0.0.1:7254/timers", ""},
+		{nil, "http://127.0.0.5:7300/timers", "own address"},
+		{nil, "http://[::ffff:169.254.1.1]/", "link-local"},
+		{[]string{"169.254.169.254"}, "http://169.254.169.254/latest", ""},
+		{[]string{"169.254.0.0/16"}, "http://169.254.9.9/", ""},
+		{[]string{"0.0.0.0/0"}, "http://169.254.169.254/", "link-local"},
+		{[]string{"10.0.0.1:7253"}, "http://10.0.0.1:7253/timers", ""},
+		{[]string{"10.0.0.0/8"}, "http://10.0.0.1:7253/timers", "own address"},
+	} {
+		p, err := NewCallbackPolicy(tc.allowed, own)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.CheckURI(tc.uri)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("list %v, %s: %v, want %q", tc.allowed, tc.uri, err, tc.want)
+		}
+	}
+	p, _ := NewCallbackPolicy(nil, own)
+	for addr, refused := range map[string]bool{"169.254.169.254:80": true, "127.0.0.1:7300": true, "10.0.0.1:7253": true, "10.0.0.2:80": false, "[::ffff:0.0.0.0]:80": true} {
+		if err := p.CheckAddr(netip.MustParseAddrPort(addr)); (err != nil) != refused {
+			t.Errorf("CheckAddr(%s) = %v, want refused %v", addr, err, refused)
+		}
+	}
+}
+
+// TestReplicaRefusesAForbiddenCallback is issue 26's second finding: a
+// replication PUT, signed by a peer with a looser list, of a timer whose
+// callback this replica's list forbids is refused with 400, counted, and
+// leaves nothing held; so is a resync page's record of one.
+func TestReplicaRefusesAForbiddenCallback(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.CallbackHosts = []string{"127.0.0.1"} })
+	const id = 1 << 40
+	now := h.node.nowMs()
+	rec := withCallback(&Timer{ID: id, Version: id, Start: now, Interval: 10_000, RepeatFor: 10_000, RF: 1,
+		Placement: &Placement{Replicas: []string{h.node.self}}}, "http://198.51.100.7/cb", "x")
+	r := h.send(Request{Method: "PUT", URL: "/timers/" + FormatWireID(id, 0), Body: EncodeReplication(rec, now)})
+	if r.Status != 400 || !strings.Contains(r.Header.Get(HeaderReason), "allowed callback hosts") {
+		t.Errorf("replicated forbidden callback: %d %q, want 400 naming the allow-list", r.Status, r.Header.Get(HeaderReason))
+	}
+	if _, held := h.node.Timer(id); held {
+		t.Error("the replica holds the timer")
+	}
+	if a := h.node.apply(withCallback(&Timer{ID: id + 1, Version: id + 1, Start: now, Interval: 10_000, RepeatFor: 10_000, RF: 1,
+		Placement: &Placement{Replicas: []string{h.node.self}}}, "http://169.254.169.254/", "")); a.refusal == nil || a.refusal.Status != 400 {
+		t.Errorf("a resync page's record with a link-local callback: %+v, want a 400 refusal", a)
+	}
+	if got := h.node.Stats().CallbacksRefused; got != 2 {
+		t.Errorf("CallbacksRefused %d, want 2", got)
 	}
 }

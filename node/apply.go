@@ -47,6 +47,9 @@ type applied struct {
 	collision bool
 	// took is set when the record replaced what the node held.
 	took bool
+	// refusal, with ok false, is the answer to a record the node may not
+	// hold: its callback policy forbids the callback, or it is full.
+	refusal *Response
 }
 
 // collides reports whether incoming and existing, two records under one
@@ -77,6 +80,13 @@ func (n *Node) apply(t *Timer) applied {
 	now := n.nowMs()
 	n.ids.observe(t.Version, now)
 	n.placeNow(t)
+	if t.State == Live && slices.Contains(t.Placement.Replicas, n.self) {
+		// A record this replica would hold and pop: its own callback
+		// policy decides, whichever path brought it (allow.go).
+		if resp, refused := n.refuseRecord(t); refused {
+			return applied{refusal: &resp}
+		}
+	}
 	existing := n.store.Get(t.ID)
 	env := n.mergeEnv(now)
 	r := merge(&env, existing, *t)
@@ -94,7 +104,13 @@ func (n *Node) apply(t *Timer) applied {
 	case older:
 		return applied{ok: true, newer: existing}
 	case full:
+		if a, refused := n.refuseFull(existing, &r.in); refused {
+			return a
+		}
 		return applied{ok: r.in.State != Live}
+	}
+	if a, refused := n.refuseFull(existing, &r.in); refused {
+		return a // past the byte budget (budget.go)
 	}
 	*t = r.in
 	n.release(existing)
@@ -160,9 +176,6 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 	t := n.fromReplication(id, spec, r)
 	a := n.apply(t)
 	if !a.ok || a.newer != nil || a.collision {
-		if !a.ok {
-			n.noteShed(&n.stats.ShedTimers, fmt.Sprintf("node holds %d timers, its limit: a replica refused", n.store.Len()))
-		}
 		reply(n.notApplied(a))
 		return
 	}
@@ -240,6 +253,9 @@ func (n *Node) notApplied(a applied) Response {
 		r.Header[HeaderCollision] = "1"
 		r.Header[HeaderReason] = "another timer is held under this ID"
 		return r
+	}
+	if a.refusal != nil {
+		return *a.refusal
 	}
 	if a.newer == nil {
 		return unavailable("node is full")

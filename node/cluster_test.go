@@ -2,7 +2,9 @@ package node
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +27,11 @@ type cluster struct {
 	// lose, if set, drops the node-to-node messages settle is asked to
 	// deliver when it returns true.
 	lose func(host string, req Request) bool
+	// checkStamps makes every node-to-node request sent fail the test
+	// unless it is stamped with its destination and its sender's clock
+	// at the moment it is sent (see sign); stamped counts those checked.
+	checkStamps bool
+	stamped     int
 }
 
 func (c *cluster) watched(s *sent, to string, status int, lost bool) {
@@ -61,10 +68,20 @@ func (s skewedClock) AfterFunc(d time.Duration, f func()) Alarm {
 // true time by offsets[addr].
 func newSkewedCluster(t *testing.T, offsets map[string]time.Duration, addrs ...string) *cluster {
 	t.Helper()
+	// The tests of skewed clocks are about the order of writes, not the
+	// age of messages (TestMessageAgeWindow): the members tolerate the
+	// skew given.
+	spread := time.Duration(0)
+	for _, a := range offsets {
+		for _, b := range offsets {
+			spread = max(spread, a-b, a, -a)
+		}
+	}
 	return newClusterWith(t, func(a string, cfg *Config) {
 		clock := cfg.Clock.(skewedClock)
 		clock.offset = offsets[a]
 		cfg.Clock = clock
+		cfg.MaxClockSkew = max(cfg.MaxClockSkew, spread)
 	}, addrs...)
 }
 
@@ -78,6 +95,11 @@ func newClusterWith(t testing.TB, configure func(addr string, cfg *Config), addr
 		cfg.Address = a
 		cfg.Cluster = Membership{Nodes: addrs}
 		cfg.Clock, cfg.Network = skewedClock{c.clock, 0, new(bool)}, senderNet{c, a}
+		if len(addrs) == 1 {
+			// A lone node takes internal requests (the ones a test
+			// makes as a peer's) only with a key.
+			cfg.ClusterKey = testKey
+		}
 		cfg.RepairInterval = 0 // the tests that want repair turn it on
 		if configure != nil {
 			configure(a, &cfg)
@@ -130,6 +152,7 @@ func (c *cluster) settleLosing(lose func(host string, req Request) bool) {
 			}
 			in := s.req
 			in.URL = "/" + path
+			in.Remote = s.from
 			c.nodes[host].Handle(in, func(r Response) {
 				c.watched(s, host, r.Status, false)
 				s.done(r, nil)
@@ -150,7 +173,41 @@ func (s senderNet) Send(req Request, timeout time.Duration, done func(Response, 
 		done(Response{}, errUnreachable)
 		return
 	}
+	if s.c.checkStamps {
+		s.c.checkStamp(s.from, req)
+	}
 	s.c.net.out = append(s.c.net.out, &sent{req: req, timeout: timeout, done: done, from: s.from})
+}
+
+// checkStamp fails the test unless req, sent by from, is a callback or
+// an internal request stamped now, to its destination, and signed.
+func (c *cluster) checkStamp(from string, req Request) {
+	host, _ := splitURL(req.URL)
+	if _, member := c.nodes[host]; !member {
+		return // a callback
+	}
+	c.stamped++
+	sender := c.nodes[from]
+	if got, want := req.Header.Get(HeaderSent), strconv.FormatInt(sender.nowMs(), 10); got != want {
+		c.t.Errorf("%s %s from %s: %s %q, want the time it is sent, %s", req.Method, req.URL, from, HeaderSent, got, want)
+	}
+	if got := req.Header.Get(HeaderTo); got != host {
+		c.t.Errorf("%s %s from %s: %s %q, want %s", req.Method, req.URL, from, HeaderTo, got, host)
+	}
+	if sender.cfg.ClusterKey != "" && req.Header.Get(HeaderSignature) == "" {
+		c.t.Errorf("%s %s from %s: not signed", req.Method, req.URL, from)
+	}
+}
+
+// peerOf returns a member other than addr, for requests a test makes as
+// a peer's.
+func (c *cluster) peerOf(addr string) string {
+	for _, a := range slices.Sorted(maps.Keys(c.nodes)) {
+		if a != addr {
+			return a
+		}
+	}
+	return testPeer
 }
 
 type unreachable struct{}
@@ -541,8 +598,8 @@ func TestTombstoneOutlivesStaleDefinition(t *testing.T) {
 	node := c.nodes[three[0]]
 	send := func(rec Timer) Response {
 		var got Response
-		node.Handle(Request{Method: "PUT", URL: "/timers/" + FormatWireID(rec.ID, 0), Header: Header{},
-			Body: EncodeReplication(&rec, node.nowMs())}, func(r Response) { got = r })
+		node.Handle(asPeer(node, Request{Method: "PUT", URL: "/timers/" + FormatWireID(rec.ID, 0),
+			Body: EncodeReplication(&rec, node.nowMs())}, three[1]), func(r Response) { got = r })
 		return got
 	}
 	place := &Placement{Replicas: three}

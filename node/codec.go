@@ -47,11 +47,12 @@ type Replication struct {
 // parser (exact member lookups) was: keys match exactly, case included, and
 // every known member must have its JSON type (null is the wrong type for
 // all of them, as the original's type assertions had it). Unknown keys are
-// ignored, as there, so that newer senders may add members; a repeated key
-// takes its last value, as encoding/json does.
+// ignored, as there, so that newer senders may add members; a key repeated
+// anywhere in a body is refused with 400 naming it (strictJSON), where
+// encoding/json would keep its last value and the original its first.
 //
-// validJSON (valid.go, held to encoding/json.Valid by a differential fuzz
-// target) checks the syntax in one pass; a small walker over the
+// strictJSON (valid.go, held to encoding/json by differential fuzz
+// targets) checks the syntax and the names in one pass; a small walker over the
 // validated bytes then picks out the known members by exact name and keeps
 // each value as its raw bytes until its field is validated. Every create
 // parses a body, and this costs about a third of the reflective decode it
@@ -111,10 +112,14 @@ type wireReliability struct {
 	Sites             rawValue // internal
 }
 
-// decodeWire checks body is a JSON object and picks out its known members.
+// decodeWire checks body is a JSON object that names no member twice and
+// picks out its known members.
 func decodeWire(body []byte) (wireBody, error) {
-	if !validJSON(body) {
+	switch err := strictJSON(body); {
+	case err == errNotJSON:
 		return wireBody{}, syntaxError(body)
+	case err != nil:
+		return wireBody{}, err
 	}
 	return decodeValid(body)
 }
@@ -198,7 +203,7 @@ func (r *wireReliability) decode(v rawValue) error {
 	return nil
 }
 
-// syntaxError explains why body, which validJSON refused, is not one JSON
+// syntaxError explains why body, which strictJSON refused, is not one JSON
 // value. It runs only on that error path, so it may decode again.
 func syntaxError(body []byte) error {
 	if len(bytes.TrimSpace(body)) == 0 {

@@ -327,7 +327,7 @@ func (c *cluster) offer(addr string, rec Timer) Response {
 	put := Request{Method: "PUT", URL: "/timers/" + FormatWireID(rec.ID, 0), Header: Header{},
 		Body: EncodeReplication(&rec, c.clock.now.UnixMilli())}
 	var got Response
-	c.nodes[addr].Handle(put, func(r Response) { got = r })
+	c.nodes[addr].Handle(asPeer(c.nodes[addr], put, c.peerOf(addr)), func(r Response) { got = r })
 	return got
 }
 

@@ -29,6 +29,9 @@ const (
 	// timer ID or version from outside may move its ID generator, as a
 	// hybrid logical clock bounds a remote timestamp.
 	DefaultMaxClockLead = time.Minute
+	// DefaultMaxTimers is the number of records a node holds, tombstones
+	// included, before it refuses writes with 503.
+	DefaultMaxTimers = 20_000_000
 	// MinClusterKeyBytes is the shortest cluster key a node accepts.
 	MinClusterKeyBytes = 16
 	// CallbackTimeout is how long a client callback may take (api.md).
@@ -37,7 +40,46 @@ const (
 	ReplicaSkew = 2 * time.Second
 	// DefaultReplicationFactor applies when a client gives none.
 	DefaultReplicationFactor = 2
+	// DefaultMaxClockSkew is how far apart the members' clocks may be:
+	// the backup skew, which the design already needs the clocks to keep
+	// within (a backup whose clock runs a rank's skew ahead pops before
+	// the primary).
+	DefaultMaxClockSkew = ReplicaSkew
+	// DefaultMaxMessageAge bounds how long after it was sent a message
+	// between nodes may arrive: the longest a driver lets one wait for
+	// its connection (ReplicaSkew, the MaxWait of every internal
+	// request) plus the longest an internal request may then take
+	// (ResyncPageTimeout). Its sender has given up on it by then.
+	DefaultMaxMessageAge = ReplicaSkew + ResyncPageTimeout
+	// DefaultMaxHeldBytes is the byte budget of held records a node
+	// starts with when its driver gives none (the production adapter
+	// sizes it to the process's memory limit).
+	DefaultMaxHeldBytes = 1 << 30
+	// RecordOverheadBytes is what a held record costs beyond its
+	// callback URI and opaque data, as the byte budget counts it: the
+	// record, its index entries and its share of the interned tables
+	// (docs/design.md section 5: at most 200 bytes).
+	RecordOverheadBytes = 200
 )
+
+// CheckKeys checks the lengths of the cluster keys, never showing them.
+func (c Config) CheckKeys() error {
+	for _, k := range []struct{ field, key string }{{"ClusterKey", c.ClusterKey}, {"AcceptedKey", c.AcceptedKey}} {
+		if k.key != "" && len(k.key) < MinClusterKeyBytes {
+			return fmt.Errorf("node: config %s is %d bytes, fewer than %d", k.field, len(k.key), MinClusterKeyBytes)
+		}
+	}
+	if c.AcceptedKey != "" && c.ClusterKey == "" {
+		return fmt.Errorf("node: config AcceptedKey is set without a ClusterKey to sign with")
+	}
+	return nil
+}
+
+// CallbackPolicy is the policy a node of this configuration applies to
+// callbacks: CallbackHosts, with Address and OwnAddresses as its own.
+func (c Config) CallbackPolicy() (*CallbackPolicy, error) {
+	return NewCallbackPolicy(c.CallbackHosts, append([]string{c.Address}, c.OwnAddresses...))
+}
 
 // Membership is the cluster as configured: the steady members, and the
 // nodes joining or leaving during a scale operation.
@@ -61,6 +103,12 @@ type Limits struct {
 	// MaxInFlight is the number of outstanding outbound requests (callbacks
 	// and replication) before new work is refused with 503.
 	MaxInFlight int
+	// MaxHeldBytes is the byte budget of the records a node holds, each
+	// counted as its callback URI and opaque data plus
+	// RecordOverheadBytes: a write that would take the node past it is
+	// refused with 503, as past MaxTimers, so that large bodies cannot
+	// exhaust its memory.
+	MaxHeldBytes int64
 }
 
 // Config configures a Node. Start from DefaultConfig.
@@ -73,15 +121,36 @@ type Config struct {
 	InstanceID int
 	// ClusterKey is the secret every member of the cluster (and of its
 	// remote sites) shares. Internal requests (replication, pop notices,
-	// tombstones) are signed with it and accepted only with a valid
-	// signature. Empty leaves the internal API open to anyone who can
-	// reach the node: only for a lone node or a loopback-only cluster.
+	// tombstones, resync) are signed with it and accepted only with a
+	// valid signature (auth.go). Empty, internal requests are accepted
+	// only from the members' and remote sites' IP addresses (by the
+	// connection's source, Request.Remote), and by a lone node from none.
 	ClusterKey string
+	// AcceptedKey is a second key internal requests may be signed with,
+	// never signed with here: the other key of a rotation
+	// (docs/operations.md, "Rotating the cluster key"). Empty accepts
+	// ClusterKey alone.
+	AcceptedKey string
+	// MaxMessageAge bounds how long after its sender sent it an internal
+	// request is taken, beyond MaxClockSkew: older, it is refused as late
+	// or replayed (see admit). Tombstones outlive it (TombstoneLife).
+	MaxMessageAge time.Duration
+	// MaxClockSkew is how far the members' clocks may be apart: an
+	// internal request dated further ahead of this node's clock is
+	// refused, and one is taken up to MaxMessageAge plus this old.
+	MaxClockSkew time.Duration
 	// CallbackHosts, when not empty, is the allow-list of callback hosts:
 	// a timer whose callback URI names another host is refused with 400.
 	// An entry is a host name or IP ("cb.example", "::1"), a host and port
-	// ("cb.example:8080"), or an IP prefix ("127.0.0.0/8").
+	// ("cb.example:8080"), or an IP prefix ("127.0.0.0/8"). Whatever the
+	// list, callbacks to link-local and unspecified addresses and to this
+	// node's own addresses are refused unless an entry names them (see
+	// CallbackPolicy).
 	CallbackHosts []string
+	// OwnAddresses are the host:port addresses this node serves on
+	// besides Address (the production adapter's bind address), refused
+	// as callback targets as Address is.
+	OwnAddresses []string
 	// MaxClockLead bounds how far ahead of this node's clock a timer ID or
 	// version it did not issue may move its ID generator; internal
 	// versions dated further ahead are refused.
@@ -128,12 +197,15 @@ func DefaultConfig() Config {
 		Address:            fmt.Sprintf("127.0.0.1:%d", DefaultPort),
 		InstanceID:         AutoInstanceID,
 		MaxClockLead:       DefaultMaxClockLead,
+		MaxMessageAge:      DefaultMaxMessageAge,
+		MaxClockSkew:       DefaultMaxClockSkew,
 		LocalSite:          "site1",
 		ReplicationTimeout: 500 * time.Millisecond,
 		RepairInterval:     DefaultRepairInterval,
 		Limits: Limits{
-			MaxTimers:   20_000_000,
-			MaxInFlight: 100_000,
+			MaxTimers:    DefaultMaxTimers,
+			MaxInFlight:  100_000,
+			MaxHeldBytes: DefaultMaxHeldBytes,
 		},
 	}
 }
@@ -149,11 +221,17 @@ func (c Config) Validate() error {
 	if c.InstanceID < AutoInstanceID || c.InstanceID > MaxInstanceID {
 		return fmt.Errorf("node: config InstanceID %d is not in 0..%d (or AutoInstanceID)", c.InstanceID, MaxInstanceID)
 	}
-	if c.ClusterKey != "" && len(c.ClusterKey) < MinClusterKeyBytes {
-		return fmt.Errorf("node: config ClusterKey is %d bytes, fewer than %d", len(c.ClusterKey), MinClusterKeyBytes)
-	}
-	if _, err := parseHostList(c.CallbackHosts); err != nil {
+	if err := c.CheckKeys(); err != nil {
 		return err
+	}
+	if _, err := c.CallbackPolicy(); err != nil {
+		return err
+	}
+	if c.MaxMessageAge <= 0 {
+		return fmt.Errorf("node: config MaxMessageAge %v is not positive", c.MaxMessageAge)
+	}
+	if c.MaxClockSkew < 0 {
+		return fmt.Errorf("node: config MaxClockSkew %v is negative", c.MaxClockSkew)
 	}
 	if c.MaxClockLead <= 0 {
 		return fmt.Errorf("node: config MaxClockLead %v is not positive", c.MaxClockLead)
@@ -175,6 +253,9 @@ func (c Config) Validate() error {
 	}
 	if c.Limits.MaxInFlight <= 0 {
 		return fmt.Errorf("node: config Limits.MaxInFlight %d is not positive", c.Limits.MaxInFlight)
+	}
+	if c.Limits.MaxHeldBytes <= 0 {
+		return fmt.Errorf("node: config Limits.MaxHeldBytes %d is not positive", c.Limits.MaxHeldBytes)
 	}
 	if c.Clock == nil {
 		return fmt.Errorf("node: config Clock is nil")

@@ -93,6 +93,12 @@ type Request struct {
 	// request. The driver adds the time the request then waits to be
 	// written, for the lateness its metrics show.
 	Late time.Duration
+	// Remote, inbound, is the address the request came from, "ip:port"
+	// (the connection's source; the sub-requests of a batch share their
+	// batch's): a node without a cluster key takes internal requests
+	// only from its members' addresses. "" when the driver does not
+	// know it, which no member's address matches.
+	Remote string
 }
 
 // Response is an HTTP-shaped reply.
@@ -117,6 +123,18 @@ const (
 	// HeaderSignature carries an internal request's HMAC under the
 	// cluster key (see auth.go).
 	HeaderSignature = "X-Chronos-Signature"
+	// HeaderSent carries when an internal request was sent, on its
+	// sender's clock, in Unix milliseconds (see auth.go).
+	HeaderSent = "X-Chronos-Sent"
+	// HeaderTo names the member an internal request is addressed to, as
+	// the cluster knows it ("host:port"), or "site=<name>" for a timer
+	// forwarded to a remote site.
+	HeaderTo = "X-Chronos-To"
+	// HeaderDeadline, on a client write, is when the client stops
+	// waiting for its answer, in Unix milliseconds: a node refuses the
+	// write once that has passed on its clock (408), so that a request
+	// delivered late never takes effect after its client gave up.
+	HeaderDeadline = "X-Chronos-Deadline"
 	// HeaderCollision marks a 409 answered because another timer is held
 	// under the ID.
 	HeaderCollision = "X-Chronos-Collision"

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,8 +45,8 @@ func FuzzHandle(f *testing.F) {
 			if len(step) == 0 {
 				continue
 			}
-			req := scriptRequest(step)
 			clock.advance(time.Duration(step[0]>>4) * 700 * time.Millisecond)
+			req := scriptRequest(step, clock.now.UnixMilli())
 			replies := 0
 			var resp Response
 			n.Handle(req, func(r Response) { replies++; resp = r })
@@ -74,13 +75,17 @@ func FuzzHandle(f *testing.F) {
 	})
 }
 
-// scriptRequest decodes one step of a FuzzHandle script.
-func scriptRequest(step []byte) Request {
+// scriptRequest decodes one step of a FuzzHandle script; a signed one
+// is stamped as sent at now (Unix ms) to the fuzzed node.
+func scriptRequest(step []byte, now int64) Request {
 	methods := []string{"GET", "POST", "PUT", "DELETE", "HEAD", "PATCH", "OPTIONS", "put"}
 	path, body, _ := bytes.Cut(step[1:], []byte{'\n'})
 	req := Request{Method: methods[step[0]&7], URL: string(path), Header: Header{}, Body: body}
 	if step[0]&8 != 0 {
-		req.Header.Set(HeaderSignature, signature(testKey, req.Method, req.URL, req.Body))
+		s := stamp{sent: now, to: "127.0.0.1:7253"}
+		req.Header.Set(HeaderSent, strconv.FormatInt(s.sent, 10))
+		req.Header.Set(HeaderTo, s.to)
+		req.Header.Set(HeaderSignature, signature(testKey, req.Method, req.URL, s, req.Body))
 	}
 	return req
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,11 +101,15 @@ type harness struct {
 	node  *Node
 }
 
+// newHarness builds a lone node on the default address. It has the
+// cluster key testKey, so that the requests a test makes as a peer's
+// (see asPeer) are taken; a mutator may clear it.
 func newHarness(t *testing.T, mutate ...func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: &manualClock{now: epoch}, net: &heldNet{}}
 	cfg := DefaultConfig()
 	cfg.Clock, cfg.Network = h.clock, h.net
+	cfg.ClusterKey = testKey
 	cfg.RepairInterval = 0 // the tests answer every message by hand
 	for _, m := range mutate {
 		m(&cfg)
@@ -123,10 +128,38 @@ func (h *harness) do(method, url, body string) Response {
 	return h.send(Request{Method: method, URL: url, Header: Header{}, Body: []byte(body)})
 }
 
-// send hands req to the node and returns the reply, which must come at
-// once.
+// testPeer is the address the requests a test makes as a peer's come
+// from.
+const testPeer = "10.255.0.1:7253"
+
+// asPeer returns req as a peer at from would send it to n now: from
+// from, stamped to n and signed with n's key if it has one. What the test
+// set itself is left as it is: a destination means the stamp, a
+// signature (even "") the signature.
+func asPeer(n *Node, req Request, from string) Request {
+	if req.Header == nil {
+		req.Header = Header{}
+	}
+	if req.Remote == "" {
+		req.Remote = from
+	}
+	if _, ok := req.Header[HeaderTo]; ok {
+		return req
+	}
+	s := stamp{sent: n.nowMs(), to: n.self}
+	req.Header.Set(HeaderTo, s.to)
+	req.Header.Set(HeaderSent, strconv.FormatInt(s.sent, 10))
+	if _, ok := req.Header[HeaderSignature]; !ok && n.cfg.ClusterKey != "" {
+		req.Header.Set(HeaderSignature, signature(n.cfg.ClusterKey, req.Method, req.URL, s, req.Body))
+	}
+	return req
+}
+
+// send hands req to the node, as a peer's (asPeer), and returns the
+// reply, which must come at once.
 func (h *harness) send(req Request) Response {
 	h.t.Helper()
+	req = asPeer(h.node, req, testPeer)
 	var got *Response
 	h.node.Handle(req, func(r Response) {
 		if got != nil {

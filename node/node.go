@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/murmur3"
 	"hash"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,9 +22,12 @@ const TombstoneMin = 10 * time.Second
 // network completions one at a time, never concurrently.
 type Node struct {
 	cfg Config
-	// mac signs and checks internal requests under the cluster key (see
-	// keyMAC).
-	mac hash.Hash
+	// macs sign and check internal requests under the cluster keys, the
+	// signing key first (see newMACs); none without a key.
+	macs []hash.Hash
+	// peerIPs are the addresses a node without a key takes internal
+	// requests from (see fromMember).
+	peerIPs map[netip.Addr]bool
 	// scratch is the buffer signatures are made in.
 	scratch []byte
 	log     *slog.Logger
@@ -35,7 +39,13 @@ type Node struct {
 	ids       idGen
 	instance  int
 	store     *Store
-	callbacks *hostList
+	callbacks *CallbackPolicy
+	// hostVerdicts caches the policy's verdict per callback host
+	// (scheme://authority), at most maxCallbackHosts (see refuseRecord).
+	hostVerdicts map[string]error
+	// heldBytes is what the held records count against
+	// Limits.MaxHeldBytes (see recordBytes).
+	heldBytes int64
 
 	alarm    Alarm
 	alarmAt  int64
@@ -95,11 +105,17 @@ type Stats struct {
 	ReplicationsReceived uint64
 	ReplicationsFailed   uint64
 	ReplicationsRefused  uint64
+	// HeldBytes is what the held records count against
+	// Limits.MaxHeldBytes: their callback URIs and opaque data, and
+	// RecordOverheadBytes each.
+	HeldBytes int64
 	// ShedTimers counts the requests refused with 503 because the node
 	// holds Limits.MaxTimers (client writes and replicas it could not
-	// take); ShedInFlight those refused because it has
+	// take); ShedBytes those refused because they would take it past
+	// Limits.MaxHeldBytes; ShedInFlight those refused because it has
 	// Limits.MaxInFlight requests outstanding.
 	ShedTimers   uint64
+	ShedBytes    uint64
 	ShedInFlight uint64
 	// IDCollisions counts records refused because they belong to another
 	// timer under the same ID (see collides), and creates this node
@@ -109,8 +125,19 @@ type Stats struct {
 	// node's instance number (instance.go).
 	InstanceClashes uint64
 	// Forbidden counts internal requests refused for want of a valid
-	// cluster key signature.
-	Forbidden uint64
+	// cluster key signature (or, without a key, because they came from
+	// outside the cluster); Misaddressed those addressed to another
+	// member; Stale those sent longer ago than MaxMessageAge plus
+	// MaxClockSkew, or dated more than MaxClockSkew ahead (see admit).
+	Forbidden    uint64
+	Misaddressed uint64
+	Stale        uint64
+	// CallbacksRefused counts the records refused because the callback
+	// policy forbids their callback (CallbackPolicy), whichever path
+	// brought them; DeadlinePassed the client writes refused because
+	// their deadline had passed (HeaderDeadline).
+	CallbacksRefused uint64
+	DeadlinePassed   uint64
 	// ResyncPagesServed counts the GET /timers pages this node answered;
 	// ResyncReferences the DELETE /timers/references entries it received.
 	ResyncPagesServed uint64
@@ -143,9 +170,10 @@ func New(cfg Config) (*Node, error) {
 	}
 	// Validate has checked both.
 	instance, _ := InstanceFor(cfg.Address, cfg.InstanceID, cfg.Cluster.withSelf(cfg.Address))
-	callbacks, _ := parseHostList(cfg.CallbackHosts)
+	callbacks, _ := cfg.CallbackPolicy()
 	n := &Node{
 		cfg:           cfg,
+		macs:          newMACs(cfg),
 		log:           log.With("node", cfg.Address),
 		self:          cfg.Address,
 		clock:         cfg.Clock,
@@ -153,6 +181,7 @@ func New(cfg Config) (*Node, error) {
 		ids:           newIDGen(uint64(instance), cfg.MaxClockLead.Milliseconds()),
 		instance:      instance,
 		callbacks:     callbacks,
+		hostVerdicts:  map[string]error{},
 		placements:    map[string]*Placement{},
 		hosts:         hostTable{},
 		stats:         Stats{Tags: map[string]int{}},
@@ -226,6 +255,7 @@ func (n *Node) setCluster(m Membership) {
 	// only hold what they had.
 	members := append(append([]string{}, m.Nodes...), m.Joining...)
 	n.cfg.Cluster = m
+	n.peerIPs = n.peerAddrs(m)
 	n.ring = NewRing(members)
 }
 
@@ -242,6 +272,7 @@ func (n *Node) ViewID() uint64 { return n.ring.ViewID() }
 // Stats returns a snapshot of the node's counters.
 func (n *Node) Stats() Stats {
 	s := n.stats
+	s.HeldBytes = n.heldBytes
 	s.Tags = make(map[string]int, len(n.stats.Tags))
 	for k, v := range n.stats.Tags {
 		s.Tags[k] = v
@@ -284,6 +315,10 @@ func (n *Node) Handle(req Request, reply func(Response)) {
 		reply = n.durably(reply)
 	}
 	path, _, _ := strings.Cut(req.URL, "?")
+	if resp, late := n.expired(req); late {
+		reply(resp)
+		return
+	}
 	switch {
 	case path == "/ping":
 		if req.Method != "GET" && req.Method != "HEAD" {
@@ -348,10 +383,11 @@ func (n *Node) startMs() int64 {
 	return ms
 }
 
-// shed refuses a client write with 503 when the node is at a limit, and
-// counts and logs it (see noteShed), or while another node shares its
-// instance number (clashing); ok is false when the node takes it.
-func (n *Node) shed() (resp Response, ok bool) {
+// shed refuses a client write of a body of size bytes with 503 when the
+// node is at a limit, and counts and logs it (see noteShed), or while
+// another node shares its instance number (clashing); ok is false when
+// the node takes it. The body bounds the record's bytes from above.
+func (n *Node) shed(size int) (resp Response, ok bool) {
 	if resp, clash := n.clashing(); clash {
 		n.hit(probeClashRefused)
 		return resp, true
@@ -361,6 +397,11 @@ func (n *Node) shed() (resp Response, ok bool) {
 		n.hit(probeShedTimers)
 		reason := fmt.Sprintf("node holds %d timers, its limit", n.store.Len())
 		n.noteShed(&n.stats.ShedTimers, reason)
+		return unavailable(reason), true
+	case n.heldBytes+int64(size+RecordOverheadBytes) > n.cfg.Limits.MaxHeldBytes:
+		reason := fmt.Sprintf("node holds %d bytes of timers, and a body of %d would take it past its budget of %d",
+			n.heldBytes, size, n.cfg.Limits.MaxHeldBytes)
+		n.noteShed(&n.stats.ShedBytes, reason)
 		return unavailable(reason), true
 	case n.inFlight >= n.cfg.Limits.MaxInFlight:
 		n.hit(probeShedInFlight)

@@ -37,7 +37,7 @@ func TestPopsOncePerIntervalUntilRepeatFor(t *testing.T) {
 		h.clock.advance(time.Millisecond)
 		wantPops(t, h.pops(cb, 200), strconv.Itoa(k)+":hello")
 	}
-	h.clock.advance(10 * time.Second)
+	h.clock.advance(h.node.tombstoneMin())
 	wantPops(t, h.pops(cb, 200))
 	if s := h.node.Stats(); s.Timers != 0 || s.Tombstones != 0 || s.Pops != 3 {
 		t.Errorf("stats: got %d timers, %d tombstones, %d pops; want 0, 0, 3", s.Timers, s.Tombstones, s.Pops)

@@ -15,7 +15,7 @@ func (n *Node) dueOf(t *Timer) int64 {
 	if at, ok := t.NextPopAt(); ok {
 		return at + n.skew(t).Milliseconds()
 	}
-	return max(n.nowMs()+max(t.Interval, TombstoneMin.Milliseconds()), t.lastDue()+n.maxSkew(t).Milliseconds())
+	return max(n.nowMs()+max(t.Interval, n.tombstoneMin().Milliseconds()), t.lastDue()+n.maxSkew(t).Milliseconds())
 }
 
 // maxSkew bounds how long after a due time any replica of t may still pop
@@ -89,6 +89,7 @@ func (n *Node) release(t *Timer) {
 }
 
 func (n *Node) count(t *Timer, sign int) {
+	n.heldBytes += int64(sign) * recordBytes(t)
 	if t.State != Live {
 		n.stats.Tombstones += sign
 		return

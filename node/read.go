@@ -56,9 +56,7 @@ func (n *Node) get(wire string, req Request, reply func(Response)) {
 	_, query, _ := strings.Cut(req.URL, "?")
 	switch query {
 	case readQuery:
-		if !n.authentic(req) {
-			n.stats.Forbidden++
-			reply(forbidden(errForbidden))
+		if n.refuseInternal(req, reply) {
 			return
 		}
 		n.readLocal(id, reply)

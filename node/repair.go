@@ -400,12 +400,14 @@ func (n *Node) handOff(done func(all bool)) {
 
 // repairServe answers POST /timers/repair.
 func (n *Node) repairServe(req Request, reply func(Response)) {
-	if !n.authentic(req) {
-		n.stats.Forbidden++
-		reply(forbidden(errForbidden))
+	if n.refuseInternal(req, reply) {
 		return
 	}
 	var body repairDigestBody
+	if err := strictJSON(req.Body); err != nil && err != errNotJSON {
+		reply(errorResponse(err))
+		return
+	}
 	if err := json.Unmarshal(req.Body, &body); err != nil {
 		reply(badRequest("the body is not a repair message: " + err.Error()))
 		return

@@ -139,9 +139,7 @@ func parseResyncQuery(target, rangeHeader string) (resyncQuery, error) {
 // timers due in the same millisecond, so that the next page's time-from
 // moves strictly on: paging can never repeat a page forever.
 func (n *Node) resyncGet(req Request, reply func(Response)) {
-	if !n.authentic(req) {
-		n.stats.Forbidden++
-		reply(forbidden(errForbidden))
+	if n.refuseInternal(req, reply) {
 		return
 	}
 	reply(n.resyncPage(req))
@@ -231,8 +229,8 @@ func appendEntry(b []byte, id uint64, old []string, t *Timer, now int64) []byte 
 // parsePage reads a GET /timers answer: the page is validated as JSON
 // once, and its entries' timer bodies are parsed in place.
 func parsePage(body []byte) ([]resyncEntry, error) {
-	if !validJSON(body) {
-		return nil, fmt.Errorf("page is not JSON")
+	if err := strictJSON(body); err != nil {
+		return nil, fmt.Errorf("page is not JSON naming each member once: %w", err)
 	}
 	top := rawValue(bytes.TrimSpace(body))
 	if !top.isObject() {
@@ -294,6 +292,9 @@ func (t *Timer) replicationFactor() int {
 // parseReferences reads a DELETE /timers/references body.
 func parseReferences(body []byte) ([]reference, []uint64, error) {
 	var b referencesBody
+	if err := strictJSON(body); err != nil && err != errNotJSON {
+		return nil, nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&b); err != nil {
 		return nil, nil, badf("the body is not a references object: %v", err)
@@ -325,9 +326,7 @@ func parseReferences(body []byte) ([]reference, []uint64, error) {
 // primary's reference arrives: every new replica then knows the timer. A
 // reference to an index above 0 changes nothing on its own.
 func (n *Node) references(req Request, reply func(Response)) {
-	if !n.authentic(req) {
-		n.stats.Forbidden++
-		reply(forbidden(errForbidden))
+	if n.refuseInternal(req, reply) {
 		return
 	}
 	refs, ids, err := parseReferences(req.Body)

@@ -749,7 +749,7 @@ func TestResyncEndsWithAPeerDown(t *testing.T) {
 func (c *cluster) serve(addr string, req Request) Response {
 	c.t.Helper()
 	var got *Response
-	c.nodes[addr].Handle(req, func(r Response) { got = &r })
+	c.nodes[addr].Handle(asPeer(c.nodes[addr], req, c.peerOf(addr)), func(r Response) { got = &r })
 	require.NotNil(c.t, got, "%s %s: no immediate reply", req.Method, req.URL)
 	return *got
 }
@@ -805,13 +805,12 @@ func TestResyncAPINeedsTheClusterKey(t *testing.T) {
 	c.createMany(5, 2, 30, 30)
 	a := c.nodes[nodeA]
 	target := resyncURL(nodeB, a.ring.ViewID(), "&include-current-view=true")
-	assert.Equal(t, 403, c.serve(nodeA, Request{Method: "GET", URL: target, Header: Header{}}).Status)
-	req := Request{Method: "GET", URL: target, Header: Header{}}
-	req.Header.Set(HeaderSignature, signature(testKey, "GET", target, nil))
-	r := c.serve(nodeA, req)
+	unsigned := Header{HeaderSignature: ""}
+	assert.Equal(t, 403, c.serve(nodeA, Request{Method: "GET", URL: target, Header: unsigned}).Status)
+	r := c.serve(nodeA, Request{Method: "GET", URL: target, Header: Header{}}) // signed as a peer's
 	assert.Equal(t, 200, r.Status)
 	assert.Contains(t, string(r.Body), "OldReplicas")
-	assert.Equal(t, 403, c.serve(nodeA, Request{Method: "DELETE", URL: "/timers/references", Header: Header{}, Body: []byte(`{"IDs":[]}`)}).Status)
+	assert.Equal(t, 403, c.serve(nodeA, Request{Method: "DELETE", URL: "/timers/references", Header: Header{HeaderSignature: ""}, Body: []byte(`{"IDs":[]}`)}).Status)
 }
 
 // TestResyncPagesMoveOn pages through a node's timers: each page holds

@@ -61,8 +61,8 @@ func forwardedCreate(t *testing.T, repeatFor int) (*harness, uint64, *sent) {
 	return h, id, fwd[0]
 }
 
-// newSites builds two sites of two nodes each; each site knows the other
-// through one of its nodes.
+// newSites builds two sites of two nodes each, sharing a key; each site
+// knows the other through one of its nodes.
 func newSites(t *testing.T) (*cluster, []string, []string) {
 	t.Helper()
 	a := []string{"10.0.0.1:7253", "10.0.0.2:7253"}
@@ -75,6 +75,9 @@ func newSites(t *testing.T) (*cluster, []string, []string) {
 			// only, so across sites they are configured.
 			cfg.Address, cfg.InstanceID = addr, base+i
 			cfg.Cluster = Membership{Nodes: addrs}
+			// A site's forwards come from any of its nodes, which the
+			// other site knows by one address: sites share a key.
+			cfg.ClusterKey = testKey
 			cfg.LocalSite, cfg.RemoteSites = local, []Site{{Name: remote, Address: remoteAddr}}
 			cfg.Clock, cfg.Network = c.clock, senderNet{c, addr}
 			n, err := New(cfg)

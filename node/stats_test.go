@@ -178,7 +178,7 @@ func TestShedIsCountedAndLoggedOncePerInterval(t *testing.T) {
 	if len(lines) != 1 || lines[0][1] != "1" {
 		t.Fatalf("log lines about shed load %q, want one telling of 1 refused:\n%s", lines, logs.String())
 	}
-	h.clock.advance(ShedLogInterval)
+	h.clock.advance(max(ShedLogInterval, h.node.tombstoneMin()))
 	h.create(timerJSON(60, 60, cb, "fills the store again")) // the first timer's tombstone has gone
 	if r := h.do("PUT", "/timers/"+FormatWireID(1<<40, 0), timerJSON(60, 60, cb, "x")); r.Status != 503 {
 		t.Fatalf("update to a full node: %d, want 503", r.Status)

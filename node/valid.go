@@ -1,20 +1,70 @@
 package node
 
-import "strings"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
 
 // validJSON reports whether b is one JSON value with optional white space
 // around it: exactly what encoding/json.Valid reports, in about a third of
-// its time (BenchmarkValidJSON). Every body a node takes is validated
-// before the walker of codec.go reads it, so this is on the path of every
-// create and of every message of a resync; FuzzValidJSON holds the two
-// to each other, refusals and nesting bound included.
+// its time (BenchmarkValidJSON). FuzzValidJSON holds the two to each
+// other, refusals and nesting bound included.
 func validJSON(b []byte) bool {
-	i, ok := skipJSONValue(b, skipJSONSpace(b, 0), 0)
-	return ok && skipJSONSpace(b, i) == len(b)
+	s := jsonScanner{b: b}
+	return s.valid()
 }
+
+// strictJSON checks body, which a node is about to read, is one JSON value
+// in which no object names a member twice: encoding/json, and so most
+// clients' parsers, would silently keep the last value of a repeated
+// member, and the original's parser its first, so a body that repeats one
+// means two things at once. It returns a *BadRequestError naming the
+// repeated member, errNotJSON when the body is not JSON at all, or nil.
+// Names are compared decoded ("a" and "\u0061" are one name), as
+// encoding/json compares them. FuzzStrictJSON holds it to a reference
+// built on encoding/json's tokenizer.
+func strictJSON(body []byte) error {
+	var names [16][]byte // the open objects' names of the bodies a node writes
+	s := jsonScanner{b: body, dups: true, names: names[:0]}
+	if !s.valid() {
+		return errNotJSON
+	}
+	if s.dup != nil {
+		return badf("the body names the member %.100q twice in one object", s.dup)
+	}
+	return nil
+}
+
+// errNotJSON is strictJSON's answer to a body that is not one JSON value.
+var errNotJSON = fmt.Errorf("node: not one JSON value")
 
 // maxJSONDepth is encoding/json's bound on nested objects and arrays.
 const maxJSONDepth = 10000
+
+// maxNamesScanned is how many member names of one object are compared
+// one by one; an object with more gets a set, so that a body of a
+// hundred thousand names costs linear time, not quadratic.
+const maxNamesScanned = 16
+
+// jsonScanner walks a JSON document once, checking its syntax and, when
+// dups is set, the member names of each object.
+type jsonScanner struct {
+	b    []byte
+	dups bool
+	// dup is the first repeated member name found (decoded).
+	dup []byte
+	// names holds the decoded member names of the objects being walked,
+	// innermost last: each object's names from where it started.
+	names [][]byte
+}
+
+func (s *jsonScanner) valid() bool {
+	i, ok := s.value(skipJSONSpace(s.b, 0), 0)
+	return ok && skipJSONSpace(s.b, i) == len(s.b)
+}
 
 // skipJSONSpace returns the index of the first byte from i that is not
 // JSON white space.
@@ -25,17 +75,18 @@ func skipJSONSpace(b []byte, i int) int {
 	return i
 }
 
-// skipJSONValue returns the index after the value at b[i], nested in
-// depth containers, and whether it is one.
-func skipJSONValue(b []byte, i, depth int) (int, bool) {
+// value returns the index after the value at b[i], nested in depth
+// containers, and whether it is one.
+func (s *jsonScanner) value(i, depth int) (int, bool) {
+	b := s.b
 	if i >= len(b) {
 		return i, false
 	}
 	switch c := b[i]; {
 	case c == '{':
-		return skipJSONContainer(b, i+1, depth+1, '}')
+		return s.container(i+1, depth+1, '}')
 	case c == '[':
-		return skipJSONContainer(b, i+1, depth+1, ']')
+		return s.container(i+1, depth+1, ']')
 	case c == '"':
 		return skipJSONString(b, i+1)
 	case c == '-' || '0' <= c && c <= '9':
@@ -50,45 +101,97 @@ func skipJSONValue(b []byte, i, depth int) (int, bool) {
 	return i, false
 }
 
-// skipJSONContainer skips the members or elements of an object or array
-// whose opening byte is before b[i], and its closing byte ('}' or ']').
-func skipJSONContainer(b []byte, i, depth int, closing byte) (int, bool) {
+// container skips the members or elements of an object or array whose
+// opening byte is before b[i], and its closing byte ('}' or ']').
+func (s *jsonScanner) container(i, depth int, closing byte) (int, bool) {
 	if depth > maxJSONDepth {
 		return i, false
 	}
-	i = skipJSONSpace(b, i)
-	if i < len(b) && b[i] == closing {
+	i = skipJSONSpace(s.b, i)
+	if i < len(s.b) && s.b[i] == closing {
 		return i + 1, true
 	}
+	first := len(s.names)
+	i, ok := s.items(i, depth, closing, first)
+	s.names = s.names[:first]
+	return i, ok
+}
+
+// items skips the members or elements of a container that has some; an
+// object's names go in s.names from first.
+func (s *jsonScanner) items(i, depth int, closing byte, first int) (int, bool) {
+	var seen map[string]bool
 	for {
 		var ok, closed bool
 		if closing == '}' {
-			if i, ok = skipJSONName(b, i); !ok {
+			start, end := i, 0
+			if i, end, ok = s.name(i); !ok {
 				return i, false
 			}
+			if s.dups && s.dup == nil {
+				seen = s.member(s.b[start:end], first, seen)
+			}
 		}
-		if i, ok = skipJSONValue(b, i, depth); !ok {
+		if i, ok = s.value(i, depth); !ok {
 			return i, false
 		}
-		if i, closed, ok = skipJSONSeparator(b, i, closing); !ok || closed {
+		if i, closed, ok = skipJSONSeparator(s.b, i, closing); !ok || closed {
 			return i, ok
 		}
 	}
 }
 
-// skipJSONName skips a member's name, its colon and the space after it.
-func skipJSONName(b []byte, i int) (int, bool) {
+// member notes the name (quoted, as written) of a member of the object
+// whose names start at first, and records it as the repeat if the object
+// already had it. Past maxNamesScanned names the object's names go in
+// seen, which it returns.
+func (s *jsonScanner) member(quoted []byte, first int, seen map[string]bool) map[string]bool {
+	name := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+		// Decoded as encoding/json decodes it, invalid UTF-8 and unpaired
+		// surrogates as U+FFFD, so that names it takes for one are one.
+		var u string
+		_ = json.Unmarshal(quoted, &u) // valid: the walk checked it
+		name = []byte(u)
+	}
+	switch {
+	case seen != nil:
+		if seen[string(name)] {
+			s.dup = name
+		}
+		seen[string(name)] = true
+		return seen
+	case len(s.names)-first >= maxNamesScanned:
+		seen = make(map[string]bool, 2*maxNamesScanned)
+		for _, n := range s.names[first:] {
+			seen[string(n)] = true
+		}
+		return s.member(quoted, first, seen)
+	}
+	for _, n := range s.names[first:] {
+		if bytes.Equal(n, name) {
+			s.dup = name
+			return nil
+		}
+	}
+	s.names = append(s.names, name)
+	return nil
+}
+
+// name skips a member's name, its colon and the space after it, and
+// returns where the name's string ends too.
+func (s *jsonScanner) name(i int) (next, end int, ok bool) {
+	b := s.b
 	if i >= len(b) || b[i] != '"' {
-		return i, false
+		return i, 0, false
 	}
-	i, ok := skipJSONString(b, i+1)
-	if !ok {
-		return i, false
+	if end, ok = skipJSONString(b, i+1); !ok {
+		return end, 0, false
 	}
-	if i = skipJSONSpace(b, i); i >= len(b) || b[i] != ':' {
-		return i, false
+	if i = skipJSONSpace(b, end); i >= len(b) || b[i] != ':' {
+		return i, 0, false
 	}
-	return skipJSONSpace(b, i+1), true
+	return skipJSONSpace(b, i+1), end, true
 }
 
 // skipJSONSeparator skips what follows a member or element: a comma and

@@ -1,7 +1,10 @@
 package node
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -55,6 +58,168 @@ func BenchmarkValidJSON(b *testing.B) {
 	b.Run("encoding-json", func(b *testing.B) {
 		for b.Loop() {
 			if !json.Valid(body) {
+				b.Fatal("refused")
+			}
+		}
+	})
+}
+
+// strictJSONCases are bodies at the edges of the member-name rule.
+var strictJSONCases = []string{
+	`{"a":1,"a":2}`, `{"a":1,"b":{"a":2}}`, `{"a":{"b":1,"b":2}}`, `[{"a":1},{"a":1}]`, `[{"a":1,"a":1}]`,
+	`{"a":1,"\u0061":2}`, `{"\u00e9":1,"é":2}`, `{"\ud800":1,"\udfff":2}`, "{\"\xff\":1,\"\xfe\":2}",
+	`{"a":1,"A":2}`, `{"":1,"":2}`, `{"a":[{"b":1}],"c":[{"b":1}]}`, `{"a":1,"b":2,"a":`,
+	`{` + strings.Repeat(`"k":0,`, 3) + `"z":0}`,
+	manyMembers(maxNamesScanned+5, -1), manyMembers(maxNamesScanned+5, 3), manyMembers(maxNamesScanned+5, maxNamesScanned+2),
+}
+
+// manyMembers is an object of n members "m0".."m<n-1>", the last named
+// as member dup when dup >= 0.
+func manyMembers(n, dup int) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		name := i
+		if i == n-1 && dup >= 0 {
+			name = dup
+		}
+		fmt.Fprintf(&b, `"m%d":%d,`, name, i)
+	}
+	return strings.TrimSuffix(b.String(), ",") + "}"
+}
+
+// repeatedMember is the reference strictJSON is held to: the first member
+// name an object repeats, as encoding/json's tokenizer decodes names, and
+// whether b is valid JSON at all.
+func repeatedMember(b []byte) (dup string, found, valid bool) {
+	if !json.Valid(b) {
+		return "", false, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type level struct {
+		object bool
+		names  map[string]bool
+		key    bool // the next token of an object is a name
+	}
+	var stack []*level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false, true
+		}
+		top := (*level)(nil)
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.key {
+			if name, ok := tok.(string); ok {
+				if top.names[name] {
+					return name, true, true
+				}
+				top.names[name] = true
+				top.key = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			if top != nil && top.object {
+				top.key = true
+			}
+			stack = append(stack, &level{object: true, names: map[string]bool{}, key: true})
+			continue
+		case json.Delim('['):
+			if top != nil && top.object {
+				top.key = true
+			}
+			stack = append(stack, &level{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if top != nil && top.object {
+			top.key = true
+		}
+	}
+}
+
+// TestStrictJSONRefusesRepeatedMembers tabulates strictJSON against its
+// reference: a member repeated in one object, at any depth, however
+// escaped, is refused naming it; the same name in two objects is not.
+func TestStrictJSONRefusesRepeatedMembers(t *testing.T) {
+	for _, c := range append(strictJSONCases, validJSONCases...) {
+		checkStrictJSON(t, []byte(c))
+	}
+	if err := strictJSON([]byte(`{"timing":{"interval":1,"interval":2}}`)); err == nil || !strings.Contains(err.Error(), `"interval"`) {
+		t.Errorf("repeated interval: got %v, want an error naming it", err)
+	}
+}
+
+// checkStrictJSON fails t unless strictJSON agrees with the reference on b.
+func checkStrictJSON(t *testing.T, b []byte) {
+	t.Helper()
+	dup, found, valid := repeatedMember(b)
+	err := strictJSON(b)
+	switch {
+	case !valid:
+		if err != errNotJSON {
+			t.Fatalf("strictJSON(%.60q) = %v, want errNotJSON (encoding/json refuses it)", b, err)
+		}
+	case found:
+		var bad *BadRequestError
+		if !errors.As(err, &bad) || !strings.Contains(bad.Reason, fmt.Sprintf("%.100q", dup)) {
+			t.Fatalf("strictJSON(%.60q) = %v, want a 400 naming %q", b, err, dup)
+		}
+	case err != nil:
+		t.Fatalf("strictJSON(%.60q) = %v, want nil", b, err)
+	}
+}
+
+// FuzzStrictJSON holds strictJSON to its reference on any input: the
+// syntax to encoding/json.Valid, the repeated member to the first that
+// encoding/json's tokenizer meets.
+func FuzzStrictJSON(f *testing.F) {
+	for _, c := range append(strictJSONCases, validJSONCases...) {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkStrictJSON(t, b) })
+}
+
+// TestRepeatedMemberIsRefusedNamingIt proves a client body that repeats a
+// member, at the top or nested, is refused with 400 naming it, whichever
+// value either copy holds; the original finding was "interval" twice,
+// the last silently winning.
+func TestRepeatedMemberIsRefusedNamingIt(t *testing.T) {
+	h := newHarness(t)
+	for _, body := range []string{
+		`{"timing":{"interval":1,"interval":100},"callback":{"http":{"uri":"` + cb + `"}}}`,
+		`{"timing":{"interval":1},"timing":{"interval":2},"callback":{"http":{"uri":"` + cb + `"}}}`,
+		`{"timing":{"interval":1},"callback":{"http":{"uri":"` + cb + `","opaque":"a","opaque":"b"}}}`,
+		`{"timing":{"interval":1},"callback":{"http":{"uri":"` + cb + `"}},"statistics":{"tag-info":[{"type":"a","type":"b"}]}}`,
+	} {
+		r := h.do("POST", "/timers", body)
+		if r.Status != 400 || !strings.Contains(r.Header.Get(HeaderReason), "twice") {
+			t.Errorf("%s: got %d %q, want 400 naming the repeated member", body, r.Status, r.Header.Get(HeaderReason))
+		}
+	}
+	if got := h.node.Stats().Timers; got != 0 {
+		t.Errorf("timers held: got %d, want 0", got)
+	}
+}
+
+func BenchmarkStrictJSON(b *testing.B) {
+	body := EncodeReplication(newTimer(1, 1, Spec{Interval: 3_600_000, RepeatFor: 3_600_000, URI: "http://client.example/cb", Opaque: "x", RF: 2}, 0, 0, &Placement{Replicas: []string{"10.0.0.1:7253", "10.0.0.2:7253"}}, 1, hostTable{}), 0)
+	b.Run("validJSON", func(b *testing.B) {
+		for b.Loop() {
+			if !validJSON(body) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("strictJSON", func(b *testing.B) {
+		for b.Loop() {
+			if strictJSON(body) != nil {
 				b.Fatal("refused")
 			}
 		}

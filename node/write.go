@@ -104,7 +104,7 @@ func reasonOf(r Response) string {
 
 // create serves a client POST /timers.
 func (n *Node) create(body []byte, reply func(Response)) {
-	if resp, busy := n.shed(); busy {
+	if resp, busy := n.shed(len(body)); busy {
 		reply(resp)
 		return
 	}
@@ -148,9 +148,7 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 		return
 	}
 	if repl != nil {
-		if !n.authentic(req) {
-			n.stats.Forbidden++
-			reply(forbidden(errForbidden))
+		if n.refuseInternal(req, reply) {
 			return
 		}
 		n.replicaPut(id, spec, repl, reply)
@@ -160,7 +158,7 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 		reply(resp)
 		return
 	}
-	if resp, busy := n.shed(); busy {
+	if resp, busy := n.shed(len(req.Body)); busy {
 		reply(resp)
 		return
 	}

@@ -432,7 +432,7 @@ func TestClientBurstReusesConnections(t *testing.T) {
 	// for the burst; what is proved here is reuse, so nothing is shed.
 	lim := defaultLimits()
 	lim.queueWait = waitTimeout
-	c := newClient(s.Do, nil, lim, newTransport(newDNSDialer()))
+	c := newClient(s.Do, nil, lim, newTransport(newDNSDialer().DialContext))
 	defer c.Close()
 	var failed atomic.Int64
 	for range burst {
@@ -449,7 +449,7 @@ func TestClientBurstReusesConnections(t *testing.T) {
 		t.Fatalf("%d of %d sends failed, %d connections opened: want none failed and at most %d connections",
 			failed.Load(), burst, opened.Load(), 2*clientMaxConnsPerHost)
 	}
-	if tr := newTransport(newDNSDialer()); tr.MaxConnsPerHost != clientMaxConnsPerHost {
+	if tr := newTransport(newDNSDialer().DialContext); tr.MaxConnsPerHost != clientMaxConnsPerHost {
 		t.Fatalf("transport MaxConnsPerHost %d, want %d", tr.MaxConnsPerHost, clientMaxConnsPerHost)
 	}
 }

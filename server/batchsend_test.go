@@ -392,7 +392,7 @@ func TestBatchOverLoopback(t *testing.T) {
 	}}
 	peer := httptest.NewServer(NewHandler(core, s, waitTimeout, nil))
 	defer peer.Close()
-	c := newClient(NewSerial().Do, nil, oneBatchWorker(), newTransport(newDNSDialer()))
+	c := newClient(NewSerial().Do, nil, oneBatchWorker(), newTransport(newDNSDialer().DialContext))
 	defer c.Close()
 	done := make(chan peerOutcome, 4)
 	send := func(target string) {

@@ -37,6 +37,9 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	for i := range reqs {
+		reqs[i].Remote = r.RemoteAddr // each came over the batch's connection
+	}
 	resps, ok := h.handleBatch(r.Context(), reqs)
 	if !ok {
 		writeUnavailable(w, "node is stopping")

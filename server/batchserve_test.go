@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -53,8 +54,12 @@ func TestBatchHandlerHandsEachToTheNode(t *testing.T) {
 	if rec.Code != http.StatusOK || rec.Header().Get(node.HeaderContentType) != batchContentType {
 		t.Fatalf("answer %d %q %q, want 200 of %s", rec.Code, rec.Header().Get(node.HeaderContentType), rec.Body, batchContentType)
 	}
-	if got := core.requests(); !reflect.DeepEqual(got, sampleBatch()) {
-		t.Errorf("node got %+v, want %+v", got, sampleBatch())
+	want := sampleBatch()
+	for i := range want {
+		want[i].Remote = "192.0.2.1:1234" // the batch's connection's, as httptest gives it
+	}
+	if got := core.requests(); !reflect.DeepEqual(got, want) {
+		t.Errorf("node got %+v, want %+v", got, want)
 	}
 	resps, err := parseBatchResponse(rec.Body.Bytes(), 3)
 	if err != nil || !reflect.DeepEqual(resps, sampleResponses()) {
@@ -149,17 +154,18 @@ func TestBatchKeepsTheClusterKey(t *testing.T) {
 	const key = "0123456789abcdef"
 	_, base, _, stop, _ := startServer(t, "[cluster]\nlocalhost = %[1]s\nkey = "+key+"\n", &syncBuffer{})
 	defer stop()
-	sign := func(method, target string, body []byte) string {
+	sent, to := strconv.FormatInt(time.Now().UnixMilli(), 10), strings.TrimPrefix(base, "http://")
+	sign := func(method, target string, body []byte) node.Header {
 		mac := hmac.New(sha256.New, []byte(key))
-		mac.Write([]byte(method + "\n" + target + "\n"))
+		mac.Write([]byte(method + "\n" + target + "\n" + sent + "\n" + to + "\n"))
 		mac.Write(body)
-		return hex.EncodeToString(mac.Sum(nil))
+		return node.Header{node.HeaderSignature: hex.EncodeToString(mac.Sum(nil)), node.HeaderSent: sent, node.HeaderTo: to}
 	}
 	refs := []byte(`{"IDs": []}`)
 	reqs := []node.Request{
-		{Method: "DELETE", URL: "/timers/references", Header: node.Header{node.HeaderSignature: sign("DELETE", "/timers/references", refs)}, Body: refs},
-		{Method: "DELETE", URL: "/timers/references", Header: node.Header{}, Body: refs},
-		{Method: "DELETE", URL: "/timers/references", Header: node.Header{node.HeaderSignature: sign("DELETE", "/timers/references", nil)}, Body: refs},
+		{Method: "DELETE", URL: "/timers/references", Header: sign("DELETE", "/timers/references", refs), Body: refs},
+		{Method: "DELETE", URL: "/timers/references", Header: node.Header{node.HeaderSent: sent, node.HeaderTo: to}, Body: refs},
+		{Method: "DELETE", URL: "/timers/references", Header: sign("DELETE", "/timers/references", nil), Body: refs},
 		{Method: "GET", URL: "/ping", Header: node.Header{}},
 		{Method: "HEAD", URL: "/ping", Header: node.Header{}},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -37,7 +38,11 @@ type Client struct {
 	// enter runs f inside the node: the Serial's Do, or a test's stand-in.
 	enter func(f func()) bool
 	rt    http.RoundTripper
-	log   *slog.Logger
+	// peerRT carries the requests between nodes (see outbound.go), over
+	// https when peerHTTPS; rt, unless the server gives its own.
+	peerRT    http.RoundTripper
+	peerHTTPS bool
+	log       *slog.Logger
 	// dialer resolves through the static DNS records; nil when a test
 	// gives its own transport.
 	dialer  *dnsDialer
@@ -65,7 +70,7 @@ type Client struct {
 // Its connections consult no static DNS records until SetDNS.
 func NewClient(s *Serial, log *slog.Logger) *Client {
 	d := newDNSDialer()
-	c := newClient(s.Do, log, defaultLimits(), newTransport(d))
+	c := newClient(s.Do, log, defaultLimits(), newTransport(d.DialContext))
 	c.dialer = d
 	return c
 }
@@ -81,6 +86,7 @@ func newClient(enter func(func()) bool, log *slog.Logger, lim limits, rt http.Ro
 		// that redirects is answering something else, and the node sees
 		// the 3xx and judges it.
 		rt:        rt,
+		peerRT:    rt,
 		log:       log,
 		limits:    lim,
 		base:      base,
@@ -95,11 +101,11 @@ func newClient(enter func(func()) bool, log *slog.Logger, lim limits, rt http.Ro
 	return c
 }
 
-func newTransport(d *dnsDialer) *http.Transport {
+func newTransport(dial func(context.Context, string, string) (net.Conn, error)) *http.Transport {
 	return &http.Transport{
 		// Peers and callbacks are addressed directly; no environment proxy.
 		Proxy:               nil,
-		DialContext:         d.DialContext,
+		DialContext:         dial,
 		MaxIdleConns:        clientMaxIdleConns,
 		MaxIdleConnsPerHost: clientMaxIdleConnsPerHost,
 		MaxConnsPerHost:     clientMaxConnsPerHost,
@@ -182,8 +188,10 @@ func (c *Client) Close() {
 		close(c.stop)
 	}
 	<-c.delivered
-	if t, ok := c.rt.(interface{ CloseIdleConnections() }); ok {
-		t.CloseIdleConnections()
+	for _, rt := range []http.RoundTripper{c.rt, c.peerRT} {
+		if t, ok := rt.(interface{ CloseIdleConnections() }); ok {
+			t.CloseIdleConnections()
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -28,6 +28,8 @@ const (
 	// MinMemoryLimit is the least soft memory limit accepted: below it the
 	// collector would run without pause on the heap of an idle node.
 	MinMemoryLimit = 64 << 20
+	// MinTimerBytes is the least byte budget of held timers accepted.
+	MinTimerBytes = 1 << 20
 )
 
 // Config is the production configuration: what chronos.conf,
@@ -74,9 +76,35 @@ type Config struct {
 	ReplicateAcrossSites bool
 	// ClusterKey is the secret shared by every node of the cluster and of
 	// its remote sites ([cluster] key): internal requests are signed with
-	// it. Empty leaves the internal API open to anyone who can reach the
-	// node. It is never logged.
+	// it. Empty, the node takes internal requests only from its members'
+	// IP addresses (and a lone node from none). It is never logged.
 	ClusterKey string
+	// AcceptedKey is a second key internal requests may be signed with
+	// ([cluster] accepted_key), never signed with: the other key of a
+	// rotation (docs/operations.md). It is never logged.
+	AcceptedKey string
+	// MaxMessageAge and MaxClockSkew bound the age of the internal
+	// requests a node takes ([cluster] max_message_age, max_clock_skew;
+	// 0: node.DefaultMaxMessageAge and node.DefaultMaxClockSkew).
+	MaxMessageAge time.Duration
+	MaxClockSkew  time.Duration
+	// MaxTimers bounds the records the node holds ([limits] max_timers;
+	// 0: node.DefaultMaxTimers).
+	MaxTimers int
+	// MaxTimerBytes is the byte budget of the records the node holds
+	// ([limits] max_timer_bytes): their callbacks and opaque data, and
+	// node.RecordOverheadBytes each. 0 sizes it to the memory the process
+	// may use (see timerBudget).
+	MaxTimerBytes int64
+	// TLSCertFile and TLSKeyFile are the node's certificate chain and
+	// key, PEM ([http] tls_cert_file, tls_key_file): set, the node serves
+	// HTTPS only and reaches its peers over HTTPS. TLSCAFile is the CA
+	// that signs the members' certificates ([cluster] tls_ca_file): set,
+	// TLS between nodes is mutual (see tls.go). All are read again on
+	// SIGHUP.
+	TLSCertFile string
+	TLSKeyFile  string
+	TLSCAFile   string
 	// MemoryLimit is the process's soft memory limit in bytes ([limits]
 	// memory_limit, --memory-limit), set with debug.SetMemoryLimit by Run:
 	// the collector works harder as the heap nears it, so that a large
@@ -297,9 +325,15 @@ func (c Config) Validate() error {
 	if err := validateSites(c.LocalSite, c.RemoteSites); err != nil {
 		return err
 	}
-	if c.ClusterKey != "" && len(c.ClusterKey) < node.MinClusterKeyBytes {
-		// The length only: the key itself never reaches an error or a log.
-		return fmt.Errorf("server: cluster key is %d bytes, fewer than %d", len(c.ClusterKey), node.MinClusterKeyBytes)
+	if err := (node.Config{ClusterKey: c.ClusterKey, AcceptedKey: c.AcceptedKey}).CheckKeys(); err != nil {
+		// The lengths only: a key never reaches an error or a log.
+		return fmt.Errorf("server: %w", err)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") || c.TLSCAFile != "" && c.TLSCertFile == "" {
+		return errors.New("server: TLS needs tls_cert_file and tls_key_file together, and tls_ca_file needs both")
+	}
+	if c.MaxTimerBytes != 0 && c.MaxTimerBytes < MinTimerBytes {
+		return fmt.Errorf("server: max_timer_bytes %d is below the least, %d MiB", c.MaxTimerBytes, MinTimerBytes>>20)
 	}
 	if c.MemoryLimit != 0 && c.MemoryLimit < MinMemoryLimit {
 		return fmt.Errorf("server: memory_limit %d bytes is below the least limit, %d MiB", c.MemoryLimit, MinMemoryLimit>>20)
@@ -375,8 +409,19 @@ func (c Config) nodeConfig(clk node.Clock, nw node.Network, log *slog.Logger) no
 	if c.ReplicateAcrossSites {
 		nc.RemoteSites = c.RemoteSites
 	}
-	nc.ClusterKey = c.ClusterKey
+	nc.ClusterKey, nc.AcceptedKey = c.ClusterKey, c.AcceptedKey
+	if c.MaxMessageAge > 0 {
+		nc.MaxMessageAge = c.MaxMessageAge
+	}
+	if c.MaxClockSkew > 0 {
+		nc.MaxClockSkew = c.MaxClockSkew
+	}
+	if c.MaxTimers > 0 {
+		nc.Limits.MaxTimers = c.MaxTimers
+	}
+	nc.Limits.MaxHeldBytes = c.timerBudget()
 	nc.CallbackHosts = c.CallbackHosts
+	nc.OwnAddresses = ownAddresses(c.BindAddress, c.BindPort)
 	nc.Clock = clk
 	nc.Network = nw
 	nc.Logger = log

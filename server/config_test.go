@@ -325,7 +325,7 @@ func TestLoadErrors(t *testing.T) {
 		{"memory limit in GB", "[limits]\nmemory_limit = 2GB\n", "", nil, `[limits] memory_limit "2GB" is not a size in bytes`},
 		{"memory limit negative", "[limits]\nmemory_limit = -1\n", "", nil, `[limits] memory_limit "-1" is not a size`},
 		{"memory limit overflows", "[limits]\nmemory_limit = 9000000TiB\n", "", nil, `[limits] memory_limit "9000000TiB" is not a size`},
-		{"memory limit too small", "[limits]\nmemory_limit = 1MiB\n", "", nil, `[limits] memory_limit "1MiB" is below the least limit, 64 MiB`},
+		{"memory limit too small", "[limits]\nmemory_limit = 1MiB\n", "", nil, `[limits] memory_limit "1MiB" is below the least, 64 MiB`},
 		{"memory limit empty", "[limits]\nmemory_limit =\n", "", nil, `[limits] memory_limit "" is not a size`},
 		{"flag memory limit", "", "", []string{"--memory-limit", "lots"}, `--memory-limit "lots"`},
 		{"not INI", "[http\nbind-port = 1\n", "", nil, "not an INI file"},
@@ -376,7 +376,7 @@ func TestClusterKeyErrors(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Localhost = "127.0.0.1:7253"
 	cfg.ClusterKey = "sesame"
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "cluster key is 6 bytes") || strings.Contains(err.Error(), "sesame") {
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "ClusterKey is 6 bytes") || strings.Contains(err.Error(), "sesame") {
 		t.Errorf("Validate() = %v, want a cluster key length error without the key", err)
 	}
 }
@@ -451,14 +451,11 @@ func TestReloadCluster(t *testing.T) {
 	if _, err := cfg.ReloadCluster(); err == nil || !strings.Contains(err.Error(), `[cluster] node "bad:port"`) {
 		t.Errorf("error = %v, want one naming [cluster] node \"bad:port\"", err)
 	}
-	writeFile(t, dir, "chronos_cluster.conf", "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\nkey = 0123456789abcdef\n")
-	if _, err := cfg.ReloadCluster(); err == nil || !strings.Contains(err.Error(), "cluster key changed; restart to change it") {
-		t.Errorf("error = %v, want one saying the cluster key changed", err)
-	}
 }
 
-// TestReloadClusterKey proves that a reload keeps an unchanged cluster key
-// and refuses a changed or removed one without printing either key.
+// TestReloadClusterKey proves that a reload takes the cluster keys the
+// files give then, so that a rotation needs no restart: an unchanged key,
+// a new one with the old one accepted, the new one alone, and none.
 func TestReloadClusterKey(t *testing.T) {
 	dir := t.TempDir()
 	const base = "[cluster]\nlocalhost = 10.0.0.1\nnode = 10.0.0.1\n"
@@ -467,22 +464,25 @@ func TestReloadClusterKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "chronos_cluster.conf", base+"node = 10.0.0.2\nkey = old-key-0123456789\n")
-	next, err := cfg.ReloadCluster()
-	if err != nil {
-		t.Fatalf("reload with the same key: %v", err)
-	}
-	if next.ClusterKey != cfg.ClusterKey || len(next.Cluster.Nodes) != 2 {
-		t.Errorf("reload kept key %v and nodes %q, want the key and 2 nodes", next.ClusterKey == cfg.ClusterKey, next.Cluster.Nodes)
-	}
-	for _, content := range []string{base + "key = new-key-0123456789\n", base} {
-		writeFile(t, dir, "chronos_cluster.conf", content)
-		_, err := cfg.ReloadCluster()
-		if err == nil || !strings.Contains(err.Error(), "cluster key changed; restart to change it") {
-			t.Errorf("reload of %q: error %v, want the cluster key change refused", content, err)
-		} else if strings.Contains(err.Error(), "-key-") {
-			t.Errorf("reload error %q holds a key", err)
+	for _, tc := range []struct{ content, key, accepted string }{
+		{base + "node = 10.0.0.2\nkey = old-key-0123456789\n", "old-key-0123456789", ""},
+		{base + "key = old-key-0123456789\naccepted_key = new-key-0123456789\n", "old-key-0123456789", "new-key-0123456789"},
+		{base + "key = new-key-0123456789\naccepted_key = old-key-0123456789\n", "new-key-0123456789", "old-key-0123456789"},
+		{base + "key = new-key-0123456789\n", "new-key-0123456789", ""},
+		{base, "", ""},
+	} {
+		writeFile(t, dir, "chronos_cluster.conf", tc.content)
+		next, err := cfg.ReloadCluster()
+		if err != nil {
+			t.Fatalf("reload of %q: %v", tc.content, err)
 		}
+		if next.ClusterKey != tc.key || next.AcceptedKey != tc.accepted {
+			t.Errorf("reload of %q: keys %q and %q, want %q and %q", tc.content, next.ClusterKey, next.AcceptedKey, tc.key, tc.accepted)
+		}
+	}
+	writeFile(t, dir, "chronos_cluster.conf", base+"accepted_key = new-key-0123456789\n")
+	if _, err := cfg.ReloadCluster(); err == nil || strings.Contains(err.Error(), "-key-") {
+		t.Errorf("reload with an accepted key and no key: error %v, want one that shows no key", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"gopkg.in/ini.v1"
 )
@@ -79,6 +80,18 @@ func parseFile(data []byte, path string) (settings, []Warning, error) {
 }
 
 func readHTTP(f *ini.File, _ []byte, s *settings) error {
+	for _, k := range []struct {
+		section, key string
+		dst          *opt[string]
+	}{{"http", "tls_cert_file", &s.tlsCert}, {"http", "tls_key_file", &s.tlsKey}, {"cluster", "tls_ca_file", &s.tlsCA}} {
+		if v, ok := last(f, k.section, k.key); ok {
+			p, err := parseFolder("["+k.section+"] "+k.key, v)
+			if err != nil {
+				return err
+			}
+			k.dst.set(p)
+		}
+	}
 	if v, ok := last(f, "http", "bind-address"); ok {
 		s.bindAddress.set(v)
 	}
@@ -144,6 +157,20 @@ func readLimits(f *ini.File, _ []byte, s *settings) error {
 		}
 		s.memoryLimit.set(m)
 	}
+	if v, ok := last(f, "limits", "max_timers"); ok {
+		n, err := parseCount("[limits] max_timers", v)
+		if err != nil {
+			return err
+		}
+		s.maxTimers.set(n)
+	}
+	if v, ok := last(f, "limits", "max_timer_bytes"); ok {
+		b, err := parseSize("[limits] max_timer_bytes", v, MinTimerBytes)
+		if err != nil {
+			return err
+		}
+		s.timerBytes.set(b)
+	}
 	return nil
 }
 
@@ -189,6 +216,28 @@ func readCluster(f *ini.File, data []byte, s *settings) error {
 			return err
 		}
 		s.clusterKey.set(k)
+	}
+	if v, ok := last(f, "cluster", "accepted_key"); ok {
+		if err := commentCut(data, "cluster", "accepted_key", v); err != nil {
+			return err
+		}
+		k, err := parseClusterKey("[cluster] accepted_key", v)
+		if err != nil {
+			return err
+		}
+		s.acceptedKey.set(k)
+	}
+	for _, d := range []struct {
+		key string
+		dst *opt[time.Duration]
+	}{{"max_message_age", &s.messageAge}, {"max_clock_skew", &s.clockSkew}} {
+		if v, ok := last(f, "cluster", d.key); ok {
+			t, err := parseDuration("[cluster] "+d.key, v, d.key == "max_clock_skew")
+			if err != nil {
+				return err
+			}
+			d.dst.set(t)
+		}
 	}
 	return nil
 }

@@ -165,14 +165,14 @@ func TestDNSDial(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dialled []string
-	dd := &dnsDialer{dial: func(_ context.Context, _, addr string) (net.Conn, error) {
+	dd := newDNSDialer().through(func(_ context.Context, _, addr string) (net.Conn, error) {
 		dialled = append(dialled, addr)
 		if addr == "10.0.0.8:80" {
 			c, _ := net.Pipe()
 			return c, nil
 		}
 		return nil, errors.New("refused")
-	}}
+	})
 	dd.static.Store(d)
 	tests := []struct {
 		addr   string

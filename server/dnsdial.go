@@ -15,11 +15,18 @@ import (
 // records may be replaced while connections are being opened (SetDNS).
 type dnsDialer struct {
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
-	static atomic.Pointer[StaticDNS]
+	static *atomic.Pointer[StaticDNS]
 }
 
 func newDNSDialer() *dnsDialer {
-	return &dnsDialer{dial: (&net.Dialer{Timeout: clientDialTimeout, KeepAlive: 30 * time.Second}).DialContext}
+	return &dnsDialer{dial: (&net.Dialer{Timeout: clientDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		static: new(atomic.Pointer[StaticDNS])}
+}
+
+// through returns a dialer that resolves through d's static records
+// (shared: SetDNS changes both) and dials with dial.
+func (d *dnsDialer) through(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *dnsDialer {
+	return &dnsDialer{dial: dial, static: d.static}
 }
 
 // DialContext dials addr (host:port), its host resolved through the

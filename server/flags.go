@@ -118,6 +118,22 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&f.keyFile, "cluster-key-file", "", "`path` of a file holding the cluster key, which then shows in no process list")
+	for _, t := range []struct {
+		name, usage string
+		dst         *opt[string]
+	}{
+		{"tls-cert-file", "`path` of this node's certificate chain, PEM: serve HTTPS only ([http] tls_cert_file)", &f.settings.tlsCert},
+		{"tls-key-file", "`path` of this node's private key, PEM ([http] tls_key_file)", &f.settings.tlsKey},
+		{"tls-ca-file", "`path` of the CA certificate that signs the members' certificates: mutual TLS between nodes ([cluster] tls_ca_file)", &f.settings.tlsCA},
+	} {
+		fs.Func(t.name, t.usage, func(v string) error {
+			p, err := parseFolder("--"+t.name, v)
+			if err == nil {
+				t.dst.set(p)
+			}
+			return err
+		})
+	}
 }
 
 // registerFiles defines the flags naming the configuration files.
@@ -287,11 +303,11 @@ func (c Config) ReloadCluster() (Config, error) {
 	if fresh.LocalSite != c.LocalSite || !slices.Equal(fresh.RemoteSites, c.RemoteSites) || fresh.ReplicateAcrossSites != c.ReplicateAcrossSites {
 		return Config{}, errors.New("server: sites changed; restart to change them")
 	}
-	if fresh.ClusterKey != c.ClusterKey {
-		return Config{}, errors.New("server: cluster key changed; restart to change it")
-	}
 	next := c
 	next.Cluster = fresh.Cluster
+	// The keys reload, so that a rotation needs no restart
+	// (docs/operations.md).
+	next.ClusterKey, next.AcceptedKey = fresh.ClusterKey, fresh.AcceptedKey
 	next.LogLevel = fresh.LogLevel
 	next.Warnings = fresh.Warnings
 	if err := next.Validate(); err != nil {

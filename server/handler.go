@@ -95,6 +95,7 @@ func readRequest(w http.ResponseWriter, r *http.Request) (node.Request, int, str
 		URL:    r.URL.RequestURI(),
 		Header: nodeHeader(r.Header),
 		Body:   b,
+		Remote: r.RemoteAddr,
 	}, 0, ""
 }
 

@@ -36,6 +36,8 @@ type Server struct {
 	http   *http.Server
 	// peers follows the reachability of the other members and sites.
 	peers *peers
+	// certs is the TLS material in use; nil without TLS (tls.go).
+	certs *certs
 	// storage keeps the node's timers on disk; nil keeps them in memory.
 	storage *diskStorage
 
@@ -63,13 +65,19 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	nodeLog := log
 	log = log.With("node", cfg.Localhost)
 	s := &Server{log: log, serial: NewSerial(), cfg: cfg}
+	var err error
+	if s.certs, err = newCerts(cfg); err != nil {
+		return nil, err
+	}
 	s.client = NewClient(s.serial, log)
 	s.client.SetDNS(cfg.DNS)
+	if err := s.client.secure(cfg, s.certs); err != nil {
+		return nil, err
+	}
 	s.peers = newPeers(log, time.Now)
 	s.peers.track(peerAddrs(cfg))
 	clk := NewClock(cfg.Clock, s.serial)
 	nc := cfg.nodeConfig(clk, observed{s.client, s.peers}, nodeLog)
-	var err error
 	if cfg.StorageDir != "" {
 		if s.storage, err = openStorage(storageFolder(cfg.StorageDir, cfg.Localhost), s.serial, log); err != nil {
 			return nil, err
@@ -88,10 +96,11 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	reg := s.client.metrics.registry
 	s.registerNodeMetrics(reg)
+	s.registerCertMetrics(reg)
 	registerBuildInfo(reg)
 	in := newInbound(reg)
 	s.http = &http.Server{
-		Handler:           in.wrap(withStatus(s, withMetrics(s.client.Metrics(), NewHandler(s.node, s.serial, cfg.ReplyTimeout, log)))),
+		Handler:           in.wrap(withPeerCerts(s.certs, withStatus(s, withMetrics(s.client.Metrics(), NewHandler(s.node, s.serial, cfg.ReplyTimeout, log))))),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      cfg.ReplyTimeout + writeSlack,
@@ -108,6 +117,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 // the error that stopped it (the listener failed, the node panicked).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.logStart()
+	ln = tlsListener(s.certs, ln)
 	served := make(chan error, 1)
 	go func() { served <- s.http.Serve(ln) }()
 	s.log.Info("serving", "address", ln.Addr().String())
@@ -135,7 +145,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // logStart logs what the node starts with (never the cluster key, only
 // whether there is one), and warns loudly when a node in a cluster has
-// its internal API open.
+// no key: its internal API then trusts the members' addresses alone.
 func (s *Server) logStart() {
 	cfg := s.config()
 	var id int
@@ -153,18 +163,22 @@ func (s *Server) logStart() {
 	if len(cfg.CallbackHosts) > 0 {
 		hosts = cfg.CallbackHosts
 	}
+	nc := cfg.nodeConfig(nil, nil, nil)
 	s.log.Info("starting", "instance", id, "instance_derived", derived,
 		"nodes", m.Nodes, "joining", m.Joining, "leaving", m.Leaving,
 		"local_site", cfg.LocalSite, "remote_sites", sites, "replicate_across_sites", cfg.ReplicateAcrossSites,
-		"key_set", cfg.ClusterKey != "", "callback_hosts", hosts, "static DNS names", cfg.DNS.Len(),
+		"key_set", cfg.ClusterKey != "", "accepted_key_set", cfg.AcceptedKey != "", "tls", s.certs != nil, "mutual_tls", s.certs.mutual(), "callback_hosts", hosts,
+		"max_timers", nc.Limits.MaxTimers, "max_timer_bytes", nc.Limits.MaxHeldBytes,
+		"max_message_age", nc.MaxMessageAge, "max_clock_skew", nc.MaxClockSkew, "static DNS names", cfg.DNS.Len(),
 		"log folder", cfg.LogFolder, "pid file", cfg.PIDFile, "storage", storageOf(cfg))
 	if len(sites) > 0 && !cfg.ReplicateAcrossSites {
 		s.log.Warn("remote sites are configured but [sites] replicate_timers_across_sites is false (the default, as in the original): " +
 			"timers created here are not replicated to them; set it to true to replicate")
 	}
 	if cfg.ClusterKey == "" && (len(m.All()) > 1 || len(sites) > 0) {
-		s.log.Warn("no cluster key: the internal API (replication, pop notices, tombstones) is open to anyone who can reach this node; " +
-			"set the same [cluster] key, at least 16 bytes, in the cluster config file of every node and site, or pass --cluster-key")
+		s.log.Warn("no cluster key: the internal API (replication, pop notices, tombstones, resync) trusts the members' IP addresses alone, " +
+			"so anyone who can send from one can write any timer, and members named by host name are refused; " +
+			"set the same [cluster] key, at least 16 bytes, in the cluster config file of every node and site, or pass --cluster-key-file")
 	}
 }
 
@@ -213,12 +227,21 @@ func (s *Server) Reload() error {
 	if err != nil {
 		return err
 	}
+	if s.certs != nil {
+		if err := s.certs.reload(); err != nil {
+			return err
+		}
+		s.log.Info("TLS certificates reloaded")
+	}
 	LogWarnings(s.log, next.Warnings)
 	var setErr error
 	var id int
 	var oldView, newView uint64
 	if !s.serial.Do(func() {
 		oldView = s.node.ViewID()
+		if setErr = s.node.SetKeys(next.ClusterKey, next.AcceptedKey); setErr != nil {
+			return
+		}
 		setErr = s.node.SetCluster(next.Cluster)
 		id, _ = s.node.Instance()
 		newView = s.node.ViewID()
@@ -236,6 +259,9 @@ func (s *Server) Reload() error {
 		s.log.Info("membership changed", "old_view", formatView(oldView), "new_view", formatView(newView),
 			"nodes", next.Cluster.Nodes, "joining", next.Cluster.Joining, "leaving", next.Cluster.Leaving,
 			"added", added(prev.Cluster.All(), next.Cluster.All()), "removed", added(next.Cluster.All(), prev.Cluster.All()))
+	}
+	if next.ClusterKey != prev.ClusterKey || next.AcceptedKey != prev.AcceptedKey {
+		s.log.Info("cluster keys changed", "key_set", next.ClusterKey != "", "accepted_key_set", next.AcceptedKey != "")
 	}
 	if next.Level != nil && next.LogLevel != prev.LogLevel {
 		next.Level.Set(next.LogLevel)

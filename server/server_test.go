@@ -155,14 +155,14 @@ func fetch(t *testing.T, method, url string) (int, string) {
 // callback allow-list; and the loud warning for a cluster without a key,
 // which a lone node does not get.
 func TestStartLog(t *testing.T) {
-	const openWarning = `level=WARN msg="no cluster key: the internal API (replication, pop notices, tombstones) is open`
+	const openWarning = `level=WARN msg="no cluster key: the internal API (replication, pop notices, tombstones, resync) trusts the members' IP addresses alone`
 	tests := []struct {
 		name, cluster string
 		others        []string // the other members
 		want, lacks   []string
 	}{
 		{"lone node", "[cluster]\nlocalhost = %[1]s\n", nil,
-			[]string{"nodes=[%[1]s] joining=[] leaving=[]", `local_site=site1 remote_sites=[] replicate_across_sites=false key_set=false callback_hosts=any`}, []string{openWarning}},
+			[]string{"nodes=[%[1]s] joining=[] leaving=[]", `local_site=site1 remote_sites=[] replicate_across_sites=false key_set=false accepted_key_set=false tls=false mutual_tls=false callback_hosts=any`}, []string{openWarning}},
 		{"cluster without key", "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\nnode = 127.0.0.1:9\n", []string{"127.0.0.1:9"},
 			[]string{`nodes="[%[1]s 127.0.0.1:9]"`, `key_set=false`, openWarning}, nil},
 		{"remote site without key", "[cluster]\nlocalhost = %[1]s\n[sites]\nlocal_site = a\nremote_site = b=127.0.0.1:9\n", nil,

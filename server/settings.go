@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/chronos-timer/chronos/node"
 )
@@ -37,7 +38,15 @@ type settings struct {
 	localSite   opt[string]
 	remoteSites opt[[]node.Site]
 	clusterKey  opt[string]
+	acceptedKey opt[string]
+	messageAge  opt[time.Duration]
+	clockSkew   opt[time.Duration]
+	maxTimers   opt[int]
+	timerBytes  opt[int64]
 	memoryLimit opt[int64]
+	tlsCert     opt[string]
+	tlsKey      opt[string]
+	tlsCA       opt[string]
 	logFolder   opt[string]
 	replicate   opt[bool]
 	storageDir  opt[string]
@@ -84,8 +93,32 @@ func (s settings) apply(c *Config) {
 	if s.clusterKey.ok {
 		c.ClusterKey = s.clusterKey.v
 	}
+	if s.acceptedKey.ok {
+		c.AcceptedKey = s.acceptedKey.v
+	}
+	if s.messageAge.ok {
+		c.MaxMessageAge = s.messageAge.v
+	}
+	if s.clockSkew.ok {
+		c.MaxClockSkew = s.clockSkew.v
+	}
+	if s.maxTimers.ok {
+		c.MaxTimers = s.maxTimers.v
+	}
+	if s.timerBytes.ok {
+		c.MaxTimerBytes = s.timerBytes.v
+	}
 	if s.memoryLimit.ok {
 		c.MemoryLimit = s.memoryLimit.v
+	}
+	if s.tlsCert.ok {
+		c.TLSCertFile = s.tlsCert.v
+	}
+	if s.tlsKey.ok {
+		c.TLSKeyFile = s.tlsKey.v
+	}
+	if s.tlsCA.ok {
+		c.TLSCAFile = s.tlsCA.v
 	}
 	if s.logFolder.ok {
 		c.LogFolder = s.logFolder.v
@@ -198,10 +231,38 @@ var memoryUnits = []struct {
 	shift  uint
 }{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
 
-// parseMemoryLimit reads a soft memory limit: a whole number of bytes with
-// an optional unit B, KiB, MiB, GiB or TiB ("2GiB", "1536MiB"), as
-// GOMEMLIMIT takes it, and at least MinMemoryLimit.
+// parseMemoryLimit reads a soft memory limit: a size (parseSize) of at
+// least MinMemoryLimit.
 func parseMemoryLimit(field, v string) (int64, error) {
+	return parseSize(field, v, MinMemoryLimit)
+}
+
+// maxDuration bounds the durations of the configuration: an hour.
+const maxDuration = time.Hour
+
+// parseDuration reads a duration such as "7s" or "500ms", above 0 (or at
+// least 0 when zero is allowed) and at most maxDuration.
+func parseDuration(field, v string, zero bool) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d < 0 || d == 0 && !zero || d > maxDuration {
+		return 0, fmt.Errorf("%s %q is not a duration between %s and %v (e.g. 7s)", field, v, map[bool]string{true: "0", false: "1ns"}[zero], maxDuration)
+	}
+	return d, nil
+}
+
+// parseCount reads a count of at least 1.
+func parseCount(field, v string) (int, error) {
+	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 31)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("%s %q is not a whole number from 1 to %d", field, v, math.MaxInt32)
+	}
+	return int(n), nil
+}
+
+// parseSize reads a whole number of bytes with an optional unit B, KiB,
+// MiB, GiB or TiB ("2GiB", "1536MiB"), as GOMEMLIMIT takes it, of at least
+// least bytes.
+func parseSize(field, v string, least int64) (int64, error) {
 	s := strings.TrimSpace(v)
 	shift := uint(0)
 	for _, u := range memoryUnits {
@@ -214,8 +275,8 @@ func parseMemoryLimit(field, v string) (int64, error) {
 	if err != nil || n > math.MaxInt64>>shift {
 		return 0, fmt.Errorf("%s %q is not a size in bytes (a whole number with an optional unit B, KiB, MiB, GiB or TiB, e.g. 2GiB)", field, v)
 	}
-	if b := int64(n << shift); b < MinMemoryLimit {
-		return 0, fmt.Errorf("%s %q is below the least limit, %d MiB", field, v, MinMemoryLimit>>20)
+	if b := int64(n << shift); b < least {
+		return 0, fmt.Errorf("%s %q is below the least, %d MiB", field, v, least>>20)
 	}
 	return int64(n << shift), nil
 }
@@ -254,7 +315,7 @@ func parseSite(field, v string) (node.Site, error) {
 func parseClusterKey(field, v string) (string, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
-		return "", fmt.Errorf("%s is empty; remove it to leave the internal API open", field)
+		return "", fmt.Errorf("%s is empty; remove it to run without a key", field)
 	}
 	if len(v) < node.MinClusterKeyBytes {
 		return "", fmt.Errorf("%s is %d bytes, fewer than %d", field, len(v), node.MinClusterKeyBytes)

@@ -141,7 +141,8 @@ type nodeMetric struct {
 
 // Help texts shared by the series of one metric.
 const (
-	shedHelp = "Requests the node refused with 503 at a limit: limit=\"timers\" (it holds its most timers; client writes and replicas), limit=\"in_flight\" (its most outbound requests outstanding)."
+	shedHelp    = "Requests the node refused with 503 at a limit: limit=\"timers\" (it holds its most timers; client writes and replicas), limit=\"bytes\" (its byte budget of held timers), limit=\"in_flight\" (its most outbound requests outstanding)."
+	refusedHelp = "Internal requests refused with 403: reason=\"signature\" (no valid signature under the cluster key, or without a key not from a member's address), reason=\"destination\" (addressed to another member), reason=\"age\" (sent longer ago than max_message_age plus max_clock_skew, or dated more than max_clock_skew ahead), reason=\"certificate\" (no client certificate the cluster's CA signed, with mutual TLS)."
 )
 
 // nodeMetrics are the node's own figures on /metrics (docs/metrics.md).
@@ -164,6 +165,20 @@ var nodeMetrics = []nodeMetric{
 		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ReplicationsReceived) }},
 	{name: "chronos_shed_total", help: shedHelp, kind: prometheus.CounterValue, labels: prometheus.Labels{"limit": "timers"},
 		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ShedTimers) }},
+	{name: "chronos_shed_total", help: shedHelp, kind: prometheus.CounterValue, labels: prometheus.Labels{"limit": "bytes"},
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ShedBytes) }},
+	{name: "chronos_timer_bytes", help: "What the held records count against the byte budget ([limits] max_timer_bytes): callback URIs and opaque data, and 200 bytes each.", kind: prometheus.GaugeValue,
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.HeldBytes) }},
+	{name: "chronos_internal_refused_total", help: refusedHelp, kind: prometheus.CounterValue, labels: prometheus.Labels{"reason": "signature"},
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Forbidden) }},
+	{name: "chronos_internal_refused_total", help: refusedHelp, kind: prometheus.CounterValue, labels: prometheus.Labels{"reason": "destination"},
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Misaddressed) }},
+	{name: "chronos_internal_refused_total", help: refusedHelp, kind: prometheus.CounterValue, labels: prometheus.Labels{"reason": "age"},
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Stale) }},
+	{name: "chronos_callbacks_refused_total", help: "Timers refused because the callback policy forbids their callback (the allow-list, link-local, unspecified or own addresses), whether a client, a replica, a resync page or a repair brought them.", kind: prometheus.CounterValue,
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.CallbacksRefused) }},
+	{name: "chronos_writes_expired_total", help: "Client writes refused with 408 because their X-Chronos-Deadline had passed.", kind: prometheus.CounterValue,
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.DeadlinePassed) }},
 	{name: "chronos_shed_total", help: shedHelp, kind: prometheus.CounterValue, labels: prometheus.Labels{"limit": "in_flight"},
 		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ShedInFlight) }},
 	{name: "chronos_statistics_tags", help: "Distinct statistics tags the live timers held carry.", kind: prometheus.GaugeValue,
@@ -248,6 +263,19 @@ func (s *Server) registerNodeMetrics(reg *prometheus.Registry) {
 	c.tags = prometheus.NewDesc("chronos_tagged_timers",
 		"Live timers held per statistics tag, each counted by its tag's count (api.md statistics).", []string{"tag"}, nil)
 	reg.MustRegister(c)
+}
+
+// registerCertMetrics adds the internal requests refused for want of a
+// client certificate, beside the node's other refusals.
+func (s *Server) registerCertMetrics(reg *prometheus.Registry) {
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "chronos_internal_refused_total", Help: refusedHelp, ConstLabels: prometheus.Labels{"reason": "certificate"},
+	}, func() float64 {
+		if s.certs == nil {
+			return 0
+		}
+		return float64(s.certs.refused.Load())
+	}))
 }
 
 func b2f(b bool) float64 {

@@ -59,12 +59,12 @@ func LogWarnings(log *slog.Logger, ws []Warning) {
 // readKeys is every key this implementation reads, by section. Any file
 // may hold any of them (docs/design.md 4.9).
 var readKeys = map[string][]string{
-	"http":      {"bind-address", "bind-port"},
+	"http":      {"bind-address", "bind-port", "tls_cert_file", "tls_key_file"},
 	"logging":   {"level", "format", "folder"},
 	"identity":  {"instance_id"},
 	"callbacks": {"allowed_host"},
-	"limits":    {"memory_limit"},
-	"cluster":   {"localhost", "node", "joining", "leaving", "key"},
+	"limits":    {"memory_limit", "max_timers", "max_timer_bytes"},
+	"cluster":   {"localhost", "node", "joining", "leaving", "key", "accepted_key", "max_message_age", "max_clock_skew", "tls_ca_file"},
 	"sites":     {"local_site", "remote_site", "replicate_timers_across_sites"},
 }
 

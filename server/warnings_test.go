@@ -101,7 +101,9 @@ func TestEveryReadKeyIsKnown(t *testing.T) {
 		"bind-address": "127.0.0.1", "bind-port": "7253", "level": "2", "format": "json", "folder": t.TempDir(), "instance_id": "1",
 		"allowed_host": "::1", "localhost": "127.0.0.1", "node": "127.0.0.1", "joining": "127.0.0.2",
 		"leaving": "127.0.0.3", "key": "0123456789abcdef", "local_site": "a", "remote_site": "b=127.0.0.4",
-		"replicate_timers_across_sites": "true", "memory_limit": "2GiB",
+		"replicate_timers_across_sites": "true", "memory_limit": "2GiB", "max_timers": "1000", "max_timer_bytes": "64MiB",
+		"accepted_key": "fedcba9876543210", "max_message_age": "7s", "max_clock_skew": "2s",
+		"tls_cert_file": "/etc/chronos/node.crt", "tls_key_file": "/etc/chronos/node.key", "tls_ca_file": "/etc/chronos/ca.crt",
 	}
 	var all strings.Builder
 	for section, keys := range readKeys {

@@ -164,7 +164,8 @@ func (c *Client) roundTrip(req node.Request, queueEnd time.Time, timeout time.Du
 // exchange writes req and reads its response, of at most limit bytes,
 // under ctx.
 func (c *Client) exchange(ctx context.Context, req node.Request, limit int64) (node.Response, error) {
-	hr, err := http.NewRequestWithContext(ctx, req.Method, req.URL, bytes.NewReader(req.Body))
+	rt, target := c.transport(req)
+	hr, err := http.NewRequestWithContext(ctx, req.Method, target, bytes.NewReader(req.Body))
 	if err != nil {
 		return node.Response{}, fmt.Errorf("server: build %s %s: %w", req.Method, req.URL, err)
 	}
@@ -173,7 +174,7 @@ func (c *Client) exchange(ctx context.Context, req node.Request, limit int64) (n
 	}
 	// The transport itself: an http.Client would only copy the header
 	// for redirects, which are never followed (the node judges a 3xx).
-	hresp, err := c.rt.RoundTrip(hr)
+	hresp, err := rt.RoundTrip(hr)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != ctx.Err() {
 			return node.Response{}, fmt.Errorf("server: %s %s: %w", req.Method, req.URL, cause)

@@ -258,8 +258,10 @@ func (w *world) setup() {
 // boot starts a node on the machine: empty, or with what its disk kept.
 func (w *world) boot(m *machine) {
 	var nd *node.Node
-	m.ep = w.net.Listen(m.addr, func(_ string, req node.Request, reply func(node.Response)) {
+	m.ep = w.net.Listen(m.addr, func(from string, req node.Request, reply func(node.Response)) {
+		req.Remote = from // the connection's source, as production sets it
 		nd.Handle(req, func(resp node.Response) {
+			w.ageRefusal(m, from, req, resp)
 			if resp.Status == 409 && resp.Header.Get(node.HeaderCollision) != "" {
 				// The answer says another timer is held under the ID:
 				// two nodes issued it (a shared instance number).

@@ -31,7 +31,7 @@ func TestProcessStartLog(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf(`msg=starting node=%s instance=%d instance_derived=true nodes=`, p.addr, ids[p.addr]),
 		`key_set=false`,
-		`level=WARN msg="no cluster key: the internal API (replication, pop notices, tombstones) is open to anyone who can reach this node;`,
+		`level=WARN msg="no cluster key: the internal API (replication, pop notices, tombstones, resync) trusts the members' IP addresses alone,`,
 		fmt.Sprintf(`level=WARN msg="unknown configuration key; not read" file=%s section=http key=bind_port`, p.localPath),
 	} {
 		if !strings.Contains(p.log.String(), want) {

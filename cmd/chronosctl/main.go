@@ -32,7 +32,7 @@ const (
 	exitNotFound = 4
 )
 
-const usage = `usage: chronosctl [-nodes host:port,...] [-timeout d] <command> [flags] [args]
+const usage = `usage: chronosctl [-nodes host:port,...] [-timeout d] [-tls-ca-file f [-tls-cert-file f -tls-key-file f]] <command> [flags] [args]
 
 commands:
   create -interval s -uri URL [-repeat-for s] [-opaque text] [-rf n] [-tags type[:count],...]
@@ -50,6 +50,10 @@ commands:
          (duplicates dropped, and reported on stderr)
 
 Durations are seconds ("10") or Go durations ("10s", "1m30s").
+
+With -tls-ca-file the nodes are reached over HTTPS, their certificates
+checked against that CA; -tls-cert-file and -tls-key-file present a client
+certificate to nodes that ask for one.
 
 exit status: 0 done, 1 the cluster failed (no answer, 503), 2 bad usage,
 3 a node refused the request (the reason is printed), 4 get: no such timer
@@ -69,6 +73,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	nodes := fs.String("nodes", "127.0.0.1:7253", "comma-separated node addresses (host:port or URL)")
 	timeout := fs.Duration("timeout", time.Minute, "bound on the whole command, retries included (not on watch)")
 	verbose := fs.Bool("v", false, "log each retry to stderr")
+	caFile := fs.String("tls-ca-file", "", "`path` of the CA certificate (PEM) the nodes' certificates are signed by: reach them over HTTPS")
+	certFile := fs.String("tls-cert-file", "", "`path` of a client certificate (PEM) to present, with -tls-key-file")
+	keyFile := fs.String("tls-key-file", "", "`path` of the client certificate's key (PEM)")
 	if err := fs.Parse(args); err != nil {
 		return usageError(stderr, err)
 	}
@@ -78,6 +85,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var opts []client.Option
 	if *verbose {
 		opts = append(opts, client.WithLogger(newLogger(stderr)))
+	}
+	if *caFile != "" || *certFile != "" || *keyFile != "" {
+		tlsCfg, err := client.LoadTLS(*caFile, *certFile, *keyFile)
+		if err != nil {
+			return usageError(stderr, err)
+		}
+		opts = append(opts, client.WithTLS(tlsCfg))
 	}
 	c, err := client.New(splitList(*nodes), opts...)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/internal/certtest"
 	"github.com/chronos-timer/chronos/server"
 )
 
@@ -23,8 +24,9 @@ import (
 const wait = 20 * time.Second
 
 // startNode serves a lone node, the production server, on a loopback port
-// until the test ends, and returns its address.
-func startNode(t *testing.T) string {
+// until the test ends, and returns its address; configure, if given,
+// changes its configuration first.
+func startNode(t *testing.T, configure ...func(*server.Config)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -35,6 +37,9 @@ func startNode(t *testing.T) string {
 	cfg.BindAddress = host
 	if cfg.BindPort, err = strconv.Atoi(port); err != nil {
 		t.Fatal(err)
+	}
+	for _, c := range configure {
+		c(&cfg)
 	}
 	srv, err := server.New(cfg, nil)
 	if err != nil {
@@ -248,5 +253,26 @@ func TestExitStatus(t *testing.T) {
 		if code != tt.code || !strings.Contains(errOut, tt.want) {
 			t.Errorf("chronosctl %q: exit %d, stderr %q; want %d with %q", tt.args, code, errOut, tt.code, tt.want)
 		}
+	}
+}
+
+// TestCommandsOverTLS proves chronosctl reaches a node that serves HTTPS
+// with a certificate a test CA signed, given -tls-ca-file (the address
+// then needs no scheme), and fails without it: the node's certificate is
+// not one the system trusts.
+func TestCommandsOverTLS(t *testing.T) {
+	ca := certtest.NewCA(t, "ctl")
+	cert, key := ca.Issue(t, "node", "127.0.0.1")
+	addr := startNode(t, func(c *server.Config) { c.TLSCertFile, c.TLSKeyFile = cert, key })
+
+	code, out, errOut := ctl(t, "-nodes", addr, "-tls-ca-file", ca.File, "create", "-interval", "1h", "-uri", "http://127.0.0.1:9/cb")
+	if code != exitOK || strings.TrimSpace(out) == "" {
+		t.Fatalf("create over TLS: exit %d, stdout %q, stderr %s; want 0 and an ID", code, out, errOut)
+	}
+	if code, _, _ := ctl(t, "-nodes", "https://"+addr, "-timeout", "3s", "status"); code == exitOK {
+		t.Errorf("status over TLS without the CA: exit 0, want a failure (certificate not trusted)")
+	}
+	if code, _, _ := ctl(t, "-nodes", addr, "-tls-ca-file", "/nonexistent/ca.pem", "status"); code != exitUsage {
+		t.Errorf("a CA file that does not exist: exit %d, want %d", code, exitUsage)
 	}
 }

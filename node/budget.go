@@ -1,0 +1,57 @@
+package node
+
+import "fmt"
+
+// A node bounds what it holds by count (Limits.MaxTimers) and by bytes
+// (Limits.MaxHeldBytes), so that no client, and no peer, can make it
+// hold more than its memory allows: past either, a write is refused with
+// 503 and Retry-After, counted and logged (noteShed), and the node goes
+// on serving. The limits are per node, not per client: one client can
+// still fill a node's budget for all (docs/operations.md, "Security").
+
+// recordBytes is what t counts against Limits.MaxHeldBytes: its callback
+// URI and opaque data, and RecordOverheadBytes; 0 for no record.
+func recordBytes(t *Timer) int64 {
+	if t == nil {
+		return 0
+	}
+	n := int64(RecordOverheadBytes + len(t.cb))
+	if t.host != nil {
+		n += int64(len(*t.host))
+	}
+	return n
+}
+
+// overBudget says why t, offered to replace existing (nil: none), would
+// take the node past a limit, or "". A record that grows nothing (a
+// tombstone, or a smaller definition replacing a larger one) is never
+// refused for its bytes.
+func (n *Node) overBudget(existing, t *Timer) string {
+	if existing == nil && n.store.Len() >= n.cfg.Limits.MaxTimers {
+		return fmt.Sprintf("node holds %d timers, its limit", n.store.Len())
+	}
+	if grow := recordBytes(t) - recordBytes(existing); grow > 0 && t.State == Live && n.heldBytes+grow > n.cfg.Limits.MaxHeldBytes {
+		return fmt.Sprintf("node holds %d bytes of timers, and this one would take it past its budget of %d", n.heldBytes, n.cfg.Limits.MaxHeldBytes)
+	}
+	return ""
+}
+
+// refuseFull answers 503 when t cannot be held for a limit, counting and
+// logging it; a tombstone with nothing to bury is not worth holding and
+// is dropped quietly (ok, not stored).
+func (n *Node) refuseFull(existing, t *Timer) (applied, bool) {
+	reason := n.overBudget(existing, t)
+	switch {
+	case reason == "":
+		return applied{}, false
+	case t.State != Live && existing == nil:
+		return applied{ok: true}, true
+	}
+	counter := &n.stats.ShedBytes
+	if existing == nil && n.store.Len() >= n.cfg.Limits.MaxTimers {
+		counter = &n.stats.ShedTimers
+	}
+	n.noteShed(counter, reason)
+	resp := unavailable(reason)
+	return applied{refusal: &resp}, true
+}
