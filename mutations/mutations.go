@@ -156,7 +156,10 @@ type Outcome struct {
 	// Stale is set when the patch no longer applies or builds: the
 	// audit cannot judge it.
 	Stale string
-	Sweep Sweep
+	// Sweep holds the seeds that failed on the mutant and not on the
+	// unmutated tree; Discounted counts those that failed on both.
+	Sweep      Sweep
+	Discounted int
 }
 
 // Caught reports whether some seed failed.
@@ -172,8 +175,12 @@ func (o Outcome) Line() string {
 		return fmt.Sprintf("%-28s MISSED  0 of %d seeds failed (expected %s): %s", m.Name, o.Sweep.Seeds, m.Expect, m.Bug)
 	}
 	seed, g, _ := o.Sweep.First()
-	return fmt.Sprintf("%-28s CAUGHT  first seed %d by %s, %d of %d seeds failed (expected %s)",
+	line := fmt.Sprintf("%-28s CAUGHT  first seed %d by %s, %d of %d seeds failed (expected %s)",
 		m.Name, seed, g, len(o.Sweep.Failed), o.Sweep.Seeds, m.Expect)
+	if o.Discounted > 0 {
+		line += fmt.Sprintf(", %d more that fail unmutated not counted", o.Discounted)
+	}
+	return line
 }
 
 // Snapshot copies the files git tracks under root, as they are in the
@@ -191,10 +198,80 @@ func Snapshot(ctx context.Context, root string) (string, error) {
 	return dir, nil
 }
 
+// Baseline is the sweep of the unmutated snapshot, which a mutant's
+// sweep is judged against: a seed that fails without any bug planted
+// (a known problem not pinned yet, or one another branch brings) would
+// catch every mutation, so it catches none. It sweeps each size once, on
+// first use.
+type Baseline struct {
+	snapshot string
+	dir, bin string
+	sweeps   map[int]Sweep
+}
+
+// NewBaseline is the baseline of the snapshot; Close removes its files.
+func NewBaseline(snapshot string) *Baseline {
+	return &Baseline{snapshot: snapshot, sweeps: map[int]Sweep{}}
+}
+
+// Close removes the baseline's simulator.
+func (b *Baseline) Close() {
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
+}
+
+// Sweep returns the sweep of seeds 1..n of the unmutated tree. A sweep
+// of more seeds answers for fewer.
+func (b *Baseline) Sweep(ctx context.Context, n int, log io.Writer) (Sweep, error) {
+	for size, s := range b.sweeps {
+		if size >= n {
+			return s.upTo(n), nil
+		}
+	}
+	if b.bin == "" {
+		dir, err := os.MkdirTemp("", "chronos-baseline-")
+		if err != nil {
+			return Sweep{}, err
+		}
+		b.dir = dir
+		bin := filepath.Join(dir, "chronos-sim.bin")
+		if stale, err := Build(ctx, b.snapshot, Mutation{}, "./cmd/chronos-sim", bin); err != nil || stale != "" {
+			return Sweep{}, fmt.Errorf("unmutated tree: %v%s", err, stale)
+		}
+		b.bin = bin
+	}
+	out, err := command(ctx, b.dir, b.bin, "sweep", "-seeds", strconv.Itoa(n))
+	fmt.Fprintf(log, "%s", out)
+	if err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			return Sweep{}, fmt.Errorf("sweep of the unmutated tree: %w", err)
+		}
+	}
+	s, err := ParseSweep(string(out))
+	if err != nil {
+		return Sweep{}, fmt.Errorf("sweep of the unmutated tree: %w", err)
+	}
+	b.sweeps[n] = s
+	return s, nil
+}
+
+// upTo is s cut to seeds 1..n.
+func (s Sweep) upTo(n int) Sweep {
+	c := Sweep{Failed: map[uint64]string{}, Seeds: min(s.Seeds, n)}
+	for seed, g := range s.Failed {
+		if seed <= uint64(n) {
+			c.Failed[seed] = g
+		}
+	}
+	return c
+}
+
 // Run applies m to a copy of the snapshot and runs the sweep of seeds
-// 1..seeds on it, trying seeds 1..first before (see stages). Commands'
-// output goes to log.
-func Run(ctx context.Context, snapshot string, m Mutation, seeds, first int, log io.Writer) (Outcome, error) {
+// 1..seeds on it, trying seeds 1..first before (see stages). A seed that
+// fails in base too (nil: no baseline) does not count. Commands' output
+// goes to log.
+func Run(ctx context.Context, snapshot string, m Mutation, seeds, first int, base *Baseline, log io.Writer) (Outcome, error) {
 	out := Outcome{Mutation: m}
 	dir, err := os.MkdirTemp("", "chronos-mutate-")
 	if err != nil {
@@ -217,6 +294,19 @@ func Run(ctx context.Context, snapshot string, m Mutation, seeds, first int, log
 		if err != nil {
 			return out, fmt.Errorf("sweep of %s: %w", m.Name, err)
 		}
+		out.Discounted = 0
+		if base != nil && len(out.Sweep.Failed) > 0 {
+			unmutated, err := base.Sweep(ctx, n, log)
+			if err != nil {
+				return out, err
+			}
+			for seed := range unmutated.Failed {
+				if _, ok := out.Sweep.Failed[seed]; ok {
+					delete(out.Sweep.Failed, seed)
+					out.Discounted++
+				}
+			}
+		}
 		if len(out.Sweep.Failed) > 0 {
 			break
 		}
@@ -225,8 +315,9 @@ func Run(ctx context.Context, snapshot string, m Mutation, seeds, first int, log
 }
 
 // Build applies m to a copy of the snapshot and builds the package pkg
-// of the patched tree (for example "./cmd/chronos") into the file bin.
-// A patch that no longer applies or builds is no error: stale says why.
+// of the patched tree (for example "./cmd/chronos") into the file bin;
+// a Mutation with no File builds the snapshot as it is. A patch that no
+// longer applies or builds is no error: stale says why.
 func Build(ctx context.Context, snapshot string, m Mutation, pkg, bin string) (stale string, err error) {
 	dir, err := os.MkdirTemp("", "chronos-mutant-")
 	if err != nil {
@@ -236,12 +327,14 @@ func Build(ctx context.Context, snapshot string, m Mutation, pkg, bin string) (s
 	if err := os.CopyFS(dir, os.DirFS(snapshot)); err != nil {
 		return "", err
 	}
-	patch, err := filepath.Abs(m.File)
-	if err != nil {
-		return "", err
-	}
-	if b, err := command(ctx, dir, "git", "apply", patch); err != nil {
-		return "patch does not apply: " + firstLine(b), nil
+	if m.File != "" {
+		patch, err := filepath.Abs(m.File)
+		if err != nil {
+			return "", err
+		}
+		if b, err := command(ctx, dir, "git", "apply", patch); err != nil {
+			return "patch does not apply: " + firstLine(b), nil
+		}
 	}
 	if b, err := command(ctx, dir, "go", "build", "-o", bin, pkg); err != nil {
 		return "does not build: " + firstLine(b), nil

@@ -105,3 +105,12 @@ func TestStages(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepUpTo proves a baseline sweep of many seeds answers for fewer.
+func TestSweepUpTo(t *testing.T) {
+	s := Sweep{Failed: map[uint64]string{17: "G4", 83: "G4"}, Seeds: 1000}
+	got := s.upTo(50)
+	if got.Seeds != 50 || len(got.Failed) != 1 || got.Failed[17] != "G4" {
+		t.Fatalf("upTo(50) = %+v, want seed 17 of 50", got)
+	}
+}
