@@ -59,6 +59,15 @@ func TestEveryMutationApplies(t *testing.T) {
 	if len(ms) < 15 {
 		t.Fatalf("got %d mutations, want at least 15", len(ms))
 	}
+	// The bugs the sweep is known to miss, or was not run long enough
+	// on, are kept applying too: they are the workload's to-do list.
+	for _, sub := range []string{"escaped", "unmeasured"} {
+		more, err := Load(sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, more...)
+	}
 	dir := t.TempDir()
 	if err := copyTracked(context.Background(), "..", dir); err != nil {
 		t.Fatal(err)
