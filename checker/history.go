@@ -166,10 +166,13 @@ const ReplyDetail = "reply"
 
 // ShedDetail is the Detail of an Overload fault whose message was shed,
 // never sent; OverloadWaited starts that of one whose message waited,
-// followed by how long ("waited=120ms").
+// followed by how long ("waited=120ms"), and OverloadRecord ends it when
+// the message carried the timer's record to a node (an internal PUT),
+// whose receiver rebuilds the start from it when it processes it.
 const (
 	ShedDetail     = "shed"
 	OverloadWaited = "waited="
+	OverloadRecord = " record"
 )
 
 // Fault is one fault or event on the timeline. Nodes lists the nodes it

@@ -99,9 +99,20 @@ func (w *world) overloadFault(from, to string, req *node.Request, wait time.Dura
 			return
 		}
 		detail = checker.OverloadWaited + wait.String()
+		if carriesRecord(req) {
+			detail += checker.OverloadRecord
+		}
 	}
 	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Overload,
 		Nodes: []string{from}, Peers: []string{to}, Detail: detail, Timer: timerOfRequest(req)})
+}
+
+// carriesRecord reports whether req carries a timer's record to a node:
+// an internal PUT to /timers/<wire ID> (a replication, a pop notice, a
+// forward to another site). A callback is a POST to its endpoint, a read
+// a GET.
+func carriesRecord(req *node.Request) bool {
+	return req.Method == "PUT" && timerOfURL(req.URL) != 0
 }
 
 // timerOfRequest is the unique ID a request is about: named in its path
