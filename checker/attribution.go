@@ -102,10 +102,7 @@ func (x *index) placement(d *def) ([]string, int) {
 		out := Replicas(x.h.Members, d.timer, d.rf)
 		return out, len(out)
 	}
-	home := slices.IndexFunc(x.h.Sites, func(site []string) bool { return slices.Contains(site, d.op.Node) })
-	if home < 0 {
-		home = 0
-	}
+	home := x.homeSite(d)
 	out := Replicas(x.h.Sites[home], d.timer, d.rf)
 	n := len(out)
 	for i, site := range x.h.Sites {
@@ -114,6 +111,12 @@ func (x *index) placement(d *def) ([]string, int) {
 		}
 	}
 	return out, n
+}
+
+// homeSite is the index in History.Sites of the site of the node that
+// took d's write (the first, when it is at none).
+func (x *index) homeSite(d *def) int {
+	return max(0, slices.IndexFunc(x.h.Sites, func(site []string) bool { return slices.Contains(site, d.op.Node) }))
 }
 
 // replicaSetIn is the nodes that may hold d somewhere in [a, b] (its

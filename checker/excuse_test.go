@@ -490,3 +490,80 @@ func TestSitesWriteLagAndQuorum(t *testing.T) {
 		}
 	}
 }
+
+// TestOtherSiteWaitsForEveryLocalRank proves the other sites' part of
+// G4's rank order: with both replicas of the write's site crashed, the
+// other site's replica pops at its turn, after both local ranks (4 s
+// after due), and popping at the local backup's turn (2 s) is G4 even
+// though no duplicate shows it; a forward jump of its clock by 2 s makes
+// that pop no earlier than its own clock allows, and passes.
+func TestOtherSiteWaitsForEveryLocalRank(t *testing.T) {
+	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	local := Replicas(sites[0], placedTimer, 2)
+	away := Replicas(sites[1], placedTimer, 2)[0]
+	for _, c := range []struct {
+		name   string
+		after  time.Duration // the other site's pops, after due
+		jumped bool
+		want   string
+	}{
+		{"at its turn", 4*sec + 20*ms, false, ""},
+		{"at the local backup's turn", 2*sec + 20*ms, false, "G4"},
+		{"at the local backup's turn, its clock 2 s ahead", 2*sec + 20*ms, true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+				Ops: []Op{write(1, Create, placedTimer, "a", 10*sec, 40*sec, 0, 10*ms, OK)},
+				End: 50 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+				Faults: []Fault{{At: 500 * ms, Kind: Crash, Nodes: []string{local[0]}}, {At: 500 * ms, Kind: Crash, Nodes: []string{local[1]}}},
+			}
+			h.Ops[0].Node = local[0]
+			if c.jumped {
+				h.Faults = append(h.Faults, Fault{At: sec, Kind: ClockJump, Nodes: []string{away}, Detail: "+2s"})
+			}
+			for k := 1; k <= 4; k++ {
+				p := pop(time.Duration(k)*10*sec+c.after, away, "a", k)
+				p.Timer = placedTimer
+				h.Pops = append(h.Pops, p)
+			}
+			if vs := Check(h); c.want == "" {
+				requireNone(t, vs)
+			} else {
+				requireHas(t, vs, c.want, "another site", "turn")
+			}
+		})
+	}
+}
+
+// TestClockStepAtTheSkewMarginIsDecided pins where a clock step becomes
+// a fault: a backup whose clock moved ahead pops its rank that much
+// sooner, and the checker excuses the duplicate only once the step is
+// more than the skew leaves after a healthy pop's slack (spreadMargin:
+// 2 s - 100 ms - 2 x 5 ms = 1.89 s). At exactly the margin the backup
+// pops at the end of the primary's healthy window, by when the
+// primary's notice has reached it, so a duplicate there is G4; one
+// millisecond more, or a step of the whole skew, touches the timer.
+func TestClockStepAtTheSkewMarginIsDecided(t *testing.T) {
+	for _, c := range []struct {
+		step time.Duration
+		want string
+	}{
+		{1890 * ms, "G4"},
+		{1891 * ms, ""},
+		{2 * sec, ""},
+	} {
+		t.Run(c.step.String(), func(t *testing.T) {
+			h, _, b, _ := placed(t)
+			h.Faults = []Fault{{At: 1500 * ms, Kind: ClockJump, Nodes: []string{b}, Detail: "+" + c.step.String()}}
+			dup := pop(2*sec+2*sec-c.step+20*ms, b, "a", 2)
+			dup.Timer = placedTimer
+			h.Pops = append(h.Pops, dup)
+			if vs := Check(h); c.want == "" {
+				requireNone(t, vs)
+			} else {
+				requireHas(t, vs, c.want, "pop 2")
+			}
+		})
+	}
+}

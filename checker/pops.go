@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -47,6 +48,9 @@ func (x *index) checkSeq(d *def, seq int) []Violation {
 	var vs []Violation
 	for n, i := range idx {
 		if v, bad := x.checkDelivery(d, seq, x.h.Pops[i], n == 0); bad {
+			vs = append(vs, v)
+		}
+		if v, bad := x.checkSiteTurn(d, seq, x.h.Pops[i]); bad {
 			vs = append(vs, v)
 		}
 	}
@@ -107,6 +111,48 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 	return x.violation(g, p.At, d, fmt.Sprintf(
 		"pop %d from %s arrived late: got %v, want by %v (due by %v + bound %v + clock lag of the timer's nodes %v)",
 		seq, p.Node, p.At, hi+bound+lag, hi, bound, lag)), true
+}
+
+// checkSiteTurn is the other sites' part of G4's rank order
+// (docs/design.md 4.10): a replica at another site than the write's
+// pops only once every replica of the write's site has had its turn, 2 s
+// per rank, whatever the faults (a fault may make it pop later, never
+// sooner), less only what the clocks of the timer's nodes gained
+// meanwhile, as for G1. Were it to pop sooner, its notice could keep the
+// local replicas from popping while they were healthy, and with a local
+// replica down it would pop at the local backup's turn, a duplicate no
+// fault excuses.
+func (x *index) checkSiteTurn(d *def, seq int, p Pop) (Violation, bool) {
+	local, ok := x.homeRanks(d)
+	if !ok || slices.Contains(d.replicas[:local], p.Node) || !slices.Contains(d.replicas, p.Node) {
+		return Violation{}, false
+	}
+	lo, _ := d.due(seq)
+	gain := x.forward(d, d.lo, p.At)
+	turn := lo + time.Duration(local)*x.o.ReplicaSkew - gain
+	if p.At >= turn {
+		return Violation{}, false
+	}
+	return x.violation("G4", p.At, d, fmt.Sprintf(
+		"pop %d from %s, a replica at another site than the write's, came before the write's site had its turn: got %v, want at or after %v (due from %v + %d local ranks x %v - clock gain %v of the timer's nodes)",
+		seq, p.Node, p.At, turn, lo, local, x.o.ReplicaSkew, gain)), true
+}
+
+// homeRanks is how many of d's replicas are at the site of the node that
+// took its write, which rank before every other site's, and false unless
+// d is placed across several sites.
+func (x *index) homeRanks(d *def) (int, bool) {
+	if len(x.h.Sites) <= 1 || !d.placed || d.shared {
+		return 0, false
+	}
+	home := x.h.Sites[x.homeSite(d)]
+	n := 0
+	for _, r := range d.replicas {
+		if slices.Contains(home, r) {
+			n++
+		}
+	}
+	return n, true
 }
 
 // lag is the largest clock lag of d's nodes at t: a replica whose clock
