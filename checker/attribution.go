@@ -87,7 +87,7 @@ func (x *index) attribute(d *def) {
 		// Excuse shared-id: another create was acknowledged under this
 		// timer's ID, so the two timers' replicas refuse each other's
 		// records and the survivor pops at whatever rank holds it.
-		d.spans = append(d.spans, span{from: 0, to: never, end: x.end, fault: Fault{Kind: sharedIDFault, Detail: "another create was acknowledged under this ID"}})
+		d.spans = append(d.spans, span{from: 0, to: never, end: x.end, fault: Fault{Kind: sharedIDFault, Detail: "the twins may have issued this ID twice"}})
 	}
 	sort.SliceStable(d.spans, func(i, j int) bool { return d.spans[i].from < d.spans[j].from })
 }
@@ -153,9 +153,9 @@ func (x *index) affects(f Fault, d *def, nodes map[string]bool) bool {
 	return true // kinds the checker does not know
 }
 
-// sharedIDFault marks a timer whose ID two acknowledged creates share: a
-// misconfiguration (two nodes with one instance number) that the node's
-// collision defence cannot always undo when the refusal is lost
+// sharedIDFault marks a timer whose ID two timers may share: a
+// misconfiguration (two members with one instance number) that the
+// node's collision defence cannot always undo when the refusal is lost
 // (scenarios/README.md I2).
 const sharedIDFault FaultKind = "shared-id"
 
@@ -165,25 +165,19 @@ const sharedIDFault FaultKind = "shared-id"
 // overdue (scenarios/README.md R1).
 const copiesLostFault FaultKind = "copies-lost"
 
-// sharedID reports whether two timers are known to share d's ID: two OK
-// creates name it, or a node answered a request about it with a
-// collision; or whether d was first written under an ID that collided and
-// pops under it: the proxy writes the create again under a new ID and
-// withdraws the first, but a replica may pop the first before the
-// withdrawal reaches it.
+// sharedID reports whether another timer may share d's ID, from the
+// plan's twins alone (see mayShareID), never from a node's collision
+// answer; or whether d's pops name another ID the twins may have
+// issued twice: the proxy that met a collision writes the create again
+// under a new ID and withdraws the first, but a replica may pop the
+// first before the withdrawal reaches it.
 func (x *index) sharedID(d *def) bool {
-	creates := 0
-	for _, op := range x.byTimer[d.timer] {
-		if op.Kind == Create && op.Outcome == OK {
-			creates++
-		}
-	}
-	if d.timer != 0 && (creates > 1 || x.tl.collided[d.timer]) {
+	if d.timer != 0 && x.mayShareID(d.timer) {
 		return true
 	}
 	for _, seq := range sortedSeqs(d) {
 		for _, i := range d.bySeq[seq] {
-			if t := x.h.Pops[i].Timer; t != 0 && t != d.timer && x.tl.collided[t] {
+			if t := x.h.Pops[i].Timer; t != 0 && t != d.timer && x.mayShareID(t) {
 				return true
 			}
 		}

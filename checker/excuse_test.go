@@ -191,9 +191,10 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			h.Pops[0].At = 2520 * ms
 		}},
 		{ExSharedID, "G3", func(h *History, p, b, o string, rel bool) {
-			// The primary answered with a collision: it holds another
-			// timer under the ID, and the backup pops at its rank.
-			h.Faults = []Fault{{At: 5 * ms, Kind: IDCollision, Nodes: []string{p}, Timer: pickTimer(rel)}}
+			// The primary, a twin, holds another timer under the ID,
+			// which its twin issued as it did; the backup pops at its
+			// rank.
+			twinned(h, p, o, rel)
 			handOver(h, b, 1)
 		}},
 		{ExSharedID, "G4", func(h *History, p, b, o string, rel bool) {
@@ -201,19 +202,19 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			// proxy wrote it again under placedTimer, and the primary
 			// popped the first copy before its withdrawal arrived.
 			first := uint64(placedTimer + 7)
-			h.Faults = []Fault{{At: 5 * ms, Kind: IDCollision, Nodes: []string{p}, Timer: pick64(rel, first, first+1)}}
+			twinned(h, p, o, rel)
 			early := pop(1010*ms, p, "a", 1)
 			early.Timer = first
 			h.Pops = append([]Pop{early}, h.Pops...)
 		}},
 		{ExSharedID, "G2", func(h *History, p, b, o string, rel bool) {
-			// The backup holds another timer under the ID, so when the
+			// The backup, a twin, holds another timer under the ID, so when the
 			// primary's callback of pop 3 is refused, nobody makes pop
 			// 3; the primary goes on with pop 4. Moved: the collision
 			// was another timer's, and the backup should have popped 3
 			// at its rank.
-			h.Faults = []Fault{{At: 5 * ms, Kind: IDCollision, Nodes: []string{b}, Timer: pickTimer(rel)},
-				{At: 2900 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
+			twinned(h, b, o, rel)
+			h.Faults = []Fault{{At: 2900 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
 				{At: 3500 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}}}
 			h.Pops[2].Answered = 500
 		}},
@@ -275,14 +276,22 @@ func TestCrashTakesNoCopyWithStorage(t *testing.T) {
 // relay is the node the second site's address names.
 func relay(sites [][]string) string { return sites[1][0] }
 
-func pick(related bool, yes, no string) string {
+// twinned makes a and b the plan's twins, writing at the millisecond
+// placedTimer carries (b a create of another timer, answered 503):
+// related, their number is the one the ID carries, so the twins may have
+// issued it twice; unrelated, another number.
+func twinned(h *History, a, b string, related bool) {
+	h.Epoch = time.UnixMilli(idEpochMs + int64(placedTimer>>(idSeqBits+idInstanceBits)))
+	h.Twins, h.TwinInstances = []string{a, b}, []int{idInstance(placedTimer) - 1}
 	if related {
-		return yes
+		h.TwinInstances[0]++
 	}
-	return no
+	other := write(len(h.Ops)+1, Create, 0, "twin", sec, 10*sec, 0, 20*ms, Unknown)
+	other.Node = b
+	h.Ops = append(h.Ops, other)
 }
 
-func pick64(related bool, yes, no uint64) uint64 {
+func pick(related bool, yes, no string) string {
 	if related {
 		return yes
 	}

@@ -56,10 +56,8 @@ type span struct {
 type timeline struct {
 	// spans are every fault but the message faults that name a timer,
 	// which byTimer files by the timer they hit.
-	spans   []span
-	byTimer map[uint64][]span
-	// collided holds the timers some node answered with a collision.
-	collided map[uint64]bool
+	spans    []span
+	byTimer  map[uint64][]span
 	liveFrom time.Duration
 	// clocks holds each node's clock changes, for lag.
 	clocks map[string][]clockChange
@@ -92,7 +90,7 @@ func livenessFrom(h *History) time.Duration {
 func buildTimeline(h *History, end, settle time.Duration) timeline {
 	fs := append([]Fault(nil), h.Faults...)
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].At < fs[j].At })
-	tl := timeline{liveFrom: livenessFrom(h), clocks: clockChanges(fs), byTimer: map[uint64][]span{}, collided: map[uint64]bool{}}
+	tl := timeline{liveFrom: livenessFrom(h), clocks: clockChanges(fs), byTimer: map[uint64][]span{}}
 	for i, f := range fs {
 		if isEndEvent(f.Kind) {
 			continue
@@ -110,7 +108,8 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 			continue
 		}
 		if f.Kind == IDCollision {
-			tl.collided[f.Timer] = true
+			// A node's own answer: which timers may share an ID is
+			// taken from the plan's twins (see sharedID).
 			continue
 		}
 		if isMessageFault(f.Kind) {

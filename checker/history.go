@@ -222,6 +222,28 @@ type History struct {
 	// Storage is set when the nodes keep their records on disk: a crash
 	// then takes no copy away, only a disk fault does (see diskLost).
 	Storage bool
+	// Epoch is the wall time of the history's 0, as a clock with no
+	// offset reads it: where the milliseconds of a timer's ID fall.
+	Epoch time.Time
+	// Twins names the two members a shared-instance plan configured with
+	// one instance number, and TwinInstances the numbers they were given
+	// (one per membership they booted in); both nil in any other history.
+	Twins         []string
+	TwinInstances []int
+	// Clashes are the moments a twin surely learned that it shares its
+	// number, from what the network handed it (see Clash).
+	Clashes []Clash
+}
+
+// Clash is a moment twin Node surely learned that another member shares
+// its instance number: Direct, it was handed an internal request from
+// its twin, which names the sender's number; otherwise it took the
+// answer to an internal request from a node that had been handed one
+// from its twin before the request was sent, which names the twin.
+type Clash struct {
+	At     time.Duration
+	Node   string
+	Direct bool
 }
 
 // Scale is one membership change, carried out by the operator's procedure
