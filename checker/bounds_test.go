@@ -272,3 +272,36 @@ func TestOverloadHoldsACopyOnlyPastTheAnswerByItsWait(t *testing.T) {
 		})
 	}
 }
+
+// TestCallbackThatWaitedForItsSenderArrivesThatLate proves a pop whose
+// own callback waited for its overloaded sender may arrive late by the
+// wait, and by no more: the primary crashed, the backup pops at its rank
+// and its callback of pop 3 waits 1.5 s (recorded as it is sent, at its
+// turn), past the rank bound. The same wait on the crashed primary's
+// callback, or a pop later than the wait, is G3.
+func TestCallbackThatWaitedForItsSenderArrivesThatLate(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		waiter string
+		late   time.Duration
+		want   string
+	}{
+		{"its callback waited", "backup", 1500 * ms, ""},
+		{"another replica's callback waited", "primary", 1500 * ms, "G3"},
+		{"later than the wait", "backup", 1800 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, _ := placed(t)
+			handOver(h, b, 3)
+			waiter := map[string]string{"primary": p, "backup": b}[c.waiter]
+			h.Faults = []Fault{{At: 2500 * ms, Kind: Crash, Nodes: []string{p}},
+				{At: 5 * sec, Kind: Overload, Nodes: []string{waiter}, Peers: []string{"client"}, Detail: "waited=1.5s", Timer: placedTimer}}
+			h.Pops[2].At = 5*sec + c.late + 2*ms
+			if vs := Check(h); c.want == "" {
+				requireNone(t, vs)
+			} else {
+				requireHas(t, vs, c.want, "pop 3")
+			}
+		})
+	}
+}

@@ -202,9 +202,13 @@ func (x *index) down(d *def, a, b time.Duration, paused bool) map[string]bool {
 		case Crash:
 			addAll(seen, s.fault.Nodes)
 		case Overload:
-			// The sender's backlog held or shed its pop of d, or the
-			// notice that would have spared the next replica its turn.
-			addAll(seen, s.fault.Nodes)
+			// The sender's backlog shed its pop of d, or held or shed
+			// the notice that would have spared the next replica its
+			// turn. A callback that waited was made, and arrives late
+			// by its wait (sendWait).
+			if _, record, ok := overloadWait(s.fault); !ok || record || !slices.Contains(s.fault.Peers, d.host) {
+				addAll(seen, s.fault.Nodes)
+			}
 		case Partition, Clog:
 			if !d.placed {
 				addAll(seen, s.fault.Nodes)

@@ -86,6 +86,7 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 		// 9920).
 		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, !x.liveAllLost(d, seq)
 	}
+	bound += x.sendWait(d, p)
 	if !ok || p.At <= hi+bound+x.lag(d, p.At) || (touched || x.replacedByHitWrite(d)) && d.cutoff <= hi+bound {
 		// In time, or, with a fault around the pop or the write that
 		// replaced it, superseded before its deadline: the backup that
@@ -153,6 +154,23 @@ func (x *index) homeRanks(d *def) (int, bool) {
 		}
 	}
 	return n, true
+}
+
+// sendWait is how long the callback of pop p waited for its overloaded
+// sender (an Overload fault on its node and endpoint that ended, after
+// the wait, within a network delay before p arrived): the pop left its
+// replica that much after the replica made it (scenarios/README.md C8).
+func (x *index) sendWait(d *def, p Pop) time.Duration {
+	for _, s := range d.spans {
+		w, record, ok := overloadWait(s.fault)
+		if !ok || record || s.fault.Nodes[0] != p.Node || s.fault.Peers[0] != d.host {
+			continue
+		}
+		if left := s.from + w; left <= p.At && p.At <= left+x.h.MaxNetDelay {
+			return w
+		}
+	}
+	return 0
 }
 
 // lag is the largest clock lag of d's nodes at t: a replica whose clock
