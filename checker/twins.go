@@ -75,9 +75,10 @@ func (x *index) mayShareID(id uint64) bool {
 
 // clashWindows lists, per twin, the stretches in which it surely knew it
 // shares its number (see History.Clashes): from a message its twin sent
-// it until it restarts (or, after a scale starts, the membership may
-// have dropped its twin), and from an answer that told it for
-// ClashReported on its own clock, less what that clock gained.
+// it until it restarts or the membership next changes (a scale's start
+// or end: a node forgets a clash with a node that is no longer a
+// member), and from an answer that told it for ClashReported on its own
+// clock, less what that clock gained.
 func (x *index) clashWindows() map[string][][2]time.Duration {
 	out := map[string][][2]time.Duration{}
 	for _, c := range x.h.Clashes {
@@ -88,8 +89,10 @@ func (x *index) clashWindows() map[string][][2]time.Duration {
 			}
 		}
 		for _, sc := range x.h.Scales {
-			if sc.Start > c.At {
-				end = min(end, sc.Start)
+			for _, t := range []time.Duration{sc.Start, sc.End} {
+				if t > c.At {
+					end = min(end, t)
+				}
 			}
 		}
 		if !c.Direct {

@@ -28,6 +28,9 @@ type twins struct {
 	// told is, per twin, when a Clash from an answer was last recorded:
 	// one a second is enough for the checker's minute-long windows.
 	told map[string]time.Duration
+	// instance is each twin's number as last booted: a twin that booted
+	// in another membership may have been given another one.
+	instance map[string]int
 }
 
 // newTwins is the recorder of a shared-instance plan, nil in any other.
@@ -35,7 +38,8 @@ func newTwins(w *world) *twins {
 	if !w.plan.enabled(MixSharedInstance) {
 		return nil
 	}
-	t := &twins{w: w, addrs: []string{nodeAddr(1), nodeAddr(2)}, heard: map[string]map[string]time.Duration{}, told: map[string]time.Duration{}}
+	t := &twins{w: w, addrs: []string{nodeAddr(1), nodeAddr(2)}, heard: map[string]map[string]time.Duration{},
+		told: map[string]time.Duration{}, instance: map[string]int{}}
 	w.hist.Twins = t.addrs
 	return t
 }
@@ -51,6 +55,7 @@ func (t *twins) booted(addr string) int {
 		return node.AutoInstanceID
 	}
 	n := t.w.sharedInstance()
+	t.instance[addr] = n
 	if !slices.Contains(t.w.hist.TwinInstances, n) {
 		t.w.hist.TwinInstances = append(t.w.hist.TwinInstances, n)
 	}
@@ -66,7 +71,7 @@ func (t *twins) served(at, from string, req node.Request) {
 		return
 	}
 	t.heard[at][from] = t.w.loop.Now()
-	if t.twin(at) == from {
+	if t.twin(at) == from && t.sharing() {
 		t.w.hist.Clashes = append(t.w.hist.Clashes, checker.Clash{At: t.w.loop.Now(), Node: at, Direct: true})
 	}
 }
@@ -76,7 +81,7 @@ func (t *twins) served(at, from string, req node.Request) {
 func (t *twins) answered(at, peer string, sent time.Duration) {
 	other := t.twin(at)
 	knew := func(x string) bool { h, ok := t.heard[peer][x]; return ok && h < sent }
-	if peer == at || peer == other && !knew(at) || peer != other && !knew(other) {
+	if peer == at || !t.sharing() || peer == other && !knew(at) || peer != other && !knew(other) {
 		return
 	}
 	now := t.w.loop.Now()
@@ -85,6 +90,27 @@ func (t *twins) answered(at, peer string, sent time.Duration) {
 	}
 	t.told[at] = now
 	t.w.hist.Clashes = append(t.w.hist.Clashes, checker.Clash{At: now, Node: at})
+}
+
+// membershipChanged forgets what every node heard: a node forgets the
+// number of a peer that its new configuration no longer names, and each
+// reloads at its own moment, so only what is heard from here on is sure.
+func (t *twins) membershipChanged() {
+	if t == nil {
+		return
+	}
+	for _, h := range t.heard {
+		clear(h)
+	}
+}
+
+// sharing reports whether both twins are members and run with one
+// number now.
+func (t *twins) sharing() bool {
+	a, aok := t.instance[t.addrs[0]]
+	b, bok := t.instance[t.addrs[1]]
+	members := t.w.cluster.All()
+	return aok && bok && a == b && slices.Contains(members, t.addrs[0]) && slices.Contains(members, t.addrs[1])
 }
 
 // twin is the other twin of addr, "" when addr is none.
