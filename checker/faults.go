@@ -28,7 +28,7 @@ var endKind = map[FaultKind]FaultKind{
 // isMessageFault reports the kinds that hit one message: they end when the
 // message's effect has settled, with no end event.
 func isMessageFault(k FaultKind) bool {
-	return k == Lost || k == Duplicated || k == Reordered || k == Overload
+	return k == Lost || k == Duplicated || k == Reordered || k == Overload || k == Late
 }
 
 // isEndEvent reports kinds that end a fault or mark a phase; they are no

@@ -137,6 +137,13 @@ const (
 	Lost       FaultKind = "lost"
 	Duplicated FaultKind = "duplicated"
 	Reordered  FaultKind = "reordered"
+	// Late: a request delivered after its sender gave up on it, held by
+	// a link that kept it until a heal (Detail "late=<age>"), or a
+	// captured request an attacker sent again (Detail "replayed=<age>").
+	// Its receiver takes it as a fresh request: a replay changes nothing
+	// (docs/design.md 4.13), and a late write of a deleted or replaced
+	// definition never brings it back (G5).
+	Late FaultKind = "late"
 	// Overload: the sender's CPU was overloaded, and the message waited
 	// to be written longer than the simulator lets pass unnoticed
 	// (Detail: how long) or was shed, never sent (Detail: ShedDetail). A

@@ -218,9 +218,12 @@ func (w *world) setup() {
 	if w.net, err = netsim.New(p.Net, &w.loop, netRand); err != nil {
 		panic(err)
 	}
+	if slices.ContainsFunc(p.Steps, func(s Step) bool { return s.Op == OpReplay }) {
+		w.net.CaptureFor()
+	}
 	w.net.SetTracer(func(what, from, to string, req *node.Request, n int64) {
 		if kind, ok := messageFaults[what]; ok {
-			w.messageFault(kind, from, to, req, n)
+			w.messageFault(what, kind, from, to, req, n)
 		}
 		if what == "queued" || what == "shed" {
 			w.overloadFault(from, to, req, time.Duration(n))
