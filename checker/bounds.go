@@ -299,18 +299,10 @@ func (x *index) startAnswered(d *def, r string, t time.Duration) bool {
 }
 
 // keptStart reports whether replica q surely holds d's true start at t:
-// no fault held the write on its way to q or may have kept it from q,
-// and q lost no copy since.
+// no fault held the write on its way to q, and q kept its copy since
+// (see keptCopy).
 func (x *index) keptStart(d *def, q string, t time.Duration) bool {
-	if !d.placed || d.late[q] || x.missedWrite(d)[q] {
-		return false
-	}
-	for _, f := range x.copyFailures(d).other {
-		if f.node == q && f.at <= t {
-			return false
-		}
-	}
-	return true
+	return !d.late[q] && x.keptCopy(d, q, t)
 }
 
 // replyLost reports whether an answer from "from" to "to" about d may

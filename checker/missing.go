@@ -90,12 +90,13 @@ func (x *index) firstDueIn(d *def, a, b time.Duration) (time.Duration, bool) {
 
 // lossFrom is the earliest time a fault may have removed every copy of d
 // for good: rf distinct replicas without their copies at once, each
-// emptied by a crash (a restarted node holds nothing) and not repopulated
-// since (see repopulatedBy), or, after a write a fault touched, as many as
-// its quorum (with rf <= 2 one replica may be all it reached). A failed callback, or a replica cut
-// off from the endpoint, removes no copy: it costs that pop on that
-// replica only (docs/design.md 4.7), and is weighed in that pop's
-// judgement (see failedPop and withoutCopy).
+// emptied by a crash (a restarted node holds nothing) and not
+// repopulated since (see repopulatedBy), or, after a write a fault
+// touched, as many as its quorum (with rf <= 2 one replica may be all
+// it reached). A failed callback, or a replica cut off from the
+// endpoint, removes no copy: it costs that pop on that replica only
+// (docs/design.md 4.7), and is weighed in that pop's judgement (see
+// failedPop and withoutCopy).
 func (x *index) lossFrom(d *def) time.Duration {
 	// without holds, per crashed replica, until when it may be without
 	// its copy: for good, unless its restart repopulated it.
