@@ -34,15 +34,16 @@ build:
 	$(GO) build ./...
 
 # test is what CI runs (.ci/run): what the tests need beyond Go
-# (test-deps), static checks
-# (staticcheck among them), then every test, including the simulator's
-# seeds (each run twice, trace hashes compared) and the report's check in
-# headless Chromium, then the packages with goroutines under the race
-# detector, then the mutation audit, then the nemesis (real processes in
-# network namespaces; it prints SKIP where it cannot make them, as
-# without root).
+# (test-deps), static checks (staticcheck among them), then every test,
+# including the simulator's seeds (each run twice, trace hashes compared)
+# and the report's check in headless Chromium, then the packages with
+# goroutines under the race detector, then the mutation audit, then the
+# nemesis (real processes in network namespaces; it prints SKIP where it
+# cannot make them, as without root). The slowest package, ./sim, takes
+# 3 minutes on two cores and 5.5 when other work shares them
+# (./cmd/chronos 2.5); the timeout leaves twice that.
 test: test-deps verify
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 11m ./...
 	$(MAKE) race
 	$(MAKE) mutate
 	$(MAKE) nemesis

@@ -85,7 +85,7 @@ func (x *index) attribute(d *def) {
 		// Excuse shared-id: another create was acknowledged under this
 		// timer's ID, so the two timers' replicas refuse each other's
 		// records and the survivor pops at whatever rank holds it.
-		d.spans = append(d.spans, span{from: 0, to: never, end: x.end, fault: Fault{Kind: sharedIDFault, Detail: "another create was acknowledged under this ID"}})
+		d.spans = append(d.spans, span{from: 0, to: never, end: x.end, fault: Fault{Kind: sharedIDFault, Detail: "the twins may have issued this ID twice"}})
 	}
 	sort.SliceStable(d.spans, func(i, j int) bool { return d.spans[i].from < d.spans[j].from })
 }
@@ -100,10 +100,7 @@ func (x *index) placement(d *def) ([]string, int) {
 		out := Replicas(x.h.Members, d.timer, d.rf)
 		return out, len(out)
 	}
-	home := slices.IndexFunc(x.h.Sites, func(site []string) bool { return slices.Contains(site, d.op.Node) })
-	if home < 0 {
-		home = 0
-	}
+	home := x.homeSite(d)
 	out := Replicas(x.h.Sites[home], d.timer, d.rf)
 	n := len(out)
 	for i, site := range x.h.Sites {
@@ -112,6 +109,12 @@ func (x *index) placement(d *def) ([]string, int) {
 		}
 	}
 	return out, n
+}
+
+// homeSite is the index in History.Sites of the site of the node that
+// took d's write (the first, when it is at none).
+func (x *index) homeSite(d *def) int {
+	return max(0, slices.IndexFunc(x.h.Sites, func(site []string) bool { return slices.Contains(site, d.op.Node) }))
 }
 
 // replicaSetIn is the nodes that may hold d somewhere in [a, b] (its
@@ -141,16 +144,16 @@ func (x *index) affects(f Fault, d *def, nodes map[string]bool) bool {
 		return hosts(f.Nodes) && hosts(f.Peers)
 	case SlowCallback, FailCallback:
 		return slices.Contains(f.Nodes, d.op.Spec.URI)
-	case Lost, Duplicated, Reordered, Overload:
+	case Lost, Duplicated, Reordered, Overload, Late:
 		// A message about no known timer, on a link between its nodes.
 		return f.Timer == 0 && meets(f.Nodes, nodes) && meets(f.Peers, nodes)
 	}
 	return true // kinds the checker does not know
 }
 
-// sharedIDFault marks a timer whose ID two acknowledged creates share: a
-// misconfiguration (two nodes with one instance number) that the node's
-// collision defence cannot always undo when the refusal is lost
+// sharedIDFault marks a timer whose ID two timers may share: a
+// misconfiguration (two members with one instance number) that the
+// node's collision defence cannot always undo when the refusal is lost
 // (scenarios/README.md I2).
 const sharedIDFault FaultKind = "shared-id"
 
@@ -160,25 +163,19 @@ const sharedIDFault FaultKind = "shared-id"
 // overdue (scenarios/README.md R1).
 const copiesLostFault FaultKind = "copies-lost"
 
-// sharedID reports whether two timers are known to share d's ID: two OK
-// creates name it, or a node answered a request about it with a
-// collision; or whether d was first written under an ID that collided and
-// pops under it: the proxy writes the create again under a new ID and
-// withdraws the first, but a replica may pop the first before the
-// withdrawal reaches it.
+// sharedID reports whether another timer may share d's ID, from the
+// plan's twins alone (see mayShareID), never from a node's collision
+// answer; or whether d's pops name another ID the twins may have
+// issued twice: the proxy that met a collision writes the create again
+// under a new ID and withdraws the first, but a replica may pop the
+// first before the withdrawal reaches it.
 func (x *index) sharedID(d *def) bool {
-	creates := 0
-	for _, op := range x.byTimer[d.timer] {
-		if op.Kind == Create && op.Outcome == OK {
-			creates++
-		}
-	}
-	if d.timer != 0 && (creates > 1 || x.tl.collided[d.timer]) {
+	if d.timer != 0 && x.mayShareID(d.timer) {
 		return true
 	}
 	for _, seq := range sortedSeqs(d) {
 		for _, i := range d.bySeq[seq] {
-			if t := x.h.Pops[i].Timer; t != 0 && t != d.timer && x.tl.collided[t] {
+			if t := x.h.Pops[i].Timer; t != 0 && t != d.timer && x.mayShareID(t) {
 				return true
 			}
 		}

@@ -85,11 +85,11 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 	late := map[string]bool{}
 	ret := min(d.hi, x.end)
 	for _, s := range d.spans {
-		if w, ok := overloadWait(s.fault); ok && s.from <= ret && s.from >= d.lo {
-			// A replication that waited for its overloaded sender
-			// reaches its replica that much later, start and all.
-			held = max(held, s.from+w-d.lo)
-			addAll(late, s.fault.Peers)
+		if w, record, ok := overloadWait(s.fault); ok {
+			if h := overloadHeld(s, w, record, d.lo, ret); h > 0 {
+				held = max(held, h)
+				addAll(late, s.fault.Peers)
+			}
 			continue
 		}
 		if s.fault.Kind != Pause && s.fault.Kind != Clog || s.from > ret || s.end < d.lo {
@@ -258,23 +258,64 @@ func holdsInto(f Fault, node string) bool {
 }
 
 // heldAt is the hold replica r may still carry when pop k falls due: the
-// write's hold if r got the write late and no notice of a successful pop
-// by a replica that got it in time has reached r since (which would have
-// given it the earlier start).
+// write's hold if r got the write late and no successful pop early
+// enough for its notice (and answer) to arrive before pop k's earliest
+// due time handed r the earlier start: neither the notice of a
+// replica that got the write in time reaching r, nor r's own notice
+// answered by a replica that kept the true start (a replica answers a
+// notice of its definition with its earlier start, which the sender
+// takes: node's startAnswered). So a late replica pops late only until
+// its first pop, unless every replica got the write late.
 func (x *index) heldAt(d *def, r string, k int) time.Duration {
 	if d.held == 0 || !d.late[r] {
 		return 0
 	}
-	a, _ := x.window(d, k)
+	lo, _ := d.due(k)
 	for _, idx := range d.bySeq {
 		for _, i := range idx {
 			p := x.h.Pops[i]
-			if p.At < a && !d.late[p.Node] && !x.failed(p) && !x.noticeKept(d, p.Node, r, p.At) {
+			if p.At+x.healthyLate() >= lo || x.failed(p) {
+				continue
+			}
+			if !d.late[p.Node] && !x.noticeKept(d, p.Node, r, p.At) || p.Node == r && x.startAnswered(d, r, p.At) {
 				return 0
 			}
 		}
 	}
 	return d.held
+}
+
+// startAnswered reports whether the notice r sent of a pop at t surely
+// came back with the true start: some other replica of the placement in
+// force since the write kept it (see keptStart), and neither the notice
+// nor its answer was kept from the other.
+func (x *index) startAnswered(d *def, r string, t time.Duration) bool {
+	for _, q := range d.rankedIn(d.lo, t) {
+		if q != r && x.keptStart(d, q, t) && !x.noticeKept(d, r, q, t) && !x.replyLost(d, q, r, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// keptStart reports whether replica q surely holds d's true start at t:
+// no fault held the write on its way to q, and q kept its copy since
+// (see keptCopy).
+func (x *index) keptStart(d *def, q string, t time.Duration) bool {
+	return !d.late[q] && x.keptCopy(d, q, t)
+}
+
+// replyLost reports whether an answer from "from" to "to" about d may
+// have been lost around t.
+func (x *index) replyLost(d *def, from, to string, t time.Duration) bool {
+	for _, s := range d.spans {
+		f := s.fault
+		if s.from <= t+x.o.FaultSettle && s.to >= t && f.Kind == Lost && strings.Contains(f.Detail, ReplyDetail) &&
+			f.Nodes[0] == from && f.Peers[0] == to {
+			return true
+		}
+	}
+	return false
 }
 
 // liveBound is G3's bound with replicas out unable to pop: the earliest
@@ -300,12 +341,34 @@ func (x *index) liveBound(d *def, k int, a, b time.Duration, out map[string]bool
 }
 
 // overloadWait is how long the message of an Overload fault waited for
-// its sender, and false for any other fault or a shed message.
-func overloadWait(f Fault) (time.Duration, bool) {
+// its sender, whether it carried the timer's record to a node, and false
+// for any other fault or a shed message.
+func overloadWait(f Fault) (w time.Duration, record, ok bool) {
 	v, ok := strings.CutPrefix(f.Detail, OverloadWaited)
 	if f.Kind != Overload || !ok {
-		return 0, false
+		return 0, false, false
 	}
+	v, record = strings.CutSuffix(v, OverloadRecord)
 	w, err := time.ParseDuration(v)
-	return w, err == nil
+	return w, record, err == nil
+}
+
+// overloadHeld is how far past ret, the write's return, the message of
+// span s may have held its receiver's copy, when it carried the record
+// of a write running in [lo, ret] and waited w for its overloaded sender
+// (scenarios/README.md C8). The receiver rebuilds the start from
+// start-time-delta when it processes the message, so its copy starts
+// late by the message's time in transit; and the start a message carries
+// is never later than when the message was built (s.from: every start is
+// a node's "now" when it took the write, moved only later since), so the
+// copy's start is at most s.from + w (plus the network's hops, in the
+// slack) and runs past the client's answer by s.from + w - ret: never
+// more than the wait, and nothing for the messages the write's answer
+// waited for. A message that carried no record (a callback, a read), or
+// was sent outside the write, holds nothing of it.
+func overloadHeld(s span, w time.Duration, record bool, lo, ret time.Duration) time.Duration {
+	if !record || s.from < lo || s.from > ret {
+		return 0
+	}
+	return max(0, s.from+w-ret)
 }

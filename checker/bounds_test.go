@@ -183,11 +183,7 @@ func TestCopyBroughtBackWhileItsReplicaStoodStillRunsLate(t *testing.T) {
 				late.Timer = placedTimer
 				h.Pops = append(h.Pops, late)
 			}
-			if vs := Check(h); c.want == "" {
-				requireNone(t, vs)
-			} else {
-				requireHas(t, vs, c.want, "late")
-			}
+			requireWant(t, Check(h), c.want, "late")
 		})
 	}
 }
@@ -218,4 +214,86 @@ func TestCopyBroughtBackLateIsRepairedByAReplicaThatKeptTheStart(t *testing.T) {
 	// all that is left.
 	h.Faults = append(h.Faults, Fault{At: 11 * sec, Kind: Crash, Nodes: []string{r[2]}}, Fault{At: 12 * sec, Kind: Restart, Nodes: []string{r[2]}})
 	requireNone(t, Check(h))
+}
+
+// TestOverloadHoldsACopyOnlyPastTheAnswerByItsWait is C8: a replication
+// that waited for its overloaded sender holds its receiver's copy, which
+// rebuilds its start when it processes it, but only past the client's
+// answer (the replicas the answer waited for got it in time) and by no
+// more than the wait; and once the late replica's own pop notice is
+// answered by a replica that kept the true start, it pops on time: the
+// hold excuses only the pops due before then. The proxy is a member
+// holding no replica; its replication to the primary (sent at 5 ms)
+// waits 1.5 s, the backup answers at once, the client has its answer at
+// 10 ms, and the primary pops 1 late by the wait (at 2.525 s), and pop 2,
+// due at 2 s, as soon as the answer to its notice of pop 1 is back.
+func TestOverloadHoldsACopyOnlyPastTheAnswerByItsWait(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		detail   string        // the waited message's fault (none: "")
+		ret      time.Duration // when the client had its answer
+		pop1     time.Duration // when the primary made pop 1
+		pop3Late bool          // the primary made pop 3 late by the wait too
+		want     string
+	}{
+		{"replication waited", "waited=1.5s record", 10 * ms, 2525 * ms, false, ""},
+		{"no fault", "", 10 * ms, 2525 * ms, false, "G3"},
+		{"later than the wait", "waited=1.5s record", 10 * ms, 2700 * ms, false, "G3"},
+		{"answered after it", "waited=1.5s record", 1600 * ms, 3200 * ms, false, "G3"},
+		{"a read waited", "waited=1.5s", 10 * ms, 2525 * ms, false, "G3"},
+		{"late after its notice came back", "waited=1.5s record", 10 * ms, 2525 * ms, true, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, _, o := placed(t)
+			h.Ops[0].Node, h.Ops[0].Return = o, c.ret
+			if c.detail != "" {
+				h.Faults = []Fault{{At: 5 * ms, Kind: Overload, Nodes: []string{o}, Peers: []string{p}, Detail: c.detail, Timer: placedTimer}}
+			}
+			h.Pops[0].At = c.pop1
+			h.Pops[1].At = c.pop1 + 10*ms
+			if c.pop3Late {
+				h.Pops[2].At += 1500 * ms
+			}
+			vs, cov := DefaultOptions().Judge(h)
+			if c.want != "" {
+				requireHas(t, vs, c.want, "late")
+				return
+			}
+			requireNone(t, vs)
+			// Pops 1 and 2 only: the notice of pop 1 handed the true
+			// start back before pop 3 fell due.
+			if got := cov.Excused[ExHeld]; got != 2 {
+				t.Errorf("held-replication excused %d pops, want 2 (excused: %v)", got, cov.Excused)
+			}
+		})
+	}
+}
+
+// TestCallbackThatWaitedForItsSenderArrivesThatLate proves a pop whose
+// own callback waited for its overloaded sender may arrive late by the
+// wait, and by no more: the primary crashed, the backup pops at its rank
+// and its callback of pop 3 waits 1.5 s (recorded as it is sent, at its
+// turn), past the rank bound. The same wait on the crashed primary's
+// callback, or a pop later than the wait, is G3.
+func TestCallbackThatWaitedForItsSenderArrivesThatLate(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		waiter string
+		late   time.Duration
+		want   string
+	}{
+		{"its callback waited", "backup", 1500 * ms, ""},
+		{"another replica's callback waited", "primary", 1500 * ms, "G3"},
+		{"later than the wait", "backup", 1800 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, _ := placed(t)
+			handOver(h, b, 3)
+			waiter := map[string]string{"primary": p, "backup": b}[c.waiter]
+			h.Faults = []Fault{{At: 2500 * ms, Kind: Crash, Nodes: []string{p}},
+				{At: 5 * sec, Kind: Overload, Nodes: []string{waiter}, Peers: []string{"client"}, Detail: "waited=1.5s", Timer: placedTimer}}
+			h.Pops[2].At = 5*sec + c.late + 2*ms
+			requireWant(t, Check(h), c.want, "pop 3")
+		})
+	}
 }

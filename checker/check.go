@@ -55,6 +55,7 @@ func (o Options) Judge(h *History) ([]Violation, Coverage) {
 	vs = append(vs, x.checkPops()...)
 	vs = append(vs, x.checkMissing()...)
 	vs = append(vs, x.checkSticky()...)
+	vs = append(vs, x.checkClashRefused()...)
 	vs = append(vs, linViolations(o.linearizable(x), x.end)...)
 	placements, judged := x.checkPlacements()
 	vs = append(vs, placements...)

@@ -233,14 +233,14 @@ func (x *index) cutFromEndpoint(d *def, k int) []string {
 // callback takes no copy away (see failedPop).
 func (x *index) dropped(d *def, a, b time.Duration) (all, strict map[string]bool) {
 	cf := x.copyFailures(d)
-	latestAll, latest := map[string]time.Duration{}, map[string]time.Duration{}
+	latestAll, latest := map[string]copyFailure{}, map[string]copyFailure{}
 	for _, f := range cf.other {
 		if f.from > b {
 			continue
 		}
-		for _, l := range []map[string]time.Duration{latestAll, latest} {
-			if at, seen := l[f.node]; !seen || f.at > at {
-				l[f.node] = f.at
+		for _, l := range []map[string]copyFailure{latestAll, latest} {
+			if g, seen := l[f.node]; !seen || f.at > g.at {
+				l[f.node] = f
 			}
 			if f.missed {
 				break // latestAll only
@@ -248,18 +248,32 @@ func (x *index) dropped(d *def, a, b time.Duration) (all, strict map[string]bool
 		}
 	}
 	all, strict = map[string]bool{}, map[string]bool{}
-	for n, at := range latestAll {
-		if !x.revived(d, cf, n, at, a) {
+	for n, f := range latestAll {
+		if !x.restored(d, cf, f, a) {
 			all[n] = true
 		}
 	}
-	for n, at := range latest {
+	for n, f := range latest {
 		// The same failure as in all was weighed there.
-		if latestAll[n] == at && all[n] || latestAll[n] != at && !x.revived(d, cf, n, at, a) {
+		if latestAll[n] == f && all[n] || latestAll[n] != f && !x.restored(d, cf, f, a) {
 			strict[n] = true
 		}
 	}
 	return all, strict
+}
+
+// restored reports whether the copy failure f took was undone before a:
+// a notice brought the copy back (see revived), or, after a crash, the
+// restarted node's own repopulation did (see repopulatedBy).
+func (x *index) restored(d *def, cf *copyFailures, f copyFailure, a time.Duration) bool {
+	if x.revived(d, cf, f.node, f.at, a) {
+		return true
+	}
+	if f.missed {
+		return false
+	}
+	by, ok := x.repopulatedBy(d, f.node, f.at)
+	return ok && by <= a
 }
 
 // revived reports whether a successful pop after at and before a revived

@@ -273,6 +273,8 @@ func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
 		out["G3"] = ExWorstRank
 	case d.held > 0 && x.heldUsed(d, k):
 		out["G3"] = ExHeld
+	case len(d.bySeq[k]) > 0 && x.sendWait(d, x.h.Pops[d.bySeq[k][0]]) > 0:
+		out["G3"] = ExFault + "/" + Excuse(Overload)
 	}
 	last := b
 	for _, i := range d.bySeq[k] {

@@ -191,9 +191,10 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			h.Pops[0].At = 2520 * ms
 		}},
 		{ExSharedID, "G3", func(h *History, p, b, o string, rel bool) {
-			// The primary answered with a collision: it holds another
-			// timer under the ID, and the backup pops at its rank.
-			h.Faults = []Fault{{At: 5 * ms, Kind: IDCollision, Nodes: []string{p}, Timer: pickTimer(rel)}}
+			// The primary, a twin, holds another timer under the ID,
+			// which its twin issued as it did; the backup pops at its
+			// rank.
+			twinned(h, p, o, rel)
 			handOver(h, b, 1)
 		}},
 		{ExSharedID, "G4", func(h *History, p, b, o string, rel bool) {
@@ -201,19 +202,19 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			// proxy wrote it again under placedTimer, and the primary
 			// popped the first copy before its withdrawal arrived.
 			first := uint64(placedTimer + 7)
-			h.Faults = []Fault{{At: 5 * ms, Kind: IDCollision, Nodes: []string{p}, Timer: pick64(rel, first, first+1)}}
+			twinned(h, p, o, rel)
 			early := pop(1010*ms, p, "a", 1)
 			early.Timer = first
 			h.Pops = append([]Pop{early}, h.Pops...)
 		}},
 		{ExSharedID, "G2", func(h *History, p, b, o string, rel bool) {
-			// The backup holds another timer under the ID, so when the
+			// The backup, a twin, holds another timer under the ID, so when the
 			// primary's callback of pop 3 is refused, nobody makes pop
 			// 3; the primary goes on with pop 4. Moved: the collision
 			// was another timer's, and the backup should have popped 3
 			// at its rank.
-			h.Faults = []Fault{{At: 5 * ms, Kind: IDCollision, Nodes: []string{b}, Timer: pickTimer(rel)},
-				{At: 2900 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
+			twinned(h, b, o, rel)
+			h.Faults = []Fault{{At: 2900 * ms, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
 				{At: 3500 * ms, Kind: CallbackOK, Nodes: []string{"http://client/cb"}}}
 			h.Pops[2].Answered = 500
 		}},
@@ -275,14 +276,22 @@ func TestCrashTakesNoCopyWithStorage(t *testing.T) {
 // relay is the node the second site's address names.
 func relay(sites [][]string) string { return sites[1][0] }
 
-func pick(related bool, yes, no string) string {
+// twinned makes a and b the plan's twins, writing at the millisecond
+// placedTimer carries (b a create of another timer, answered 503):
+// related, their number is the one the ID carries, so the twins may have
+// issued it twice; unrelated, another number.
+func twinned(h *History, a, b string, related bool) {
+	h.Epoch = time.UnixMilli(idEpochMs + int64(placedTimer>>(idSeqBits+idInstanceBits)))
+	h.Twins, h.TwinInstances = []string{a, b}, []int{idInstance(placedTimer) - 1}
 	if related {
-		return yes
+		h.TwinInstances[0]++
 	}
-	return no
+	other := write(len(h.Ops)+1, Create, 0, "twin", sec, 10*sec, 0, 20*ms, Unknown)
+	other.Node = b
+	h.Ops = append(h.Ops, other)
 }
 
-func pick64(related bool, yes, no uint64) uint64 {
+func pick(related bool, yes, no string) string {
 	if related {
 		return yes
 	}
@@ -488,5 +497,74 @@ func TestSitesWriteLagAndQuorum(t *testing.T) {
 		} else {
 			requireNone(t, vs)
 		}
+	}
+}
+
+// TestOtherSiteWaitsForEveryLocalRank proves the other sites' part of
+// G4's rank order: with both replicas of the write's site crashed, the
+// other site's replica pops at its turn, after both local ranks (4 s
+// after due), and popping at the local backup's turn (2 s) is G4 even
+// though no duplicate shows it; a forward jump of its clock by 2 s makes
+// that pop no earlier than its own clock allows, and passes.
+func TestOtherSiteWaitsForEveryLocalRank(t *testing.T) {
+	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	local := Replicas(sites[0], placedTimer, 2)
+	away := Replicas(sites[1], placedTimer, 2)[0]
+	for _, c := range []struct {
+		name   string
+		after  time.Duration // the other site's pops, after due
+		jumped bool
+		want   string
+	}{
+		{"at its turn", 4*sec + 20*ms, false, ""},
+		{"at the local backup's turn", 2*sec + 20*ms, false, "G4"},
+		{"at the local backup's turn, its clock 2 s ahead", 2*sec + 20*ms, true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+				Ops: []Op{write(1, Create, placedTimer, "a", 10*sec, 40*sec, 0, 10*ms, OK)},
+				End: 50 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+				Faults: []Fault{{At: 500 * ms, Kind: Crash, Nodes: []string{local[0]}}, {At: 500 * ms, Kind: Crash, Nodes: []string{local[1]}}},
+			}
+			h.Ops[0].Node = local[0]
+			if c.jumped {
+				h.Faults = append(h.Faults, Fault{At: sec, Kind: ClockJump, Nodes: []string{away}, Detail: "+2s"})
+			}
+			for k := 1; k <= 4; k++ {
+				p := pop(time.Duration(k)*10*sec+c.after, away, "a", k)
+				p.Timer = placedTimer
+				h.Pops = append(h.Pops, p)
+			}
+			requireWant(t, Check(h), c.want, "another site", "turn")
+		})
+	}
+}
+
+// TestClockStepAtTheSkewMarginIsDecided pins where a clock step becomes
+// a fault: a backup whose clock moved ahead pops its rank that much
+// sooner, and the checker excuses the duplicate only once the step is
+// more than the skew leaves after a healthy pop's slack (spreadMargin:
+// 2 s - 100 ms - 2 x 5 ms = 1.89 s). At exactly the margin the backup
+// pops at the end of the primary's healthy window, by when the
+// primary's notice has reached it, so a duplicate there is G4; one
+// millisecond more, or a step of the whole skew, touches the timer.
+func TestClockStepAtTheSkewMarginIsDecided(t *testing.T) {
+	for _, c := range []struct {
+		step time.Duration
+		want string
+	}{
+		{1890 * ms, "G4"},
+		{1891 * ms, ""},
+		{2 * sec, ""},
+	} {
+		t.Run(c.step.String(), func(t *testing.T) {
+			h, _, b, _ := placed(t)
+			h.Faults = []Fault{{At: 1500 * ms, Kind: ClockJump, Nodes: []string{b}, Detail: "+" + c.step.String()}}
+			dup := pop(2*sec+2*sec-c.step+20*ms, b, "a", 2)
+			dup.Timer = placedTimer
+			h.Pops = append(h.Pops, dup)
+			requireWant(t, Check(h), c.want, "pop 2")
+		})
 	}
 }

@@ -28,7 +28,7 @@ var endKind = map[FaultKind]FaultKind{
 // isMessageFault reports the kinds that hit one message: they end when the
 // message's effect has settled, with no end event.
 func isMessageFault(k FaultKind) bool {
-	return k == Lost || k == Duplicated || k == Reordered || k == Overload
+	return k == Lost || k == Duplicated || k == Reordered || k == Overload || k == Late
 }
 
 // isEndEvent reports kinds that end a fault or mark a phase; they are no
@@ -56,10 +56,8 @@ type span struct {
 type timeline struct {
 	// spans are every fault but the message faults that name a timer,
 	// which byTimer files by the timer they hit.
-	spans   []span
-	byTimer map[uint64][]span
-	// collided holds the timers some node answered with a collision.
-	collided map[uint64]bool
+	spans    []span
+	byTimer  map[uint64][]span
 	liveFrom time.Duration
 	// clocks holds each node's clock changes, for lag.
 	clocks map[string][]clockChange
@@ -92,7 +90,7 @@ func livenessFrom(h *History) time.Duration {
 func buildTimeline(h *History, end, settle time.Duration) timeline {
 	fs := append([]Fault(nil), h.Faults...)
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].At < fs[j].At })
-	tl := timeline{liveFrom: livenessFrom(h), clocks: clockChanges(fs), byTimer: map[uint64][]span{}, collided: map[uint64]bool{}}
+	tl := timeline{liveFrom: livenessFrom(h), clocks: clockChanges(fs), byTimer: map[uint64][]span{}}
 	for i, f := range fs {
 		if isEndEvent(f.Kind) {
 			continue
@@ -110,7 +108,8 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 			continue
 		}
 		if f.Kind == IDCollision {
-			tl.collided[f.Timer] = true
+			// A node's own answer: which timers may share an ID is
+			// taken from the plan's twins (see sharedID).
 			continue
 		}
 		if isMessageFault(f.Kind) {
@@ -193,9 +192,13 @@ func (x *index) down(d *def, a, b time.Duration, paused bool) map[string]bool {
 		case Crash:
 			addAll(seen, s.fault.Nodes)
 		case Overload:
-			// The sender's backlog held or shed its pop of d, or the
-			// notice that would have spared the next replica its turn.
-			addAll(seen, s.fault.Nodes)
+			// The sender's backlog shed its pop of d, or held or shed
+			// the notice that would have spared the next replica its
+			// turn. A callback that waited was made, and arrives late
+			// by its wait (sendWait).
+			if _, record, ok := overloadWait(s.fault); !ok || record || !slices.Contains(s.fault.Peers, d.host) {
+				addAll(seen, s.fault.Nodes)
+			}
 		case Partition, Clog:
 			if !d.placed {
 				addAll(seen, s.fault.Nodes)

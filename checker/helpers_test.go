@@ -122,6 +122,17 @@ func requireHas(t *testing.T, vs []Violation, g string, parts ...string) Violati
 	return Violation{}
 }
 
+// requireWant fails unless vs is empty when want is "", and otherwise
+// has a violation of want mentioning every part.
+func requireWant(t *testing.T, vs []Violation, want string, parts ...string) {
+	t.Helper()
+	if want == "" {
+		requireNone(t, vs)
+		return
+	}
+	requireHas(t, vs, want, parts...)
+}
+
 func dump(vs []Violation) string {
 	var b strings.Builder
 	for _, v := range vs {

@@ -137,6 +137,13 @@ const (
 	Lost       FaultKind = "lost"
 	Duplicated FaultKind = "duplicated"
 	Reordered  FaultKind = "reordered"
+	// Late: a request delivered after its sender gave up on it, held by
+	// a link that kept it until a heal (Detail "late=<age>"), or a
+	// captured request an attacker sent again (Detail "replayed=<age>").
+	// Its receiver takes it as a fresh request: a replay changes nothing
+	// (docs/design.md 4.13), and a late write of a deleted or replaced
+	// definition never brings it back (G5).
+	Late FaultKind = "late"
 	// Overload: the sender's CPU was overloaded, and the message waited
 	// to be written longer than the simulator lets pass unnoticed
 	// (Detail: how long) or was shed, never sent (Detail: ShedDetail). A
@@ -166,10 +173,13 @@ const ReplyDetail = "reply"
 
 // ShedDetail is the Detail of an Overload fault whose message was shed,
 // never sent; OverloadWaited starts that of one whose message waited,
-// followed by how long ("waited=120ms").
+// followed by how long ("waited=120ms"), and OverloadRecord ends it when
+// the message carried the timer's record to a node (an internal PUT),
+// whose receiver rebuilds the start from it when it processes it.
 const (
 	ShedDetail     = "shed"
 	OverloadWaited = "waited="
+	OverloadRecord = " record"
 )
 
 // Fault is one fault or event on the timeline. Nodes lists the nodes it
@@ -219,6 +229,28 @@ type History struct {
 	// Storage is set when the nodes keep their records on disk: a crash
 	// then takes no copy away, only a disk fault does (see diskLost).
 	Storage bool
+	// Epoch is the wall time of the history's 0, as a clock with no
+	// offset reads it: where the milliseconds of a timer's ID fall.
+	Epoch time.Time
+	// Twins names the two members a shared-instance plan configured with
+	// one instance number, and TwinInstances the numbers they were given
+	// (one per membership they booted in); both nil in any other history.
+	Twins         []string
+	TwinInstances []int
+	// Clashes are the moments a twin surely learned that it shares its
+	// number, from what the network handed it (see Clash).
+	Clashes []Clash
+}
+
+// Clash is a moment twin Node surely learned that another member shares
+// its instance number: Direct, it was handed an internal request from
+// its twin, which names the sender's number; otherwise it took the
+// answer to an internal request from a node that had been handed one
+// from its twin before the request was sent, which names the twin.
+type Clash struct {
+	At     time.Duration
+	Node   string
+	Direct bool
 }
 
 // Scale is one membership change, carried out by the operator's procedure

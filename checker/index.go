@@ -163,6 +163,15 @@ func (x *index) writtenRF(op Op) (rf int, unknown bool) {
 		return x.o.DefaultReplicationFactor, false
 	}
 	ops := x.byTimer[op.Timer]
+	for _, w := range ops {
+		if w.Kind == Delete && w.Seq != op.Seq && overlaps(w, op, x.end) {
+			// A delete running at the same time may land before the
+			// update reads the factor (a create again, with the
+			// default) or after (the timer's own): either is the
+			// node's to choose.
+			return max(len(x.h.Members), 1), true
+		}
+	}
 	for i := len(ops) - 1; i >= 0 && op.Timer != 0; i-- {
 		w := ops[i]
 		switch {
@@ -178,6 +187,18 @@ func (x *index) writtenRF(op Op) (rf int, unknown bool) {
 		}
 	}
 	return max(len(x.h.Members), 1), true
+}
+
+// overlaps reports whether two writes ran at the same time: each was
+// invoked before the other returned (a write with no answer runs to end).
+func overlaps(a, b Op, end time.Duration) bool {
+	ret := func(o Op) time.Duration {
+		if o.Outcome != OK || o.Return < o.Invoke {
+			return end
+		}
+		return o.Return
+	}
+	return a.Invoke <= ret(b) && b.Invoke <= ret(a)
 }
 
 // mayHaveEnded reports whether write w's definition may have made its

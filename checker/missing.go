@@ -71,32 +71,45 @@ func (x *index) required(d *def, k int, bound time.Duration) bool {
 }
 
 // lossFrom is the earliest time a fault may have removed every copy of d
-// for good: rf distinct replicas crashed (a restarted node holds nothing),
-// or, after a write a fault touched, as many as its quorum (with rf <= 2
-// one replica may be all it reached). A failed callback, or a replica cut
-// off from the endpoint, removes no copy: it costs that pop on that
-// replica only (docs/design.md 4.7), and is weighed in that pop's
-// judgement (see failedPop and withoutCopy).
+// for good: rf distinct replicas without their copies at once, each
+// emptied by a crash (a restarted node holds nothing) and not
+// repopulated since (see repopulatedBy), or, after a write a fault
+// touched, as many as its quorum (with rf <= 2 one replica may be all
+// it reached). A failed callback, or a replica cut off from the
+// endpoint, removes no copy: it costs that pop on that replica only
+// (docs/design.md 4.7), and is weighed in that pop's judgement (see
+// failedPop and withoutCopy).
 func (x *index) lossFrom(d *def) time.Duration {
-	l := never
-	crashed := map[string]bool{}
+	// without holds, per crashed replica, until when it may be without
+	// its copy: for good, unless its restart repopulated it.
+	without := map[string]time.Duration{}
 	partial := x.touched(d, d.lo, min(d.hi, x.end))
-	for _, s := range d.spans {
+	for _, s := range d.spans { // by start
 		if s.to < d.lo || s.fault.Kind != Crash || !x.crashLoses(s) {
 			continue
 		}
+		at := max(s.from, d.lo)
 		for _, n := range s.fault.Nodes {
 			if !d.placed || slices.Contains(d.nodesIn(s.from, s.from), n) {
-				crashed[n] = true
+				without[n] = never
+				if by, ok := x.repopulatedBy(d, n, s.end); ok {
+					without[n] = by
+				}
+			}
+		}
+		lost := 0
+		for _, until := range without {
+			if until > at {
+				lost++
 			}
 		}
 		// An acknowledged write reached at least a quorum of the
 		// replicas, all of them unless a fault touched it.
-		if partial && len(crashed) >= d.quorum || len(crashed) >= d.rf || len(s.fault.Nodes) == 0 {
-			l = min(l, max(s.from, d.lo))
+		if partial && lost >= d.quorum || lost >= d.rf || len(s.fault.Nodes) == 0 {
+			return at
 		}
 	}
-	return l
+	return never
 }
 
 // liveAllLost reports whether, in the liveness phase, no replica was left

@@ -40,6 +40,15 @@ const (
 	// replication to its replicas, each given up after the node's
 	// replication timeout (500 ms).
 	SiteLag = time.Second
+	// RepopulateBound is how soon after a replica restarted empty it
+	// holds its timers again when another replica that kept them stands
+	// clear of faults with it: a node starts a repair round with every
+	// peer about 1 s after it boots (node's repairAfterReload, drawn
+	// from 0.5 to 1 s), besides its start-up resync, and a round is two
+	// round trips and a push, each message sent within the 50 ms the
+	// simulator lets a wait pass unrecorded, and a page per
+	// node.Config.RepairPage records of it (see repopulatedBy).
+	RepopulateBound = 3 * time.Second
 )
 
 // Options holds every bound the checks use. The zero value is not useful;
@@ -75,6 +84,10 @@ type Options struct {
 	// SiteLag is how long after a write returned its forward may still
 	// reach another site (see ExSiteLag).
 	SiteLag time.Duration
+	// RepopulateBound is how soon after its restart a replica that a
+	// crash emptied holds its timers again from another replica (see
+	// repopulatedBy).
+	RepopulateBound time.Duration
 }
 
 // DefaultOptions returns the bounds of docs/design.md section 3.
@@ -91,6 +104,7 @@ func DefaultOptions() Options {
 		TombstoneLife:            TombstoneLife,
 		MaxReportEvents:          200,
 		SiteLag:                  SiteLag,
+		RepopulateBound:          RepopulateBound,
 	}
 }
 
@@ -119,6 +133,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("checker: TombstoneLife %v is negative", o.TombstoneLife)
 	case o.SiteLag < 0:
 		return fmt.Errorf("checker: SiteLag %v is negative", o.SiteLag)
+	case o.RepopulateBound < 0:
+		return fmt.Errorf("checker: RepopulateBound %v is negative", o.RepopulateBound)
 	case o.MaxReportEvents < 1:
 		return fmt.Errorf("checker: MaxReportEvents %d is below 1", o.MaxReportEvents)
 	}

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -49,6 +50,9 @@ func (x *index) checkSeq(d *def, seq int) []Violation {
 		if v, bad := x.checkDelivery(d, seq, x.h.Pops[i], n == 0); bad {
 			vs = append(vs, v)
 		}
+		if v, bad := x.checkSiteTurn(d, seq, x.h.Pops[i]); bad {
+			vs = append(vs, v)
+		}
 	}
 	if v, bad := x.checkDuplicates(d, seq); bad {
 		vs = append(vs, v)
@@ -82,6 +86,7 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 		// 9920).
 		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, !x.liveAllLost(d, seq)
 	}
+	bound += x.sendWait(d, p)
 	if !ok || p.At <= hi+bound+x.lag(d, p.At) || (touched || x.replacedByHitWrite(d)) && d.cutoff <= hi+bound {
 		// In time, or, with a fault around the pop or the write that
 		// replaced it, superseded before its deadline: the backup that
@@ -107,6 +112,65 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bo
 	return x.violation(g, p.At, d, fmt.Sprintf(
 		"pop %d from %s arrived late: got %v, want by %v (due by %v + bound %v + clock lag of the timer's nodes %v)",
 		seq, p.Node, p.At, hi+bound+lag, hi, bound, lag)), true
+}
+
+// checkSiteTurn is the other sites' part of G4's rank order
+// (docs/design.md 4.10): a replica at another site than the write's
+// pops only once every replica of the write's site has had its turn, 2 s
+// per rank, whatever the faults (a fault may make it pop later, never
+// sooner), less only what the clocks of the timer's nodes gained
+// meanwhile, as for G1. Were it to pop sooner, its notice could keep the
+// local replicas from popping while they were healthy, and with a local
+// replica down it would pop at the local backup's turn, a duplicate no
+// fault excuses.
+func (x *index) checkSiteTurn(d *def, seq int, p Pop) (Violation, bool) {
+	local, ok := x.homeRanks(d)
+	if !ok || slices.Contains(d.replicas[:local], p.Node) || !slices.Contains(d.replicas, p.Node) {
+		return Violation{}, false
+	}
+	lo, _ := d.due(seq)
+	gain := x.forward(d, d.lo, p.At)
+	turn := lo + time.Duration(local)*x.o.ReplicaSkew - gain
+	if p.At >= turn {
+		return Violation{}, false
+	}
+	return x.violation("G4", p.At, d, fmt.Sprintf(
+		"pop %d from %s, a replica at another site than the write's, came before the write's site had its turn: got %v, want at or after %v (due from %v + %d local ranks x %v - clock gain %v of the timer's nodes)",
+		seq, p.Node, p.At, turn, lo, local, x.o.ReplicaSkew, gain)), true
+}
+
+// homeRanks is how many of d's replicas are at the site of the node that
+// took its write, which rank before every other site's, and false unless
+// d is placed across several sites.
+func (x *index) homeRanks(d *def) (int, bool) {
+	if len(x.h.Sites) <= 1 || !d.placed || d.shared {
+		return 0, false
+	}
+	home := x.h.Sites[x.homeSite(d)]
+	n := 0
+	for _, r := range d.replicas {
+		if slices.Contains(home, r) {
+			n++
+		}
+	}
+	return n, true
+}
+
+// sendWait is how long the callback of pop p waited for its overloaded
+// sender (an Overload fault on its node and endpoint that ended, after
+// the wait, within a network delay before p arrived): the pop left its
+// replica that much after the replica made it (scenarios/README.md C8).
+func (x *index) sendWait(d *def, p Pop) time.Duration {
+	for _, s := range d.spans {
+		w, record, ok := overloadWait(s.fault)
+		if !ok || record || s.fault.Nodes[0] != p.Node || s.fault.Peers[0] != d.host {
+			continue
+		}
+		if left := s.from + w; left <= p.At && p.At <= left+x.h.MaxNetDelay {
+			return w
+		}
+	}
+	return 0
 }
 
 // lag is the largest clock lag of d's nodes at t: a replica whose clock

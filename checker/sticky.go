@@ -141,16 +141,17 @@ func (x *index) repairWindow() time.Duration {
 // repairs reports whether pop p of d, which write s replaced, surely
 // brought its replica s's record: the endpoint accepted it in time (a
 // failed pop sends no notice), no fault touched d's nodes, links or
-// messages while the notice ran, no replica crashed since s (a restart
-// forgets s's record), and s's record was still alive (recordLife).
+// messages while the notice ran, and a replica that took s kept its
+// record (keptBy). However old s's record is: docs/operations.md
+// promises that a deleted or replaced definition never comes back, so a
+// replica that took s keeps what it needs to refuse d (a tombstone that
+// outlives every message still in flight about d), and an expired
+// tombstone excuses nothing.
 func (x *index) repairs(s Op, d *def, p Pop) bool {
 	if x.failed(p) {
 		return false
 	}
 	b := p.At + x.repairWindow()
-	if b > x.recordLife(s, d) {
-		return false
-	}
 	for _, sp := range d.spans {
 		if sp.from > b {
 			break
@@ -209,31 +210,6 @@ func (x *index) crashedIn(d *def, a, b time.Duration) bool {
 		}
 	}
 	return false
-}
-
-// recordLife is until when the replicas that took write s surely still
-// hold its record, to answer a stale notice of d with it. An update's
-// record lives until its last pop and then as a tombstone for at least
-// an interval, TombstoneLife at least. A delete's tombstone lives
-// TombstoneLife, or, when it buried d itself (d reached every replica,
-// none crashed since, and nothing was written between them), until d's
-// last pop at every rank, so that it outlives every stale pop of d.
-func (x *index) recordLife(s Op, d *def) time.Duration {
-	from := s.Invoke - x.h.MaxClockSkew
-	if s.Kind == Update {
-		sp := s.Spec
-		return from + time.Duration(sp.Pops())*sp.Interval + max(sp.Interval, x.o.TombstoneLife)
-	}
-	if _, hit := x.writeHit(d.op); !hit && d.op.Outcome == OK {
-		between := false
-		for _, e := range x.byTimer[d.timer] {
-			between = between || e.Invoke > d.op.Invoke && e.Invoke < s.Invoke
-		}
-		if !between && !x.crashedIn(d, d.op.Invoke, s.Return) {
-			return never
-		}
-	}
-	return from + x.o.TombstoneLife
 }
 
 // staleViolation reports the first of the stale pops bad and how many

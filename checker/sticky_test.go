@@ -1,6 +1,9 @@
 package checker
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // reorderedUpdates is seed 1596's shape (N4): update "b" through a replica
 // cut off by a partition is acknowledged, then update "c", invoked 500ms
@@ -71,4 +74,38 @@ func TestCrashOfOneHolderLeavesTheDeleteToTheOthers(t *testing.T) {
 			t.Fatalf("got %s, want no G5 once every holder of the delete crashed", dump([]Violation{v}))
 		}
 	}
+}
+
+// TestDeletedTimerNeverComesBackWhateverTheTombstoneAge is the stricter
+// G5 of issue 23 (docs/operations.md): a partition keeps a DELETE from
+// the backup until long after the tombstone's least life (TombstoneLife,
+// 10 s; the primary crashed before the delete, so its record is all
+// there is), and the backup pops on through the partition, then once
+// after the heal, which repairs it. A further pop, as a replica makes
+// that a late or replayed message brought the old definition back to,
+// is a violation whatever the tombstone's age.
+func TestDeletedTimerNeverComesBackWhateverTheTombstoneAge(t *testing.T) {
+	build := func(again bool) *History {
+		h, p, b, _ := placed(t)
+		h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 120*sec
+		h.End = 130 * sec
+		h.Ops = append(h.Ops, del(2, placedTimer, 15*sec, 15*sec+10*ms, OK))
+		h.Ops[1].Node = p
+		h.Faults = []Fault{{At: 5 * sec, Kind: Crash, Nodes: []string{p}}, {At: 6 * sec, Kind: Restart, Nodes: []string{p}},
+			{At: 14 * sec, Kind: Partition, Nodes: []string{b}, Peers: []string{p}}, {At: 40 * sec, Kind: Heal}}
+		h.Pops = []Pop{pop(12*sec+20*ms, b, "a", 1)}
+		last := 4
+		if again {
+			last = 5
+		}
+		for k := 2; k <= last; k++ {
+			h.Pops = append(h.Pops, pop(time.Duration(k)*10*sec+2*sec+20*ms, b, "a", k))
+		}
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		return h
+	}
+	requireNone(t, Check(build(false)))
+	requireHas(t, Check(build(true)), "G5", "should have repaired that replica")
 }

@@ -254,9 +254,19 @@ func (c *Client) Nodes() []string {
 // exist all the same, and Update with that ID and the same definition
 // completes the create and returns the ID with its filter. A create the
 // node refused (400) returns no ID.
+//
+// A timer without a replication factor is written with the default's
+// (node.DefaultReplicationFactor), as a POST would create it. The ID is
+// new, so no node holds a copy whose factor the write must keep; a PUT
+// without a factor would make the node ask the ID's possible replicas
+// first, one round trip more, and refuse the create (503) while one of
+// them is down.
 func (c *Client) Create(ctx context.Context, t Timer) (ID, error) {
 	if err := t.Validate(); err != nil {
 		return "", err
+	}
+	if t.ReplicationFactor == 0 {
+		t.ReplicationFactor = node.DefaultReplicationFactor
 	}
 	id, err := newID()
 	if err != nil {

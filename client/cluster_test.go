@@ -158,7 +158,7 @@ func TestClusterWritesSurviveKill(t *testing.T) {
 	members[0].kill(t)
 	close(killed)
 	if err := <-done; err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v; client log:\n%s", err, retries.String())
 	}
 
 	// A sentinel due after the next pop of any deleted timer would have

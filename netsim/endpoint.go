@@ -86,6 +86,7 @@ func (e *Endpoint) Send(req node.Request, timeout time.Duration, done func(node.
 		n.trace("duplicated", e.host.name, to, &req, 0)
 	}
 	c.req = &req
+	n.capture(e.host.name, to, req, inbound)
 	send := func() {
 		for range copies {
 			n.transmit(e.host.name, to, c.req, func() { n.arrive(c, inbound) })
@@ -161,6 +162,9 @@ func (n *Network) transmit(from, to string, req *node.Request, deliver func()) {
 	if n.blocked[l] {
 		n.stats.Blocked++
 		n.trace("blocked", from, to, nil, 0)
+		return
+	}
+	if n.keep(l, req, deliver) {
 		return
 	}
 	noisy := n.noisy(from, to)

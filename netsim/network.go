@@ -89,6 +89,11 @@ type Network struct {
 	blocked map[link]bool
 	clogged map[link]time.Duration // until
 	stats   Stats
+	// holding are the held links, held what they keep until the heal,
+	// captured the requests kept for replay (late.go).
+	holding  map[link]bool
+	held     []heldMsg
+	captured map[link][]captured
 }
 
 // New returns an empty network drawing every decision from rng (the
@@ -215,11 +220,13 @@ func (n *Network) Clog(from, to string, until time.Duration) {
 	n.trace("clog", from, to, nil, int64(until))
 }
 
-// HealAll removes every partition and clog.
+// HealAll removes every partition, clog and hold, and delivers what the
+// held links kept.
 func (n *Network) HealAll() {
 	clear(n.blocked)
 	clear(n.clogged)
 	n.trace("heal", "", "", nil, 0)
+	n.release()
 }
 
 // Run runs f on the given incarnation of a host, as the host's process: at

@@ -135,13 +135,28 @@ func (c *cluster) restart(addr string) {
 // nodes fail.
 func (c *cluster) settle() { c.settleLosing(c.lose) }
 
+// settleRounds bounds the rounds of delivery a settle may take, and
+// settlePending the requests one round may carry: far above what any
+// test's exchange needs, so that a message storm (a bug that answers
+// every message with more) fails its test at once, naming what was
+// pending, instead of hanging it until the test binary's timeout.
+const (
+	settleRounds  = 1000
+	settlePending = 100_000
+)
+
 // settleLosing settles like settle, failing as lost every request for
 // which lose, if not nil, returns true.
 func (c *cluster) settleLosing(lose func(host string, req Request) bool) {
-	for {
+	for round := 1; ; round++ {
 		reqs := c.net.take("http://10.")
 		if len(reqs) == 0 {
 			return
+		}
+		if round > settleRounds || len(reqs) > settlePending {
+			c.t.Helper()
+			c.t.Fatalf("settle: still %d requests pending after %d rounds (a message storm?), first: %s",
+				len(reqs), round-1, pendingSummary(reqs, 10))
 		}
 		for _, s := range reqs {
 			host, path, _ := strings.Cut(strings.TrimPrefix(s.req.URL, "http://"), "/")
@@ -159,6 +174,18 @@ func (c *cluster) settleLosing(lose func(host string, req Request) bool) {
 			})
 		}
 	}
+}
+
+// pendingSummary names the first n of reqs, sender, method and URL.
+func pendingSummary(reqs []*sent, n int) string {
+	var b strings.Builder
+	for i, s := range reqs[:min(n, len(reqs))] {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s %s %s", s.from, s.req.Method, s.req.URL)
+	}
+	return b.String()
 }
 
 // senderNet is one node's view of the cluster network: a down node can

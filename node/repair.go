@@ -34,8 +34,8 @@ import (
 // A node also hands off the live records it holds but is not a replica of
 // under its view (a leaving node's, an old replica's that a resync never
 // reached): it pushes each to its replicas, and once every replica has
-// answered that it holds that version or a newer one, it keeps the record
-// as moved away and stops popping it. Until then it pops it after every
+// answered that it holds that version live (X-Chronos-Held), or something
+// newer, it keeps the record as moved away and stops popping it. Until then it pops it after every
 // replica (skew), so a timer is never left without a holder.
 //
 // A round is only run between nodes that share a cluster view; a peer
@@ -51,8 +51,8 @@ const (
 	repairAfterReload = time.Second
 	// repairBuckets is how many ranges of IDs a digest covers.
 	repairBuckets = 64
-	// MaxRepairEntries bounds the records one answer lists; the rest are
-	// compared in a later round.
+	// MaxRepairEntries bounds the records one answer lists; the rest
+	// come in the next page (Config.RepairPage may set it lower).
 	MaxRepairEntries = 2000
 	// repairTimeout bounds one round trip.
 	repairTimeout = 5 * time.Second
@@ -61,8 +61,8 @@ const (
 // repairRetry asks a peer again that did not answer or has another view.
 var repairRetry = retryPolicy{attempts: 6, base: time.Second, max: 30 * time.Second}
 
-// repairDigestBody is the first message of a round; repairWantBody the
-// second.
+// repairDigestBody is a message of a round: digests (with After, a page
+// after the first), or the records the sender wants (Want).
 type repairDigestBody struct {
 	View    string   `json:"view"`
 	From    string   `json:"from"`
@@ -97,7 +97,7 @@ type repairSummary struct {
 	seq     uint32
 }
 
-// repairKey is the bucket of id.
+// repairBucket is the bucket of id.
 func repairBucket(id uint64) int { return int(mix64(id) % repairBuckets) }
 
 // repairHash is what one live record adds to its bucket's digest.

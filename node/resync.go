@@ -784,10 +784,6 @@ func referencesJSON(refs []reference) []byte {
 	return body
 }
 
-// scaling reports whether the node's membership is mid-scale: it lists
-// joining or leaving nodes, so its view is the one the cluster moves to.
-func (n *Node) scaling() bool { return len(n.cfg.Cluster.Joining)+len(n.cfg.Cluster.Leaving) > 0 }
-
 // oldRank is r's rank in the old replica list, or past its end when r was
 // not involved.
 func oldRank(old []string, r string) int {

@@ -48,6 +48,19 @@ func (w *world) step(written Step) {
 			}
 		}
 		w.fault(checker.Clog, w.hosts(s.Side), w.hosts(s.Peers), "for="+s.For.String())
+	case OpHold:
+		for _, a := range w.hosts(s.Side) {
+			for _, b := range w.hosts(s.Peers) {
+				w.net.Hold(a, b)
+			}
+		}
+		w.fault(checker.Clog, w.hosts(s.Side), w.hosts(s.Peers), "hold")
+	case OpReplay:
+		for _, a := range w.hosts(s.Side) {
+			for _, b := range w.hosts(s.Peers) {
+				w.net.Replay(a, b, w.loop.Now()-s.For)
+			}
+		}
 	case OpJump:
 		m := w.machine(s.Side[0])
 		m.clock.Jump(s.Delta)
@@ -82,6 +95,8 @@ var messageFaults = map[string]checker.FaultKind{
 	"lost":       checker.Lost,
 	"duplicated": checker.Duplicated,
 	"reordered":  checker.Reordered,
+	"late":       checker.Late,
+	"replayed":   checker.Late,
 }
 
 // overloadWait is how long a send may wait for its sender's modelled CPU
@@ -99,9 +114,20 @@ func (w *world) overloadFault(from, to string, req *node.Request, wait time.Dura
 			return
 		}
 		detail = checker.OverloadWaited + wait.String()
+		if carriesRecord(req) {
+			detail += checker.OverloadRecord
+		}
 	}
 	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Overload,
 		Nodes: []string{from}, Peers: []string{to}, Detail: detail, Timer: timerOfRequest(req)})
+}
+
+// carriesRecord reports whether req carries a timer's record to a node:
+// an internal PUT to /timers/<wire ID> (a replication, a pop notice, a
+// forward to another site). A callback is a POST to its endpoint, a read
+// a GET.
+func carriesRecord(req *node.Request) bool {
+	return req.Method == "PUT" && timerOfURL(req.URL) != 0
 }
 
 // timerOfRequest is the unique ID a request is about: named in its path
@@ -120,10 +146,13 @@ func timerOfRequest(req *node.Request) uint64 {
 // messageFault records one message the network's noise hit, naming the
 // timer its request was about (internal requests name it in their path),
 // so that the checker excuses only that timer, not the whole cluster.
-func (w *world) messageFault(kind checker.FaultKind, from, to string, req *node.Request, n int64) {
+func (w *world) messageFault(what string, kind checker.FaultKind, from, to string, req *node.Request, n int64) {
 	f := checker.Fault{At: w.loop.Now(), Kind: kind, Nodes: []string{from}, Peers: []string{to}}
-	if kind == checker.Reordered {
+	switch kind {
+	case checker.Reordered:
 		f.Detail = "held=" + time.Duration(n).String()
+	case checker.Late:
+		f.Detail = what + "=" + time.Duration(n).String()
 	}
 	if req != nil {
 		f.Timer = timerOfURL(req.URL)

@@ -69,13 +69,16 @@ func (s Step) String() string {
 			t += " bare"
 		}
 		return t
-	case OpPartition, OpClog:
+	case OpPartition, OpClog, OpHold, OpReplay:
 		sep := "|"
 		if s.OneWay {
 			sep = "->"
 		}
 		t := fmt.Sprintf("%s %s %s %s", s.Op, strings.Join(s.Side, " "), sep, strings.Join(s.Peers, " "))
-		if s.For > 0 {
+		switch {
+		case s.For > 0 && s.Op == OpReplay:
+			t += fmt.Sprintf(" older=%v", s.For)
+		case s.For > 0:
 			t += fmt.Sprintf(" for=%v", s.For)
 		}
 		return t

@@ -117,6 +117,12 @@ const (
 	OpDiskLie     Op = "disk-lie"
 	OpDiskOK      Op = "disk-ok"
 	OpDiskCorrupt Op = "disk-corrupt"
+	// OpHold cuts links one way, keeping what is sent on them until the
+	// next heal, which delivers it however long after its senders gave
+	// up; OpReplay sends again the requests captured on links that were
+	// sent For or more ago (netsim late.go).
+	OpHold   Op = "hold"
+	OpReplay Op = "replay"
 )
 
 // Step is one scheduled action. Node, callback and client numbers are
@@ -357,6 +363,9 @@ func (p *Plan) host(name string) (string, error) {
 	}
 	if _, err := fmt.Sscanf(name, "c%d", &i); err == nil && i >= 1 && i <= p.Callbacks && name == fmt.Sprintf("c%d", i) {
 		return callbackHost(i), nil
+	}
+	if _, err := fmt.Sscanf(name, "client%d", &i); err == nil && i >= 1 && i <= p.Clients && name == fmt.Sprintf("client%d", i) {
+		return clientHost(i), nil
 	}
 	return "", fmt.Errorf("unknown host %q", name)
 }

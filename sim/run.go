@@ -122,6 +122,9 @@ type world struct {
 	// scaleTickets numbers the scale steps as they fire, scaleStarted
 	// counts those started: they start in that order (scaleTurn).
 	scaleTickets, scaleStarted int
+	// twins records a shared-instance plan's misconfiguration (nil in
+	// any other plan).
+	twins *twins
 }
 
 // machine is one simulated server: its clock outlives the nodes that run
@@ -209,13 +212,18 @@ func (w *world) setup() {
 	}
 	w.hist.Members = w.addrs()
 	w.hist.Storage = p.enabled(MixStorage)
+	w.hist.Epoch = Epoch
+	w.twins = newTwins(w)
 	var err error
 	if w.net, err = netsim.New(p.Net, &w.loop, netRand); err != nil {
 		panic(err)
 	}
+	if slices.ContainsFunc(p.Steps, func(s Step) bool { return s.Op == OpReplay }) {
+		w.net.CaptureFor()
+	}
 	w.net.SetTracer(func(what, from, to string, req *node.Request, n int64) {
 		if kind, ok := messageFaults[what]; ok {
-			w.messageFault(kind, from, to, req, n)
+			w.messageFault(what, kind, from, to, req, n)
 		}
 		if what == "queued" || what == "shed" {
 			w.overloadFault(from, to, req, time.Duration(n))
@@ -260,6 +268,7 @@ func (w *world) boot(m *machine) {
 	var nd *node.Node
 	m.ep = w.net.Listen(m.addr, func(from string, req node.Request, reply func(node.Response)) {
 		req.Remote = from // the connection's source, as production sets it
+		w.twins.served(m.addr, from, req)
 		nd.Handle(req, func(resp node.Response) {
 			w.ageRefusal(m, from, req, resp)
 			if resp.Status == 409 && resp.Header.Get(node.HeaderCollision) != "" {
@@ -301,11 +310,11 @@ func (w *world) boot(m *machine) {
 		}
 		cfg.InstanceID = ids[m.addr]
 	}
-	if w.plan.enabled(MixSharedInstance) && m.idx <= 2 {
-		cfg.InstanceID = w.sharedInstance()
+	if n := w.twins.booted(m.addr); n != node.AutoInstanceID {
+		cfg.InstanceID = n
 	}
 	cfg.Clock = m.clock
-	cfg.Network = m.ep
+	cfg.Network = w.twins.network(m)
 	cfg.Logger = w.opts.Logger
 	var kept []recovered
 	if m.disk != nil {

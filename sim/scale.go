@@ -86,6 +86,7 @@ func (w *world) scaleTurn(ticket int, s Step) {
 		w.cluster = node.Membership{Nodes: staying, Leaving: names}
 		run.final = node.Membership{Nodes: staying}
 	}
+	w.twins.membershipChanged()
 	run.view = node.NewRing(w.addrs()).ViewID()
 	for _, m := range w.machines {
 		switch {
@@ -180,6 +181,7 @@ func (w *world) pollScale() {
 func (w *world) completeScale(run *scaleRun) {
 	w.snapshot()
 	w.cluster = run.final
+	w.twins.membershipChanged()
 	for _, m := range run.staying {
 		w.reload(m, w.membership())
 	}

@@ -191,7 +191,7 @@ func (p *Plan) parseStep(f []string) error {
 	case OpCrash, OpRestart, OpPause, OpResume, OpJump, OpDrift, OpSlow, OpFail, OpCallbackOK,
 		OpDiskFull, OpDiskLie, OpDiskOK, OpDiskCorrupt:
 		err = parseHostStep(&s, args)
-	case OpPartition, OpClog:
+	case OpPartition, OpClog, OpHold, OpReplay:
 		err = parseCutStep(&s, args)
 	case OpExpect:
 		s.Check, err = parseCheck(args)
@@ -293,8 +293,9 @@ func parseCutStep(s *Step, args []string) error {
 				return fmt.Errorf("two separators")
 			}
 			sep, s.OneWay, side = true, a == "->", &s.Peers
-		case strings.HasPrefix(a, "for="):
-			d, err := time.ParseDuration(a[len("for="):])
+		case strings.HasPrefix(a, "for=") || strings.HasPrefix(a, "older="):
+			_, v, _ := strings.Cut(a, "=")
+			d, err := time.ParseDuration(v)
 			if err != nil {
 				return err
 			}
@@ -308,6 +309,12 @@ func parseCutStep(s *Step, args []string) error {
 	}
 	if s.Op == OpClog && (!s.OneWay || s.For <= 0) {
 		return fmt.Errorf("want: clog <hosts> -> <hosts> for=<duration>")
+	}
+	if s.Op == OpHold && !s.OneWay {
+		return fmt.Errorf("want: hold <hosts> -> <hosts>")
+	}
+	if s.Op == OpReplay && !s.OneWay {
+		return fmt.Errorf("want: replay <hosts> -> <hosts> [older=<duration>]")
 	}
 	return nil
 }
