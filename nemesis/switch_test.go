@@ -100,7 +100,10 @@ func equal(a, b []int) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 func TestSwitchForwardsByMAC(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, ports := testSwitch(t, 3)
+		// Each port has a goroutine of its own, so frames from two ports
+		// have no order until one is through.
 		ports[0].in <- frame(0, 2, 1)
+		synctest.Wait()
 		ports[1].in <- frame(1, -1, 2)
 		v6 := frame(0, 1, 3)
 		v6[12], v6[13] = 0x86, 0xdd
