@@ -34,28 +34,54 @@ func (x *index) crashLoses(s span) bool {
 // it crashed at from and restarted at end: a lie or a full disk since its
 // boot before from, or a wipe at the restart.
 func (x *index) diskLost(n string, from, end time.Duration) bool {
+	d := x.diskFaults()[n]
 	boot := time.Duration(0)
-	for _, f := range x.h.Faults {
-		if f.Kind == Restart && f.At < from && slices.Contains(f.Nodes, n) {
-			boot = max(boot, f.At)
+	for _, at := range d.restarts {
+		if at < from {
+			boot = max(boot, at)
 		}
 	}
+	return slices.ContainsFunc(d.faulty, func(at time.Duration) bool { return at >= boot && at <= from }) ||
+		slices.ContainsFunc(d.wiped, func(at time.Duration) bool { return at >= from && at <= end })
+}
+
+// nodeDisk is when a node's disk faults and restarts happened.
+type nodeDisk struct {
+	// restarts are the node's boots after the first; faulty its lies
+	// and full disks; wiped its disks found corrupt and wiped.
+	restarts, faulty, wiped []time.Duration
+}
+
+// diskFaults is each node's disk history, gathered once: diskLost runs
+// for every crash span of every definition, and a history with load
+// holds tens of thousands of faults (overload ones), so scanning them
+// per call cost a heavy seed minutes.
+func (x *index) diskFaults() map[string]*nodeDisk {
+	if x.disks != nil {
+		return x.disks
+	}
+	x.disks = map[string]*nodeDisk{}
 	for _, f := range x.h.Faults {
-		if !slices.Contains(f.Nodes, n) {
+		if f.Kind != Restart && f.Kind != DiskLie && f.Kind != DiskFull && f.Kind != DiskWiped {
 			continue
 		}
-		switch f.Kind {
-		case DiskLie, DiskFull:
-			if f.At >= boot && f.At <= from {
-				return true
+		for _, n := range f.Nodes {
+			d := x.disks[n]
+			if d == nil {
+				d = &nodeDisk{}
+				x.disks[n] = d
 			}
-		case DiskWiped:
-			if f.At >= from && f.At <= end {
-				return true
+			switch f.Kind {
+			case Restart:
+				d.restarts = append(d.restarts, f.At)
+			case DiskLie, DiskFull:
+				d.faulty = append(d.faulty, f.At)
+			case DiskWiped:
+				d.wiped = append(d.wiped, f.At)
 			}
 		}
 	}
-	return false
+	return x.disks
 }
 
 // diskFaulty is the nodes of d whose disk was full or lied somewhere in

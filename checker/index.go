@@ -87,6 +87,8 @@ type index struct {
 	// fault first hit a write of that partition (see epochs).
 	keyOf map[int]string
 	taint map[string]time.Duration
+	// disks is each node's disk history (diskFaults).
+	disks map[string]*nodeDisk
 }
 
 // newIndex attributes every pop to its definition.

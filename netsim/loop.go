@@ -10,8 +10,13 @@ import (
 // storm) and fails loudly, in seconds and bounded memory, instead of
 // taking the machine down.
 const (
-	// MaxEvents bounds the events one run may process.
-	MaxEvents = 200_000_000
+	// MaxEvents bounds the events one run may process: ten times the
+	// largest generated run of seeds 1..1000 (470,593 events). A storm
+	// that makes virtual progress (two replicas handing each other a
+	// changed copy a transit time apart, for ever) passes the other two
+	// limits and costs 20 to 50 µs an event: stopped here, in a minute
+	// or two, not hours.
+	MaxEvents = 5_000_000
 	// MaxEventsPerInstant bounds the events run at one virtual instant:
 	// a run that makes no virtual progress (a node re-arming an alarm
 	// for the past, two nodes answering each other at once for ever)
