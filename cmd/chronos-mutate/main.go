@@ -48,9 +48,11 @@ func run(dir string, seeds, first int, only string, verbose bool) int {
 		return 2
 	}
 	defer os.RemoveAll(snap)
+	base := mutations.NewBaseline(snap)
+	defer base.Close()
 	caught, bad := 0, 0
 	for _, m := range ms {
-		o, err := mutations.Run(context.Background(), snap, m, seeds, first, log)
+		o, err := mutations.Run(context.Background(), snap, m, seeds, first, base, log)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
