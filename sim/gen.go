@@ -222,6 +222,7 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 		genStorage(p, faults, safety)
 	}
 	genReach(p, work, safety)
+	genLate(p, faults, safety)
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
 }
