@@ -168,17 +168,18 @@ func (x *index) heldAtSites(d *def, ret time.Duration, late map[string]bool) tim
 // copy (it missed the write, or crashed since) gets one back from a
 // notice, a scale's resync or its own boot's, and applies its
 // start-time-delta when it processes the message, so a pause of that
-// replica, or a clog into it, while it had none and such a message was on
-// its way holds the copy and makes its start late by as much. Replicas
-// converge on the earliest start when a notice passes between them, so
-// the hold lasts only once every replica that kept the true start has
-// lost it since: then the late start is all that is left
-// (scenarios/README.md N3 and N8; seed 4359: a scale's resync pushed the
-// timer to a replica that had restarted empty and was paused, and the
-// only replica with the true start crashed later). It adds to late the
-// replicas it held, and those still or again without a copy once a held
-// one was sent (a late replica's notice may bring it back, start and
-// all), and returns the longest hold.
+// replica, or a clog into it, while it had none and such a message was
+// on its way holds the copy and makes its start late by as much.
+// Replicas converge on the earliest start when a notice passes between
+// them, so the hold lasts only once every replica that kept the true
+// start has lost it since: then the late start is all that is left
+// (scenarios/README.md N3 and N8;
+// TestCopyBroughtBackWhileItsReplicaStoodStillRunsLate: a scale's resync
+// pushed the timer to a replica that had restarted empty and was paused,
+// and the only replica with the true start crashed later). It adds to
+// late the replicas it held, and those still or again without a copy
+// once a held one was sent (a late replica's notice may bring it back,
+// start and all), and returns the longest hold.
 func (x *index) heldRefill(d *def, late map[string]bool) time.Duration {
 	if !d.placed {
 		return 0

@@ -106,9 +106,10 @@ func TestFailedCallbackKeepsTheCopy(t *testing.T) {
 }
 
 func TestSlowCallbackCostsOnlyThatPop(t *testing.T) {
-	// Seed 11801's shape: an rf 1 timer pops into a slow endpoint, which
-	// answers 200 after the service's timeout; the replica takes it for a
-	// failure. That costs pop 1 alone: the later pops are owed.
+	// The shape of a case the sweep found: an rf 1 timer pops into a
+	// slow endpoint, which answers 200 after the service's timeout; the
+	// replica takes it for a failure. That costs pop 1 alone: the later
+	// pops are owed.
 	h := healthy()
 	h.Ops[0].Spec.ReplicationFactor = 1
 	h.Ops[0].Spec.RepeatFor = 10 * sec
@@ -145,16 +146,16 @@ func TestPopAfterEveryReplicaFailedOneIsOwedOnTime(t *testing.T) {
 	}
 }
 
-// TestCopyBroughtBackWhileItsReplicaStoodStillRunsLate is seed 4359: the
-// backup restarts empty after the write, and the copy its boot resync
-// fetches is held by its pause (2 s to 5 s), so it applies the start 3 s
-// late; the primary, the only replica with the true start, then crashes
-// and takes the backup's. Every later pop runs 3 s late, long after the
-// faults: the N3 limit (start-time-delta carries no transit time). The
-// same pause on a member of no role, on the backup while it still held
-// its copy, or on the emptied backup once its boot resync was over and
-// nothing else was on its way to it (no pop, no scale), holds nothing,
-// and the late pops are G3.
+// TestCopyBroughtBackWhileItsReplicaStoodStillRunsLate is a case the
+// sweep found: the backup restarts empty after the write, and the copy
+// its boot resync fetches is held by its pause (2 s to 5 s), so it
+// applies the start 3 s late; the primary, the only replica with the
+// true start, then crashes and takes the backup's. Every later pop runs
+// 3 s late, long after the faults: the N3 limit (start-time-delta
+// carries no transit time). The same pause on a member of no role, on
+// the backup while it still held its copy, or on the emptied backup once
+// its boot resync was over and nothing else was on its way to it (no
+// pop, no scale), holds nothing, and the late pops are G3.
 func TestCopyBroughtBackWhileItsReplicaStoodStillRunsLate(t *testing.T) {
 	for _, c := range []struct {
 		name, paused string

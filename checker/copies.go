@@ -198,12 +198,13 @@ func (x *index) failedPop(d *def, k int) []string {
 }
 
 // cutFromEndpoint is the nodes that may have been cut off from d's
-// callback endpoint when they tried pop k: they failed it too, with no pop
-// in the history to show for it. A node tries at the due time on its own
-// clock, which may run ahead (seed 7718: a node whose clock jumped ahead
-// popped into a partition that healed before the true due time), and its
-// rank may make it later. The cut counts to its real end: settle time
-// aside, a cut healed before the attempt failed nothing.
+// callback endpoint when they tried pop k: they failed it too, with no
+// pop in the history to show for it. A node tries at the due time on its
+// own clock, which may run ahead (a generated plan had a node whose
+// clock jumped ahead popped into a partition that healed before the true
+// due time), and its rank may make it later. The cut counts to its real
+// end: settle time aside, a cut healed before the attempt failed
+// nothing.
 func (x *index) cutFromEndpoint(d *def, k int) []string {
 	lo, hi := d.due(k)
 	from, to := lo-x.forward(d, d.lo, hi), hi+x.rankBound(d)

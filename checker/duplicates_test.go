@@ -19,13 +19,14 @@ func TestRefusedCallbackRetriedIsNoDuplicate(t *testing.T) {
 	requireNone(t, Check(h))
 }
 
-// TestCutDuringAnUnansweredCreateExcusesItsCatchUp is seed 4231: a create
-// whose answer was lost (the client never learned its ID) was cut off
-// from its primary and first backup while it ran, so only the last
-// backup held it and popped 1 at its rank; its notice brought the timer to
-// the other two at once, with pop 2 overdue on both, and each popped it
-// (G4). The cut touched the write, as it touches any write of a known
-// timer; the same cut on a member that took no part is no excuse.
+// TestCutDuringAnUnansweredCreateExcusesItsCatchUp is a case the sweep
+// found: a create whose answer was lost (the client never learned its
+// ID) was cut off from its primary and first backup while it ran, so
+// only the last backup held it and popped 1 at its rank; its notice
+// brought the timer to the other two at once, with pop 2 overdue on
+// both, and each popped it (G4). The cut touched the write, as it
+// touches any write of a known timer; the same cut on a member that took
+// no part is no excuse.
 func TestCutDuringAnUnansweredCreateExcusesItsCatchUp(t *testing.T) {
 	members := []string{"n1", "n2", "n3", "n4", "n5"}
 	r := Replicas(members, placedTimer, 3)

@@ -112,9 +112,9 @@ func (x *index) lossFrom(d *def) time.Duration {
 	return never
 }
 
-// liveAllLost reports whether, in the liveness phase, no replica was left
-// able to make pop k of d: every replica failed its callback (a node whose
-// clock runs ahead may try it just before the faults end, seed 7136) or
+// liveAllLost reports whether, in the liveness phase, no replica was
+// left able to make pop k of d: every replica failed its callback (a
+// node whose clock runs ahead may try it just before the faults end) or
 // lost its copy to a crash or a missed write not repaired since. All
 // replicas are back then, so nothing else excuses the pop.
 func (x *index) liveAllLost(d *def, k int) bool {

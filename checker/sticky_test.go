@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// reorderedUpdates is seed 1596's shape (N4): update "b" through a replica
-// cut off by a partition is acknowledged, then update "c", invoked 500ms
-// after "b" returned, through a node whose clock runs behind; after the
-// heal only "b" pops.
+// reorderedUpdates is the shape of a case the sweep found (N4): update
+// "b" through a replica cut off by a partition is acknowledged, then
+// update "c", invoked 500ms after "b" returned, through a node whose
+// clock runs behind; after the heal only "b" pops.
 func reorderedUpdates(rf int) *History {
 	h := healthy()
 	h.Ops = []Op{

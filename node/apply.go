@@ -193,11 +193,12 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 		resp.Header[HeaderHeld] = "live"
 	}
 	if held != nil && held.Version == t.Version && held.def == t.def && held.Start < n.startMs()+r.StartTimeDelta {
-		// The sender's start of the same definition is later than
-		// ours: tell it (startAnswered takes the earlier start). Not of
-		// a client delete's tombstone (no definition; its start is the
-		// buried one's), which twins sharing an instance number may
-		// give an update's very version (seeds 3792, 3966).
+		// The sender's start of the same definition is later than ours:
+		// tell it (startAnswered takes the earlier start). Not of a
+		// client delete's tombstone (no definition; its start is the
+		// buried one's), which twins sharing an instance number may give
+		// an update's very version
+		// (TestEarlierStartIsAnsweredOnlyForTheSameDefinition).
 		resp.Header[HeaderStartDelta] = strconv.FormatInt(held.Start-n.nowMs(), 10)
 		n.hit(probeReplicaStartDelta)
 	}

@@ -57,11 +57,11 @@ func TestPlacementsAreBounded(t *testing.T) {
 	}
 }
 
-// TestTombstoneOverTombstoneKeepsReplacedPops is seed 1331's shape: a
-// one-shot definition popped here, then two deletes replaced it in turn.
-// The second tombstone must still remember the pop the first remembered,
-// so that a proxy's retry of the one-shot write above both deletes does
-// not pop it again.
+// TestTombstoneOverTombstoneKeepsReplacedPops is the shape of a case the
+// sweep found: a one-shot definition popped here, then two deletes
+// replaced it in turn. The second tombstone must still remember the pop
+// the first remembered, so that a proxy's retry of the one-shot write
+// above both deletes does not pop it again.
 func TestTombstoneOverTombstoneKeepsReplacedPops(t *testing.T) {
 	h := newHarness(t)
 	n := h.node
@@ -91,10 +91,10 @@ func TestTombstoneOverTombstoneKeepsReplacedPops(t *testing.T) {
 // tells a sender its earlier start only of the definition the sender
 // wrote: a later copy of the same definition is answered with it, but a
 // live update meeting a client delete's tombstone of the very same
-// version (twins sharing an instance number, seed 3792) is not, since
+// version (twins sharing an instance number) is not, since
 // the tombstone's start is the buried definition's, and a replica of the
-// update would take it and pop early (seed 3966 once every answer is
-// read: the update's proxy popped at once).
+// update would take it and pop early (the update's proxy popped at once, in a case
+// the sweep found).
 func TestEarlierStartIsAnsweredOnlyForTheSameDefinition(t *testing.T) {
 	h := newHarness(t)
 	wire := h.create(timerJSON(10, 30, cb, "old"))

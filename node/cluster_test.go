@@ -590,11 +590,12 @@ func TestWriteQuorum(t *testing.T) {
 	}
 }
 
-// TestReadRepairReachesEveryReplica is seed 6932's shape: the primary
-// missed a delete, a backup that held the tombstone restarted empty, and
-// the primary's first stale pop notice is answered 409 by the other backup
-// but taken by the empty one. The primary must pass the tombstone on, or
-// the empty backup pops the deleted timer at its rank.
+// TestReadRepairReachesEveryReplica is the shape of a case the sweep
+// found: the primary missed a delete, a backup that held the tombstone
+// restarted empty, and the primary's first stale pop notice is answered
+// 409 by the other backup but taken by the empty one. The primary must
+// pass the tombstone on, or the empty backup pops the deleted timer at
+// its rank.
 func TestReadRepairReachesEveryReplica(t *testing.T) {
 	c := newCluster(t, three...)
 	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":100},"callback":{"http":{"uri":"`+cb+
@@ -646,8 +647,8 @@ func TestTombstoneOutlivesStaleDefinition(t *testing.T) {
 	}
 }
 
-// TestTombstoneOfShortUpdateOutlivesTheOldDefinition is seed 9164's
-// shape: an update cuts a long timer down to two quick pops while one
+// TestTombstoneOfShortUpdateOutlivesTheOldDefinition is the shape
+// of a case the sweep found: an update cuts a long timer down to two quick pops while one
 // replica is cut off. The update's tombstone must last until the old
 // definition's end, so the cut-off replica's stale pop is answered 409 and
 // does not bring the old definition back on the others.

@@ -841,7 +841,8 @@ func EncodeSpec(s Spec) []byte {
 // A Moved record travels as the live definition it is, placed on other
 // nodes: a receiver among its replicas takes it live, any other keeps it
 // as Moved. Sent as a tombstone, it would delete the timer wherever it
-// met the same definition live (seed 2506: a 409 answer to a pop notice).
+// met the same definition live (a 409 answer to a pop notice did;
+// TestScaleDownWorkedExample).
 func EncodeReplication(t *Timer, now int64) []byte {
 	size := 320 + len(t.cb)
 	if t.host != nil {

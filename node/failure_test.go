@@ -161,7 +161,7 @@ func TestOnlyTheLastReplicasPopWaitsToBeSent(t *testing.T) {
 // last pop but failed an earlier one stays live, popping nothing, until
 // the next replica has made the missed pop: as a tombstone, its notices
 // and its answers to other replicas would make them drop the pop they owe
-// (seed 7842, through another site's relay).
+// (a case the sweep found, through another site's relay).
 func TestFinishedCopyKeepsTellingOfAMissedPop(t *testing.T) {
 	c := newCluster(t, three...)
 	wire, replicas := createOn(t, c, 1, 2, 2)

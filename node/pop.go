@@ -51,8 +51,8 @@ func (n *Node) skew(t *Timer) time.Duration {
 // timer turns into one, unless it knows of pops missed: it stays live,
 // popping nothing, so that its notices and its answers to other replicas
 // still tell of them (a tombstone would make the replicas that owe them
-// drop them, seed 7842), until a replica says they were made or its life
-// ends (onAlarm).
+// drop them: TestAnotherSitesAnswerKeepsItsMissedPops), until a replica
+// says they were made or its life ends (onAlarm).
 func (n *Node) holdNext(t *Timer) {
 	if _, ok := t.NextPopAt(); !ok && t.State == Live {
 		if missed, _ := t.popMarks(); missed == 0 {

@@ -723,17 +723,19 @@ func (n *Node) rebalance(t *Timer, old []string, send func(peer string, held *Ti
 }
 
 // spreadNewer passes on, as spread would have passed t, the newer record
-// of t's timer this node holds under its current view when a page offered
-// the older t. The page's source still holds t: an old replica no longer
-// involved that missed the newer write (cut off while it was made, and
-// while this node's earlier resync sent it the rebalancing tombstone)
-// would otherwise pop the replaced definition for ever, since no later
-// write or pop reaches it (seed 1068). A leaving node, which spread
-// passes over, is told by the reference to the timer instead (seed 7255:
-// the new primary's reference of its first take reached the leaving node
-// before it reloaded, while the timer was still its own, and it popped
-// the replaced definition until it was stopped). It returns the node's
-// rank in the newer record's replicas and whether it passed it on.
+// of t's timer this node holds under its current view when a page
+// offered the older t. The page's source still holds t: an old replica
+// no longer involved that missed the newer write (cut off while it was
+// made, and while this node's earlier resync sent it the rebalancing
+// tombstone) would otherwise pop the replaced definition for ever, since
+// no later write or pop reaches it
+// (TestResyncAgainRepairsAnOldReplicaThatMissedAnUpdate). A leaving
+// node, which spread passes over, is told by the reference to the timer
+// instead (TestLeavingNodeDropsACopyAnUpdateReplaced: the new primary's
+// reference of its first take reached the leaving node before it
+// reloaded, while the timer was still its own, and it popped the
+// replaced definition until it was stopped). It returns the node's rank
+// in the newer record's replicas and whether it passed it on.
 func (n *Node) spreadNewer(t *Timer, old []string, send func(peer string, held *Timer, replicate bool)) (int, bool) {
 	newer := n.store.Get(t.ID)
 	if newer == nil || newer.Version <= t.Version || newer.ViewID != n.ring.ViewID() {

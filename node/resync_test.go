@@ -268,7 +268,7 @@ func TestScaleDownWorkedExample(t *testing.T) {
 
 	// C's moved copy, sent on (as a 409 answer to a stale write or pop
 	// notice carries it), is the live definition to a replica, never its
-	// delete (seed 2506).
+	// delete.
 	body := EncodeReplication(&held, c.nodes[nodeC].nowMs())
 	spec, _, err := ParseBody(body)
 	require.NoError(t, err)
@@ -288,9 +288,9 @@ func TestScaleDownWorkedExample(t *testing.T) {
 // A's word alone, A's crash would leave the timer nowhere, and once A
 // restarts and B is back, no resync offers it again. C keeps it live
 // instead, so A's start-up resync gets it back, and the operator's run
-// again (A's failed send) places it on B. A's word comes from its resync
-// (seed 7070), or from a pop notice C sends under the old view, which A
-// places on the new one as it arrives (seed 7355, lateRebalance).
+// again (A's failed send) places it on B. A's word comes from its
+// resync, or from a pop notice C sends under the old view, which A
+// places on the new one as it arrives.
 func TestLeavingNodeKeepsATimerItsNewBackupMissed(t *testing.T) {
 	for _, notice := range []bool{false, true} {
 		t.Run(map[bool]string{false: "resync", true: "late-notice"}[notice], func(t *testing.T) {
@@ -350,14 +350,15 @@ func TestLeavingNodeKeepsATimerItsNewBackupMissed(t *testing.T) {
 	}
 }
 
-// TestLeavingNodeDropsACopyAnUpdateReplaced is seed 7255: C leaves three
-// nodes, rf 2, and a timer on (B, C) moves to (B, A). B reloads first and
-// takes the timer; its reference reaches C before C has reloaded, while
-// the timer is still C's own, and C keeps its copy. The timer is updated
-// on its new replicas. Once C has reloaded, B's resync asks C's page
-// again, which offers the old definition: B holds the update, passes it
-// on, and tells C it dealt with the timer, so C drops the copy the update
-// replaced rather than pop it at its old rank until it is stopped.
+// TestLeavingNodeDropsACopyAnUpdateReplaced is a case the sweep found: C
+// leaves three nodes, rf 2, and a timer on (B, C) moves to (B, A). B
+// reloads first and takes the timer; its reference reaches C before C
+// has reloaded, while the timer is still C's own, and C keeps its copy.
+// The timer is updated on its new replicas. Once C has reloaded, B's
+// resync asks C's page again, which offers the old definition: B holds
+// the update, passes it on, and tells C it dealt with the timer, so C
+// drops the copy the update replaced rather than pop it at its old rank
+// until it is stopped.
 func TestLeavingNodeDropsACopyAnUpdateReplaced(t *testing.T) {
 	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
 	id := idMoving(before, after, []string{nodeB, nodeC}, []string{nodeB, nodeA})
@@ -383,14 +384,14 @@ func TestLeavingNodeDropsACopyAnUpdateReplaced(t *testing.T) {
 	}
 }
 
-// TestLeavingNodeWritingAnUpdateStopsItsOldCopy is seed 8216: C leaves
-// three nodes, rf 2, and a timer on (C, A) moves to (B, A). C has
-// reloaded, but the new primary B has not, so no reference has reached
-// C, which still holds the timer live. An update through C by the ID a
-// later answer's Location gives, whose bloom filter names only the new
-// replicas, goes to them only, C being neither a replica nor named; C
-// must still replace its own copy with it, or it pops the replaced
-// definition at its old rank after the update was acknowledged.
+// TestLeavingNodeWritingAnUpdateStopsItsOldCopy is a case the sweep
+// found: C leaves three nodes, rf 2, and a timer on (C, A) moves to (B,
+// A). C has reloaded, but the new primary B has not, so no reference has
+// reached C, which still holds the timer live. An update through C by
+// the ID a later answer's Location gives, whose bloom filter names only
+// the new replicas, goes to them only, C being neither a replica nor
+// named; C must still replace its own copy with it, or it pops the
+// replaced definition at its old rank after the update was acknowledged.
 func TestLeavingNodeWritingAnUpdateStopsItsOldCopy(t *testing.T) {
 	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
 	id := idMoving(before, after, []string{nodeC, nodeA}, []string{nodeB, nodeA})
@@ -481,8 +482,9 @@ func TestKeyedClusterResyncCompletes(t *testing.T) {
 
 // TestTimerMovedAwayAndBackIsHeldAgain scales up and back down: timers
 // that moved off a node when the fourth joined move back when it leaves,
-// and the tombstone the first move left there does not keep them out
-// (seed 185: it did, and the node never held its timers again).
+// and the tombstone the first move left there does not keep them out (as
+// a generated plan showed: it did, and the node never held its timers
+// again).
 func TestTimerMovedAwayAndBackIsHeldAgain(t *testing.T) {
 	c, ids := grownByD(t, 60)
 	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeD}, 2)
@@ -507,11 +509,12 @@ func grownByD(t *testing.T, interval int) (*cluster, []uint64) {
 	return c, ids
 }
 
-// TestTimerMovedBackBeforeItsNodeReloads is seed 1019: a scale moves
-// timers off C, and a later one, to a view C has never been in, moves
-// some back; C reloads last, after the others' resyncs pushed the timers
-// to it. It takes them then, though it holds them as moved away: once
-// they are placed under the new view no resync offers them again.
+// TestTimerMovedBackBeforeItsNodeReloads is a case the sweep found: a
+// scale moves timers off C, and a later one, to a view C has never been
+// in, moves some back; C reloads last, after the others' resyncs pushed
+// the timers to it. It takes them then, though it holds them as moved
+// away: once they are placed under the new view no resync offers them
+// again.
 func TestTimerMovedBackBeforeItsNodeReloads(t *testing.T) {
 	c, ids := grownByD(t, 600)
 	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeD}, 2)
@@ -561,9 +564,9 @@ func TestTimerMovedBackToAViewItWasIn(t *testing.T) {
 // deletes timers through a node that has not reloaded the scaled
 // membership yet, after the others have resynced: the writes, placed
 // under the old view, reach only the old replicas, which place them on
-// the new ones as they arrive (seed 886: a new backup never told of the
-// primary's pops popped again; seed 792: a joined node popped a deleted
-// timer).
+// the new ones as they arrive (as a generated plan showed: a new backup
+// never told of the primary's pops popped again; in another, a joined
+// node popped a deleted timer).
 func TestWritesFromANodeNotYetReloadedReachTheNewReplicas(t *testing.T) {
 	c := newCluster(t, nodeA, nodeB, nodeC)
 	ids := c.createMany(40, 2, 30, 30)
@@ -610,13 +613,13 @@ func TestWritesFromANodeNotYetReloadedReachTheNewReplicas(t *testing.T) {
 	requireEachPopOnce(t, pops, live, 1)
 }
 
-// TestWritesDuringAScaleDownReachTheLeavingNode is seed 309: a timer of
-// rf 1 is on C, which is leaving, and A, its new primary, has not fetched
-// it from C yet (its pages are lost), so C still holds and pops it. The
-// client's wire ID names C. A read through B finds C's copy, and an update
-// through B reaches C as well as A: C keeps it as moved away and pops the
-// replaced definition no more (it went to the members the ID names, and
-// a leaving node is none).
+// TestWritesDuringAScaleDownReachTheLeavingNode is a case the sweep
+// found: a timer of rf 1 is on C, which is leaving, and A, its new
+// primary, has not fetched it from C yet (its pages are lost), so C
+// still holds and pops it. The client's wire ID names C. A read through
+// B finds C's copy, and an update through B reaches C as well as A: C
+// keeps it as moved away and pops the replaced definition no more (it
+// went to the members the ID names, and a leaving node is none).
 func TestWritesDuringAScaleDownReachTheLeavingNode(t *testing.T) {
 	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
 	id := idMoving(before, after, []string{nodeC}, []string{nodeA})
@@ -658,10 +661,10 @@ func TestWritesDuringAScaleDownReachTheLeavingNode(t *testing.T) {
 // timer of rf 2 that moved from (A, D) to (A, X) as D left, through the
 // fourth node, which holds no copy, by the wire ID the client has (its
 // bloom names A and D). The tombstone reaches X, which pops the timer no
-// more. During the scale (seed 8320) the replication factor the delete
+// more. During the scale the replication factor the delete
 // infers from the nodes the ID names counts D; counting only the members,
 // it took rf 1 and reached A alone, and X popped the deleted timer at its
-// rank. Once D is gone (seed 5811) no node can count it: bits of the
+// rank. Once D is gone no node can count it: bits of the
 // bloom no member sets say a replica has left, so the replication factor
 // is unknown and the tombstone goes to every member, as for a bare chosen
 // ID.
@@ -854,13 +857,13 @@ func TestResyncPagesMoveOn(t *testing.T) {
 	assert.Equal(t, `{"timers":[]}`, string(r.Body))
 }
 
-// TestResyncAgainRepairsAnOldReplicaThatMissedAnUpdate is seed 1068: an
-// old replica no longer involved (C) is cut off while the new primary's
-// resync sends it the rebalancing tombstone, and while the timer is
-// updated. When the operator runs the resync again, C's page offers its
-// stale definition; the new primary, holding the update, passes the update
-// on to C, which then keeps it as a tombstone instead of popping the
-// replaced definition.
+// TestResyncAgainRepairsAnOldReplicaThatMissedAnUpdate is a case the
+// sweep found: an old replica no longer involved (C) is cut off while
+// the new primary's resync sends it the rebalancing tombstone, and while
+// the timer is updated. When the operator runs the resync again, C's
+// page offers its stale definition; the new primary, holding the update,
+// passes the update on to C, which then keeps it as a tombstone instead
+// of popping the replaced definition.
 func TestResyncAgainRepairsAnOldReplicaThatMissedAnUpdate(t *testing.T) {
 	before := NewRing([]string{nodeA, nodeB, nodeC})
 	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
@@ -891,15 +894,15 @@ func TestResyncAgainRepairsAnOldReplicaThatMissedAnUpdate(t *testing.T) {
 	}
 }
 
-// TestScaleKeepsTheEarliestStartOfAnOldReplicaLeftBehind is seed 5237: a
-// timer on C and A (rf 2) reached A 5 s late (A was paused), and moves to
-// D and A when D joins. A's resync has a page of other timers to deal
-// with first, so D fetches the timer from A, late start and old replicas
-// and all, and sends C, which has not reloaded yet, the rebalancing
-// tombstone; C keeps the earlier start on its moved-away copy and answers
-// with it, but, not reloaded, keeps no copy for D's resync to fetch. D
-// must take the start from that answer, or the timer pops 5 s late for
-// good.
+// TestScaleKeepsTheEarliestStartOfAnOldReplicaLeftBehind is a case the
+// sweep found: a timer on C and A (rf 2) reached A 5 s late (A was
+// paused), and moves to D and A when D joins. A's resync has a page of
+// other timers to deal with first, so D fetches the timer from A, late
+// start and old replicas and all, and sends C, which has not reloaded
+// yet, the rebalancing tombstone; C keeps the earlier start on its
+// moved-away copy and answers with it, but, not reloaded, keeps no copy
+// for D's resync to fetch. D must take the start from that answer, or
+// the timer pops 5 s late for good.
 func TestScaleKeepsTheEarliestStartOfAnOldReplicaLeftBehind(t *testing.T) {
 	before := NewRing([]string{nodeA, nodeB, nodeC})
 	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})

@@ -27,9 +27,10 @@ func TestAnotherSitesNewerRecordRepairsThisSite(t *testing.T) {
 	}
 }
 
-// TestAnotherSitesAnswerKeepsItsMissedPops is seed 7842's shape: the other
-// site answers a forward with a newer record that knows a pop was missed
-// there; this site takes the record with the missed pop, and makes it.
+// TestAnotherSitesAnswerKeepsItsMissedPops is the shape of a case the
+// sweep found: the other site answers a forward with a newer record that
+// knows a pop was missed there; this site takes the record with the
+// missed pop, and makes it.
 func TestAnotherSitesAnswerKeepsItsMissedPops(t *testing.T) {
 	h, id, fwd := forwardedCreate(t, 40)
 	held, _ := h.node.Timer(id)

@@ -221,8 +221,9 @@ type TimerExtra struct {
 	Tags []Tag
 	// Buried is the last due time (this node's clock, ms) of an older
 	// definition this record replaced: a replica cut off from the
-	// replacing write may pop that one until then, so a tombstone of this
-	// record must outlive it (seed 9164).
+	// replacing write may pop that one until then, so a tombstone of
+	// this record must outlive it
+	// (TestTombstoneOfShortUpdateOutlivesTheOldDefinition).
 	Buried int64
 	// Replaced is the pop progress of the definition this record
 	// replaced, when that one had popped: a proxy that retries its write

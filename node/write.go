@@ -32,17 +32,17 @@ type write struct {
 	again func(w *write)
 }
 
-// writeQuorum is how many of a timer's n replicas must apply a client
-// write before it is acknowledged. From three replicas up it is a
-// majority, so any two acknowledged writes share a replica, and the later
-// one is ordered after the earlier whatever the clocks say: that replica
-// answers 409 with the newer version and the proxy writes again above it
-// (without a majority, seed 1596 lost an acknowledged update across a
-// one-way partition to a write whose version came from a faster clock;
-// scenarios/README.md N4). With one or two replicas a single one suffices,
-// as docs/design.md 4.11 rules: a majority of two is both, and a timer service
-// whose default timers cannot be written while either replica is down is
-// worse than one that orders writes across a net-split by clock.
+// writeQuorum is how many of a timer's n replicas must apply a client write
+// before it is acknowledged. From three replicas up it is a majority, so any
+// two acknowledged writes share a replica, and the later one is ordered after
+// the earlier whatever the clocks say: that replica answers 409 with the newer
+// version and the proxy writes again above it (without a majority, a generated
+// plan lost an acknowledged update across a one-way partition to a write whose
+// version came from a faster clock; scenarios/README.md N4). With one or two
+// replicas a single one suffices, as docs/design.md 4.11 rules: a majority of
+// two is both, and a timer service whose default timers cannot be written
+// while either replica is down is worse than one that orders writes across a
+// net-split by clock.
 func writeQuorum(n int) int {
 	if n >= 3 {
 		return n/2 + 1
@@ -347,13 +347,15 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 // (Ring.Matching), and the leaving nodes. New placements no longer go to
 // a leaving node, but it holds and pops its copies until the scale
 // completes, and until a staying node's resync has fetched a timer from
-// it, it may be the only node that holds it. A write must reach it, or it
-// pops the definition the write replaced (seed 309: an update through a
+// it, it may be the only node that holds it. A write must reach it, or
+// it pops the definition the write replaced
+// (TestWritesDuringAScaleDownReachTheLeavingNode: an update through a
 // node whose ring no longer had the leaving replica in it reached only
 // the new primary, whose resync could not reach the leaving node yet).
-// It counts in the replication factor a delete infers, too (seed 8320:
-// a delete of a timer of rf 2 whose backup was leaving inferred rf 1,
-// and the new backup, never told, popped the deleted timer).
+// It counts in the replication factor a delete infers, too
+// (TestDeleteByAnIDNamingALeavingReplicaReachesTheNewBackup: a delete of
+// a timer of rf 2 whose backup was leaving inferred rf 1, and the new
+// backup, never told, popped the deleted timer).
 func (n *Node) named(bloom uint64) []string {
 	out := n.ring.Matching(bloom)
 	for _, l := range n.cfg.Cluster.Leaving {
@@ -369,9 +371,11 @@ func (n *Node) named(bloom uint64) []string {
 // bit it has, so that their count is the replication factor of the timer
 // the bloom was built for. A bit none of them sets is a replica that has
 // left the cluster since: a scale-down moved the timer to a node the
-// bloom does not name (seed 5811: a delete by such an ID inferred rf 1
-// and missed the new backup, which popped the deleted timer). A bloom
-// with no bit names no one and accounts for nothing.
+// bloom does not name
+// (TestDeleteByAnIDNamingALeavingReplicaReachesTheNewBackup: a delete by
+// such an ID inferred rf 1 and missed the new backup, which popped the
+// deleted timer). A bloom with no bit names no one and accounts for
+// nothing.
 func (n *Node) accountsFor(bloom uint64) bool {
 	var set uint64
 	for _, a := range n.named(bloom) {
@@ -385,9 +389,10 @@ func (n *Node) accountsFor(bloom uint64) bool {
 // of, to the copy of its timer it holds, if any, which then keeps it as
 // moved away (apply). A leaving node, or an old replica, is no target of
 // a write by an ID whose bloom filter does not name it (a Location given
-// mid-scale names the new replicas only), and as proxy it would otherwise
-// pop the definition its own write replaced until a resync's reference
-// or tombstone reached it (found with seed 8216, where the leaving proxy
+// mid-scale names the new replicas only), and as proxy it would
+// otherwise pop the definition its own write replaced until a resync's
+// reference or tombstone reached it
+// (TestLeavingNodeWritingAnUpdateStopsItsOldCopy: the leaving proxy
 // popped the old definition 0.8 s after it acknowledged the update). It
 // never counts toward the write's quorum.
 func (n *Node) replaceOwnCopy(t *Timer) {
@@ -512,14 +517,16 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 
 // startAnswered takes the earlier start of t's definition that a peer
 // answered a replication with (see earliestStart), whatever the message:
-// a pop notice, a write, or a resync's push or rebalancing tombstone. The
-// peer may hold the definition from before this node got it late, and
-// when it is an old replica the resync leaves behind, its answer is the
-// last chance to hand the start on (seed 5237). The answer is of t's
-// definition, so it is taken only while the held record is of that one:
-// twins sharing an instance number may have given two timers one ID and
-// version, and the held one may since have become the other (seed 19111:
-// an rf 1 timer took its twin's start and popped 233 ms early).
+// a pop notice, a write, or a resync's push or rebalancing tombstone.
+// The peer may hold the definition from before this node got it late,
+// and when it is an old replica the resync leaves behind, its answer is
+// the last chance to hand the start on
+// (TestScaleKeepsTheEarliestStartOfAnOldReplicaLeftBehind). The answer
+// is of t's definition, so it is taken only while the held record is of
+// that one: twins sharing an instance number may have given two timers
+// one ID and version, and the held one may since have become the other
+// (TestEarlierStartIsTakenOnlyForTheSameDefinition: an rf 1 timer took
+// its twin's start and popped 233 ms early).
 func (n *Node) startAnswered(t *Timer, resp Response) {
 	delta, err := strconv.ParseInt(resp.Header.Get(HeaderStartDelta), 10, 64)
 	if err != nil {
