@@ -39,9 +39,11 @@ build:
 # and the report's check in headless Chromium, then the packages with
 # goroutines under the race detector, then the mutation audit, then the
 # nemesis (real processes in network namespaces; it prints SKIP where it
-# cannot make them, as without root). The slowest package, ./sim, takes
-# 3 minutes on two cores and 5.5 when other work shares them
-# (./cmd/chronos 2.5); the timeout leaves twice that.
+# cannot make them, as without root). On two cores the slowest packages
+# are ./cmd/chronos (2.7 minutes) and ./sim (1.3), the audit takes 2 and
+# the nemesis 5; the whole of it 13 (CI, on a clean clone). The test
+# timeout leaves ./sim four times its share, for a machine shared with
+# other work.
 test: test-deps verify
 	$(GO) test -count=1 -timeout 11m ./...
 	$(MAKE) race
