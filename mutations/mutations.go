@@ -9,7 +9,7 @@
 //	Mutation: pop-1ms-early
 //	Expect: G1
 //	Bug: A replica pops one millisecond before the due time.
-//	Caught: 308
+//	Caught: 2
 //
 // followed by a unified diff against the repository root (git diff). The
 // optional Caught line names seeds an earlier full sweep found failing on
@@ -220,8 +220,8 @@ func Snapshot(ctx context.Context, root string) (string, error) {
 // Baseline is the sweep of the unmutated snapshot, which a mutant's
 // sweep is judged against: a seed that fails without any bug planted
 // (a known problem not pinned yet, or one another branch brings) would
-// catch every mutation, so it catches none. It sweeps each size once, on
-// first use.
+// catch every mutation, so it catches none. It sweeps each range once,
+// on first use, and a range it swept answers for the ranges inside it.
 type Baseline struct {
 	snapshot string
 	dir, bin string
