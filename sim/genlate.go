@@ -19,9 +19,10 @@ const (
 // up, within the nodes' message-age window or long past it. One plan in
 // four replays, at a moment of the safety phase, the requests one node
 // sent every other node 1 to 60 s or more before, as an attacker who
-// captured them would. Only plans that cut
-// links (partition, one-way, clog) draw them; the mix names them
-// (mixLate, mixReplay).
+// captured them would. Only plans that cut links (partition, one-way,
+// clog) draw them; the mix names them (mixLate, mixReplay). The hold's
+// heal is the plan's heal (OpHeal), which ends every cut in force then,
+// as a heal of the real network would.
 func genLate(p *Plan, faults Source, safety time.Duration) {
 	if !p.enabled("partition") && !p.enabled("one-way") && !p.enabled("clog") {
 		return
