@@ -58,7 +58,7 @@ func writeConfig(dir, bin string, names, addrs []string, sinkIP string) ([]*node
 		local := filepath.Join(nd, "chronos.conf")
 		conf := fmt.Sprintf("# Written by chronos-nemesis: %s's own settings.\n"+
 			"[http]\nbind-address = %s\nbind-port = %s\n\n[logging]\nlevel = 2\nfolder = %s\n\n"+
-			"[callbacks]\nallowed_host = %s\n", names[i], host, port, nd, sinkIP)
+			"[callbacks]\nallowed_host = %s\n\n[storage]\ndir = %s\n", names[i], host, port, nd, sinkIP, filepath.Join(nd, "data"))
 		if err := os.MkdirAll(nd, 0o700); err != nil {
 			return nil, fmt.Errorf("nemesis: %w", err)
 		}
