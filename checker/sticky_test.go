@@ -77,7 +77,7 @@ func TestCrashOfOneHolderLeavesTheDeleteToTheOthers(t *testing.T) {
 }
 
 // TestDeletedTimerNeverComesBackWhateverTheTombstoneAge is the stricter
-// G5 of issue 23 (docs/operations.md): a partition keeps a DELETE from
+// G5 (docs/operations.md's promise): a partition keeps a DELETE from
 // the backup until long after the tombstone's least life (TombstoneLife,
 // 10 s; the primary crashed before the delete, so its record is all
 // there is), and the backup pops on through the partition, then once

@@ -119,7 +119,8 @@ func TestCallbackPolicyDefaults(t *testing.T) {
 	}
 }
 
-// TestReplicaRefusesAForbiddenCallback is issue 26's second finding: a
+// TestReplicaRefusesAForbiddenCallback closes the allow-list's bypass
+// through the internal API (docs/operations.md, Security): a
 // replication PUT, signed by a peer with a looser list, of a timer whose
 // callback this replica's list forbids is refused with 400, counted, and
 // leaves nothing held; so is a resync page's record of one.

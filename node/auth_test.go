@@ -403,8 +403,9 @@ func TestSignatureIsTheHMACOfTheRequest(t *testing.T) {
 	}
 }
 
-// TestReplayNeverResurrectsADeletedTimer is issue 24's zombie and issue
-// 26's replay: a replication PUT captured as it was sent, delivered again
+// TestReplayNeverResurrectsADeletedTimer is the zombie a late delivery
+// made on a real network, and an attacker's replay (docs/operations.md,
+// Security): a replication PUT captured as it was sent, delivered again
 // after the timer was deleted, never brings the timer back. While the
 // tombstone lives the replay meets it; once it has expired the replay is
 // older than the message age bound and refused with 403. Sent to another

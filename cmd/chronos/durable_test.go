@@ -81,8 +81,8 @@ func (p *process) stop(t *testing.T, sig syscall.Signal) {
 	}
 }
 
-// TestProcessStorageKeepsTimersAcrossRestarts proves issue 28's claims on
-// real processes on loopback: a three-node cluster keeping its timers on
+// TestProcessStorageKeepsTimersAcrossRestarts proves durability
+// (docs/design.md 4.16) on real processes on loopback: a three-node cluster keeping its timers on
 // disk is killed all at once (SIGKILL) and started again, then restarted
 // one node at a time (SIGTERM), and every timer it acknowledged before,
 // replication factor 1 and 2, still pops; and a node restarted on its

@@ -27,8 +27,9 @@ import (
 	"github.com/chronos-timer/chronos/node"
 )
 
-// The tests of issue 26's findings, tried again on real processes the way
-// they were found, each on loopback addresses of its own (127.0.0.x).
+// The tests of the threat model of docs/operations.md (Security), tried
+// on real processes the way an attacker would, each on loopback
+// addresses of its own (127.0.0.x).
 
 const testKey = "security-test-key-0123456789"
 
