@@ -54,6 +54,7 @@ func (x *index) attribute(d *def) {
 		var home int
 		d.replicas, home = x.placement(d)
 		d.rf = len(d.replicas) // the placement caps it at the members
+		d.rfMin = d.rf
 		d.quorum = ackQuorum(home)
 		d.home = d.replicas
 		for _, r := range d.replicas {
@@ -360,40 +361,23 @@ func (x *index) touched(d *def, a, b time.Duration) bool {
 	return false
 }
 
-// spansOf lists the faults that touch op's timer: those of the
-// definition it wrote, or for a delete those of every definition of its
-// timer (all faults when it has none).
-func (x *index) spansOf(op Op) []span {
+// reachOf is the definitions whose copies write op must reach: the one it
+// wrote, or for a delete every definition of its timer invoked before the
+// delete returned. Any of those may be the live one where the delete
+// lands, and the node sends its tombstone to the replicas of each (the
+// held factor's and the default's, and the nodes the ID names), so a
+// fault on any of their replicas may keep the delete from one.
+func (x *index) reachOf(op Op) []*def {
 	if d := x.byOpaque[op.Spec.Opaque]; op.Kind != Delete && d != nil && d.op.Seq == op.Seq {
-		return d.spans
+		return []*def{d}
 	}
-	var out []span
-	found := false
+	var out []*def
 	for _, d := range x.defs {
-		if d.timer == op.Timer && op.Timer != 0 {
-			found = true
-			out = append(out, d.spans...)
+		if op.Timer != 0 && d.timer == op.Timer && d.op.Invoke <= effReturn(op) {
+			out = append(out, d)
 		}
 	}
-	if !found {
-		return x.tl.spans
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].from < out[j].from })
 	return out
-}
-
-// defOf is the definition op wrote, or for a delete the first definition
-// of its timer (nil when the history has none).
-func (x *index) defOf(op Op) *def {
-	if d := x.byOpaque[op.Spec.Opaque]; op.Kind != Delete && d != nil && d.op.Seq == op.Seq {
-		return d
-	}
-	for _, d := range x.defs {
-		if op.Timer != 0 && d.timer == op.Timer {
-			return d
-		}
-	}
-	return nil
 }
 
 // writeHit reports whether a fault may have kept write op from one of its
@@ -408,17 +392,41 @@ func (x *index) writeHit(op Op) (time.Duration, bool) {
 }
 
 // writeHitBy is writeHit, also reporting whether only the site-lag excuse
-// (see missedAtSites) made the fault a hit.
+// (see missedAtSites) made the fault a hit. A delete is hit when a fault
+// may have kept it from a replica of any definition it must reach
+// (reachOf).
 func (x *index) writeHitBy(op Op) (at time.Duration, hit, lagged bool) {
-	ret := min(effReturn(op), x.end)
-	d := x.defOf(op)
-	if d == nil || !d.placed {
-		for _, s := range x.spansOf(op) {
-			if s.from <= ret && s.to >= op.Invoke {
-				return max(s.from, op.Invoke), true, false
-			}
+	ds := x.reachOf(op)
+	if len(ds) == 0 {
+		return x.spansHit(op, x.tl.spans)
+	}
+	at = never
+	for _, d := range ds {
+		a, h, l := x.defWriteHit(op, d)
+		// Prefer a hit without the site-lag excuse, then the earliest.
+		if h && (!hit || (lagged && !l) || (l == lagged && a < at)) {
+			at, hit, lagged = a, true, l
 		}
-		return never, false, false
+	}
+	return at, hit, lagged
+}
+
+// spansHit reports the first of spans that overlaps write op.
+func (x *index) spansHit(op Op, spans []span) (at time.Duration, hit, lagged bool) {
+	ret := min(effReturn(op), x.end)
+	for _, s := range spans {
+		if s.from <= ret && s.to >= op.Invoke {
+			return max(s.from, op.Invoke), true, false
+		}
+	}
+	return never, false, false
+}
+
+// defWriteHit is writeHitBy for the copies of one definition d.
+func (x *index) defWriteHit(op Op, d *def) (at time.Duration, hit, lagged bool) {
+	ret := min(effReturn(op), x.end)
+	if !d.placed {
+		return x.spansHit(op, d.spans)
 	}
 	missed := x.downNodes(d, op.Invoke, ret)
 	for _, s := range d.spans {

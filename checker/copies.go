@@ -17,7 +17,7 @@ func (x *index) copies(d *def) int {
 		if x.touched(d, d.lo, min(d.hi, x.end)) {
 			return d.quorum
 		}
-		return d.rf
+		return d.rfMin
 	}
 	missed := x.missedWrite(d)
 	n := 0

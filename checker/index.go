@@ -14,13 +14,16 @@ type def struct {
 	// lo and hi bound the start time: the op's invoke and its return (the
 	// end of history when the outcome is unknown).
 	lo, hi time.Duration
-	rf     int
-	// rfUnknown is set when the history does not say the write's
-	// replication factor (see writtenRF): it is judged as unplaced.
+	// rf is the write's replication factor; when the history leaves it
+	// to the node to choose between several (see writtenRF), rf is the
+	// largest of them, the worst rank, and rfMin the smallest, the fewest
+	// copies. rfUnknown is then set, and the write is judged as unplaced.
+	rf, rfMin int
 	rfUnknown bool
 	// quorum is how many replicas acknowledge a write: a majority of the
 	// replicas in the write's own site from three up, else one (node's
-	// writeQuorum, docs/design.md 4.11). Other sites are not waited for.
+	// writeQuorum, docs/design.md 4.11), of the fewest the factor may be.
+	// Other sites are not waited for.
 	quorum int
 	// key partitions the porcupine history: the timer, or the op itself
 	// for a create whose timer the client never learned.
@@ -136,14 +139,13 @@ func newIndex(h *History, o Options) *index {
 }
 
 func (x *index) newDef(op Op) *def {
-	d := &def{op: op, lo: op.Invoke, hi: op.Return, rf: op.Spec.ReplicationFactor, host: hostOf(op.Spec.URI), bySeq: map[int][]int{}}
+	d := &def{op: op, lo: op.Invoke, hi: op.Return, host: hostOf(op.Spec.URI), bySeq: map[int][]int{}}
 	if op.Outcome == Unknown || d.hi < d.lo {
 		d.hi = x.end
 	}
-	if d.rf < 1 {
-		d.rf, d.rfUnknown = x.writtenRF(op)
-	}
-	d.quorum = ackQuorum(d.rf)
+	f := x.writtenRF(op)
+	d.rfMin, d.rf, d.rfUnknown = f.lo, f.hi, f.lo != f.hi
+	d.quorum = ackQuorum(d.rfMin)
 	d.key = timerKey(op.Timer)
 	if op.Timer == 0 {
 		d.key = fmt.Sprintf("op %d", op.Seq)
@@ -151,44 +153,66 @@ func (x *index) newDef(op Op) *def {
 	return d
 }
 
-// writtenRF is the replication factor of a write that gave none, as the
-// history says it, never as a node would infer it. A create without one
-// gets the API's default (api.md). An update keeps the factor of its
-// timer, which a PUT cannot change: the factor the latest earlier write
-// of the timer gave; after a delete that returned before it, it creates
-// the timer again, with the default (docs/design.md 4.5). With no such
-// write, or a delete of unknown outcome or still running, the factor is
-// unknown: unknown is true, and rf is every member, the worst rank any
-// replica can have.
-func (x *index) writtenRF(op Op) (rf int, unknown bool) {
-	if op.Kind == Create {
-		return x.o.DefaultReplicationFactor, false
+// factors is the range of replication factors a write may have taken.
+type factors struct{ lo, hi int }
+
+func one(rf int) factors { return factors{rf, rf} }
+
+func (f factors) or(g factors) factors { return factors{min(f.lo, g.lo), max(f.hi, g.hi)} }
+
+// writtenRF is the replication factor a write took, as the history says
+// it, never as a node would infer it: the one it gave, or, for a write
+// that gave none, the factors the node may have chosen. A create without
+// one gets the API's default (api.md). An update keeps the factor of its
+// timer while it is live, which a PUT cannot change, and creates it again
+// with the default once it is deleted or finished (docs/design.md 4.5).
+// So where a delete may have landed first, or the timer's last pop may be
+// past, either may be: the node's to choose, and the checker judges both.
+// With no earlier write in the history, any factor up to every member.
+func (x *index) writtenRF(op Op) factors {
+	if op.Spec.ReplicationFactor > 0 {
+		return one(op.Spec.ReplicationFactor)
 	}
-	ops := x.byTimer[op.Timer]
-	for _, w := range ops {
+	def := one(x.o.DefaultReplicationFactor)
+	if op.Kind == Create {
+		return def
+	}
+	f := x.factorBefore(op, op.Seq)
+	for _, w := range x.byTimer[op.Timer] {
 		if w.Kind == Delete && w.Seq != op.Seq && overlaps(w, op, x.end) {
 			// A delete running at the same time may land before the
 			// update reads the factor (a create again, with the
-			// default) or after (the timer's own): either is the
-			// node's to choose.
-			return max(len(x.h.Members), 1), true
+			// default) or after (the timer's own).
+			return f.or(def)
 		}
 	}
+	return f
+}
+
+// factorBefore is the factor op finds its timer with, from the timer's
+// writes before seq.
+func (x *index) factorBefore(op Op, seq int) factors {
+	def := one(x.o.DefaultReplicationFactor)
+	ops := x.byTimer[op.Timer]
 	for i := len(ops) - 1; i >= 0 && op.Timer != 0; i-- {
 		w := ops[i]
 		switch {
-		case w.Seq >= op.Seq:
+		case w.Seq >= seq:
 		case w.Kind == Delete && w.Outcome == OK && w.Return <= op.Invoke:
-			return x.o.DefaultReplicationFactor, false
-		case w.Kind == Delete || x.mayHaveEnded(w, op.Invoke):
-			return max(len(x.h.Members), 1), true
+			return def
+		case w.Kind == Delete:
+			// Still running, or its outcome unknown: it may have
+			// taken effect or not.
+			return def.or(x.factorBefore(op, w.Seq))
+		case x.mayHaveEnded(w, op.Invoke):
+			return def.or(x.writtenRF(w))
 		case w.Spec.ReplicationFactor > 0:
-			return w.Spec.ReplicationFactor, false
+			return one(w.Spec.ReplicationFactor)
 		case w.Kind == Create:
-			return x.o.DefaultReplicationFactor, false
+			return def
 		}
 	}
-	return max(len(x.h.Members), 1), true
+	return factors{1, max(len(x.h.Members), 1)}
 }
 
 // overlaps reports whether two writes ran at the same time: each was

@@ -105,7 +105,7 @@ func (x *index) lossFrom(d *def) time.Duration {
 		}
 		// An acknowledged write reached at least a quorum of the
 		// replicas, all of them unless a fault touched it.
-		if partial && lost >= d.quorum || lost >= d.rf || len(s.fault.Nodes) == 0 {
+		if partial && lost >= d.quorum || lost >= d.rfMin || len(s.fault.Nodes) == 0 {
 			return at
 		}
 	}

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"testing"
+	"time"
 )
 
 // TestUpdateWithoutFactorKeepsTheTimersFactor proves the checker takes an
@@ -83,4 +84,94 @@ func TestUpdateAfterTheTimerEndedHasUnknownFactor(t *testing.T) {
 	if d := newIndex(h, DefaultOptions()).byOpaque["b"]; !d.rfUnknown {
 		t.Errorf("update of a finished timer: rf %d, known; want unknown", d.rf)
 	}
+}
+
+// TestUpdateOfEndedTimerJudgesBothFactors proves the checker judges an
+// update without a factor, of a timer whose last pop may be past, with
+// both factors the node may have chosen (the finished timer's, 3, if its
+// record was still live; the default, 2, if not) rather than every member:
+// pop 3 refused by the callback at two replicas is lost by all replicas
+// under the default (all-replicas-failed), and refused at one it is not,
+// since every factor leaves a replica able to pop it.
+func TestUpdateOfEndedTimerJudgesBothFactors(t *testing.T) {
+	history := func(refusedBy int) *History {
+		h, _, _, _ := placed(t)
+		r := Replicas(h.Members, placedTimer, 3)
+		create := write(1, Create, placedTimer, "a", 0, 0, 0, 10*ms, OK)
+		create.Spec.ReplicationFactor = 3
+		up := write(2, Update, placedTimer, "b", sec, 5*sec, 5*sec, 5*sec+10*ms, OK)
+		up.Spec.ReplicationFactor = 0
+		h.Ops = []Op{create, up}
+		for i := range h.Ops {
+			h.Ops[i].Node = r[0]
+		}
+		h.Pops = []Pop{pop(20*ms, r[0], "a", 1)}
+		h.Pops[0].Timer = placedTimer
+		for _, p := range pops(r[0], "b", 1, 5, 5*sec) {
+			p.Timer = placedTimer
+			if p.Seq == 3 {
+				for rank := range refusedBy {
+					q := p
+					q.Node, q.At, q.Answered = r[rank], p.At+time.Duration(rank)*2*sec, 500
+					h.Pops = append(h.Pops, q)
+				}
+				continue
+			}
+			h.Pops = append(h.Pops, p)
+		}
+		return h
+	}
+	x := newIndex(history(2), DefaultOptions())
+	if d := x.byOpaque["b"]; !d.rfUnknown || d.rfMin != DefaultReplicationFactor || d.rf != 3 {
+		t.Fatalf("update of an ended timer: unknown %v, factors %d..%d; want unknown, %d..3", d.rfUnknown, d.rfMin, d.rf, DefaultReplicationFactor)
+	}
+	vs, cov := DefaultOptions().Judge(history(2))
+	requireNone(t, vs)
+	if cov.Excused[ExAllFailed] == 0 {
+		t.Errorf("excuses %v, want %s", cov.Excused, ExAllFailed)
+	}
+	vs, _ = DefaultOptions().Judge(history(1))
+	requireHas(t, vs, "G2", "pop 3")
+}
+
+// TestDeleteReachesEveryDefinitionsReplicas proves a delete is judged
+// against the replicas of every definition of its timer it must reach,
+// not only its timer's first: an rf 1 timer, finished and updated without
+// a factor (the default's two replicas may hold the update), is deleted
+// through its primary while a partition cuts the primary off from the
+// backup. The fault kept the delete from a replica of the update, so the
+// backup may pop the deleted definition in its one repairing pop, and
+// only in it.
+func TestDeleteReachesEveryDefinitionsReplicas(t *testing.T) {
+	history := func(lastPop int) *History {
+		h, primary, backup, _ := placed(t)
+		create := write(1, Create, placedTimer, "a", 0, 0, 0, 10*ms, OK)
+		create.Spec.ReplicationFactor = 1
+		up := write(2, Update, placedTimer, "b", 10*sec, 30*sec, 5*sec, 5*sec+10*ms, OK)
+		up.Spec.ReplicationFactor = 0
+		h.Ops = []Op{create, up, del(3, placedTimer, 20*sec, 20*sec+500*ms, OK)}
+		for i := range h.Ops {
+			h.Ops[i].Node = primary
+		}
+		var others []string
+		for _, m := range h.Members {
+			if m != primary {
+				others = append(others, m)
+			}
+		}
+		h.Faults = []Fault{{At: 19 * sec, Kind: Partition, Nodes: []string{primary}, Peers: others}, {At: 21 * sec, Kind: Heal}}
+		h.Pops = []Pop{pop(20*ms, primary, "a", 1), pop(15*sec+20*ms, primary, "b", 1)}
+		for k := 2; k <= lastPop; k++ {
+			h.Pops = append(h.Pops, pop(time.Duration(5+10*k)*sec+2*sec+20*ms, backup, "b", k))
+		}
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		h.End = 60 * sec
+		return h
+	}
+	vs, _ := DefaultOptions().Judge(history(2))
+	requireNone(t, vs)
+	vs, _ = DefaultOptions().Judge(history(3))
+	requireHas(t, vs, "G5", "pop 3")
 }

@@ -137,5 +137,6 @@ func (x *index) placeEpochs(d *def) {
 	}
 	d.home = d.epochs[0].ranked
 	d.rf = max(longest, len(at))
+	d.rfMin = d.rf
 	d.quorum = ackQuorum(len(at))
 }
