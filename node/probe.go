@@ -71,6 +71,7 @@ var (
 	probeInferRFBloom        = probe("rf/inferred-from-bloom")
 	probeDeleteEveryMember   = probe("rf/delete-to-every-member")
 	probeWriteOldReplicas    = probe("write/to-old-replicas")
+	probeWriteDefaults       = probe("write/to-default-replicas")
 	probeReplaceOwnCopy      = probe("write/replaces-own-copy")
 	probeRewriteCollision    = probe("write/collision-fresh-id")
 	probeWithdrawAgain       = probe("write/withdraw-again")

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestPutAfterDeleteCreatesWithItsOwnFactor: a deleted timer is created
@@ -36,4 +37,44 @@ func TestPutAfterDeleteCreatesWithItsOwnFactor(t *testing.T) {
 			t.Errorf("%s: held by %v, want the %d replicas of the factor it gives or the default", body, got, want)
 		}
 	}
+}
+
+// TestUpdateWithAFactorReachesTheDefaultsReplicas: a PUT without a factor
+// may have created a deleted timer again on the default's replicas, and a
+// later update that gives a smaller factor, through a node that holds no
+// copy, must still reach them, or the default's backup goes on popping
+// the definition the update replaced. Here an rf 1 timer is deleted and
+// created again without a factor (the default, 2), then updated with
+// factor 1 by the ID the client has from the first create, whose bloom
+// names the primary only.
+func TestUpdateWithAFactorReachesTheDefaultsReplicas(t *testing.T) {
+	c := newCluster(t, three...)
+	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":60},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":1}}`)
+	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	id := mustID(t, wire)
+	replicas := NewRing(three).Replicas(id, DefaultReplicationFactor)
+	var other string
+	for _, a := range three {
+		if !slices.Contains(replicas, a) {
+			other = a
+		}
+	}
+	if r := c.client(replicas[0], "DELETE", "/timers/"+wire, ""); r.Status != 200 {
+		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+	}
+	again := `{"timing":{"interval":20,"repeat-for":100},"callback":{"http":{"uri":"` + cb + `","opaque":"again"}}}`
+	if r := c.client(other, "PUT", "/timers/"+wire, again); r.Status != 200 {
+		t.Fatalf("PUT without a factor after the delete: %d %s", r.Status, r.Body)
+	}
+	if got := c.holders(wire); !slices.Equal(got, sorted(replicas)) {
+		t.Fatalf("created again on %v, want the default's replicas %v", got, sorted(replicas))
+	}
+	update := `{"timing":{"interval":30,"repeat-for":100},"callback":{"http":{"uri":"` + cb + `","opaque":"new"}},"reliability":{"replication-factor":1}}`
+	if r := c.client(other, "PUT", "/timers/"+wire, update); r.Status != 200 {
+		t.Fatalf("PUT with factor 1: %d %s", r.Status, r.Body)
+	}
+	if got := c.holders(wire); !slices.Equal(got, replicas[:1]) {
+		t.Errorf("after the update held live by %v, want its one replica %v", got, replicas[:1])
+	}
+	wantPops(t, c.advance(35*time.Second, 200), "1:new")
 }

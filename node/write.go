@@ -297,8 +297,13 @@ func (n *Node) inferRF(id, bloom uint64) int {
 
 // write sends a new definition of id to its replicas under today's
 // cluster, and to the nodes the old bloom filter names so that old
-// replicas drop their copy (passive rebalancing). A copy the proxy holds
-// itself outside both takes it too (replaceOwnCopy).
+// replicas drop their copy (passive rebalancing). An update or delete
+// goes to the default factor's replicas too: a PUT without a factor that
+// this node has not heard of may have created the timer again there
+// (learnRF), and a copy left there would go on popping the definition
+// this write replaced. Replica lists of every factor are prefixes of one
+// ranking, so only a factor below the default adds nodes. A copy the
+// proxy holds itself outside all of them takes it too (replaceOwnCopy).
 func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, reply func(Response), tries int) {
 	replicas := n.ring.Replicas(id, spec.RF)
 	t := newTimer(id, version, spec, n.startMs(), 0, n.placement(replicas, n.sites()), n.ring.ViewID(), n.hosts)
@@ -307,6 +312,14 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 		if !slices.Contains(targets, old) {
 			n.hit(probeWriteOldReplicas)
 			targets = append(slices.Clip(targets), old)
+		}
+	}
+	if version != id { // not a create: the ID is the create's version
+		for _, r := range n.ring.Replicas(id, DefaultReplicationFactor) {
+			if !slices.Contains(targets, r) {
+				n.hit(probeWriteDefaults)
+				targets = append(slices.Clip(targets), r)
+			}
 		}
 	}
 	if !slices.Contains(targets, n.self) {
