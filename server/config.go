@@ -163,17 +163,12 @@ type Config struct {
 // DefaultConfig returns the configuration of a lone node on
 // 127.0.0.1:7253.
 func DefaultConfig() Config {
-	nd := node.DefaultConfig()
-	return Config{
-		BindAddress:     DefaultBindAddress,
-		BindPort:        node.DefaultPort,
-		LogLevel:        slog.LevelInfo,
-		LogFormat:       LogText,
-		InstanceID:      node.AutoInstanceID,
-		LocalSite:       nd.LocalSite,
+	c := Config{
 		ReplyTimeout:    DefaultReplyTimeout,
 		ShutdownTimeout: DefaultShutdownTimeout,
 	}
+	defaults.apply(&c)
+	return c
 }
 
 // ListenAddress is the host:port the HTTP server binds.

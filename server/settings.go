@@ -1,356 +1,220 @@
 package server
 
 import (
-	"fmt"
 	"log/slog"
-	"math"
-	"net"
-	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
 )
 
-// opt is one setting of one configuration layer (a file or the flags);
-// ok tells "given" from the zero value.
-type opt[T any] struct {
-	v  T
-	ok bool
+// setting is one setting of the configuration files and the command line,
+// declared once in table. From the table come the INI keys and their
+// parsing (parseFile), the flags (Flags.Register), the keys that raise no
+// warning (readKeys), the defaults (DefaultConfig) and the tables of
+// docs/configuration.md (TestConfigurationDoc checks them). Adding a
+// setting is a Config field and a row here; the docs are then rewritten by
+// `go test ./server -run TestConfigurationDoc -rewrite`.
+type setting struct {
+	// section and key name it in any of the INI files: [section] key.
+	section, key string
+	// flag, when not empty, is the flag that overrides every file, and
+	// usage its help, with its placeholder in backquotes (flag.PrintDefaults).
+	flag, usage string
+	// fileFlag, when not empty, is a second flag naming a file that holds
+	// the value (so that a secret shows in no process list), and fileUsage
+	// its help. Giving both flags is an error.
+	fileFlag, fileUsage string
+	// what and byDefault are the docs' columns: what the key is, and what
+	// holds without it.
+	what, byDefault string
+	// example is a valid value, which the tests give through each file and
+	// the flag.
+	example string
+	// list settings add up: each line of a file, and each use of the flag,
+	// adds its items; a layer that gives the list replaces the list of the
+	// layers under it.
+	list bool
+	// secret values appear in no error and no log: a file's inline comment
+	// may not cut one short (commentCut), and the flag's error waits for
+	// Flags.Load, as the flag package would print the value.
+	secret bool
+	// looseFlag takes the flag's value as written, trimmed: Validate checks
+	// it once the layers are merged.
+	looseFlag bool
+	// def is DefaultConfig's value, of the field's type; nil leaves the
+	// field's zero value.
+	def  any
+	bind binding
 }
 
-func (o *opt[T]) set(v T) { o.v, o.ok = v, true }
+// binding ties a setting to its Config field: parse reads one value of a
+// file line or a flag, set stores a merged value.
+type binding struct {
+	parse func(field, v string) (any, error)
+	set   func(c *Config, v any)
+	// join adds a later value of a list to an earlier one; nil for a
+	// single value, where the later replaces the earlier.
+	join func(a, b any) any
+}
 
-// settings is one configuration layer. Layers apply in order, defaults
-// first and flags last, each overriding only what it gives.
-type settings struct {
-	bindAddress opt[string]
-	bindPort    opt[int]
-	logLevel    opt[slog.Level]
-	logFormat   opt[string]
-	instanceID  opt[int]
-	callbacks   opt[[]string]
-	localhost   opt[string]
-	nodes       opt[[]string]
-	joining     opt[[]string]
-	leaving     opt[[]string]
-	localSite   opt[string]
-	remoteSites opt[[]node.Site]
-	clusterKey  opt[string]
-	acceptedKey opt[string]
-	messageAge  opt[time.Duration]
-	clockSkew   opt[time.Duration]
-	maxTimers   opt[int]
-	timerBytes  opt[int64]
-	memoryLimit opt[int64]
-	tlsCert     opt[string]
-	tlsKey      opt[string]
-	tlsCA       opt[string]
-	logFolder   opt[string]
-	replicate   opt[bool]
-	storageDir  opt[string]
+// scalar binds a single-valued setting of type T to the field ptr returns.
+func scalar[T any](ptr func(*Config) *T, parse func(field, v string) (T, error)) binding {
+	return binding{
+		parse: func(field, v string) (any, error) { return parse(field, v) },
+		set:   func(c *Config, v any) { *ptr(c) = v.(T) },
+	}
+}
+
+// list binds a list setting of items T to the field ptr returns.
+func list[T any](ptr func(*Config) *[]T, parse func(field, v string) ([]T, error)) binding {
+	b := scalar(ptr, parse)
+	b.join = func(a, b any) any { return append(a.([]T), b.([]T)...) }
+	return b
+}
+
+// id names s in a layer and in messages: "[section] key".
+func (s *setting) id() string { return "[" + s.section + "] " + s.key }
+
+// table is every setting of the files and the flags, in the order of the
+// docs' tables. The flags that only name files (--local-config-file and
+// the like, --pidfile, --daemon) are not settings of the files: they are
+// registered in flags.go.
+var table = []setting{
+	{section: "http", key: "bind-address", flag: "bind-address", usage: "`host` to listen on (default 127.0.0.1)",
+		what: "read", byDefault: "127.0.0.1 (the original: 0.0.0.0)", example: "127.0.0.1", def: DefaultBindAddress,
+		bind: scalar(func(c *Config) *string { return &c.BindAddress }, parseText)},
+	{section: "http", key: "bind-port", flag: "bind-port", usage: "`port` to listen on (default 7253)",
+		what: "read", byDefault: "7253", example: "7253", def: node.DefaultPort,
+		bind: scalar(func(c *Config) *int { return &c.BindPort }, parsePort)},
+	{section: "http", key: "tls_cert_file", flag: "tls-cert-file", usage: "`path` of this node's certificate chain, PEM: serve HTTPS only ([http] tls_cert_file)",
+		what:      "this implementation's own: the node's certificate chain, PEM; set (with `tls_key_file`), it serves HTTPS only, to clients and peers, and reaches its peers over HTTPS ([operations.md](operations.md#security)); read again on SIGHUP",
+		byDefault: "none: plain HTTP", example: "/etc/chronos/node.crt",
+		bind: scalar(func(c *Config) *string { return &c.TLSCertFile }, parseFolder)},
+	{section: "http", key: "tls_key_file", flag: "tls-key-file", usage: "`path` of this node's private key, PEM ([http] tls_key_file)",
+		what:      "this implementation's own: the node's private key, PEM, for `tls_cert_file`; read again on SIGHUP",
+		byDefault: "none", example: "/etc/chronos/node.key",
+		bind: scalar(func(c *Config) *string { return &c.TLSKeyFile }, parseFolder)},
+	{section: "logging", key: "level", flag: "log-level", usage: "log `level`: 0-5 or error, warning, status, info, verbose, debug (default 2)",
+		what:      "read: 0 error, 1 warning, 2 status, 3 info, 4 verbose, 5 debug, as the original, or the name (2 and 3 are one level here); changed by SIGHUP",
+		byDefault: "2 (status)", example: "2", def: slog.LevelInfo,
+		bind: scalar(func(c *Config) *slog.Level { return &c.LogLevel }, parseLevel)},
+	{section: "logging", key: "format", flag: "log-format", usage: "log line `format`: text (key=value) or json ([logging] format; default text)",
+		what:      "this implementation's own: `text` (key=value) or `json`; read at start",
+		byDefault: "text", example: "json", def: LogText,
+		bind: scalar(func(c *Config) *string { return &c.LogFormat }, parseLogFormat)},
+	{section: "logging", key: "folder", flag: "log-folder", usage: "`folder` to write the log file " + LogFileName + " to ([logging] folder; default none: stderr only)",
+		what: "read: see below", byDefault: "none: stderr only (the original: `/var/log/chronos`)", example: "/var/log/chronos",
+		bind: scalar(func(c *Config) *string { return &c.LogFolder }, parseFolder)},
+	{section: "identity", key: "instance_id", flag: "instance-id", usage: "this node's instance `number`, unique in the cluster (0-1023)",
+		what: "read, 0-1023 (docs/design.md 4.2)", byDefault: "derived from the membership", example: "1", def: node.AutoInstanceID,
+		bind: scalar(func(c *Config) *int { return &c.InstanceID }, parseInstanceID)},
+	{section: "cluster", key: "localhost", flag: "localhost", usage: "this node's `address` as the cluster knows it (default bind address and port)", looseFlag: true,
+		what: "read: this node's address among the members", byDefault: "the bind address and port", example: "127.0.0.1",
+		bind: scalar(func(c *Config) *string { return &c.Localhost }, parseLocalhost)},
+	{section: "cluster", key: "node", flag: "node", usage: "cluster member `address`; repeat or separate with commas", list: true,
+		what: "read: one address a line, or several separated by commas", byDefault: "none: a cluster of this node alone", example: "127.0.0.1",
+		bind: list(func(c *Config) *[]string { return &c.Cluster.Nodes }, parseAddresses)},
+	{section: "cluster", key: "joining", flag: "joining", usage: "joining node `address`; repeat or separate with commas", list: true,
+		what: "read: nodes joining the cluster, as `node`", byDefault: "none", example: "127.0.0.2",
+		bind: list(func(c *Config) *[]string { return &c.Cluster.Joining }, parseAddresses)},
+	{section: "cluster", key: "leaving", flag: "leaving", usage: "leaving node `address`; repeat or separate with commas", list: true,
+		what: "read: nodes leaving the cluster, as `node`", byDefault: "none", example: "127.0.0.3",
+		bind: list(func(c *Config) *[]string { return &c.Cluster.Leaving }, parseAddresses)},
+	{section: "cluster", key: "key", flag: "cluster-key", usage: "`secret` shared by every node for the internal API, at least 16 bytes (prefer [cluster] key: a flag shows in the process list)", secret: true,
+		fileFlag: "cluster-key-file", fileUsage: "`path` of a file holding the cluster key, which then shows in no process list",
+		what:      "this implementation's own: the internal API's key, at least 16 bytes, without `#` or `;` (docs/design.md 4.13); changed by SIGHUP",
+		byDefault: "none: internal requests are taken only from the members' IP addresses", example: "0123456789abcdef",
+		bind: scalar(func(c *Config) *string { return &c.ClusterKey }, parseClusterKey)},
+	{section: "cluster", key: "accepted_key", secret: true,
+		what:      "this implementation's own: a second key taken but never signed with, during a rotation ([operations.md](operations.md#rotating-the-cluster-key)); changed by SIGHUP",
+		byDefault: "none", example: "fedcba9876543210",
+		bind: scalar(func(c *Config) *string { return &c.AcceptedKey }, parseClusterKey)},
+	{section: "cluster", key: "tls_ca_file", flag: "tls-ca-file", usage: "`path` of the CA certificate that signs the members' certificates: mutual TLS between nodes ([cluster] tls_ca_file)",
+		what:      "this implementation's own: the CA certificate, PEM, that signs the members' certificates; set (with `tls_cert_file`), TLS between nodes is mutual: an internal request without a client certificate it signed is refused with 403; read again on SIGHUP",
+		byDefault: "none", example: "/etc/chronos/ca.crt",
+		bind: scalar(func(c *Config) *string { return &c.TLSCAFile }, parseFolder)},
+	{section: "cluster", key: "max_message_age",
+		what:      "this implementation's own: how long after it was sent an internal request is still taken, beyond the clock skew (docs/design.md 4.13), a duration such as `7s`",
+		byDefault: node.DefaultMaxMessageAge.String(), example: "7s",
+		bind: scalar(func(c *Config) *time.Duration { return &c.MaxMessageAge }, parseAge)},
+	{section: "cluster", key: "max_clock_skew",
+		what:      "this implementation's own: how far apart the members' clocks may be, a duration (docs/design.md 4.13)",
+		byDefault: node.DefaultMaxClockSkew.String(), example: "2s",
+		bind: scalar(func(c *Config) *time.Duration { return &c.MaxClockSkew }, parseSkew)},
+	{section: "sites", key: "local_site", flag: "local-site", usage: "this node's site `name` (default site1)",
+		what: "read", byDefault: "`site1`", example: "a", def: node.DefaultConfig().LocalSite,
+		bind: scalar(func(c *Config) *string { return &c.LocalSite }, parseText)},
+	{section: "sites", key: "remote_site", flag: "remote-site", usage: "remote site as `name=address`; repeat for more", list: true,
+		what: "read: `name=host:port`, one a line", byDefault: "none", example: "b=127.0.0.4",
+		bind: list(func(c *Config) *[]node.Site { return &c.RemoteSites }, parseSites)},
+	{section: "sites", key: "replicate_timers_across_sites", flag: "replicate-timers-across-sites",
+		usage: "whether timers are replicated to the remote sites, `true` or false ([sites] replicate_timers_across_sites; default false, as in the original)",
+		what:  "read: see below", byDefault: "false", example: "true",
+		bind: scalar(func(c *Config) *bool { return &c.ReplicateAcrossSites }, parseBool)},
+	{section: "callbacks", key: "allowed_host", flag: "allowed-callback-host", list: true,
+		usage:     "allowed callback `host`, host:port or IP prefix (e.g. 127.0.0.0/8); repeat or separate with commas (default any)",
+		what:      "this implementation's own: hosts, host:port pairs or IP prefixes, one a line or separated by commas (docs/design.md 4.14)",
+		byDefault: "any host", example: "::1",
+		bind: list(func(c *Config) *[]string { return &c.CallbackHosts }, parseCallbackHosts)},
+	{section: "limits", key: "memory_limit", flag: "memory-limit", usage: "soft memory `limit` of the process, e.g. 2GiB (GOMEMLIMIT's syntax; default none: GOMEMLIMIT, if set, applies)",
+		what:      "this implementation's own: the soft memory limit, GOMEMLIMIT's syntax (`2GiB`), at least 64 MiB (docs/design.md 5.1)",
+		byDefault: "none (GOMEMLIMIT applies, if set)", example: "2GiB",
+		bind: scalar(func(c *Config) *int64 { return &c.MemoryLimit }, parseMemoryLimit)},
+	{section: "limits", key: "max_timers",
+		what:      "this implementation's own: the records (timers and tombstones) a node holds before it answers 503",
+		byDefault: strconv.Itoa(node.DefaultMaxTimers), example: "1000",
+		bind: scalar(func(c *Config) *int { return &c.MaxTimers }, parseCount)},
+	{section: "limits", key: "max_timer_bytes",
+		what:      "this implementation's own: the byte budget of the records a node holds, their callback URIs and opaque data plus 200 bytes each, GOMEMLIMIT's syntax, at least 1 MiB; past it, 503 (docs/design.md 4.17)",
+		byDefault: "7/8 of the memory limit; without one, 7/16 of the memory the process may use (its cgroup's limit, or the machine's)", example: "64MiB",
+		bind: scalar(func(c *Config) *int64 { return &c.MaxTimerBytes }, parseTimerBytes)},
+	{section: "storage", key: "dir", flag: "storage-dir", usage: "`folder` the node keeps its timers in across restarts, in a subfolder per node address; empty keeps them in memory only (default chronos-data)",
+		what:      "this implementation's own: the folder the node keeps its timers in across restarts, in a subfolder named for its address (`127.0.0.1_7253`); empty keeps them in memory only (docs/design.md 4.16)",
+		byDefault: "`chronos-data`, relative to the working directory", example: "chronos-data",
+		bind: scalar(func(c *Config) *string { return &c.StorageDir }, parseStorageDir)},
+}
+
+// settings is one configuration layer (the defaults, a file, the flags):
+// the value of each setting it gives, by setting.id. Layers apply in
+// order, defaults first and flags last, each overriding only what it
+// gives.
+type settings map[string]any
+
+// give records v for s, adding it to what the layer gives already if s is
+// a list.
+func (l settings) give(s *setting, v any) {
+	if prev, ok := l[s.id()]; ok && s.bind.join != nil {
+		v = s.bind.join(prev, v)
+	}
+	l[s.id()] = v
 }
 
 // apply copies the given settings onto c.
-func (s settings) apply(c *Config) {
-	if s.bindAddress.ok {
-		c.BindAddress = s.bindAddress.v
-	}
-	if s.bindPort.ok {
-		c.BindPort = s.bindPort.v
-	}
-	if s.logLevel.ok {
-		c.LogLevel = s.logLevel.v
-	}
-	if s.logFormat.ok {
-		c.LogFormat = s.logFormat.v
-	}
-	if s.instanceID.ok {
-		c.InstanceID = s.instanceID.v
-	}
-	if s.callbacks.ok {
-		c.CallbackHosts = s.callbacks.v
-	}
-	if s.localhost.ok {
-		c.Localhost = s.localhost.v
-	}
-	if s.nodes.ok {
-		c.Cluster.Nodes = s.nodes.v
-	}
-	if s.joining.ok {
-		c.Cluster.Joining = s.joining.v
-	}
-	if s.leaving.ok {
-		c.Cluster.Leaving = s.leaving.v
-	}
-	if s.localSite.ok {
-		c.LocalSite = s.localSite.v
-	}
-	if s.remoteSites.ok {
-		c.RemoteSites = s.remoteSites.v
-	}
-	if s.clusterKey.ok {
-		c.ClusterKey = s.clusterKey.v
-	}
-	if s.acceptedKey.ok {
-		c.AcceptedKey = s.acceptedKey.v
-	}
-	if s.messageAge.ok {
-		c.MaxMessageAge = s.messageAge.v
-	}
-	if s.clockSkew.ok {
-		c.MaxClockSkew = s.clockSkew.v
-	}
-	if s.maxTimers.ok {
-		c.MaxTimers = s.maxTimers.v
-	}
-	if s.timerBytes.ok {
-		c.MaxTimerBytes = s.timerBytes.v
-	}
-	if s.memoryLimit.ok {
-		c.MemoryLimit = s.memoryLimit.v
-	}
-	if s.tlsCert.ok {
-		c.TLSCertFile = s.tlsCert.v
-	}
-	if s.tlsKey.ok {
-		c.TLSKeyFile = s.tlsKey.v
-	}
-	if s.tlsCA.ok {
-		c.TLSCAFile = s.tlsCA.v
-	}
-	if s.logFolder.ok {
-		c.LogFolder = s.logFolder.v
-	}
-	if s.replicate.ok {
-		c.ReplicateAcrossSites = s.replicate.v
-	}
-	if s.storageDir.ok {
-		c.StorageDir = s.storageDir.v
-	}
-}
-
-// Original Chronos logs at numeric levels 0 (error) to 5 (debug).
-var (
-	levelsByNumber = []slog.Level{slog.LevelError, slog.LevelWarn, slog.LevelInfo, slog.LevelInfo, slog.LevelDebug, slog.LevelDebug - 4}
-	levelsByName   = map[string]slog.Level{
-		"error": slog.LevelError, "warning": slog.LevelWarn, "warn": slog.LevelWarn,
-		"status": slog.LevelInfo, "info": slog.LevelInfo,
-		"verbose": slog.LevelDebug, "debug": slog.LevelDebug - 4,
-	}
-)
-
-// parseLevel reads a log level, numeric (0-5) or by name.
-func parseLevel(field, v string) (slog.Level, error) {
-	v = strings.TrimSpace(v)
-	if n, err := strconv.Atoi(v); err == nil {
-		if n < 0 || n >= len(levelsByNumber) {
-			return 0, fmt.Errorf("%s %q is not in 0..%d", field, v, len(levelsByNumber)-1)
-		}
-		return levelsByNumber[n], nil
-	}
-	if l, ok := levelsByName[strings.ToLower(v)]; ok {
-		return l, nil
-	}
-	return 0, fmt.Errorf("%s %q is not a level (0-5, error, warning, status, info, verbose, debug)", field, v)
-}
-
-// The log formats ([logging] format).
-const (
-	LogText = "text"
-	LogJSON = "json"
-)
-
-// parseLogFormat reads a log format: text or json, in any case.
-func parseLogFormat(field, v string) (string, error) {
-	switch f := strings.ToLower(strings.TrimSpace(v)); f {
-	case LogText, LogJSON:
-		return f, nil
-	}
-	return "", fmt.Errorf("%s %q is not a log format (text or json)", field, v)
-}
-
-// boolWords are the spellings of a boolean the original's option parser
-// takes, and so this one.
-var boolWords = map[string]bool{
-	"true": true, "yes": true, "on": true, "1": true,
-	"false": false, "no": false, "off": false, "0": false,
-}
-
-// parseBool reads a boolean: true, yes, on, 1 or false, no, off, 0, in
-// any case.
-func parseBool(field, v string) (bool, error) {
-	b, ok := boolWords[strings.ToLower(strings.TrimSpace(v))]
-	if !ok {
-		return false, fmt.Errorf("%s %q is not a boolean (true or false)", field, v)
-	}
-	return b, nil
-}
-
-// parseFolder reads a folder path: not empty, no control characters.
-func parseFolder(field, v string) (string, error) {
-	d := strings.TrimSpace(v)
-	if d == "" || strings.ContainsFunc(d, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return "", fmt.Errorf("%s %q is not a folder", field, v)
-	}
-	return d, nil
-}
-
-// parseStorageDir reads the storage folder: a folder, or empty for none
-// (memory only).
-func parseStorageDir(field, v string) (string, error) {
-	if strings.TrimSpace(v) == "" {
-		return "", nil
-	}
-	return parseFolder(field, v)
-}
-
-// parsePort reads a TCP port.
-func parsePort(field, v string) (int, error) {
-	p, ok := portNumber(strings.TrimSpace(v))
-	if !ok {
-		return 0, fmt.Errorf("%s %q is not a port in 1..65535", field, v)
-	}
-	return p, nil
-}
-
-// parseInstanceID reads a node instance number.
-func parseInstanceID(field, v string) (int, error) {
-	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
-	if err != nil || n > node.MaxInstanceID {
-		return 0, fmt.Errorf("%s %q is not an integer in 0..%d", field, v, node.MaxInstanceID)
-	}
-	return int(n), nil
-}
-
-// memoryUnits are the suffixes of a memory limit, as GOMEMLIMIT spells
-// them, longest first so that "B" does not cut "MiB" short.
-var memoryUnits = []struct {
-	suffix string
-	shift  uint
-}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
-
-// parseMemoryLimit reads a soft memory limit: a size (parseSize) of at
-// least MinMemoryLimit.
-func parseMemoryLimit(field, v string) (int64, error) {
-	return parseSize(field, v, MinMemoryLimit)
-}
-
-// maxDuration bounds the durations of the configuration: an hour.
-const maxDuration = time.Hour
-
-// parseDuration reads a duration such as "7s" or "500ms", above 0 (or at
-// least 0 when zero is allowed) and at most maxDuration.
-func parseDuration(field, v string, zero bool) (time.Duration, error) {
-	d, err := time.ParseDuration(strings.TrimSpace(v))
-	if err != nil || d < 0 || d == 0 && !zero || d > maxDuration {
-		return 0, fmt.Errorf("%s %q is not a duration between %s and %v (e.g. 7s)", field, v, map[bool]string{true: "0", false: "1ns"}[zero], maxDuration)
-	}
-	return d, nil
-}
-
-// parseCount reads a count of at least 1.
-func parseCount(field, v string) (int, error) {
-	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 31)
-	if err != nil || n == 0 {
-		return 0, fmt.Errorf("%s %q is not a whole number from 1 to %d", field, v, math.MaxInt32)
-	}
-	return int(n), nil
-}
-
-// parseSize reads a whole number of bytes with an optional unit B, KiB,
-// MiB, GiB or TiB ("2GiB", "1536MiB"), as GOMEMLIMIT takes it, of at least
-// least bytes.
-func parseSize(field, v string, least int64) (int64, error) {
-	s := strings.TrimSpace(v)
-	shift := uint(0)
-	for _, u := range memoryUnits {
-		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
-			s, shift = strings.TrimSpace(rest), u.shift
-			break
+func (l settings) apply(c *Config) {
+	for i := range table {
+		if v, ok := l[table[i].id()]; ok {
+			table[i].bind.set(c, v)
 		}
 	}
-	n, err := strconv.ParseUint(s, 10, 63)
-	if err != nil || n > math.MaxInt64>>shift {
-		return 0, fmt.Errorf("%s %q is not a size in bytes (a whole number with an optional unit B, KiB, MiB, GiB or TiB, e.g. 2GiB)", field, v)
-	}
-	if b := int64(n << shift); b < least {
-		return 0, fmt.Errorf("%s %q is below the least, %d MiB", field, v, least>>20)
-	}
-	return int64(n << shift), nil
 }
 
-// parseAddresses reads one value of an address list; a value may hold
-// several addresses separated by commas.
-func parseAddresses(field, v string) ([]string, error) {
-	var out []string
-	for _, a := range strings.Split(v, ",") {
-		a = strings.TrimSpace(a)
-		if a == "" {
-			continue
+// defaults is the layer of the table's defaults.
+var defaults = func() settings {
+	l := settings{}
+	for i := range table {
+		if table[i].def != nil {
+			l.give(&table[i], table[i].def)
 		}
-		if err := checkAddress(field, a); err != nil {
-			return nil, fmt.Errorf("%s %q is not an address", field, a)
-		}
-		out = append(out, a)
 	}
-	return out, nil
-}
+	return l
+}()
 
-// parseSite reads "name=address".
-func parseSite(field, v string) (node.Site, error) {
-	name, addr, ok := strings.Cut(v, "=")
-	name, addr = strings.TrimSpace(name), strings.TrimSpace(addr)
-	if !ok || name == "" || addr == "" {
-		return node.Site{}, fmt.Errorf("%s %q is not name=address", field, v)
+// fileKeys is every key of the table, by section.
+func fileKeys() map[string][]string {
+	keys := map[string][]string{}
+	for _, s := range table {
+		keys[s.section] = append(keys[s.section], s.key)
 	}
-	if err := checkAddress(field, addr); err != nil {
-		return node.Site{}, fmt.Errorf("%s %q has no valid address", field, v)
-	}
-	return node.Site{Name: name, Address: addr}, nil
-}
-
-// parseClusterKey reads the cluster key. Its errors never hold the key.
-func parseClusterKey(field, v string) (string, error) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return "", fmt.Errorf("%s is empty; remove it to run without a key", field)
-	}
-	if len(v) < node.MinClusterKeyBytes {
-		return "", fmt.Errorf("%s is %d bytes, fewer than %d", field, len(v), node.MinClusterKeyBytes)
-	}
-	return v, nil
-}
-
-// parseCallbackHosts reads one value of the callback-host allow-list; a
-// value may hold several entries separated by commas.
-func parseCallbackHosts(field, v string) ([]string, error) {
-	var out []string
-	for _, e := range strings.Split(v, ",") {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
-		if !validCallbackHost(e) {
-			return nil, fmt.Errorf("%s %q is not a host, host:port or IP prefix", field, e)
-		}
-		out = append(out, e)
-	}
-	return out, nil
-}
-
-// validCallbackHost reports whether e is an allow-list entry: an IP prefix
-// ("127.0.0.0/8"), a host and port ("cb.example:8080", "[::1]:80") or a
-// host ("cb.example", "::1", "[::1]"). It is at least as strict as the
-// node's own check (node.Config.Validate).
-func validCallbackHost(e string) bool {
-	if _, err := netip.ParsePrefix(e); err == nil {
-		return true
-	}
-	if host, port, err := net.SplitHostPort(e); err == nil {
-		_, ok := portNumber(port)
-		return ok && validHost(host)
-	}
-	return validHost(strings.TrimSuffix(strings.TrimPrefix(e, "["), "]"))
+	return keys
 }
