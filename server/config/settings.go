@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"log/slog"
@@ -14,7 +14,7 @@ import (
 // warning (readKeys), the defaults (DefaultConfig) and the tables of
 // docs/configuration.md (TestConfigurationDoc checks them). Adding a
 // setting is a Config field and a row here; the docs are then rewritten by
-// `go test ./server -run TestConfigurationDoc -rewrite`.
+// `go test ./server/config -run TestConfigurationDoc -rewrite`.
 type setting struct {
 	// section and key name it in any of the INI files: [section] key.
 	section, key string

@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"errors"
@@ -224,7 +224,7 @@ func (c *Config) loadFiles() (absent []string, err error) {
 		layers[i].apply(c)
 	}
 	c.flags.apply(c)
-	if err := c.normalize(); err != nil {
+	if err := c.Normalize(); err != nil {
 		return nil, err
 	}
 	return absent, c.Validate()

@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"flag"
@@ -11,12 +11,12 @@ import (
 var rewriteDoc = flag.Bool("rewrite", false, "rewrite the settings tables of docs/configuration.md from the table")
 
 // configDoc is the page whose tables come from the settings table.
-const configDoc = "../docs/configuration.md"
+const configDoc = "../../docs/configuration.md"
 
 // The marks around each generated table in configDoc.
 const (
-	flagsBegin = "<!-- the flags of the settings table (server/settings.go); go test ./server -run TestConfigurationDoc -rewrite -->\n"
-	keysBegin  = "<!-- the keys of the settings table (server/settings.go); go test ./server -run TestConfigurationDoc -rewrite -->\n"
+	flagsBegin = "<!-- the flags of the settings table (server/config/settings.go); go test ./server/config -run TestConfigurationDoc -rewrite -->\n"
+	keysBegin  = "<!-- the keys of the settings table (server/config/settings.go); go test ./server/config -run TestConfigurationDoc -rewrite -->\n"
 	tableEnd   = "<!-- end of the generated table -->\n"
 )
 
@@ -41,7 +41,7 @@ func TestConfigurationDoc(t *testing.T) {
 		at, end := i+len(g.begin), i+j
 		if got := doc[at:end]; got != g.table {
 			if !*rewriteDoc {
-				t.Errorf("%s differs from the settings table; go test ./server -run TestConfigurationDoc -rewrite gives:\n%s", configDoc, g.table)
+				t.Errorf("%s differs from the settings table; go test ./server/config -run TestConfigurationDoc -rewrite gives:\n%s", configDoc, g.table)
 				continue
 			}
 			doc = doc[:at] + g.table + doc[end:]
