@@ -56,7 +56,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		if s.flag == "" {
 			continue
 		}
-		fs.Func(s.flag, s.usage, func(v string) error { return f.set(s, v) })
+		fs.Func(s.flag, s.flagUsage(), func(v string) error { return f.set(s, v) })
 		if s.fileFlag != "" {
 			fs.Func(s.fileFlag, s.fileUsage, func(v string) error {
 				f.valueFiles[s.id()] = v

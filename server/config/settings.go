@@ -3,6 +3,7 @@ package config
 import (
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
@@ -19,7 +20,8 @@ type setting struct {
 	// section and key name it in any of the INI files: [section] key.
 	section, key string
 	// flag, when not empty, is the flag that overrides every file, and
-	// usage its help, with its placeholder in backquotes (flag.PrintDefaults).
+	// usage its help, with its placeholder in backquotes (flag.PrintDefaults);
+	// flagUsage adds the key and the default.
 	flag, usage string
 	// fileFlag, when not empty, is a second flag naming a file that holds
 	// the value (so that a secret shows in no process list), and fileUsage
@@ -73,6 +75,12 @@ func list[T any](ptr func(*Config) *[]T, parse func(field, v string) ([]T, error
 	return b
 }
 
+// flagUsage is the help of s's flag: its usage, the key it overrides and
+// the default, as the docs give it but for the backquotes.
+func (s *setting) flagUsage() string {
+	return s.usage + "\n" + s.id() + "; default: " + strings.ReplaceAll(s.byDefault, "`", "")
+}
+
 // id names s in a layer and in messages: "[section] key".
 func (s *setting) id() string { return "[" + s.section + "] " + s.key }
 
@@ -81,35 +89,35 @@ func (s *setting) id() string { return "[" + s.section + "] " + s.key }
 // the like, --pidfile, --daemon) are not settings of the files: they are
 // registered in flags.go.
 var table = []setting{
-	{section: "http", key: "bind-address", flag: "bind-address", usage: "`host` to listen on (default 127.0.0.1)",
+	{section: "http", key: "bind-address", flag: "bind-address", usage: "`host` to listen on",
 		what: "read", byDefault: "127.0.0.1 (the original: 0.0.0.0)", example: "0.0.0.0", def: DefaultBindAddress,
 		bind: scalar(func(c *Config) *string { return &c.BindAddress }, parseText)},
-	{section: "http", key: "bind-port", flag: "bind-port", usage: "`port` to listen on (default 7253)",
+	{section: "http", key: "bind-port", flag: "bind-port", usage: "`port` to listen on",
 		what: "read", byDefault: "7253", example: "7300", def: node.DefaultPort,
 		bind: scalar(func(c *Config) *int { return &c.BindPort }, parsePort)},
-	{section: "http", key: "tls_cert_file", flag: "tls-cert-file", usage: "`path` of this node's certificate chain, PEM: serve HTTPS only ([http] tls_cert_file)",
+	{section: "http", key: "tls_cert_file", flag: "tls-cert-file", usage: "`path` of this node's certificate chain, PEM: serve HTTPS only",
 		what:      "this implementation's own: the node's certificate chain, PEM; set (with `tls_key_file`), it serves HTTPS only, to clients and peers, and reaches its peers over HTTPS ([operations.md](operations.md#security)); read again on SIGHUP",
 		byDefault: "none: plain HTTP", example: "/etc/chronos/node.crt",
 		bind: scalar(func(c *Config) *string { return &c.TLSCertFile }, parseFolder)},
-	{section: "http", key: "tls_key_file", flag: "tls-key-file", usage: "`path` of this node's private key, PEM ([http] tls_key_file)",
+	{section: "http", key: "tls_key_file", flag: "tls-key-file", usage: "`path` of this node's private key, PEM",
 		what:      "this implementation's own: the node's private key, PEM, for `tls_cert_file`; read again on SIGHUP",
 		byDefault: "none", example: "/etc/chronos/node.key",
 		bind: scalar(func(c *Config) *string { return &c.TLSKeyFile }, parseFolder)},
-	{section: "logging", key: "level", flag: "log-level", usage: "log `level`: 0-5 or error, warning, status, info, verbose, debug (default 2)",
+	{section: "logging", key: "level", flag: "log-level", usage: "log `level`: 0-5 or error, warning, status, info, verbose, debug",
 		what:      "read: 0 error, 1 warning, 2 status, 3 info, 4 verbose, 5 debug, as the original, or the name (2 and 3 are one level here); changed by SIGHUP",
 		byDefault: "2 (status)", example: "4", def: slog.LevelInfo,
 		bind: scalar(func(c *Config) *slog.Level { return &c.LogLevel }, parseLevel)},
-	{section: "logging", key: "format", flag: "log-format", usage: "log line `format`: text (key=value) or json ([logging] format; default text)",
+	{section: "logging", key: "format", flag: "log-format", usage: "log line `format`: text (key=value) or json",
 		what:      "this implementation's own: `text` (key=value) or `json`; read at start",
 		byDefault: "text", example: "json", def: LogText,
 		bind: scalar(func(c *Config) *string { return &c.LogFormat }, parseLogFormat)},
-	{section: "logging", key: "folder", flag: "log-folder", usage: "`folder` to write the log file " + LogFileName + " to ([logging] folder; default none: stderr only)",
+	{section: "logging", key: "folder", flag: "log-folder", usage: "`folder` to write the log file " + LogFileName + " to",
 		what: "read: see below", byDefault: "none: stderr only (the original: `/var/log/chronos`)", example: "/var/log/chronos",
 		bind: scalar(func(c *Config) *string { return &c.LogFolder }, parseFolder)},
 	{section: "identity", key: "instance_id", flag: "instance-id", usage: "this node's instance `number`, unique in the cluster (0-1023)",
 		what: "read, 0-1023 (docs/design.md 4.2)", byDefault: "derived from the membership", example: "1", def: node.AutoInstanceID,
 		bind: scalar(func(c *Config) *int { return &c.InstanceID }, parseInstanceID)},
-	{section: "cluster", key: "localhost", flag: "localhost", usage: "this node's address as the cluster knows it, `host:port` (default bind address and port)", looseFlag: true,
+	{section: "cluster", key: "localhost", flag: "localhost", usage: "this node's address as the cluster knows it, `host:port`", looseFlag: true,
 		what: "read: this node's address among the members", byDefault: "the bind address and port", example: "127.0.0.1",
 		bind: scalar(func(c *Config) *string { return &c.Localhost }, parseLocalhost)},
 	{section: "cluster", key: "node", flag: "node", usage: "cluster member `host:port`; repeat or separate with commas", list: true,
@@ -130,7 +138,7 @@ var table = []setting{
 		what:      "this implementation's own: a second key taken but never signed with, during a rotation ([operations.md](operations.md#rotating-the-cluster-key)); changed by SIGHUP",
 		byDefault: "none", example: "fedcba9876543210",
 		bind: scalar(func(c *Config) *string { return &c.AcceptedKey }, parseClusterKey)},
-	{section: "cluster", key: "tls_ca_file", flag: "tls-ca-file", usage: "`path` of the CA certificate that signs the members' certificates: mutual TLS between nodes ([cluster] tls_ca_file)",
+	{section: "cluster", key: "tls_ca_file", flag: "tls-ca-file", usage: "`path` of the CA certificate that signs the members' certificates: mutual TLS between nodes",
 		what:      "this implementation's own: the CA certificate, PEM, that signs the members' certificates; set (with `tls_cert_file`), TLS between nodes is mutual: an internal request without a client certificate it signed is refused with 403; read again on SIGHUP",
 		byDefault: "none", example: "/etc/chronos/ca.crt",
 		bind: scalar(func(c *Config) *string { return &c.TLSCAFile }, parseFolder)},
@@ -142,22 +150,22 @@ var table = []setting{
 		what:      "this implementation's own: how far apart the members' clocks may be, a duration (docs/design.md 4.13)",
 		byDefault: node.DefaultMaxClockSkew.String(), example: "2s",
 		bind: scalar(func(c *Config) *time.Duration { return &c.MaxClockSkew }, parseSkew)},
-	{section: "sites", key: "local_site", flag: "local-site", usage: "this node's site `name` (default site1)",
+	{section: "sites", key: "local_site", flag: "local-site", usage: "this node's site `name`",
 		what: "read", byDefault: "`site1`", example: "a", def: node.DefaultConfig().LocalSite,
 		bind: scalar(func(c *Config) *string { return &c.LocalSite }, parseText)},
 	{section: "sites", key: "remote_site", flag: "remote-site", usage: "remote site as `name=host:port`; repeat for more", list: true,
 		what: "read: `name=host:port`, one a line", byDefault: "none", example: "b=127.0.0.4",
 		bind: list(func(c *Config) *[]node.Site { return &c.RemoteSites }, parseSites)},
 	{section: "sites", key: "replicate_timers_across_sites", flag: "replicate-timers-across-sites",
-		usage: "whether timers are replicated to the remote sites: a `bool`, true or false ([sites] replicate_timers_across_sites; default false, as in the original)",
-		what:  "read: see below", byDefault: "false", example: "true",
+		usage: "whether timers are replicated to the remote sites: a `bool`, true or false",
+		what:  "read: see below", byDefault: "false, as in the original", example: "true",
 		bind: scalar(func(c *Config) *bool { return &c.ReplicateAcrossSites }, parseBool)},
 	{section: "callbacks", key: "allowed_host", flag: "allowed-callback-host", list: true,
-		usage:     "allowed callback `host`, host:port or IP prefix (e.g. 127.0.0.0/8); repeat or separate with commas (default any)",
+		usage:     "allowed callback `host`, host:port or IP prefix (e.g. 127.0.0.0/8); repeat or separate with commas",
 		what:      "this implementation's own: hosts, host:port pairs or IP prefixes, one a line or separated by commas (docs/design.md 4.14)",
 		byDefault: "any host", example: "::1",
 		bind: list(func(c *Config) *[]string { return &c.CallbackHosts }, parseCallbackHosts)},
-	{section: "limits", key: "memory_limit", flag: "memory-limit", usage: "soft memory limit of the process, a `size` such as 2GiB (GOMEMLIMIT's syntax; default none: GOMEMLIMIT, if set, applies)",
+	{section: "limits", key: "memory_limit", flag: "memory-limit", usage: "soft memory limit of the process, a `size` such as 2GiB (GOMEMLIMIT's syntax)",
 		what:      "this implementation's own: the soft memory limit, GOMEMLIMIT's syntax (`2GiB`), at least 64 MiB (docs/design.md 5.1)",
 		byDefault: "none (GOMEMLIMIT applies, if set)", example: "2GiB",
 		bind: scalar(func(c *Config) *int64 { return &c.MemoryLimit }, parseMemoryLimit)},
@@ -169,7 +177,7 @@ var table = []setting{
 		what:      "this implementation's own: the byte budget of the records a node holds, their callback URIs and opaque data plus 200 bytes each, GOMEMLIMIT's syntax, at least 1 MiB; past it, 503 (docs/design.md 4.17)",
 		byDefault: "7/8 of the memory limit; without one, 7/16 of the memory the process may use (its cgroup's limit, or the machine's)", example: "64MiB",
 		bind: scalar(func(c *Config) *int64 { return &c.MaxTimerBytes }, parseTimerBytes)},
-	{section: "storage", key: "dir", flag: "storage-dir", usage: "`folder` the node keeps its timers in across restarts, in a subfolder per node address; empty keeps them in memory only (default chronos-data)",
+	{section: "storage", key: "dir", flag: "storage-dir", usage: "`folder` the node keeps its timers in across restarts, in a subfolder per node address; empty keeps them in memory only",
 		what:      "this implementation's own: the folder the node keeps its timers in across restarts, in a subfolder named for its address (`127.0.0.1_7253`); empty keeps them in memory only (docs/design.md 4.16)",
 		byDefault: "`chronos-data`, relative to the working directory", example: "chronos-data",
 		bind: scalar(func(c *Config) *string { return &c.StorageDir }, parseStorageDir)},
