@@ -95,7 +95,7 @@ load:
 	$(GO) run ./cmd/chronos-load $(LOADARGS)
 
 fuzz:
-	@for p in ./node ./server ./client ./internal/localcluster ./storage ./nemesis; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+	@for p in ./node ./server ./server/config ./client ./internal/localcluster ./storage ./nemesis; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$p || exit 1; done; done
 
 # verify: formatting, vet, module tidiness (the tools module's too),

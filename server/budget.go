@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // fallbackMemory is the memory assumed when neither a limit nor the
@@ -19,7 +21,7 @@ const fallbackMemory = 2 << 30
 // so seven sixteenths of the memory the process may use (its cgroup's
 // limit, or the machine's). A node past its budget refuses writes with
 // 503 instead of growing until the kernel kills it.
-func (c Config) timerBudget() int64 {
+func timerBudget(c Config) int64 {
 	if c.MaxTimerBytes > 0 {
 		return c.MaxTimerBytes
 	}
@@ -28,9 +30,9 @@ func (c Config) timerBudget() int64 {
 		limit = debug.SetMemoryLimit(-1) // GOMEMLIMIT's, or MaxInt64 for none
 	}
 	if limit > 0 && limit < math.MaxInt64 {
-		return max(limit/8*7, MinTimerBytes)
+		return max(limit/8*7, config.MinTimerBytes)
 	}
-	return max(availableMemory()/16*7, MinTimerBytes)
+	return max(availableMemory()/16*7, config.MinTimerBytes)
 }
 
 // availableMemory is the memory the process may use: its cgroup's limit

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // dnsDialer opens the Client's connections: to the addresses the static
@@ -15,12 +17,12 @@ import (
 // records may be replaced while connections are being opened (SetDNS).
 type dnsDialer struct {
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
-	static *atomic.Pointer[StaticDNS]
+	static *atomic.Pointer[config.StaticDNS]
 }
 
 func newDNSDialer() *dnsDialer {
 	return &dnsDialer{dial: (&net.Dialer{Timeout: clientDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
-		static: new(atomic.Pointer[StaticDNS])}
+		static: new(atomic.Pointer[config.StaticDNS])}
 }
 
 // through returns a dialer that resolves through d's static records
@@ -62,7 +64,7 @@ func (d *dnsDialer) DialContext(ctx context.Context, network, addr string) (net.
 // SetDNS makes the Client's new connections consult d (nil: no static
 // records) before the system resolver. Connections already open stay
 // where they are.
-func (c *Client) SetDNS(d *StaticDNS) {
+func (c *Client) SetDNS(d *config.StaticDNS) {
 	if c.dialer != nil {
 		c.dialer.static.Store(d)
 	}

@@ -1,6 +1,7 @@
 // Package server is the production adapter of a Chronos node: a real clock,
 // a net/http server feeding inbound requests, a net/http client carrying
-// outbound ones, the configuration files, and the run loop with its signals.
+// outbound ones, and the run loop with its signals. Its configuration
+// (the files, the flags, the settings table) is package config.
 //
 // The node (package node) is single-threaded pure logic (docs/design.md section
 // 2). The adapter's duties towards it are:

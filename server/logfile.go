@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // The files the node writes in the [logging] folder. The original writes
@@ -14,8 +16,6 @@ import (
 // pattern and is never rotated by the node: rotate it with logrotate's
 // copytruncate (it is written in append mode).
 const (
-	// LogFileName is the log.
-	LogFileName = "chronos.log"
 	// ErrLogFileName receives what a daemon writes to stderr, a crash's
 	// stack trace included, as the original's chronos_err.log does.
 	ErrLogFileName = "chronos_err.log"
@@ -37,7 +37,7 @@ func OpenLog(cfg Config, stderr io.Writer) (log *slog.Logger, closeLog func() er
 		opts.Level = cfg.Level
 	}
 	handler := func(w io.Writer) slog.Handler {
-		if cfg.LogFormat == LogJSON {
+		if cfg.LogFormat == config.LogJSON {
 			return slog.NewJSONHandler(w, opts)
 		}
 		return slog.NewTextHandler(w, opts)
@@ -45,7 +45,7 @@ func OpenLog(cfg Config, stderr io.Writer) (log *slog.Logger, closeLog func() er
 	var handlers []slog.Handler
 	closeLog = func() error { return nil }
 	if cfg.LogFolder != "" {
-		f, err := openLogFile(cfg.LogFolder, LogFileName)
+		f, err := openLogFile(cfg.LogFolder, config.LogFileName)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // metricValue returns the value of one series in a Prometheus text
@@ -300,7 +302,7 @@ func TestReloadSetsLogLevelAndTellsMembership(t *testing.T) {
 // per line with the fixed keys.
 func TestOpenLogJSON(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.LogFormat = LogJSON
+	cfg.LogFormat = config.LogJSON
 	var out bytes.Buffer
 	log, closeLog, err := OpenLog(cfg, &out)
 	if err != nil {

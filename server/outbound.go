@@ -108,7 +108,7 @@ func (c *Client) transport(req node.Request) (http.RoundTripper, string) {
 // secure gives the Client cfg's callback policy, and its transport
 // between nodes: from the node's own address, over TLS when tls is set.
 func (c *Client) secure(cfg Config, tls *certs) error {
-	policy, err := cfg.nodeConfig(nil, nil, nil).CallbackPolicy()
+	policy, err := nodeConfig(cfg, nil, nil, nil).CallbackPolicy()
 	if err != nil {
 		return fmt.Errorf("server: callback policy: %w", err)
 	}

@@ -32,7 +32,7 @@ func TestCallbackDialObeysThePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	records, _, err := ParseDNSConfig([]byte(`{"hostnames": [
+	records, _, err := parseDNSConfig([]byte(`{"hostnames": [
 		{"name": "self.example", "records": [{"rrtype": "A", "targets": ["127.0.0.1"]}]},
 		{"name": "sink.example", "records": [{"rrtype": "A", "targets": ["127.0.0.2"]}]}
 	]}`))

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // listen binds cfg's address and then writes the pid file, if any, so
@@ -59,7 +61,7 @@ func (s *Server) ReloadDNS() error {
 	if cfg.DNSConfigFile == "" {
 		return nil
 	}
-	d, ws, err := readDNSFile(cfg.DNSConfigFile)
+	d, ws, err := config.ReadDNSFile(cfg.DNSConfigFile)
 	if err != nil {
 		return err
 	}

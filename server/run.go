@@ -51,7 +51,7 @@ type Server struct {
 // Derived settings are filled in as Flags.Load does, so an embedder may
 // pass a hand-built Config.
 func New(cfg Config, log *slog.Logger) (*Server, error) {
-	if err := cfg.normalize(); err != nil {
+	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
@@ -77,7 +77,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	s.peers = newPeers(log, time.Now)
 	s.peers.track(peerAddrs(cfg))
 	clk := NewClock(cfg.Clock, s.serial)
-	nc := cfg.nodeConfig(clk, observed{s.client, s.peers}, nodeLog)
+	nc := nodeConfig(cfg, clk, observed{s.client, s.peers}, nodeLog)
 	if cfg.StorageDir != "" {
 		if s.storage, err = openStorage(storageFolder(cfg.StorageDir, cfg.Localhost), s.serial, log); err != nil {
 			return nil, err
@@ -163,7 +163,7 @@ func (s *Server) logStart() {
 	if len(cfg.CallbackHosts) > 0 {
 		hosts = cfg.CallbackHosts
 	}
-	nc := cfg.nodeConfig(nil, nil, nil)
+	nc := nodeConfig(cfg, nil, nil, nil)
 	s.log.Info("starting", "instance", id, "instance_derived", derived,
 		"nodes", m.Nodes, "joining", m.Joining, "leaving", m.Leaving,
 		"local_site", cfg.LocalSite, "remote_sites", sites, "replicate_across_sites", cfg.ReplicateAcrossSites,

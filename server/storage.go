@@ -14,11 +14,6 @@ import (
 	"github.com/chronos-timer/chronos/storage"
 )
 
-// DefaultStorageDir is the folder nodes keep their storage in by default,
-// relative to the working directory: each node in a subfolder named for
-// its address (docs/configuration.md, [storage]).
-const DefaultStorageDir = "chronos-data"
-
 // storageRetry is how long a batch the disk refused (full) waits before
 // it is written again.
 const storageRetry = time.Second

@@ -13,35 +13,6 @@ import (
 	"github.com/chronos-timer/chronos/node"
 )
 
-// TestStorageSetting proves where the node keeps its timers: the binary's
-// default folder, [storage] dir from any file, the flag over the file,
-// and an empty value for memory only.
-func TestStorageSetting(t *testing.T) {
-	dir := t.TempDir()
-	file := writeFile(t, dir, "chronos_shared.conf", "[storage]\ndir = /var/lib/chronos\n")
-	files := []string{"--local-config-file=", "--cluster-config-file=", "--dns-config-file=", "--shared-config-file"}
-	for _, tt := range []struct {
-		args []string
-		want string
-	}{
-		{append(files, ""), DefaultStorageDir},
-		{append(files, file), "/var/lib/chronos"},
-		{append(files, file, "--storage-dir", "/srv/timers"), "/srv/timers"},
-		{append(files, file, "--storage-dir="), ""},
-	} {
-		cfg, err := parseAndLoad(tt.args)
-		if err != nil {
-			t.Fatalf("%v: %v", tt.args, err)
-		}
-		if cfg.StorageDir != tt.want {
-			t.Errorf("%v: StorageDir %q, want %q", tt.args, cfg.StorageDir, tt.want)
-		}
-	}
-	if _, err := parseAndLoad(append(noFiles, "--storage-dir", "a\x01b")); err == nil || !strings.Contains(err.Error(), "--storage-dir") {
-		t.Errorf("a folder with a control character: %v, want an error naming --storage-dir", err)
-	}
-}
-
 // storedConfig is the configuration of a lone node on addr keeping its
 // timers in dir.
 func storedConfig(t *testing.T, addr, dir string) Config {

@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"flag"
@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -229,21 +228,6 @@ func TestLoadMemoryLimit(t *testing.T) {
 	})
 }
 
-// TestApplyMemoryLimit proves that Run's helper sets the runtime's soft
-// memory limit, and that 0 leaves it alone. It restores the limit.
-func TestApplyMemoryLimit(t *testing.T) {
-	prev := debug.SetMemoryLimit(-1)
-	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
-	applyMemoryLimit(0, slog.New(slog.DiscardHandler))
-	if got := debug.SetMemoryLimit(-1); got != prev {
-		t.Fatalf("limit 0: runtime limit %d, want it left at %d", got, prev)
-	}
-	applyMemoryLimit(3<<30, slog.New(slog.DiscardHandler))
-	if got := debug.SetMemoryLimit(-1); got != 3<<30 {
-		t.Fatalf("runtime limit %d, want %d", got, int64(3<<30))
-	}
-}
-
 // runLoadCases loads each case and compares the result with the defaults
 // changed by the case's want.
 func runLoadCases(t *testing.T, tests []loadCase) {
@@ -378,24 +362,6 @@ func TestClusterKeyErrors(t *testing.T) {
 	cfg.ClusterKey = "sesame"
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "ClusterKey is 6 bytes") || strings.Contains(err.Error(), "sesame") {
 		t.Errorf("Validate() = %v, want a cluster key length error without the key", err)
-	}
-}
-
-// TestNodeConfig proves that the settings the node enforces reach it: the
-// cluster key and the callback-host allow-list, and that a hand-built
-// allow-list is validated before the node sees it.
-func TestNodeConfig(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Localhost = "127.0.0.1:7253"
-	cfg.ClusterKey = "0123456789abcdef"
-	cfg.CallbackHosts = []string{"127.0.0.0/8", "[::1]:8080"}
-	nc := cfg.nodeConfig(nil, nil, nil)
-	if nc.ClusterKey != cfg.ClusterKey || !reflect.DeepEqual(nc.CallbackHosts, cfg.CallbackHosts) {
-		t.Errorf("node config has key %v and hosts %q, want the key and %q", nc.ClusterKey == cfg.ClusterKey, nc.CallbackHosts, cfg.CallbackHosts)
-	}
-	cfg.CallbackHosts = []string{"cb.example", "cb example"}
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `allowed_host "cb example"`) {
-		t.Errorf("Validate() = %v, want one naming allowed_host \"cb example\"", err)
 	}
 }
 
@@ -716,21 +682,31 @@ func TestReloadFiles(t *testing.T) {
 	}
 }
 
-// TestReplicateAcrossSites proves that the node is given the remote sites
-// only when replication across sites is on: off, it forwards nothing to
-// them.
-func TestReplicateAcrossSites(t *testing.T) {
-	for _, on := range []bool{false, true} {
-		cfg := DefaultConfig()
-		cfg.Localhost = "127.0.0.1:7253"
-		cfg.RemoteSites = []node.Site{{Name: "b", Address: "10.9.0.1:7253"}}
-		cfg.ReplicateAcrossSites = on
-		nc := cfg.nodeConfig(nil, nil, nil)
-		if got := len(nc.RemoteSites) > 0; got != on {
-			t.Errorf("replicate %v: node has remote sites %v, want %v", on, nc.RemoteSites, on)
+// TestStorageSetting proves where the node keeps its timers: the binary's
+// default folder, [storage] dir from any file, the flag over the file,
+// and an empty value for memory only.
+func TestStorageSetting(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "chronos_shared.conf", "[storage]\ndir = /var/lib/chronos\n")
+	files := []string{"--local-config-file=", "--cluster-config-file=", "--dns-config-file=", "--shared-config-file"}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{append(files, ""), DefaultStorageDir},
+		{append(files, file), "/var/lib/chronos"},
+		{append(files, file, "--storage-dir", "/srv/timers"), "/srv/timers"},
+		{append(files, file, "--storage-dir="), ""},
+	} {
+		cfg, err := parseAndLoad(tt.args)
+		if err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
 		}
-		if nc.LocalSite != cfg.LocalSite {
-			t.Errorf("replicate %v: node's local site %q, want %q", on, nc.LocalSite, cfg.LocalSite)
+		if cfg.StorageDir != tt.want {
+			t.Errorf("%v: StorageDir %q, want %q", tt.args, cfg.StorageDir, tt.want)
 		}
+	}
+	if _, err := parseAndLoad(append(noFiles, "--storage-dir", "a\x01b")); err == nil || !strings.Contains(err.Error(), "--storage-dir") {
+		t.Errorf("a folder with a control character: %v, want an error naming --storage-dir", err)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"errors"
@@ -37,103 +37,54 @@ type Flags struct {
 	Daemon bool
 
 	settings settings
-	// keyErr is the --cluster-key error, reported by Load; keyFile is
-	// --cluster-key-file, read by Load.
-	keyErr  error
-	keyFile string
+	// deferred are the errors of secret flags, by setting, reported by
+	// Load; valueFiles are the paths given to file flags (setting.fileFlag),
+	// read by Load.
+	deferred   map[string]error
+	valueFiles map[string]string
 }
 
-// Register defines the flags on fs.
+// Register defines the flags on fs: the files', then one for each setting
+// of the table that has one.
 func (f *Flags) Register(fs *flag.FlagSet) {
 	f.registerFiles(fs)
 	fs.StringVar(&f.PIDFile, "pidfile", "", "`path` of the file to write the process ID to once the node serves; removed on a clean exit, and locked (path.lock) against a second process")
 	fs.BoolVar(&f.Daemon, "daemon", false, "run in the background: return once the node serves, with the pid file written; logs go to the [logging] folder only")
-	fs.Func("log-folder", "`folder` to write the log file "+LogFileName+" to ([logging] folder; default none: stderr only)", func(v string) error {
-		d, err := parseFolder("--log-folder", v)
-		f.settings.logFolder.set(d)
-		return err
-	})
-	fs.Func("replicate-timers-across-sites", "whether timers are replicated to the remote sites, `true` or false ([sites] replicate_timers_across_sites; default false, as in the original)", func(v string) error {
-		b, err := parseBool("--replicate-timers-across-sites", v)
-		f.settings.replicate.set(b)
-		return err
-	})
-	fs.Func("bind-address", "`host` to listen on (default 127.0.0.1)", func(v string) error {
-		f.settings.bindAddress.set(strings.TrimSpace(v))
-		return nil
-	})
-	fs.Func("bind-port", "`port` to listen on (default 7253)", func(v string) error {
-		p, err := parsePort("--bind-port", v)
-		f.settings.bindPort.set(p)
-		return err
-	})
-	fs.Func("log-level", "log `level`: 0-5 or error, warning, status, info, verbose, debug (default 2)", func(v string) error {
-		l, err := parseLevel("--log-level", v)
-		f.settings.logLevel.set(l)
-		return err
-	})
-	fs.Func("log-format", "log line `format`: text (key=value) or json ([logging] format; default text)", func(v string) error {
-		format, err := parseLogFormat("--log-format", v)
-		f.settings.logFormat.set(format)
-		return err
-	})
-	fs.Func("instance-id", "this node's instance `number`, unique in the cluster (0-1023)", func(v string) error {
-		id, err := parseInstanceID("--instance-id", v)
-		f.settings.instanceID.set(id)
-		return err
-	})
-	fs.Func("memory-limit", "soft memory `limit` of the process, e.g. 2GiB (GOMEMLIMIT's syntax; default none: GOMEMLIMIT, if set, applies)", func(v string) error {
-		m, err := parseMemoryLimit("--memory-limit", v)
-		f.settings.memoryLimit.set(m)
-		return err
-	})
-	fs.Func("storage-dir", "`folder` the node keeps its timers in across restarts, in a subfolder per node address; empty keeps them in memory only (default chronos-data)", func(v string) error {
-		d, err := parseStorageDir("--storage-dir", v)
-		f.settings.storageDir.set(d)
-		return err
-	})
-	fs.Func("localhost", "this node's `address` as the cluster knows it (default bind address and port)", func(v string) error {
-		f.settings.localhost.set(strings.TrimSpace(v))
-		return nil
-	})
-	registerList(fs, "allowed-callback-host", "allowed callback `host`, host:port or IP prefix (e.g. 127.0.0.0/8); repeat or separate with commas (default any)", parseCallbackHosts, &f.settings.callbacks)
-	registerList(fs, "node", "cluster member `address`; repeat or separate with commas", parseAddresses, &f.settings.nodes)
-	registerList(fs, "joining", "joining node `address`; repeat or separate with commas", parseAddresses, &f.settings.joining)
-	registerList(fs, "leaving", "leaving node `address`; repeat or separate with commas", parseAddresses, &f.settings.leaving)
-	fs.Func("local-site", "this node's site `name` (default site1)", func(v string) error {
-		f.settings.localSite.set(strings.TrimSpace(v))
-		return nil
-	})
-	fs.Func("remote-site", "remote site as `name=address`; repeat for more", func(v string) error {
-		s, err := parseSite("--remote-site", v)
-		f.settings.remoteSites.set(append(f.settings.remoteSites.v, s))
-		return err
-	})
-	fs.Func("cluster-key", "`secret` shared by every node for the internal API, at least 16 bytes (prefer [cluster] key: a flag shows in the process list)", func(v string) error {
-		// The flag package would print a refused value, so the error
-		// waits for Load, which never prints the key.
-		k, err := parseClusterKey("--cluster-key", v)
-		f.settings.clusterKey.set(k)
-		f.keyErr = err
-		return nil
-	})
-	fs.StringVar(&f.keyFile, "cluster-key-file", "", "`path` of a file holding the cluster key, which then shows in no process list")
-	for _, t := range []struct {
-		name, usage string
-		dst         *opt[string]
-	}{
-		{"tls-cert-file", "`path` of this node's certificate chain, PEM: serve HTTPS only ([http] tls_cert_file)", &f.settings.tlsCert},
-		{"tls-key-file", "`path` of this node's private key, PEM ([http] tls_key_file)", &f.settings.tlsKey},
-		{"tls-ca-file", "`path` of the CA certificate that signs the members' certificates: mutual TLS between nodes ([cluster] tls_ca_file)", &f.settings.tlsCA},
-	} {
-		fs.Func(t.name, t.usage, func(v string) error {
-			p, err := parseFolder("--"+t.name, v)
-			if err == nil {
-				t.dst.set(p)
-			}
-			return err
-		})
+	f.settings, f.deferred, f.valueFiles = settings{}, map[string]error{}, map[string]string{}
+	for i := range table {
+		s := &table[i]
+		if s.flag == "" {
+			continue
+		}
+		fs.Func(s.flag, s.flagUsage(), func(v string) error { return f.set(s, v) })
+		if s.fileFlag != "" {
+			fs.Func(s.fileFlag, s.fileUsage, func(v string) error {
+				f.valueFiles[s.id()] = v
+				return nil
+			})
+		}
 	}
+}
+
+// set takes one use of s's flag. The first use of a list flag replaces
+// the files' list rather than adding to it, as the flags are one layer.
+func (f *Flags) set(s *setting, v string) error {
+	if s.looseFlag {
+		f.settings.give(s, strings.TrimSpace(v))
+		return nil
+	}
+	x, err := s.bind.parse("--"+s.flag, v)
+	if s.secret {
+		// The flag package would print a refused value, so the error
+		// waits for Load, which never prints it.
+		f.deferred[s.id()] = err
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	f.settings.give(s, x)
+	return nil
 }
 
 // registerFiles defines the flags naming the configuration files.
@@ -150,34 +101,39 @@ func (f *Flags) registerFiles(fs *flag.FlagSet) {
 		"`path` of dns.json, static DNS records (A, CNAME) consulted before the system resolver for callbacks, peers and sites; empty for none")
 }
 
-// readKeyFile takes the cluster key from --cluster-key-file, if given.
-func (f *Flags) readKeyFile() error {
-	if f.keyFile == "" {
-		return nil
+// flagErrors returns the first deferred flag error, in table order.
+func (f *Flags) flagErrors() error {
+	for i := range table {
+		if err := f.deferred[table[i].id()]; err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
 	}
-	if f.settings.clusterKey.ok {
-		return errors.New("server: --cluster-key and --cluster-key-file both given; give one")
-	}
-	data, err := readFile("cluster key file", f.keyFile)
-	if err != nil {
-		return err
-	}
-	k, err := parseClusterKey("--cluster-key-file "+f.keyFile, string(data))
-	if err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
-	f.settings.clusterKey.set(k)
 	return nil
 }
 
-// registerList defines a repeatable list flag whose values parse reads.
-// The first use replaces the file's list rather than adding to it.
-func registerList(fs *flag.FlagSet, name, usage string, parse func(field, v string) ([]string, error), dst *opt[[]string]) {
-	fs.Func(name, usage, func(v string) error {
-		items, err := parse("--"+name, v)
-		dst.set(append(dst.v, items...))
-		return err
-	})
+// readValueFiles takes the value of each setting whose file flag is
+// given from that file (--cluster-key-file).
+func (f *Flags) readValueFiles() error {
+	for i := range table {
+		s := &table[i]
+		path := f.valueFiles[s.id()]
+		if path == "" {
+			continue
+		}
+		if _, ok := f.settings[s.id()]; ok {
+			return fmt.Errorf("server: --%s and --%s both given; give one", s.flag, s.fileFlag)
+		}
+		data, err := readFile(strings.ReplaceAll(s.fileFlag, "-", " "), path)
+		if err != nil {
+			return err
+		}
+		x, err := s.bind.parse("--"+s.fileFlag+" "+path, string(data))
+		if err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+		f.settings.give(s, x)
+	}
+	return nil
 }
 
 // Load builds the configuration: defaults, then the configuration files
@@ -186,10 +142,10 @@ func registerList(fs *flag.FlagSet, name, usage string, parse func(field, v stri
 // file. The parts of the files that are not read are in Config.Warnings,
 // for the caller to log (LogWarnings).
 func (f *Flags) Load() (Config, error) {
-	if f.keyErr != nil {
-		return Config{}, fmt.Errorf("server: %w", f.keyErr)
+	if err := f.flagErrors(); err != nil {
+		return Config{}, err
 	}
-	if err := f.readKeyFile(); err != nil {
+	if err := f.readValueFiles(); err != nil {
 		return Config{}, err
 	}
 	cfg := DefaultConfig()
@@ -268,7 +224,7 @@ func (c *Config) loadFiles() (absent []string, err error) {
 		layers[i].apply(c)
 	}
 	c.flags.apply(c)
-	if err := c.normalize(); err != nil {
+	if err := c.Normalize(); err != nil {
 		return nil, err
 	}
 	return absent, c.Validate()

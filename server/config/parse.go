@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"fmt"
@@ -12,124 +12,6 @@ import (
 
 	"github.com/chronos-timer/chronos/node"
 )
-
-// opt is one setting of one configuration layer (a file or the flags);
-// ok tells "given" from the zero value.
-type opt[T any] struct {
-	v  T
-	ok bool
-}
-
-func (o *opt[T]) set(v T) { o.v, o.ok = v, true }
-
-// settings is one configuration layer. Layers apply in order, defaults
-// first and flags last, each overriding only what it gives.
-type settings struct {
-	bindAddress opt[string]
-	bindPort    opt[int]
-	logLevel    opt[slog.Level]
-	logFormat   opt[string]
-	instanceID  opt[int]
-	callbacks   opt[[]string]
-	localhost   opt[string]
-	nodes       opt[[]string]
-	joining     opt[[]string]
-	leaving     opt[[]string]
-	localSite   opt[string]
-	remoteSites opt[[]node.Site]
-	clusterKey  opt[string]
-	acceptedKey opt[string]
-	messageAge  opt[time.Duration]
-	clockSkew   opt[time.Duration]
-	maxTimers   opt[int]
-	timerBytes  opt[int64]
-	memoryLimit opt[int64]
-	tlsCert     opt[string]
-	tlsKey      opt[string]
-	tlsCA       opt[string]
-	logFolder   opt[string]
-	replicate   opt[bool]
-	storageDir  opt[string]
-}
-
-// apply copies the given settings onto c.
-func (s settings) apply(c *Config) {
-	if s.bindAddress.ok {
-		c.BindAddress = s.bindAddress.v
-	}
-	if s.bindPort.ok {
-		c.BindPort = s.bindPort.v
-	}
-	if s.logLevel.ok {
-		c.LogLevel = s.logLevel.v
-	}
-	if s.logFormat.ok {
-		c.LogFormat = s.logFormat.v
-	}
-	if s.instanceID.ok {
-		c.InstanceID = s.instanceID.v
-	}
-	if s.callbacks.ok {
-		c.CallbackHosts = s.callbacks.v
-	}
-	if s.localhost.ok {
-		c.Localhost = s.localhost.v
-	}
-	if s.nodes.ok {
-		c.Cluster.Nodes = s.nodes.v
-	}
-	if s.joining.ok {
-		c.Cluster.Joining = s.joining.v
-	}
-	if s.leaving.ok {
-		c.Cluster.Leaving = s.leaving.v
-	}
-	if s.localSite.ok {
-		c.LocalSite = s.localSite.v
-	}
-	if s.remoteSites.ok {
-		c.RemoteSites = s.remoteSites.v
-	}
-	if s.clusterKey.ok {
-		c.ClusterKey = s.clusterKey.v
-	}
-	if s.acceptedKey.ok {
-		c.AcceptedKey = s.acceptedKey.v
-	}
-	if s.messageAge.ok {
-		c.MaxMessageAge = s.messageAge.v
-	}
-	if s.clockSkew.ok {
-		c.MaxClockSkew = s.clockSkew.v
-	}
-	if s.maxTimers.ok {
-		c.MaxTimers = s.maxTimers.v
-	}
-	if s.timerBytes.ok {
-		c.MaxTimerBytes = s.timerBytes.v
-	}
-	if s.memoryLimit.ok {
-		c.MemoryLimit = s.memoryLimit.v
-	}
-	if s.tlsCert.ok {
-		c.TLSCertFile = s.tlsCert.v
-	}
-	if s.tlsKey.ok {
-		c.TLSKeyFile = s.tlsKey.v
-	}
-	if s.tlsCA.ok {
-		c.TLSCAFile = s.tlsCA.v
-	}
-	if s.logFolder.ok {
-		c.LogFolder = s.logFolder.v
-	}
-	if s.replicate.ok {
-		c.ReplicateAcrossSites = s.replicate.v
-	}
-	if s.storageDir.ok {
-		c.StorageDir = s.storageDir.v
-	}
-}
 
 // Original Chronos logs at numeric levels 0 (error) to 5 (debug).
 var (
@@ -354,3 +236,35 @@ func validCallbackHost(e string) bool {
 	}
 	return validHost(strings.TrimSuffix(strings.TrimPrefix(e, "["), "]"))
 }
+
+// parseText reads a value taken as written, but for the spaces around it.
+func parseText(_, v string) (string, error) {
+	return strings.TrimSpace(v), nil
+}
+
+// parseLocalhost reads this node's address, with or without a port.
+func parseLocalhost(field, v string) (string, error) {
+	if err := checkAddress(field, v); err != nil {
+		return "", fmt.Errorf("%s %q is not an address", field, v)
+	}
+	return v, nil
+}
+
+// parseSites reads one remote site (parseSite) as a list of one.
+func parseSites(field, v string) ([]node.Site, error) {
+	s, err := parseSite(field, v)
+	if err != nil {
+		return nil, err
+	}
+	return []node.Site{s}, nil
+}
+
+// parseTimerBytes reads the byte budget of held timers: a size of at
+// least MinTimerBytes.
+func parseTimerBytes(field, v string) (int64, error) {
+	return parseSize(field, v, MinTimerBytes)
+}
+
+// parseAge reads a duration above 0; parseSkew one that may be 0.
+func parseAge(field, v string) (time.Duration, error)  { return parseDuration(field, v, false) }
+func parseSkew(field, v string) (time.Duration, error) { return parseDuration(field, v, true) }

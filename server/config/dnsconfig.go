@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"bytes"
@@ -84,9 +84,9 @@ func dnsKey(name string) string {
 	return strings.ToLower(strings.TrimSuffix(name, "."))
 }
 
-// readDNSFile reads the DNS file at path; a file that does not exist
+// ReadDNSFile reads the DNS file at path; a file that does not exist
 // gives no records, as in the original.
-func readDNSFile(path string) (*StaticDNS, []Warning, error) {
+func ReadDNSFile(path string) (*StaticDNS, []Warning, error) {
 	data, err := readFile("dns config file", path)
 	if errors.Is(err, os.ErrNotExist) {
 		if path == DefaultDNSConfigFile {
@@ -109,7 +109,7 @@ func (c *Config) loadDNS() error {
 	if c.DNSConfigFile == "" {
 		return nil
 	}
-	d, ws, err := readDNSFile(c.DNSConfigFile)
+	d, ws, err := ReadDNSFile(c.DNSConfigFile)
 	if err != nil {
 		return err
 	}

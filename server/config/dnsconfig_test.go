@@ -1,9 +1,6 @@
-package server
+package config
 
 import (
-	"context"
-	"errors"
-	"net"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -150,111 +147,5 @@ func TestCNAMEChainLimit(t *testing.T) {
 	}
 	if _, _, err := ParseDNSConfig([]byte(chain(MaxCNAMEChain + 1))); err == nil || !strings.Contains(err.Error(), "chain more than") {
 		t.Errorf("chain of %d: error %v, want it refused", MaxCNAMEChain+1, err)
-	}
-}
-
-// TestDNSDial proves that the client's connections honour the records: a
-// listed name is dialled at its addresses in order until one answers, a
-// CNAME is dialled by its target's name, and an unlisted name as given.
-func TestDNSDial(t *testing.T) {
-	d, _, err := ParseDNSConfig([]byte(`{"hostnames": [
-		{"name": "cb.example", "records": [{"rrtype": "A", "targets": ["10.0.0.7", "10.0.0.8"]}]},
-		{"name": "alias.example", "records": [{"rrtype": "CNAME", "target": "real.example"}]}
-	]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dialled []string
-	dd := newDNSDialer().through(func(_ context.Context, _, addr string) (net.Conn, error) {
-		dialled = append(dialled, addr)
-		if addr == "10.0.0.8:80" {
-			c, _ := net.Pipe()
-			return c, nil
-		}
-		return nil, errors.New("refused")
-	})
-	dd.static.Store(d)
-	tests := []struct {
-		addr   string
-		want   []string
-		answer bool
-	}{
-		{"cb.example:80", []string{"10.0.0.7:80", "10.0.0.8:80"}, true},
-		{"alias.example:80", []string{"real.example:80"}, false},
-		{"other.example:80", []string{"other.example:80"}, false},
-	}
-	for _, tt := range tests {
-		dialled = nil
-		conn, err := dd.DialContext(context.Background(), "tcp", tt.addr)
-		if conn != nil {
-			conn.Close()
-		}
-		if (err == nil) != tt.answer || !reflect.DeepEqual(dialled, tt.want) {
-			t.Errorf("dial %s: err %v, dialled %q; want answered %v, dialled %q", tt.addr, err, dialled, tt.answer, tt.want)
-		}
-	}
-}
-
-// TestDNSDialLoopback proves the records reach a real connection: a
-// request to a name the file maps to 127.0.0.1 is served by the listener
-// there, through the client's own dialer.
-func TestDNSDialLoopback(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			c.Write([]byte("hello"))
-			c.Close()
-		}
-	}()
-	d, _, err := ParseDNSConfig([]byte(`{"hostnames": [{"name": "callbacks.invalid", "records": [{"rrtype": "A", "targets": ["127.0.0.1"]}]}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dd := newDNSDialer()
-	dd.static.Store(d)
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	conn, err := dd.DialContext(context.Background(), "tcp", net.JoinHostPort("callbacks.invalid", port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	buf := make([]byte, 5)
-	if _, err := conn.Read(buf); err != nil || string(buf) != "hello" {
-		t.Errorf("read %q, %v; want hello from the listener", buf, err)
-	}
-}
-
-// TestReloadDNS proves that the server's client takes the DNS file's
-// records at start and again on ReloadDNS, and keeps the current ones
-// when the file has become malformed.
-func TestReloadDNS(t *testing.T) {
-	const one = `{"hostnames": [{"name": "a.example", "records": [{"rrtype": "A", "targets": ["10.0.0.1"]}]}]}`
-	const two = `{"hostnames": [{"name": "a.example", "records": [{"rrtype": "A", "targets": ["10.0.0.1"]}]},
-		{"name": "b.example", "records": [{"rrtype": "CNAME", "target": "a.example"}]}]}`
-	path := writeFile(t, t.TempDir(), "dns.json", one)
-	cfg, err := parseAndLoad(append(noFiles, "--dns-config-file", path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.shutdown()
-	names := func() int { return srv.client.dialer.static.Load().Len() }
-	if got := names(); got != 1 {
-		t.Fatalf("names at start %d, want 1", got)
-	}
-	writeFile(t, "", path, two)
-	if err := srv.ReloadDNS(); err != nil || names() != 2 {
-		t.Fatalf("after reload: %v, %d names; want 2", err, names())
-	}
-	writeFile(t, "", path, `{"hostnames": [`)
-	if err := srv.ReloadDNS(); err == nil || names() != 2 {
-		t.Errorf("malformed file: %v, %d names; want an error and the 2 names kept", err, names())
 	}
 }

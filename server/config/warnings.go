@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"log/slog"
@@ -56,29 +56,38 @@ func LogWarnings(log *slog.Logger, ws []Warning) {
 	}
 }
 
-// readKeys is every key this implementation reads, by section. Any file
-// may hold any of them (docs/design.md 4.9).
-var readKeys = map[string][]string{
-	"http":      {"bind-address", "bind-port", "tls_cert_file", "tls_key_file"},
-	"logging":   {"level", "format", "folder"},
-	"identity":  {"instance_id"},
-	"callbacks": {"allowed_host"},
-	"limits":    {"memory_limit", "max_timers", "max_timer_bytes"},
-	"cluster":   {"localhost", "node", "joining", "leaving", "key", "accepted_key", "max_message_age", "max_clock_skew", "tls_ca_file"},
-	"sites":     {"local_site", "remote_site", "replicate_timers_across_sites"},
+// readKeys is every key this implementation reads, by section: the
+// table's. Any file may hold any of them (docs/design.md 4.9).
+var readKeys = fileKeys()
+
+// original is a section's keys that the original Chronos reads (from any
+// of its files, in any of its releases) and this implementation does not
+// use, and why, for docs/configuration.md.
+type original struct {
+	section string
+	keys    []string
+	why     string
 }
 
-// originalKeys are the keys the original Chronos reads (from any of its
-// files, in any of its releases) that this implementation does not use.
-var originalKeys = map[string][]string{
-	"http":       {"threads", "gr_threads"},
-	"identity":   {"deployment_id"},
-	"exceptions": {"max_ttl"},
-	"throttling": {"target_latency", "max_tokens", "initial_token_rate", "min_token_rate", "max_token_rate"},
-	"dns":        {"servers", "timeout", "port"},
-	"alarms":     {"enabled"},
-	"timers":     {"id-format"},
+// originals are the original's keys not used here, in the docs' order.
+var originals = []original{
+	{"http", []string{"threads", "gr_threads"}, "the Go runtime schedules requests"},
+	{"identity", []string{"deployment_id"}, ""},
+	{"dns", []string{"servers", "timeout", "port"}, "the system resolver is used, after `dns.json`"},
+	{"exceptions", []string{"max_ttl"}, ""},
+	{"throttling", []string{"target_latency", "max_tokens", "initial_token_rate", "min_token_rate", "max_token_rate"}, "a node at a limit answers 503 (docs/design.md 4.4)"},
+	{"alarms", []string{"enabled"}, ""},
+	{"timers", []string{"id-format"}, "the ID format is fixed (docs/design.md 4.1)"},
 }
+
+// originalKeys are the keys of originals, by section.
+var originalKeys = func() map[string][]string {
+	keys := map[string][]string{}
+	for _, o := range originals {
+		keys[o.section] = append(keys[o.section], o.keys...)
+	}
+	return keys
+}()
 
 // checkKeys returns a warning, in file order, for every section and key of
 // f that is not read. path names the file.

@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"errors"
@@ -31,6 +31,15 @@ const (
 	// MinTimerBytes is the least byte budget of held timers accepted.
 	MinTimerBytes = 1 << 20
 )
+
+// DefaultStorageDir is the folder nodes keep their storage in by default,
+// relative to the working directory: each node in a subfolder named for
+// its address (docs/configuration.md, [storage]).
+const DefaultStorageDir = "chronos-data"
+
+// LogFileName is the log file the node writes in the [logging] folder
+// (OpenLog in package server).
+const LogFileName = "chronos.log"
 
 // Config is the production configuration: what chronos.conf,
 // chronos_cluster.conf and chronos_shared.conf hold, merged
@@ -163,17 +172,12 @@ type Config struct {
 // DefaultConfig returns the configuration of a lone node on
 // 127.0.0.1:7253.
 func DefaultConfig() Config {
-	nd := node.DefaultConfig()
-	return Config{
-		BindAddress:     DefaultBindAddress,
-		BindPort:        node.DefaultPort,
-		LogLevel:        slog.LevelInfo,
-		LogFormat:       LogText,
-		InstanceID:      node.AutoInstanceID,
-		LocalSite:       nd.LocalSite,
+	c := Config{
 		ReplyTimeout:    DefaultReplyTimeout,
 		ShutdownTimeout: DefaultShutdownTimeout,
 	}
+	defaults.apply(&c)
+	return c
 }
 
 // ListenAddress is the host:port the HTTP server binds.
@@ -181,10 +185,10 @@ func (c Config) ListenAddress() string {
 	return net.JoinHostPort(c.BindAddress, strconv.Itoa(c.BindPort))
 }
 
-// normalize fills derived fields and gives port-less addresses this node's
+// Normalize fills derived fields and gives port-less addresses this node's
 // bind-port, as the original does, so the node sees one spelling of each
 // address.
-func (c *Config) normalize() error {
+func (c *Config) Normalize() error {
 	if c.Localhost == "" {
 		// Derived from the bind address, which must be sound first.
 		if err := validateBindAddress(c.BindAddress); err != nil {
@@ -394,38 +398,6 @@ func validateSites(local string, remote []node.Site) error {
 		seen[s.Name] = true
 	}
 	return nil
-}
-
-// nodeConfig is the node's configuration for c, with the adapter's clock
-// and network.
-func (c Config) nodeConfig(clk node.Clock, nw node.Network, log *slog.Logger) node.Config {
-	nc := node.DefaultConfig()
-	nc.Address = c.Localhost
-	nc.InstanceID = c.InstanceID
-	nc.Cluster = c.Cluster
-	nc.LocalSite = c.LocalSite
-	// The node replicates to every remote site it is given: with
-	// replication across sites off, it is given none.
-	if c.ReplicateAcrossSites {
-		nc.RemoteSites = c.RemoteSites
-	}
-	nc.ClusterKey, nc.AcceptedKey = c.ClusterKey, c.AcceptedKey
-	if c.MaxMessageAge > 0 {
-		nc.MaxMessageAge = c.MaxMessageAge
-	}
-	if c.MaxClockSkew > 0 {
-		nc.MaxClockSkew = c.MaxClockSkew
-	}
-	if c.MaxTimers > 0 {
-		nc.Limits.MaxTimers = c.MaxTimers
-	}
-	nc.Limits.MaxHeldBytes = c.timerBudget()
-	nc.CallbackHosts = c.CallbackHosts
-	nc.OwnAddresses = ownAddresses(c.BindAddress, c.BindPort)
-	nc.Clock = clk
-	nc.Network = nw
-	nc.Logger = log
-	return nc
 }
 
 // readFile reads a configuration file; what names its role in errors.

@@ -1,12 +1,10 @@
-package server
+package config
 
 import (
 	"net"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/benbjohnson/clock"
 
 	"github.com/chronos-timer/chronos/node"
 )
@@ -17,8 +15,7 @@ import (
 // allow-list and cluster key it accepts, that a memory limit it accepts is
 // at least MinMemoryLimit, that a log folder it accepts is trimmed, that
 // a log level it accepts is one of the original's six and a log format
-// text or json, and that with replication across sites off the node is
-// given no remote site. The corpus lives under
+// text or json. The corpus lives under
 // testdata/fuzz/FuzzParseConfig.
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(originalLocal))
@@ -30,14 +27,12 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("[logging]\nlevel = debug\nformat = json\n"))
 	f.Add([]byte("[logging]\nlevel = 3\nformat = TEXT\nformat = yaml\n"))
 	f.Add([]byte("[logging]\nlevel = Warn\nformat =\n"))
-	serial := NewSerial()
-	clk, nw := NewClock(clock.NewMock(), serial), NewClient(serial, nil)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg := DefaultConfig()
 		if err := ParseConfig(data, &cfg); err != nil {
 			return
 		}
-		if err := cfg.normalize(); err != nil {
+		if err := cfg.Normalize(); err != nil {
 			return
 		}
 		if err := cfg.Validate(); err != nil {
@@ -66,17 +61,18 @@ func FuzzParseConfig(f *testing.F) {
 		if cfg.LogFormat != LogText && cfg.LogFormat != LogJSON {
 			t.Fatalf("accepted log format %q", cfg.LogFormat)
 		}
-		if nc := cfg.nodeConfig(nil, nil, nil); !cfg.ReplicateAcrossSites && len(nc.RemoteSites) > 0 {
-			t.Fatalf("replication across sites off, yet the node replicates to %v", nc.RemoteSites)
-		}
 		if cfg.MemoryLimit != 0 && cfg.MemoryLimit < MinMemoryLimit {
 			t.Fatalf("accepted memory limit %d, below %d", cfg.MemoryLimit, MinMemoryLimit)
 		}
+		// The node's Validate checks these two with CheckKeys and
+		// CallbackPolicy; the rest of it needs a clock and a network.
 		nc := node.DefaultConfig()
 		nc.CallbackHosts, nc.ClusterKey = cfg.CallbackHosts, cfg.ClusterKey
-		nc.Clock, nc.Network = clk, nw
-		if err := nc.Validate(); err != nil {
-			t.Fatalf("node refuses what the server accepted: %v", err)
+		if err := nc.CheckKeys(); err != nil {
+			t.Fatalf("node refuses the key the server accepted: %v", err)
+		}
+		if _, err := nc.CallbackPolicy(); err != nil {
+			t.Fatalf("node refuses the allow-list the server accepted: %v", err)
 		}
 	})
 }
