@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestPutAfterDeleteCreatesWithItsOwnFactor: a deleted timer is created
@@ -77,4 +80,42 @@ func TestUpdateWithAFactorReachesTheDefaultsReplicas(t *testing.T) {
 		t.Errorf("after the update held live by %v, want its one replica %v", got, replicas[:1])
 	}
 	wantPops(t, c.advance(35*time.Second, 200), "1:new")
+}
+
+// TestUpdateThroughAMovedCopyKeepsTheFactor: a node a scale moved a timer
+// off keeps a Moved record of it, and an update without a factor through
+// that node must keep the timer's factor, as through a node that holds
+// nothing, not take the default as for a deleted or finished timer: the
+// timer is live on its new replicas, and with the default's smaller
+// factor its third replica would go on popping the replaced definition.
+func TestUpdateThroughAMovedCopyKeepsTheFactor(t *testing.T) {
+	grown := []string{nodeA, nodeB, nodeC, nodeD}
+	var id uint64
+	var moved string
+	for id = 1; moved == ""; id++ {
+		for _, a := range three {
+			if !slices.Contains(NewRing(grown).Replicas(id, 3), a) {
+				moved = a
+			}
+		}
+	}
+	id--
+	c := newCluster(t, three...)
+	wire := FormatWireID(id, NewRing(three).Bloom(three))
+	create := `{"timing":{"interval":30,"repeat-for":300},"callback":{"http":{"uri":"` + cb + `","opaque":"old"}},"reliability":{"replication-factor":3}}`
+	require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+wire, create).Status)
+	m := Membership{Nodes: three, Joining: []string{nodeD}}
+	c.join(nodeD, m)
+	c.reload(m)
+	held, ok := c.nodes[moved].Timer(id)
+	require.True(t, ok && held.State == Moved, "%s holds %+v after the scale, want a Moved record", moved, held)
+	update := `{"timing":{"interval":20,"repeat-for":300},"callback":{"http":{"uri":"` + cb + `","opaque":"new"}}}`
+	require.Equal(t, 200, c.client(moved, "PUT", "/timers/"+wire, update).Status)
+	assert.Equal(t, sorted(NewRing(grown).Replicas(id, 3)), c.holders(wire))
+	for a, n := range c.nodes {
+		if t2, ok := n.Timer(id); ok && t2.State == Live {
+			assert.EqualValues(t, 3, t2.RF, "factor held by %s", a)
+		}
+	}
+	wantPops(t, c.advance(25*time.Second, 200), "1:new")
 }

@@ -165,8 +165,13 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 	// Only a live timer has a factor an update keeps; one this node
 	// holds deleted or finished is created again by a PUT, with the
 	// factor it gives or the default (api.md), whatever its tombstone
-	// says.
+	// says. A Moved record says neither: the timer moved to other
+	// replicas, live or not, so this node knows no more of it than one
+	// that holds nothing.
 	held := n.store.Get(id)
+	if held != nil && held.State == Moved {
+		held = nil
+	}
 	live := held != nil && held.State == Live
 	if live && spec.RF != 0 && held.RF != 0 && spec.RF != int(held.RF) {
 		n.hit(probeWriteRFChange)
