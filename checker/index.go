@@ -232,17 +232,12 @@ func overlaps(a, b Op, end time.Duration) bool {
 // client, and whether a node takes its factor from the finished record it
 // may still hold or gives it the default is not the history's to say.
 func (x *index) mayHaveEnded(w Op, t time.Duration) bool {
-	hi := w.Return
-	if w.Outcome != OK || hi < w.Invoke {
-		hi = x.end
-	}
-	// A definition that never pops (repeat-for below its interval) has
+	// The last pop is due at the earliest start plus its offset, and a
+	// replica whose clock runs ahead may make it that much sooner. A
+	// definition that never pops (repeat-for below its interval) has
 	// ended as soon as it is written.
-	last := hi
-	if w.Spec.RepeatFor >= w.Spec.Interval {
-		last = hi + w.Spec.RepeatFor
-	}
-	return last <= t
+	last := w.Invoke + time.Duration(w.Spec.Pops())*w.Spec.Interval
+	return last-x.h.MaxClockSkew <= t
 }
 
 // historyEnd is History.End, or the last recorded time if that is later.

@@ -71,18 +71,31 @@ func TestUpdateOfUnknownFactorIsUnplaced(t *testing.T) {
 // create to the client, and a node may give it the factor of the finished
 // record it holds or the default.
 func TestUpdateAfterTheTimerEndedHasUnknownFactor(t *testing.T) {
-	h, primary, _, _ := placed(t)
-	create := write(1, Create, placedTimer, "a", 0, 0, 0, 10*ms, OK)
-	create.Spec.ReplicationFactor = 1
-	up := write(2, Update, placedTimer, "b", sec, 10*sec, 5*sec, 5*sec+10*ms, OK)
-	up.Spec.ReplicationFactor = 0
-	h.Ops = []Op{create, up}
-	for i := range h.Ops {
-		h.Ops[i].Node = primary
-	}
-	h.Pops = nil
-	if d := newIndex(h, DefaultOptions()).byOpaque["b"]; !d.rfUnknown {
-		t.Errorf("update of a finished timer: rf %d, known; want unknown", d.rf)
+	for _, c := range []struct {
+		name                string
+		interval, repeatFor time.Duration
+		update              time.Duration
+		unknown             bool
+	}{
+		{"one-shot", 0, 0, 5 * sec, true},
+		// One pop, due at 15 s: repeat-for reaches past it, to 26 s,
+		// but no pop is due there, so the timer ends at its first.
+		{"last pop before repeat-for ends", 15 * sec, 26 * sec, 15*sec + 500*ms, true},
+		{"last pop still ahead", 15 * sec, 30 * sec, 15*sec + 500*ms, false},
+	} {
+		h, primary, _, _ := placed(t)
+		create := write(1, Create, placedTimer, "a", c.interval, c.repeatFor, 0, 10*ms, OK)
+		create.Spec.ReplicationFactor = 1
+		up := write(2, Update, placedTimer, "b", sec, 10*sec, c.update, c.update+10*ms, OK)
+		up.Spec.ReplicationFactor = 0
+		h.Ops = []Op{create, up}
+		for i := range h.Ops {
+			h.Ops[i].Node = primary
+		}
+		h.Pops = nil
+		if d := newIndex(h, DefaultOptions()).byOpaque["b"]; d.rfUnknown != c.unknown {
+			t.Errorf("%s: update's factor %d..%d unknown %v, want unknown %v", c.name, d.rfMin, d.rf, d.rfUnknown, c.unknown)
+		}
 	}
 }
 
