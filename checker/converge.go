@@ -37,15 +37,25 @@ func (x *index) checkPlacements() ([]Violation, placedCount) {
 		if !ok {
 			continue // no completed scale to converge from
 		}
+		holders := map[uint64]int{}
+		for _, ts := range held.Live {
+			for _, t := range ts {
+				holders[t]++
+			}
+		}
 		want := map[uint64][]string{}
 		for _, t := range x.timersAt(held.At) {
-			replicas, excuse, judged := x.placementOf(t, held.At, s)
+			replicas, fewest, excuse, judged := x.placementOf(t, held.At, s)
 			switch {
 			case excuse != "":
 				cov.excused[excuse]++
 			case judged:
 				cov.judged++
-				want[t] = replicas
+				// A factor the history leaves to the node (writtenRF)
+				// is one of a range, and the replica lists of each
+				// are prefixes of the largest's: the holders must be
+				// the prefix as long as their count, within it.
+				want[t] = replicas[:min(len(replicas), max(fewest, holders[t]))]
 			}
 		}
 		live := map[string][]uint64{}
@@ -97,10 +107,12 @@ func (x *index) timersAt(t time.Duration) []uint64 {
 }
 
 // placementOf is where timer id must be held live at t, after scale s:
-// its replicas among s.After, or nowhere once deleted. judged is false for
+// its replicas among s.After, or nowhere once deleted; of a factor the
+// history leaves to the node, the largest's, of which the first fewest
+// hold it whichever the node chose. judged is false for
 // a timer that is not live (finished, or never written OK); excuse names
 // what keeps it from being judged.
-func (x *index) placementOf(id uint64, t time.Duration, s Scale) (replicas []string, excuse Excuse, judged bool) {
+func (x *index) placementOf(id uint64, t time.Duration, s Scale) (replicas []string, fewest int, excuse Excuse, judged bool) {
 	var last *Op
 	for i, op := range x.byTimer[id] {
 		if op.Invoke > t {
@@ -108,20 +120,20 @@ func (x *index) placementOf(id uint64, t time.Duration, s Scale) (replicas []str
 		}
 		switch {
 		case op.Outcome == Unknown:
-			return nil, ExUnknownWrite, false
+			return nil, 0, ExUnknownWrite, false
 		case op.Invoke <= t && effReturn(op)+x.o.FaultSettle >= t:
-			return nil, ExInMotion, false
+			return nil, 0, ExInMotion, false
 		case op.Outcome == OK:
 			last = &x.byTimer[id][i]
 		}
 	}
 	if last == nil {
-		return nil, "", false
+		return nil, 0, "", false
 	}
 	for _, op := range x.byTimer[id] {
 		if op.Seq != last.Seq && op.Outcome != Failed && op.Invoke <= effReturn(*last) && last.Invoke <= effReturn(op) {
 			// Two writes ran at once: either may have been applied last.
-			return nil, ExSuperseded, false
+			return nil, 0, ExSuperseded, false
 		}
 	}
 	from := s.Start - x.o.FaultSettle
@@ -131,26 +143,27 @@ func (x *index) placementOf(id uint64, t time.Duration, s Scale) (replicas []str
 	var d *def
 	if last.Kind != Delete {
 		if d = x.byOpaque[last.Spec.Opaque]; d == nil {
-			return nil, "", false
+			return nil, 0, "", false
 		}
 		if d.lossFrom <= t {
-			return nil, x.lossExcuse(), false // crashes may have taken every copy
+			return nil, 0, x.lossExcuse(), false // crashes may have taken every copy
 		}
 	}
 	if f, ok := x.placementFault(id, from, t); ok {
-		return nil, excuseOf(f), false
+		return nil, 0, excuseOf(f), false
 	}
 	if last.Kind == Delete {
-		return nil, "", true
+		return nil, 0, "", true
 	}
 	lo, hi := d.due(d.op.Spec.Pops())
 	switch {
 	case t > hi+x.rankBound(d)+x.slack():
-		return nil, "", false // finished: no longer live
+		return nil, 0, "", false // finished: no longer live
 	case t >= lo-x.rankBound(d)-x.slack():
-		return nil, ExInMotion, false // its last pop turns it to tombstones
+		return nil, 0, ExInMotion, false // its last pop turns it to tombstones
 	}
-	return Replicas(s.After, id, d.rf), "", true
+	replicas = Replicas(s.After, id, d.rf)
+	return replicas, min(d.rfMin, len(replicas)), "", true
 }
 
 // placementFault is the first fault that touched timer id in [a, b], or

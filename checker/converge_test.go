@@ -177,3 +177,34 @@ func otherThan(members []string, lists ...[]string) string {
 	}
 	return ""
 }
+
+// TestPlacementOfAFactorLeftToTheNode shows G6 on a timer whose last
+// write gave no factor after its earlier definition ended (the node
+// chooses the finished timer's factor, 3, or the default, 2): held by the
+// first two or the first three of the three-replica list it passes, held
+// by any other set it is a violation.
+func TestPlacementOfAFactorLeftToTheNode(t *testing.T) {
+	history := func(holders ...string) *History {
+		h, _, _ := scaled(t)
+		h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor, h.Ops[0].Spec.ReplicationFactor = 0, 0, 3
+		h.Pops = []Pop{{At: 20 * ms, Node: h.Ops[0].Node, URI: "http://client/cb", Opaque: "a", Seq: 1, Answered: 200, Timer: placedTimer}}
+		up := write(2, Update, placedTimer, "b", 3600*sec, 3600*sec, 2*sec, 2010*ms, OK)
+		up.Node, up.Spec.ReplicationFactor = h.Ops[0].Node, 0
+		h.Ops = append(h.Ops, up)
+		h.Held[0].Live = map[string][]uint64{}
+		for _, n := range holders {
+			h.Held[0].Live[n] = []uint64{placedTimer}
+		}
+		return h
+	}
+	three := Replicas(history().Scales[0].After, placedTimer, 3)
+	for _, n := range []int{2, 3} {
+		vs, cov := DefaultOptions().Judge(history(three[:n]...))
+		requireNone(t, vs)
+		if cov.Placements != 1 {
+			t.Errorf("held by %v: placements judged %d, want 1", three[:n], cov.Placements)
+		}
+	}
+	requireHas(t, Check(history(three[0], three[2])), "G6", "holds no copy", three[1])
+	requireHas(t, Check(history(three[0])), "G6", "holds no copy", three[1])
+}
