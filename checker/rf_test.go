@@ -188,3 +188,42 @@ func TestDeleteReachesEveryDefinitionsReplicas(t *testing.T) {
 	vs, _ = DefaultOptions().Judge(history(3))
 	requireHas(t, vs, "G5", "pop 3")
 }
+
+// TestDeleteKeptFromAReplicaAllowsItsRepairAfterALaterWrite: a crash
+// keeps a delete from the third replica of an rf 3 timer, and a PUT
+// with factor 2 then creates the timer again on the first two only, so
+// it never goes to the third. Back from the crash with the deleted
+// definition on its disk, the third pops it once, and that pop's notice
+// repairs it: allowed, though the later PUT met no fault, since the
+// delete it follows did. A second pop, after the repair, is a violation.
+func TestDeleteKeptFromAReplicaAllowsItsRepairAfterALaterWrite(t *testing.T) {
+	history := func(stalePops int) *History {
+		h, primary, _, _ := placed(t)
+		r := Replicas(h.Members, placedTimer, 3)
+		h.Storage = true
+		h.Ops = []Op{write(1, Create, placedTimer, "a", 10*sec, 100*sec, 0, 10*ms, OK),
+			del(2, placedTimer, 12*sec, 12*sec+10*ms, OK),
+			write(3, Update, placedTimer, "c", 10*sec, 100*sec, 13*sec, 13*sec+10*ms, OK)}
+		h.Ops[0].Spec.ReplicationFactor = 3
+		for i := range h.Ops {
+			h.Ops[i].Node = primary
+		}
+		h.Faults = []Fault{{At: 11 * sec, Kind: Crash, Nodes: []string{r[2]}}, {At: 25 * sec, Kind: Restart, Nodes: []string{r[2]}}}
+		h.Pops = []Pop{pop(10*sec+20*ms, r[0], "a", 1)}
+		for k := 1; k <= 4; k++ {
+			h.Pops = append(h.Pops, pop(13*sec+time.Duration(k)*10*sec+20*ms, r[0], "c", k))
+		}
+		for k := 3; k < 3+stalePops; k++ {
+			h.Pops = append(h.Pops, pop(time.Duration(k)*10*sec+4*sec+20*ms, r[2], "a", k))
+		}
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		h.End = 60 * sec
+		return h
+	}
+	vs, _ := DefaultOptions().Judge(history(1))
+	requireNone(t, vs)
+	vs, _ = DefaultOptions().Judge(history(2))
+	requireHas(t, vs, "G5", "pop 4")
+}

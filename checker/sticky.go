@@ -38,16 +38,16 @@ func (x *index) checkSticky() []Violation {
 	}
 	sort.Slice(timers, func(i, j int) bool { return timers[i] < timers[j] })
 	for _, t := range timers {
-		for _, s := range x.byTimer[t] {
+		ops := x.byTimer[t]
+		for i, s := range ops {
 			if s.Kind == Create || s.Outcome != OK {
 				continue
 			}
-			_, hit := x.writeHit(s)
 			for _, d := range defsOf[t] {
 				if d.op.Seq == s.Seq || effReturn(d.op) >= s.Invoke {
 					continue
 				}
-				if hit {
+				if x.replacedHit(ops[:i+1], d) {
 					if !x.mayOrderBelow(s, d) {
 						vs = append(vs, x.unrepaired(s, d)...)
 					}
@@ -58,6 +58,28 @@ func (x *index) checkSticky() []Violation {
 		}
 	}
 	return vs
+}
+
+// replacedHit reports whether a fault may have kept one of the writes in
+// ws that replaced d (those after it, up to the one judged) from a
+// replica of d or of its own definition. A replica the fault kept a
+// delete from still holds d when a later write, which may not go to it
+// at all (a factor the node chose anew, a bare ID naming no replica),
+// returns: that replica pops d until it is repaired, whichever write
+// replaced d last.
+func (x *index) replacedHit(ws []Op, d *def) bool {
+	for _, w := range ws {
+		if w.Seq == d.op.Seq || w.Kind == Create || w.Outcome == Failed || effReturn(d.op) >= w.Invoke {
+			continue
+		}
+		if _, hit := x.writeHit(w); hit {
+			return true
+		}
+		if _, hit, _ := x.defWriteHit(w, d); hit {
+			return true
+		}
+	}
+	return false
 }
 
 // stale reports the pops of d due after s, which replaced d, returned OK.
