@@ -104,6 +104,11 @@ func newIndex(h *History, o Options) *index {
 		if op.Timer != 0 {
 			x.byTimer[op.Timer] = append(x.byTimer[op.Timer], op)
 		}
+	}
+	// Every write of a timer is indexed before any definition is made:
+	// a write's factor may depend on writes that ran at the same time,
+	// later in the history's order too (writtenRF).
+	for _, op := range ops {
 		if op.Kind == Delete {
 			continue
 		}
@@ -179,11 +184,21 @@ func (x *index) writtenRF(op Op) factors {
 	}
 	f := x.factorBefore(op, op.Seq)
 	for _, w := range x.byTimer[op.Timer] {
-		if w.Kind == Delete && w.Seq != op.Seq && overlaps(w, op, x.end) {
-			// A delete running at the same time may land before the
-			// update reads the factor (a create again, with the
-			// default) or after (the timer's own).
-			return f.or(def)
+		if w.Seq == op.Seq || w.Outcome == Failed || !overlaps(w, op, x.end) {
+			continue
+		}
+		// A write running at the same time may land before the update
+		// reads the factor or after. Before: a delete makes the update
+		// a create again, with the default; an update leaves its own
+		// factor, or the default once its definition ends, which a
+		// one-shot does at once. After: the factor the update finds is
+		// the one from before that write.
+		f = f.or(def)
+		if w.Kind != Delete && w.Spec.ReplicationFactor > 0 {
+			f = f.or(one(w.Spec.ReplicationFactor))
+		}
+		if w.Seq < op.Seq {
+			f = f.or(x.factorBefore(op, w.Seq))
 		}
 	}
 	return f

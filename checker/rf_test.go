@@ -227,3 +227,27 @@ func TestDeleteKeptFromAReplicaAllowsItsRepairAfterALaterWrite(t *testing.T) {
 	vs, _ = DefaultOptions().Judge(history(2))
 	requireHas(t, vs, "G5", "pop 4")
 }
+
+// TestUpdateRacingAnotherWriteMayFindEither: an update without a factor
+// that runs at the same time as another update of its timer may read the
+// factor before that write lands or after, and a one-shot it races may
+// have ended by then: its factor is the timer's or the default, not the
+// timer's for certain.
+func TestUpdateRacingAnotherWriteMayFindEither(t *testing.T) {
+	h, primary, _, _ := placed(t)
+	create := write(1, Create, placedTimer, "a", 5*sec, 10*sec, 0, 10*ms, OK)
+	create.Spec.ReplicationFactor = 1
+	up := write(2, Update, placedTimer, "b", 30*sec, 60*sec, 3*sec, 3*sec+70*ms, OK)
+	up.Spec.ReplicationFactor = 0
+	shot := write(3, Update, placedTimer, "c", 0, 0, 3*sec, 3*sec+10*ms, OK)
+	shot.Spec.ReplicationFactor = 1
+	h.Ops = []Op{create, up, shot}
+	for i := range h.Ops {
+		h.Ops[i].Node = primary
+	}
+	h.Pops = nil
+	d := newIndex(h, DefaultOptions()).byOpaque["b"]
+	if !d.rfUnknown || d.rfMin != 1 || d.rf != DefaultReplicationFactor {
+		t.Errorf("update racing a one-shot: factors %d..%d unknown %v, want 1..%d unknown", d.rfMin, d.rf, d.rfUnknown, DefaultReplicationFactor)
+	}
+}
