@@ -1,6 +1,9 @@
 package node
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // The conflict rule of a replica, as one pure function. Every path that
 // brings a record to a replica (a client write through any proxy, a
@@ -100,6 +103,48 @@ type mergeResult struct {
 //  8. A record that wins keeps the end of what it buried and the pops of
 //     a retried write (keepProgress).
 func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
+	r := mergeRules(env, held, in)
+	r.check(held)
+	return r
+}
+
+// check asserts what every merge keeps, whatever its rules: a replica's
+// version never goes back, nor within one version its sequence number,
+// and a tombstone (other than a Moved copy placed back) never comes back
+// live under its own version. Like the store's, these assertions stay on
+// in production: a replica that broke one would go on popping what it
+// should not, and must stop instead (mergeBug).
+func (r *mergeResult) check(held *Timer) {
+	if held == nil {
+		return
+	}
+	switch r.verdict {
+	case took:
+		switch {
+		case r.in.Version < held.Version:
+			mergeBug("timer %x: took version %d over %d", held.ID, r.in.Version, held.Version)
+		case r.in.Version > held.Version:
+		case r.in.Seq < held.Seq:
+			mergeBug("timer %x version %d: took sequence %d over %d", held.ID, held.Version, r.in.Seq, held.Seq)
+		case held.State == Tombstone && r.in.State == Live:
+			mergeBug("timer %x version %d: a tombstone came back live", held.ID, held.Version)
+		}
+	default:
+		if r.heldChanged && (r.held.Version != held.Version || r.held.Seq < held.Seq) {
+			mergeBug("timer %x: kept version %d sequence %d as version %d sequence %d",
+				held.ID, held.Version, held.Seq, r.held.Version, r.held.Seq)
+		}
+	}
+}
+
+// mergeBug panics on a broken merge invariant, with the values that broke
+// it.
+func mergeBug(format string, args ...any) {
+	panic(fmt.Sprintf("node: merge: "+format, args...))
+}
+
+// mergeRules is merge's rules, before check.
+func mergeRules(env *mergeEnv, held *Timer, in Timer) mergeResult {
 	r := mergeResult{verdict: took, in: in}
 	t := &r.in
 	var h *Timer
