@@ -54,7 +54,9 @@ const Host = "127.0.0.1"
 type Options struct {
 	// Nodes is how many nodes to start, 1..MaxNodes.
 	Nodes int
-	// BasePort is the first node's port; the others follow it.
+	// BasePort is the first node's port; the others follow it. Zero picks
+	// free loopback ports, and others if a node finds its port taken: what
+	// tests and tools want, as they never give up on a taken port.
 	BasePort int
 	// Dir receives the configuration files and the logs; empty means a
 	// new temporary directory. It is kept when the cluster stops, so the
@@ -68,6 +70,15 @@ type Options struct {
 	// Out receives what the cluster prints: how to use it, the sink's
 	// pops and the nodes' logs, one line at a time. Nil discards it.
 	Out io.Writer
+	// LogLevel is the nodes' [logging] level; zero is 2 (warnings).
+	LogLevel int
+	// InMemory has the nodes keep their timers in memory only; otherwise
+	// each keeps them in its own folder, across restarts.
+	InMemory bool
+	// NodeConf, if set, returns more settings for node i (from 0) of the
+	// cluster of addrs, appended to its own file: INI sections such as
+	// "[limits]\nmemory_limit = 1GiB\n".
+	NodeConf func(i int, addrs []string) string
 }
 
 // DefaultOptions returns three nodes on 127.0.0.1:7253-7255 with a sink on
@@ -81,7 +92,7 @@ func (o Options) Validate() error {
 	if o.Nodes < 1 || o.Nodes > MaxNodes {
 		return fmt.Errorf("localcluster: nodes %d is not in 1..%d", o.Nodes, MaxNodes)
 	}
-	if o.BasePort < 1 || o.BasePort+o.Nodes-1 > 65535 {
+	if o.BasePort < 0 || o.BasePort+o.Nodes-1 > 65535 {
 		return fmt.Errorf("localcluster: base port %d with %d nodes does not fit in 1..65535", o.BasePort, o.Nodes)
 	}
 	if strings.ContainsAny(o.Dir, "#;\n\r") {
@@ -99,8 +110,8 @@ func (o Options) Validate() error {
 	if err != nil || !ap.Addr().IsLoopback() || ap.Port() == 0 {
 		return fmt.Errorf("localcluster: sink %q is not a loopback address with a port, such as %s", o.Sink, DefaultSink)
 	}
-	for i := range o.Nodes {
-		if o.Sink == o.addr(i) {
+	for i, a := range o.addrs() {
+		if o.Sink == a {
 			return fmt.Errorf("localcluster: sink %s is node %d's address", o.Sink, i+1)
 		}
 	}
@@ -112,8 +123,12 @@ func (o Options) addr(i int) string {
 	return net.JoinHostPort(Host, strconv.Itoa(o.BasePort+i))
 }
 
-// addrs lists every node's address.
+// addrs lists every node's address; none with BasePort 0, where they are
+// picked when the cluster starts.
 func (o Options) addrs() []string {
+	if o.BasePort == 0 {
+		return nil
+	}
 	out := make([]string, o.Nodes)
 	for i := range out {
 		out[i] = o.addr(i)
@@ -122,8 +137,8 @@ func (o Options) addrs() []string {
 }
 
 // checkFree fails, naming the address, if something already listens on
-// one of the cluster's addresses: a node that cannot bind would stop at
-// once, and the error is clearer here.
+// one of the cluster's given addresses: a node that cannot bind would
+// stop at once, and the error is clearer here.
 func (o Options) checkFree() error {
 	addrs := o.addrs()
 	if o.Sink != "" {
