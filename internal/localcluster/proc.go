@@ -38,6 +38,10 @@ type Spec struct {
 	// it is ready; empty for a process that serves nothing (`chronos
 	// cluster` itself).
 	Addr string
+	// Self is the address the node knows itself by, which its /status
+	// gives, when its cluster file names one other than Addr (a node
+	// behind a proxy); empty is Addr.
+	Self string
 	// Output receives the process's stdout and stderr, besides its Log;
 	// nil leaves them in the Log only.
 	Output io.Writer
@@ -234,8 +238,12 @@ func (p *Proc) askStatus(ctx context.Context, client *http.Client) error {
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st); err != nil {
 		return fmt.Errorf("/status: %w", err)
 	}
-	if st.Address != p.spec.Addr {
-		return fmt.Errorf("/status is %s's, not %s's", st.Address, p.spec.Addr)
+	self := p.spec.Self
+	if self == "" {
+		self = p.spec.Addr
+	}
+	if st.Address != self {
+		return fmt.Errorf("/status is %s's, not %s's", st.Address, self)
 	}
 	return nil
 }
