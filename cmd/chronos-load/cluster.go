@@ -77,7 +77,9 @@ func (c *cluster) pids() []int {
 }
 
 // buildChronos builds cmd/chronos into dir.
-func buildChronos(dir string) (string, error) { return localcluster.Build(dir) }
+func buildChronos(dir string) (string, error) {
+	return localcluster.Build(context.Background(), dir)
+}
 
 // rss returns a process's resident set size in bytes (Linux /proc).
 func rss(pid int) (int64, error) {

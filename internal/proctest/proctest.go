@@ -41,7 +41,7 @@ func Chronos(t testing.TB) string {
 	}
 	built.once.Do(func() {
 		if built.dir, built.err = os.MkdirTemp("", "chronos-test-"); built.err == nil {
-			built.bin, built.err = localcluster.Build(built.dir)
+			built.bin, built.err = localcluster.Build(context.Background(), built.dir)
 		}
 	})
 	if errors.Is(built.err, exec.ErrNotFound) {
