@@ -1,12 +1,23 @@
-// Package localcluster runs a Chronos cluster of real node processes on
-// loopback for trying the service out: `chronos cluster` (`make cluster`).
-// It writes each node's configuration files, starts a callback sink that
-// prints every pop it receives, starts the nodes, waits until each answers
-// /ping, forwards their logs with a node prefix, and stops them all when
-// its context ends.
+// Package localcluster is the process harness: every test, tool and
+// command that runs real chronos processes starts them through it.
+//
+//   - Build builds cmd/chronos.
+//   - Launch starts one process (a Spec) and keeps its output in a Log; a
+//     Proc's AwaitReady polls the node's /status until it answers with the
+//     node's own address, Stop sends SIGTERM and kills after a bound, and
+//     Kill is a power cut.
+//   - FreeAddrs picks free loopback ports, and OnFreeAddrs starts again on
+//     fresh ones when a node finds its port taken (ErrPortTaken), so that
+//     no caller gives up, or skips, because a port is taken.
+//   - Start runs a cluster: it writes each node's configuration files,
+//     starts a callback sink that prints every pop it receives, starts the
+//     nodes, waits until each serves, forwards their logs with a node
+//     prefix, and stops them all when its context ends. Run is `chronos
+//     cluster` (`make cluster`); internal/proctest, chronos-load and the
+//     nemesis use the same pieces.
 //
 // It is a development tool, not a way to deploy: every node, and the sink,
-// listens on 127.0.0.1 only. docs/operations.md says how to run a cluster
+// listens on loopback only. docs/operations.md says how to run a cluster
 // of machines, and examples/ holds configuration files for one.
 package localcluster
 
