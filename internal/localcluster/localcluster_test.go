@@ -17,7 +17,8 @@ import (
 )
 
 // TestValidate proves that each bad option is refused with its name and
-// value, and that the defaults with a binary are accepted.
+// value, and that the defaults with a binary are accepted, with or
+// without a sink, and on free ports (base port 0).
 func TestValidate(t *testing.T) {
 	ok := DefaultOptions()
 	ok.Bin = "/bin/chronos"
@@ -51,6 +52,11 @@ func TestValidate(t *testing.T) {
 	none.Sink = ""
 	if err := none.Validate(); err != nil {
 		t.Errorf("no sink: %v", err)
+	}
+	free := ok
+	free.BasePort = 0
+	if err := free.Validate(); err != nil {
+		t.Errorf("base port 0 (free ports): %v", err)
 	}
 }
 
