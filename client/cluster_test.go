@@ -275,8 +275,7 @@ func TestClusterDuplicatePopDropped(t *testing.T) {
 		case <-killed:
 		default:
 			// Only the first copy: SIGKILL needs no test goroutine.
-			_ = primary.cmd.Process.Kill()
-			<-primary.exited
+			primary.proc.Kill()
 			close(killed)
 		}
 	}

@@ -8,28 +8,30 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/chronos-timer/chronos/internal/localcluster"
 )
 
-// nodeProc is one chronos node: its files and its current process.
+// nodeProc is one chronos node: its files and its current process, run
+// by the process harness of internal/localcluster.
 type nodeProc struct {
 	name, addr string
 	dir        string // its chronos.conf, chronos.log and stderr.log
 	args       []string
 	bin        string
 	ns         *namespace
+	hc         *http.Client // asks for its /status from the clients' namespace
 
 	mu      sync.Mutex
-	cmd     *exec.Cmd
-	done    chan struct{} // closed when the current process has ended
-	killed  bool          // the nemesis killed the current process
+	proc    *localcluster.Proc
 	stopped bool          // the nemesis sent it SIGSTOP
 	exits   []string      // exits the nemesis did not cause
+	watched chan struct{} // closed once the current process's exit is in exits, if it belongs there
 }
 
 // writeConfig writes the cluster file, with a new cluster key, and each
@@ -72,7 +74,8 @@ func writeConfig(dir, bin string, names, addrs []string, sinkIP string) ([]*node
 	return out, nil
 }
 
-// start starts the node's process on its configuration.
+// start starts the node's process on its configuration, inside its
+// namespace.
 func (p *nodeProc) start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -80,24 +83,23 @@ func (p *nodeProc) start() error {
 	if err != nil {
 		return fmt.Errorf("nemesis: %s: %w", p.name, err)
 	}
-	cmd := exec.Command(p.bin, p.args...)
-	cmd.Stderr, cmd.Stdout = errf, errf
-	if err := p.ns.start(cmd); err != nil {
+	proc, err := localcluster.Launch(localcluster.Spec{Name: p.name, Bin: p.bin, Args: p.args, Addr: p.addr,
+		Output: errf, Starter: p.ns.start, Client: p.hc})
+	if err != nil {
 		errf.Close()
-		return fmt.Errorf("nemesis: start %s: %w", p.name, err)
+		return fmt.Errorf("nemesis: %w", err)
 	}
-	p.cmd, p.killed, p.stopped = cmd, false, false
-	done := make(chan struct{})
-	p.done = done
+	watched := make(chan struct{})
+	p.proc, p.stopped, p.watched = proc, false, watched
 	go func() {
-		err := cmd.Wait()
+		defer close(watched)
+		<-proc.Done()
 		errf.Close()
-		p.mu.Lock()
-		if !p.killed {
-			p.exits = append(p.exits, fmt.Sprintf("%s (pid %d) exited by itself: %v", p.name, cmd.Process.Pid, err))
+		if !proc.Killed() {
+			p.mu.Lock()
+			p.exits = append(p.exits, fmt.Sprintf("%s (pid %d) exited by itself: %v", p.name, proc.Pid(), proc.Err()))
+			p.mu.Unlock()
 		}
-		p.mu.Unlock()
-		close(done)
 	}()
 	return nil
 }
@@ -109,26 +111,29 @@ var errGone = errors.New("nemesis: the node's process has ended")
 func (p *nodeProc) signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd == nil {
+	if p.proc == nil {
 		return fmt.Errorf("nemesis: %s has no process", p.name)
 	}
-	select {
-	case <-p.done:
+	if p.proc.Exited() {
 		return fmt.Errorf("%w: %s", errGone, p.name)
-	default:
 	}
 	switch sig {
-	case syscall.SIGKILL, syscall.SIGTERM:
-		p.killed = true
 	case syscall.SIGSTOP:
 		p.stopped = true
 	case syscall.SIGCONT:
 		p.stopped = false
 	}
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	if err := p.proc.Signal(sig); err != nil {
 		return fmt.Errorf("nemesis: %s: %v: %w", p.name, sig, err)
 	}
 	return nil
+}
+
+// current returns the current process, nil before the first start.
+func (p *nodeProc) current() *localcluster.Proc {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.proc
 }
 
 // kill kills the process with SIGKILL and waits until it has ended.
@@ -136,7 +141,7 @@ func (p *nodeProc) kill() error {
 	if err := p.signal(syscall.SIGKILL); err != nil {
 		return err
 	}
-	<-p.done
+	<-p.current().Done()
 	return nil
 }
 
@@ -145,26 +150,18 @@ func (p *nodeProc) kill() error {
 // grace is killed.
 func (p *nodeProc) stop(grace time.Duration) {
 	p.mu.Lock()
-	cmd, done, stopped := p.cmd, p.done, p.stopped
+	proc, stopped, watched := p.proc, p.stopped, p.watched
 	p.mu.Unlock()
-	if cmd == nil {
+	if proc == nil {
 		return
 	}
-	select {
-	case <-done:
-		return
-	default:
+	if !proc.Exited() {
+		if stopped {
+			_ = p.signal(syscall.SIGCONT)
+		}
+		_ = proc.Stop(grace)
 	}
-	if stopped {
-		_ = p.signal(syscall.SIGCONT)
-	}
-	_ = p.signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(grace):
-		_ = p.signal(syscall.SIGKILL)
-		<-done
-	}
+	<-watched
 }
 
 // unexpected returns the exits the nemesis did not cause.
@@ -174,27 +171,12 @@ func (p *nodeProc) unexpected() []string {
 	return append([]string(nil), p.exits...)
 }
 
-// waitReady polls the node's /ping through hc until it answers 200, or
-// until the deadline.
-func waitReady(ctx context.Context, hc *http.Client, addr string, within time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
-	var last error
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/ping", nil)
-		resp, err := hc.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("status %d", resp.StatusCode)
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return errors.Join(fmt.Errorf("nemesis: node %s not ready within %v", addr, within), last)
-		case <-time.After(100 * time.Millisecond):
-		}
+// waitReady waits until the node's /status, asked from the clients'
+// namespace, answers with its address, or until the deadline.
+func (p *nodeProc) waitReady(ctx context.Context, within time.Duration) error {
+	proc := p.current()
+	if proc == nil {
+		return fmt.Errorf("nemesis: %s has no process", p.name)
 	}
+	return proc.AwaitReady(ctx, within)
 }

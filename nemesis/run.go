@@ -204,13 +204,13 @@ func (e *env) start(ctx context.Context) error {
 		return err
 	}
 	for i, p := range e.nodes {
-		p.ns = e.nss[i]
+		p.ns, p.hc = e.nss[i], e.hc
 		if err := p.start(); err != nil {
 			return err
 		}
 	}
 	for _, p := range e.nodes {
-		if err := waitReady(ctx, e.hc, p.addr, 30*time.Second); err != nil {
+		if err := p.waitReady(ctx, 30*time.Second); err != nil {
 			return fmt.Errorf("%w (its log: %s)", err, filepath.Join(p.dir, "chronos.log"))
 		}
 	}

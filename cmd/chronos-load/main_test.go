@@ -6,13 +6,17 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/internal/proctest"
 )
 
 // TestMain serves as the bare server when the tool under test starts this
 // binary as one (bare.go).
 func TestMain(m *testing.M) {
 	serveBareIfAsked()
-	os.Exit(m.Run())
+	code := m.Run()
+	proctest.Cleanup()
+	os.Exit(code)
 }
 
 // TestOptionsRefuseAddressesOffLoopback proves the tool loads only
@@ -48,13 +52,7 @@ func TestOptionsRefuseAddressesOffLoopback(t *testing.T) {
 // loopback: every timer it creates pops once, never early, and every
 // figure of the report is measured.
 func TestLoadOneNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and starts the chronos binary and waits for real pops (about 10 s): skipped under -short; run without -short to include it (make test does)")
-	}
-	bin, err := buildChronos(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := proctest.Chronos(t)
 	o := options{nodes: 1, rf: 1, timers: 300, window: time.Second, concurrency: 16, bin: bin, pops: 1}
 	rep, err := run(o, io.Discard)
 	if err != nil {

@@ -57,7 +57,7 @@ func run(o options, log io.Writer) (*report, error) {
 			return nil, err
 		}
 		defer c.stop()
-		targets, pids = c.addrs, c.pids()
+		targets, pids = c.Addrs(), c.pids()
 		fmt.Fprintf(log, "started %d node(s): %s\n", len(targets), strings.Join(targets, " "))
 	}
 	rep := &report{opts: o, nodes: len(targets)}
@@ -153,7 +153,7 @@ func run(o options, log io.Writer) (*report, error) {
 func crash(o options, c *cluster, log io.Writer) error {
 	n := 1
 	if o.crash == "all" {
-		n = len(c.addrs)
+		n = len(c.Addrs())
 	}
 	time.Sleep(o.crashAfter)
 	for i := range n {
@@ -165,7 +165,7 @@ func crash(o options, c *cluster, log io.Writer) error {
 	errs := make([]error, n)
 	parallel(n, n, func(i int) { errs[i] = c.restart(i) })
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("restart: %w (logs in %s)", err, c.dir)
+		return fmt.Errorf("restart: %w (logs in %s)", err, c.Dir())
 	}
 	fmt.Fprintf(log, "restarted %d node(s), serving again after %v\n", n, time.Since(start).Round(time.Millisecond))
 	return nil

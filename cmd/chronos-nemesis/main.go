@@ -16,7 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/checker"
+	"github.com/chronos-timer/chronos/internal/localcluster"
 	"github.com/chronos-timer/chronos/mutations"
 	"github.com/chronos-timer/chronos/nemesis"
 )
@@ -102,14 +102,12 @@ func binary(ctx context.Context, c *nemesis.Config, mutation string) error {
 	if c.Chronos != "" && mutation == "" {
 		return nil
 	}
-	bin := filepath.Join(c.Dir, "chronos")
 	if mutation == "" {
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/chronos").CombinedOutput(); err != nil {
-			return fmt.Errorf("go build ./cmd/chronos: %v\n%s", err, out)
-		}
+		bin, err := localcluster.Build(ctx, c.Dir)
 		c.Chronos = bin
-		return nil
+		return err
 	}
+	bin := filepath.Join(c.Dir, "chronos")
 	ms, err := mutations.Load(filepath.Dir(mutation))
 	if err != nil {
 		return err

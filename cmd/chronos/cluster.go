@@ -53,7 +53,7 @@ func clusterFlags(stderr io.Writer) (*flag.FlagSet, *localcluster.Options) {
 		"their logs, and stops them all on Ctrl-C.\n")
 	o := localcluster.DefaultOptions()
 	fs.IntVar(&o.Nodes, "nodes", o.Nodes, fmt.Sprintf("how many nodes to start, 1-%d", localcluster.MaxNodes))
-	fs.IntVar(&o.BasePort, "base-port", o.BasePort, "the first node's `port` on 127.0.0.1; the others take the ports after it")
+	fs.IntVar(&o.BasePort, "base-port", o.BasePort, "the first node's `port` on 127.0.0.1; the others take the ports after it; 0 picks free ports")
 	fs.StringVar(&o.Dir, "dir", "", "`folder` for the configuration files and logs (default a new temporary folder); kept when the cluster stops")
 	fs.StringVar(&o.Sink, "sink", o.Sink, "loopback `host:port` of a callback endpoint that prints every pop; empty for none")
 	return fs, &o

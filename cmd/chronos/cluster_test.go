@@ -143,11 +143,9 @@ func TestClusterLoopback(t *testing.T) {
 	// Kill right after live-1's first pop, so that most of its pops are
 	// still due.
 	rec.awaitSeq(t, "live-1", 1)
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	victim.signal(t, syscall.SIGKILL)
 	select {
-	case <-victim.exited:
+	case <-victim.proc.Done():
 	case <-time.After(clusterWait):
 		t.Fatalf("%s still running %v after SIGKILL", victim.addr, clusterWait)
 	}
@@ -368,37 +366,12 @@ const (
 )
 
 // startCluster starts n processes of bin as one cluster on free loopback
-// ports, with instance numbers as ids says, and waits until all serve. If
-// another process takes a port between our probe and the bind, it starts
-// the whole cluster again on other ports.
+// ports, with instance numbers as ids says, and waits until all serve.
 func startCluster(t *testing.T, bin string, n int, ids instanceIDs) []*process {
 	t.Helper()
-	for attempt := 0; attempt < 3; attempt++ {
-		addrs := make([]string, n)
-		for i := range addrs {
-			addrs[i] = proctest.FreeAddr(t)
-		}
-		var members []*process
-		var err error
-		for i := range addrs {
-			var p *process
-			if p, err = tryStartMember(t, bin, addrs, i, ids); err != nil {
-				break
-			}
-			members = append(members, p)
-		}
-		if err == nil {
-			return members
-		}
-		for _, p := range members {
-			_ = p.cmd.Process.Kill()
-		}
-		if !strings.Contains(err.Error(), "address already in use") {
-			t.Fatal(err)
-		}
-	}
-	t.Fatal("no free ports after 3 attempts")
-	return nil
+	return startMembers(t, n, func(addrs []string, i int) (*process, error) {
+		return tryStartMember(t, bin, addrs, i, ids)
+	})
 }
 
 // configuredID is the instance number member i is configured with: the

@@ -52,8 +52,8 @@ func TestClusterCommand(t *testing.T) {
 
 	// The command prints the README's example itself, for its ports.
 	printed := fmt.Sprintf("curl -i -X POST %s \\\n      -d '%s'", url, body)
-	if !strings.Contains(c.out.String(), printed) {
-		t.Errorf("the command does not print the README's example for its ports\n%s\nwant it to contain\n%s", c.out.String(), printed)
+	if !strings.Contains(c.output(), printed) {
+		t.Errorf("the command does not print the README's example for its ports\n%s\nwant it to contain\n%s", c.output(), printed)
 	}
 	client := &http.Client{Timeout: clusterWait}
 	for _, n := range nodes {
@@ -74,10 +74,10 @@ func TestClusterCommand(t *testing.T) {
 	}
 	timer := strings.TrimPrefix(loc, "/timers/")[:16]
 	for seq := 1; seq <= 2; seq++ {
-		c.out.waitFor(t, fmt.Sprintf(`sink  | POST /cb X-Sequence-Number: %d X-Chronos-Timer: %s body: "hello"`, seq, timer))
+		c.waitFor(t, fmt.Sprintf(`sink  | POST /cb X-Sequence-Number: %d X-Chronos-Timer: %s body: "hello"`, seq, timer))
 	}
 	c.stop(t)
-	c.out.waitFor(t, "stopped; configuration and logs kept in "+dir)
+	c.waitFor(t, "stopped; configuration and logs kept in "+dir)
 	for i := range nodes {
 		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("node%d", i+1), server.LogFileName)); err != nil {
 			t.Errorf("node%d's log: %v", i+1, err)
@@ -100,8 +100,8 @@ func TestClusterCommandFlags(t *testing.T) {
 	addr := proctest.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	c := startClusterCommand(t, bin, "-nodes", "1", "-base-port", port, "-sink=", "-dir", t.TempDir())
-	if strings.Contains(c.out.String(), "callback sink:") {
-		t.Errorf("-sink= printed a sink:\n%s", c.out.String())
+	if strings.Contains(c.output(), "callback sink:") {
+		t.Errorf("-sink= printed a sink:\n%s", c.output())
 	}
 	st, raw, err := getStatus(&http.Client{Timeout: clusterWait}, &process{url: "http://" + addr})
 	if err != nil || st.Address != addr || len(st.Nodes) != 1 {
@@ -123,14 +123,14 @@ func TestClusterCommandReload(t *testing.T) {
 	bin := proctest.Chronos(t)
 	base := proctest.FreePorts(t, 2)
 	c := startClusterCommand(t, bin, "-nodes", "2", "-base-port", strconv.Itoa(base), "-sink=", "-dir", t.TempDir())
-	if err := c.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := c.proc.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	c.out.waitFor(t, "reload: 2 of 2 nodes re-read ")
+	c.waitFor(t, "reload: 2 of 2 nodes re-read ")
 	client := &http.Client{Timeout: clusterWait}
 	for i := range 2 {
 		addr := net.JoinHostPort(localcluster.Host, strconv.Itoa(base+i))
-		c.out.waitFor(t, `msg="cluster reloaded" node=`+addr)
+		c.waitFor(t, `msg="cluster reloaded" node=`+addr)
 		if status, _ := do(t, client, http.MethodGet, "http://"+addr+"/ping", ""); status != http.StatusOK {
 			t.Errorf("GET %s/ping after the reload: status %d, want 200", addr, status)
 		}
@@ -154,19 +154,19 @@ func TestClusterCommandNodeExits(t *testing.T) {
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	c.out.waitFor(t, "node1 ("+addr+", pid "+strconv.Itoa(pids[0])+") exited: signal: killed; 0 of 1 nodes still serve. To start it again (in your terminal):\n    "+
+	c.waitFor(t, "node1 ("+addr+", pid "+strconv.Itoa(pids[0])+") exited: signal: killed; 0 of 1 nodes still serve. To start it again (in your terminal):\n    "+
 		bin+" --local-config-file "+filepath.Join(dir, "node1", "chronos.conf")+" --cluster-config-file "+filepath.Join(dir, localcluster.ClusterFileName))
 	select {
-	case <-c.exited:
+	case <-c.proc.Done():
 		var exit *exec.ExitError
-		if !errors.As(c.err, &exit) || exit.ExitCode() != 1 {
-			t.Errorf("the command with no node left: %v, want exit status 1", c.err)
+		if err := c.proc.Err(); !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Errorf("the command with no node left: %v, want exit status 1", err)
 		}
 		c.stopped = true
 	case <-time.After(clusterWait):
 		t.Fatalf("the command still runs %v after its only node died", clusterWait)
 	}
-	c.out.waitFor(t, "chronos cluster: localcluster: every node has exited")
+	c.waitFor(t, "chronos cluster: localcluster: every node has exited")
 }
 
 // TestClusterCommandRefuses proves that bad flags exit 2 with the reason,
@@ -213,72 +213,57 @@ func readmeCreate(t *testing.T) (url, body string) {
 
 // clusterCommand is a running `chronos cluster`.
 type clusterCommand struct {
-	cmd     *exec.Cmd
-	out     *logWatch
-	exited  chan struct{} // closed once it has exited, with err set
-	err     error
+	proc    *localcluster.Proc
 	stopped bool // it exited 0 after SIGTERM: its nodes are gone
 }
 
 // startClusterCommand runs `bin cluster args...` and waits until it has
-// printed its usage, which it does once every node answers /ping. When
-// the test ends the command is stopped, and its nodes killed if it did not
-// stop them.
+// printed its usage, which it does once every node serves. When the test
+// ends the command is stopped, and its nodes killed if it did not stop
+// them.
 func startClusterCommand(t *testing.T, bin string, args ...string) *clusterCommand {
 	t.Helper()
-	c := &clusterCommand{out: newLogWatch(), exited: make(chan struct{})}
-	c.cmd = exec.Command(bin, append([]string{"cluster"}, args...)...)
-	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
-	if err := c.cmd.Start(); err != nil {
+	c := &clusterCommand{proc: proctest.Launch(t, localcluster.Spec{Name: "chronos cluster", Bin: bin, Args: append([]string{"cluster"}, args...)})}
+	t.Cleanup(func() { c.cleanup(t) }) // before proctest's kill: cleanups run last first
+	if err := c.proc.AwaitLog("Stop every node:", clusterWait); err != nil {
 		t.Fatal(err)
-	}
-	go func() { c.err = c.cmd.Wait(); close(c.exited) }()
-	t.Cleanup(func() { c.cleanup(t) })
-	select {
-	case <-c.out.seen("Stop every node:"):
-	case <-c.exited:
-		t.Fatalf("chronos cluster exited before it served: %v\n%s", c.err, c.out.String())
-	case <-time.After(clusterWait):
-		t.Fatalf("chronos cluster did not serve within %v\n%s", clusterWait, c.out.String())
 	}
 	return c
 }
 
-// stop sends the command SIGTERM and fails unless it exits 0.
-func (c *clusterCommand) stop(t *testing.T) {
+// waitFor fails unless marker shows up in the command's output in time.
+func (c *clusterCommand) waitFor(t *testing.T, marker string) {
 	t.Helper()
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-c.exited:
-		if c.err != nil {
-			t.Fatalf("chronos cluster after SIGTERM: %v, want exit 0\n%s", c.err, c.out.String())
-		}
-		c.stopped = true
-	case <-time.After(clusterWait):
-		t.Fatalf("chronos cluster still running %v after SIGTERM\n%s", clusterWait, c.out.String())
+	if err := c.proc.AwaitLog(marker, waitTimeout); err != nil {
+		t.Fatalf("%v:\n%s", err, c.proc.Log())
 	}
 }
 
-// cleanup stops the command if the test did not, and if it will not
-// stop, kills it and the nodes it printed the pids of; it shows the
-// command's output if the test failed.
-func (c *clusterCommand) cleanup(t *testing.T) {
-	if t.Failed() {
-		defer func() { t.Logf("chronos cluster output:\n%s", c.out.String()) }()
+// output is what the command has printed.
+func (c *clusterCommand) output() string { return c.proc.Log().String() }
+
+// stop sends the command SIGTERM and fails unless it exits 0.
+func (c *clusterCommand) stop(t *testing.T) {
+	t.Helper()
+	if err := c.proc.Stop(clusterWait); err != nil {
+		t.Fatalf("chronos cluster after SIGTERM: %v, want exit 0", err)
 	}
-	if c.stopped {
+	c.stopped = true
+}
+
+// cleanup stops the command if the test did not, and if it will not
+// stop, kills it and the nodes it printed the pids of.
+func (c *clusterCommand) cleanup(t *testing.T) {
+	if c.stopped || c.proc.Exited() {
 		return
 	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	_ = c.proc.Signal(syscall.SIGTERM)
 	select {
-	case <-c.exited:
+	case <-c.proc.Done():
 		return
 	case <-time.After(clusterWait):
 	}
-	_ = c.cmd.Process.Kill()
-	<-c.exited
+	c.proc.Kill()
 	// Orphaned by the kill, so still running under the pids printed.
 	for _, pid := range c.nodePIDs() {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -288,7 +273,7 @@ func (c *clusterCommand) cleanup(t *testing.T) {
 // nodePIDs are the node pids the command printed.
 func (c *clusterCommand) nodePIDs() []int {
 	var pids []int
-	for _, m := range regexp.MustCompile(`(?m)^  node\d+ .* pid (\d+) `).FindAllStringSubmatch(c.out.String(), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^  node\d+ .* pid (\d+) `).FindAllStringSubmatch(c.output(), -1) {
 		if pid, err := strconv.Atoi(m[1]); err == nil {
 			pids = append(pids, pid)
 		}

@@ -75,7 +75,7 @@ func (p *process) stop(t *testing.T, sig syscall.Signal) {
 	t.Helper()
 	p.signal(t, sig)
 	select {
-	case <-p.exited:
+	case <-p.proc.Done():
 	case <-time.After(waitTimeout):
 		t.Fatalf("chronos %s did not exit on %v", p.addr, sig)
 	}
@@ -120,7 +120,7 @@ func TestProcessStorageKeepsTimersAcrossRestarts(t *testing.T) {
 		if err := p.start(t, bin, waitTimeout); err != nil {
 			t.Fatal(err)
 		}
-		log := p.log.String()
+		log := p.proc.Log().String()
 		rec, serving := strings.Index(log, "storage recovered"), strings.Index(log, "msg=serving")
 		if rec < 0 || rec > serving || strings.Contains(log[rec:serving], "entries=0 ") {
 			t.Fatalf("chronos %s: want its stored timers recovered before it serves; log:\n%s", p.addr, log)

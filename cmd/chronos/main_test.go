@@ -6,23 +6,20 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/internal/localcluster"
 	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/node"
 )
@@ -84,17 +81,15 @@ func TestProcessLoopback(t *testing.T) {
 	// SIGHUP re-reads the cluster file; SIGUSR1 asks for a resync.
 	p.writeCluster(t, "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\njoining = 127.0.0.1:9\n")
 	p.signal(t, syscall.SIGHUP)
-	p.log.waitFor(t, `msg="cluster reloaded"`)
+	p.waitFor(t, `msg="cluster reloaded"`)
 	p.signal(t, syscall.SIGUSR1)
-	p.log.waitFor(t, `msg="resync requested"`)
+	p.waitFor(t, `msg="resync requested"`)
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	p.signal(t, syscall.SIGTERM)
 	select {
-	case err := <-p.exited:
-		if err != nil {
-			t.Errorf("exit after SIGTERM: %v, want status 0\n%s", err, p.log.String())
+	case <-p.proc.Done():
+		if err := p.proc.Err(); err != nil {
+			t.Errorf("exit after SIGTERM: %v, want status 0\n%s", err, p.proc.Log())
 		}
 	case <-time.After(waitTimeout):
 		t.Fatalf("process still running %v after SIGTERM", waitTimeout)
@@ -178,18 +173,24 @@ func (c *callbacks) expect(t *testing.T, want pop) {
 	}
 }
 
-// process is a running chronos binary.
+// process is a chronos node of a test: its files, and its process once
+// started.
 type process struct {
-	cmd         *exec.Cmd
 	url         string
 	addr        string
 	localPath   string
 	clusterPath string
 	// files are more file flags, after the two above: the shared file
 	// and dns.json of an example.
-	files  []string
-	log    *logWatch
-	exited chan error
+	files []string
+	// scheme and client ask a node that serves TLS for its /status;
+	// empty and nil for plain HTTP.
+	scheme string
+	client *http.Client
+	// self is the address the node knows itself by, when its cluster
+	// file gives one other than addr.
+	self string
+	proc *localcluster.Proc
 }
 
 // writeCluster rewrites the cluster file; %[1]s stands for the node's
@@ -203,8 +204,16 @@ func (p *process) writeCluster(t *testing.T, content string) {
 
 func (p *process) signal(t *testing.T, sig os.Signal) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	if err := p.proc.Signal(sig); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitFor fails unless marker shows up in the process's log in time.
+func (p *process) waitFor(t *testing.T, marker string) {
+	t.Helper()
+	if err := p.proc.AwaitLog(marker, waitTimeout); err != nil {
+		t.Fatalf("%v:\n%s", err, p.proc.Log())
 	}
 }
 
@@ -220,26 +229,44 @@ func startProcess(t *testing.T, bin string) *process {
 
 // startWith starts bin on a free loopback port with the configuration
 // files conf gives for that port (in the cluster file, %[1]s stands for the
-// node's address) and waits until it serves. Another process may take the
-// port between our probe and the bind; then it tries again on another.
+// node's address) and waits until it serves, on another port if another
+// process takes the first.
 func startWith(t *testing.T, bin string, conf func(host, port string) (local, cluster string)) *process {
 	t.Helper()
-	for attempt := 0; attempt < 3; attempt++ {
-		p, err := tryStart(t, bin, conf)
-		if err == nil {
-			return p
-		}
-		if !strings.Contains(err.Error(), "address already in use") {
-			t.Fatal(err)
-		}
-	}
-	t.Fatal("no free port after 3 attempts")
-	return nil
+	return startMembers(t, 1, func(addrs []string, _ int) (*process, error) {
+		return tryStart(t, bin, addrs[0], conf)
+	})[0]
 }
 
-func tryStart(t *testing.T, bin string, conf func(host, port string) (local, cluster string)) (*process, error) {
+// startMembers starts n nodes on free loopback ports, node i of the
+// addresses by start, and waits until all serve. If another process takes
+// a port between the probe and the bind, it starts them all again on
+// other ports: no other node knows their addresses yet.
+func startMembers(t *testing.T, n int, start func(addrs []string, i int) (*process, error)) []*process {
+	t.Helper()
+	var members []*process
+	err := localcluster.OnFreeAddrs(n, func(addrs []string) error {
+		members = nil
+		for i := range addrs {
+			p, err := start(addrs, i)
+			if err != nil {
+				for _, m := range members {
+					m.proc.Kill()
+				}
+				return err
+			}
+			members = append(members, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return members
+}
+
+func tryStart(t *testing.T, bin, addr string, conf func(host, port string) (local, cluster string)) (*process, error) {
 	dir := t.TempDir()
-	addr := proctest.FreeAddr(t)
 	host, port, _ := net.SplitHostPort(addr)
 	p := &process{
 		url: "http://" + addr, addr: addr, clusterPath: filepath.Join(dir, "chronos_cluster.conf"),
@@ -262,78 +289,12 @@ func tryStart(t *testing.T, bin string, conf func(host, port string) (local, clu
 // failed.
 func (p *process) start(t *testing.T, bin string, wait time.Duration) error {
 	t.Helper()
-	p.log, p.exited = newLogWatch(), make(chan error, 1)
 	args := append(slices.Clone(noFiles), "--local-config-file", p.localPath, "--cluster-config-file", p.clusterPath)
-	p.cmd = exec.Command(bin, append(args, p.files...)...)
-	p.cmd.Stderr = p.log
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+	proc, err := proctest.Start(t, localcluster.Spec{Name: "chronos", Bin: bin, Args: append(args, p.files...),
+		Addr: p.addr, Self: p.self, Scheme: p.scheme, Client: p.client}, wait)
+	if err != nil {
+		return err
 	}
-	go func() { p.exited <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill() // no-op once it has exited
-		if t.Failed() {
-			t.Logf("chronos %s (pid %d) log:\n%s", p.addr, p.cmd.Process.Pid, p.log.String())
-		}
-	})
-	select {
-	case <-p.log.seen("msg=serving"):
-		return nil
-	case err := <-p.exited:
-		return fmt.Errorf("chronos %s exited before serving: %v\n%s", p.addr, err, p.log.String())
-	case <-time.After(wait):
-		return errors.New("chronos " + p.addr + " did not start serving in time\n" + p.log.String())
-	}
-}
-
-// logWatch keeps the process's log and tells when a marker shows up in it.
-type logWatch struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	changed chan struct{} // closed and replaced on every write
-}
-
-func newLogWatch() *logWatch { return &logWatch{changed: make(chan struct{})} }
-
-func (w *logWatch) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(b)
-	close(w.changed)
-	w.changed = make(chan struct{})
-	return len(b), nil
-}
-
-// seen returns a channel closed once the log contains marker.
-func (w *logWatch) seen(marker string) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			w.mu.Lock()
-			found, changed := strings.Contains(w.buf.String(), marker), w.changed
-			w.mu.Unlock()
-			if found {
-				return
-			}
-			<-changed
-		}
-	}()
-	return done
-}
-
-// waitFor fails unless marker shows up in the log in time.
-func (w *logWatch) waitFor(t *testing.T, marker string) {
-	t.Helper()
-	select {
-	case <-w.seen(marker):
-	case <-time.After(waitTimeout):
-		t.Fatalf("log lacks %s after %v:\n%s", marker, waitTimeout, w.String())
-	}
-}
-
-func (w *logWatch) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
+	p.proc = proc
+	return nil
 }

@@ -506,8 +506,8 @@ func (s *scaling) stop(ps ...*process) {
 	}
 	for _, p := range ps {
 		select {
-		case err := <-p.exited:
-			if err != nil {
+		case <-p.proc.Done():
+			if err := p.proc.Err(); err != nil {
 				s.t.Errorf("%s exit after SIGTERM: %v, want status 0", p.addr, err)
 			}
 		case <-time.After(scaleWait):
@@ -522,7 +522,7 @@ func (s *scaling) kill(p *process) {
 	s.t.Helper()
 	p.signal(s.t, syscall.SIGKILL)
 	select {
-	case <-p.exited:
+	case <-p.proc.Done():
 	case <-time.After(scaleWait):
 		s.t.Fatalf("%s still running %v after SIGKILL", p.addr, scaleWait)
 	}
@@ -547,34 +547,11 @@ func (s *scaling) restart(p *process) *process {
 // again on other ports (no other node knows their addresses yet).
 func (s *scaling) start(n int, m func(addrs []string) node.Membership) []*process {
 	s.t.Helper()
-	for attempt := 0; attempt < 3; attempt++ {
-		addrs := make([]string, n)
-		for i := range addrs {
-			addrs[i] = proctest.FreeAddr(s.t)
-		}
-		members := m(addrs)
-		var ps []*process
-		var err error
-		for _, addr := range addrs {
-			var p *process
-			if p, err = startScaleNode(s.t, s.bin, addr, members, s.key); err != nil {
-				break
-			}
-			ps = append(ps, p)
-		}
-		if err == nil {
-			s.logf("started %v with %+v", addrs, members)
-			return ps
-		}
-		for _, p := range ps {
-			_ = p.cmd.Process.Kill()
-		}
-		if !strings.Contains(err.Error(), "address already in use") {
-			s.t.Fatal(err)
-		}
-	}
-	s.t.Fatal("no free ports after 3 attempts")
-	return nil
+	ps := startMembers(s.t, n, func(addrs []string, i int) (*process, error) {
+		return startScaleNode(s.t, s.bin, addrs[i], m(addrs), s.key)
+	})
+	s.logf("started %v with %+v", addrsOf(ps), m(addrsOf(ps)))
+	return ps
 }
 
 // startScaleNode writes a node's two files, as the original's deployments

@@ -46,13 +46,22 @@ func freeOn(t *testing.T, ip string) string {
 
 // startNode starts bin bound to bind, with the local and cluster files
 // given (%[1]s in the cluster file stands for bind), and waits until it
-// serves.
-func startNode(t *testing.T, bin, bind, local, cluster string) *process {
+// serves: until its /status, asked through hc over HTTPS if hc is set,
+// names the address its cluster file gives it.
+func startNode(t *testing.T, bin, bind, local, cluster string, hc *http.Client) *process {
 	t.Helper()
 	dir := t.TempDir()
 	host, port, _ := net.SplitHostPort(bind)
 	p := &process{url: "http://" + bind, addr: bind, clusterPath: filepath.Join(dir, "chronos_cluster.conf"),
-		localPath: filepath.Join(dir, "chronos.conf")}
+		localPath: filepath.Join(dir, "chronos.conf"), client: hc}
+	if hc != nil {
+		p.scheme = "https"
+	}
+	if _, rest, ok := strings.Cut(cluster, "localhost = "); ok {
+		if self, _, _ := strings.Cut(rest, "\n"); self != "%[1]s" {
+			p.self = self
+		}
+	}
 	local = fmt.Sprintf("[http]\nbind-address = %s\nbind-port = %s\n", host, port) + local
 	if err := os.WriteFile(p.localPath, []byte(local), 0o600); err != nil {
 		t.Fatal(err)
@@ -162,8 +171,8 @@ func TestReplayedInternalRequestsAreRefused(t *testing.T) {
 	cluster := func(self string) string {
 		return "[cluster]\nlocalhost = " + self + "\nnode = " + a + "\nnode = " + proxy + "\nkey = " + testKey + "\n"
 	}
-	pb := startNode(t, bin, b, "", cluster(proxy))
-	pa := startNode(t, bin, a, "", cluster(a))
+	pb := startNode(t, bin, b, "", cluster(proxy), nil)
+	pa := startNode(t, bin, a, "", cluster(a), nil)
 	hc := &http.Client{}
 	cb := newCallbacks(t)
 
@@ -225,9 +234,9 @@ func TestAllowListHoldsOnEveryPath(t *testing.T) {
 	cluster := func(self string) string {
 		return "[cluster]\nlocalhost = " + self + "\nnode = " + a + "\nnode = " + b + "\nkey = " + testKey + "\n"
 	}
-	pb := startNode(t, bin, b, "[callbacks]\nallowed_host = 127.0.0.1\n", cluster(b))
-	pa := startNode(t, bin, a, "", cluster(a))
-	pl := startNode(t, bin, lone, "", "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\n")
+	pb := startNode(t, bin, b, "[callbacks]\nallowed_host = 127.0.0.1\n", cluster(b), nil)
+	pa := startNode(t, bin, a, "", cluster(a), nil)
+	pl := startNode(t, bin, lone, "", "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\n", nil)
 	hc := &http.Client{}
 
 	forbidden := "http://127.0.0.7:9/cb"
@@ -292,7 +301,7 @@ func rss(t *testing.T, pid int) int64 {
 // counts them, stays up, and its RSS stays bounded.
 func TestByteBudgetSheds(t *testing.T) {
 	bin := proctest.Chronos(t)
-	p := startNode(t, bin, freeOn(t, "127.0.0.2"), "[limits]\nmemory_limit = 64MiB\n", "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\n")
+	p := startNode(t, bin, freeOn(t, "127.0.0.2"), "[limits]\nmemory_limit = 64MiB\n", "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\n", nil)
 	hc := &http.Client{}
 	opaque := strings.Repeat("x", node.MaxBodyBytes-200)
 	var ok, shed int
@@ -325,7 +334,7 @@ func TestByteBudgetSheds(t *testing.T) {
 		t.Errorf(`chronos_shed_total{limit="bytes"} = %v, want %d`, v, shed)
 	}
 	const bound = 200 << 20
-	r := rss(t, p.cmd.Process.Pid)
+	r := rss(t, p.proc.Pid())
 	t.Logf("%d timers taken, %d refused; RSS %d MiB", ok, shed, r>>20)
 	if r > bound {
 		t.Errorf("RSS %d MiB, want at most %d MiB", r>>20, bound>>20)
@@ -360,16 +369,16 @@ func TestMutualTLSRefusesANodeWithoutACertificate(t *testing.T) {
 	bin := proctest.Chronos(t)
 	ca, other := certtest.NewCA(t, "cluster"), certtest.NewCA(t, "other")
 	a, b := freeOn(t, "127.0.0.2"), freeOn(t, "127.0.0.3")
-	nodes := map[string]*process{}
-	for _, addr := range []string{b, a} {
-		cert, key := ca.Issue(t, "node-"+strings.ReplaceAll(addr, ":", "-"), addr[:strings.LastIndexByte(addr, ':')])
-		nodes[addr] = startNode(t, bin, addr, "[http]\ntls_cert_file = "+cert+"\ntls_key_file = "+key+"\n",
-			"[cluster]\nlocalhost = "+addr+"\nnode = "+a+"\nnode = "+b+"\nkey = "+testKey+"\ntls_ca_file = "+ca.File+"\n")
-	}
 	pool := x509.NewCertPool()
 	pem, _ := os.ReadFile(ca.File)
 	pool.AppendCertsFromPEM(pem)
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	nodes := map[string]*process{}
+	for _, addr := range []string{b, a} {
+		cert, key := ca.Issue(t, "node-"+strings.ReplaceAll(addr, ":", "-"), addr[:strings.LastIndexByte(addr, ':')])
+		nodes[addr] = startNode(t, bin, addr, "[http]\ntls_cert_file = "+cert+"\ntls_key_file = "+key+"\n",
+			"[cluster]\nlocalhost = "+addr+"\nnode = "+a+"\nnode = "+b+"\nkey = "+testKey+"\ntls_ca_file = "+ca.File+"\n", hc)
+	}
 	ua, ub := "https://"+a, "https://"+b
 
 	body := `{"timing":{"interval":600},"callback":{"http":{"uri":"http://127.0.0.1:9/cb"}},"reliability":{"replication-factor":2}}`

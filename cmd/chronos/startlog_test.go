@@ -34,8 +34,8 @@ func TestProcessStartLog(t *testing.T) {
 		`level=WARN msg="no cluster key: the internal API (replication, pop notices, tombstones, resync) trusts the members' IP addresses alone,`,
 		fmt.Sprintf(`level=WARN msg="unknown configuration key; not read" file=%s section=http key=bind_port`, p.localPath),
 	} {
-		if !strings.Contains(p.log.String(), want) {
-			t.Errorf("log lacks %s:\n%s", want, p.log.String())
+		if !strings.Contains(p.proc.Log().String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, p.proc.Log())
 		}
 	}
 }

@@ -24,19 +24,24 @@ type nodeFiles struct {
 }
 
 // args are the node's command line: its two files and no other, so that
-// a machine's /etc/chronos and dns.json never reach a local cluster.
-func (f nodeFiles) args() []string {
+// a machine's /etc/chronos and dns.json never reach a local cluster. The
+// node keeps its timers in its folder, or in memory only.
+func (f nodeFiles) args(inMemory bool) []string {
+	storage := f.dir
+	if inMemory {
+		storage = ""
+	}
 	return []string{"--local-config-file", f.local, "--cluster-config-file", f.cluster,
-		"--shared-config-file=", "--dns-config-file=", "--storage-dir", f.dir}
+		"--shared-config-file=", "--dns-config-file=", "--storage-dir=" + storage}
 }
 
-// files lists each node's paths under dir.
-func (o Options) files(dir string) []nodeFiles {
-	out := make([]nodeFiles, o.Nodes)
-	for i := range out {
+// files lists the paths under dir of each node of addrs.
+func (o Options) files(dir string, addrs []string) []nodeFiles {
+	out := make([]nodeFiles, len(addrs))
+	for i, a := range addrs {
 		name := fmt.Sprintf("node%d", i+1)
 		d := filepath.Join(dir, name)
-		out[i] = nodeFiles{name: name, addr: o.addr(i), dir: d, local: filepath.Join(d, "chronos.conf"), cluster: filepath.Join(dir, ClusterFileName)}
+		out[i] = nodeFiles{name: name, addr: a, dir: d, local: filepath.Join(d, "chronos.conf"), cluster: filepath.Join(dir, ClusterFileName)}
 	}
 	return out
 }
@@ -44,7 +49,7 @@ func (o Options) files(dir string) []nodeFiles {
 // writeFiles writes the cluster file, with a new random key, and each
 // node's own file. The files hold the key, so only their owner may read
 // them.
-func writeFiles(nodes []nodeFiles) error {
+func (o Options) writeFiles(nodes []nodeFiles) error {
 	key := make([]byte, 16)
 	if _, err := rand.Read(key); err != nil {
 		return fmt.Errorf("localcluster: cluster key: %w", err)
@@ -56,11 +61,19 @@ func writeFiles(nodes []nodeFiles) error {
 	if err := os.WriteFile(nodes[0].cluster, []byte(clusterFile(addrs, hex.EncodeToString(key))), 0o600); err != nil {
 		return fmt.Errorf("localcluster: %w", err)
 	}
-	for _, n := range nodes {
+	level := o.LogLevel
+	if level == 0 {
+		level = 2
+	}
+	for i, n := range nodes {
 		if err := os.MkdirAll(n.dir, 0o700); err != nil {
 			return fmt.Errorf("localcluster: %w", err)
 		}
-		if err := os.WriteFile(n.local, []byte(localFile(n)), 0o600); err != nil {
+		conf := localFile(n, level)
+		if o.NodeConf != nil {
+			conf += "\n" + o.NodeConf(i, addrs)
+		}
+		if err := os.WriteFile(n.local, []byte(conf), 0o600); err != nil {
 			return fmt.Errorf("localcluster: %w", err)
 		}
 	}
@@ -85,9 +98,9 @@ func clusterFile(addrs []string, key string) string {
 
 // localFile is one node's own file: where it listens (and so its address
 // in the cluster, as [cluster] localhost is not set) and where it logs.
-func localFile(n nodeFiles) string {
+func localFile(n nodeFiles, level int) string {
 	host, port, _ := net.SplitHostPort(n.addr)
 	return fmt.Sprintf("# Written by `chronos cluster`: %s's own settings.\n"+
 		"[http]\nbind-address = %s\nbind-port = %s\n\n"+
-		"[logging]\nlevel = 2\nfolder = %s\n", n.name, host, port, n.dir)
+		"[logging]\nlevel = %d\nfolder = %s\n", n.name, host, port, level, n.dir)
 }

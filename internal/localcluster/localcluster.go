@@ -1,12 +1,23 @@
-// Package localcluster runs a Chronos cluster of real node processes on
-// loopback for trying the service out: `chronos cluster` (`make cluster`).
-// It writes each node's configuration files, starts a callback sink that
-// prints every pop it receives, starts the nodes, waits until each answers
-// /ping, forwards their logs with a node prefix, and stops them all when
-// its context ends.
+// Package localcluster is the process harness: every test, tool and
+// command that runs real chronos processes starts them through it.
+//
+//   - Build builds cmd/chronos.
+//   - Launch starts one process (a Spec) and keeps its output in a Log; a
+//     Proc's AwaitReady polls the node's /status until it answers with the
+//     node's own address, Stop sends SIGTERM and kills after a bound, and
+//     Kill is a power cut.
+//   - FreeAddrs picks free loopback ports, and OnFreeAddrs starts again on
+//     fresh ones when a node finds its port taken (ErrPortTaken), so that
+//     no caller gives up, or skips, because a port is taken.
+//   - Start runs a cluster: it writes each node's configuration files,
+//     starts a callback sink that prints every pop it receives, starts the
+//     nodes, waits until each serves, forwards their logs with a node
+//     prefix, and stops them all when its context ends. Run is `chronos
+//     cluster` (`make cluster`); internal/proctest, chronos-load and the
+//     nemesis use the same pieces.
 //
 // It is a development tool, not a way to deploy: every node, and the sink,
-// listens on 127.0.0.1 only. docs/operations.md says how to run a cluster
+// listens on loopback only. docs/operations.md says how to run a cluster
 // of machines, and examples/ holds configuration files for one.
 package localcluster
 
@@ -54,7 +65,9 @@ const Host = "127.0.0.1"
 type Options struct {
 	// Nodes is how many nodes to start, 1..MaxNodes.
 	Nodes int
-	// BasePort is the first node's port; the others follow it.
+	// BasePort is the first node's port; the others follow it. Zero picks
+	// free loopback ports, and others if a node finds its port taken: what
+	// tests and tools want, as they never give up on a taken port.
 	BasePort int
 	// Dir receives the configuration files and the logs; empty means a
 	// new temporary directory. It is kept when the cluster stops, so the
@@ -68,6 +81,15 @@ type Options struct {
 	// Out receives what the cluster prints: how to use it, the sink's
 	// pops and the nodes' logs, one line at a time. Nil discards it.
 	Out io.Writer
+	// LogLevel is the nodes' [logging] level; zero is 2 (warnings).
+	LogLevel int
+	// InMemory has the nodes keep their timers in memory only; otherwise
+	// each keeps them in its own folder, across restarts.
+	InMemory bool
+	// NodeConf, if set, returns more settings for node i (from 0) of the
+	// cluster of addrs, appended to its own file: INI sections such as
+	// "[limits]\nmemory_limit = 1GiB\n".
+	NodeConf func(i int, addrs []string) string
 }
 
 // DefaultOptions returns three nodes on 127.0.0.1:7253-7255 with a sink on
@@ -81,7 +103,7 @@ func (o Options) Validate() error {
 	if o.Nodes < 1 || o.Nodes > MaxNodes {
 		return fmt.Errorf("localcluster: nodes %d is not in 1..%d", o.Nodes, MaxNodes)
 	}
-	if o.BasePort < 1 || o.BasePort+o.Nodes-1 > 65535 {
+	if o.BasePort < 0 || o.BasePort+o.Nodes-1 > 65535 {
 		return fmt.Errorf("localcluster: base port %d with %d nodes does not fit in 1..65535", o.BasePort, o.Nodes)
 	}
 	if strings.ContainsAny(o.Dir, "#;\n\r") {
@@ -99,8 +121,8 @@ func (o Options) Validate() error {
 	if err != nil || !ap.Addr().IsLoopback() || ap.Port() == 0 {
 		return fmt.Errorf("localcluster: sink %q is not a loopback address with a port, such as %s", o.Sink, DefaultSink)
 	}
-	for i := range o.Nodes {
-		if o.Sink == o.addr(i) {
+	for i, a := range o.addrs() {
+		if o.Sink == a {
 			return fmt.Errorf("localcluster: sink %s is node %d's address", o.Sink, i+1)
 		}
 	}
@@ -112,8 +134,12 @@ func (o Options) addr(i int) string {
 	return net.JoinHostPort(Host, strconv.Itoa(o.BasePort+i))
 }
 
-// addrs lists every node's address.
+// addrs lists every node's address; none with BasePort 0, where they are
+// picked when the cluster starts.
 func (o Options) addrs() []string {
+	if o.BasePort == 0 {
+		return nil
+	}
 	out := make([]string, o.Nodes)
 	for i := range out {
 		out[i] = o.addr(i)
@@ -122,8 +148,8 @@ func (o Options) addrs() []string {
 }
 
 // checkFree fails, naming the address, if something already listens on
-// one of the cluster's addresses: a node that cannot bind would stop at
-// once, and the error is clearer here.
+// one of the cluster's given addresses: a node that cannot bind would
+// stop at once, and the error is clearer here.
 func (o Options) checkFree() error {
 	addrs := o.addrs()
 	if o.Sink != "" {

@@ -17,7 +17,8 @@ import (
 )
 
 // TestValidate proves that each bad option is refused with its name and
-// value, and that the defaults with a binary are accepted.
+// value, and that the defaults with a binary are accepted, with or
+// without a sink, and on free ports (base port 0).
 func TestValidate(t *testing.T) {
 	ok := DefaultOptions()
 	ok.Bin = "/bin/chronos"
@@ -31,7 +32,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"no nodes", func(o *Options) { o.Nodes = 0 }, "nodes 0 is not in 1..16"},
 		{"too many nodes", func(o *Options) { o.Nodes = 17 }, "nodes 17 is not in 1..16"},
-		{"port 0", func(o *Options) { o.BasePort = 0 }, "base port 0 with 3 nodes"},
+		{"port below 0", func(o *Options) { o.BasePort = -1 }, "base port -1 with 3 nodes"},
 		{"ports past 65535", func(o *Options) { o.BasePort = 65534 }, "base port 65534 with 3 nodes"},
 		{"no binary", func(o *Options) { o.Bin = "" }, "no chronos binary"},
 		{"sink a name", func(o *Options) { o.Sink = "localhost:9999" }, `sink "localhost:9999" is not a loopback address`},
@@ -52,6 +53,11 @@ func TestValidate(t *testing.T) {
 	if err := none.Validate(); err != nil {
 		t.Errorf("no sink: %v", err)
 	}
+	free := ok
+	free.BasePort = 0
+	if err := free.Validate(); err != nil {
+		t.Errorf("base port 0 (free ports): %v", err)
+	}
 }
 
 // TestFiles proves that the written files load as the node loads them,
@@ -64,8 +70,8 @@ func TestFiles(t *testing.T) {
 	var keys []string
 	for run := range 2 {
 		dir := t.TempDir()
-		files := o.files(dir)
-		if err := writeFiles(files); err != nil {
+		files := o.files(dir, o.addrs())
+		if err := o.writeFiles(files); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{"127.0.0.1:8100", "127.0.0.1:8101", "127.0.0.1:8102", "127.0.0.1:8103"}

@@ -84,13 +84,13 @@ func fakeCluster(t *testing.T, n int, out *watched) *Cluster {
 		t.Fatal(err)
 	}
 	o := Options{Nodes: n, BasePort: DefaultBasePort, Bin: bin}
-	c := &Cluster{opts: o, dir: dir, out: newLines(out), exits: make(chan *proc, n)}
-	for _, f := range o.files(dir) {
+	c := &Cluster{opts: o, dir: dir, out: newLines(out), files: o.files(dir, o.addrs()), reported: map[*Proc]bool{}}
+	for _, f := range c.files {
 		p, err := c.launch(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = p.cmd.Process.Kill() }) // if the test failed before it stopped
+		t.Cleanup(p.Kill) // if the test failed before it stopped
 		c.nodes = append(c.nodes, p)
 		out.await(t, f.name+" | serving")
 	}
@@ -113,10 +113,8 @@ func TestReloadReachesEveryNode(t *testing.T) {
 	out.await(t, "node1 | reloaded")
 	out.await(t, "node2 | reloaded")
 	for _, p := range c.nodes {
-		select {
-		case <-p.done:
-			t.Fatalf("%s exited on the reload: %v", p.name, p.err)
-		default:
+		if p.Exited() {
+			t.Fatalf("%s exited on the reload: %v", p.Name(), p.Err())
 		}
 	}
 	cancel()
@@ -147,10 +145,8 @@ func TestReloadWithoutOutputStops(t *testing.T) {
 		t.Fatalf("Wait still serves %v after a reload with no output", waitCeiling)
 	}
 	for _, p := range c.nodes {
-		select {
-		case <-p.done:
-		default:
-			t.Errorf("%s still runs after Wait returned", p.name)
+		if !p.Exited() {
+			t.Errorf("%s still runs after Wait returned", p.Name())
 		}
 	}
 }

@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 )
-
-// pingEvery is how often a starting node's /ping is asked again.
-const pingEvery = 50 * time.Millisecond
 
 // Cluster is a running local cluster.
 type Cluster struct {
@@ -21,19 +18,12 @@ type Cluster struct {
 	dir   string
 	out   *lines
 	sink  *sink
-	nodes []*proc
-	// exits receives each node as its process ends.
-	exits chan *proc
-}
+	files []nodeFiles
 
-// proc is one node's process.
-type proc struct {
-	nodeFiles
-	cmd    *exec.Cmd
-	output *prefixed
-	err    error         // how it ended, once done is closed
-	done   chan struct{} // closed when the process has ended
-	exited bool          // set once Wait has reported its exit
+	mu    sync.Mutex
+	nodes []*Proc
+	// reported are the nodes whose exit Wait has printed.
+	reported map[*Proc]bool
 }
 
 // Run starts the cluster, prints how to use it, and serves until ctx ends
@@ -50,8 +40,9 @@ func Run(ctx context.Context, o Options, reload <-chan os.Signal) error {
 }
 
 // Start writes the configuration, starts the sink and the nodes, and
-// returns once every node answers /ping. On any failure it stops what it
-// started and says where the logs are.
+// returns once every node serves. With BasePort 0 it picks free loopback
+// ports, and picks others if a node finds its port taken. On any failure
+// it stops what it started and says where the logs are.
 func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -63,12 +54,26 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := o.files(dir)
-	if err := writeFiles(files); err != nil {
+	if o.BasePort != 0 {
+		return start(ctx, o, dir, o.addrs())
+	}
+	var c *Cluster
+	err = OnFreeAddrs(o.Nodes, func(addrs []string) error {
+		c, err = start(ctx, o, dir, addrs)
+		return err
+	})
+	return c, err
+}
+
+// start runs the cluster of o on addrs, its files in dir.
+func start(ctx context.Context, o Options, dir string, addrs []string) (*Cluster, error) {
+	files := o.files(dir, addrs)
+	if err := o.writeFiles(files); err != nil {
 		return nil, err
 	}
-	c := &Cluster{opts: o, dir: dir, out: newLines(o.Out), exits: make(chan *proc, len(files))}
+	c := &Cluster{opts: o, dir: dir, out: newLines(o.Out), files: files, reported: map[*Proc]bool{}}
 	if o.Sink != "" {
+		var err error
 		if c.sink, err = startSink(o.Sink, c.out); err != nil {
 			return nil, err
 		}
@@ -82,7 +87,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		c.nodes = append(c.nodes, p)
 	}
 	for _, p := range c.nodes {
-		if err := c.awaitReady(ctx, p); err != nil {
+		if err := p.AwaitReady(ctx, readyTimeout); err != nil {
 			c.Stop()
 			return nil, fmt.Errorf("%w (configuration and logs in %s)", err, dir)
 		}
@@ -106,49 +111,47 @@ func (o Options) directory() (string, error) {
 }
 
 // launch starts one node, its output forwarded with its name.
-func (c *Cluster) launch(f nodeFiles) (*proc, error) {
-	p := &proc{nodeFiles: f, output: c.out.writer(f.name), done: make(chan struct{})}
-	p.cmd = exec.Command(c.opts.Bin, f.args()...)
-	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
-	p.cmd.SysProcAttr = ownGroup()
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("localcluster: start %s: %w", f.name, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		p.output.Flush()
-		close(p.done)
-		c.exits <- p
-	}()
-	return p, nil
+func (c *Cluster) launch(f nodeFiles) (*Proc, error) {
+	return Launch(Spec{Name: f.name, Bin: c.opts.Bin, Args: f.args(c.opts.InMemory), Addr: f.addr,
+		Output: c.out.writer(f.name), OwnGroup: true})
 }
 
-// awaitReady returns once p answers GET /ping with 200, and fails if it
-// exits first or takes longer than readyTimeout. The node is a separate
-// process, so asking it again is the only way to learn it serves.
-func (c *Cluster) awaitReady(ctx context.Context, p *proc) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.NewTimer(readyTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(pingEvery)
-	defer tick.Stop()
-	for {
-		if resp, err := client.Get("http://" + p.addr + "/ping"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("localcluster: %s exited before it served: %v", p.name, p.err)
-		case <-deadline.C:
-			return fmt.Errorf("localcluster: %s did not answer /ping on %s within %v", p.name, p.addr, readyTimeout)
-		case <-ctx.Done():
-			return fmt.Errorf("localcluster: stopped while %s started: %w", p.name, ctx.Err())
-		case <-tick.C:
-		}
+// Dir is the folder of the configuration files and the logs.
+func (c *Cluster) Dir() string { return c.dir }
+
+// Nodes returns the nodes' processes, in the order of the membership.
+func (c *Cluster) Nodes() []*Proc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.nodes)
+}
+
+// Addrs lists the nodes' addresses, in the order of the membership.
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.files))
+	for i, f := range c.files {
+		out[i] = f.addr
 	}
+	return out
+}
+
+// Restart starts node i again on its files, once its process has ended
+// (Kill), and returns once it serves, within limit.
+func (c *Cluster) Restart(ctx context.Context, i int, limit time.Duration) error {
+	c.mu.Lock()
+	old := c.nodes[i]
+	c.mu.Unlock()
+	if !old.Exited() {
+		return fmt.Errorf("localcluster: restart %s: it still runs", old.Name())
+	}
+	p, err := Launch(old.Spec())
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.nodes[i] = p
+	c.mu.Unlock()
+	return p.AwaitReady(ctx, limit)
 }
 
 // Wait serves until ctx ends, then stops every node. A node that exits
@@ -158,7 +161,12 @@ func (c *Cluster) awaitReady(ctx context.Context, p *proc) error {
 // the output cannot say so, the terminal that sent the SIGHUP has closed,
 // and Wait stops every node and returns the output's error.
 func (c *Cluster) Wait(ctx context.Context, reload <-chan os.Signal) error {
-	live := len(c.nodes)
+	nodes := c.Nodes()
+	exits := make(chan *Proc, len(nodes))
+	for _, p := range nodes {
+		go func() { <-p.Done(); exits <- p }()
+	}
+	live := len(nodes)
 	for live > 0 {
 		select {
 		case <-ctx.Done():
@@ -167,11 +175,13 @@ func (c *Cluster) Wait(ctx context.Context, reload <-chan os.Signal) error {
 			if err := c.reload(live); err != nil {
 				return errors.Join(err, c.Stop())
 			}
-		case p := <-c.exits:
-			p.exited = true
+		case p := <-exits:
+			c.mu.Lock()
+			c.reported[p] = true
+			c.mu.Unlock()
 			live--
 			c.out.printf("%s (%s, pid %d) exited: %v; %d of %d nodes still serve. To start it again (in your terminal):\n    %s %s\n",
-				p.name, p.addr, p.cmd.Process.Pid, exitText(p.err), live, len(c.nodes), c.opts.Bin, strings.Join(p.args(), " "))
+				p.Name(), p.Addr(), p.Pid(), exitText(p.Err()), live, len(nodes), c.opts.Bin, strings.Join(p.Spec().Args, " "))
 		}
 	}
 	c.Stop()
@@ -182,50 +192,44 @@ func (c *Cluster) Wait(ctx context.Context, reload <-chan os.Signal) error {
 // it re-reads its files: the membership, the log level (the cluster file
 // is every node's). It sends nothing if the output fails.
 func (c *Cluster) reload(live int) error {
+	nodes := c.Nodes()
 	if err := c.out.printf("reload: %d of %d nodes re-read %s and their own file (membership, log level)\n",
-		live, len(c.nodes), filepath.Join(c.dir, ClusterFileName)); err != nil {
+		live, len(nodes), filepath.Join(c.dir, ClusterFileName)); err != nil {
 		return fmt.Errorf("localcluster: output lost on reload, stopping every node: %w", err)
 	}
-	for _, p := range c.nodes {
-		if !p.exited && reloadSignal != nil {
-			_ = p.cmd.Process.Signal(reloadSignal)
+	for _, p := range nodes {
+		if !p.Exited() && reloadSignal != nil {
+			_ = p.Signal(reloadSignal)
 		}
 	}
 	return nil
 }
 
-// Stop sends each node SIGTERM, waits for it to exit (killing one that
-// takes longer than stopTimeout), and stops the sink. It returns an error
-// if a node did not exit cleanly.
+// Stop stops every node at once (SIGTERM, then SIGKILL after
+// stopTimeout), and the sink. It returns an error if a node did not exit
+// cleanly, unless Wait already reported its exit.
 func (c *Cluster) Stop() error {
-	for _, p := range c.nodes {
-		_ = p.cmd.Process.Signal(stopSignal)
+	nodes := c.Nodes()
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, p := range nodes {
+		wg.Go(func() { errs[i] = p.Stop(stopTimeout) })
 	}
-	var errs []error
-	for _, p := range c.nodes {
-		select {
-		case <-p.done:
-		case <-time.After(stopTimeout):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if p.err != nil && !p.exited {
-			errs = append(errs, fmt.Errorf("localcluster: %s: %s", p.name, exitText(p.err)))
+	wg.Wait()
+	c.mu.Lock()
+	for i, p := range nodes {
+		if errs[i] != nil && !c.reported[p] {
+			errs[i] = fmt.Errorf("localcluster: %s: %w", p.Name(), errs[i])
+		} else {
+			errs[i] = nil
 		}
 	}
+	c.mu.Unlock()
 	if c.sink != nil {
 		c.sink.stop()
 	}
 	c.out.printf("stopped; configuration and logs kept in %s\n", c.dir)
 	return errors.Join(errs...)
-}
-
-// exitText says how a process ended.
-func exitText(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
 }
 
 // ExampleTimer is the timer definition of the README's curl example, for
@@ -238,10 +242,10 @@ func ExampleTimer(sinkAddr string) string {
 func (c *Cluster) printUsage() {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chronos cluster: %d nodes serve on loopback (this command is pid %d)\n", len(c.nodes), os.Getpid())
-	for _, p := range c.nodes {
-		fmt.Fprintf(&b, "  %-6s http://%s  pid %-7d files and log in %s\n", p.name, p.addr, p.cmd.Process.Pid, p.dir)
+	for i, p := range c.nodes {
+		fmt.Fprintf(&b, "  %-6s http://%s  pid %-7d files and log in %s\n", p.Name(), p.Addr(), p.Pid(), c.files[i].dir)
 	}
-	fmt.Fprintf(&b, "configuration: %s (every node's), and each node's own chronos.conf\n", c.nodes[0].cluster)
+	fmt.Fprintf(&b, "configuration: %s (every node's), and each node's own chronos.conf\n", c.files[0].cluster)
 	sinkAddr := c.opts.Sink
 	if sinkAddr == "" {
 		sinkAddr = DefaultSink
@@ -249,7 +253,7 @@ func (c *Cluster) printUsage() {
 	} else {
 		fmt.Fprintf(&b, "callback sink: http://%s/ prints every pop it receives, below, as \"sink  | ...\"\n", sinkAddr)
 	}
-	first := "http://" + c.nodes[0].addr
+	first := "http://" + c.nodes[0].Addr()
 	fmt.Fprintf(&b, "\nCreate a timer through any node; it pops 5 times, 2 s apart:\n"+
 		"    curl -i -X POST %s/timers \\\n      -d '%s'\n", first, ExampleTimer(sinkAddr))
 	fmt.Fprintf(&b, "Delete it:         curl -i -X DELETE %s/timers/<id from the Location header>\n", first)
