@@ -313,6 +313,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer release()
+	if cfg.PprofAddress != "" {
+		pln, err := listenPprof(cfg.PprofAddress)
+		if err != nil {
+			return err
+		}
+		defer servePprof(context.WithoutCancel(ctx), pln, srv.log)()
+	}
 	ctx, stop := signal.NotifyContext(ctx, stopSignals...)
 	defer stop()
 	// Registered before serving, so that once "serving" is logged a SIGHUP

@@ -135,6 +135,13 @@ type Config struct {
 	// keeps them in memory.
 	StorageDir string
 
+	// PprofAddress, when not empty, is a loopback host:port on which the
+	// process serves Go's profiles (net/http/pprof: /debug/pprof/) to
+	// whoever runs it ([debug] pprof_address, --pprof-address). Empty,
+	// the default, serves none: profiles tell an attacker much, so only
+	// a loopback address is accepted.
+	PprofAddress string
+
 	// LocalConfigFile, ClusterConfigFile and SharedConfigFile are the
 	// INI files, read at start and again on SIGHUP, where the membership
 	// is taken from them; empty means there is none, and so does a file
@@ -342,6 +349,9 @@ func (c Config) Validate() error {
 	if c.MemoryLimit != 0 && c.MemoryLimit < MinMemoryLimit {
 		return fmt.Errorf("server: memory_limit %d bytes is below the least limit, %d MiB", c.MemoryLimit, MinMemoryLimit>>20)
 	}
+	if err := validatePprofAddress(c.PprofAddress); err != nil {
+		return err
+	}
 	if c.LogFormat != "" && c.LogFormat != LogText && c.LogFormat != LogJSON {
 		return fmt.Errorf("server: log format %q is not %s or %s", c.LogFormat, LogText, LogJSON)
 	}
@@ -350,6 +360,25 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("server: shutdown timeout %v is not positive", c.ShutdownTimeout)
+	}
+	return nil
+}
+
+// validatePprofAddress accepts no address, or a loopback IP literal with
+// a port (0 picks one): profiles are served to the machine itself only.
+func validatePprofAddress(a string) error {
+	if a == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Errorf("server: pprof_address %q is not host:port", a)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("server: pprof_address %q is not on a loopback address (127.0.0.0/8 or ::1): profiles are served to this machine only", a)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("server: pprof_address %q has no port in 0..65535", a)
 	}
 	return nil
 }

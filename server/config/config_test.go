@@ -710,3 +710,20 @@ func TestStorageSetting(t *testing.T) {
 		t.Errorf("a folder with a control character: %v, want an error naming --storage-dir", err)
 	}
 }
+
+// TestPprofAddressOnLoopbackOnly: profiles are served to this machine
+// only, so a pprof address must be a loopback IP literal with a port;
+// the others are refused when the configuration loads, without
+// listening.
+func TestPprofAddressOnLoopbackOnly(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"": true, "127.0.0.1:6060": true, "127.0.0.2:0": true, "[::1]:6060": true,
+		"0.0.0.0:6060": false, "10.0.0.1:6060": false, "[::]:6060": false,
+		"localhost:6060": false, "127.0.0.1": false, "127.0.0.1:70000": false,
+	} {
+		c, err := load(t, "[debug]\npprof_address = "+addr+"\n", "")
+		if (err == nil) != ok || ok && c.PprofAddress != addr {
+			t.Errorf("pprof_address %q: %v (set %q), want accepted %v", addr, err, c.PprofAddress, ok)
+		}
+	}
+}

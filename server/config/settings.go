@@ -181,6 +181,10 @@ var table = []setting{
 		what:      "this implementation's own: the folder the node keeps its timers in across restarts, in a subfolder named for its address (`127.0.0.1_7253`); empty keeps them in memory only (docs/design.md 4.16)",
 		byDefault: "`chronos-data`, relative to the working directory", example: "chronos-data",
 		bind: scalar(func(c *Config) *string { return &c.StorageDir }, parseStorageDir)},
+	{section: "debug", key: "pprof_address", flag: "pprof-address", usage: "loopback `host:port` to serve Go's profiles (/debug/pprof/) on",
+		what:      "this implementation's own: a loopback `host:port` (127.0.0.0/8 or `[::1]`) on which the process serves Go's profiles, `net/http/pprof` at `/debug/pprof/`, for `go tool pprof` ([operations.md](operations.md#profiles)); read at start",
+		byDefault: "none: no profiles served", example: "127.0.0.1:6060",
+		bind: scalar(func(c *Config) *string { return &c.PprofAddress }, parseText)},
 }
 
 // settings is one configuration layer (the defaults, a file, the flags):
