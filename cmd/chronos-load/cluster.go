@@ -32,24 +32,37 @@ type cluster struct {
 // Each process logs to a file in its folder, under the cluster's. A
 // memory limit other than "" goes into each node's [limits]
 // memory_limit; with storage each keeps its timers in its folder, else
-// in memory.
-func startCluster(bin string, n int, memoryLimit string, storage bool) (*cluster, error) {
+// in memory; pprof gives each a free loopback address to serve its
+// profiles on ([debug] pprof_address), in the order of pprof's result.
+func startCluster(bin string, n int, memoryLimit string, storage, profiles bool) (c *cluster, pprof []string, err error) {
 	dir, err := os.MkdirTemp("", "chronos-load-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if profiles {
+		if pprof, err = localcluster.FreeAddrs(n); err != nil {
+			return nil, nil, err
+		}
 	}
 	o := localcluster.Options{Nodes: n, Bin: bin, Dir: dir, InMemory: !storage}
-	if memoryLimit != "" {
-		o.NodeConf = func(int, []string) string { return "[limits]\nmemory_limit = " + memoryLimit + "\n" }
+	o.NodeConf = func(i int, _ []string) string {
+		var conf string
+		if memoryLimit != "" {
+			conf += "[limits]\nmemory_limit = " + memoryLimit + "\n"
+		}
+		if pprof != nil {
+			conf += "[debug]\npprof_address = " + pprof[i] + "\n"
+		}
+		return conf
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startLimit)
 	defer cancel()
-	c, err := localcluster.Start(ctx, o)
+	lc, err := localcluster.Start(ctx, o)
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, err
+		return nil, nil, err
 	}
-	return &cluster{c}, nil
+	return &cluster{lc}, pprof, nil
 }
 
 // kill ends node i with SIGKILL, as a power cut would, and waits for it.

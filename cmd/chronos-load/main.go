@@ -38,6 +38,13 @@
 //	chronos-load -nodes 1 -rf 1 -timers 500 -pops 3
 //	chronos-load -nodes 2 -rf 2 -timers 2000 -sink-workers 8 -sink-service 20ms
 //
+// With -profile DIR each started node serves its profiles on a loopback
+// address of its own ([debug] pprof_address), and the tool writes its CPU
+// profile of the run, in 10 s segments, and its allocation profile there:
+//
+//	chronos-load -nodes 1 -rf 1 -timers 30000 -window 1s -profile prof
+//	go tool pprof -top prof/node0-cpu-*.pprof
+//
 // Every address it reaches is on loopback. Exit codes: 0 the run
 // completed (whatever it measured), 1 it could not run, 2 bad flags.
 package main
@@ -71,6 +78,7 @@ func main() {
 	flag.StringVar(&o.crash, "crash", "", "kill -9 \"one\" node (the first) or \"all\" nodes -crash-after the creates are answered, and restart them -restart-after later on the same files")
 	flag.DurationVar(&o.crashAfter, "crash-after", 5*time.Second, "with -crash: how long after the creates are answered the nodes are killed")
 	flag.DurationVar(&o.restartAfter, "restart-after", time.Second, "with -crash: how long after the kill the nodes start again")
+	flag.StringVar(&o.profile, "profile", "", "`folder` to write each started node's CPU profile of the creates and pops (node<i>-cpu.pprof) and allocation profile (node<i>-allocs.pprof) to, for go tool pprof")
 	flag.DurationVar(&o.spread, "spread", 0, "whole seconds: timer i falls due -lead + (i mod (spread+1s)) after its create, so the timers fall due across the spread (default 0: all at -lead)")
 	flag.Parse()
 	if err := o.check(); err != nil {
@@ -100,12 +108,17 @@ type options struct {
 	crash                    string
 	crashAfter, restartAfter time.Duration
 	spread                   time.Duration
+	// profile, when set, is the folder the started nodes' profiles are
+	// written to (profile.go).
+	profile string
 }
 
 func (o *options) check() error {
 	switch {
 	case o.targets == "" && (o.nodes < 1 || o.nodes > 16):
 		return fmt.Errorf("-nodes %d: want 1 to 16", o.nodes)
+	case o.profile != "" && o.targets != "":
+		return fmt.Errorf("-profile needs the nodes the tool starts, not -targets")
 	case o.rf < 1 || o.rf > 16:
 		return fmt.Errorf("-rf %d: want 1 to 16", o.rf)
 	case o.timers < 1 || o.timers > 10_000_000:

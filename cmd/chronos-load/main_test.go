@@ -4,6 +4,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -53,7 +54,8 @@ func TestOptionsRefuseAddressesOffLoopback(t *testing.T) {
 // figure of the report is measured.
 func TestLoadOneNode(t *testing.T) {
 	bin := proctest.Chronos(t)
-	o := options{nodes: 1, rf: 1, timers: 300, window: time.Second, concurrency: 16, bin: bin, pops: 1}
+	profileSegment = time.Second
+	o := options{nodes: 1, rf: 1, timers: 300, window: time.Second, concurrency: 16, bin: bin, pops: 1, profile: t.TempDir()}
 	rep, err := run(o, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +69,13 @@ func TestLoadOneNode(t *testing.T) {
 	}
 	if got := rep.outbound["callback ok"]; got != float64(o.timers) {
 		t.Errorf("node's metrics count %v callbacks answered, want %d", got, o.timers)
+	}
+	// -profile: the node's CPU and allocation profiles, gzipped protos.
+	for _, name := range []string{"node0-cpu-00.pprof", "node0-allocs.pprof"} {
+		b, err := os.ReadFile(filepath.Join(o.profile, name))
+		if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("profile %s: %v, %d bytes: want a gzipped profile", name, err, len(b))
+		}
 	}
 }
 

@@ -53,10 +53,17 @@ func run(o options, log io.Writer) (*report, error) {
 				return nil, err
 			}
 		}
-		if c, err = startCluster(bin, o.nodes, o.memoryLimit, o.storage); err != nil {
+		var pprof []string
+		if c, pprof, err = startCluster(bin, o.nodes, o.memoryLimit, o.storage, o.profile != ""); err != nil {
 			return nil, err
 		}
 		defer c.stop()
+		if o.profile != "" {
+			// Deferred after the stop, so it runs first: the nodes
+			// still serve their profiles.
+			prof := startProfiles(o.profile, pprof, log)
+			defer prof.finish()
+		}
 		targets, pids = c.Addrs(), c.pids()
 		fmt.Fprintf(log, "started %d node(s): %s\n", len(targets), strings.Join(targets, " "))
 	}
