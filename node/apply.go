@@ -123,9 +123,9 @@ func (n *Node) apply(t *Timer) applied {
 func (n *Node) mergeEnv(now int64) mergeEnv {
 	return mergeEnv{
 		self: n.self, now: now,
-		full:        n.store.Len() >= n.cfg.Limits.MaxTimers,
-		retryWindow: n.retryWindow().Milliseconds(),
-		maxSkew:     func(t *Timer) int64 { return n.maxSkew(t).Milliseconds() },
+		full:               n.store.Len() >= n.cfg.Limits.MaxTimers,
+		retryWindow:        n.retryWindow().Milliseconds(),
+		replicationTimeout: n.cfg.ReplicationTimeout,
 	}
 }
 

@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // The conflict rule of a replica, as one pure function. Every path that
@@ -25,9 +26,11 @@ type mergeEnv struct {
 	// retryWindow bounds, in ms, how much later a proxy's retry of a
 	// write starts than its first try (see carry).
 	retryWindow int64
-	// maxSkew bounds, in ms, how long after a due time any replica of a
-	// record may still pop it and tell the others (Node.maxSkew).
-	maxSkew func(*Timer) int64
+	// replicationTimeout is the node's, which bounds with the ranks how
+	// long after a due time any replica of a record may still pop it and
+	// tell the others (maxSkewOf). A value, not a function of the
+	// record: a record passed to a function value escapes to the heap.
+	replicationTimeout time.Duration
 }
 
 // verdict is what became of a record offered to a replica.
@@ -188,7 +191,7 @@ func (r *mergeResult) arrive(env *mergeEnv, h, t *Timer) {
 		r.hit(probeApplyMovedAway)
 		t.entombAs(Moved)
 	}
-	if h == nil && t.State == Live && t.Seq > 0 && t.lastDue()+env.maxSkew(t) < env.now {
+	if h == nil && t.State == Live && t.Seq > 0 && t.lastDue()+maxSkewOf(t, env.replicationTimeout).Milliseconds() < env.now {
 		r.hit(probeApplyStaleNotice)
 		// A pop notice of a timer every pop of which, at every rank, is
 		// past: this replica forgot it after its last pop (its tombstone

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -19,8 +20,8 @@ var mergeViews = []uint64{100, 200, 300}
 func testEnv(now int64) *mergeEnv {
 	return &mergeEnv{
 		self: mergeNodes[0], now: now,
-		retryWindow: 2000,
-		maxSkew:     func(t *Timer) int64 { return int64(len(t.Placement.Replicas))*2000 + 2500 },
+		retryWindow:        2000,
+		replicationTimeout: 500 * time.Millisecond,
 	}
 }
 

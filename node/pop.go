@@ -25,9 +25,12 @@ func (n *Node) dueOf(t *Timer) int64 {
 // replica has passed: a replica that missed the delete (cut off by a
 // net-split) then still finds the tombstone when it pops, and is repaired
 // by the answer, instead of bringing the timer back on the others.
-func (n *Node) maxSkew(t *Timer) time.Duration {
+func (n *Node) maxSkew(t *Timer) time.Duration { return maxSkewOf(t, n.cfg.ReplicationTimeout) }
+
+// maxSkewOf is maxSkew for a node whose replication timeout is given.
+func maxSkewOf(t *Timer, replicationTimeout time.Duration) time.Duration {
 	ranks := len(t.Placement.Replicas) * max(len(t.Placement.Sites), 1)
-	return ReplicaSkew*time.Duration(ranks) + CallbackTimeout + n.cfg.ReplicationTimeout
+	return ReplicaSkew*time.Duration(ranks) + CallbackTimeout + replicationTimeout
 }
 
 // skew is how much later than the due time this replica pops t: 2 s per
