@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 
 	"pgregory.net/rapid"
 )
@@ -32,8 +35,8 @@ func testEnv(now int64) *mergeEnv {
 func drawRecord(t *rapid.T, label string, now int64, p *Placement) Timer {
 	version := rapid.Uint64Range(1, 3).Draw(t, label+".version")
 	interval := int64(version) * 1000
-	spec := Spec{Interval: interval, RepeatFor: interval * int64(rapid.IntRange(0, 6).Draw(t, label+".pops")),
-		URI: "http://cb.example/cb", Opaque: fmt.Sprintf("v%d", version), RF: 2}
+	spec := wire.Timer{Interval: time.Duration(interval) * time.Millisecond, RepeatFor: time.Duration(interval*int64(rapid.IntRange(0, 6).Draw(t, label+".pops"))) * time.Millisecond,
+		URI: "http://cb.example/cb", Opaque: fmt.Sprintf("v%d", version), ReplicationFactor: 2}
 	if rapid.IntRange(0, 9).Draw(t, label+".twin") == 0 {
 		spec.Opaque += "-twin"
 	}
@@ -137,7 +140,7 @@ func describe(t *Timer) string {
 func TestMovedBackOwesNoPopItMade(t *testing.T) {
 	const now = int64(1_000_000)
 	env := testEnv(now)
-	spec := Spec{Interval: 2000, RepeatFor: 2000, URI: "http://cb.example/cb", RF: 3}
+	spec := wire.Timer{Interval: 2 * time.Second, RepeatFor: 2 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 3}
 	// Both placed under the node's view, which places the timer on it
 	// again.
 	p := &Placement{Replicas: mergeNodes[:3]}

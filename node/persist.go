@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // Persistence (docs/design.md 4.16). A node given a Storage hands it every
@@ -187,7 +189,7 @@ func (n *Node) Restore(id uint64, rec []byte) error {
 	}
 	t, err := n.decodeRecord(id, rec)
 	if err != nil {
-		return fmt.Errorf("node: restore record %s: %w", FormatID(id), err)
+		return fmt.Errorf("node: restore record %s: %w", wire.FormatID(id), err)
 	}
 	n.ids.observe(t.Version, n.nowMs())
 	// Stored under the view the node had when it wrote the record; held
@@ -354,9 +356,9 @@ func (n *Node) decodeFields(d *recordDecoder, id uint64, depth int) *Timer {
 	}
 	e := &TimerExtra{}
 	if k := d.count(); k > 0 {
-		e.Tags = make([]Tag, k)
+		e.Tags = make([]wire.Tag, k)
 		for i := range e.Tags {
-			e.Tags[i] = Tag{Type: d.string(), Count: int(d.varint())}
+			e.Tags[i] = wire.Tag{Type: d.string(), Count: int(d.varint())}
 		}
 	}
 	e.Buried = d.varint()

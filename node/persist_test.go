@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // memStorage is a Storage that keeps what is synced in a map, as a disk
@@ -133,13 +135,13 @@ func setSample(v reflect.Value, n *Node) bool {
 		v.SetString("\x05/hookopaque")
 	case *TimerExtra:
 		v.Set(reflect.ValueOf(&TimerExtra{Missed: 3, Owed: 1}))
-	case []Tag:
-		v.Set(reflect.ValueOf([]Tag{{Type: "a", Count: 2}, {Type: "b", Count: 1}}))
+	case []wire.Tag:
+		v.Set(reflect.ValueOf([]wire.Tag{{Type: "a", Count: 2}, {Type: "b", Count: 1}}))
 	case Progress:
 		v.Set(reflect.ValueOf(Progress{Def: 9, Seq: 4, Start: 1e12, Interval: 1000, RepeatFor: 5000}))
 	case *Timer:
 		info := &Timer{ID: 77, Version: 5, Seq: 2, Placement: n.placement([]string{"a:1"}, nil)}
-		info.Extra = &TimerExtra{Tags: []Tag{{Type: "x", Count: 1}}}
+		info.Extra = &TimerExtra{Tags: []wire.Tag{{Type: "x", Count: 1}}}
 		v.Set(reflect.ValueOf(info))
 	default:
 		return false
@@ -155,8 +157,8 @@ func setSample(v reflect.Value, n *Node) bool {
 func TestRestartPopsWhatIsLeft(t *testing.T) {
 	disk := newMemStorage()
 	h := newHarness(t, func(c *Config) { c.Storage = disk })
-	wire := h.create(timerJSON(10, 30, "http://cb/x", "data"))
-	id := mustID(t, wire)
+	wid := h.create(timerJSON(10, 30, "http://cb/x", "data"))
+	id := mustID(t, wid)
 	if _, ok := disk.durable[id]; !ok {
 		t.Fatalf("timer not durable once its create was answered; durable %d records", len(disk.durable))
 	}
@@ -174,7 +176,7 @@ func TestRestartPopsWhatIsLeft(t *testing.T) {
 	h2.clock.advance(25 * time.Second)
 	var seqs []string
 	for _, r := range h2.drainPops("http://cb/", 200) {
-		seqs = append(seqs, r.Header.Get(HeaderSequenceNumber))
+		seqs = append(seqs, r.Header.Get(wire.HeaderSequenceNumber))
 	}
 	if !slices.Equal(seqs, []string{"2", "3"}) {
 		t.Fatalf("restored node popped sequence numbers %v, want [2 3]", seqs)
@@ -262,7 +264,7 @@ func TestRecordWithAnInformationalCopyIsReadPast(t *testing.T) {
 func FuzzDecodeRecord(f *testing.F) {
 	h := newHarness(&testing.T{})
 	f.Add(AppendRecord(nil, &Timer{ID: 1, Version: 2, Placement: h.node.placement([]string{"a:1"}, []string{"s"}),
-		Extra: &TimerExtra{Tags: []Tag{{Type: "t", Count: 1}}}}))
+		Extra: &TimerExtra{Tags: []wire.Tag{{Type: "t", Count: 1}}}}))
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		tm, err := h.node.decodeRecord(1, rec)
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // TestPutAfterDeleteCreatesWithItsOwnFactor: a deleted timer is created
@@ -18,13 +20,13 @@ func TestPutAfterDeleteCreatesWithItsOwnFactor(t *testing.T) {
 	} {
 		c := newCluster(t, three...)
 		r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":60},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":1}}`)
-		wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-		id := mustID(t, wire)
+		wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+		id := mustID(t, wid)
 		primary := NewRing(three).Replicas(id, 1)[0]
-		if r := c.client(primary, "DELETE", "/timers/"+wire, ""); r.Status != 200 {
+		if r := c.client(primary, "DELETE", "/timers/"+wid, ""); r.Status != 200 {
 			t.Fatalf("DELETE: %d %s", r.Status, r.Body)
 		}
-		r = c.client(primary, "PUT", "/timers/"+wire, body)
+		r = c.client(primary, "PUT", "/timers/"+wid, body)
 		if r.Status != 200 {
 			t.Fatalf("PUT after the delete, through the tombstone's holder: %d %s", r.Status, r.Body)
 		}
@@ -32,7 +34,7 @@ func TestPutAfterDeleteCreatesWithItsOwnFactor(t *testing.T) {
 		if strings.Contains(body, "replication-factor") {
 			want = 3
 		}
-		if got := c.holders(wire); !slices.Equal(got, sorted(NewRing(three).Replicas(id, want))) {
+		if got := c.holders(wid); !slices.Equal(got, sorted(NewRing(three).Replicas(id, want))) {
 			t.Errorf("%s: held by %v, want the %d replicas of the factor it gives or the default", body, got, want)
 		}
 	}

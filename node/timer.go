@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/binary"
+	"github.com/chronos-timer/chronos/wire"
 	"math/bits"
 	"strings"
 
@@ -218,7 +219,7 @@ func definitionHash(interval, repeatFor int64, uri, opaque string) uint32 {
 // TimerExtra holds the parts of a timer most timers do not have.
 type TimerExtra struct {
 	// Tags are the statistics tags of api.md.
-	Tags []Tag
+	Tags []wire.Tag
 	// Buried is the last due time (this node's clock, ms) of an older
 	// definition this record replaced: a replica cut off from the
 	// replacing write may pop that one until then, so a tombstone of
@@ -332,12 +333,6 @@ type Progress struct {
 	Interval, RepeatFor int64
 }
 
-// Tag is one statistics tag with its count.
-type Tag struct {
-	Type  string `json:"type"`
-	Count int    `json:"count"`
-}
-
 // Placement is an ordered replica list (primary first, then backups) plus
 // the ordered sites. Nodes intern placements so that timers sharing one
 // share the memory.
@@ -350,7 +345,7 @@ type Placement struct {
 func (t *Timer) Due() int64 { return t.due }
 
 // Tags returns the timer's statistics tags, or nil.
-func (t *Timer) Tags() []Tag {
+func (t *Timer) Tags() []wire.Tag {
 	if t.Extra == nil {
 		return nil
 	}
@@ -422,18 +417,18 @@ func (t *Timer) bury(end int64) {
 
 // newTimer builds the record of one definition of timer id, its callback
 // host interned in hosts (nil: not shared).
-func newTimer(id, version uint64, spec Spec, start int64, seq uint32, p *Placement, view uint64, hosts hostTable) *Timer {
+func newTimer(id, version uint64, spec wire.Timer, start int64, seq uint32, p *Placement, view uint64, hosts hostTable) *Timer {
 	t := &Timer{
 		ID: id, Version: version, Start: start,
-		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
-		Seq: seq, RF: uint8(spec.RF),
+		Interval: spec.Interval.Milliseconds(), RepeatFor: spec.RepeatFor.Milliseconds(),
+		Seq: seq, RF: uint8(spec.ReplicationFactor),
 		Placement: p, ViewID: view,
 	}
 	t.setCallback(spec.URI, spec.Opaque, hosts)
-	if spec.Tombstone {
+	if deletes(spec) {
 		t.State = Tombstone
 	} else {
-		t.def = definitionHash(spec.Interval, spec.RepeatFor, spec.URI, spec.Opaque)
+		t.def = definitionHash(t.Interval, t.RepeatFor, spec.URI, spec.Opaque)
 	}
 	if len(spec.Tags) > 0 {
 		t.Extra = &TimerExtra{Tags: spec.Tags}

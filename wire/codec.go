@@ -1,4 +1,4 @@
-package node
+package wire
 
 import (
 	"bytes"
@@ -8,50 +8,20 @@ import (
 	"io"
 	"net/url"
 	"strconv"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 )
-
-// Spec is a timer definition as a client sends it (api.md), validated.
-// Durations are milliseconds.
-type Spec struct {
-	Interval  int64
-	RepeatFor int64 // defaulted: equal to Interval when the client gave none
-	URI       string
-	Opaque    string
-	// RF is the requested replication factor, 0 when the client gave none.
-	RF   int
-	Tags []Tag
-	// Tombstone is set for an internal body with an empty callback.
-	Tombstone bool
-}
-
-// Replication is the internal part of a replication PUT (api.md, "internal
-// API"), present only on messages between nodes.
-type Replication struct {
-	StartTimeDelta int64 // ms: start = receiver's now + delta
-	Seq            uint32
-	Version        uint64
-	ViewID         uint64
-	// Definition fingerprints the definition (Timer.def), which a
-	// tombstone cannot be fingerprinted by; 0 when absent.
-	Definition uint32
-	// Missed marks the pops up to Seq the sender knows were not made
-	// (TimerExtra.Missed); 0 when absent.
-	Missed   uint32
-	Replicas []string
-	Sites    []string
-}
 
 // Body parsing is strict where encoding/json is lenient, as the original
 // parser (exact member lookups) was: keys match exactly, case included, and
 // every known member must have its JSON type (null is the wrong type for
 // all of them, as the original's type assertions had it). Unknown keys are
 // ignored, as there, so that newer senders may add members; a key repeated
-// anywhere in a body is refused with 400 naming it (strictJSON), where
+// anywhere in a body is refused with 400 naming it (CheckJSON), where
 // encoding/json would keep its last value and the original its first.
 //
-// strictJSON (valid.go, held to encoding/json by differential fuzz
+// CheckJSON (valid.go, held to encoding/json by differential fuzz
 // targets) checks the syntax and the names in one pass; a small walker over the
 // validated bytes then picks out the known members by exact name and keeps
 // each value as its raw bytes until its field is validated. Every create
@@ -85,49 +55,42 @@ func (v rawValue) isArray() bool  { return v[0] == '[' }
 func (v rawValue) isString() bool { return v[0] == '"' }
 func (v rawValue) isNumber() bool { return v[0] == '-' || '0' <= v[0] && v[0] <= '9' }
 
-// wireBody holds the raw value of each known member of a client or
-// internal body, nil where absent. The callback and statistics sections
-// are walked where they are validated.
-type wireBody struct {
-	Timing      wireTiming
-	Callback    rawValue
-	Reliability wireReliability
-	Statistics  rawValue
-}
-
-type wireTiming struct {
-	Interval       rawValue
-	RepeatFor      rawValue
-	StartTimeDelta rawValue // internal
-	SequenceNumber rawValue // internal
-	Version        rawValue // internal
-	Definition     rawValue // internal
-	Missed         rawValue // internal
-}
-
-type wireReliability struct {
+// rawBody holds the raw value of each known member of a client or
+// internal body, nil where absent, by its place in the body. The callback
+// and statistics sections are walked where they are validated.
+type rawBody struct {
+	Interval       rawValue // timing
+	RepeatFor      rawValue // timing
+	StartTimeDelta rawValue // timing, internal
+	SequenceNumber rawValue // timing, internal
+	Version        rawValue // timing, internal
+	Definition     rawValue // timing, internal
+	Missed         rawValue // timing, internal
+	Callback       rawValue
+	// ReplicationFactor and the rest are members of reliability.
 	ReplicationFactor rawValue
 	ClusterViewID     rawValue // internal
 	Replicas          rawValue // internal: its presence makes a body internal
 	Sites             rawValue // internal
+	Statistics        rawValue
 }
 
 // decodeWire checks body is a JSON object that names no member twice and
 // picks out its known members.
-func decodeWire(body []byte) (wireBody, error) {
-	switch err := strictJSON(body); {
-	case err == errNotJSON:
-		return wireBody{}, syntaxError(body)
+func decodeWire(body []byte) (rawBody, error) {
+	switch err := CheckJSON(body); {
+	case err == ErrNotJSON:
+		return rawBody{}, syntaxError(body)
 	case err != nil:
-		return wireBody{}, err
+		return rawBody{}, err
 	}
 	return decodeValid(body)
 }
 
 // decodeValid is decodeWire for a body already known to be valid JSON
 // (a value inside a document validated as a whole).
-func decodeValid(body []byte) (wireBody, error) {
-	var w wireBody
+func decodeValid(body []byte) (rawBody, error) {
+	var w rawBody
 	top := rawValue(bytes.TrimSpace(body))
 	if !top.isObject() {
 		return w, typeErr("the body", "a JSON object", top)
@@ -148,18 +111,18 @@ func decodeValid(body []byte) (wireBody, error) {
 	if timing == nil {
 		return w, badf("timing is missing")
 	}
-	if err := w.Timing.decode(timing); err != nil {
+	if err := w.decodeTiming(timing); err != nil {
 		return w, err
 	}
 	if reliability != nil {
-		if err := w.Reliability.decode(reliability); err != nil {
+		if err := w.decodeReliability(reliability); err != nil {
 			return w, err
 		}
 	}
 	return w, nil
 }
 
-func (t *wireTiming) decode(v rawValue) error {
+func (t *rawBody) decodeTiming(v rawValue) error {
 	if !v.isObject() {
 		return typeErr("timing", "a JSON object", v)
 	}
@@ -184,7 +147,7 @@ func (t *wireTiming) decode(v rawValue) error {
 	return nil
 }
 
-func (r *wireReliability) decode(v rawValue) error {
+func (r *rawBody) decodeReliability(v rawValue) error {
 	if !v.isObject() {
 		return typeErr("reliability", "a JSON object", v)
 	}
@@ -203,7 +166,7 @@ func (r *wireReliability) decode(v rawValue) error {
 	return nil
 }
 
-// syntaxError explains why body, which strictJSON refused, is not one JSON
+// syntaxError explains why body, which CheckJSON refused, is not one JSON
 // value. It runs only on that error path, so it may decode again.
 func syntaxError(body []byte) error {
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -228,7 +191,7 @@ func syntaxError(body []byte) error {
 // Reason header and the body of a 400.
 type BadRequestError struct{ Reason string }
 
-func (e *BadRequestError) Error() string { return "node: bad request: " + e.Reason }
+func (e *BadRequestError) Error() string { return "wire: bad request: " + e.Reason }
 
 func badf(format string, args ...any) error {
 	return &BadRequestError{Reason: fmt.Sprintf(format, args...)}
@@ -245,85 +208,87 @@ func utf8Err(field string) error {
 	return badf("%s is not valid UTF-8 (or holds an unpaired surrogate escape)", field)
 }
 
-// ParseBody parses and validates a client or internal timer body. repl is
-// nil for a client body (no "replicas" in "reliability").
-func ParseBody(body []byte) (spec Spec, repl *Replication, err error) {
+// Parse parses and validates a client or internal timer body. repl is nil
+// for a client body (no "replicas" in "reliability"). An absent or 0
+// repeat-for reads as Interval (see the package doc); an internal body
+// with an empty callback, a tombstone, reads as a Timer with no URI.
+func Parse(body []byte) (t Timer, repl *Replication, err error) {
 	w, err := decodeWire(body)
 	if err != nil {
-		return Spec{}, nil, err
+		return Timer{}, nil, err
 	}
-	return parseWire(&w)
+	return parseRaw(&w)
 }
 
-// parseValidBody is ParseBody for a body already known to be valid JSON.
-func parseValidBody(body []byte) (spec Spec, repl *Replication, err error) {
+// ParseValid is Parse for a body already known to be valid JSON: a value
+// inside a document CheckJSON accepted as a whole (a resync page's entry).
+func ParseValid(body []byte) (t Timer, repl *Replication, err error) {
 	w, err := decodeValid(body)
 	if err != nil {
-		return Spec{}, nil, err
+		return Timer{}, nil, err
 	}
-	return parseWire(&w)
+	return parseRaw(&w)
 }
 
-func parseWire(w *wireBody) (spec Spec, repl *Replication, err error) {
-	internal := w.Reliability.Replicas != nil
-	if spec, err = parseSpec(w, internal); err != nil {
-		return Spec{}, nil, err
+func parseRaw(w *rawBody) (t Timer, repl *Replication, err error) {
+	internal := w.Replicas != nil
+	if t, err = parseTimer(w, internal); err != nil {
+		return Timer{}, nil, err
 	}
 	if internal {
 		if repl, err = parseReplication(w); err != nil {
-			return Spec{}, nil, err
+			return Timer{}, nil, err
 		}
 	}
-	return spec, repl, nil
+	return t, repl, nil
 }
 
-func parseSpec(w *wireBody, internal bool) (Spec, error) {
-	var s Spec
-	if w.Timing.Interval == nil {
-		return s, badf("timing.interval is missing")
+func parseTimer(w *rawBody, internal bool) (Timer, error) {
+	var t Timer
+	if w.Interval == nil {
+		return t, badf("timing.interval is missing")
 	}
-	interval, err := intField(w.Timing.Interval, "timing.interval", 0, MaxTimingSeconds)
+	interval, err := intField(w.Interval, "timing.interval", 0, MaxTimingSeconds)
 	if err != nil {
-		return s, err
+		return t, err
 	}
 	repeatFor := interval
-	if w.Timing.RepeatFor != nil {
-		r, err := intField(w.Timing.RepeatFor, "timing.repeat-for", 0, MaxTimingSeconds)
+	if w.RepeatFor != nil {
+		r, err := intField(w.RepeatFor, "timing.repeat-for", 0, MaxTimingSeconds)
 		if err != nil {
-			return s, err
+			return t, err
 		}
 		if interval == 0 && r != 0 {
-			return s, badf("timing.repeat-for must be absent or 0 when timing.interval is 0")
+			return t, badf("timing.repeat-for must be absent or 0 when timing.interval is 0")
 		}
 		if r != 0 {
 			repeatFor = r
 		}
 	}
-	s.Interval, s.RepeatFor = interval*1000, repeatFor*1000
-	if err := parseCallback(w.Callback, internal, &s); err != nil {
-		return s, err
+	t.Interval, t.RepeatFor = time.Duration(interval)*time.Second, time.Duration(repeatFor)*time.Second
+	if err := parseCallback(w.Callback, internal, &t); err != nil {
+		return t, err
 	}
-	if w.Reliability.ReplicationFactor != nil {
-		rf, err := intField(w.Reliability.ReplicationFactor, "reliability.replication-factor", 1, MaxReplicationFactor)
+	if w.ReplicationFactor != nil {
+		rf, err := intField(w.ReplicationFactor, "reliability.replication-factor", 1, MaxReplicationFactor)
 		if err != nil {
-			return s, err
+			return t, err
 		}
-		s.RF = int(rf)
+		t.ReplicationFactor = int(rf)
 	}
 	tags, err := parseTags(w.Statistics)
 	if err != nil {
-		return s, err
+		return t, err
 	}
-	s.Tags = tags
-	return s, nil
+	t.Tags = tags
+	return t, nil
 }
 
 // parseCallback accepts exactly one "http" callback. An internal body with
-// an empty callback is a tombstone (api.md).
-func parseCallback(cb rawValue, internal bool, s *Spec) error {
+// an empty callback is a tombstone (api.md), which leaves t.URI empty.
+func parseCallback(cb rawValue, internal bool, t *Timer) error {
 	if cb == nil {
 		if internal {
-			s.Tombstone = true
 			return nil
 		}
 		return badf("callback is missing")
@@ -341,16 +306,15 @@ func parseCallback(cb rawValue, internal bool, s *Spec) error {
 		}
 	}
 	if internal && http == nil && !others {
-		s.Tombstone = true
 		return nil
 	}
 	if http == nil || others {
 		return badf("callback must have exactly one mechanism, \"http\"")
 	}
-	return parseHTTP(http, s)
+	return parseHTTP(http, t)
 }
 
-func parseHTTP(v rawValue, s *Spec) error {
+func parseHTTP(v rawValue, t *Timer) error {
 	if !v.isObject() {
 		return typeErr("callback.http", "a JSON object", v)
 	}
@@ -376,9 +340,9 @@ func parseHTTP(v rawValue, s *Spec) error {
 	if err := checkURI(u); err != nil {
 		return err
 	}
-	s.URI = u
+	t.URI = u
 	if opaque != nil {
-		if s.Opaque, err = stringField(opaque, "callback.http.opaque"); err != nil {
+		if t.Opaque, err = stringField(opaque, "callback.http.opaque"); err != nil {
 			return err
 		}
 	}
@@ -482,16 +446,15 @@ func parseTag(v rawValue, i int) (Tag, error) {
 }
 
 // parseReplication validates the internal members. To add one, give it a
-// field in wireTiming or wireReliability, a case in that type's decode,
-// and a check here.
-func parseReplication(w *wireBody) (*Replication, error) {
-	rel, timing := &w.Reliability, &w.Timing
+// field in rawBody, a case in decodeTiming or decodeReliability, and a
+// check here.
+func parseReplication(w *rawBody) (*Replication, error) {
 	r := &Replication{}
 	var err error
-	if r.Replicas, err = stringList(rel.Replicas, "reliability.replicas"); err != nil {
+	if r.Replicas, err = stringList(w.Replicas, "reliability.replicas"); err != nil {
 		return nil, err
 	}
-	if r.Sites, err = stringList(rel.Sites, "reliability.sites"); err != nil {
+	if r.Sites, err = stringList(w.Sites, "reliability.sites"); err != nil {
 		return nil, err
 	}
 	// An empty replica list with sites is a timer forwarded from another
@@ -499,39 +462,41 @@ func parseReplication(w *wireBody) (*Replication, error) {
 	if len(r.Replicas) == 0 && len(r.Sites) == 0 || len(r.Replicas) > MaxReplicationFactor {
 		return nil, badf("reliability.replicas must list 1 to %d nodes", MaxReplicationFactor)
 	}
-	if timing.StartTimeDelta != nil {
-		if r.StartTimeDelta, err = intField(timing.StartTimeDelta, "timing.start-time-delta", -MaxTimingSeconds*1000, MaxTimingSeconds*1000); err != nil {
+	if w.StartTimeDelta != nil {
+		delta, err := intField(w.StartTimeDelta, "timing.start-time-delta", -MaxTimingSeconds*1000, MaxTimingSeconds*1000)
+		if err != nil {
 			return nil, err
 		}
+		r.StartTimeDelta = time.Duration(delta) * time.Millisecond
 	}
-	if timing.SequenceNumber != nil {
-		seq, err := intField(timing.SequenceNumber, "timing.sequence-number", 0, 1<<31-1)
+	if w.SequenceNumber != nil {
+		seq, err := intField(w.SequenceNumber, "timing.sequence-number", 0, 1<<31-1)
 		if err != nil {
 			return nil, err
 		}
 		r.Seq = uint32(seq)
 	}
-	if timing.Version != nil {
-		if r.Version, err = uintField(timing.Version, "timing.version"); err != nil {
+	if w.Version != nil {
+		if r.Version, err = uintField(w.Version, "timing.version"); err != nil {
 			return nil, err
 		}
 	}
-	if timing.Definition != nil {
-		def, err := intField(timing.Definition, "timing.definition", 0, 1<<32-1)
+	if w.Definition != nil {
+		def, err := intField(w.Definition, "timing.definition", 0, 1<<32-1)
 		if err != nil {
 			return nil, err
 		}
 		r.Definition = uint32(def)
 	}
-	if timing.Missed != nil {
-		missed, err := intField(timing.Missed, "timing.missed", 0, 1<<32-1)
+	if w.Missed != nil {
+		missed, err := intField(w.Missed, "timing.missed", 0, 1<<32-1)
 		if err != nil {
 			return nil, err
 		}
 		r.Missed = uint32(missed)
 	}
-	if rel.ClusterViewID != nil {
-		if r.ViewID, err = uintField(rel.ClusterViewID, "reliability.cluster-view-id"); err != nil {
+	if w.ClusterViewID != nil {
+		if r.ViewID, err = uintField(w.ClusterViewID, "reliability.cluster-view-id"); err != nil {
 			return nil, err
 		}
 	}
@@ -815,103 +780,84 @@ func valueEnd(b []byte, i int) int {
 // are extensions: the client write that defined the timer, as a decimal
 // string, and the definition's fingerprint.
 
-// EncodeSpec returns the client API body of a create or update (POST
-// /timers, PUT /timers/<id>) that ParseBody reads back as s. Interval and
-// RepeatFor are in milliseconds and travel as whole seconds; RF 0 leaves
-// the replication factor to the node.
-func EncodeSpec(s Spec) []byte {
-	b := make([]byte, 0, 128+len(s.URI)+len(s.Opaque))
+// Encode returns the client API body of a create or update (POST
+// /timers, PUT /timers/<id>) that Parse reads back as t. Interval and
+// RepeatFor travel as whole seconds, truncated (Validate refuses a
+// definition they would alter); ReplicationFactor 0 leaves the
+// replication factor to the node.
+func Encode(t Timer) []byte {
+	b := make([]byte, 0, 128+len(t.URI)+len(t.Opaque))
 	b = append(b, `{"timing":{"interval":`...)
-	b = strconv.AppendInt(b, s.Interval/1000, 10)
+	b = strconv.AppendInt(b, int64(t.Interval/time.Second), 10)
 	b = append(b, `,"repeat-for":`...)
-	b = strconv.AppendInt(b, s.RepeatFor/1000, 10)
+	b = strconv.AppendInt(b, int64(t.RepeatFor/time.Second), 10)
 	b = append(b, `},"callback":{"http":`...)
-	b = appendCallback(b, s.URI, s.Opaque)
+	b = appendCallback(b, t.URI, t.Opaque)
 	b = append(b, '}')
-	if s.RF > 0 {
+	if t.ReplicationFactor > 0 {
 		b = append(b, `,"reliability":{"replication-factor":`...)
-		b = strconv.AppendInt(b, int64(s.RF), 10)
+		b = strconv.AppendInt(b, int64(t.ReplicationFactor), 10)
 		b = append(b, '}')
 	}
-	b = appendStatistics(b, s.Tags)
+	b = appendStatistics(b, t.Tags)
 	return append(b, '}')
 }
 
-// EncodeReplication returns the internal PUT body for t as of now (ms).
-// A Moved record travels as the live definition it is, placed on other
-// nodes: a receiver among its replicas takes it live, any other keeps it
-// as Moved. Sent as a tombstone, it would delete the timer wherever it
-// met the same definition live (a 409 answer to a pop notice did;
-// TestScaleDownWorkedExample).
-func EncodeReplication(t *Timer, now int64) []byte {
-	size := 320 + len(t.cb)
-	if t.host != nil {
-		size += len(*t.host)
-	}
-	return AppendReplication(make([]byte, 0, size), t, now)
-}
-
-// AppendReplication appends EncodeReplication(t, now) to b, so that a
-// resync page writes each record in place.
-func AppendReplication(b []byte, t *Timer, now int64) []byte {
-	missed, _ := t.popMarks()
-	if t.State != Live {
-		missed = 0
-	}
-	var uri, opaque string
-	hasCallback := t.State != Tombstone
-	if hasCallback {
-		uri, opaque = t.CallbackURI(), t.Opaque()
-	}
+// AppendReplication appends to b the internal PUT body (api.md, "internal
+// API") of definition t with the replication state r, which Parse reads
+// back as t and r. A Timer with no URI travels as a tombstone: an empty
+// callback. Definition and Missed are omitted when 0, Sites when empty;
+// the replica list is always there (an empty one forwards the timer to
+// another site), and t's replication factor, when not 0, travels in
+// reliability after it.
+func AppendReplication(b []byte, t *Timer, r *Replication) []byte {
 	b = append(b, `{"timing":{"interval":`...)
-	b = strconv.AppendInt(b, t.Interval/1000, 10)
+	b = strconv.AppendInt(b, int64(t.Interval/time.Second), 10)
 	b = append(b, `,"repeat-for":`...)
-	b = strconv.AppendInt(b, t.RepeatFor/1000, 10)
+	b = strconv.AppendInt(b, int64(t.RepeatFor/time.Second), 10)
 	b = append(b, `,"start-time-delta":`...)
-	b = strconv.AppendInt(b, t.Start-now, 10)
+	b = strconv.AppendInt(b, r.StartTimeDelta.Milliseconds(), 10)
 	b = append(b, `,"sequence-number":`...)
-	b = strconv.AppendUint(b, uint64(t.Seq), 10)
+	b = strconv.AppendUint(b, uint64(r.Seq), 10)
 	b = append(b, `,"version":"`...)
-	b = strconv.AppendUint(b, t.Version, 10)
+	b = strconv.AppendUint(b, r.Version, 10)
 	b = append(b, '"')
-	if t.def != 0 {
+	if r.Definition != 0 {
 		b = append(b, `,"definition":`...)
-		b = strconv.AppendUint(b, uint64(t.def), 10)
+		b = strconv.AppendUint(b, uint64(r.Definition), 10)
 	}
-	if missed != 0 {
+	if r.Missed != 0 {
 		b = append(b, `,"missed":`...)
-		b = strconv.AppendUint(b, uint64(missed), 10)
+		b = strconv.AppendUint(b, uint64(r.Missed), 10)
 	}
 	b = append(b, `},"callback":{`...)
-	if hasCallback {
+	if t.URI != "" {
 		b = append(b, `"http":`...)
-		b = appendCallback(b, uri, opaque)
+		b = appendCallback(b, t.URI, t.Opaque)
 	}
 	b = append(b, `},"reliability":{"cluster-view-id":"`...)
-	b = strconv.AppendUint(b, t.ViewID, 10)
-	// An internal body always carries replicas, an empty list for a
-	// forward to another site.
+	b = strconv.AppendUint(b, r.ViewID, 10)
 	b = append(b, `","replicas":`...)
-	b = appendStrings(b, t.Placement.Replicas)
-	if len(t.Placement.Sites) > 0 {
+	b = AppendStrings(b, r.Replicas)
+	if len(r.Sites) > 0 {
 		b = append(b, `,"sites":`...)
-		b = appendStrings(b, t.Placement.Sites)
+		b = AppendStrings(b, r.Sites)
 	}
-	if t.RF != 0 {
+	if t.ReplicationFactor != 0 {
 		b = append(b, `,"replication-factor":`...)
-		b = strconv.AppendUint(b, uint64(t.RF), 10)
+		b = strconv.AppendInt(b, int64(t.ReplicationFactor), 10)
 	}
 	b = append(b, '}')
-	b = appendStatistics(b, t.Tags())
+	b = appendStatistics(b, t.Tags)
 	return append(b, '}')
 }
 
 // appendCallback appends the http member's object.
 func appendCallback(b []byte, uri, opaque string) []byte {
 	b = append(b, `{"uri":`...)
-	b = appendString(b, uri)
+	b = AppendString(b, uri)
 	b = append(b, `,"opaque":`...)
-	b = appendString(b, opaque)
+	b = AppendString(b, opaque)
 	return append(b, '}')
 }
 
@@ -926,7 +872,7 @@ func appendStatistics(b []byte, tags []Tag) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"type":`...)
-		b = appendString(b, tag.Type)
+		b = AppendString(b, tag.Type)
 		b = append(b, `,"count":`...)
 		b = strconv.AppendInt(b, int64(tag.Count), 10)
 		b = append(b, '}')
@@ -934,22 +880,23 @@ func appendStatistics(b []byte, tags []Tag) []byte {
 	return append(b, "]}"...)
 }
 
-// appendStrings appends a JSON array of strings.
-func appendStrings(b []byte, ss []string) []byte {
+// AppendStrings appends ss as a JSON array of strings, escaped as
+// AppendString escapes each.
+func AppendStrings(b []byte, ss []string) []byte {
 	b = append(b, '[')
 	for i, s := range ss {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, s)
+		b = AppendString(b, s)
 	}
 	return append(b, ']')
 }
 
-// appendString appends s as a JSON string, escaped as encoding/json
+// AppendString appends s as a JSON string, escaped as encoding/json
 // escapes it: quote, backslash and control characters, the HTML
 // characters <, > and &, U+2028 and U+2029; invalid UTF-8 becomes U+FFFD.
-func appendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
