@@ -148,10 +148,10 @@ func TestReplicationBodyRoundTrip(t *testing.T) {
 		}
 		spec, r, err := wire.Parse(EncodeReplication(in, 1500))
 		if err != nil {
-			t.Fatalf("ParseBody: %v", err)
+			t.Fatalf("wire.Parse: %v", err)
 		}
 		if r == nil {
-			t.Fatalf("ParseBody: no replication part")
+			t.Fatalf("wire.Parse: no replication part")
 		}
 		got := fmt.Sprintf("%d %d %v %d %d %d %d %v %v %v %d %v", spec.Interval.Milliseconds(), spec.RepeatFor.Milliseconds(), deletes(spec),
 			spec.ReplicationFactor, r.StartTimeDelta.Milliseconds(), r.Seq, r.Version, r.Replicas, r.Sites, spec.Tags, r.ViewID, spec.URI)

@@ -204,14 +204,10 @@ func (n *Node) oldReplicas(t *Timer) []string {
 	return t.Placement.Replicas
 }
 
-// appendEntry appends one page entry (see resyncEntry) to b: timer id, its
+// appendEntry appends one page entry (see wire.PageEntry) to b: timer id, its
 // old replicas, and t's replication body as of now.
 func appendEntry(b []byte, id uint64, old []string, t *Timer, now int64) []byte {
-	b = append(b, `{"TimerID":"`...)
-	b = append(b, wire.FormatID(id)...)
-	b = append(b, `","OldReplicas":`...)
-	b = wire.AppendStrings(b, old)
-	b = append(b, `,"Timer":`...)
+	b = wire.AppendPageEntryHead(b, id, old)
 	b = AppendReplication(b, t, now)
 	return append(b, '}')
 }

@@ -89,7 +89,7 @@ func manyMembers(n, dup int) string {
 	return strings.TrimSuffix(b.String(), ",") + "}"
 }
 
-// repeatedMember is the reference strictJSON is held to: the first member
+// repeatedMember is the reference CheckJSON is held to: the first member
 // name an object repeats, as encoding/json's tokenizer decodes names, and
 // whether b is valid JSON at all.
 func repeatedMember(b []byte) (dup string, found, valid bool) {
@@ -145,7 +145,7 @@ func repeatedMember(b []byte) (dup string, found, valid bool) {
 	}
 }
 
-// TestStrictJSONRefusesRepeatedMembers tabulates strictJSON against its
+// TestStrictJSONRefusesRepeatedMembers tabulates CheckJSON against its
 // reference: a member repeated in one object, at any depth, however
 // escaped, is refused naming it; the same name in two objects is not.
 func TestStrictJSONRefusesRepeatedMembers(t *testing.T) {
@@ -157,7 +157,7 @@ func TestStrictJSONRefusesRepeatedMembers(t *testing.T) {
 	}
 }
 
-// checkStrictJSON fails t unless strictJSON agrees with the reference on b.
+// checkStrictJSON fails t unless CheckJSON agrees with the reference on b.
 func checkStrictJSON(t *testing.T, b []byte) {
 	t.Helper()
 	dup, found, valid := repeatedMember(b)
