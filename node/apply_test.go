@@ -114,7 +114,7 @@ func TestEarlierStartIsAnsweredOnlyForTheSameDefinition(t *testing.T) {
 	if r := put(&deleted); r.Status != 200 {
 		t.Fatalf("delete: got %d (%s)", r.Status, r.Body)
 	}
-	update := *withCallback(&Timer{ID: held.ID, Version: deleted.Version, Start: h.node.nowMs(), Interval: 10_000, RepeatFor: 10_000,
+	update := *withCallback(&Timer{ID: held.ID, Version: deleted.Version, Start: h.node.nowMs(), Interval: 10 * time.Second, RepeatFor: 10 * time.Second,
 		Placement: held.Placement}, cb, "new")
 	update.def = definitionHash(update.Interval, update.RepeatFor, cb, "new")
 	if r := put(&update); r.Header.Get(HeaderStartDelta) != "" {

@@ -14,8 +14,8 @@ import (
 // tombstone.
 func definition(t *Timer) wire.Timer {
 	d := wire.Timer{
-		Interval:          time.Duration(t.Interval) * time.Millisecond,
-		RepeatFor:         time.Duration(t.RepeatFor) * time.Millisecond,
+		Interval:          t.Interval,
+		RepeatFor:         t.RepeatFor,
 		ReplicationFactor: int(t.RF),
 		Tags:              t.Tags(),
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/chronos-timer/chronos/wire"
@@ -137,7 +138,7 @@ func TestRouting(t *testing.T) {
 func TestReplicationBodyRoundTrip(t *testing.T) {
 	for _, tomb := range []bool{false, true} {
 		in := withCallback(&Timer{
-			ID: 7, Version: 1<<60 + 3, Start: 1000, Interval: 5000, RepeatFor: 20000,
+			ID: 7, Version: 1<<60 + 3, Start: 1000, Interval: 5 * time.Second, RepeatFor: 20 * time.Second,
 			Seq: 2, RF: 3,
 			Placement: &Placement{Replicas: []string{"a:1", "b:1", "c:1"}, Sites: []string{"s1", "s2"}},
 			ViewID:    1<<63 + 1,

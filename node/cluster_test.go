@@ -635,7 +635,7 @@ func TestTombstoneOutlivesStaleDefinition(t *testing.T) {
 	place := &Placement{Replicas: three}
 	const id = 1 << 30
 	start := node.nowMs()
-	live := *withCallback(&Timer{ID: id, Version: id, Start: start, Interval: 10_000, RepeatFor: 100_000, RF: 3, Placement: place}, cb, "x")
+	live := *withCallback(&Timer{ID: id, Version: id, Start: start, Interval: 10 * time.Second, RepeatFor: 100 * time.Second, RF: 3, Placement: place}, cb, "x")
 	if r := send(Timer{ID: id, Version: id + 1, Start: start, State: Tombstone, RF: 3, Placement: place}); r.Status != 200 {
 		t.Fatalf("tombstone: got %d (%s)", r.Status, r.Body)
 	}

@@ -2,11 +2,12 @@ package node
 
 import (
 	"fmt"
-	"github.com/chronos-timer/chronos/wire"
 	"log/slog"
 	"net/url"
 	"slices"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // Named limits and protocol constants of the node; the API's own are in

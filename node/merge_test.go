@@ -99,7 +99,7 @@ func TestMergeProperties(t *testing.T) {
 			if got.State == Live && held.State == Live && got.Start > held.Start {
 				t.Fatalf("start moved later, from %d to %d", held.Start, got.Start)
 			}
-			if ahead := (int64(held.Seq)+1)*held.Interval <= held.RepeatFor; ahead && held.State == Live && got.State != Live && in.State == Live && in.Seq == held.Seq &&
+			if ahead := time.Duration(held.Seq+1)*held.Interval <= held.RepeatFor; ahead && held.State == Live && got.State != Live && in.State == Live && in.Seq == held.Seq &&
 				slices.Contains(in.Placement.Replicas, env.self) {
 				t.Fatalf("a live record of the held version at its sequence number buried it with pops still to come")
 			}

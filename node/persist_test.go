@@ -123,6 +123,8 @@ func setSample(v reflect.Value, n *Node) bool {
 		v.SetUint(1<<40 + 3)
 	case int64:
 		v.SetInt(-(1<<35 + 5))
+	case time.Duration: // kept in whole milliseconds
+		v.SetInt(int64(-(1<<35 + 5) * time.Millisecond))
 	case uint32:
 		v.SetUint(1<<31 + 7)
 	case uint8, State:
@@ -138,7 +140,7 @@ func setSample(v reflect.Value, n *Node) bool {
 	case []wire.Tag:
 		v.Set(reflect.ValueOf([]wire.Tag{{Type: "a", Count: 2}, {Type: "b", Count: 1}}))
 	case Progress:
-		v.Set(reflect.ValueOf(Progress{Def: 9, Seq: 4, Start: 1e12, Interval: 1000, RepeatFor: 5000}))
+		v.Set(reflect.ValueOf(Progress{Def: 9, Seq: 4, Start: 1e12, Interval: time.Second, RepeatFor: 5 * time.Second}))
 	case *Timer:
 		info := &Timer{ID: 77, Version: 5, Seq: 2, Placement: n.placement([]string{"a:1"}, nil)}
 		info.Extra = &TimerExtra{Tags: []wire.Tag{{Type: "x", Count: 1}}}
@@ -231,7 +233,7 @@ func TestAnswerWaitsForDurability(t *testing.T) {
 // or of a later version, stops the restore with an error naming it.
 func TestRestoreRefusesBadRecords(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Storage = newMemStorage() })
-	good := AppendRecord(nil, &Timer{ID: 1, Version: 1, Interval: 1000, RepeatFor: 1000, Placement: h.node.placement([]string{"a:1"}, nil)})
+	good := AppendRecord(nil, &Timer{ID: 1, Version: 1, Interval: time.Second, RepeatFor: time.Second, Placement: h.node.placement([]string{"a:1"}, nil)})
 	for _, rec := range [][]byte{{}, {0}, {recordVersion + 1}, good[:len(good)-1], append(slices.Clone(good), 0)} {
 		if err := h.node.Restore(1, rec); err == nil {
 			t.Errorf("Restore(% x) = nil, want an error", rec)

@@ -6,13 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/chronos-timer/chronos/wire"
 	"log/slog"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // Active rebalancing (the original resynchronization design; docs/design.md
@@ -215,7 +216,7 @@ func appendEntry(b []byte, id uint64, old []string, t *Timer, now int64) []byte 
 // popsPast reports whether every pop of t's definition is past at every
 // rank: a replica that took it now could only make them again, late.
 func (n *Node) popsPast(t *Timer, now int64) bool {
-	return t.Start+t.RepeatFor+n.maxSkew(t).Milliseconds() < now
+	return t.Start+(t.RepeatFor+n.maxSkew(t)).Milliseconds() < now
 }
 
 // replicationFactor is the number of replicas t is placed on: the one its

@@ -2,9 +2,11 @@ package node
 
 import (
 	"encoding/binary"
-	"github.com/chronos-timer/chronos/wire"
 	"math/bits"
 	"strings"
+	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 
 	"github.com/twmb/murmur3"
 )
@@ -61,11 +63,11 @@ type Timer struct {
 	// Start is when the definition took effect; pop k (1-based) is due at
 	// Start + k*Interval, and a zero-interval timer pops once at Start.
 	Start int64
-	// Interval and RepeatFor are the timing of api.md in milliseconds.
-	// RepeatFor is already defaulted: a timer without one has RepeatFor ==
-	// Interval.
-	Interval  int64
-	RepeatFor int64
+	// Interval and RepeatFor are the timing of api.md, whole seconds.
+	// RepeatFor is stated (package wire's convention): a timer without
+	// one has RepeatFor == Interval.
+	Interval  time.Duration
+	RepeatFor time.Duration
 	// Seq is how many pops of this definition have happened (the internal
 	// API's sequence-number). The next callback carries X-Sequence-Number
 	// Seq+1.
@@ -206,10 +208,10 @@ func (h hostTable) intern(host string) *string {
 // callback, each part hashed with the previous part's hash as seed (which
 // keeps it free of allocations). It is never 0, so that 0 can mean
 // "unknown".
-func definitionHash(interval, repeatFor int64, uri, opaque string) uint32 {
-	var timing [16]byte
-	binary.LittleEndian.PutUint64(timing[:8], uint64(interval))
-	binary.LittleEndian.PutUint64(timing[8:], uint64(repeatFor))
+func definitionHash(interval, repeatFor time.Duration, uri, opaque string) uint32 {
+	var timing [16]byte // in milliseconds, as the fingerprints on the wire and on disk were made
+	binary.LittleEndian.PutUint64(timing[:8], uint64(interval.Milliseconds()))
+	binary.LittleEndian.PutUint64(timing[8:], uint64(repeatFor.Milliseconds()))
 	h := murmur3.SeedSum32(0x6465666e, timing[:]) // "defn"
 	h = murmur3.SeedStringSum32(h, uri)
 	h = murmur3.SeedStringSum32(h, opaque)
@@ -321,7 +323,7 @@ func (t *Timer) dueAt(p uint32) int64 {
 	if t.Interval == 0 {
 		return t.Start
 	}
-	return t.Start + int64(p)*t.Interval
+	return t.Start + int64(p)*t.Interval.Milliseconds()
 }
 
 // Progress is how far one definition of a timer popped: its fingerprint,
@@ -330,7 +332,7 @@ type Progress struct {
 	Def                 uint32
 	Seq                 uint32
 	Start               int64
-	Interval, RepeatFor int64
+	Interval, RepeatFor time.Duration
 }
 
 // Placement is an ordered replica list (primary first, then backups) plus
@@ -375,7 +377,7 @@ func (t *Timer) nextPop() (uint32, bool) {
 	if t.Interval == 0 {
 		return 1, t.Seq == 0
 	}
-	if (int64(t.Seq)+1)*t.Interval > t.RepeatFor {
+	if int64(t.Seq)+1 > int64(t.RepeatFor/t.Interval) { // (Seq+1)*Interval > RepeatFor, which cannot overflow
 		return 0, false
 	}
 	return t.Seq + 1, true
@@ -383,7 +385,7 @@ func (t *Timer) nextPop() (uint32, bool) {
 
 // lastDue is the latest due time of t or of any definition it replaced.
 func (t *Timer) lastDue() int64 {
-	end := t.Start + t.RepeatFor
+	end := t.Start + t.RepeatFor.Milliseconds()
 	if t.Extra != nil {
 		end = max(end, t.Extra.Buried)
 	}
@@ -420,7 +422,7 @@ func (t *Timer) bury(end int64) {
 func newTimer(id, version uint64, spec wire.Timer, start int64, seq uint32, p *Placement, view uint64, hosts hostTable) *Timer {
 	t := &Timer{
 		ID: id, Version: version, Start: start,
-		Interval: spec.Interval.Milliseconds(), RepeatFor: spec.RepeatFor.Milliseconds(),
+		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
 		Seq: seq, RF: uint8(spec.ReplicationFactor),
 		Placement: p, ViewID: view,
 	}
