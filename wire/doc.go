@@ -25,10 +25,14 @@
 // The files:
 //
 //   - timer.go: Timer, Tag and Replication, and the client-side Validate.
-//   - codec.go: Parse and the strict JSON walker under it; Encode and
-//     AppendReplication, which append bodies by hand.
+//   - parse.go: Parse and ParseValid, which validate a body member by
+//     member, and the bad-request errors they give.
+//   - json.go: the walker Parse reads validated bodies with, strings
+//     decoded byte for byte.
 //   - valid.go: CheckJSON, the one-pass syntax and repeated-member check
 //     every body passes first.
+//   - encode.go: Encode and AppendReplication, which append bodies by
+//     hand, byte for byte what encoding/json wrote.
 //   - page.go: the resync page (GET /timers) between nodes.
 //   - id.go: timer IDs and unique IDs as hex.
 //   - api.go: the named limits and the client API's headers.

@@ -33,7 +33,7 @@ func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
 }
 
 // FuzzValidJSON holds validJSON to encoding/json.Valid on any input: the
-// walker of codec.go reads only bodies this accepted, so one it accepts
+// walker of json.go reads only bodies this accepted, so one it accepts
 // and encoding/json refuses would reach the walker malformed.
 func FuzzValidJSON(f *testing.F) {
 	for _, c := range validJSONCases {
