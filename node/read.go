@@ -29,21 +29,10 @@ const readQuery = "replica=true"
 // which the replication body cannot tell from a tombstone.
 const headerMoved = "X-Chronos-Moved"
 
-// Replica states a read reports.
-const (
-	readLive      = "live"
-	readTombstone = "tombstone"
-	// readMoved is a Moved record: the timer left this node in a scale
-	// and lives on others. It does not count as a delete.
-	readMoved       = "moved"
-	readAbsent      = "absent"
-	readUnreachable = "unreachable"
-)
-
 // replicaCopy is what one node answered to a read.
 type replicaCopy struct {
 	node  string
-	state string
+	state wire.ReplicaState
 	t     *Timer // nil unless live or tombstone
 }
 
@@ -144,13 +133,13 @@ func (n *Node) askCopies(id uint64, wid string, nodes []string, done func([]repl
 func localCopy(self string, t *Timer) replicaCopy {
 	switch {
 	case t == nil:
-		return replicaCopy{node: self, state: readAbsent}
+		return replicaCopy{node: self, state: wire.StateAbsent}
 	case t.State == Live:
-		return replicaCopy{node: self, state: readLive, t: t}
+		return replicaCopy{node: self, state: wire.StateLive, t: t}
 	case t.State == Moved:
-		return replicaCopy{node: self, state: readMoved, t: t}
+		return replicaCopy{node: self, state: wire.StateMoved, t: t}
 	default:
-		return replicaCopy{node: self, state: readTombstone, t: t}
+		return replicaCopy{node: self, state: wire.StateTombstone, t: t}
 	}
 }
 
@@ -158,24 +147,24 @@ func localCopy(self string, t *Timer) replicaCopy {
 func (n *Node) peerCopy(id uint64, peer string, resp Response, err error) replicaCopy {
 	switch {
 	case err == nil && resp.Status == 404:
-		return replicaCopy{node: peer, state: readAbsent}
+		return replicaCopy{node: peer, state: wire.StateAbsent}
 	case err != nil || resp.Status != 200:
-		return replicaCopy{node: peer, state: readUnreachable}
+		return replicaCopy{node: peer, state: wire.StateUnreachable}
 	}
 	spec, r, perr := wire.Parse(resp.Body)
 	if perr != nil || r == nil {
-		return replicaCopy{node: peer, state: readUnreachable}
+		return replicaCopy{node: peer, state: wire.StateUnreachable}
 	}
 	// The record is rebuilt on this node's clock, as a replica would
 	// take it; it is not kept.
 	t := newTimer(id, r.Version, spec, n.startOf(r), r.Seq, &Placement{Replicas: r.Replicas, Sites: r.Sites}, r.ViewID, nil)
 	switch {
 	case resp.Header.Get(headerMoved) != "":
-		return replicaCopy{node: peer, state: readMoved, t: t}
+		return replicaCopy{node: peer, state: wire.StateMoved, t: t}
 	case t.State == Live:
-		return replicaCopy{node: peer, state: readLive, t: t}
+		return replicaCopy{node: peer, state: wire.StateLive, t: t}
 	}
-	return replicaCopy{node: peer, state: readTombstone, t: t}
+	return replicaCopy{node: peer, state: wire.StateTombstone, t: t}
 }
 
 // readAnswer is the client's answer: 200 with the most advanced live
@@ -212,7 +201,7 @@ func (n *Node) readAnswer(wid string, copies []replicaCopy) Response {
 			b = append(b, `,"version":"`...)
 			b = strconv.AppendUint(b, c.t.Version, 10)
 			b = append(b, '"')
-			if c.state == readLive {
+			if c.state == wire.StateLive {
 				b = appendProgress(b, c.t)
 			}
 		}
@@ -226,8 +215,8 @@ func (n *Node) readAnswer(wid string, copies []replicaCopy) Response {
 // aside (the timer lives elsewhere), and whether any node answered.
 func newestCopy(copies []replicaCopy) (newest *Timer, answered bool) {
 	for _, c := range copies {
-		answered = answered || c.state != readUnreachable
-		if c.t != nil && c.state != readMoved && Supersedes(newest, c.t) {
+		answered = answered || c.state != wire.StateUnreachable
+		if c.t != nil && c.state != wire.StateMoved && Supersedes(newest, c.t) {
 			newest = c.t
 		}
 	}

@@ -77,10 +77,10 @@ type repairDigestBody struct {
 
 // repairEntry is one record a peer lists in answer to a digest.
 type repairEntry struct {
-	ID      string `json:"id"`
-	Version string `json:"version"`
-	State   string `json:"state"`
-	Seq     uint32 `json:"seq"`
+	ID      string            `json:"id"`
+	Version string            `json:"version"`
+	State   wire.ReplicaState `json:"state"` // live or tombstone, in a read's words
+	Seq     uint32            `json:"seq"`
 }
 
 // repairAnswer lists, in ID order, the records of the buckets whose
@@ -268,7 +268,7 @@ func (n *Node) repairAnswered(peer string, after uint64, ans repairAnswer) (thro
 		if err != nil || verr != nil {
 			continue
 		}
-		theirs[id] = repairSummary{version: v, live: e.State == readLive, seq: e.Seq}
+		theirs[id] = repairSummary{version: v, live: e.State == wire.StateLive, seq: e.Seq}
 	}
 	buckets := map[int]bool{}
 	for _, b := range ans.Buckets {
@@ -480,9 +480,9 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 		ans.Through = wire.FormatID(listed[len(listed)-1].ID)
 	}
 	for _, t := range listed {
-		state := readTombstone
+		state := wire.StateTombstone
 		if t.State == Live {
-			state = readLive
+			state = wire.StateLive
 		}
 		ans.Entries = append(ans.Entries, repairEntry{ID: wire.FormatID(t.ID),
 			Version: strconv.FormatUint(t.Version, 10), State: state, Seq: t.Seq})

@@ -215,7 +215,7 @@ func (n *Node) learnRF(id, bloom uint64, wid string, spec wire.Timer, reply func
 	}
 	n.askCopies(id, wid, nodes, func(copies []replicaCopy) {
 		newest, _ := newestCopy(copies)
-		everyone := !slices.ContainsFunc(copies, func(c replicaCopy) bool { return c.state == readUnreachable })
+		everyone := !slices.ContainsFunc(copies, func(c replicaCopy) bool { return c.state == wire.StateUnreachable })
 		switch {
 		case newest != nil && newest.State == Live:
 			n.hit(probeLearnRFCopy)
