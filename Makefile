@@ -84,7 +84,7 @@ cluster:
 	./chronos cluster $(ARGS)
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./node ./server ./sim
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./wire ./node ./server ./sim
 
 # load starts a local cluster of real processes and measures it under a
 # burst of timers due within one window (cmd/chronos-load, which paces the
@@ -95,7 +95,7 @@ load:
 	$(GO) run ./cmd/chronos-load $(LOADARGS)
 
 fuzz:
-	@for p in ./node ./server ./server/config ./client ./internal/localcluster ./storage ./nemesis; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+	@for p in ./wire ./node ./server ./server/config ./client ./internal/localcluster ./storage ./nemesis; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$p || exit 1; done; done
 
 # verify: formatting, vet, module tidiness (the tools module's too),

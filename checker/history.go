@@ -1,6 +1,10 @@
 package checker
 
-import "time"
+import (
+	"time"
+
+	"github.com/chronos-timer/chronos/wire"
+)
 
 // Kind is the kind of a client operation.
 type Kind int
@@ -48,25 +52,28 @@ func (o Outcome) String() string {
 	return "invalid"
 }
 
-// Spec is a timer definition as the client sent it.
+// Spec is a timer definition as the client sent it, in the history's
+// own terms: the fields the checks judge by, without the statistics tags,
+// kept apart from wire.Timer so that a history file stays plain JSON.
+// RepeatFor is stated, as package wire's convention has it: equal to
+// Interval for one pop, never the API's shorthand 0 (SpecOf).
 type Spec struct {
 	Interval          time.Duration
-	RepeatFor         time.Duration // 0 when the client gave none
+	RepeatFor         time.Duration
 	URI               string
 	Opaque            string // unique per create/update in simulated workloads
 	ReplicationFactor int
 }
 
+// SpecOf is the history's record of a definition a client sends.
+func SpecOf(t wire.Timer) Spec {
+	t = t.Stated()
+	return Spec{Interval: t.Interval, RepeatFor: t.RepeatFor, URI: t.URI, Opaque: t.Opaque, ReplicationFactor: t.ReplicationFactor}
+}
+
 // Pops returns how many pops the definition asks for.
 func (s Spec) Pops() int {
-	if s.Interval == 0 {
-		return 1
-	}
-	r := s.RepeatFor
-	if r == 0 {
-		r = s.Interval
-	}
-	return int(r / s.Interval)
+	return wire.Timer{Interval: s.Interval, RepeatFor: s.RepeatFor}.Pops()
 }
 
 // Op is one client operation. Times are true simulated time since the start

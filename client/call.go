@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // answer is a node's successful answer.
@@ -88,7 +88,7 @@ func retried(status int) bool {
 
 // attempt sends the request to one node. A transport failure comes back as
 // the transport's error, a non-2xx answer as a *StatusError. A write
-// carries the attempt's deadline (node.HeaderDeadline).
+// carries the attempt's deadline (wire.HeaderDeadline).
 func (c *Client) attempt(ctx context.Context, n endpoint, method, path string, body []byte) (*answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
@@ -106,7 +106,7 @@ func (c *Client) attempt(ctx context.Context, n endpoint, method, path string, b
 	if deadline, ok := ctx.Deadline(); ok && method != http.MethodGet {
 		// A node that gets the write after the attempt gave up on it
 		// refuses it, so it cannot take effect behind a retry's back.
-		req.Header.Set(node.HeaderDeadline, strconv.FormatInt(deadline.UnixMilli(), 10))
+		req.Header.Set(wire.HeaderDeadline, strconv.FormatInt(deadline.UnixMilli(), 10))
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // fakeNodes is a transport that hands each request to the answer function
@@ -388,7 +388,7 @@ func TestWritesCarryTheAttemptDeadline(t *testing.T) {
 		record := func(next func(*http.Request) (*http.Response, error)) func(*http.Request) (*http.Response, error) {
 			return func(r *http.Request) (*http.Response, error) {
 				mu.Lock()
-				deadlines[r.Method+" "+r.URL.Host] = r.Header.Get(node.HeaderDeadline)
+				deadlines[r.Method+" "+r.URL.Host] = r.Header.Get(wire.HeaderDeadline)
 				arrived[r.Method+" "+r.URL.Host] = time.Now()
 				mu.Unlock()
 				return next(r)
@@ -415,11 +415,11 @@ func TestWritesCarryTheAttemptDeadline(t *testing.T) {
 		for _, k := range []string{"PUT a:1", "PUT b:1"} {
 			ms, err := strconv.ParseInt(deadlines[k], 10, 64)
 			if d := time.UnixMilli(ms).Sub(arrived[k]); err != nil || d < 4*time.Second || d > 5*time.Second {
-				t.Errorf("%s: %s %q, want the attempt's end, 5 s on", k, node.HeaderDeadline, deadlines[k])
+				t.Errorf("%s: %s %q, want the attempt's end, 5 s on", k, wire.HeaderDeadline, deadlines[k])
 			}
 		}
 		if d, ok := deadlines["GET b:1"]; !ok || d != "" {
-			t.Errorf("GET: %s %q (sent %v), want none", node.HeaderDeadline, d, ok)
+			t.Errorf("GET: %s %q (sent %v), want none", wire.HeaderDeadline, d, ok)
 		}
 	})
 }

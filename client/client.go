@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // Defaults of Config.
@@ -231,7 +231,7 @@ func parseEndpoint(s, scheme string) (endpoint, error) {
 	}
 	host := u.Host
 	if u.Port() == "" {
-		host = net.JoinHostPort(u.Hostname(), strconv.Itoa(node.DefaultPort))
+		host = net.JoinHostPort(u.Hostname(), strconv.Itoa(wire.DefaultPort))
 	} else if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
 		return bad("the port is not 1 to 65535")
 	}
@@ -256,7 +256,7 @@ func (c *Client) Nodes() []string {
 // node refused (400) returns no ID.
 //
 // A timer without a replication factor is written with the default's
-// (node.DefaultReplicationFactor), as a POST would create it. The ID is
+// (wire.DefaultReplicationFactor), as a POST would create it. The ID is
 // new, so no node holds a copy whose factor the write must keep; a PUT
 // without a factor would make the node ask the ID's possible replicas
 // first, one round trip more, and refuse the create (503) while one of
@@ -266,7 +266,7 @@ func (c *Client) Create(ctx context.Context, t Timer) (ID, error) {
 		return "", err
 	}
 	if t.ReplicationFactor == 0 {
-		t.ReplicationFactor = node.DefaultReplicationFactor
+		t.ReplicationFactor = wire.DefaultReplicationFactor
 	}
 	id, err := newID()
 	if err != nil {
@@ -300,7 +300,11 @@ func (c *Client) Update(ctx context.Context, id ID, t Timer) (ID, error) {
 
 func (c *Client) put(ctx context.Context, id ID, t Timer) (ID, error) {
 	path := "/timers/" + string(id)
-	a, err := c.call(ctx, nil, http.MethodPut, path, node.EncodeSpec(t.spec()))
+	body, err := t.MarshalJSON() // validates: a definition is sent as the API has it
+	if err != nil {
+		return "", err
+	}
+	a, err := c.call(ctx, nil, http.MethodPut, path, body)
 	if err != nil {
 		return "", err
 	}

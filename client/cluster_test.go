@@ -16,6 +16,7 @@ import (
 
 	"github.com/chronos-timer/chronos/client"
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // sink is the application behind a Handler in the cluster tests: it keeps
@@ -292,7 +293,7 @@ func TestClusterDuplicatePopDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unique, bloom, err := node.ParseWireID(string(id))
+	unique, bloom, err := wire.ParseWireID(string(id))
 	if err != nil {
 		t.Fatal(err)
 	}

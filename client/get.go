@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // TimerInfo is what GET /timers/<id> answers (docs/api.md, reading a
@@ -34,23 +36,17 @@ type ReplicaInfo struct {
 	NextPop        time.Time    `json:"next-pop,omitzero"`
 }
 
-// ReplicaState is what a replica holds of a timer.
-type ReplicaState string
+// ReplicaState is what a replica holds of a timer: the API's own type,
+// which the node writes.
+type ReplicaState = wire.ReplicaState
 
 // The states a replica reports. A client passes on any other as it came.
 const (
-	// StateLive: the replica holds the timer and pops it.
-	StateLive ReplicaState = "live"
-	// StateTombstone: the replica holds the timer's tombstone (deleted,
-	// or finished).
-	StateTombstone ReplicaState = "tombstone"
-	// StateMoved: the timer left the node in a scale and lives on others.
-	StateMoved ReplicaState = "moved"
-	// StateAbsent: the replica holds nothing of the timer.
-	StateAbsent ReplicaState = "absent"
-	// StateUnreachable: the replica did not answer the node asked in
-	// time.
-	StateUnreachable ReplicaState = "unreachable"
+	StateLive        = wire.StateLive
+	StateTombstone   = wire.StateTombstone
+	StateMoved       = wire.StateMoved
+	StateAbsent      = wire.StateAbsent
+	StateUnreachable = wire.StateUnreachable
 )
 
 // decodeInfo reads the JSON body of GET /timers/<id>.

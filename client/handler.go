@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // Defaults of HandlerConfig.
@@ -29,7 +29,7 @@ const (
 	DefaultMaxPops = 1 << 16
 	// DefaultMaxOpaqueBytes is the largest pop body a handler reads: a
 	// node takes no timer body over 1 MiB, so no opaque data is larger.
-	DefaultMaxOpaqueBytes = node.MaxBodyBytes
+	DefaultMaxOpaqueBytes = wire.MaxBodyBytes
 )
 
 // HandlerConfig tunes a Handler.
@@ -148,7 +148,7 @@ func (h *Handler) Stats() HandlerStats {
 // pops is taken for a duplicate: call it after updating a timer without
 // changing its opaque data.
 func (h *Handler) Forget(id ID) {
-	u, err := node.ParseID(id.Unique())
+	u, err := wire.ParseID(id.Unique())
 	if err != nil {
 		return
 	}
@@ -250,7 +250,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) (Pop, int, string
 	if r.ContentLength > h.cfg.MaxOpaqueBytes {
 		return Pop{}, http.StatusRequestEntityTooLarge, tooBig
 	}
-	for _, name := range []string{node.HeaderTimerID, node.HeaderSequenceNumber} {
+	for _, name := range []string{wire.HeaderTimerID, wire.HeaderSequenceNumber} {
 		if len(r.Header.Values(name)) > 1 {
 			return Pop{}, http.StatusBadRequest, name + " is repeated"
 		}
@@ -263,7 +263,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) (Pop, int, string
 		}
 		return Pop{}, http.StatusBadRequest, "cannot read the pop body"
 	}
-	p, err := parsePop(r.Header.Get(node.HeaderTimerID), r.Header.Get(node.HeaderSequenceNumber), body)
+	p, err := parsePop(r.Header.Get(wire.HeaderTimerID), r.Header.Get(wire.HeaderSequenceNumber), body)
 	if err != nil {
 		return Pop{}, http.StatusBadRequest, err.Error()
 	}
@@ -277,17 +277,17 @@ const maxQuoted = 40
 // headers and its body.
 func parsePop(timer, seq string, body []byte) (Pop, error) {
 	if timer == "" {
-		return Pop{}, errors.New(node.HeaderTimerID + " is missing: a pop names its timer, so that its duplicates can be told")
+		return Pop{}, errors.New(wire.HeaderTimerID + " is missing: a pop names its timer, so that its duplicates can be told")
 	}
-	if _, err := node.ParseID(timer); err != nil {
-		return Pop{}, fmt.Errorf("%s %s is not 16 hex digits", node.HeaderTimerID, quote(timer))
+	if _, err := wire.ParseID(timer); err != nil {
+		return Pop{}, fmt.Errorf("%s %s is not 16 hex digits", wire.HeaderTimerID, quote(timer))
 	}
 	if seq == "" {
-		return Pop{}, errors.New(node.HeaderSequenceNumber + " is missing")
+		return Pop{}, errors.New(wire.HeaderSequenceNumber + " is missing")
 	}
 	n, err := strconv.ParseUint(seq, 10, 64)
 	if err != nil || n == 0 {
-		return Pop{}, fmt.Errorf("%s %s is not a decimal number from 1", node.HeaderSequenceNumber, quote(seq))
+		return Pop{}, fmt.Errorf("%s %s is not a decimal number from 1", wire.HeaderSequenceNumber, quote(seq))
 	}
 	return Pop{Timer: strings.ToLower(timer), Seq: n, Opaque: body}, nil
 }
@@ -303,7 +303,7 @@ func quote(s string) string {
 // plain-text body, as a node does.
 func refuse(w http.ResponseWriter, status int, reason string) {
 	reason = strings.ToValidUTF8(reason, "?")
-	w.Header().Set(node.HeaderReason, headerSafe(reason))
+	w.Header().Set(wire.HeaderReason, headerSafe(reason))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, reason)

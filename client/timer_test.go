@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // TestTimerEncoding proves that a Timer encodes to the API's JSON
@@ -38,11 +38,11 @@ func TestTimerEncoding(t *testing.T) {
 			if string(b) != tt.json {
 				t.Errorf("json = %s, want %s", b, tt.json)
 			}
-			spec, repl, err := node.ParseBody(b)
+			spec, repl, err := wire.Parse(b)
 			if err != nil || repl != nil {
-				t.Fatalf("node.ParseBody = %v, %v, want a client definition", repl, err)
+				t.Fatalf("wire.Parse = %v, %v, want a client definition", repl, err)
 			}
-			if spec.URI != tt.timer.URI || spec.Opaque != tt.timer.Opaque || spec.RF != tt.timer.ReplicationFactor {
+			if spec.URI != tt.timer.URI || spec.Opaque != tt.timer.Opaque || spec.ReplicationFactor != tt.timer.ReplicationFactor {
 				t.Errorf("node reads %+v, want the callback and rf of %+v", spec, tt.timer)
 			}
 			var back Timer
@@ -85,7 +85,7 @@ func TestTimerValidate(t *testing.T) {
 		{"rf negative", func(t *Timer) { t.ReplicationFactor = -1 }, "replication factor -1"},
 		{"tag without type", func(t *Timer) { t.Tags = []Tag{{Count: 1}} }, "tag 0: the type is empty"},
 		{"tag count negative", func(t *Timer) { t.Tags = []Tag{{Type: "A", Count: -1}} }, "tag 0 (A): count -1"},
-		{"too many tags", func(t *Timer) { t.Tags = make([]Tag, node.MaxTags+1) }, "more than 32"},
+		{"too many tags", func(t *Timer) { t.Tags = make([]Tag, wire.MaxTags+1) }, "more than 32"},
 	}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("valid timer: %v", err)
@@ -115,7 +115,7 @@ func TestChosenIDs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		unique, bloom, err := node.ParseWireID(string(id))
+		unique, bloom, err := wire.ParseWireID(string(id))
 		if err != nil || unique>>63 != 1 || bloom != 0 {
 			t.Fatalf("newID = %s: unique %016x bloom %016x err %v, want the top bit set and bloom 0", id, unique, bloom, err)
 		}
@@ -123,8 +123,8 @@ func TestChosenIDs(t *testing.T) {
 			t.Fatalf("newID repeated %s", id)
 		}
 		seen[id] = true
-		if id.Unique() != node.FormatID(unique) {
-			t.Errorf("Unique = %s, want %s", id.Unique(), node.FormatID(unique))
+		if id.Unique() != wire.FormatID(unique) {
+			t.Errorf("Unique = %s, want %s", id.Unique(), wire.FormatID(unique))
 		}
 	}
 }

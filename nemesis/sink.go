@@ -9,11 +9,11 @@ import (
 	"strconv"
 
 	"github.com/chronos-timer/chronos/checker"
-	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // maxPopBytes bounds a pop body the sink reads: no timer body is larger.
-const maxPopBytes = node.MaxBodyBytes
+const maxPopBytes = wire.MaxBodyBytes
 
 // sink is the callback endpoint: it records every delivery, copies
 // included, with the node that sent it (told by its source address:
@@ -34,7 +34,7 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := parsePop(r.Method, r.Header, body)
 	if err != nil {
-		w.Header().Set(node.HeaderReason, err.Error())
+		w.Header().Set(wire.HeaderReason, err.Error())
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -54,18 +54,18 @@ func parsePop(method string, h http.Header, body []byte) (checker.Pop, error) {
 	if method != http.MethodPost {
 		return checker.Pop{}, fmt.Errorf("method %s: a pop is a POST", method)
 	}
-	timers, seqs := h.Values(node.HeaderTimerID), h.Values(node.HeaderSequenceNumber)
+	timers, seqs := h.Values(wire.HeaderTimerID), h.Values(wire.HeaderSequenceNumber)
 	if len(timers) != 1 || len(seqs) != 1 {
 		return checker.Pop{}, fmt.Errorf("a pop carries one %s and one %s, got %d and %d",
-			node.HeaderTimerID, node.HeaderSequenceNumber, len(timers), len(seqs))
+			wire.HeaderTimerID, wire.HeaderSequenceNumber, len(timers), len(seqs))
 	}
-	timer, err := node.ParseID(timers[0])
+	timer, err := wire.ParseID(timers[0])
 	if err != nil {
-		return checker.Pop{}, fmt.Errorf("%s %.40q: %w", node.HeaderTimerID, timers[0], err)
+		return checker.Pop{}, fmt.Errorf("%s %.40q: %w", wire.HeaderTimerID, timers[0], err)
 	}
 	seq, err := strconv.Atoi(seqs[0])
 	if err != nil || seq < 1 {
-		return checker.Pop{}, errors.New(node.HeaderSequenceNumber + " is not a number from 1")
+		return checker.Pop{}, errors.New(wire.HeaderSequenceNumber + " is not a number from 1")
 	}
 	return checker.Pop{Timer: timer, Seq: seq, Opaque: string(body)}, nil
 }

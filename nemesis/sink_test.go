@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // TestSinkRecordsEveryCopy proves the sink records each delivery, a
@@ -19,10 +19,10 @@ func TestSinkRecordsEveryCopy(t *testing.T) {
 		r := httptest.NewRequest(method, "http://198.18.0.200:9999/cb", strings.NewReader("hello"))
 		r.RemoteAddr = "198.18.0.1:40000"
 		if timer != "" {
-			r.Header.Set(node.HeaderTimerID, timer)
+			r.Header.Set(wire.HeaderTimerID, timer)
 		}
 		if seq != "" {
-			r.Header.Set(node.HeaderSequenceNumber, seq)
+			r.Header.Set(wire.HeaderSequenceNumber, seq)
 		}
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, r)
@@ -35,8 +35,8 @@ func TestSinkRecordsEveryCopy(t *testing.T) {
 	}
 	for _, bad := range [][3]string{{http.MethodGet, "0cac6485941d7000", "1"}, {http.MethodPost, "xyz", "1"},
 		{http.MethodPost, "0cac6485941d7000", "0"}, {http.MethodPost, "", "1"}} {
-		if w := send(bad[0], bad[1], bad[2]); w.Code != http.StatusBadRequest || w.Header().Get(node.HeaderReason) == "" {
-			t.Errorf("%v: got %d with reason %q, want 400 with a reason", bad, w.Code, w.Header().Get(node.HeaderReason))
+		if w := send(bad[0], bad[1], bad[2]); w.Code != http.StatusBadRequest || w.Header().Get(wire.HeaderReason) == "" {
+			t.Errorf("%v: got %d with reason %q, want 400 with a reason", bad, w.Code, w.Header().Get(wire.HeaderReason))
 		}
 	}
 	pops := rec.record(0, DefaultConfig().Bounds).History.Pops
@@ -57,8 +57,8 @@ func FuzzParsePop(f *testing.F) {
 	f.Add("GET", "", "-1", []byte("\xff"))
 	f.Fuzz(func(t *testing.T, method, timer, seq string, body []byte) {
 		h := http.Header{}
-		h.Set(node.HeaderTimerID, timer)
-		h.Set(node.HeaderSequenceNumber, seq)
+		h.Set(wire.HeaderTimerID, timer)
+		h.Set(wire.HeaderSequenceNumber, seq)
 		p, err := parsePop(method, h, body)
 		if err != nil {
 			return

@@ -12,7 +12,7 @@ import (
 
 	"github.com/chronos-timer/chronos/checker"
 	"github.com/chronos-timer/chronos/client"
-	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // opTimeout bounds one client call, its retries included.
@@ -144,10 +144,6 @@ func (w *worker) client() *client.Client {
 	return c
 }
 
-func specOf(t client.Timer) checker.Spec {
-	return checker.Spec{Interval: t.Interval, RepeatFor: t.RepeatFor, URI: t.URI, Opaque: t.Opaque, ReplicationFactor: t.ReplicationFactor}
-}
-
 // until is roughly when a definition written now pops for the last time.
 func (w *worker) until(t client.Timer) time.Duration {
 	return w.rec.now() + max(t.RepeatFor, t.Interval)
@@ -155,7 +151,7 @@ func (w *worker) until(t client.Timer) time.Duration {
 
 func (w *worker) create(ctx context.Context) {
 	c, t := w.client(), w.spec()
-	seq := w.rec.invoke(checker.Op{Client: w.n, Node: c.Nodes()[0], Kind: checker.Create, Spec: specOf(t)})
+	seq := w.rec.invoke(checker.Op{Client: w.n, Node: c.Nodes()[0], Kind: checker.Create, Spec: checker.SpecOf(t)})
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, opKey{}, seq), opTimeout)
 	defer cancel()
 	id, err := c.Create(ctx, t)
@@ -168,7 +164,7 @@ func (w *worker) create(ctx context.Context) {
 func (w *worker) update(ctx context.Context, i int) {
 	c, t := w.client(), w.spec()
 	t.ReplicationFactor = w.live[i].rf
-	seq := w.rec.invoke(checker.Op{Client: w.n, Node: c.Nodes()[0], Kind: checker.Update, Timer: unique(w.live[i].id), Spec: specOf(t)})
+	seq := w.rec.invoke(checker.Op{Client: w.n, Node: c.Nodes()[0], Kind: checker.Update, Timer: unique(w.live[i].id), Spec: checker.SpecOf(t)})
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, opKey{}, seq), opTimeout)
 	defer cancel()
 	id, err := c.Update(ctx, w.live[i].id, t)
@@ -199,7 +195,7 @@ func (w *worker) post(ctx context.Context) {
 	if err != nil {
 		panic(fmt.Sprintf("nemesis: encode %+v: %v", t, err)) // the workload's own definitions
 	}
-	seq := w.rec.invoke(checker.Op{Client: w.n, Node: addr, Kind: checker.Create, Spec: specOf(t)})
+	seq := w.rec.invoke(checker.Op{Client: w.n, Node: addr, Kind: checker.Create, Spec: checker.SpecOf(t)})
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, opKey{}, seq), client.DefaultAttemptTimeout)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/timers", bytes.NewReader(body))
@@ -259,7 +255,7 @@ func (w *worker) done(seq int, id client.ID, err error) {
 
 // unique is the timer's unique ID, as pops name it.
 func unique(id client.ID) uint64 {
-	u, err := node.ParseID(id.Unique())
+	u, err := wire.ParseID(id.Unique())
 	if err != nil {
 		panic(fmt.Sprintf("nemesis: timer ID %q from the client: %v", id, err))
 	}

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // CallbackPolicy decides which callbacks a node holds and sends, so that
@@ -122,8 +124,8 @@ func canonicalHost(host string) string {
 
 // refuseCallback answers 400 when the policy does not let spec's
 // callback be held. A tombstone has none.
-func (n *Node) refuseCallback(spec Spec) (Response, bool) {
-	if spec.Tombstone {
+func (n *Node) refuseCallback(spec wire.Timer) (Response, bool) {
+	if deletes(spec) {
 		return Response{}, false
 	}
 	if err := n.callbacks.CheckURI(spec.URI); err != nil {
@@ -143,7 +145,7 @@ func (n *Node) refuseRecord(t *Timer) (Response, bool) {
 		return Response{}, false
 	}
 	if t.host == nil {
-		return n.refuseCallback(Spec{URI: t.CallbackURI()})
+		return n.refuseCallback(wire.Timer{URI: t.CallbackURI()})
 	}
 	err, ok := n.hostVerdicts[*t.host]
 	if !ok {

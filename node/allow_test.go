@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // TestCallbackHostList tabulates which callback URIs an allow-list lets
@@ -53,11 +55,11 @@ func TestDisallowedCallbackIsRefusedWithoutSending(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.CallbackHosts = []string{"127.0.0.1"} })
 	for _, send := range []func(body string) Response{
 		func(body string) Response { return h.do("POST", "/timers", body) },
-		func(body string) Response { return h.do("PUT", "/timers/"+FormatWireID(1, 0), body) },
+		func(body string) Response { return h.do("PUT", "/timers/"+wire.FormatWireID(1, 0), body) },
 	} {
 		r := send(timerJSON(1, 1, "http://198.51.100.7/cb", "x"))
-		if r.Status != 400 || !strings.Contains(r.Header.Get(HeaderReason), "allowed callback hosts") {
-			t.Errorf("disallowed host: got %d %q, want 400 naming the allowed callback hosts", r.Status, r.Header.Get(HeaderReason))
+		if r.Status != 400 || !strings.Contains(r.Header.Get(wire.HeaderReason), "allowed callback hosts") {
+			t.Errorf("disallowed host: got %d %q, want 400 naming the allowed callback hosts", r.Status, r.Header.Get(wire.HeaderReason))
 		}
 	}
 	h.create(timerJSON(1, 1, "http://127.0.0.1:9/cb", "ok"))
@@ -128,16 +130,16 @@ func TestReplicaRefusesAForbiddenCallback(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.CallbackHosts = []string{"127.0.0.1"} })
 	const id = 1 << 40
 	now := h.node.nowMs()
-	rec := withCallback(&Timer{ID: id, Version: id, Start: now, Interval: 10_000, RepeatFor: 10_000, RF: 1,
+	rec := withCallback(&Timer{ID: id, Version: id, Start: now, Interval: 10 * time.Second, RepeatFor: 10 * time.Second, RF: 1,
 		Placement: &Placement{Replicas: []string{h.node.self}}}, "http://198.51.100.7/cb", "x")
-	r := h.send(Request{Method: "PUT", URL: "/timers/" + FormatWireID(id, 0), Body: EncodeReplication(rec, now)})
-	if r.Status != 400 || !strings.Contains(r.Header.Get(HeaderReason), "allowed callback hosts") {
-		t.Errorf("replicated forbidden callback: %d %q, want 400 naming the allow-list", r.Status, r.Header.Get(HeaderReason))
+	r := h.send(Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(id, 0), Body: EncodeReplication(rec, now)})
+	if r.Status != 400 || !strings.Contains(r.Header.Get(wire.HeaderReason), "allowed callback hosts") {
+		t.Errorf("replicated forbidden callback: %d %q, want 400 naming the allow-list", r.Status, r.Header.Get(wire.HeaderReason))
 	}
 	if _, held := h.node.Timer(id); held {
 		t.Error("the replica holds the timer")
 	}
-	if a := h.node.apply(withCallback(&Timer{ID: id + 1, Version: id + 1, Start: now, Interval: 10_000, RepeatFor: 10_000, RF: 1,
+	if a := h.node.apply(withCallback(&Timer{ID: id + 1, Version: id + 1, Start: now, Interval: 10 * time.Second, RepeatFor: 10 * time.Second, RF: 1,
 		Placement: &Placement{Replicas: []string{h.node.self}}}, "http://169.254.169.254/", "")); a.refusal == nil || a.refusal.Status != 400 {
 		t.Errorf("a resync page's record with a link-local callback: %+v, want a 400 refusal", a)
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // Supersedes reports whether incoming should replace existing, both being
@@ -158,7 +160,7 @@ func (n *Node) earliestStart(held, answered *Timer) {
 
 // replicaPut applies a replication message from another node, or places a
 // timer forwarded from another site on this site's replicas.
-func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Response)) {
+func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, reply func(Response)) {
 	n.stats.ReplicationsReceived++
 	if now := n.nowMs(); n.ids.ahead(r.Version, now) {
 		n.hit(probeReplicaAhead)
@@ -168,7 +170,7 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 	}
 	if len(r.Replicas) == 0 {
 		n.hit(probeReplicaFromSite)
-		rf := max(spec.RF, 1)
+		rf := max(spec.ReplicationFactor, 1)
 		r.Replicas = n.ring.Replicas(id, rf)
 		n.placeFromSite(id, spec, r, reply)
 		return
@@ -192,7 +194,7 @@ func (n *Node) replicaPut(id uint64, spec Spec, r *Replication, reply func(Respo
 	if held != nil && held.Version == t.Version && held.State == Live && slices.Contains(held.Placement.Replicas, n.self) {
 		resp.Header[HeaderHeld] = "live"
 	}
-	if held != nil && held.Version == t.Version && held.def == t.def && held.Start < n.startMs()+r.StartTimeDelta {
+	if held != nil && held.Version == t.Version && held.def == t.def && held.Start < n.startOf(r) {
 		// The sender's start of the same definition is later than ours:
 		// tell it (startAnswered takes the earlier start). Not of a
 		// client delete's tombstone (no definition; its start is the
@@ -223,8 +225,8 @@ func (n *Node) forward(t *Timer, written []string) {
 }
 
 // fromReplication builds the record a replication body describes.
-func (n *Node) fromReplication(id uint64, spec Spec, r *Replication) *Timer {
-	return n.received(id, spec, r, n.startMs()+r.StartTimeDelta, n.placement(r.Replicas, r.Sites), r.ViewID)
+func (n *Node) fromReplication(id uint64, spec wire.Timer, r *wire.Replication) *Timer {
+	return n.received(id, spec, r, n.startOf(r), n.placement(r.Replicas, r.Sites), r.ViewID)
 }
 
 // received builds the record a replication body describes, with the
@@ -234,9 +236,9 @@ func (n *Node) fromReplication(id uint64, spec Spec, r *Replication) *Timer {
 // fingerprint apart, as it has no callback to fingerprint; a live
 // record's missed pops are owed here until apply merges them with what
 // this replica knows (mergeMarks).
-func (n *Node) received(id uint64, spec Spec, r *Replication, start int64, p *Placement, view uint64) *Timer {
+func (n *Node) received(id uint64, spec wire.Timer, r *wire.Replication, start int64, p *Placement, view uint64) *Timer {
 	t := newTimer(id, r.Version, spec, start, r.Seq, p, view, n.hosts)
-	if spec.Tombstone {
+	if deletes(spec) {
 		t.def = r.Definition
 	} else {
 		t.setPopMarks(r.Missed, r.Missed)
@@ -252,7 +254,7 @@ func (n *Node) notApplied(a applied) Response {
 	if a.collision {
 		r := text(409, "another timer is held under this ID")
 		r.Header[HeaderCollision] = "1"
-		r.Header[HeaderReason] = "another timer is held under this ID"
+		r.Header[wire.HeaderReason] = "another timer is held under this ID"
 		return r
 	}
 	if a.refusal != nil {

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // TestSupersedes proves the conflict rule for two records of one timer: a
@@ -67,13 +69,13 @@ func TestTombstoneOverTombstoneKeepsReplacedPops(t *testing.T) {
 	n := h.node
 	place := n.placement([]string{n.self}, nil)
 	now := n.nowMs()
-	oneShot := Spec{URI: cb, Opaque: "x", RF: 1}
+	oneShot := wire.Timer{URI: cb, Opaque: "x", ReplicationFactor: 1}
 	popped := newTimer(7, 100, oneShot, now, 1, place, 0, n.hosts)
 	popped.entomb()
 	for i, rec := range []*Timer{
 		popped,
-		newTimer(7, 200, Spec{Tombstone: true}, now, 0, place, 0, n.hosts),
-		newTimer(7, 300, Spec{Tombstone: true}, now, 0, place, 0, n.hosts),
+		newTimer(7, 200, wire.Timer{}, now, 0, place, 0, n.hosts),
+		newTimer(7, 300, wire.Timer{}, now, 0, place, 0, n.hosts),
 		newTimer(7, 400, oneShot, now, 0, place, 0, n.hosts),
 	} {
 		if a := n.apply(rec); !a.ok || a.newer != nil {
@@ -97,11 +99,11 @@ func TestTombstoneOverTombstoneKeepsReplacedPops(t *testing.T) {
 // the sweep found).
 func TestEarlierStartIsAnsweredOnlyForTheSameDefinition(t *testing.T) {
 	h := newHarness(t)
-	wire := h.create(timerJSON(10, 30, cb, "old"))
-	held, _ := h.node.Timer(mustID(t, wire))
+	wid := h.create(timerJSON(10, 30, cb, "old"))
+	held, _ := h.node.Timer(mustID(t, wid))
 	h.clock.advance(5 * time.Second)
 	put := func(rec *Timer) Response {
-		return h.send(Request{Method: "PUT", URL: "/timers/" + wire, Header: Header{}, Body: EncodeReplication(rec, h.node.nowMs())})
+		return h.send(Request{Method: "PUT", URL: "/timers/" + wid, Header: Header{}, Body: EncodeReplication(rec, h.node.nowMs())})
 	}
 	late := held
 	late.Start += 5000
@@ -112,7 +114,7 @@ func TestEarlierStartIsAnsweredOnlyForTheSameDefinition(t *testing.T) {
 	if r := put(&deleted); r.Status != 200 {
 		t.Fatalf("delete: got %d (%s)", r.Status, r.Body)
 	}
-	update := *withCallback(&Timer{ID: held.ID, Version: deleted.Version, Start: h.node.nowMs(), Interval: 10_000, RepeatFor: 10_000,
+	update := *withCallback(&Timer{ID: held.ID, Version: deleted.Version, Start: h.node.nowMs(), Interval: 10 * time.Second, RepeatFor: 10 * time.Second,
 		Placement: held.Placement}, cb, "new")
 	update.def = definitionHash(update.Interval, update.RepeatFor, cb, "new")
 	if r := put(&update); r.Header.Get(HeaderStartDelta) != "" {
@@ -132,7 +134,7 @@ func TestEarlierStartIsTakenOnlyForTheSameDefinition(t *testing.T) {
 	const id = uint64(0x125f_17bf_fd00_0000)
 	now := a.nowMs()
 	record := func(opaque string, on string) *Timer {
-		spec := Spec{Interval: 10_000, RepeatFor: 60_000, URI: cb, Opaque: opaque, RF: 1}
+		spec := wire.Timer{Interval: 10 * time.Second, RepeatFor: time.Minute, URI: cb, Opaque: opaque, ReplicationFactor: 1}
 		return newTimer(id, id, spec, now, 0, a.placement([]string{on}, nil), a.ring.ViewID(), a.hosts)
 	}
 	a.apply(record("mine", three[0]))

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // The internal API (replication, pop notices, tombstones, references,
@@ -113,10 +115,10 @@ func splitURL(url string) (host, target string) {
 
 // internalPut builds the internal PUT of body to /timers/<wire> on host,
 // stamped and signed.
-func (n *Node) internalPut(host, wire string, body []byte) Request {
+func (n *Node) internalPut(host, wid string, body []byte) Request {
 	req := Request{
 		Method:  "PUT",
-		URL:     "http://" + host + "/timers/" + wire,
+		URL:     "http://" + host + "/timers/" + wid,
 		Header:  Header{HeaderContentType: "application/json"},
 		Body:    body,
 		MaxWait: ReplicaSkew,
@@ -288,7 +290,7 @@ func splitHost(addr string) (host, port string) {
 
 func forbidden(reason string) Response {
 	r := text(403, reason)
-	r.Header[HeaderReason] = headerReason(reason)
+	r.Header[wire.HeaderReason] = headerReason(reason)
 	return r
 }
 
@@ -307,11 +309,11 @@ func (n *Node) refuseInternal(req Request, reply func(Response)) bool {
 // stopped waiting, and may have written again elsewhere. A malformed
 // deadline is a 400.
 func (n *Node) expired(req Request) (Response, bool) {
-	d := req.Header.Get(HeaderDeadline)
+	d := req.Header.Get(wire.HeaderDeadline)
 	if d == "" {
 		return Response{}, false
 	}
-	deadline, err := parseMillis(HeaderDeadline, d)
+	deadline, err := parseMillis(wire.HeaderDeadline, d)
 	if err != nil {
 		return badRequest(err.Error()), true
 	}
@@ -320,9 +322,9 @@ func (n *Node) expired(req Request) (Response, bool) {
 		return Response{}, false
 	}
 	n.stats.DeadlinePassed++
-	reason := fmt.Sprintf("the write's deadline (%s) passed %v ago on this node's clock: not applied", HeaderDeadline, millis(now-deadline))
+	reason := fmt.Sprintf("the write's deadline (%s) passed %v ago on this node's clock: not applied", wire.HeaderDeadline, millis(now-deadline))
 	r := text(408, reason)
-	r.Header[HeaderReason] = reason
+	r.Header[wire.HeaderReason] = reason
 	return r, true
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 const testKey = "0123456789abcdef-test-key"
@@ -30,8 +32,8 @@ func TestKeyedClusterReplicatesAndPops(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("create: got %d (%s), want 200", r.Status, r.Body)
 	}
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-	if h := c.holders(wire); len(h) != 3 {
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	if h := c.holders(wid); len(h) != 3 {
 		t.Fatalf("holders: got %v, want all three", h)
 	}
 	if got := seqs(c.advance(20*time.Second, 200)); !slices.Equal(got, []string{"1:x", "2:x"}) {
@@ -51,8 +53,8 @@ func TestKeyedClusterReplicatesAndPops(t *testing.T) {
 // another body: the held timer is unchanged and its pops go on as defined.
 func TestForgedInternalRequestsAreRefused(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.ClusterKey = testKey })
-	wire := h.create(timerJSON(10, 30, cb, "real"))
-	id := mustID(t, wire)
+	wid := h.create(timerJSON(10, 30, cb, "real"))
+	id := mustID(t, wid)
 	held, _ := h.node.Timer(id)
 	forge := func(mutate func(*Timer)) []byte {
 		f := held
@@ -65,7 +67,7 @@ func TestForgedInternalRequestsAreRefused(t *testing.T) {
 		"notice":    forge(func(f *Timer) { f.Seq = 2 }),
 		"tombstone": forge(func(f *Timer) { f.entomb() }),
 	}
-	url := "/timers/" + wire
+	url := "/timers/" + wid
 	s := stamp{sent: h.node.nowMs(), to: h.node.self}
 	signs := map[string]func(body []byte) string{
 		"unsigned":   func([]byte) string { return "" },
@@ -77,8 +79,8 @@ func TestForgedInternalRequestsAreRefused(t *testing.T) {
 	for what, body := range bodies {
 		for how, sign := range signs {
 			r := h.send(Request{Method: "PUT", URL: url, Header: stamped(s, HeaderSignature, sign(body)), Body: body})
-			if r.Status != 403 || !strings.Contains(r.Header.Get(HeaderReason), HeaderSignature) {
-				t.Errorf("%s, %s: got %d %q, want 403 naming %s", what, how, r.Status, r.Header.Get(HeaderReason), HeaderSignature)
+			if r.Status != 403 || !strings.Contains(r.Header.Get(wire.HeaderReason), HeaderSignature) {
+				t.Errorf("%s, %s: got %d %q, want 403 naming %s", what, how, r.Status, r.Header.Get(wire.HeaderReason), HeaderSignature)
 			}
 		}
 	}
@@ -111,8 +113,8 @@ func TestReplicaWithAnotherKeyFailsTheWrite(t *testing.T) {
 	}, three...)
 	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":5},"callback":{"http":{"uri":"`+cb+
 		`"}},"reliability":{"replication-factor":3}}`)
-	if r.Status != 503 || !strings.Contains(r.Header.Get(HeaderReason), "403") {
-		t.Fatalf("create: got %d %q, want 503 with the replicas' 403", r.Status, r.Header.Get(HeaderReason))
+	if r.Status != 503 || !strings.Contains(r.Header.Get(wire.HeaderReason), "403") {
+		t.Fatalf("create: got %d %q, want 503 with the replicas' 403", r.Status, r.Header.Get(wire.HeaderReason))
 	}
 }
 
@@ -131,9 +133,9 @@ func stamped(s stamp, kv ...string) Header {
 func ownRecord(h *harness) (string, []byte) {
 	const id = 1 << 40
 	now := h.node.nowMs()
-	rec := withCallback(&Timer{ID: id, Version: id, Start: now, Interval: 10_000, RepeatFor: 30_000, RF: 1,
+	rec := withCallback(&Timer{ID: id, Version: id, Start: now, Interval: 10 * time.Second, RepeatFor: 30 * time.Second, RF: 1,
 		Placement: &Placement{Replicas: []string{h.node.self}}}, cb, "x")
-	return "/timers/" + FormatWireID(id, 0), EncodeReplication(rec, now)
+	return "/timers/" + wire.FormatWireID(id, 0), EncodeReplication(rec, now)
 }
 
 // TestWithoutKeyOnlyMembersMayUseTheInternalAPI proves the default is
@@ -165,8 +167,8 @@ func TestWithoutKeyOnlyMembersMayUseTheInternalAPI(t *testing.T) {
 		if r.Status != tc.want {
 			t.Errorf("%s: unsigned notice from %q: got %d (%s), want %d", tc.name, tc.remote, r.Status, r.Body, tc.want)
 		}
-		if tc.want == 403 && !strings.Contains(r.Header.Get(HeaderReason), "members") {
-			t.Errorf("%s: reason %q, want one naming the members", tc.name, r.Header.Get(HeaderReason))
+		if tc.want == 403 && !strings.Contains(r.Header.Get(wire.HeaderReason), "members") {
+			t.Errorf("%s: reason %q, want one naming the members", tc.name, r.Header.Get(wire.HeaderReason))
 		}
 	}
 }
@@ -176,15 +178,15 @@ func TestWithoutKeyOnlyMembersMayUseTheInternalAPI(t *testing.T) {
 // notwithstanding: a captured request cannot be redirected.
 func TestRequestsAddressedElsewhereAreRefused(t *testing.T) {
 	h := newHarness(t)
-	wire := h.create(timerJSON(10, 30, cb, "real"))
-	held, _ := h.node.Timer(mustID(t, wire))
+	wid := h.create(timerJSON(10, 30, cb, "real"))
+	held, _ := h.node.Timer(mustID(t, wid))
 	held.Seq = 1
 	body := EncodeReplication(&held, h.node.nowMs())
-	url := "/timers/" + wire
+	url := "/timers/" + wid
 	s := stamp{sent: h.node.nowMs(), to: "10.0.0.2:7253"}
 	r := h.send(Request{Method: "PUT", URL: url, Header: stamped(s, HeaderSignature, signature(testKey, "PUT", url, s, body)), Body: body})
-	if r.Status != 403 || !strings.Contains(r.Header.Get(HeaderReason), "addressed to") {
-		t.Errorf("request for another node: got %d %q, want 403 saying whom it is addressed to", r.Status, r.Header.Get(HeaderReason))
+	if r.Status != 403 || !strings.Contains(r.Header.Get(wire.HeaderReason), "addressed to") {
+		t.Errorf("request for another node: got %d %q, want 403 saying whom it is addressed to", r.Status, r.Header.Get(wire.HeaderReason))
 	}
 	if got := h.node.Stats().Misaddressed; got != 1 {
 		t.Errorf("Misaddressed: got %d, want 1", got)
@@ -224,8 +226,8 @@ func TestMessageAgeWindow(t *testing.T) {
 			s := stamp{sent: h.node.nowMs() + tc.offset.Milliseconds(), to: h.node.self}
 			hdr := stamped(s, HeaderSignature, signature(testKey, "PUT", url, s, body))
 			r := h.send(Request{Method: "PUT", URL: url, Header: hdr, Body: body})
-			if r.Status != tc.want || !strings.Contains(r.Header.Get(HeaderReason), tc.reason) {
-				t.Errorf("keyed %v, sent %v from now: got %d %q, want %d %q", keyed, tc.offset, r.Status, r.Header.Get(HeaderReason), tc.want, tc.reason)
+			if r.Status != tc.want || !strings.Contains(r.Header.Get(wire.HeaderReason), tc.reason) {
+				t.Errorf("keyed %v, sent %v from now: got %d %q, want %d %q", keyed, tc.offset, r.Status, r.Header.Get(wire.HeaderReason), tc.want, tc.reason)
 			}
 			if stale := h.node.Stats().Stale; (stale == 1) != (tc.want == 403) {
 				t.Errorf("keyed %v, sent %v from now: Stale %d", keyed, tc.offset, stale)
@@ -251,9 +253,9 @@ func TestMalformedStampsAreRefused(t *testing.T) {
 		{Header{HeaderTo: "", HeaderSent: now}, HeaderTo},
 		{Header{HeaderTo: strings.Repeat("a", maxDestinationBytes+1), HeaderSent: now}, HeaderTo},
 	} {
-		r := h.send(Request{Method: "GET", URL: "/timers/" + FormatWireID(1, 0) + "?" + readQuery, Header: tc.hdr})
-		if r.Status != 403 || !strings.Contains(r.Header.Get(HeaderReason), tc.want) {
-			t.Errorf("%v: got %d %q, want 403 naming %s", tc.hdr, r.Status, r.Header.Get(HeaderReason), tc.want)
+		r := h.send(Request{Method: "GET", URL: "/timers/" + wire.FormatWireID(1, 0) + "?" + readQuery, Header: tc.hdr})
+		if r.Status != 403 || !strings.Contains(r.Header.Get(wire.HeaderReason), tc.want) {
+			t.Errorf("%v: got %d %q, want 403 naming %s", tc.hdr, r.Status, r.Header.Get(wire.HeaderReason), tc.want)
 		}
 	}
 	if got := h.node.Stats().Forbidden; got != 7 {
@@ -291,7 +293,7 @@ func TestKeyRotation(t *testing.T) {
 		for _, via := range three[:2] {
 			r := c.client(via, "POST", "/timers", `{"timing":{"interval":5},"callback":{"http":{"uri":"`+cb+
 				`"}},"reliability":{"replication-factor":3}}`)
-			everywhere = everywhere && r.Status == 200 && len(c.holders(strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/"))) == 3
+			everywhere = everywhere && r.Status == 200 && len(c.holders(strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/"))) == 3
 		}
 		if everywhere != tc.ok {
 			t.Errorf("%s with %s: creates through both held by all three replicas: %v, want %v", tc.a, tc.b, everywhere, tc.ok)
@@ -310,7 +312,7 @@ func TestInternalRequestsAreStampedWhenSent(t *testing.T) {
 	var wires []string
 	for i := range 6 {
 		r := c.client(three[i%3], "POST", "/timers", timerJSON(5, 20, cb, "x"))
-		wires = append(wires, strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/"))
+		wires = append(wires, strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/"))
 	}
 	c.advance(7*time.Second, 200)
 	c.client(three[1], "GET", "/timers/"+wires[0], "")
@@ -343,14 +345,14 @@ func TestClientWriteDeadline(t *testing.T) {
 	} {
 		for _, req := range []Request{
 			{Method: "POST", URL: "/timers", Body: []byte(timerJSON(10, 30, cb, "x"))},
-			{Method: "PUT", URL: "/timers/" + FormatWireID(1<<63|7, 0), Body: []byte(timerJSON(10, 30, cb, "x"))},
-			{Method: "DELETE", URL: "/timers/" + FormatWireID(1<<63|7, 0)},
+			{Method: "PUT", URL: "/timers/" + wire.FormatWireID(1<<63|7, 0), Body: []byte(timerJSON(10, 30, cb, "x"))},
+			{Method: "DELETE", URL: "/timers/" + wire.FormatWireID(1<<63|7, 0)},
 		} {
-			req.Header = Header{HeaderDeadline: tc.deadline}
+			req.Header = Header{wire.HeaderDeadline: tc.deadline}
 			var r Response
 			h.node.Handle(req, func(got Response) { r = got })
-			if r.Status != tc.want || r.Status != 200 && !strings.Contains(r.Header.Get(HeaderReason), HeaderDeadline) {
-				t.Errorf("%s deadline %q: got %d %q, want %d naming %s", req.Method, tc.deadline, r.Status, r.Header.Get(HeaderReason), tc.want, HeaderDeadline)
+			if r.Status != tc.want || r.Status != 200 && !strings.Contains(r.Header.Get(wire.HeaderReason), wire.HeaderDeadline) {
+				t.Errorf("%s deadline %q: got %d %q, want %d naming %s", req.Method, tc.deadline, r.Status, r.Header.Get(wire.HeaderReason), tc.want, wire.HeaderDeadline)
 			}
 		}
 	}
@@ -371,9 +373,9 @@ func TestVersionsFarAheadAreRefused(t *testing.T) {
 	}{{time.Second, 200}, {DefaultMaxClockLead, 200}, {2*DefaultMaxClockLead + time.Second, 400}, {100 * 365 * 24 * time.Hour, 400}} {
 		g := newIDGen(1, 0)
 		v, _ := g.next(now + tc.ahead.Milliseconds())
-		rec := *withCallback(&Timer{ID: v, Version: v, Start: now, Interval: 10_000, RepeatFor: 10_000,
+		rec := *withCallback(&Timer{ID: v, Version: v, Start: now, Interval: 10 * time.Second, RepeatFor: 10 * time.Second,
 			Placement: &Placement{Replicas: []string{h.node.self}}}, cb, "")
-		r := h.send(Request{Method: "PUT", URL: "/timers/" + FormatWireID(v, 0), Header: Header{}, Body: EncodeReplication(&rec, now)})
+		r := h.send(Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(v, 0), Header: Header{}, Body: EncodeReplication(&rec, now)})
 		if r.Status != tc.status {
 			t.Errorf("version %v ahead: got %d (%s), want %d", tc.ahead, r.Status, r.Body, tc.status)
 		}
@@ -420,14 +422,14 @@ func TestReplayNeverResurrectsADeletedTimer(t *testing.T) {
 	}
 	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":1,"repeat-for":2},"callback":{"http":{"uri":"`+cb+
 		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
 	if captured == nil {
 		t.Fatal("no replication PUT was sent")
 	}
 	c.watch = nil
 	host, target := splitURL(captured.req.URL)
-	replica, id := c.nodes[host], mustID(t, wire)
-	if r := c.client(three[1], "DELETE", "/timers/"+wire, ""); r.Status != 200 {
+	replica, id := c.nodes[host], mustID(t, wid)
+	if r := c.client(three[1], "DELETE", "/timers/"+wid, ""); r.Status != 200 {
 		t.Fatalf("DELETE: got %d (%s)", r.Status, r.Body)
 	}
 	replay := func(to *Node) Response {
@@ -456,16 +458,16 @@ func TestReplayNeverResurrectsADeletedTimer(t *testing.T) {
 	if waited >= until {
 		t.Fatalf("the tombstone outlived %v", until)
 	}
-	if got := replay(replica); got.Status != 403 || !strings.Contains(got.Header.Get(HeaderReason), "replayed") {
-		t.Errorf("replayed %v after the delete, tombstone expired: got %d %q, want 403 as late or replayed", waited, got.Status, got.Header.Get(HeaderReason))
+	if got := replay(replica); got.Status != 403 || !strings.Contains(got.Header.Get(wire.HeaderReason), "replayed") {
+		t.Errorf("replayed %v after the delete, tombstone expired: got %d %q, want 403 as late or replayed", waited, got.Status, got.Header.Get(wire.HeaderReason))
 	}
 	if _, ok := replica.Timer(id); ok {
 		t.Errorf("replayed %v after the delete: the replica holds the timer again", waited)
 	}
 	for a, n := range c.nodes {
 		if a != host {
-			if got := replay(n); got.Status != 403 || !strings.Contains(got.Header.Get(HeaderReason), "addressed to") {
-				t.Errorf("replayed to %s: got %d %q, want 403 as addressed elsewhere", a, got.Status, got.Header.Get(HeaderReason))
+			if got := replay(n); got.Status != 403 || !strings.Contains(got.Header.Get(wire.HeaderReason), "addressed to") {
+				t.Errorf("replayed to %s: got %d %q, want 403 as addressed elsewhere", a, got.Status, got.Header.Get(wire.HeaderReason))
 			}
 		}
 	}
@@ -481,8 +483,8 @@ func TestStampsAtTheEndsOfTimeAreRefused(t *testing.T) {
 	for sent, want := range map[int64]string{math.MaxInt64: "ahead", 0: "replayed", h.node.nowMs() + 1<<62: "ahead"} {
 		s := stamp{sent: sent, to: h.node.self}
 		r := h.send(Request{Method: "PUT", URL: url, Header: stamped(s, HeaderSignature, signature(testKey, "PUT", url, s, body)), Body: body})
-		if r.Status != 403 || !strings.Contains(r.Header.Get(HeaderReason), want) || strings.Contains(r.Header.Get(HeaderReason), "-") {
-			t.Errorf("sent %d: %d %q, want 403 saying %q", sent, r.Status, r.Header.Get(HeaderReason), want)
+		if r.Status != 403 || !strings.Contains(r.Header.Get(wire.HeaderReason), want) || strings.Contains(r.Header.Get(wire.HeaderReason), "-") {
+			t.Errorf("sent %d: %d %q, want 403 saying %q", sent, r.Status, r.Header.Get(wire.HeaderReason), want)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // heldBytesOf sums recordBytes over what n holds: what Stats.HeldBytes
@@ -28,15 +30,15 @@ func TestByteBudget(t *testing.T) {
 	for {
 		r := h.do("POST", "/timers", timerJSON(60, 60, cb, opaque))
 		if r.Status == 503 {
-			if !strings.Contains(r.Header.Get(HeaderReason), "budget") || r.Header.Get(HeaderRetryAfter) == "" {
-				t.Fatalf("503 %q with Retry-After %q, want the budget named and a Retry-After", r.Header.Get(HeaderReason), r.Header.Get(HeaderRetryAfter))
+			if !strings.Contains(r.Header.Get(wire.HeaderReason), "budget") || r.Header.Get(wire.HeaderRetryAfter) == "" {
+				t.Fatalf("503 %q with Retry-After %q, want the budget named and a Retry-After", r.Header.Get(wire.HeaderReason), r.Header.Get(wire.HeaderRetryAfter))
 			}
 			break
 		}
 		if r.Status != 200 {
 			t.Fatalf("create: %d %q", r.Status, r.Body)
 		}
-		wires = append(wires, strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/"))
+		wires = append(wires, strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/"))
 	}
 	st := h.node.Stats()
 	if st.HeldBytes > budget || st.HeldBytes != heldBytesOf(h.node) || st.ShedBytes != 1 || len(wires) < 4 {
@@ -76,7 +78,7 @@ func TestHeldBytesFollowTheRecords(t *testing.T) {
 	var wires []string
 	for i := range 6 {
 		r := c.client(three[i%3], "POST", "/timers", timerJSON(2, 6, cb, strings.Repeat("o", 100*i)))
-		wires = append(wires, strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/"))
+		wires = append(wires, strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/"))
 	}
 	check("after creates")
 	c.client(three[1], "PUT", "/timers/"+wires[0], timerJSON(2, 6, cb, strings.Repeat("p", 5000)))

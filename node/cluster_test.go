@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // cluster wires several nodes to one manual clock and one held network;
@@ -280,8 +282,8 @@ func (c *cluster) advanceWith(d time.Duration, answer func(*sent) int) []Request
 	return out
 }
 
-func (c *cluster) holders(wire string) []string {
-	id := mustID(c.t, wire)
+func (c *cluster) holders(wid string) []string {
+	id := mustID(c.t, wid)
 	var out []string
 	for a, n := range c.nodes {
 		if t, ok := n.Timer(id); ok && t.State == Live {
@@ -305,11 +307,11 @@ func TestCreateReplicatesToRendezvousReplicas(t *testing.T) {
 		if r.Status != 200 {
 			t.Fatalf("rf %d: POST got %d (%s)", rf, r.Status, r.Body)
 		}
-		wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-		id, bloom, _ := ParseWireID(wire)
+		wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+		id, bloom, _ := wire.ParseWireID(wid)
 		ring := NewRing(three)
 		want := ring.Replicas(id, rf)
-		got := c.holders(wire)
+		got := c.holders(wid)
 		if !slices.Equal(got, sorted(want)) {
 			t.Errorf("rf %d: held by %v, want %v", rf, got, sorted(want))
 		}
@@ -333,12 +335,12 @@ func TestReplicasPopOnceWhenHealthy(t *testing.T) {
 	c := newCluster(t, three...)
 	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":5,"repeat-for":15},"callback":{"http":{"uri":"`+cb+
 		`","opaque":"x"}},"reliability":{"replication-factor":3}}`)
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
 	got := seqs(c.advance(40*time.Second, 200))
 	if want := []string{"1:x", "2:x", "3:x"}; !slices.Equal(got, want) {
 		t.Fatalf("pops: got %v, want %v", got, want)
 	}
-	if h := c.holders(wire); len(h) != 0 {
+	if h := c.holders(wid); len(h) != 0 {
 		t.Errorf("after the final pop: still held by %v", h)
 	}
 }
@@ -350,7 +352,7 @@ func TestBackupPopsWhenPrimaryIsDown(t *testing.T) {
 	c := newCluster(t, three...)
 	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":5,"repeat-for":10},"callback":{"http":{"uri":"`+cb+
 		`","opaque":"x"}},"reliability":{"replication-factor":3}}`)
-	id, _, _ := ParseWireID(strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/"))
+	id, _, _ := wire.ParseWireID(strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/"))
 	primary := NewRing(three).Replicas(id, 3)[0]
 	c.down[primary] = true
 	if got := c.advance(6900*time.Millisecond, 200); len(got) != 0 {
@@ -370,18 +372,18 @@ func TestCallbackFailureHandsOverToBackup(t *testing.T) {
 	c := newCluster(t, three...)
 	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":20},"callback":{"http":{"uri":"`+cb+
 		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
 	if got := seqs(c.advance(10*time.Second, 500)); !slices.Equal(got, []string{"1:x"}) {
 		t.Fatalf("first attempt: got %v", got)
 	}
-	if h := c.holders(wire); len(h) != 2 {
+	if h := c.holders(wid); len(h) != 2 {
 		t.Fatalf("after the failure: held by %v, want both replicas", h)
 	}
 	if got := seqs(c.advance(2*time.Second, 200)); !slices.Equal(got, []string{"1:x"}) {
 		t.Fatalf("backup's turn: got %v, want [1:x]", got)
 	}
 	got := c.advanceWith(10*time.Second, func(*sent) int { return 200 })
-	if len(got) != 1 || got[0].Header.Get(HeaderSequenceNumber) != "2" {
+	if len(got) != 1 || got[0].Header.Get(wire.HeaderSequenceNumber) != "2" {
 		t.Fatalf("second pop: got %v, want [2:x] once", seqs(got))
 	}
 }
@@ -391,14 +393,14 @@ func TestCallbackFailureHandsOverToBackup(t *testing.T) {
 func TestDeleteThroughAnyNodeSticks(t *testing.T) {
 	c := newCluster(t, three...)
 	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":5},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":1}}`)
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
 	via := three[0]
 	for _, a := range three {
-		if !slices.Contains(c.holders(wire), a) {
+		if !slices.Contains(c.holders(wid), a) {
 			via = a
 		}
 	}
-	if r := c.client(via, "DELETE", "/timers/"+wire, ""); r.Status != 200 {
+	if r := c.client(via, "DELETE", "/timers/"+wid, ""); r.Status != 200 {
 		t.Fatalf("DELETE: got %d", r.Status)
 	}
 	if got := c.advance(30*time.Second, 200); len(got) != 0 {
@@ -419,11 +421,11 @@ func TestPassiveRebalancing(t *testing.T) {
 		}
 	}
 	// The fourth node is not yet a member: find a timer it will own.
-	var wire string
+	var wid string
 	for {
 		r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":50},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":2}}`)
-		wire = strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-		if slices.Contains(NewRing(four).Replicas(mustID(t, wire), 2), four[3]) {
+		wid = strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+		if slices.Contains(NewRing(four).Replicas(mustID(t, wid), 2), four[3]) {
 			break
 		}
 	}
@@ -432,15 +434,15 @@ func TestPassiveRebalancing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := c.client(three[1], "PUT", "/timers/"+wire, `{"timing":{"interval":50},"callback":{"http":{"uri":"`+cb+`","opaque":"moved"}}}`)
+	r := c.client(three[1], "PUT", "/timers/"+wid, `{"timing":{"interval":50},"callback":{"http":{"uri":"`+cb+`","opaque":"moved"}}}`)
 	if r.Status != 200 {
 		t.Fatalf("PUT: got %d (%s)", r.Status, r.Body)
 	}
-	want := sorted(NewRing(four).Replicas(mustID(t, wire), 2))
-	if got := c.holders(wire); !slices.Equal(got, want) {
+	want := sorted(NewRing(four).Replicas(mustID(t, wid), 2))
+	if got := c.holders(wid); !slices.Equal(got, want) {
 		t.Errorf("held by %v, want %v", got, want)
 	}
-	_, bloom, _ := ParseWireID(strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/"))
+	_, bloom, _ := wire.ParseWireID(strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/"))
 	if got := sorted(NewRing(four).Matching(bloom)); !slices.Equal(got, want) {
 		t.Errorf("new bloom matches %v, want %v", got, want)
 	}
@@ -453,24 +455,24 @@ func TestPassiveRebalancing(t *testing.T) {
 func TestUpdateThroughLaggingClockSticks(t *testing.T) {
 	lagging := three[2]
 	c := newSkewedCluster(t, map[string]time.Duration{lagging: -10 * time.Second}, three...)
-	var wire string
+	var wid string
 	for {
 		r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":100},"callback":{"http":{"uri":"`+cb+
 			`","opaque":"a"}},"reliability":{"replication-factor":1}}`)
-		wire = strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-		if !slices.Contains(c.holders(wire), lagging) {
+		wid = strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+		if !slices.Contains(c.holders(wid), lagging) {
 			break
 		}
 	}
 	c.advance(time.Second, 200)
 	for _, step := range []struct{ via, opaque string }{{three[1], "b"}, {lagging, "c"}} {
-		r := c.client(step.via, "PUT", "/timers/"+wire, `{"timing":{"interval":100},"callback":{"http":{"uri":"`+cb+`","opaque":"`+step.opaque+`"}}}`)
+		r := c.client(step.via, "PUT", "/timers/"+wid, `{"timing":{"interval":100},"callback":{"http":{"uri":"`+cb+`","opaque":"`+step.opaque+`"}}}`)
 		if r.Status != 200 {
 			t.Fatalf("PUT via %s: got %d (%s)", step.via, r.Status, r.Body)
 		}
 	}
-	holder := c.holders(wire)[0]
-	if got, _ := c.nodes[holder].Timer(mustID(t, wire)); got.Opaque() != "c" {
+	holder := c.holders(wid)[0]
+	if got, _ := c.nodes[holder].Timer(mustID(t, wid)); got.Opaque() != "c" {
 		t.Fatalf("held definition: got opaque %q, want %q (the last update)", got.Opaque(), "c")
 	}
 }
@@ -490,7 +492,7 @@ func TestDelayedReplicationConverges(t *testing.T) {
 	body := `{"timing":{"interval":10,"repeat-for":40},"callback":{"http":{"uri":"` + cb + `","opaque":"x"}},"reliability":{"replication-factor":2}}`
 	var got *Response
 	start := c.clock.now
-	c.nodes[three[0]].Handle(Request{Method: "PUT", URL: "/timers/" + FormatWireID(id, 0), Header: Header{}, Body: []byte(body)},
+	c.nodes[three[0]].Handle(Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(id, 0), Header: Header{}, Body: []byte(body)},
 		func(r Response) { got = &r })
 	held := c.net.take("http://" + primary)
 	c.settle() // the backup applies at once
@@ -520,14 +522,14 @@ func TestReplicaThatMissedDeleteStopsAfterHeal(t *testing.T) {
 	c := newCluster(t, three...)
 	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":100},"callback":{"http":{"uri":"`+cb+
 		`","opaque":"x"}},"reliability":{"replication-factor":3}}`)
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-	backup := NewRing(three).Replicas(mustID(t, wire), 3)[2]
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	backup := NewRing(three).Replicas(mustID(t, wid), 3)[2]
 	c.down[backup] = true // cut off: it neither sends nor receives
 	via := three[0]
 	if via == backup {
 		via = three[1]
 	}
-	if r := c.client(via, "DELETE", "/timers/"+wire, ""); r.Status != 200 {
+	if r := c.client(via, "DELETE", "/timers/"+wid, ""); r.Status != 200 {
 		t.Fatalf("DELETE: got %d", r.Status)
 	}
 	delete(c.down, backup)
@@ -536,7 +538,7 @@ func TestReplicaThatMissedDeleteStopsAfterHeal(t *testing.T) {
 	if got := seqs(c.advance(60*time.Second, 200)); !slices.Equal(got, []string{"1:x"}) {
 		t.Fatalf("pops after the delete: got %v, want one pop from the replica that missed it", got)
 	}
-	if h := c.holders(wire); len(h) != 0 {
+	if h := c.holders(wid); len(h) != 0 {
 		t.Errorf("live copies after the repair: %v, want none", h)
 	}
 }
@@ -566,8 +568,8 @@ func TestWriteQuorum(t *testing.T) {
 			if r.Status != 200 {
 				t.Fatalf("create: got %d (%s)", r.Status, r.Body)
 			}
-			wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-			holders := c.holders(wire)
+			wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+			holders := c.holders(wid)
 			via := holders[0]
 			downed := 0
 			for _, h := range holders[1:] {
@@ -579,7 +581,7 @@ func TestWriteQuorum(t *testing.T) {
 			if downed != tc.down {
 				t.Fatalf("timer has %d other replicas, cannot take %d down", len(holders)-1, tc.down)
 			}
-			r = c.client(via, "PUT", "/timers/"+wire, body("b"))
+			r = c.client(via, "PUT", "/timers/"+wid, body("b"))
 			if r.Status != tc.want {
 				t.Fatalf("update with %d of %d replicas down: got %d (%s), want %d", tc.down, tc.rf, r.Status, r.Body, tc.want)
 			}
@@ -600,11 +602,11 @@ func TestReadRepairReachesEveryReplica(t *testing.T) {
 	c := newCluster(t, three...)
 	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":100},"callback":{"http":{"uri":"`+cb+
 		`","opaque":"x"}},"reliability":{"replication-factor":3}}`)
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-	replicas := NewRing(three).Replicas(mustID(t, wire), 3)
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	replicas := NewRing(three).Replicas(mustID(t, wid), 3)
 	primary, keeper, amnesiac := replicas[0], replicas[1], replicas[2]
 	c.down[primary] = true
-	if r := c.client(keeper, "DELETE", "/timers/"+wire, ""); r.Status != 200 {
+	if r := c.client(keeper, "DELETE", "/timers/"+wid, ""); r.Status != 200 {
 		t.Fatalf("DELETE: got %d", r.Status)
 	}
 	delete(c.down, primary)
@@ -612,7 +614,7 @@ func TestReadRepairReachesEveryReplica(t *testing.T) {
 	if got := seqs(c.advance(60*time.Second, 200)); !slices.Equal(got, []string{"1:x"}) {
 		t.Fatalf("pops after the delete: got %v, want the one stale pop of the primary that missed it", got)
 	}
-	if h := c.holders(wire); len(h) != 0 {
+	if h := c.holders(wid); len(h) != 0 {
 		t.Errorf("live copies after the repair: %v, want none", h)
 	}
 }
@@ -626,14 +628,14 @@ func TestTombstoneOutlivesStaleDefinition(t *testing.T) {
 	node := c.nodes[three[0]]
 	send := func(rec Timer) Response {
 		var got Response
-		node.Handle(asPeer(node, Request{Method: "PUT", URL: "/timers/" + FormatWireID(rec.ID, 0),
+		node.Handle(asPeer(node, Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(rec.ID, 0),
 			Body: EncodeReplication(&rec, node.nowMs())}, three[1]), func(r Response) { got = r })
 		return got
 	}
 	place := &Placement{Replicas: three}
 	const id = 1 << 30
 	start := node.nowMs()
-	live := *withCallback(&Timer{ID: id, Version: id, Start: start, Interval: 10_000, RepeatFor: 100_000, RF: 3, Placement: place}, cb, "x")
+	live := *withCallback(&Timer{ID: id, Version: id, Start: start, Interval: 10 * time.Second, RepeatFor: 100 * time.Second, RF: 3, Placement: place}, cb, "x")
 	if r := send(Timer{ID: id, Version: id + 1, Start: start, State: Tombstone, RF: 3, Placement: place}); r.Status != 200 {
 		t.Fatalf("tombstone: got %d (%s)", r.Status, r.Body)
 	}
@@ -656,11 +658,11 @@ func TestTombstoneOfShortUpdateOutlivesTheOldDefinition(t *testing.T) {
 	c := newCluster(t, three...)
 	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":30,"repeat-for":120},"callback":{"http":{"uri":"`+cb+
 		`","opaque":"x"}},"reliability":{"replication-factor":3}}`)
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-	replicas := NewRing(three).Replicas(mustID(t, wire), 3)
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	replicas := NewRing(three).Replicas(mustID(t, wid), 3)
 	cutOff := replicas[2]
 	c.down[cutOff] = true
-	r = c.client(replicas[0], "PUT", "/timers/"+wire, `{"timing":{"interval":1,"repeat-for":2},"callback":{"http":{"uri":"`+cb+`","opaque":"y"}}}`)
+	r = c.client(replicas[0], "PUT", "/timers/"+wid, `{"timing":{"interval":1,"repeat-for":2},"callback":{"http":{"uri":"`+cb+`","opaque":"y"}}}`)
 	if r.Status != 200 {
 		t.Fatalf("update: got %d (%s)", r.Status, r.Body)
 	}
@@ -683,7 +685,7 @@ func TestTombstoneOfShortUpdateOutlivesTheOldDefinition(t *testing.T) {
 func TestDeleteByBareChosenIDReachesEveryReplica(t *testing.T) {
 	four := append(slices.Clone(three), "10.0.0.4:7253")
 	c := newCluster(t, four...)
-	bare := FormatWireID(0x8000_0000_0000_0123, 0)
+	bare := wire.FormatWireID(0x8000_0000_0000_0123, 0)
 	r := c.client(four[0], "PUT", "/timers/"+bare, `{"timing":{"interval":5,"repeat-for":60},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":3}}`)
 	if r.Status != 200 {
 		t.Fatalf("PUT: got %d %s", r.Status, r.Body)
@@ -717,7 +719,7 @@ func TestDeleteByBareChosenIDReachesEveryReplica(t *testing.T) {
 func TestUpdateByBareChosenIDReachesEveryReplica(t *testing.T) {
 	four := append(slices.Clone(three), "10.0.0.4:7253")
 	c := newCluster(t, four...)
-	bare := FormatWireID(0x8000_0000_0000_0123, 0)
+	bare := wire.FormatWireID(0x8000_0000_0000_0123, 0)
 	r := c.client(four[0], "PUT", "/timers/"+bare, `{"timing":{"interval":5,"repeat-for":60},"callback":{"http":{"uri":"`+cb+`","opaque":"old"}},"reliability":{"replication-factor":3}}`)
 	if r.Status != 200 {
 		t.Fatalf("PUT: got %d %s", r.Status, r.Body)

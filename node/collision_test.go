@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // sharedInstance returns a cluster of addrs whose nodes are all configured
@@ -34,7 +36,7 @@ func mapValues(m map[string]int) func(func(int) bool) {
 }
 
 func oneShot(opaque string, rf int) string {
-	return string(EncodeSpec(Spec{Interval: 5000, URI: cb, Opaque: opaque, RF: rf}))
+	return string(wire.Encode(wire.Timer{Interval: 5 * time.Second, URI: cb, Opaque: opaque, ReplicationFactor: rf}))
 }
 
 // TestCollidingCreateIsRetriedUnderFreshID proves the second line of
@@ -60,8 +62,8 @@ func TestCollidingCreateIsRetriedUnderFreshID(t *testing.T) {
 	if first.Status != 200 || second.Status != 200 {
 		t.Fatalf("creates: got %d and %d (%s), want 200 and 200", first.Status, second.Status, second.Body)
 	}
-	idFirst := mustID(t, strings.TrimPrefix(first.Header.Get(HeaderLocation), "/timers/"))
-	idSecond := mustID(t, strings.TrimPrefix(second.Header.Get(HeaderLocation), "/timers/"))
+	idFirst := mustID(t, strings.TrimPrefix(first.Header.Get(wire.HeaderLocation), "/timers/"))
+	idSecond := mustID(t, strings.TrimPrefix(second.Header.Get(wire.HeaderLocation), "/timers/"))
 	if idFirst != x || idSecond == x {
 		t.Fatalf("IDs: got %016x and %016x, want %016x and a fresh one", idFirst, idSecond, x)
 	}
@@ -99,7 +101,7 @@ func TestRacingCollidingCreatesBothSurvive(t *testing.T) {
 		if r == nil || r.Status != 200 {
 			t.Fatalf("create %s: got %+v, want 200", o, r)
 		}
-		id := mustID(t, strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/"))
+		id := mustID(t, strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/"))
 		if ids[id] {
 			t.Fatalf("create %s: ID %016x issued twice", o, id)
 		}
@@ -121,7 +123,7 @@ func TestCreateNeverReplacesTimerAClientCreatedUnderItsID(t *testing.T) {
 	// The ID the node will issue next, taken by a client first.
 	g := newIDGen(uint64(h.node.instance), DefaultMaxClockLead.Milliseconds())
 	x, _ := g.next(epoch.UnixMilli() + 1000)
-	if r := h.do("PUT", "/timers/"+FormatWireID(x, 0), oneShot("chosen", 1)); r.Status != 200 {
+	if r := h.do("PUT", "/timers/"+wire.FormatWireID(x, 0), oneShot("chosen", 1)); r.Status != 200 {
 		t.Fatalf("PUT: got %d (%s), want 200", r.Status, r.Body)
 	}
 	h.clock.advance(time.Second)
@@ -133,7 +135,7 @@ func TestCreateNeverReplacesTimerAClientCreatedUnderItsID(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("POST: got %d (%s), want 200", r.Status, r.Body)
 	}
-	if id := mustID(t, strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")); id == x {
+	if id := mustID(t, strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")); id == x {
 		t.Fatalf("POST: got ID %016x, the one the client's timer holds", id)
 	}
 	h.clock.advance(10 * time.Second)
@@ -189,7 +191,7 @@ func TestReplicaRefusingACollidedTimerLosesItsRank(t *testing.T) {
 	// The two replicas hold two timers of one version under the ID, as
 	// the twins of a shared instance number leave them.
 	for i, opaque := range []string{"other", "first"} {
-		c.place(replicas[i], *withCallback(&Timer{ID: id, Version: id, Start: epoch.UnixMilli(), Interval: 5000, RepeatFor: 30000, RF: 2,
+		c.place(replicas[i], *withCallback(&Timer{ID: id, Version: id, Start: epoch.UnixMilli(), Interval: 5 * time.Second, RepeatFor: 30 * time.Second, RF: 2,
 			Placement: &Placement{Replicas: replicas}}, cb, opaque))
 	}
 	got := seqs(c.advance(7500*time.Millisecond, 200))
@@ -245,7 +247,7 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	// definition the notice names.
 	c.advance(time.Minute, 200)
 	start = c.clock.now.UnixMilli()
-	c.place(one[0], *withCallback(&Timer{ID: id, Version: id + 6, Start: start, Interval: 20000, RepeatFor: 40000,
+	c.place(one[0], *withCallback(&Timer{ID: id, Version: id + 6, Start: start, Interval: 20 * time.Second, RepeatFor: 40 * time.Second,
 		RF: 1, Placement: &Placement{Replicas: one}}, cb, "other"))
 	notice := *withCallback(&Timer{ID: id, Version: id + 5, Start: start, Seq: 1, State: Tombstone,
 		RF: 1, Placement: &Placement{Replicas: one}}, cb, "once")
@@ -324,7 +326,7 @@ func (c *cluster) offer(addr string, rec Timer) Response {
 	if uri := rec.CallbackURI(); uri != "" { // a client delete's tombstone knows no definition
 		rec.def = definitionHash(rec.Interval, rec.RepeatFor, uri, rec.Opaque())
 	}
-	put := Request{Method: "PUT", URL: "/timers/" + FormatWireID(rec.ID, 0), Header: Header{},
+	put := Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(rec.ID, 0), Header: Header{},
 		Body: EncodeReplication(&rec, c.clock.now.UnixMilli())}
 	var got Response
 	c.nodes[addr].Handle(asPeer(c.nodes[addr], put, c.peerOf(addr)), func(r Response) { got = r })
@@ -360,10 +362,10 @@ func TestStaleNoticeOfAFinishedTimerDoesNotPopAgain(t *testing.T) {
 	g := newIDGen(1, 0)
 	now := c.clock.now.UnixMilli()
 	finished, _ := g.next(now)
-	c.place(one[0], *withCallback(&Timer{ID: finished, Version: finished, Start: now - 60_000, Interval: 10_000, RepeatFor: 20_000,
+	c.place(one[0], *withCallback(&Timer{ID: finished, Version: finished, Start: now - 60_000, Interval: 10 * time.Second, RepeatFor: 20 * time.Second,
 		Seq: 1, RF: 1, Placement: &Placement{Replicas: one}}, cb, "finished"))
 	going, _ := g.next(now)
-	c.place(one[0], *withCallback(&Timer{ID: going, Version: going, Start: now - 15_000, Interval: 10_000, RepeatFor: 30_000,
+	c.place(one[0], *withCallback(&Timer{ID: going, Version: going, Start: now - 15_000, Interval: 10 * time.Second, RepeatFor: 30 * time.Second,
 		Seq: 1, RF: 1, Placement: &Placement{Replicas: one}}, cb, "going"))
 	if got := seqs(c.advance(30*time.Second, 200)); !slices.Equal(got, []string{"2:going", "3:going"}) {
 		t.Fatalf("got pops %v, want going's 2 and 3 only", got)

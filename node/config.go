@@ -6,20 +6,13 @@ import (
 	"net/url"
 	"slices"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
-// Named limits and protocol constants.
+// Named limits and protocol constants of the node; the API's own are in
+// package wire.
 const (
-	// DefaultPort is the port a node serves on when none is configured.
-	DefaultPort = 7253
-	// MaxBodyBytes is the largest request body a node accepts.
-	MaxBodyBytes = 1 << 20
-	// MaxTimingSeconds bounds interval and repeat-for: ten years.
-	MaxTimingSeconds = 10 * 366 * 24 * 3600
-	// MaxReplicationFactor bounds the replication factor a client may ask for.
-	MaxReplicationFactor = 16
-	// MaxTags bounds the statistics tags of one timer.
-	MaxTags = 32
 	// MaxInstanceID is the largest instance number an ID can carry.
 	MaxInstanceID = 1<<10 - 1
 	// AutoInstanceID asks a node to derive its instance number from the
@@ -38,8 +31,6 @@ const (
 	CallbackTimeout = 2 * time.Second
 	// ReplicaSkew is how much later each replica rank pops.
 	ReplicaSkew = 2 * time.Second
-	// DefaultReplicationFactor applies when a client gives none.
-	DefaultReplicationFactor = 2
 	// DefaultMaxClockSkew is how far apart the members' clocks may be:
 	// the backup skew, which the design already needs the clocks to keep
 	// within (a backup whose clock runs a rank's skew ahead pops before
@@ -194,7 +185,7 @@ type Config struct {
 // address; Clock and Network must still be supplied.
 func DefaultConfig() Config {
 	return Config{
-		Address:            fmt.Sprintf("127.0.0.1:%d", DefaultPort),
+		Address:            fmt.Sprintf("127.0.0.1:%d", wire.DefaultPort),
 		InstanceID:         AutoInstanceID,
 		MaxClockLead:       DefaultMaxClockLead,
 		MaxMessageAge:      DefaultMaxMessageAge,

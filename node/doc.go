@@ -39,11 +39,12 @@
 // The package's files, in the order a timer meets them:
 //
 //   - node.go: the Node, routing of inbound requests, responses.
-//   - codec.go, valid.go: the wire format, client and replication bodies
-//     validated (valid.go's fast JSON check) and decoded, replication
-//     bodies encoded.
-//   - id.go, instance.go: unique timer IDs, wire IDs, instance numbers and
-//     the defence against two nodes sharing one.
+//   - body.go: a held record as the wire package's types, and back: the
+//     definition it holds and the replication body it travels as. The
+//     API's types, the JSON codec, validation and wire IDs are package
+//     wire's.
+//   - id.go, instance.go: unique timer IDs and their generator, instance
+//     numbers and the defence against two nodes sharing one.
 //   - write.go: client writes (create, update, delete) on the proxy, the
 //     quorum they wait for, and their fan-out to the replicas.
 //   - read.go: a read of one timer (GET /timers/<id>), gathered from every
@@ -67,4 +68,6 @@
 //   - timerlog.go: the debug line each step of a timer logs.
 //   - env.go, config.go, auth.go, allow.go: the injected interfaces,
 //     configuration, the cluster key, callback address rules.
+//   - place.go, budget.go: placement derived from the node's own view,
+//     and the bounds (count and bytes) on what a node holds.
 package node

@@ -108,15 +108,11 @@ type Response struct {
 	Body   []byte
 }
 
-// Well-known header names.
+// Well-known header names; the client API's own are in package wire.
 const (
-	HeaderReason         = "Reason"
-	HeaderLocation       = "Location"
-	HeaderSequenceNumber = "X-Sequence-Number"
-	HeaderRetryAfter     = "Retry-After"
-	HeaderContentType    = "Content-Type"
-	HeaderContentRange   = "Content-Range"
-	HeaderRange          = "Range"
+	HeaderContentType  = "Content-Type"
+	HeaderContentRange = "Content-Range"
+	HeaderRange        = "Range"
 	// HeaderVersion carries the newer version a replica holds when it
 	// refuses a client write with 409.
 	HeaderVersion = "X-Chronos-Version"
@@ -130,11 +126,6 @@ const (
 	// the cluster knows it ("host:port"), or "site=<name>" for a timer
 	// forwarded to a remote site.
 	HeaderTo = "X-Chronos-To"
-	// HeaderDeadline, on a client write, is when the client stops
-	// waiting for its answer, in Unix milliseconds: a node refuses the
-	// write once that has passed on its clock (408), so that a request
-	// delivered late never takes effect after its client gave up.
-	HeaderDeadline = "X-Chronos-Deadline"
 	// HeaderCollision marks a 409 answered because another timer is held
 	// under the ID.
 	HeaderCollision = "X-Chronos-Collision"
@@ -156,11 +147,6 @@ const (
 	// holds the record's definition live as one of its replicas (under its
 	// own view): a node handing a copy off waits for it (handOff).
 	HeaderHeld = "X-Chronos-Held"
-	// HeaderTimerID names the timer a callback pops: the 16 hex digits of
-	// its unique ID (the first half of the ID in Location), which stay the
-	// same for the timer's life. With X-Sequence-Number it lets a client
-	// tell a duplicate pop from a new one.
-	HeaderTimerID = "X-Chronos-Timer"
 )
 
 // isCanonical reports whether CanonicalKey would return key unchanged.

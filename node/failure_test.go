@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // The callback failure policy (docs/design.md 4.7): a failed callback
@@ -22,8 +24,8 @@ func createOn(t *testing.T, c *cluster, interval, repeatFor, rf int) (string, []
 	if r.Status != 200 {
 		t.Fatalf("create: got %d (%s)", r.Status, r.Body)
 	}
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-	return wire, NewRing(three).Replicas(mustID(t, wire), rf)
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	return wid, NewRing(three).Replicas(mustID(t, wid), rf)
 }
 
 // popBy is one callback as a test sees it: which replica sent which pop.
@@ -35,7 +37,7 @@ type popBy struct {
 // record answers every callback with answer and lists them in order.
 func record(list *[]popBy, answer func(node, seq string) int) func(*sent) int {
 	return func(s *sent) int {
-		seq := s.req.Header.Get(HeaderSequenceNumber)
+		seq := s.req.Header.Get(wire.HeaderSequenceNumber)
 		*list = append(*list, popBy{s.from, seq})
 		return answer(s.from, seq)
 	}
@@ -74,7 +76,7 @@ func TestEveryReplicaFailingAPopStillPopsTheNext(t *testing.T) {
 // pops that one at its rank, and pops nothing the primary made.
 func TestMissedPopIsLeftToTheNextReplicaWhenALaterNoticeComesFirst(t *testing.T) {
 	c := newCluster(t, three...)
-	wire, replicas := createOn(t, c, 1, 5, 2)
+	wid, replicas := createOn(t, c, 1, 5, 2)
 	primary, backup := replicas[0], replicas[1]
 	var got []popBy
 	c.advanceWith(20*time.Second, record(&got, refusing(primary, "2")))
@@ -82,7 +84,7 @@ func TestMissedPopIsLeftToTheNextReplicaWhenALaterNoticeComesFirst(t *testing.T)
 	if !slices.Equal(got, want) {
 		t.Fatalf("callbacks: got %v, want %v", got, want)
 	}
-	if h := c.holders(wire); len(h) != 0 {
+	if h := c.holders(wid); len(h) != 0 {
 		t.Fatalf("live copies after the last pop: got %v, want none (tombstones)", h)
 	}
 }
@@ -93,12 +95,12 @@ func TestMissedPopIsLeftToTheNextReplicaWhenALaterNoticeComesFirst(t *testing.T)
 // notices no longer mention it.
 func TestMissedPopIsNotOwedByAReplicaThatMadeIt(t *testing.T) {
 	c := newCluster(t, three...)
-	wire, replicas := createOn(t, c, 10, 30, 2)
+	wid, replicas := createOn(t, c, 10, 30, 2)
 	primary, backup := replicas[0], replicas[1]
 	var got []popBy
 	answer := record(&got, refusing(primary, "1"))
 	c.advanceWith(25*time.Second, answer)
-	held, _ := c.nodes[primary].Timer(mustID(t, wire))
+	held, _ := c.nodes[primary].Timer(mustID(t, wid))
 	if missed, owed := held.popMarks(); missed != 0 || owed != 0 || held.Seq != 2 {
 		t.Fatalf("primary after pop 2: got seq %d missed %b owed %b, want seq 2 and nothing missed", held.Seq, missed, owed)
 	}
@@ -129,7 +131,7 @@ func TestPopMarks(t *testing.T) {
 	if got := shiftMarks(1, 3, 3+MissedWindow); got != 0 {
 		t.Errorf("shiftMarks past the window: got %b, want 0", got)
 	}
-	tm := &Timer{Seq: 7, Interval: 1000, RepeatFor: 10_000, Start: 0}
+	tm := &Timer{Seq: 7, Interval: time.Second, RepeatFor: 10 * time.Second, Start: 0}
 	tm.setPopMarks(0b1010, 0b1000)
 	if p, ok := tm.nextPop(); !ok || p != 4 {
 		t.Errorf("nextPop with pop 4 owed: got %d %v, want 4", p, ok)
@@ -164,9 +166,9 @@ func TestOnlyTheLastReplicasPopWaitsToBeSent(t *testing.T) {
 // (a case the sweep found, through another site's relay).
 func TestFinishedCopyKeepsTellingOfAMissedPop(t *testing.T) {
 	c := newCluster(t, three...)
-	wire, replicas := createOn(t, c, 1, 2, 2)
+	wid, replicas := createOn(t, c, 1, 2, 2)
 	primary, backup := replicas[0], replicas[1]
-	id := mustID(t, wire)
+	id := mustID(t, wid)
 	var got []popBy
 	answer := record(&got, refusing(primary, "1"))
 	c.advanceWith(2100*time.Millisecond, answer)

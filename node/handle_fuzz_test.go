@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // FuzzHandle drives one node of a keyed two-node cluster with any sequence
@@ -63,9 +65,9 @@ func FuzzHandle(f *testing.F) {
 			if req.Method != "POST" || resp.Status != 200 {
 				continue
 			}
-			id, _, err := ParseWireID(strings.TrimPrefix(resp.Header.Get(HeaderLocation), "/timers/"))
+			id, _, err := wire.ParseWireID(strings.TrimPrefix(resp.Header.Get(wire.HeaderLocation), "/timers/"))
 			if err != nil {
-				t.Fatalf("POST answered 200 with Location %q: %v", resp.Header.Get(HeaderLocation), err)
+				t.Fatalf("POST answered 200 with Location %q: %v", resp.Header.Get(wire.HeaderLocation), err)
 			}
 			if issued[id] || id <= lastID {
 				t.Fatalf("POST issued %016x after %016x: repeated or out of order", id, lastID)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // The harness drives one or more nodes by hand: a manual clock per node
@@ -180,7 +182,7 @@ func (h *harness) create(body string) string {
 	if r.Status != 200 {
 		h.t.Fatalf("POST /timers: status %d (%s), want 200", r.Status, r.Body)
 	}
-	loc := r.Header.Get(HeaderLocation)
+	loc := r.Header.Get(wire.HeaderLocation)
 	if !strings.HasPrefix(loc, "/timers/") {
 		h.t.Fatalf("POST /timers: Location %q, want /timers/<id>", loc)
 	}
@@ -216,5 +218,5 @@ func (h *harness) drainPops(uri string, status int) []Request {
 }
 
 func timerJSON(interval, repeatFor int, uri, opaque string) string {
-	return string(EncodeSpec(Spec{Interval: int64(interval) * 1000, RepeatFor: int64(repeatFor) * 1000, URI: uri, Opaque: opaque}))
+	return string(wire.Encode(wire.Timer{Interval: time.Duration(interval) * time.Second, RepeatFor: time.Duration(repeatFor) * time.Second, URI: uri, Opaque: opaque}))
 }

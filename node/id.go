@@ -1,12 +1,6 @@
 package node
 
-import (
-	"encoding/binary"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"strconv"
-)
+import "github.com/chronos-timer/chronos/wire"
 
 // Unique IDs (docs/design.md 4.2) are milliseconds since idEpochMs, the issuing
 // node's instance number and a per-millisecond sequence:
@@ -26,9 +20,6 @@ const (
 // errBadWireID is the reason a request with a malformed timer ID is
 // refused with.
 const errBadWireID = "the timer ID must be 32 hex digits"
-
-// ErrBadID is returned for a timer ID that is not 32 hex digits.
-var ErrBadID = errors.New("node: timer ID must be 32 hex digits")
 
 // idGen issues unique IDs that never repeat and never go backwards, even
 // when the clock does: a backward step reuses the last millisecond, and a
@@ -135,13 +126,7 @@ func IDTime(id uint64) int64 {
 	return int64(id>>(instanceBits+seqBits)) + idEpochMs
 }
 
-// FormatWireID returns the client-facing timer ID: the unique ID and the
-// replica bloom filter, 16 hex digits each (docs/design.md 4.1).
-func FormatWireID(id, bloom uint64) string {
-	return fmt.Sprintf("%016x%016x", id, bloom)
-}
-
-// wireID is t's ID as the API shows it (FormatWireID), with the bloom
+// wireID is t's ID as the API shows it (wire.FormatWireID), with the bloom
 // filter of its replicas: the form log lines give, which an operator can
 // match with a client's.
 func (n *Node) wireID(t *Timer) string {
@@ -149,46 +134,5 @@ func (n *Node) wireID(t *Timer) string {
 	if t.Placement != nil {
 		bloom = n.ring.Bloom(t.Placement.Replicas)
 	}
-	return FormatWireID(t.ID, bloom)
-}
-
-// FormatID returns a unique ID as 16 hex digits, as the first half of a
-// wire ID shows it (and the X-Chronos-Timer header of a pop carries it).
-func FormatID(id uint64) string {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], id)
-	return hex.EncodeToString(b[:])
-}
-
-// ParseID parses a unique ID as FormatID writes it: 16 hex digits.
-func ParseID(s string) (uint64, error) {
-	if len(s) != 16 || !isHex(s) {
-		return 0, ErrBadID
-	}
-	return strconv.ParseUint(s, 16, 64)
-}
-
-// ParseWireID splits a client-facing timer ID into its unique ID and its
-// replica bloom filter.
-func ParseWireID(s string) (id, bloom uint64, err error) {
-	if len(s) != 32 {
-		return 0, 0, ErrBadID
-	}
-	id, err1 := strconv.ParseUint(s[:16], 16, 64)
-	bloom, err2 := strconv.ParseUint(s[16:], 16, 64)
-	if err1 != nil || err2 != nil || !isHex(s) {
-		return 0, 0, ErrBadID
-	}
-	return id, bloom, nil
-}
-
-// isHex rejects the signs and underscores ParseUint would otherwise accept.
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
+	return wire.FormatWireID(t.ID, bloom)
 }

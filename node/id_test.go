@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/wire"
+
 	"pgregory.net/rapid"
 )
 
@@ -146,7 +148,7 @@ func TestObserveIDIgnoresIDsNoNodeIssued(t *testing.T) {
 func TestClientIDAtTopOfRangeCannotPoisonTheNode(t *testing.T) {
 	h := newHarness(t)
 	before := h.create(timerJSON(60, 60, cb, "before"))
-	top := FormatWireID(^uint64(0), ^uint64(0))
+	top := wire.FormatWireID(^uint64(0), ^uint64(0))
 	if r := h.do("PUT", "/timers/"+top, timerJSON(60, 60, cb, "top")); r.Status != 200 {
 		t.Fatalf("PUT %s: got %d (%s), want 200", top, r.Status, r.Body)
 	}
@@ -156,9 +158,9 @@ func TestClientIDAtTopOfRangeCannotPoisonTheNode(t *testing.T) {
 		t.Fatalf("ID after the PUT: got %016x (dated %d ms ahead), want above %016x and dated now",
 			idAfter, IDTime(idAfter)-h.node.nowMs(), idBefore)
 	}
-	for _, wire := range []string{before, after, top} {
-		if r := h.do("DELETE", "/timers/"+wire, ""); r.Status != 200 {
-			t.Errorf("DELETE %s: got %d (%s), want 200", wire, r.Status, r.Body)
+	for _, wid := range []string{before, after, top} {
+		if r := h.do("DELETE", "/timers/"+wid, ""); r.Status != 200 {
+			t.Errorf("DELETE %s: got %d (%s), want 200", wid, r.Status, r.Body)
 		}
 	}
 	h.clock.advance(2 * time.Minute)
@@ -190,36 +192,4 @@ func TestObserveOrdersLaterVersions(t *testing.T) {
 	if got, _ := b.next(idEpochMs + 5_000); got <= seen {
 		t.Errorf("version after observe: got %x, want above %x", got, seen)
 	}
-}
-
-// TestWireIDRoundTrip proves FormatWireID and ParseWireID are inverse.
-func TestWireIDRoundTrip(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		id, bloom := rapid.Uint64().Draw(t, "id"), rapid.Uint64().Draw(t, "bloom")
-		gotID, gotBloom, err := ParseWireID(FormatWireID(id, bloom))
-		if err != nil || gotID != id || gotBloom != bloom {
-			t.Fatalf("round trip of %x %x: got %x %x %v", id, bloom, gotID, gotBloom, err)
-		}
-	})
-}
-
-// FuzzParseWireID proves the ID parser never panics, accepts only 32 hex
-// digits, and round-trips what it accepts.
-func FuzzParseWireID(f *testing.F) {
-	f.Add("0000000000000001ffffffffffffffff")
-	f.Add("0x00000000000001ffffffffffffffff")
-	f.Add("+000000000000001ffffffffffffffff")
-	f.Add("")
-	f.Fuzz(func(t *testing.T, s string) {
-		id, bloom, err := ParseWireID(s)
-		if err != nil {
-			return
-		}
-		if len(s) != 32 || !isHex(s) {
-			t.Fatalf("accepted %q", s)
-		}
-		if again, _, _ := ParseWireID(FormatWireID(id, bloom)); again != id {
-			t.Fatalf("round trip of %q: got %x, want %x", s, again, id)
-		}
-	})
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/wire"
+
 	"pgregory.net/rapid"
 )
 
@@ -33,8 +35,8 @@ func testEnv(now int64) *mergeEnv {
 func drawRecord(t *rapid.T, label string, now int64, p *Placement) Timer {
 	version := rapid.Uint64Range(1, 3).Draw(t, label+".version")
 	interval := int64(version) * 1000
-	spec := Spec{Interval: interval, RepeatFor: interval * int64(rapid.IntRange(0, 6).Draw(t, label+".pops")),
-		URI: "http://cb.example/cb", Opaque: fmt.Sprintf("v%d", version), RF: 2}
+	spec := wire.Timer{Interval: time.Duration(interval) * time.Millisecond, RepeatFor: time.Duration(interval*int64(rapid.IntRange(0, 6).Draw(t, label+".pops"))) * time.Millisecond,
+		URI: "http://cb.example/cb", Opaque: fmt.Sprintf("v%d", version), ReplicationFactor: 2}
 	if rapid.IntRange(0, 9).Draw(t, label+".twin") == 0 {
 		spec.Opaque += "-twin"
 	}
@@ -97,7 +99,7 @@ func TestMergeProperties(t *testing.T) {
 			if got.State == Live && held.State == Live && got.Start > held.Start {
 				t.Fatalf("start moved later, from %d to %d", held.Start, got.Start)
 			}
-			if ahead := (int64(held.Seq)+1)*held.Interval <= held.RepeatFor; ahead && held.State == Live && got.State != Live && in.State == Live && in.Seq == held.Seq &&
+			if ahead := time.Duration(held.Seq+1)*held.Interval <= held.RepeatFor; ahead && held.State == Live && got.State != Live && in.State == Live && in.Seq == held.Seq &&
 				slices.Contains(in.Placement.Replicas, env.self) {
 				t.Fatalf("a live record of the held version at its sequence number buried it with pops still to come")
 			}
@@ -138,7 +140,7 @@ func describe(t *Timer) string {
 func TestMovedBackOwesNoPopItMade(t *testing.T) {
 	const now = int64(1_000_000)
 	env := testEnv(now)
-	spec := Spec{Interval: 2000, RepeatFor: 2000, URI: "http://cb.example/cb", RF: 3}
+	spec := wire.Timer{Interval: 2 * time.Second, RepeatFor: 2 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 3}
 	// Both placed under the node's view, which places the timer on it
 	// again.
 	p := &Placement{Replicas: mergeNodes[:3]}

@@ -3,13 +3,16 @@ package node
 import (
 	"fmt"
 
-	"github.com/twmb/murmur3"
+	"github.com/chronos-timer/chronos/wire"
+
 	"hash"
 	"log/slog"
 	"net/netip"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/twmb/murmur3"
 )
 
 // TombstoneMin is how long a tombstone of a zero-interval timer is kept: a
@@ -472,7 +475,7 @@ const MaxReasonBytes = 512
 
 func badRequest(reason string) Response {
 	r := text(400, reason)
-	r.Header[HeaderReason] = headerReason(reason)
+	r.Header[wire.HeaderReason] = headerReason(reason)
 	return r
 }
 
@@ -502,7 +505,7 @@ func methodNotAllowed(allow string) Response {
 
 func unavailable(reason string) Response {
 	r := text(503, reason)
-	r.Header[HeaderReason] = headerReason(reason)
-	r.Header[HeaderRetryAfter] = "1"
+	r.Header[wire.HeaderReason] = headerReason(reason)
+	r.Header[wire.HeaderRetryAfter] = "1"
 	return r
 }

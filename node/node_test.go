@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 const cb = "http://client.example/cb"
@@ -13,7 +15,7 @@ const cb = "http://client.example/cb"
 func seqs(reqs []Request) []string {
 	var out []string
 	for _, r := range reqs {
-		out = append(out, r.Header.Get(HeaderSequenceNumber)+":"+string(r.Body))
+		out = append(out, r.Header.Get(wire.HeaderSequenceNumber)+":"+string(r.Body))
 	}
 	return out
 }
@@ -52,8 +54,8 @@ func TestPopNamesItsTimer(t *testing.T) {
 	for range 2 {
 		h.clock.advance(time.Second)
 		got := h.pops(cb, 200)
-		if len(got) != 1 || got[0].Header.Get(HeaderTimerID) != id[:16] {
-			t.Fatalf("pops: got %v, want one carrying %s %s", got, HeaderTimerID, id[:16])
+		if len(got) != 1 || got[0].Header.Get(wire.HeaderTimerID) != id[:16] {
+			t.Fatalf("pops: got %v, want one carrying %s %s", got, wire.HeaderTimerID, id[:16])
 		}
 	}
 }
@@ -101,8 +103,8 @@ func TestUpdateRedefinesTimer(t *testing.T) {
 	id := h.create(timerJSON(10, 10, cb, "old"))
 	h.clock.advance(5 * time.Second)
 	r := h.do("PUT", "/timers/"+id, timerJSON(2, 4, cb, "new"))
-	if r.Status != 200 || r.Header.Get(HeaderLocation) != "/timers/"+id {
-		t.Fatalf("PUT: got %d %q, want 200 /timers/%s", r.Status, r.Header.Get(HeaderLocation), id)
+	if r.Status != 200 || r.Header.Get(wire.HeaderLocation) != "/timers/"+id {
+		t.Fatalf("PUT: got %d %q, want 200 /timers/%s", r.Status, r.Header.Get(wire.HeaderLocation), id)
 	}
 	h.clock.advance(2 * time.Second)
 	wantPops(t, h.pops(cb, 200), "1:new")
@@ -114,7 +116,7 @@ func TestUpdateRedefinesTimer(t *testing.T) {
 // creates the timer under that ID (api.md).
 func TestPutUnknownIDCreates(t *testing.T) {
 	h := newHarness(t)
-	id := FormatWireID(12345, 0)
+	id := wire.FormatWireID(12345, 0)
 	r := h.do("PUT", "/timers/"+id, timerJSON(1, 1, cb, "chosen"))
 	if r.Status != 200 {
 		t.Fatalf("PUT: got %d (%s), want 200", r.Status, r.Body)
@@ -225,8 +227,8 @@ func TestOverloadAnswers503(t *testing.T) {
 	h.create(timerJSON(5, 5, cb, "a"))
 	h.create(timerJSON(5, 5, cb, "b"))
 	r := h.do("POST", "/timers", timerJSON(5, 5, cb, "c"))
-	if r.Status != 503 || r.Header.Get(HeaderRetryAfter) == "" {
-		t.Fatalf("third timer: got %d Retry-After %q, want 503 with Retry-After", r.Status, r.Header.Get(HeaderRetryAfter))
+	if r.Status != 503 || r.Header.Get(wire.HeaderRetryAfter) == "" {
+		t.Fatalf("third timer: got %d Retry-After %q, want 503 with Retry-After", r.Status, r.Header.Get(wire.HeaderRetryAfter))
 	}
 }
 
@@ -243,11 +245,11 @@ func TestClockJumpBackNeverPopsEarly(t *testing.T) {
 	wantPops(t, h.pops(cb, 200), "1:x")
 }
 
-func mustID(t testing.TB, wire string) uint64 {
+func mustID(t testing.TB, wid string) uint64 {
 	t.Helper()
-	id, _, err := ParseWireID(wire)
+	id, _, err := wire.ParseWireID(wid)
 	if err != nil {
-		t.Fatalf("ParseWireID(%q): %v", wire, err)
+		t.Fatalf("ParseWireID(%q): %v", wid, err)
 	}
 	return id
 }

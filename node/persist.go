@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // Persistence (docs/design.md 4.16). A node given a Storage hands it every
@@ -187,7 +189,7 @@ func (n *Node) Restore(id uint64, rec []byte) error {
 	}
 	t, err := n.decodeRecord(id, rec)
 	if err != nil {
-		return fmt.Errorf("node: restore record %s: %w", FormatID(id), err)
+		return fmt.Errorf("node: restore record %s: %w", wire.FormatID(id), err)
 	}
 	n.ids.observe(t.Version, n.nowMs())
 	// Stored under the view the node had when it wrote the record; held
@@ -253,8 +255,8 @@ func AppendRecord(b []byte, t *Timer) []byte {
 func appendFields(b []byte, t *Timer) []byte {
 	b = binary.AppendUvarint(b, t.Version)
 	b = binary.AppendVarint(b, t.Start)
-	b = binary.AppendVarint(b, t.Interval)
-	b = binary.AppendVarint(b, t.RepeatFor)
+	b = binary.AppendVarint(b, t.Interval.Milliseconds())
+	b = binary.AppendVarint(b, t.RepeatFor.Milliseconds())
 	b = binary.AppendUvarint(b, uint64(t.Seq))
 	b = append(b, byte(t.State), t.RF)
 	b = binary.AppendUvarint(b, t.ViewID)
@@ -285,8 +287,8 @@ func appendFields(b []byte, t *Timer) []byte {
 	b = binary.AppendUvarint(b, uint64(r.Def))
 	b = binary.AppendUvarint(b, uint64(r.Seq))
 	b = binary.AppendVarint(b, r.Start)
-	b = binary.AppendVarint(b, r.Interval)
-	b = binary.AppendVarint(b, r.RepeatFor)
+	b = binary.AppendVarint(b, r.Interval.Milliseconds())
+	b = binary.AppendVarint(b, r.RepeatFor.Milliseconds())
 	b = binary.AppendUvarint(b, uint64(e.Refused))
 	b = binary.AppendUvarint(b, uint64(e.Missed))
 	b = binary.AppendUvarint(b, uint64(e.Owed))
@@ -335,7 +337,7 @@ const maxInfoDepth = 1
 func (n *Node) decodeFields(d *recordDecoder, id uint64, depth int) *Timer {
 	t := &Timer{ID: id}
 	t.Version = d.uvarint()
-	t.Start, t.Interval, t.RepeatFor = d.varint(), d.varint(), d.varint()
+	t.Start, t.Interval, t.RepeatFor = d.varint(), d.millis(), d.millis()
 	t.Seq = d.uint32()
 	t.State, t.RF = State(d.byte()), d.byte()
 	t.ViewID = d.uvarint()
@@ -354,13 +356,13 @@ func (n *Node) decodeFields(d *recordDecoder, id uint64, depth int) *Timer {
 	}
 	e := &TimerExtra{}
 	if k := d.count(); k > 0 {
-		e.Tags = make([]Tag, k)
+		e.Tags = make([]wire.Tag, k)
 		for i := range e.Tags {
-			e.Tags[i] = Tag{Type: d.string(), Count: int(d.varint())}
+			e.Tags[i] = wire.Tag{Type: d.string(), Count: int(d.varint())}
 		}
 	}
 	e.Buried = d.varint()
-	e.Replaced = Progress{Def: d.uint32(), Seq: d.uint32(), Start: d.varint(), Interval: d.varint(), RepeatFor: d.varint()}
+	e.Replaced = Progress{Def: d.uint32(), Seq: d.uint32(), Start: d.varint(), Interval: d.millis(), RepeatFor: d.millis()}
 	e.Refused, e.Missed, e.Owed = d.uint32(), d.uint32(), d.uint32()
 	if d.byte() == 1 {
 		// An informational copy written by an earlier build: read past.
@@ -398,6 +400,11 @@ func (d *recordDecoder) uvarint() uint64 {
 	}
 	d.b = d.b[k:]
 	return v
+}
+
+// millis decodes a duration the record keeps in milliseconds.
+func (d *recordDecoder) millis() time.Duration {
+	return time.Duration(d.varint()) * time.Millisecond
 }
 
 func (d *recordDecoder) varint() int64 {

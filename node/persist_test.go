@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // memStorage is a Storage that keeps what is synced in a map, as a disk
@@ -121,6 +123,8 @@ func setSample(v reflect.Value, n *Node) bool {
 		v.SetUint(1<<40 + 3)
 	case int64:
 		v.SetInt(-(1<<35 + 5))
+	case time.Duration: // kept in whole milliseconds
+		v.SetInt(int64(-(1<<35 + 5) * time.Millisecond))
 	case uint32:
 		v.SetUint(1<<31 + 7)
 	case uint8, State:
@@ -133,13 +137,13 @@ func setSample(v reflect.Value, n *Node) bool {
 		v.SetString("\x05/hookopaque")
 	case *TimerExtra:
 		v.Set(reflect.ValueOf(&TimerExtra{Missed: 3, Owed: 1}))
-	case []Tag:
-		v.Set(reflect.ValueOf([]Tag{{Type: "a", Count: 2}, {Type: "b", Count: 1}}))
+	case []wire.Tag:
+		v.Set(reflect.ValueOf([]wire.Tag{{Type: "a", Count: 2}, {Type: "b", Count: 1}}))
 	case Progress:
-		v.Set(reflect.ValueOf(Progress{Def: 9, Seq: 4, Start: 1e12, Interval: 1000, RepeatFor: 5000}))
+		v.Set(reflect.ValueOf(Progress{Def: 9, Seq: 4, Start: 1e12, Interval: time.Second, RepeatFor: 5 * time.Second}))
 	case *Timer:
 		info := &Timer{ID: 77, Version: 5, Seq: 2, Placement: n.placement([]string{"a:1"}, nil)}
-		info.Extra = &TimerExtra{Tags: []Tag{{Type: "x", Count: 1}}}
+		info.Extra = &TimerExtra{Tags: []wire.Tag{{Type: "x", Count: 1}}}
 		v.Set(reflect.ValueOf(info))
 	default:
 		return false
@@ -155,8 +159,8 @@ func setSample(v reflect.Value, n *Node) bool {
 func TestRestartPopsWhatIsLeft(t *testing.T) {
 	disk := newMemStorage()
 	h := newHarness(t, func(c *Config) { c.Storage = disk })
-	wire := h.create(timerJSON(10, 30, "http://cb/x", "data"))
-	id := mustID(t, wire)
+	wid := h.create(timerJSON(10, 30, "http://cb/x", "data"))
+	id := mustID(t, wid)
 	if _, ok := disk.durable[id]; !ok {
 		t.Fatalf("timer not durable once its create was answered; durable %d records", len(disk.durable))
 	}
@@ -174,7 +178,7 @@ func TestRestartPopsWhatIsLeft(t *testing.T) {
 	h2.clock.advance(25 * time.Second)
 	var seqs []string
 	for _, r := range h2.drainPops("http://cb/", 200) {
-		seqs = append(seqs, r.Header.Get(HeaderSequenceNumber))
+		seqs = append(seqs, r.Header.Get(wire.HeaderSequenceNumber))
 	}
 	if !slices.Equal(seqs, []string{"2", "3"}) {
 		t.Fatalf("restored node popped sequence numbers %v, want [2 3]", seqs)
@@ -229,7 +233,7 @@ func TestAnswerWaitsForDurability(t *testing.T) {
 // or of a later version, stops the restore with an error naming it.
 func TestRestoreRefusesBadRecords(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Storage = newMemStorage() })
-	good := AppendRecord(nil, &Timer{ID: 1, Version: 1, Interval: 1000, RepeatFor: 1000, Placement: h.node.placement([]string{"a:1"}, nil)})
+	good := AppendRecord(nil, &Timer{ID: 1, Version: 1, Interval: time.Second, RepeatFor: time.Second, Placement: h.node.placement([]string{"a:1"}, nil)})
 	for _, rec := range [][]byte{{}, {0}, {recordVersion + 1}, good[:len(good)-1], append(slices.Clone(good), 0)} {
 		if err := h.node.Restore(1, rec); err == nil {
 			t.Errorf("Restore(% x) = nil, want an error", rec)
@@ -262,7 +266,7 @@ func TestRecordWithAnInformationalCopyIsReadPast(t *testing.T) {
 func FuzzDecodeRecord(f *testing.F) {
 	h := newHarness(&testing.T{})
 	f.Add(AppendRecord(nil, &Timer{ID: 1, Version: 2, Placement: h.node.placement([]string{"a:1"}, []string{"s"}),
-		Extra: &TimerExtra{Tags: []Tag{{Type: "t", Count: 1}}}}))
+		Extra: &TimerExtra{Tags: []wire.Tag{{Type: "t", Count: 1}}}}))
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		tm, err := h.node.decodeRecord(1, rec)
 		if err != nil {

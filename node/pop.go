@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // dueOf returns when this replica acts on t next: its next pop, skewed by
@@ -15,7 +17,7 @@ func (n *Node) dueOf(t *Timer) int64 {
 	if at, ok := t.NextPopAt(); ok {
 		return at + n.skew(t).Milliseconds()
 	}
-	return max(n.nowMs()+max(t.Interval, n.tombstoneMin().Milliseconds()), t.lastDue()+n.maxSkew(t).Milliseconds())
+	return max(n.nowMs()+max(t.Interval, n.tombstoneMin()).Milliseconds(), t.lastDue()+n.maxSkew(t).Milliseconds())
 }
 
 // maxSkew bounds how long after a due time any replica of t may still pop
@@ -184,8 +186,8 @@ func (n *Node) pop(t *Timer) {
 		Method: "POST",
 		URL:    popped.CallbackURI(),
 		Header: Header{
-			HeaderSequenceNumber: strconv.FormatUint(uint64(p), 10),
-			HeaderTimerID:        FormatID(popped.ID),
+			wire.HeaderSequenceNumber: strconv.FormatUint(uint64(p), 10),
+			wire.HeaderTimerID:        wire.FormatID(popped.ID),
 		},
 		Body:    []byte(popped.Opaque()),
 		MaxWait: n.handOnAfter(&popped),
@@ -333,7 +335,7 @@ func parsePopped(v string) (seq, missed uint32, ok bool) {
 // notice or a forward with (a 409 whose body is a replication body);
 // ok is false when the answer carries none.
 func (n *Node) answeredRecord(id uint64, resp Response) (*Timer, bool) {
-	spec, repl, err := ParseBody(resp.Body)
+	spec, repl, err := wire.Parse(resp.Body)
 	if err != nil || repl == nil || len(repl.Replicas) == 0 {
 		return nil, false
 	}

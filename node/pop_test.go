@@ -14,8 +14,8 @@ import (
 // backup, which so never pops it.
 func TestSlowCallbackKeepsTheSchedule(t *testing.T) {
 	c := newCluster(t, three...)
-	wire, replicas := createOn(t, c, 1, 5, 2)
-	id := mustID(t, wire)
+	wid, replicas := createOn(t, c, 1, 5, 2)
+	id := mustID(t, wid)
 	step := func(d time.Duration) []*sent {
 		c.clock.advance(d)
 		c.settle()

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // A read of one timer (GET /timers/<id>) is an addition to the original
@@ -27,28 +29,17 @@ const readQuery = "replica=true"
 // which the replication body cannot tell from a tombstone.
 const headerMoved = "X-Chronos-Moved"
 
-// Replica states a read reports.
-const (
-	readLive      = "live"
-	readTombstone = "tombstone"
-	// readMoved is a Moved record: the timer left this node in a scale
-	// and lives on others. It does not count as a delete.
-	readMoved       = "moved"
-	readAbsent      = "absent"
-	readUnreachable = "unreachable"
-)
-
 // replicaCopy is what one node answered to a read.
 type replicaCopy struct {
 	node  string
-	state string
+	state wire.ReplicaState
 	t     *Timer // nil unless live or tombstone
 }
 
 // get serves GET /timers/<id>: the client read, or a peer's internal read
 // of this node's copy.
-func (n *Node) get(wire string, req Request, reply func(Response)) {
-	id, bloom, err := ParseWireID(wire)
+func (n *Node) get(wid string, req Request, reply func(Response)) {
+	id, bloom, err := wire.ParseWireID(wid)
 	if err != nil {
 		reply(badRequest(errBadWireID))
 		return
@@ -61,7 +52,7 @@ func (n *Node) get(wire string, req Request, reply func(Response)) {
 		}
 		n.readLocal(id, reply)
 	case "":
-		n.readAll(id, bloom, wire, reply)
+		n.readAll(id, bloom, wid, reply)
 	default:
 		reply(badRequest("GET /timers/<id> takes no query parameters"))
 	}
@@ -87,7 +78,7 @@ func (n *Node) readLocal(id uint64, reply func(Response)) {
 
 // readAll asks every node that may hold id and answers the client once
 // all have answered or timed out.
-func (n *Node) readAll(id, bloom uint64, wire string, reply func(Response)) {
+func (n *Node) readAll(id, bloom uint64, wid string, reply func(Response)) {
 	held := n.store.Get(id)
 	nodes := n.named(bloom)
 	rf := n.inferRF(id, bloom)
@@ -103,15 +94,15 @@ func (n *Node) readAll(id, bloom uint64, wire string, reply func(Response)) {
 			}
 		}
 	}
-	n.askCopies(id, wire, nodes, func(copies []replicaCopy) {
-		reply(n.readAnswer(wire, copies))
+	n.askCopies(id, wid, nodes, func(copies []replicaCopy) {
+		reply(n.readAnswer(wid, copies))
 	})
 }
 
 // askCopies asks each of nodes for its record of id (this node answers
 // for itself without a message) and calls done with every answer, in the
 // order of nodes, once all have answered or timed out.
-func (n *Node) askCopies(id uint64, wire string, nodes []string, done func([]replicaCopy)) {
+func (n *Node) askCopies(id uint64, wid string, nodes []string, done func([]replicaCopy)) {
 	copies := make([]replicaCopy, len(nodes))
 	pending := len(nodes)
 	answered := func(i int, c replicaCopy) {
@@ -127,7 +118,7 @@ func (n *Node) askCopies(id uint64, wire string, nodes []string, done func([]rep
 		}
 		req := Request{
 			Method:  "GET",
-			URL:     "http://" + peer + "/timers/" + wire + "?" + readQuery,
+			URL:     "http://" + peer + "/timers/" + wid + "?" + readQuery,
 			Header:  Header{},
 			MaxWait: ReplicaSkew,
 		}
@@ -142,13 +133,13 @@ func (n *Node) askCopies(id uint64, wire string, nodes []string, done func([]rep
 func localCopy(self string, t *Timer) replicaCopy {
 	switch {
 	case t == nil:
-		return replicaCopy{node: self, state: readAbsent}
+		return replicaCopy{node: self, state: wire.StateAbsent}
 	case t.State == Live:
-		return replicaCopy{node: self, state: readLive, t: t}
+		return replicaCopy{node: self, state: wire.StateLive, t: t}
 	case t.State == Moved:
-		return replicaCopy{node: self, state: readMoved, t: t}
+		return replicaCopy{node: self, state: wire.StateMoved, t: t}
 	default:
-		return replicaCopy{node: self, state: readTombstone, t: t}
+		return replicaCopy{node: self, state: wire.StateTombstone, t: t}
 	}
 }
 
@@ -156,45 +147,45 @@ func localCopy(self string, t *Timer) replicaCopy {
 func (n *Node) peerCopy(id uint64, peer string, resp Response, err error) replicaCopy {
 	switch {
 	case err == nil && resp.Status == 404:
-		return replicaCopy{node: peer, state: readAbsent}
+		return replicaCopy{node: peer, state: wire.StateAbsent}
 	case err != nil || resp.Status != 200:
-		return replicaCopy{node: peer, state: readUnreachable}
+		return replicaCopy{node: peer, state: wire.StateUnreachable}
 	}
-	spec, r, perr := ParseBody(resp.Body)
+	spec, r, perr := wire.Parse(resp.Body)
 	if perr != nil || r == nil {
-		return replicaCopy{node: peer, state: readUnreachable}
+		return replicaCopy{node: peer, state: wire.StateUnreachable}
 	}
 	// The record is rebuilt on this node's clock, as a replica would
 	// take it; it is not kept.
-	t := newTimer(id, r.Version, spec, n.startMs()+r.StartTimeDelta, r.Seq, &Placement{Replicas: r.Replicas, Sites: r.Sites}, r.ViewID, nil)
+	t := newTimer(id, r.Version, spec, n.startOf(r), r.Seq, &Placement{Replicas: r.Replicas, Sites: r.Sites}, r.ViewID, nil)
 	switch {
 	case resp.Header.Get(headerMoved) != "":
-		return replicaCopy{node: peer, state: readMoved, t: t}
+		return replicaCopy{node: peer, state: wire.StateMoved, t: t}
 	case t.State == Live:
-		return replicaCopy{node: peer, state: readLive, t: t}
+		return replicaCopy{node: peer, state: wire.StateLive, t: t}
 	}
-	return replicaCopy{node: peer, state: readTombstone, t: t}
+	return replicaCopy{node: peer, state: wire.StateTombstone, t: t}
 }
 
 // readAnswer is the client's answer: 200 with the most advanced live
 // definition, 404 when the most advanced record is a tombstone or no node
 // holds one, 503 when no node answered. A Moved record says the timer
 // lives on other nodes, so it is listed but never chosen.
-func (n *Node) readAnswer(wire string, copies []replicaCopy) Response {
+func (n *Node) readAnswer(wid string, copies []replicaCopy) Response {
 	best, answered := newestCopy(copies)
 	switch {
 	case !answered:
 		return unavailable("no node that may hold the timer answered")
 	case best == nil || best.State != Live:
 		r := text(404, "no such timer")
-		r.Header[HeaderReason] = "no such timer"
+		r.Header[wire.HeaderReason] = "no such timer"
 		return r
 	}
 	b := make([]byte, 0, 256+len(best.cb))
 	b = append(b, `{"id":`...)
-	b = appendString(b, wire)
+	b = wire.AppendString(b, wid)
 	b = append(b, `,"timer":`...)
-	b = append(b, EncodeSpec(specOf(best))...)
+	b = append(b, wire.Encode(definition(best))...)
 	b = appendProgress(b, best)
 	b = append(b, `,"replicas":[`...)
 	for i, c := range copies {
@@ -202,7 +193,7 @@ func (n *Node) readAnswer(wire string, copies []replicaCopy) Response {
 			b = append(b, ',')
 		}
 		b = append(b, `{"node":`...)
-		b = appendString(b, c.node)
+		b = wire.AppendString(b, c.node)
 		b = append(b, `,"state":"`...)
 		b = append(b, c.state...)
 		b = append(b, '"')
@@ -210,7 +201,7 @@ func (n *Node) readAnswer(wire string, copies []replicaCopy) Response {
 			b = append(b, `,"version":"`...)
 			b = strconv.AppendUint(b, c.t.Version, 10)
 			b = append(b, '"')
-			if c.state == readLive {
+			if c.state == wire.StateLive {
 				b = appendProgress(b, c.t)
 			}
 		}
@@ -224,8 +215,8 @@ func (n *Node) readAnswer(wire string, copies []replicaCopy) Response {
 // aside (the timer lives elsewhere), and whether any node answered.
 func newestCopy(copies []replicaCopy) (newest *Timer, answered bool) {
 	for _, c := range copies {
-		answered = answered || c.state != readUnreachable
-		if c.t != nil && c.state != readMoved && Supersedes(newest, c.t) {
+		answered = answered || c.state != wire.StateUnreachable
+		if c.t != nil && c.state != wire.StateMoved && Supersedes(newest, c.t) {
 			newest = c.t
 		}
 	}
@@ -244,16 +235,4 @@ func appendProgress(b []byte, t *Timer) []byte {
 		b = append(b, '"')
 	}
 	return b
-}
-
-// specOf is the client definition a live record holds.
-func specOf(t *Timer) Spec {
-	return Spec{
-		Interval:  t.Interval,
-		RepeatFor: t.RepeatFor,
-		URI:       t.CallbackURI(),
-		Opaque:    t.Opaque(),
-		RF:        int(t.RF),
-		Tags:      t.Tags(),
-	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,9 +28,9 @@ type timerRead struct {
 	} `json:"replicas"`
 }
 
-func readTimer(t *testing.T, c *cluster, via, wire string) (Response, timerRead) {
+func readTimer(t *testing.T, c *cluster, via, wid string) (Response, timerRead) {
 	t.Helper()
-	r := c.client(via, "GET", "/timers/"+wire, "")
+	r := c.client(via, "GET", "/timers/"+wid, "")
 	var got timerRead
 	if r.Status == 200 {
 		require.NoError(t, json.Unmarshal(r.Body, &got), "%s", r.Body)
@@ -52,8 +54,8 @@ func (r timerRead) states() []string {
 func TestReadThroughAnyNode(t *testing.T) {
 	c := newCluster(t, three...)
 	def := `{"timing":{"interval":10,"repeat-for":30},"callback":{"http":{"uri":"` + cb + `","opaque":"o"}},"reliability":{"replication-factor":2},"statistics":{"tag-info":[{"type":"a","count":2}]}}`
-	wire := strings.TrimPrefix(c.client(three[0], "POST", "/timers", def).Header.Get(HeaderLocation), "/timers/")
-	holders := c.holders(wire)
+	wid := strings.TrimPrefix(c.client(three[0], "POST", "/timers", def).Header.Get(wire.HeaderLocation), "/timers/")
+	holders := c.holders(wid)
 	require.Len(t, holders, 2)
 	via := three[0]
 	for _, a := range three {
@@ -62,24 +64,24 @@ func TestReadThroughAnyNode(t *testing.T) {
 		}
 	}
 
-	r, got := readTimer(t, c, via, wire)
+	r, got := readTimer(t, c, via, wid)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
-	assert.Equal(t, wire, got.ID)
-	spec, repl, err := ParseBody(got.Timer)
+	assert.Equal(t, wid, got.ID)
+	spec, repl, err := wire.Parse(got.Timer)
 	require.NoError(t, err)
 	assert.Nil(t, repl)
-	assert.Equal(t, Spec{Interval: 10000, RepeatFor: 30000, URI: cb, Opaque: "o", RF: 2, Tags: []Tag{{Type: "a", Count: 2}}}, spec)
+	assert.Equal(t, wire.Timer{Interval: 10 * time.Second, RepeatFor: 30 * time.Second, URI: cb, Opaque: "o", ReplicationFactor: 2, Tags: []wire.Tag{{Type: "a", Count: 2}}}, spec)
 	assert.Equal(t, uint32(0), got.Seq)
 	assert.Equal(t, epoch.Add(10*time.Second).UTC().Format("2006-01-02T15:04:05.000Z"), got.NextPop)
 	assert.Equal(t, []string{holders[0] + "=live", holders[1] + "=live"}, got.states())
 
 	require.Len(t, c.advance(11*time.Second, 200), 1)
-	_, got = readTimer(t, c, via, wire)
+	_, got = readTimer(t, c, via, wid)
 	assert.Equal(t, uint32(1), got.Seq, "one pop made")
 	assert.Equal(t, epoch.Add(20*time.Second).UTC().Format("2006-01-02T15:04:05.000Z"), got.NextPop)
 
-	require.Equal(t, 200, c.client(holders[0], "DELETE", "/timers/"+wire, "").Status)
-	r, _ = readTimer(t, c, via, wire)
+	require.Equal(t, 200, c.client(holders[0], "DELETE", "/timers/"+wid, "").Status)
+	r, _ = readTimer(t, c, via, wid)
 	assert.Equal(t, 404, r.Status, "a deleted timer")
 }
 
@@ -92,25 +94,25 @@ func TestReadReportsEachReplica(t *testing.T) {
 	def := func(opaque string) string {
 		return `{"timing":{"interval":10},"callback":{"http":{"uri":"` + cb + `","opaque":"` + opaque + `"}},"reliability":{"replication-factor":3}}`
 	}
-	wire := strings.TrimPrefix(c.client(three[0], "POST", "/timers", def("v1")).Header.Get(HeaderLocation), "/timers/")
+	wid := strings.TrimPrefix(c.client(three[0], "POST", "/timers", def("v1")).Header.Get(wire.HeaderLocation), "/timers/")
 	c.down[three[2]] = true
-	require.Equal(t, 200, c.client(three[0], "PUT", "/timers/"+wire, def("v2")).Status)
+	require.Equal(t, 200, c.client(three[0], "PUT", "/timers/"+wid, def("v2")).Status)
 
-	r, got := readTimer(t, c, three[1], wire)
+	r, got := readTimer(t, c, three[1], wid)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
-	spec, _, err := ParseBody(got.Timer)
+	spec, _, err := wire.Parse(got.Timer)
 	require.NoError(t, err)
 	assert.Equal(t, "v2", spec.Opaque)
 	assert.Equal(t, []string{three[0] + "=live", three[1] + "=live", three[2] + "=unreachable"}, got.states())
 
 	delete(c.down, three[2])
-	_, got = readTimer(t, c, three[1], wire)
+	_, got = readTimer(t, c, three[1], wid)
 	versions := map[string]string{}
 	for _, rep := range got.Replicas {
 		versions[rep.Node] = rep.Version
 	}
 	assert.NotEqual(t, versions[three[0]], versions[three[2]], "the replica that missed the update reports its older version")
-	spec, _, err = ParseBody(got.Timer)
+	spec, _, err = wire.Parse(got.Timer)
 	require.NoError(t, err)
 	assert.Equal(t, "v2", spec.Opaque, "the newest definition, whatever order the replicas answer in")
 	assert.Equal(t, versions[three[0]], versions[three[1]])
@@ -122,20 +124,20 @@ func TestReadReportsEachReplica(t *testing.T) {
 func TestReadUnavailable(t *testing.T) {
 	c := newCluster(t, three...)
 	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":10},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":1}}`)
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-	holder := c.holders(wire)[0]
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	holder := c.holders(wid)[0]
 	via := three[0]
 	if via == holder {
 		via = three[1]
 	}
 	c.down[holder] = true
-	r, _ = readTimer(t, c, via, wire)
+	r, _ = readTimer(t, c, via, wid)
 	assert.Equal(t, 503, r.Status, "%s", r.Body)
-	assert.NotEmpty(t, r.Header.Get(HeaderRetryAfter))
+	assert.NotEmpty(t, r.Header.Get(wire.HeaderRetryAfter))
 
 	delete(c.down, holder)
-	c.nodes[holder].store.Remove(mustID(t, wire))
-	r, _ = readTimer(t, c, via, wire)
+	c.nodes[holder].store.Remove(mustID(t, wid))
+	r, _ = readTimer(t, c, via, wid)
 	assert.Equal(t, 404, r.Status, "%s", r.Body)
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // Repair: replicas that converge from any state. A resync moves timers
@@ -75,10 +77,10 @@ type repairDigestBody struct {
 
 // repairEntry is one record a peer lists in answer to a digest.
 type repairEntry struct {
-	ID      string `json:"id"`
-	Version string `json:"version"`
-	State   string `json:"state"`
-	Seq     uint32 `json:"seq"`
+	ID      string            `json:"id"`
+	Version string            `json:"version"`
+	State   wire.ReplicaState `json:"state"` // live or tombstone, in a read's words
+	Seq     uint32            `json:"seq"`
 }
 
 // repairAnswer lists, in ID order, the records of the buckets whose
@@ -190,7 +192,7 @@ func (n *Node) repairWith(peer string, view, after uint64, attempt int) {
 		body.Digests[i] = fmt.Sprintf("%016x", d)
 	}
 	if after > 0 {
-		body.After = FormatID(after)
+		body.After = wire.FormatID(after)
 	}
 	n.send(n.repairRequest(peer, body), repairTimeout, func(resp Response, err error) {
 		if view != n.ring.ViewID() {
@@ -254,19 +256,19 @@ const repairPath = "/timers/repair"
 func (n *Node) repairAnswered(peer string, after uint64, ans repairAnswer) (through uint64, more bool) {
 	if ans.Through != "" {
 		var err error
-		if through, err = ParseID(ans.Through); err != nil {
+		if through, err = wire.ParseID(ans.Through); err != nil {
 			return 0, false
 		}
 		more = true
 	}
 	theirs := make(map[uint64]repairSummary, len(ans.Entries))
 	for _, e := range ans.Entries {
-		id, err := ParseID(e.ID)
+		id, err := wire.ParseID(e.ID)
 		v, verr := strconv.ParseUint(e.Version, 10, 64)
 		if err != nil || verr != nil {
 			continue
 		}
-		theirs[id] = repairSummary{version: v, live: e.State == readLive, seq: e.Seq}
+		theirs[id] = repairSummary{version: v, live: e.State == wire.StateLive, seq: e.Seq}
 	}
 	buckets := map[int]bool{}
 	for _, b := range ans.Buckets {
@@ -288,13 +290,13 @@ func (n *Node) repairAnswered(peer string, after uint64, ans repairAnswer) (thro
 		case newerSummary(mineS, other):
 			push = append(push, t)
 		case newerSummary(other, mineS):
-			want = append(want, FormatID(t.ID))
+			want = append(want, wire.FormatID(t.ID))
 		}
 	})
 	for id, other := range theirs {
 		if other.live {
 			if held := n.store.Get(id); held == nil || held.State != Moved {
-				want = append(want, FormatID(id))
+				want = append(want, wire.FormatID(id))
 			}
 		}
 	}
@@ -404,7 +406,7 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 		return
 	}
 	var body repairDigestBody
-	if err := strictJSON(req.Body); err != nil && err != errNotJSON {
+	if err := wire.CheckJSON(req.Body); err != nil && err != wire.ErrNotJSON {
 		reply(errorResponse(err))
 		return
 	}
@@ -423,7 +425,7 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 	}
 	if view != n.ring.ViewID() {
 		r := text(409, fmt.Sprintf("view %d is not this node's view of the cluster, %d", view, n.ring.ViewID()))
-		r.Header[HeaderReason] = headerReason(string(r.Body))
+		r.Header[wire.HeaderReason] = headerReason(string(r.Body))
 		reply(r)
 		return
 	}
@@ -459,7 +461,7 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 	}
 	var after uint64
 	if body.After != "" {
-		if after, err = ParseID(body.After); err != nil {
+		if after, err = wire.ParseID(body.After); err != nil {
 			reply(badRequest(fmt.Sprintf("after %q is not a timer ID", body.After)))
 			return
 		}
@@ -475,14 +477,14 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 	slices.SortFunc(listed, func(a, b *Timer) int { return cmp.Compare(a.ID, b.ID) })
 	if page := cmp.Or(n.cfg.RepairPage, MaxRepairEntries); len(listed) > page {
 		listed = listed[:page]
-		ans.Through = FormatID(listed[len(listed)-1].ID)
+		ans.Through = wire.FormatID(listed[len(listed)-1].ID)
 	}
 	for _, t := range listed {
-		state := readTombstone
+		state := wire.StateTombstone
 		if t.State == Live {
-			state = readLive
+			state = wire.StateLive
 		}
-		ans.Entries = append(ans.Entries, repairEntry{ID: FormatID(t.ID),
+		ans.Entries = append(ans.Entries, repairEntry{ID: wire.FormatID(t.ID),
 			Version: strconv.FormatUint(t.Version, 10), State: state, Seq: t.Seq})
 	}
 	b, err := json.Marshal(&ans)
@@ -499,7 +501,7 @@ func (n *Node) repairGive(peer string, want []string) {
 		if i == MaxRepairEntries {
 			break
 		}
-		id, err := ParseID(s)
+		id, err := wire.ParseID(s)
 		if err != nil {
 			continue
 		}

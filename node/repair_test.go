@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // newRepairingCluster is a cluster whose nodes run repair rounds.
@@ -20,7 +22,7 @@ func createVia(t *testing.T, c *cluster, via, body string) string {
 	if r.Status != 200 {
 		t.Fatalf("POST via %s: %d %s", via, r.Status, r.Body)
 	}
-	return strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	return strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
 }
 
 // TestRepairBringsAMissedUpdateToAReplica: a replica that missed an
@@ -29,13 +31,13 @@ func createVia(t *testing.T, c *cluster, via, body string) string {
 // the update, so it never pops the old definition.
 func TestRepairBringsAMissedUpdateToAReplica(t *testing.T) {
 	c := newRepairingCluster(t, three...)
-	wire := createVia(t, c, three[0], `{"timing":{"interval":120},"callback":{"http":{"uri":"`+cb+`","opaque":"old"}},"reliability":{"replication-factor":3}}`)
-	id := mustID(t, wire)
+	wid := createVia(t, c, three[0], `{"timing":{"interval":120},"callback":{"http":{"uri":"`+cb+`","opaque":"old"}},"reliability":{"replication-factor":3}}`)
+	id := mustID(t, wid)
 	ring := NewRing(three)
 	backup := ring.Replicas(id, 3)[2]
 	// The update reaches every replica but the last backup.
 	c.lose = func(host string, req Request) bool { return host == backup && req.Method == "PUT" }
-	if r := c.client(three[0], "PUT", "/timers/"+wire, `{"timing":{"interval":120},"callback":{"http":{"uri":"`+cb+`","opaque":"new"}}}`); r.Status != 200 {
+	if r := c.client(three[0], "PUT", "/timers/"+wid, `{"timing":{"interval":120},"callback":{"http":{"uri":"`+cb+`","opaque":"new"}}}`); r.Status != 200 {
 		t.Fatalf("PUT: %d %s", r.Status, r.Body)
 	}
 	c.lose = nil
@@ -64,8 +66,8 @@ func TestRepairRefillsARestartedReplica(t *testing.T) {
 	}, three...)
 	var ids []uint64
 	for i := range 200 {
-		wire := createVia(t, c, three[i%3], `{"timing":{"interval":600},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":2}}`)
-		ids = append(ids, mustID(t, wire))
+		wid := createVia(t, c, three[i%3], `{"timing":{"interval":600},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":2}}`)
+		ids = append(ids, mustID(t, wid))
 	}
 	victim := three[1]
 	want := 0
@@ -95,11 +97,11 @@ func TestRepairHandsOffAndThenStops(t *testing.T) {
 	four := append(slices.Clone(three), "10.0.0.4:7253")
 	c := newRepairingCluster(t, three...)
 	// A timer whose replicas change when the fourth node joins.
-	var wire string
+	var wid string
 	var id uint64
 	for {
-		wire = createVia(t, c, three[0], `{"timing":{"interval":300},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":1}}`)
-		id = mustID(t, wire)
+		wid = createVia(t, c, three[0], `{"timing":{"interval":300},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":1}}`)
+		id = mustID(t, wid)
 		if NewRing(four).Replicas(id, 1)[0] == "10.0.0.4:7253" {
 			break
 		}

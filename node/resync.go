@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // Active rebalancing (the original resynchronization design; docs/design.md
@@ -59,17 +61,6 @@ const (
 	// work it out from the timers, which start-time-deltas do not allow.
 	HeaderNextTimeFrom = "X-Chronos-Next-Time-From"
 )
-
-// resyncEntry is one timer of a GET /timers answer (api.md): its ID, where
-// its replicas were, and its record under the requested view, as the
-// internal replication body (start-time-delta rather than an absolute
-// start, so that clock skew between the two nodes cannot move a pop
-// earlier).
-type resyncEntry struct {
-	TimerID     string          `json:"TimerID"`
-	OldReplicas []string        `json:"OldReplicas"`
-	Timer       json.RawMessage `json:"Timer"`
-}
 
 // reference is one entry of a DELETE /timers/references body.
 type reference struct {
@@ -214,69 +205,18 @@ func (n *Node) oldReplicas(t *Timer) []string {
 	return t.Placement.Replicas
 }
 
-// appendEntry appends one page entry (see resyncEntry) to b: timer id, its
+// appendEntry appends one page entry (see wire.PageEntry) to b: timer id, its
 // old replicas, and t's replication body as of now.
 func appendEntry(b []byte, id uint64, old []string, t *Timer, now int64) []byte {
-	b = append(b, `{"TimerID":"`...)
-	b = append(b, FormatID(id)...)
-	b = append(b, `","OldReplicas":`...)
-	b = appendStrings(b, old)
-	b = append(b, `,"Timer":`...)
+	b = wire.AppendPageEntryHead(b, id, old)
 	b = AppendReplication(b, t, now)
 	return append(b, '}')
-}
-
-// parsePage reads a GET /timers answer: the page is validated as JSON
-// once, and its entries' timer bodies are parsed in place.
-func parsePage(body []byte) ([]resyncEntry, error) {
-	if err := strictJSON(body); err != nil {
-		return nil, fmt.Errorf("page is not JSON naming each member once: %w", err)
-	}
-	top := rawValue(bytes.TrimSpace(body))
-	if !top.isObject() {
-		return nil, fmt.Errorf("page is not a JSON object")
-	}
-	var entries []resyncEntry
-	for it := members(top); it.next(); {
-		if string(it.name()) != "timers" {
-			continue
-		}
-		if !it.val.isArray() {
-			return nil, fmt.Errorf("timers is not an array")
-		}
-		entries = make([]resyncEntry, 0, count(it.val))
-		for el := elements(it.val); el.next(); {
-			if !el.val.isObject() {
-				return nil, fmt.Errorf("a timers entry is not an object")
-			}
-			var e resyncEntry
-			for f := members(el.val); f.next(); {
-				var err error
-				switch string(f.name()) {
-				case "TimerID":
-					e.TimerID, err = stringField(f.val, "TimerID")
-				case "OldReplicas":
-					e.OldReplicas, err = stringList(f.val, "OldReplicas")
-				case "Timer":
-					e.Timer = json.RawMessage(f.val)
-				}
-				if err != nil {
-					return nil, err
-				}
-			}
-			entries = append(entries, e)
-		}
-	}
-	if entries == nil {
-		return nil, fmt.Errorf("timers is missing")
-	}
-	return entries, nil
 }
 
 // popsPast reports whether every pop of t's definition is past at every
 // rank: a replica that took it now could only make them again, late.
 func (n *Node) popsPast(t *Timer, now int64) bool {
-	return t.Start+t.RepeatFor+n.maxSkew(t).Milliseconds() < now
+	return t.Start+(t.RepeatFor+n.maxSkew(t)).Milliseconds() < now
 }
 
 // replicationFactor is the number of replicas t is placed on: the one its
@@ -292,7 +232,7 @@ func (t *Timer) replicationFactor() int {
 // parseReferences reads a DELETE /timers/references body.
 func parseReferences(body []byte) ([]reference, []uint64, error) {
 	var b referencesBody
-	if err := strictJSON(body); err != nil && err != errNotJSON {
+	if err := wire.CheckJSON(body); err != nil && err != wire.ErrNotJSON {
 		return nil, nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -307,12 +247,12 @@ func parseReferences(body []byte) ([]reference, []uint64, error) {
 	}
 	ids := make([]uint64, len(b.IDs))
 	for i, r := range b.IDs {
-		id, err := ParseID(r.ID)
+		id, err := wire.ParseID(r.ID)
 		if err != nil {
 			return nil, nil, badf("IDs[%d].ID %q is not a timer ID", i, r.ID)
 		}
-		if r.ReplicaIndex < 0 || r.ReplicaIndex >= MaxReplicationFactor {
-			return nil, nil, badf("IDs[%d].ReplicaIndex %d is not in 0..%d", i, r.ReplicaIndex, MaxReplicationFactor-1)
+		if r.ReplicaIndex < 0 || r.ReplicaIndex >= wire.MaxReplicationFactor {
+			return nil, nil, badf("IDs[%d].ReplicaIndex %d is not in 0..%d", i, r.ReplicaIndex, wire.MaxReplicationFactor-1)
 		}
 		ids[i] = id
 	}
@@ -488,9 +428,9 @@ func (n *Node) pageAnswered(p *peerSync, resp Response, err error) {
 		n.hit(probeResyncSuperseded)
 		return
 	}
-	var entries []resyncEntry
+	var entries []wire.PageEntry
 	if err == nil && (resp.Status == 200 || resp.Status == 206) {
-		entries, err = parsePage(resp.Body)
+		entries, err = wire.ParsePage(resp.Body)
 	}
 	next := int64(0)
 	if err == nil && resp.Status == 206 {
@@ -624,7 +564,7 @@ func (n *Node) finishResync(run *resyncRun) {
 //     rank (referDealt, once the page's messages are answered).
 //
 // It returns the timers it dealt with.
-func (n *Node) takePage(p *peerSync, entries []resyncEntry) []*dealtTimer {
+func (n *Node) takePage(p *peerSync, entries []wire.PageEntry) []*dealtTimer {
 	p.taking = true
 	defer func() { p.taking = false }()
 	s := p.run.status
@@ -635,7 +575,7 @@ func (n *Node) takePage(p *peerSync, entries []resyncEntry) []*dealtTimer {
 		if !ok {
 			continue
 		}
-		d := &dealtTimer{reference: reference{ID: FormatID(t.ID)}}
+		d := &dealtTimer{reference: reference{ID: wire.FormatID(t.ID)}}
 		rank, took, passed := n.rebalance(t, old, func(peer string, held *Timer, replicate bool) {
 			if replicate {
 				s.Replicated++
@@ -792,39 +732,39 @@ func oldRank(old []string, r string) int {
 	if i := slices.Index(old, r); i >= 0 {
 		return i
 	}
-	return MaxReplicationFactor
+	return wire.MaxReplicationFactor
 }
 
 // resyncRecord builds the record a page entry offers, placed under this
 // node's view, with the entry's old replica list; ok is false for an
 // entry that does not parse or belongs to another view.
-func (n *Node) resyncRecord(e resyncEntry) (t *Timer, old []string, ok bool) {
-	id, err := ParseID(e.TimerID)
+func (n *Node) resyncRecord(e wire.PageEntry) (t *Timer, old []string, ok bool) {
+	id, err := wire.ParseID(e.TimerID)
 	if err != nil {
 		n.log.Warn("resync: entry with a bad timer ID", "id", e.TimerID)
 		return nil, nil, false
 	}
 	// As the API showed the ID: with the bloom filter of the replicas
 	// the entry says held it.
-	wire := FormatWireID(id, n.ring.Bloom(e.OldReplicas))
+	wid := wire.FormatWireID(id, n.ring.Bloom(e.OldReplicas))
 	if len(e.Timer) == 0 {
-		n.log.Warn("resync: entry without a timer", "timer", wire)
+		n.log.Warn("resync: entry without a timer", "timer", wid)
 		return nil, nil, false
 	}
-	spec, r, err := parseValidBody(e.Timer)
+	spec, r, err := wire.ParseValid(e.Timer)
 	if err != nil || r == nil {
-		n.log.Warn("resync: entry with a bad timer body", "timer", wire, "err", err)
+		n.log.Warn("resync: entry with a bad timer body", "timer", wid, "err", err)
 		return nil, nil, false
 	}
-	if r.ViewID != n.ring.ViewID() || spec.Tombstone {
+	if r.ViewID != n.ring.ViewID() || deletes(spec) {
 		return nil, nil, false
 	}
-	rf := spec.RF
+	rf := spec.ReplicationFactor
 	if rf == 0 {
 		rf = len(r.Replicas)
 	}
 	replicas := n.ring.Replicas(id, rf)
-	t = n.received(id, spec, r, n.startMs()+r.StartTimeDelta, n.placement(replicas, r.Sites), r.ViewID)
+	t = n.received(id, spec, r, n.startOf(r), n.placement(replicas, r.Sites), r.ViewID)
 	return t, e.OldReplicas, true
 }
 
@@ -900,6 +840,6 @@ func (n *Node) referencesRequest(peer string, body []byte) Request {
 
 func notFound(reason string) Response {
 	r := text(404, reason)
-	r.Header[HeaderReason] = headerReason(reason)
+	r.Header[wire.HeaderReason] = headerReason(reason)
 	return r
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // BenchmarkResyncJoin measures docs/design.md section 5's resync target: a
@@ -70,10 +72,10 @@ func fillCluster(c *cluster, n, rf int) {
 	for i := range n {
 		id := uint64(i+1) << 12
 		replicas := any.ring.Replicas(id, rf)
-		spec := Spec{Interval: 3_600_000, RepeatFor: 3_600_000, URI: "http://client.example/cb", Opaque: "x", RF: rf}
+		spec := wire.Timer{Interval: time.Hour, RepeatFor: time.Hour, URI: "http://client.example/cb", Opaque: "x", ReplicationFactor: rf}
 		for _, a := range replicas {
 			nd := c.nodes[a]
-			start := now + 10*60_000 + int64(i%(50*60_000)) - spec.Interval
+			start := now + 10*60_000 + int64(i%(50*60_000)) - spec.Interval.Milliseconds()
 			nd.apply(newTimer(id, id, spec, start, 0, nd.placement(replicas, nil), nd.ring.ViewID(), nd.hosts))
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // FuzzParseResyncQuery proves a GET /timers query and Range header either
@@ -19,7 +21,7 @@ func FuzzParseResyncQuery(f *testing.F) {
 	f.Fuzz(func(t *testing.T, target, rng string) {
 		q, err := parseResyncQuery(target, rng)
 		if err != nil {
-			if _, bad := err.(*BadRequestError); !bad {
+			if _, bad := err.(*wire.BadRequestError); !bad {
 				t.Fatalf("error %v is not a bad request", err)
 			}
 			return
@@ -40,7 +42,7 @@ func FuzzParseReferences(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		refs, ids, err := parseReferences(body)
 		if err != nil {
-			if _, bad := err.(*BadRequestError); !bad {
+			if _, bad := err.(*wire.BadRequestError); !bad {
 				t.Fatalf("error %v is not a bad request", err)
 			}
 			return
@@ -49,7 +51,7 @@ func FuzzParseReferences(f *testing.F) {
 			t.Fatalf("%d references, %d IDs", len(refs), len(ids))
 		}
 		for i, r := range refs {
-			if FormatID(ids[i]) != strings.ToLower(r.ID) || r.ReplicaIndex < 0 || r.ReplicaIndex >= MaxReplicationFactor {
+			if wire.FormatID(ids[i]) != strings.ToLower(r.ID) || r.ReplicaIndex < 0 || r.ReplicaIndex >= wire.MaxReplicationFactor {
 				t.Fatalf("accepted %+v as %x", r, ids[i])
 			}
 		}
@@ -95,7 +97,7 @@ func FuzzResyncPage(f *testing.F) {
 		}
 		n.Held(func(held *Timer) bool {
 			if held.State == Live && !slices.Contains(held.Placement.Replicas, nodeA) {
-				t.Fatalf("took %s placed on %v", FormatID(held.ID), held.Placement.Replicas)
+				t.Fatalf("took %s placed on %v", wire.FormatID(held.ID), held.Placement.Replicas)
 			}
 			return true
 		})

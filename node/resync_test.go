@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/wire"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -107,10 +109,10 @@ func (c *cluster) requirePlaced(ids []uint64, members []string, rf int) {
 	ring := NewRing(members)
 	for _, id := range ids {
 		want := ring.Replicas(id, rf)
-		assert.Equal(c.t, sorted(want), live[id], "timer %s holders", FormatID(id))
+		assert.Equal(c.t, sorted(want), live[id], "timer %s holders", wire.FormatID(id))
 		for _, a := range want {
 			if t, ok := c.nodes[a].Timer(id); ok {
-				assert.Equal(c.t, want, t.Placement.Replicas, "timer %s placement on %s", FormatID(id), a)
+				assert.Equal(c.t, want, t.Placement.Replicas, "timer %s placement on %s", wire.FormatID(id), a)
 			}
 		}
 	}
@@ -123,10 +125,10 @@ func (c *cluster) createMany(k, rf int, interval, repeatFor int) []uint64 {
 	addrs := slices.Sorted(maps.Keys(c.nodes))
 	var ids []uint64
 	for i := range k {
-		body := EncodeSpec(Spec{Interval: int64(interval) * 1000, RepeatFor: int64(repeatFor) * 1000, URI: cb, Opaque: strconv.Itoa(i), RF: rf})
+		body := wire.Encode(wire.Timer{Interval: time.Duration(interval) * time.Second, RepeatFor: time.Duration(repeatFor) * time.Second, URI: cb, Opaque: strconv.Itoa(i), ReplicationFactor: rf})
 		r := c.client(addrs[i%len(addrs)], "POST", "/timers", string(body))
 		require.Equal(c.t, 200, r.Status, "create %d: %s", i, r.Body)
-		ids = append(ids, mustID(c.t, strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")))
+		ids = append(ids, mustID(c.t, strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")))
 	}
 	return ids
 }
@@ -187,7 +189,7 @@ func readMovedTimer(t *testing.T, c *cluster, ids []uint64) {
 		if held, ok := c.nodes[nodeD].Timer(id); !ok || held.State != Live || held.Placement.Replicas[0] != nodeD {
 			continue
 		}
-		r, got := readTimer(t, c, nodeD, FormatWireID(id, before.Bloom(from)))
+		r, got := readTimer(t, c, nodeD, wire.FormatWireID(id, before.Bloom(from)))
 		require.Equal(t, 200, r.Status, "%s", r.Body)
 		assert.Equal(t, []string{from[0] + "=moved", nodeD + "=live"}, got.states())
 		return
@@ -201,11 +203,11 @@ func requireEachPopOnce(t *testing.T, pops []Request, ids []uint64, pops0 int) {
 	t.Helper()
 	got := map[string]int{}
 	for _, p := range pops {
-		got[p.Header.Get(HeaderTimerID)+"/"+p.Header.Get(HeaderSequenceNumber)]++
+		got[p.Header.Get(wire.HeaderTimerID)+"/"+p.Header.Get(wire.HeaderSequenceNumber)]++
 	}
 	for _, id := range ids {
 		for seq := 1; seq <= pops0; seq++ {
-			assert.Equal(t, 1, got[FormatID(id)+"/"+strconv.Itoa(seq)], "timer %s pop %d", FormatID(id), seq)
+			assert.Equal(t, 1, got[wire.FormatID(id)+"/"+strconv.Itoa(seq)], "timer %s pop %d", wire.FormatID(id), seq)
 		}
 	}
 	assert.Len(t, pops, len(ids)*pops0, "pops in all")
@@ -241,14 +243,14 @@ func TestScaleDownWorkedExample(t *testing.T) {
 	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
 	id := idMoving(before, after, []string{nodeC, nodeA}, []string{nodeB, nodeA})
 	c := newCluster(t, nodeA, nodeB, nodeC)
-	wire := FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
-	r := c.client(nodeB, "PUT", "/timers/"+wire, string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 30_000, URI: cb, RF: 2})))
+	wid := wire.FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
+	r := c.client(nodeB, "PUT", "/timers/"+wid, string(wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 30 * time.Second, URI: cb, ReplicationFactor: 2})))
 	require.Equal(t, 200, r.Status, "%s", r.Body)
-	require.Equal(t, []string{nodeA, nodeC}, c.holders(wire))
+	require.Equal(t, []string{nodeA, nodeC}, c.holders(wid))
 
 	shrunk := Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}
 	c.reload(shrunk)
-	assert.Equal(t, []string{nodeA, nodeB}, c.holders(wire))
+	assert.Equal(t, []string{nodeA, nodeB}, c.holders(wid))
 	for _, a := range []string{nodeA, nodeB} {
 		held, _ := c.nodes[a].Timer(id)
 		assert.Equal(t, []string{nodeB, nodeA}, held.Placement.Replicas, a)
@@ -262,7 +264,7 @@ func TestScaleDownWorkedExample(t *testing.T) {
 
 	// A read through the leaving node finds the timer on its new
 	// replicas: the copy it moved away is no delete.
-	r, got := readTimer(t, c, nodeC, wire)
+	r, got := readTimer(t, c, nodeC, wid)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	assert.Equal(t, []string{nodeA + "=live", nodeB + "=live", nodeC + "=moved"}, got.states())
 
@@ -270,11 +272,11 @@ func TestScaleDownWorkedExample(t *testing.T) {
 	// notice carries it), is the live definition to a replica, never its
 	// delete.
 	body := EncodeReplication(&held, c.nodes[nodeC].nowMs())
-	spec, _, err := ParseBody(body)
+	spec, _, err := wire.Parse(body)
 	require.NoError(t, err)
-	assert.False(t, spec.Tombstone, "a moved copy encoded")
-	put := c.nodes[nodeC].internalPut(nodeB, wire, body)
-	put.URL = "/timers/" + wire
+	assert.NotEmpty(t, spec.URI, "a moved copy encoded")
+	put := c.nodes[nodeC].internalPut(nodeB, wid, body)
+	put.URL = "/timers/" + wid
 	r = c.serve(nodeB, put)
 	assert.Equal(t, 200, r.Status, "%s", r.Body)
 	kept, _ := c.nodes[nodeB].Timer(id)
@@ -297,8 +299,8 @@ func TestLeavingNodeKeepsATimerItsNewBackupMissed(t *testing.T) {
 			before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
 			id := idMoving(before, after, []string{nodeA, nodeC}, []string{nodeA, nodeB})
 			c := newCluster(t, nodeA, nodeB, nodeC)
-			wire := FormatWireID(id, before.Bloom([]string{nodeA, nodeC}))
-			r := c.client(nodeB, "PUT", "/timers/"+wire, string(EncodeSpec(Spec{Interval: 10_000, RepeatFor: 30_000, URI: cb, RF: 2})))
+			wid := wire.FormatWireID(id, before.Bloom([]string{nodeA, nodeC}))
+			r := c.client(nodeB, "PUT", "/timers/"+wid, string(wire.Encode(wire.Timer{Interval: 10 * time.Second, RepeatFor: 30 * time.Second, URI: cb, ReplicationFactor: 2})))
 			require.Equal(t, 200, r.Status, "%s", r.Body)
 
 			shrunk := Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}
@@ -339,7 +341,7 @@ func TestLeavingNodeKeepsATimerItsNewBackupMissed(t *testing.T) {
 			delete(c.nodes, nodeC)
 			var seqs []string
 			for _, p := range c.advance(35*time.Second, 200) {
-				seqs = append(seqs, p.Header.Get(HeaderSequenceNumber))
+				seqs = append(seqs, p.Header.Get(wire.HeaderSequenceNumber))
 			}
 			if notice {
 				assert.Equal(t, []string{"2", "3"}, seqs, "the pops after the crash")
@@ -363,24 +365,24 @@ func TestLeavingNodeDropsACopyAnUpdateReplaced(t *testing.T) {
 	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
 	id := idMoving(before, after, []string{nodeB, nodeC}, []string{nodeB, nodeA})
 	c := newCluster(t, nodeA, nodeB, nodeC)
-	wire := FormatWireID(id, before.Bloom([]string{nodeB, nodeC}))
+	wid := wire.FormatWireID(id, before.Bloom([]string{nodeB, nodeC}))
 	def := func(opaque string) string {
-		return string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 30_000, URI: cb, Opaque: opaque, RF: 2}))
+		return string(wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 30 * time.Second, URI: cb, Opaque: opaque, ReplicationFactor: 2}))
 	}
-	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, def("v1")).Status)
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, def("v1")).Status)
 
 	shrunk := Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}
 	require.NoError(t, c.nodes[nodeB].SetCluster(shrunk))
 	c.settle()
 	held, _ := c.nodes[nodeC].Timer(id)
 	require.Equal(t, Live, held.State, "C, not reloaded, keeps its copy on B's reference")
-	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+FormatWireID(id, after.Bloom([]string{nodeB, nodeA})), def("v2")).Status)
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire.FormatWireID(id, after.Bloom([]string{nodeB, nodeA})), def("v2")).Status)
 
 	c.reload(shrunk)
 	held, _ = c.nodes[nodeC].Timer(id)
 	assert.NotEqual(t, Live, held.State, "C's copy of the replaced definition")
 	for _, p := range c.advance(35*time.Second, 200) {
-		assert.Equal(t, "v2", string(p.Body), "pop %s", p.Header.Get(HeaderSequenceNumber))
+		assert.Equal(t, "v2", string(p.Body), "pop %s", p.Header.Get(wire.HeaderSequenceNumber))
 	}
 }
 
@@ -396,19 +398,19 @@ func TestLeavingNodeWritingAnUpdateStopsItsOldCopy(t *testing.T) {
 	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
 	id := idMoving(before, after, []string{nodeC, nodeA}, []string{nodeB, nodeA})
 	c := newCluster(t, nodeA, nodeB, nodeC)
-	wire := FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
+	wid := wire.FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
 	def := func(interval int64, opaque string) string {
-		return string(EncodeSpec(Spec{Interval: interval, RepeatFor: interval, URI: cb, Opaque: opaque, RF: 2}))
+		return string(wire.Encode(wire.Timer{Interval: time.Duration(interval) * time.Millisecond, RepeatFor: time.Duration(interval) * time.Millisecond, URI: cb, Opaque: opaque, ReplicationFactor: 2}))
 	}
-	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, def(10_000, "v1")).Status)
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, def(10_000, "v1")).Status)
 
 	require.NoError(t, c.nodes[nodeC].SetCluster(Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}))
-	moved := FormatWireID(id, after.Bloom([]string{nodeB, nodeA}))
+	moved := wire.FormatWireID(id, after.Bloom([]string{nodeB, nodeA}))
 	require.Equal(t, 200, c.client(nodeC, "PUT", "/timers/"+moved, def(30_000, "v2")).Status)
 	held, _ := c.nodes[nodeC].Timer(id)
 	assert.NotEqual(t, Live, held.State, "the leaving writer's copy after its update")
 	for _, p := range c.advance(35*time.Second, 200) {
-		assert.Equal(t, "v2", string(p.Body), "pop %s", p.Header.Get(HeaderSequenceNumber))
+		assert.Equal(t, "v2", string(p.Body), "pop %s", p.Header.Get(wire.HeaderSequenceNumber))
 	}
 }
 
@@ -579,14 +581,14 @@ func TestWritesFromANodeNotYetReloadedReachTheNewReplicas(t *testing.T) {
 	ring := NewRing([]string{nodeA, nodeB, nodeC})
 	deleted := map[uint64]bool{}
 	for i, id := range ids {
-		wire := FormatWireID(id, ring.Bloom(ring.Replicas(id, 2)))
+		wid := wire.FormatWireID(id, ring.Bloom(ring.Replicas(id, 2)))
 		if i%4 == 0 {
 			deleted[id] = true
-			require.Equal(t, 200, c.client(nodeB, "DELETE", "/timers/"+wire, "").Status)
+			require.Equal(t, 200, c.client(nodeB, "DELETE", "/timers/"+wid, "").Status)
 			continue
 		}
-		body := EncodeSpec(Spec{Interval: 40_000, RepeatFor: 40_000, URI: cb, Opaque: "updated"})
-		require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, string(body)).Status)
+		body := wire.Encode(wire.Timer{Interval: 40 * time.Second, RepeatFor: 40 * time.Second, URI: cb, Opaque: "updated"})
+		require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, string(body)).Status)
 	}
 	require.NoError(t, c.nodes[nodeB].SetCluster(grown))
 	c.finishResyncs()
@@ -604,7 +606,7 @@ func TestWritesFromANodeNotYetReloadedReachTheNewReplicas(t *testing.T) {
 	}
 	c.requirePlaced(live, []string{nodeA, nodeB, nodeC, nodeD}, 2)
 	for id := range deleted {
-		assert.Empty(t, c.livePlacement()[id], "deleted timer %s", FormatID(id))
+		assert.Empty(t, c.livePlacement()[id], "deleted timer %s", wire.FormatID(id))
 	}
 	pops := c.advance(45*time.Second, 200)
 	for _, p := range pops {
@@ -624,11 +626,11 @@ func TestWritesDuringAScaleDownReachTheLeavingNode(t *testing.T) {
 	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
 	id := idMoving(before, after, []string{nodeC}, []string{nodeA})
 	c := newCluster(t, nodeA, nodeB, nodeC)
-	wire := FormatWireID(id, before.Bloom([]string{nodeC}))
+	wid := wire.FormatWireID(id, before.Bloom([]string{nodeC}))
 	def := func(opaque string) string {
-		return string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 600_000, URI: cb, Opaque: opaque, RF: 1}))
+		return string(wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 10 * time.Minute, URI: cb, Opaque: opaque, ReplicationFactor: 1}))
 	}
-	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, def("v1")).Status)
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, def("v1")).Status)
 
 	// Nothing reaches C's pages, and nothing C sends arrives: its copy
 	// can be neither fetched nor handed off.
@@ -641,19 +643,19 @@ func TestWritesDuringAScaleDownReachTheLeavingNode(t *testing.T) {
 		require.NoError(t, c.nodes[a].SetCluster(shrunk), "SetCluster(%s)", a)
 	}
 	c.settle()
-	require.Equal(t, []string{nodeC}, c.holders(wire), "A has not fetched the timer")
-	r, got := readTimer(t, c, nodeB, wire)
+	require.Equal(t, []string{nodeC}, c.holders(wid), "A has not fetched the timer")
+	r, got := readTimer(t, c, nodeB, wid)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	assert.Contains(t, got.states(), nodeC+"=live")
 
-	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, def("v2")).Status)
-	assert.Equal(t, []string{nodeA}, c.holders(wire))
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, def("v2")).Status)
+	assert.Equal(t, []string{nodeA}, c.holders(wid))
 	held, _ := c.nodes[nodeC].Timer(id)
 	assert.Equal(t, Moved, held.State, "the leaving node's copy")
 	pops := c.advance(65*time.Second, 200)
 	assert.Len(t, pops, 2)
 	for _, p := range pops {
-		assert.Equal(t, "v2", string(p.Body), "pop %s", p.Header.Get(HeaderSequenceNumber))
+		assert.Equal(t, "v2", string(p.Body), "pop %s", p.Header.Get(wire.HeaderSequenceNumber))
 	}
 }
 
@@ -672,8 +674,8 @@ func TestDeleteByAnIDNamingALeavingReplicaReachesTheNewBackup(t *testing.T) {
 	for _, gone := range []bool{false, true} {
 		t.Run(fmt.Sprintf("leaving node gone %v", gone), func(t *testing.T) {
 			m := movedOffD(t, gone)
-			require.Equal(t, 200, m.c.client(m.other, "DELETE", "/timers/"+m.wire, "").Status)
-			assert.Empty(t, m.c.holders(m.wire))
+			require.Equal(t, 200, m.c.client(m.other, "DELETE", "/timers/"+m.wid, "").Status)
+			assert.Empty(t, m.c.holders(m.wid))
 			assert.Empty(t, m.c.advance(65*time.Second, 200), "pops of the deleted timer")
 		})
 	}
@@ -687,9 +689,9 @@ func TestDeleteByAnIDNamingALeavingReplicaReachesTheNewBackup(t *testing.T) {
 // the replaced definition.
 func TestUpdateByAnIDNamingAReplicaThatLeftKeepsTheFactor(t *testing.T) {
 	m := movedOffD(t, true)
-	update := string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 600_000, URI: cb, Opaque: "new"}))
-	require.Equal(t, 200, m.c.client(m.other, "PUT", "/timers/"+m.wire, update).Status)
-	assert.Equal(t, sorted([]string{nodeA, m.backup}), m.c.holders(m.wire))
+	update := string(wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 10 * time.Minute, URI: cb, Opaque: "new"}))
+	require.Equal(t, 200, m.c.client(m.other, "PUT", "/timers/"+m.wid, update).Status)
+	assert.Equal(t, sorted([]string{nodeA, m.backup}), m.c.holders(m.wid))
 	m.c.down[nodeA] = true
 	wantPops(t, m.c.advance(35*time.Second, 200), "1:new")
 }
@@ -698,7 +700,7 @@ func TestUpdateByAnIDNamingAReplicaThatLeftKeepsTheFactor(t *testing.T) {
 // from (A, D) to (A, backup), with the wire ID the client has from before.
 type movedOff struct {
 	c      *cluster
-	wire   string
+	wid    string
 	backup string
 	// other is the staying node that holds no copy.
 	other string
@@ -715,20 +717,20 @@ func movedOffD(t *testing.T, gone bool) movedOff {
 			break
 		}
 	}
-	m := movedOff{c: newCluster(t, nodeA, nodeB, nodeC, nodeD), wire: FormatWireID(id, before.Bloom([]string{nodeA, nodeD})),
+	m := movedOff{c: newCluster(t, nodeA, nodeB, nodeC, nodeD), wid: wire.FormatWireID(id, before.Bloom([]string{nodeA, nodeD})),
 		backup: after.Replicas(id, 2)[1], other: nodeB}
 	if m.backup == nodeB {
 		m.other = nodeC
 	}
-	def := string(EncodeSpec(Spec{Interval: 30_000, RepeatFor: 600_000, URI: cb, Opaque: "old", RF: 2}))
-	require.Equal(t, 200, m.c.client(nodeA, "PUT", "/timers/"+m.wire, def).Status)
+	def := string(wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 10 * time.Minute, URI: cb, Opaque: "old", ReplicationFactor: 2}))
+	require.Equal(t, 200, m.c.client(nodeA, "PUT", "/timers/"+m.wid, def).Status)
 	m.c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}})
 	if gone {
 		m.c.down[nodeD] = true
 		delete(m.c.nodes, nodeD)
 		m.c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC}})
 	}
-	require.Equal(t, sorted([]string{nodeA, m.backup}), m.c.holders(m.wire))
+	require.Equal(t, sorted([]string{nodeA, m.backup}), m.c.holders(m.wid))
 	return m
 }
 
@@ -759,7 +761,7 @@ func (c *cluster) serve(addr string, req Request) Response {
 
 // resyncPage is the JSON form of a GET /timers answer.
 type resyncPage struct {
-	Timers []resyncEntry `json:"timers"`
+	Timers []wire.PageEntry `json:"timers"`
 }
 
 // resyncURL is a GET /timers target.
@@ -787,7 +789,7 @@ func TestResyncGetRefusesBadRequests(t *testing.T) {
 		r := h.do("GET", target, "")
 		assert.Equal(t, want, r.Status, "GET %s: %s", target, r.Body)
 		if want != 200 {
-			assert.NotEmpty(t, r.Header.Get(HeaderReason), target)
+			assert.NotEmpty(t, r.Header.Get(wire.HeaderReason), target)
 		}
 	}
 	r := h.send(Request{Method: "GET", URL: resyncURL(nodeB, view, ""), Header: Header{HeaderRange: "none"}})
@@ -869,17 +871,17 @@ func TestResyncAgainRepairsAnOldReplicaThatMissedAnUpdate(t *testing.T) {
 	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
 	id := idMoving(before, after, []string{nodeC, nodeA}, []string{nodeD, nodeA})
 	c := newCluster(t, nodeA, nodeB, nodeC)
-	wire := FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
+	wid := wire.FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
 	def := func(opaque string) string {
-		return string(EncodeSpec(Spec{Interval: 600_000, RepeatFor: 600_000, URI: cb, Opaque: opaque, RF: 2}))
+		return string(wire.Encode(wire.Timer{Interval: 10 * time.Minute, RepeatFor: 10 * time.Minute, URI: cb, Opaque: opaque, ReplicationFactor: 2}))
 	}
-	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, def("v1")).Status)
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, def("v1")).Status)
 
 	c.down[nodeC] = true
 	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
 	c.join(nodeD, grown)
 	c.reload(grown)
-	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, def("v2")).Status)
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, def("v2")).Status)
 	stale, _ := c.nodes[nodeC].Timer(id)
 	require.Equal(t, Live, stale.State, "C missed the scale's tombstone and the update")
 
@@ -890,7 +892,7 @@ func TestResyncAgainRepairsAnOldReplicaThatMissedAnUpdate(t *testing.T) {
 	assert.NotEqual(t, Live, held.State, "C's stale copy after the resync ran again")
 	assert.Greater(t, held.Version, stale.Version, "C holds the update's record")
 	for _, p := range c.advance(11*time.Minute, 200) {
-		assert.Equal(t, "v2", string(p.Body), "pop %s", p.Header.Get(HeaderSequenceNumber))
+		assert.Equal(t, "v2", string(p.Body), "pop %s", p.Header.Get(wire.HeaderSequenceNumber))
 	}
 }
 
@@ -912,21 +914,21 @@ func TestScaleKeepsTheEarliestStartOfAnOldReplicaLeftBehind(t *testing.T) {
 	c := newCluster(t, nodeA, nodeB, nodeC)
 	start := c.clock.now
 	def := func(interval int64, opaque string) []byte {
-		return EncodeSpec(Spec{Interval: interval, RepeatFor: 3 * interval, URI: cb, Opaque: opaque, RF: 2})
+		return wire.Encode(wire.Timer{Interval: time.Duration(interval) * time.Millisecond, RepeatFor: time.Duration(3*interval) * time.Millisecond, URI: cb, Opaque: opaque, ReplicationFactor: 2})
 	}
 	// A page of timers on A and B, due first, that stay there.
 	var id uint64
 	for n := 0; n < DefaultResyncPage; {
 		if id++; placedOn(id, []string{nodeA, nodeB}, []string{nodeA, nodeB}) {
-			wire := FormatWireID(id, before.Bloom([]string{nodeA, nodeB}))
-			require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wire, string(def(10_000, "filler"))).Status)
+			wid := wire.FormatWireID(id, before.Bloom([]string{nodeA, nodeB}))
+			require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, string(def(10_000, "filler"))).Status)
 			n++
 		}
 	}
 	for id++; !placedOn(id, []string{nodeC, nodeA}, []string{nodeD, nodeA}); id++ {
 	}
 	var got *Response
-	c.nodes[nodeB].Handle(Request{Method: "PUT", URL: "/timers/" + FormatWireID(id, before.Bloom([]string{nodeC, nodeA})),
+	c.nodes[nodeB].Handle(Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(id, before.Bloom([]string{nodeC, nodeA})),
 		Header: Header{}, Body: def(30_000, "x")}, func(r Response) { got = &r })
 	held := c.net.take("http://" + nodeA)
 	c.settle() // C applies at once

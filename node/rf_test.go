@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,13 +23,13 @@ func TestPutAfterDeleteCreatesWithItsOwnFactor(t *testing.T) {
 	} {
 		c := newCluster(t, three...)
 		r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":60},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":1}}`)
-		wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-		id := mustID(t, wire)
+		wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+		id := mustID(t, wid)
 		primary := NewRing(three).Replicas(id, 1)[0]
-		if r := c.client(primary, "DELETE", "/timers/"+wire, ""); r.Status != 200 {
+		if r := c.client(primary, "DELETE", "/timers/"+wid, ""); r.Status != 200 {
 			t.Fatalf("DELETE: %d %s", r.Status, r.Body)
 		}
-		r = c.client(primary, "PUT", "/timers/"+wire, body)
+		r = c.client(primary, "PUT", "/timers/"+wid, body)
 		if r.Status != 200 {
 			t.Fatalf("PUT after the delete, through the tombstone's holder: %d %s", r.Status, r.Body)
 		}
@@ -36,7 +37,7 @@ func TestPutAfterDeleteCreatesWithItsOwnFactor(t *testing.T) {
 		if strings.Contains(body, "replication-factor") {
 			want = 3
 		}
-		if got := c.holders(wire); !slices.Equal(got, sorted(NewRing(three).Replicas(id, want))) {
+		if got := c.holders(wid); !slices.Equal(got, sorted(NewRing(three).Replicas(id, want))) {
 			t.Errorf("%s: held by %v, want the %d replicas of the factor it gives or the default", body, got, want)
 		}
 	}
@@ -53,30 +54,30 @@ func TestPutAfterDeleteCreatesWithItsOwnFactor(t *testing.T) {
 func TestUpdateWithAFactorReachesTheDefaultsReplicas(t *testing.T) {
 	c := newCluster(t, three...)
 	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":60},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":1}}`)
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-	id := mustID(t, wire)
-	replicas := NewRing(three).Replicas(id, DefaultReplicationFactor)
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	id := mustID(t, wid)
+	replicas := NewRing(three).Replicas(id, wire.DefaultReplicationFactor)
 	var other string
 	for _, a := range three {
 		if !slices.Contains(replicas, a) {
 			other = a
 		}
 	}
-	if r := c.client(replicas[0], "DELETE", "/timers/"+wire, ""); r.Status != 200 {
+	if r := c.client(replicas[0], "DELETE", "/timers/"+wid, ""); r.Status != 200 {
 		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
 	}
 	again := `{"timing":{"interval":20,"repeat-for":100},"callback":{"http":{"uri":"` + cb + `","opaque":"again"}}}`
-	if r := c.client(other, "PUT", "/timers/"+wire, again); r.Status != 200 {
+	if r := c.client(other, "PUT", "/timers/"+wid, again); r.Status != 200 {
 		t.Fatalf("PUT without a factor after the delete: %d %s", r.Status, r.Body)
 	}
-	if got := c.holders(wire); !slices.Equal(got, sorted(replicas)) {
+	if got := c.holders(wid); !slices.Equal(got, sorted(replicas)) {
 		t.Fatalf("created again on %v, want the default's replicas %v", got, sorted(replicas))
 	}
 	update := `{"timing":{"interval":30,"repeat-for":100},"callback":{"http":{"uri":"` + cb + `","opaque":"new"}},"reliability":{"replication-factor":1}}`
-	if r := c.client(other, "PUT", "/timers/"+wire, update); r.Status != 200 {
+	if r := c.client(other, "PUT", "/timers/"+wid, update); r.Status != 200 {
 		t.Fatalf("PUT with factor 1: %d %s", r.Status, r.Body)
 	}
-	if got := c.holders(wire); !slices.Equal(got, replicas[:1]) {
+	if got := c.holders(wid); !slices.Equal(got, replicas[:1]) {
 		t.Errorf("after the update held live by %v, want its one replica %v", got, replicas[:1])
 	}
 	wantPops(t, c.advance(35*time.Second, 200), "1:new")
@@ -101,17 +102,17 @@ func TestUpdateThroughAMovedCopyKeepsTheFactor(t *testing.T) {
 	}
 	id--
 	c := newCluster(t, three...)
-	wire := FormatWireID(id, NewRing(three).Bloom(three))
+	wid := wire.FormatWireID(id, NewRing(three).Bloom(three))
 	create := `{"timing":{"interval":30,"repeat-for":300},"callback":{"http":{"uri":"` + cb + `","opaque":"old"}},"reliability":{"replication-factor":3}}`
-	require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+wire, create).Status)
+	require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+wid, create).Status)
 	m := Membership{Nodes: three, Joining: []string{nodeD}}
 	c.join(nodeD, m)
 	c.reload(m)
 	held, ok := c.nodes[moved].Timer(id)
 	require.True(t, ok && held.State == Moved, "%s holds %+v after the scale, want a Moved record", moved, held)
 	update := `{"timing":{"interval":20,"repeat-for":300},"callback":{"http":{"uri":"` + cb + `","opaque":"new"}}}`
-	require.Equal(t, 200, c.client(moved, "PUT", "/timers/"+wire, update).Status)
-	assert.Equal(t, sorted(NewRing(grown).Replicas(id, 3)), c.holders(wire))
+	require.Equal(t, 200, c.client(moved, "PUT", "/timers/"+wid, update).Status)
+	assert.Equal(t, sorted(NewRing(grown).Replicas(id, 3)), c.holders(wid))
 	for a, n := range c.nodes {
 		if t2, ok := n.Timer(id); ok && t2.State == Live {
 			assert.EqualValues(t, 3, t2.RF, "factor held by %s", a)

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/chronos-timer/chronos/wire"
+
 	"github.com/twmb/murmur3"
 	"pgregory.net/rapid"
 )
@@ -583,7 +585,7 @@ func isSubsequence(sub, s []string) bool {
 func TestBloom(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		members := genMembers(t, 1, 20, "members")
-		n := rapid.IntRange(1, MaxReplicationFactor).Draw(t, "n")
+		n := rapid.IntRange(1, wire.MaxReplicationFactor).Draw(t, "n")
 		r := NewRing(members)
 		stranger := NewRing([]string{"192.168.0.1:7253"})
 		for _, id := range genIDs(t, 20) {
@@ -651,12 +653,12 @@ func BenchmarkReplicas(b *testing.B) {
 	for _, m := range []int{3, 50} {
 		b.Run(fmt.Sprintf("members=%d", m), func(b *testing.B) {
 			r := NewRing(addresses(m))
-			dst := make([]string, 0, DefaultReplicationFactor)
+			dst := make([]string, 0, wire.DefaultReplicationFactor)
 			b.ReportAllocs()
 			var id uint64
 			for b.Loop() {
 				id++
-				dst = r.AppendReplicas(dst[:0], id, DefaultReplicationFactor)
+				dst = r.AppendReplicas(dst[:0], id, wire.DefaultReplicationFactor)
 			}
 		})
 	}
@@ -669,7 +671,7 @@ func BenchmarkReplicasAllocating(b *testing.B) {
 	var id uint64
 	for b.Loop() {
 		id++
-		_ = r.Replicas(id, DefaultReplicationFactor)
+		_ = r.Replicas(id, wire.DefaultReplicationFactor)
 	}
 }
 

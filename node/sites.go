@@ -3,14 +3,16 @@ package node
 import (
 	"slices"
 	"strconv"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // placeFromSite writes a timer another site forwarded to this site's
 // replicas, keeping its version, start and sequence.
-func (n *Node) placeFromSite(id uint64, spec Spec, r *Replication, reply func(Response)) {
+func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, reply func(Response)) {
 	now := n.nowMs()
-	spec.RF = max(spec.RF, 1)
-	t := n.received(id, spec, r, now+r.StartTimeDelta, n.placement(r.Replicas, r.Sites), n.ring.ViewID())
+	spec.ReplicationFactor = max(spec.ReplicationFactor, 1)
+	t := n.received(id, spec, r, now+r.StartTimeDelta.Milliseconds(), n.placement(r.Replicas, r.Sites), n.ring.ViewID())
 	// A replica holding a newer record answers 409 with it. The newest
 	// goes back to the forwarding site (see siteAnswered), even when
 	// another replica here took the stale record, and to the replicas here
@@ -75,7 +77,7 @@ func (n *Node) forwardToSites(t *Timer, now int64) {
 		fwd := *t
 		fwd.Placement = &Placement{Sites: t.Placement.Sites}
 		n.stats.ReplicationsSent++
-		req := n.internalPut(site.Address, FormatWireID(t.ID, 0), EncodeReplication(&fwd, now))
+		req := n.internalPut(site.Address, wire.FormatWireID(t.ID, 0), EncodeReplication(&fwd, now))
 		n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
 			n.countReplication(resp, err)
 			if err == nil {
@@ -94,20 +96,20 @@ func (n *Node) siteAnswered(id uint64, resp Response) {
 	if resp.Status != 409 || resp.Header.Get(HeaderCollision) != "" {
 		return
 	}
-	spec, repl, err := ParseBody(resp.Body)
+	spec, repl, err := wire.Parse(resp.Body)
 	if err != nil || repl == nil {
 		return
 	}
 	// The newer record's replication factor places it: what this node
 	// holds may be a tombstone of a delete whose factor was inferred.
 	held := n.store.Get(id)
-	rf := spec.RF
+	rf := spec.ReplicationFactor
 	if rf < 1 && held != nil {
 		rf = int(held.RF)
 	}
 	rf = max(rf, 1)
 	here := n.placement(n.ring.Replicas(id, rf), repl.Sites)
-	t := n.received(id, spec, repl, n.startMs()+repl.StartTimeDelta, here, n.ring.ViewID())
+	t := n.received(id, spec, repl, n.startOf(repl), here, n.ring.ViewID())
 	if !slices.Contains(here.Replicas, n.self) {
 		n.hit(probeSiteNotReplica)
 		n.spreadRepair(t, t, n.self)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // TestAnotherSitesNewerRecordRepairsThisSite shows that when another site
@@ -34,7 +36,7 @@ func TestAnotherSitesNewerRecordRepairsThisSite(t *testing.T) {
 func TestAnotherSitesAnswerKeepsItsMissedPops(t *testing.T) {
 	h, id, fwd := forwardedCreate(t, 40)
 	held, _ := h.node.Timer(id)
-	spec := Spec{Interval: held.Interval, RepeatFor: held.RepeatFor, URI: cb, Opaque: "x", RF: int(held.RF)}
+	spec := definition(&held)
 	newer := newTimer(id, held.Version+1, spec, held.Start, 2, &Placement{Replicas: []string{otherSite}, Sites: []string{"site1", "site2"}}, 0, nil)
 	newer.setPopMarks(popBit(2, 1), 0)
 	fwd.done(Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(newer.Version, 10)},
@@ -101,8 +103,8 @@ func TestSitesReplicateAndPopAfterLocal(t *testing.T) {
 	c, a, b := newSites(t)
 	r := c.client(a[1], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":30},"callback":{"http":{"uri":"`+cb+
 		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-	if got, want := c.holders(wire), sorted(append(slices.Clone(a), b...)); !slices.Equal(got, want) {
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	if got, want := c.holders(wid), sorted(append(slices.Clone(a), b...)); !slices.Equal(got, want) {
 		t.Fatalf("held by %v, want %v", got, want)
 	}
 	if got := seqs(c.advance(10500*time.Millisecond, 200)); !slices.Equal(got, []string{"1:x"}) {
@@ -131,20 +133,20 @@ func TestSiteRelayRepairsAPopOfADeletedTimer(t *testing.T) {
 	c, a, b := newSites(t)
 	r := c.client(a[1], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
 		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
 	var got *Response
-	c.nodes[b[0]].Handle(Request{Method: "DELETE", URL: "/timers/" + wire, Header: Header{}}, func(r Response) { got = &r })
+	c.nodes[b[0]].Handle(Request{Method: "DELETE", URL: "/timers/" + wid, Header: Header{}}, func(r Response) { got = &r })
 	c.settleLosing(func(host string, _ Request) bool { return host == a[0] || host == b[1] })
 	if got == nil || got.Status != 200 {
 		t.Fatalf("DELETE via %s: got %v, want 200", b[0], got)
 	}
-	if held := c.holders(wire); !slices.Equal(held, sorted(append(slices.Clone(a), b[1]))) {
+	if held := c.holders(wid); !slices.Equal(held, sorted(append(slices.Clone(a), b[1]))) {
 		t.Fatalf("after the partly lost delete: held by %v, want %v and %s", held, a, b[1])
 	}
 	if pops := seqs(c.advance(time.Minute, 200)); !slices.Equal(pops, []string{"1:x"}) {
 		t.Fatalf("pops of the deleted timer: got %v, want the one pop that met the tombstone", pops)
 	}
-	if held := c.holders(wire); len(held) != 0 {
+	if held := c.holders(wid); len(held) != 0 {
 		t.Fatalf("after that pop: still held by %v, want none", held)
 	}
 }

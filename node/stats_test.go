@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // The node's counters (Stats) and log lines, which the production adapter
@@ -88,8 +90,8 @@ func TestTagCountsOnEveryReplica(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
-	wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-	replicas := NewRing(three).Replicas(mustID(t, wire), DefaultReplicationFactor)
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	replicas := NewRing(three).Replicas(mustID(t, wid), wire.DefaultReplicationFactor)
 	want := func(what string, tags map[string]int) {
 		t.Helper()
 		for _, a := range three {
@@ -101,7 +103,7 @@ func TestTagCountsOnEveryReplica(t *testing.T) {
 		}
 	}
 	want("created", map[string]int{"CALL": 2})
-	if r := c.client(three[2], "PUT", "/timers/"+wire, taggedJSON(1, 0, cb, `{"type":"SUB"},{"type":"CALL","count":3}`)); r.Status != 200 {
+	if r := c.client(three[2], "PUT", "/timers/"+wid, taggedJSON(1, 0, cb, `{"type":"SUB"},{"type":"CALL","count":3}`)); r.Status != 200 {
 		t.Fatalf("update: %d %s", r.Status, r.Body)
 	}
 	want("updated", map[string]int{"SUB": 1, "CALL": 3})
@@ -111,10 +113,10 @@ func TestTagCountsOnEveryReplica(t *testing.T) {
 	want("popped", map[string]int{})
 
 	r = c.client(three[1], "POST", "/timers", taggedJSON(60, 0, cb, `{"type":"X"}`))
-	wire = strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
-	replicas = NewRing(three).Replicas(mustID(t, wire), DefaultReplicationFactor)
+	wid = strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	replicas = NewRing(three).Replicas(mustID(t, wid), wire.DefaultReplicationFactor)
 	want("second created", map[string]int{"X": 1})
-	if r := c.client(three[0], "DELETE", "/timers/"+wire, ""); r.Status != 200 {
+	if r := c.client(three[0], "DELETE", "/timers/"+wid, ""); r.Status != 200 {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	want("deleted", map[string]int{})
@@ -180,7 +182,7 @@ func TestShedIsCountedAndLoggedOncePerInterval(t *testing.T) {
 	}
 	h.clock.advance(max(ShedLogInterval, h.node.tombstoneMin()))
 	h.create(timerJSON(60, 60, cb, "fills the store again")) // the first timer's tombstone has gone
-	if r := h.do("PUT", "/timers/"+FormatWireID(1<<40, 0), timerJSON(60, 60, cb, "x")); r.Status != 503 {
+	if r := h.do("PUT", "/timers/"+wire.FormatWireID(1<<40, 0), timerJSON(60, 60, cb, "x")); r.Status != 503 {
 		t.Fatalf("update to a full node: %d, want 503", r.Status)
 	}
 	lines = regexp.MustCompile(`msg="load shed[^\n]*refused=(\d+)`).FindAllStringSubmatch(logs.String(), -1)
@@ -227,10 +229,10 @@ func TestCallbackTellsItsLateness(t *testing.T) {
 func TestLogLinesNameTimersAsTheAPIDoes(t *testing.T) {
 	var logs bytes.Buffer
 	h := newHarness(t, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
-	wire := h.create(timerJSON(1, 1, cb, "x"))
+	wid := h.create(timerJSON(1, 1, cb, "x"))
 	h.clock.advance(time.Second)
 	h.pops(cb, 500)
-	if want := `msg="callback failed" node=127.0.0.1:7253 timer=` + wire; !strings.Contains(logs.String(), want) {
+	if want := `msg="callback failed" node=127.0.0.1:7253 timer=` + wid; !strings.Contains(logs.String(), want) {
 		t.Fatalf("log lacks %s:\n%s", want, logs.String())
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // The store's targets (docs/design.md section 5) are ratios against a baseline
@@ -312,7 +314,7 @@ func BenchmarkStoreRecords(b *testing.B) {
 	payload := 0
 	for i := range n {
 		// Fresh strings per timer, as the decoder makes them.
-		spec := Spec{Interval: storeHourMs, RepeatFor: storeHourMs, RF: 2,
+		spec := wire.Timer{Interval: time.Hour, RepeatFor: time.Hour, ReplicationFactor: 2,
 			URI: "http://127.0.0.1:9999/cb/" + strconv.Itoa(i), Opaque: fmt.Sprintf("opaque-%013d", i)}
 		payload += len(spec.URI) + len(spec.Opaque)
 		t := newTimer(uint64(i+1), uint64(i+1), spec, storeBase, 0, p, 1, hosts)

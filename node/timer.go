@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"strings"
+	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 
 	"github.com/twmb/murmur3"
 )
@@ -60,11 +63,11 @@ type Timer struct {
 	// Start is when the definition took effect; pop k (1-based) is due at
 	// Start + k*Interval, and a zero-interval timer pops once at Start.
 	Start int64
-	// Interval and RepeatFor are the timing of api.md in milliseconds.
-	// RepeatFor is already defaulted: a timer without one has RepeatFor ==
-	// Interval.
-	Interval  int64
-	RepeatFor int64
+	// Interval and RepeatFor are the timing of api.md, whole seconds.
+	// RepeatFor is stated (package wire's convention): a timer without
+	// one has RepeatFor == Interval.
+	Interval  time.Duration
+	RepeatFor time.Duration
 	// Seq is how many pops of this definition have happened (the internal
 	// API's sequence-number). The next callback carries X-Sequence-Number
 	// Seq+1.
@@ -205,10 +208,10 @@ func (h hostTable) intern(host string) *string {
 // callback, each part hashed with the previous part's hash as seed (which
 // keeps it free of allocations). It is never 0, so that 0 can mean
 // "unknown".
-func definitionHash(interval, repeatFor int64, uri, opaque string) uint32 {
-	var timing [16]byte
-	binary.LittleEndian.PutUint64(timing[:8], uint64(interval))
-	binary.LittleEndian.PutUint64(timing[8:], uint64(repeatFor))
+func definitionHash(interval, repeatFor time.Duration, uri, opaque string) uint32 {
+	var timing [16]byte // in milliseconds, as the fingerprints on the wire and on disk were made
+	binary.LittleEndian.PutUint64(timing[:8], uint64(interval.Milliseconds()))
+	binary.LittleEndian.PutUint64(timing[8:], uint64(repeatFor.Milliseconds()))
 	h := murmur3.SeedSum32(0x6465666e, timing[:]) // "defn"
 	h = murmur3.SeedStringSum32(h, uri)
 	h = murmur3.SeedStringSum32(h, opaque)
@@ -218,7 +221,7 @@ func definitionHash(interval, repeatFor int64, uri, opaque string) uint32 {
 // TimerExtra holds the parts of a timer most timers do not have.
 type TimerExtra struct {
 	// Tags are the statistics tags of api.md.
-	Tags []Tag
+	Tags []wire.Tag
 	// Buried is the last due time (this node's clock, ms) of an older
 	// definition this record replaced: a replica cut off from the
 	// replacing write may pop that one until then, so a tombstone of
@@ -320,7 +323,7 @@ func (t *Timer) dueAt(p uint32) int64 {
 	if t.Interval == 0 {
 		return t.Start
 	}
-	return t.Start + int64(p)*t.Interval
+	return t.Start + int64(p)*t.Interval.Milliseconds()
 }
 
 // Progress is how far one definition of a timer popped: its fingerprint,
@@ -329,13 +332,7 @@ type Progress struct {
 	Def                 uint32
 	Seq                 uint32
 	Start               int64
-	Interval, RepeatFor int64
-}
-
-// Tag is one statistics tag with its count.
-type Tag struct {
-	Type  string `json:"type"`
-	Count int    `json:"count"`
+	Interval, RepeatFor time.Duration
 }
 
 // Placement is an ordered replica list (primary first, then backups) plus
@@ -350,7 +347,7 @@ type Placement struct {
 func (t *Timer) Due() int64 { return t.due }
 
 // Tags returns the timer's statistics tags, or nil.
-func (t *Timer) Tags() []Tag {
+func (t *Timer) Tags() []wire.Tag {
 	if t.Extra == nil {
 		return nil
 	}
@@ -380,7 +377,7 @@ func (t *Timer) nextPop() (uint32, bool) {
 	if t.Interval == 0 {
 		return 1, t.Seq == 0
 	}
-	if (int64(t.Seq)+1)*t.Interval > t.RepeatFor {
+	if int64(t.Seq)+1 > int64(t.RepeatFor/t.Interval) { // (Seq+1)*Interval > RepeatFor, which cannot overflow
 		return 0, false
 	}
 	return t.Seq + 1, true
@@ -388,7 +385,7 @@ func (t *Timer) nextPop() (uint32, bool) {
 
 // lastDue is the latest due time of t or of any definition it replaced.
 func (t *Timer) lastDue() int64 {
-	end := t.Start + t.RepeatFor
+	end := t.Start + t.RepeatFor.Milliseconds()
 	if t.Extra != nil {
 		end = max(end, t.Extra.Buried)
 	}
@@ -422,18 +419,18 @@ func (t *Timer) bury(end int64) {
 
 // newTimer builds the record of one definition of timer id, its callback
 // host interned in hosts (nil: not shared).
-func newTimer(id, version uint64, spec Spec, start int64, seq uint32, p *Placement, view uint64, hosts hostTable) *Timer {
+func newTimer(id, version uint64, spec wire.Timer, start int64, seq uint32, p *Placement, view uint64, hosts hostTable) *Timer {
 	t := &Timer{
 		ID: id, Version: version, Start: start,
 		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
-		Seq: seq, RF: uint8(spec.RF),
+		Seq: seq, RF: uint8(spec.ReplicationFactor),
 		Placement: p, ViewID: view,
 	}
 	t.setCallback(spec.URI, spec.Opaque, hosts)
-	if spec.Tombstone {
+	if deletes(spec) {
 		t.State = Tombstone
 	} else {
-		t.def = definitionHash(spec.Interval, spec.RepeatFor, spec.URI, spec.Opaque)
+		t.def = definitionHash(t.Interval, t.RepeatFor, spec.URI, spec.Opaque)
 	}
 	if len(spec.Tags) > 0 {
 		t.Extra = &TimerExtra{Tags: spec.Tags}

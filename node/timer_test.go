@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // withCallback sets t's callback, with no host sharing, for tests that
@@ -52,12 +54,12 @@ func TestCallbackRoundTrip(t *testing.T) {
 // maxCallbackHosts however many hosts it meets, starting over when full.
 func TestCallbackHostsShared(t *testing.T) {
 	hosts := hostTable{}
-	a := newTimer(1, 1, Spec{URI: "http://h:1/a", Opaque: "x"}, 0, 0, nil, 0, hosts)
-	b := newTimer(2, 2, Spec{URI: "http://h:1/b?c", Opaque: "y"}, 0, 0, nil, 0, hosts)
+	a := newTimer(1, 1, wire.Timer{URI: "http://h:1/a", Opaque: "x"}, 0, 0, nil, 0, hosts)
+	b := newTimer(2, 2, wire.Timer{URI: "http://h:1/b?c", Opaque: "y"}, 0, 0, nil, 0, hosts)
 	if a.host == nil || a.host != b.host {
 		t.Fatalf("records of one host: hosts %p and %p, want one shared", a.host, b.host)
 	}
-	c := newTimer(3, 3, Spec{URI: "http://h:1/a"}, 0, 0, nil, 0, nil)
+	c := newTimer(3, 3, wire.Timer{URI: "http://h:1/a"}, 0, 0, nil, 0, nil)
 	if c.host == a.host {
 		t.Fatalf("record built with no table shares the table's host")
 	}

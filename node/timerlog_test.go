@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // TestLogsFollowATimer proves that at debug level every step of a timer's
@@ -22,14 +24,14 @@ func TestLogsFollowATimer(t *testing.T) {
 		}, three...)
 		r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":5,"repeat-for":10},"callback":{"http":{"uri":"`+cb+
 			`","opaque":"x"}},"reliability":{"replication-factor":3}}`)
-		wire := strings.TrimPrefix(r.Header.Get(HeaderLocation), "/timers/")
+		wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
 		c.advance(6*time.Second, 200)
-		if r := c.client(three[1], "DELETE", "/timers/"+wire, ""); r.Status != 200 {
+		if r := c.client(three[1], "DELETE", "/timers/"+wid, ""); r.Status != 200 {
 			t.Fatalf("DELETE: status %d, want 200", r.Status)
 		}
 		steps := map[string][]string{} // step: the nodes that logged it
 		for _, line := range strings.Split(logs.String(), "\n") {
-			if !strings.Contains(line, "timer="+wire[:16]) {
+			if !strings.Contains(line, "timer="+wid[:16]) {
 				continue
 			}
 			msg, node := field(line, "msg="), field(line, "node=")
@@ -50,8 +52,8 @@ func TestLogsFollowATimer(t *testing.T) {
 				t.Errorf("%q logged by %d nodes %v, want at least %d; steps logged: %v", want.step, got, steps[`"`+want.step+`"`], want.nodes, steps)
 			}
 		}
-		if !strings.Contains(logs.String(), "timer="+wire+" ") {
-			t.Errorf("no line names the timer by its whole ID %s, as the API shows it", wire)
+		if !strings.Contains(logs.String(), "timer="+wid+" ") {
+			t.Errorf("no line names the timer by its whole ID %s, as the API shows it", wid)
 		}
 	}
 }

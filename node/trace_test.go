@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/wire"
+
 	"github.com/cockroachdb/datadriven"
 )
 
@@ -96,9 +98,9 @@ func (tr *tracer) watch(s *sent, to string, status int, lost bool) {
 	}
 	switch {
 	case to == "":
-		id, _ := strconv.ParseUint(s.req.Header.Get(HeaderTimerID), 16, 64)
+		id, _ := strconv.ParseUint(s.req.Header.Get(wire.HeaderTimerID), 16, 64)
 		fmt.Fprintf(tr.out, "%s pops %s #%s %q → %d\n", tr.byAddr[s.from], tr.byID[id],
-			s.req.Header.Get(HeaderSequenceNumber), s.req.Body, status)
+			s.req.Header.Get(wire.HeaderSequenceNumber), s.req.Body, status)
 	case lost:
 		fmt.Fprintf(tr.out, "%s → %s: %s %s → lost\n", tr.byAddr[s.from], tr.byAddr[to], s.req.Method, tr.describe(s.req))
 	default:
@@ -133,7 +135,7 @@ func (tr *tracer) write(t *testing.T, d *datadriven.TestData) string {
 	d.MaybeScanArgs(t, "repeat-for", &repeatFor)
 	d.MaybeScanArgs(t, "rf", &rf)
 	d.MaybeScanArgs(t, "opaque", &opaque)
-	body := EncodeSpec(Spec{Interval: int64(interval) * 1000, RepeatFor: int64(repeatFor) * 1000, URI: cb, Opaque: opaque, RF: rf})
+	body := wire.Encode(wire.Timer{Interval: time.Duration(interval) * time.Second, RepeatFor: time.Duration(repeatFor) * time.Second, URI: cb, Opaque: opaque, ReplicationFactor: rf})
 	if d.Cmd == "create" {
 		return tr.clientCall(t, d, "POST", body)
 	}
@@ -148,11 +150,11 @@ func (tr *tracer) clientCall(t *testing.T, d *datadriven.TestData, method string
 	d.ScanArgs(t, "via", &via)
 	url := "/timers"
 	if method != "POST" {
-		wire, ok := tr.timers[name]
+		wid, ok := tr.timers[name]
 		if !ok {
 			d.Fatalf(t, "no timer %q", name)
 		}
-		url += "/" + wire
+		url += "/" + wid
 	}
 	tr.out = &strings.Builder{}
 	var got *Response
@@ -161,10 +163,10 @@ func (tr *tracer) clientCall(t *testing.T, d *datadriven.TestData, method string
 	if got == nil {
 		d.Fatalf(t, "%s %s via %s: no answer", method, url, via)
 	}
-	if loc := got.Header.Get(HeaderLocation); loc != "" {
-		wire := strings.TrimPrefix(loc, "/timers/")
-		if id, _, err := ParseWireID(wire); err == nil {
-			tr.timers[name], tr.byID[id] = wire, name
+	if loc := got.Header.Get(wire.HeaderLocation); loc != "" {
+		wid := strings.TrimPrefix(loc, "/timers/")
+		if id, _, err := wire.ParseWireID(wid); err == nil {
+			tr.timers[name], tr.byID[id] = wid, name
 			named := strings.ReplaceAll(tr.out.String(), fmt.Sprintf("%016x", id), name)
 			tr.out.Reset()
 			tr.out.WriteString(named)
@@ -179,9 +181,9 @@ func (tr *tracer) clientCall(t *testing.T, d *datadriven.TestData, method string
 
 // describe names a node-to-node request's timer and summarises its body.
 func (tr *tracer) describe(req Request) string {
-	wire := req.URL[strings.LastIndex(req.URL, "/")+1:]
-	name := wire
-	if id, _, err := ParseWireID(wire); err == nil {
+	wid := req.URL[strings.LastIndex(req.URL, "/")+1:]
+	name := wid
+	if id, _, err := wire.ParseWireID(wid); err == nil {
 		// A timer the story has not named yet (its create is still
 		// running) shows as its unique ID, named once the answer comes.
 		name = fmt.Sprintf("%016x", id)
@@ -189,12 +191,12 @@ func (tr *tracer) describe(req Request) string {
 			name = n
 		}
 	}
-	spec, repl, err := ParseBody(req.Body)
+	spec, repl, err := wire.Parse(req.Body)
 	if err != nil || repl == nil {
 		return name
 	}
 	what := strconv.Quote(spec.Opaque)
-	if spec.Tombstone {
+	if deletes(spec) {
 		what = "tombstone"
 	}
 	replicas := make([]string, len(repl.Replicas))
@@ -253,11 +255,11 @@ func (tr *tracer) nodeCommand(t *testing.T, d *datadriven.TestData) string {
 // holders prints what each node holds of a timer.
 func (tr *tracer) holders(t *testing.T, d *datadriven.TestData) string {
 	name := tr.arg(t, d)
-	wire, ok := tr.timers[name]
+	wid, ok := tr.timers[name]
 	if !ok {
 		d.Fatalf(t, "no timer %q", name)
 	}
-	id, _, _ := ParseWireID(wire)
+	id, _, _ := wire.ParseWireID(wid)
 	var lines []string
 	for a, n := range tr.byAddr {
 		held, ok := tr.c.nodes[a].Timer(id)

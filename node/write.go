@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chronos-timer/chronos/wire"
+
 	"github.com/twmb/murmur3"
 )
 
@@ -96,7 +98,7 @@ func (w *write) done(applied bool, resp Response) {
 
 // reasonOf is the reason an error response gives.
 func reasonOf(r Response) string {
-	if reason := r.Header.Get(HeaderReason); reason != "" {
+	if reason := r.Header.Get(wire.HeaderReason); reason != "" {
 		return reason
 	}
 	return string(r.Body[:min(len(r.Body), 200)])
@@ -108,7 +110,7 @@ func (n *Node) create(body []byte, reply func(Response)) {
 		reply(resp)
 		return
 	}
-	spec, repl, err := ParseBody(body)
+	spec, repl, err := wire.Parse(body)
 	if err != nil {
 		reply(errorResponse(err))
 		return
@@ -128,21 +130,21 @@ func (n *Node) create(body []byte, reply func(Response)) {
 		reply(unavailable(errIDSpaceEnded))
 		return
 	}
-	if spec.RF == 0 {
-		spec.RF = DefaultReplicationFactor
+	if spec.ReplicationFactor == 0 {
+		spec.ReplicationFactor = wire.DefaultReplicationFactor
 	}
 	n.write(id, id, spec, 0, now, reply, 0)
 }
 
 // put serves PUT /timers/<id>: a client update (or create with a chosen
 // ID), or, when the body carries replicas, a replication message.
-func (n *Node) put(wire string, req Request, reply func(Response)) {
-	id, bloom, err := ParseWireID(wire)
+func (n *Node) put(wid string, req Request, reply func(Response)) {
+	id, bloom, err := wire.ParseWireID(wid)
 	if err != nil {
 		reply(badRequest(errBadWireID))
 		return
 	}
-	spec, repl, err := ParseBody(req.Body)
+	spec, repl, err := wire.Parse(req.Body)
 	if err != nil {
 		reply(errorResponse(err))
 		return
@@ -173,26 +175,26 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 		held = nil
 	}
 	live := held != nil && held.State == Live
-	if live && spec.RF != 0 && held.RF != 0 && spec.RF != int(held.RF) {
+	if live && spec.ReplicationFactor != 0 && held.RF != 0 && spec.ReplicationFactor != int(held.RF) {
 		n.hit(probeWriteRFChange)
 		reply(badRequest("reliability.replication-factor cannot be changed from " + strconv.Itoa(int(held.RF))))
 		return
 	}
 	switch {
-	case spec.RF != 0:
+	case spec.ReplicationFactor != 0:
 	case held != nil && !live:
 		n.hit(probeRecreateDefaultRF)
-		spec.RF = DefaultReplicationFactor
+		spec.ReplicationFactor = wire.DefaultReplicationFactor
 	case held == nil:
 		// Only the timer's replicas know whether it is live, and with
 		// which factor: the nodes its ID names and the default's.
 		n.hit(probeLearnRF)
 		n.hitIf(bloom == 0, probeBareIDUpdate)
-		n.learnRF(id, bloom, wire, spec, reply)
+		n.learnRF(id, bloom, wid, spec, reply)
 		return
 	default:
 		n.hit(probeUpdateInferredRF)
-		spec.RF = n.inferRF(id, bloom)
+		spec.ReplicationFactor = n.inferRF(id, bloom)
 	}
 	n.clientWrite(id, bloom, spec, reply)
 }
@@ -209,25 +211,25 @@ func (n *Node) put(wire string, req Request, reply func(Response)) {
 // node holds any copy, it is a create, with the default; if a node that
 // may hold it live did not answer, the factor is unknown and the client
 // is told to retry.
-func (n *Node) learnRF(id, bloom uint64, wire string, spec Spec, reply func(Response)) {
+func (n *Node) learnRF(id, bloom uint64, wid string, spec wire.Timer, reply func(Response)) {
 	nodes := n.named(bloom)
-	for _, r := range n.ring.Replicas(id, DefaultReplicationFactor) {
+	for _, r := range n.ring.Replicas(id, wire.DefaultReplicationFactor) {
 		if !slices.Contains(nodes, r) {
 			nodes = append(nodes, r)
 		}
 	}
-	n.askCopies(id, wire, nodes, func(copies []replicaCopy) {
+	n.askCopies(id, wid, nodes, func(copies []replicaCopy) {
 		newest, _ := newestCopy(copies)
-		everyone := !slices.ContainsFunc(copies, func(c replicaCopy) bool { return c.state == readUnreachable })
+		everyone := !slices.ContainsFunc(copies, func(c replicaCopy) bool { return c.state == wire.StateUnreachable })
 		switch {
 		case newest != nil && newest.State == Live:
 			n.hit(probeLearnRFCopy)
-			spec.RF = newest.replicationFactor()
+			spec.ReplicationFactor = newest.replicationFactor()
 		case newest != nil || everyone:
 			// Deleted or finished (a tombstone is the newest copy), or
 			// held nowhere: the PUT creates the timer, with the default.
 			n.hit(probeLearnRFDefault)
-			spec.RF = DefaultReplicationFactor
+			spec.ReplicationFactor = wire.DefaultReplicationFactor
 		default:
 			// A node that may hold the timer live did not answer.
 			n.hit(probeLearnRFUnknown)
@@ -240,13 +242,13 @@ func (n *Node) learnRF(id, bloom uint64, wire string, spec Spec, reply func(Resp
 
 // remove serves a client DELETE /timers/<id>: a tombstone written to the
 // timer's replicas, old and new.
-func (n *Node) remove(wire string, reply func(Response)) {
+func (n *Node) remove(wid string, reply func(Response)) {
 	if resp, clash := n.clashing(); clash {
 		n.hit(probeClashRefused)
 		reply(resp)
 		return
 	}
-	id, bloom, err := ParseWireID(wire)
+	id, bloom, err := wire.ParseWireID(wid)
 	if err != nil {
 		reply(badRequest(errBadWireID))
 		return
@@ -255,7 +257,7 @@ func (n *Node) remove(wire string, reply func(Response)) {
 	// the default, which this node may not have heard of: the tombstone
 	// reaches the default's replicas too. Replica lists of every factor
 	// are prefixes of one ranking, so the larger factor covers both.
-	rf := max(n.inferRF(id, bloom), DefaultReplicationFactor)
+	rf := max(n.inferRF(id, bloom), wire.DefaultReplicationFactor)
 	if n.store.Get(id) == nil && !n.accountsFor(bloom) {
 		// No copy here, and a bare chosen ID (its bloom filter names
 		// no member) or one whose bloom names a replica that has left
@@ -265,15 +267,15 @@ func (n *Node) remove(wire string, reply func(Response)) {
 		// every member, up to MaxReplicationFactor.
 		n.hit(probeDeleteEveryMember)
 		n.hitIf(bloom == 0, probeBareIDDelete)
-		rf = MaxReplicationFactor
+		rf = wire.MaxReplicationFactor
 	}
-	spec := Spec{Tombstone: true, RF: rf}
+	spec := wire.Timer{ReplicationFactor: rf} // no URI: a deletion
 	n.clientWrite(id, bloom, spec, reply)
 }
 
 // clientWrite issues a version for an update or delete of id that orders
 // after the timer's creation and everything this node has seen.
-func (n *Node) clientWrite(id, bloom uint64, spec Spec, reply func(Response)) {
+func (n *Node) clientWrite(id, bloom uint64, spec wire.Timer, reply func(Response)) {
 	now := n.nowMs()
 	n.ids.observeID(id, now)
 	version, ok := n.ids.next(now)
@@ -295,9 +297,9 @@ func (n *Node) inferRF(id, bloom uint64) int {
 	}
 	if c := len(n.named(bloom)); c > 0 {
 		n.hit(probeInferRFBloom)
-		return min(c, MaxReplicationFactor)
+		return min(c, wire.MaxReplicationFactor)
 	}
-	return DefaultReplicationFactor
+	return wire.DefaultReplicationFactor
 }
 
 // write sends a new definition of id to its replicas under today's
@@ -309,8 +311,8 @@ func (n *Node) inferRF(id, bloom uint64) int {
 // this write replaced. Replica lists of every factor are prefixes of one
 // ranking, so only a factor below the default adds nodes. A copy the
 // proxy holds itself outside all of them takes it too (replaceOwnCopy).
-func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, reply func(Response), tries int) {
-	replicas := n.ring.Replicas(id, spec.RF)
+func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now int64, reply func(Response), tries int) {
+	replicas := n.ring.Replicas(id, spec.ReplicationFactor)
 	t := newTimer(id, version, spec, n.startMs(), 0, n.placement(replicas, n.sites()), n.ring.ViewID(), n.hosts)
 	targets := replicas
 	for _, old := range n.named(oldBloom) {
@@ -320,7 +322,7 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 		}
 	}
 	if version != id { // not a create: the ID is the create's version
-		for _, r := range n.ring.Replicas(id, DefaultReplicationFactor) {
+		for _, r := range n.ring.Replicas(id, wire.DefaultReplicationFactor) {
 			if !slices.Contains(targets, r) {
 				n.hit(probeWriteDefaults)
 				targets = append(slices.Clip(targets), r)
@@ -331,8 +333,8 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 		n.replaceOwnCopy(t)
 	}
 	w := &write{reply: reply, pending: len(targets), quorum: writeQuorum(len(replicas)), ok: Response{Status: 200, Header: Header{}}}
-	if !spec.Tombstone {
-		w.ok.Header[HeaderLocation] = "/timers/" + FormatWireID(id, n.ring.Bloom(replicas))
+	if !deletes(spec) {
+		w.ok.Header[wire.HeaderLocation] = "/timers/" + wire.FormatWireID(id, n.ring.Bloom(replicas))
 	}
 	if tries < maxWriteRetries {
 		w.again = func(w *write) { n.rewrite(t, spec, oldBloom, targets, w, reply, tries) }
@@ -343,7 +345,7 @@ func (n *Node) write(id, version uint64, spec Spec, oldBloom uint64, now int64, 
 	for _, peer := range targets {
 		// A leaving node's copy goes when it is stopped: it never
 		// counts towards the quorum.
-		counts := slices.Contains(replicas, peer) || spec.Tombstone && !slices.Contains(n.cfg.Cluster.Leaving, peer)
+		counts := slices.Contains(replicas, peer) || deletes(spec) && !slices.Contains(n.cfg.Cluster.Leaving, peer)
 		if peer == n.self {
 			local := *t
 			a := n.apply(&local)
@@ -427,7 +429,7 @@ func (n *Node) replaceOwnCopy(t *Timer) {
 // it) withdraws the copies it left and starts again under a fresh ID, so a
 // collision never overwrites a timer; any other write goes again above the
 // newer version a replica reported.
-func (n *Node) rewrite(t *Timer, spec Spec, oldBloom uint64, targets []string, w *write, reply func(Response), tries int) {
+func (n *Node) rewrite(t *Timer, spec wire.Timer, oldBloom uint64, targets []string, w *write, reply func(Response), tries int) {
 	now := n.nowMs()
 	create := t.Version == t.ID
 	if create {
@@ -501,7 +503,7 @@ func (n *Node) sites() []string {
 }
 
 func errorResponse(err error) Response {
-	var bad *BadRequestError
+	var bad *wire.BadRequestError
 	if errors.As(err, &bad) {
 		return badRequest(bad.Reason)
 	}
@@ -522,7 +524,7 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 		}
 		body = EncodeReplication(t, now)
 	}
-	req := n.internalPut(peer, FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)), body)
+	req := n.internalPut(peer, wire.FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)), body)
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		ok := n.countReplication(resp, err)
 		n.logTimer("replicated", t, "peer", peer, "status", resp.Status, "applied", ok)

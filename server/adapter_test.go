@@ -16,6 +16,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // waitTimeout is how long a test waits on a channel before it fails; it is
@@ -129,7 +130,7 @@ func TestHandlerRoundTrip(t *testing.T) {
 	s := NewSerial()
 	core := &fakeCore{serial: s, t: t, respond: func(req node.Request, reply func(node.Response)) {
 		h := node.Header{}
-		h.Set(node.HeaderLocation, "/timers/0123")
+		h.Set(wire.HeaderLocation, "/timers/0123")
 		reply(node.Response{Status: http.StatusOK, Header: h, Body: []byte("done")})
 	}}
 	srv := httptest.NewServer(NewHandler(core, s, waitTimeout, nil))
@@ -161,7 +162,7 @@ func TestHandlerRoundTrip(t *testing.T) {
 	}
 }
 
-// TestHandlerOversizedBody proves that a body over node.MaxBodyBytes gets 413
+// TestHandlerOversizedBody proves that a body over wire.MaxBodyBytes gets 413
 // with a Reason, whether its length is declared or streamed, and never
 // reaches the node.
 func TestHandlerOversizedBody(t *testing.T) {
@@ -171,7 +172,7 @@ func TestHandlerOversizedBody(t *testing.T) {
 	}}
 	srv := httptest.NewServer(NewHandler(core, s, waitTimeout, nil))
 	defer srv.Close()
-	big := bytes.Repeat([]byte("x"), node.MaxBodyBytes+1)
+	big := bytes.Repeat([]byte("x"), wire.MaxBodyBytes+1)
 	for _, declared := range []bool{true, false} {
 		var body io.Reader = bytes.NewReader(big)
 		if !declared {
@@ -186,7 +187,7 @@ func TestHandlerOversizedBody(t *testing.T) {
 			t.Errorf("declared=%v: response = %d Reason %q, want 413 with a Reason", declared, resp.StatusCode, resp.Header.Get("Reason"))
 		}
 	}
-	exact := bytes.Repeat([]byte("x"), node.MaxBodyBytes)
+	exact := bytes.Repeat([]byte("x"), wire.MaxBodyBytes)
 	resp, err := http.Post(srv.URL+"/timers", "application/json", bytes.NewReader(exact))
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +335,7 @@ func TestClientSend(t *testing.T) {
 	c := NewClient(s, nil)
 	defer c.Close()
 	h := node.Header{}
-	h.Set(node.HeaderSequenceNumber, "3")
+	h.Set(wire.HeaderSequenceNumber, "3")
 	type outcome struct {
 		resp node.Response
 		err  error
@@ -364,7 +365,7 @@ func TestClientFailures(t *testing.T) {
 			case <-r.Context().Done():
 			}
 		case "/big":
-			_, _ = w.Write(bytes.Repeat([]byte("x"), node.MaxBodyBytes+1))
+			_, _ = w.Write(bytes.Repeat([]byte("x"), wire.MaxBodyBytes+1))
 		case "/redirect":
 			http.Redirect(w, r, "/elsewhere", http.StatusFound)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // The batch format carries several node-to-node requests in one HTTP
@@ -57,7 +58,7 @@ const (
 // sub-response's body may be as large as a lone response's, and its head
 // as large as a request head.
 func batchResponseLimit(n int) int64 {
-	return int64(n) * (node.MaxBodyBytes + batchMaxHeadBytes + 4*binary.MaxVarintLen64)
+	return int64(n) * (wire.MaxBodyBytes + batchMaxHeadBytes + 4*binary.MaxVarintLen64)
 }
 
 // errBatch is the error, wrapped with the reason, of a malformed batch.
@@ -136,7 +137,7 @@ func parseBatchRequest(body []byte) ([]node.Request, error) {
 		if r.err == nil && start-len(r.b) > batchMaxHeadBytes {
 			r.fail("method, target and header fields take %d bytes, more than %d", start-len(r.b), batchMaxHeadBytes)
 		}
-		b := r.body(node.MaxBodyBytes)
+		b := r.body(wire.MaxBodyBytes)
 		reqs = append(reqs, node.Request{Method: method, URL: target, Header: h, Body: b})
 	}
 	if err := r.end(); err != nil {

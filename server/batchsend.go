@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // batchTarget returns the request target of req if it may travel in a
@@ -108,8 +109,8 @@ func (c *Client) sendBatch(h *host, jobs []*job) []completion {
 			continue
 		}
 		r, rerr := resps[i], error(nil)
-		if len(r.Body) > node.MaxBodyBytes {
-			r, rerr = node.Response{}, fmt.Errorf("server: %s %s: response body larger than %d bytes", j.req.Method, j.req.URL, node.MaxBodyBytes)
+		if len(r.Body) > wire.MaxBodyBytes {
+			r, rerr = node.Response{}, fmt.Errorf("server: %s %s: response body larger than %d bytes", j.req.Method, j.req.URL, wire.MaxBodyBytes)
 		}
 		out[i] = c.outcome(h, j, r, took, rerr)
 	}
@@ -123,7 +124,7 @@ var errBatchRefused = errors.New("batch refused")
 // readBatchResponse reads the response to a batch of n.
 func readBatchResponse(resp node.Response, n int) ([]node.Response, error) {
 	if resp.Status != http.StatusOK {
-		return nil, fmt.Errorf("%w: %d %s", errBatchRefused, resp.Status, resp.Header.Get(node.HeaderReason))
+		return nil, fmt.Errorf("%w: %d %s", errBatchRefused, resp.Status, resp.Header.Get(wire.HeaderReason))
 	}
 	resps, err := parseBatchResponse(resp.Body, n)
 	if err != nil {

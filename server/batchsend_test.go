@@ -16,13 +16,14 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // peerTransport is a peer in memory, in a synctest bubble. It answers a
 // lone request, or each sub-request of a batch, by its target:
 // /timers/block waits for gate, /timers/hold for the request's end,
 // /timers/slow takes 2s, /timers/conflict
-// is answered 409, /timers/huge with a body over node.MaxBodyBytes, any
+// is answered 409, /timers/huge with a body over wire.MaxBodyBytes, any
 // other with 200 and the target as body. It records each round trip, a
 // batch as "batch" and its sub-requests. With refuse set it answers every
 // batch with that status; with fail set every batch fails with it.
@@ -86,7 +87,7 @@ func (p *peerTransport) answer(stop <-chan struct{}, r node.Request) (node.Respo
 	case "/timers/conflict":
 		return node.Response{Status: 409, Header: node.Header{node.HeaderVersion: "7"}}, nil
 	case "/timers/huge":
-		return node.Response{Status: 200, Body: make([]byte, node.MaxBodyBytes+1)}, nil
+		return node.Response{Status: 200, Body: make([]byte, wire.MaxBodyBytes+1)}, nil
 	}
 	return node.Response{Status: 200, Header: node.Header{}, Body: []byte(r.URL)}, nil
 }
@@ -347,7 +348,7 @@ func TestClientBatchesOnlyPeerWrites(t *testing.T) {
 		s := newPeerSender(p, oneBatchWorker())
 		defer s.c.Close()
 		s.blocked()
-		s.send(http.MethodPost, "/cb", time.Second, 0, node.Header{node.HeaderTimerID: "0123456789abcdef"})
+		s.send(http.MethodPost, "/cb", time.Second, 0, node.Header{wire.HeaderTimerID: "0123456789abcdef"})
 		s.send(http.MethodGet, "/timers?node-for-replicas=x", time.Second, 0, nil)
 		synctest.Wait()
 		// The callback and the page go on workers of their own, in

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // batchTooBig is the reason a batch body over batchMaxBytes is refused.
@@ -154,9 +155,9 @@ func checkReply(h *Handler, resp node.Response) node.Response {
 // errorReply is the response writeError, or for 503 writeUnavailable,
 // writes, as a sub-response.
 func errorReply(status int, reason string) node.Response {
-	hdr := node.Header{node.HeaderReason: reason, node.HeaderContentType: "text/plain; charset=utf-8"}
+	hdr := node.Header{wire.HeaderReason: reason, node.HeaderContentType: "text/plain; charset=utf-8"}
 	if status == http.StatusServiceUnavailable {
-		hdr[node.HeaderRetryAfter] = "1"
+		hdr[wire.HeaderRetryAfter] = "1"
 	}
 	return node.Response{Status: status, Header: hdr, Body: []byte(reason)}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // postBatch serves a batch body through h and returns the recorded answer.
@@ -89,8 +90,8 @@ func TestBatchHandlerRefusesMalformed(t *testing.T) {
 		{"too large", make([]byte, batchMaxBytes+1), 413, "batch body larger than 1048576 bytes"},
 	} {
 		rec := postBatch(h, tt.body)
-		if rec.Code != tt.status || !strings.Contains(rec.Header().Get(node.HeaderReason), tt.reason) || !strings.Contains(rec.Body.String(), tt.reason) {
-			t.Errorf("%s: answer %d Reason %q, want %d with %q", tt.name, rec.Code, rec.Header().Get(node.HeaderReason), tt.status, tt.reason)
+		if rec.Code != tt.status || !strings.Contains(rec.Header().Get(wire.HeaderReason), tt.reason) || !strings.Contains(rec.Body.String(), tt.reason) {
+			t.Errorf("%s: answer %d Reason %q, want %d with %q", tt.name, rec.Code, rec.Header().Get(wire.HeaderReason), tt.status, tt.reason)
 		}
 	}
 	rec := httptest.NewRecorder()
@@ -126,7 +127,7 @@ func TestBatchHandlerNoReply(t *testing.T) {
 		if resps[0].Status != 200 || resps[1].Status != 200 {
 			t.Errorf("answered sub-requests: %d %d, want 200 200", resps[0].Status, resps[1].Status)
 		}
-		if r := resps[2]; r.Status != 503 || r.Header.Get(node.HeaderRetryAfter) != "1" || r.Header.Get(node.HeaderReason) != "no reply within 2s" {
+		if r := resps[2]; r.Status != 503 || r.Header.Get(wire.HeaderRetryAfter) != "1" || r.Header.Get(wire.HeaderReason) != "no reply within 2s" {
 			t.Errorf("unanswered sub-request: %d %v, want 503 with Retry-After and the reason", r.Status, r.Header)
 		}
 		s.Do(func() { kept(node.Response{Status: http.StatusOK}) })
@@ -140,7 +141,7 @@ func TestBatchHandlerStoppedNode(t *testing.T) {
 	s.Close()
 	core := &fakeCore{serial: s, t: t, respond: func(node.Request, func(node.Response)) { t.Error("stopped node entered") }}
 	rec := postBatch(NewHandler(core, s, waitTimeout, nil), appendBatchRequest(nil, sampleBatch()))
-	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get(node.HeaderRetryAfter) == "" {
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get(wire.HeaderRetryAfter) == "" {
 		t.Errorf("answer %d, want 503 with Retry-After", rec.Code)
 	}
 }

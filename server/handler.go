@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // Core is the part of a node the HTTP handler drives. *node.Node implements
@@ -86,7 +87,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // readRequest converts r into a node request. A non-zero status means the
 // request was refused with that status and reason.
 func readRequest(w http.ResponseWriter, r *http.Request) (node.Request, int, string) {
-	b, status, reason := readRequestBody(w, r, node.MaxBodyBytes, tooBig)
+	b, status, reason := readRequestBody(w, r, wire.MaxBodyBytes, tooBig)
 	if status != 0 {
 		return node.Request{}, status, reason
 	}
@@ -123,8 +124,8 @@ func readRequestBody(w http.ResponseWriter, r *http.Request, limit int64, tooBig
 	return b, 0, ""
 }
 
-// tooBig is the reason a request body over node.MaxBodyBytes is refused.
-var tooBig = fmt.Sprintf("request body larger than %d bytes", node.MaxBodyBytes)
+// tooBig is the reason a request body over wire.MaxBodyBytes is refused.
+var tooBig = fmt.Sprintf("request body larger than %d bytes", wire.MaxBodyBytes)
 
 // readBody reads all of rd, allocating once when the length is known.
 func readBody(rd io.Reader, length int64) ([]byte, error) {
@@ -182,7 +183,7 @@ func (h *Handler) writeResponse(w http.ResponseWriter, resp node.Response) {
 // and as the plain-text body (docs/design.md 4.4).
 func writeError(w http.ResponseWriter, status int, reason string) {
 	hdr := w.Header()
-	hdr.Set(node.HeaderReason, reason)
+	hdr.Set(wire.HeaderReason, reason)
 	hdr.Set(node.HeaderContentType, "text/plain; charset=utf-8")
 	hdr.Set("Content-Length", strconv.Itoa(len(reason)))
 	w.WriteHeader(status)
@@ -192,6 +193,6 @@ func writeError(w http.ResponseWriter, status int, reason string) {
 // writeUnavailable answers 503 with a Retry-After, so a client retries,
 // possibly on another node.
 func writeUnavailable(w http.ResponseWriter, reason string) {
-	w.Header().Set(node.HeaderRetryAfter, "1")
+	w.Header().Set(wire.HeaderRetryAfter, "1")
 	writeError(w, http.StatusServiceUnavailable, reason)
 }

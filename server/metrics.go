@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // MetricsPath is where a Server serves its Prometheus metrics, ahead of the
@@ -92,7 +93,7 @@ func (c *Client) Metrics() http.Handler {
 
 // kindOf tells a callback, which names its timer, from a request to a peer.
 func kindOf(req node.Request) int {
-	if _, ok := req.Header[node.HeaderTimerID]; ok {
+	if _, ok := req.Header[wire.HeaderTimerID]; ok {
 		return kindCallback
 	}
 	return kindPeer

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // fakeTransport answers in memory, in a synctest bubble: it calls the
@@ -299,7 +300,7 @@ func TestClientMetrics(t *testing.T) {
 	logs := &syncBuffer{}
 	inBubble(t, 1, time.Minute, logs, func(t *testing.T, c *Client) {
 		callback := func(path string) {
-			h := node.Header{node.HeaderTimerID: "0123456789abcdef"}
+			h := node.Header{wire.HeaderTimerID: "0123456789abcdef"}
 			c.Send(node.Request{Method: http.MethodPost, URL: "http://cb.test" + path, Header: h}, time.Second, func(node.Response, error) {})
 			synctest.Wait()
 		}

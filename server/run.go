@@ -17,7 +17,7 @@ import (
 	"github.com/chronos-timer/chronos/node"
 )
 
-// HTTP server limits. Bodies are at most node.MaxBodyBytes, so reading a
+// HTTP server limits. Bodies are at most wire.MaxBodyBytes, so reading a
 // request never needs long; writing waits for the node's reply first.
 const (
 	readHeaderTimeout = 5 * time.Second

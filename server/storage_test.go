@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // storedConfig is the configuration of a lone node on addr keeping its
@@ -65,8 +66,8 @@ func TestStorageKeepsTimersAcrossRestart(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST /timers: %d, want 200", resp.StatusCode)
 	}
-	wire := strings.TrimPrefix(resp.Header.Get("Location"), "/timers/")
-	id, _, err := node.ParseWireID(wire)
+	wid := strings.TrimPrefix(resp.Header.Get("Location"), "/timers/")
+	id, _, err := wire.ParseWireID(wid)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chronos-timer/chronos/internal/certtest"
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // tlsNode starts a node on ln with the cluster file conf, and returns it.
@@ -84,8 +85,8 @@ func TestMutualTLSBetweenNodes(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST over HTTPS without a client certificate: %d %q, want 200", resp.StatusCode, resp.Header.Get("Reason"))
 	}
-	wire := strings.TrimPrefix(resp.Header.Get("Location"), "/timers/")
-	id, _, err := node.ParseWireID(wire)
+	wid := strings.TrimPrefix(resp.Header.Get("Location"), "/timers/")
+	id, _, err := wire.ParseWireID(wid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestMutualTLSBetweenNodes(t *testing.T) {
 		}
 	}
 
-	req, _ := http.NewRequest("PUT", "https://"+addrs[1]+"/timers/"+wire, strings.NewReader(body))
+	req, _ := http.NewRequest("PUT", "https://"+addrs[1]+"/timers/"+wid, strings.NewReader(body))
 	req.Header.Set(node.HeaderTo, addrs[1])
 	resp, err = hc.Do(req)
 	if err != nil {

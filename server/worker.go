@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // work serves h's queue, one round trip at a time, until it has waited
@@ -97,7 +98,7 @@ func (c *Client) serve(h *host, j *job) completion {
 // trip performs j alone and returns its outcome.
 func (c *Client) trip(h *host, j *job) completion {
 	c.count.inFlight.Add(1)
-	resp, took, err := c.roundTrip(j.req, c.queueEnd(j), j.timeout, node.MaxBodyBytes)
+	resp, took, err := c.roundTrip(j.req, c.queueEnd(j), j.timeout, wire.MaxBodyBytes)
 	c.count.inFlight.Add(-1)
 	return c.outcome(h, j, resp, took, err)
 }

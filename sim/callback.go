@@ -6,6 +6,7 @@ import (
 
 	"github.com/chronos-timer/chronos/checker"
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // callback is one simulated client callback endpoint. It records every pop
@@ -28,8 +29,8 @@ func (w *world) newCallback(i int) *callback {
 }
 
 func (w *world) receivePop(cb *callback, from string, req node.Request, reply func(node.Response)) {
-	seq, _ := strconv.Atoi(req.Header.Get(node.HeaderSequenceNumber))
-	timer, _ := strconv.ParseUint(req.Header.Get(node.HeaderTimerID), 16, 64)
+	seq, _ := strconv.Atoi(req.Header.Get(wire.HeaderSequenceNumber))
+	timer, _ := strconv.ParseUint(req.Header.Get(wire.HeaderTimerID), 16, 64)
 	status := 200
 	if cb.status != 0 {
 		status = cb.status

@@ -6,22 +6,23 @@ import (
 
 	"github.com/chronos-timer/chronos/checker"
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // timerRef is what the clustered client knows about one timer label: the
 // wire ID of its last successful create or update.
 type timerRef struct {
-	wire string
-	id   uint64
+	wid string
+	id  uint64
 }
 
 // wireOf is the wire ID step s names the timer by: the Location it was
 // given, or its bare unique ID (no replica bits) for a bare step.
 func (r *timerRef) wireOf(s Step) string {
 	if s.Bare {
-		return node.FormatWireID(r.id, 0)
+		return wire.FormatWireID(r.id, 0)
 	}
-	return r.wire
+	return r.wid
 }
 
 // clientOp is one client operation in progress, tried node after node.
@@ -35,7 +36,7 @@ type clientOp struct {
 func (w *world) clientOperation(s Step) {
 	kind := map[Op]checker.Kind{OpCreate: checker.Create, OpUpdate: checker.Update, OpDelete: checker.Delete}[s.Op]
 	ref := w.timers[s.Timer]
-	if kind != checker.Create && (ref == nil || ref.wire == "") {
+	if kind != checker.Create && (ref == nil || ref.wid == "") {
 		// The client never learned an ID for this timer: nothing to do.
 		w.tr.event("skip", string(s.Op), s.Timer, 0)
 		return
@@ -61,7 +62,7 @@ func (w *world) attempt(c *clientOp) {
 	switch {
 	case c.kind == checker.Create && s.ID != 0:
 		// A client-chosen ID: the create is a PUT to a new ID.
-		req.Method, req.URL = "PUT", "http://"+m.addr+"/timers/"+node.FormatWireID(s.ID, 0)
+		req.Method, req.URL = "PUT", "http://"+m.addr+"/timers/"+wire.FormatWireID(s.ID, 0)
 		op.Timer = s.ID
 	case c.kind == checker.Create:
 		req.Method, req.URL = "POST", "http://"+m.addr+"/timers"
@@ -74,9 +75,10 @@ func (w *world) attempt(c *clientOp) {
 		op.Timer = w.timers[s.Timer].id
 	}
 	if c.kind != checker.Delete {
-		op.Spec = checker.Spec{Interval: s.Interval, RepeatFor: s.RepeatFor, URI: callbackURI(s.Callback),
+		def := wire.Timer{Interval: s.Interval, RepeatFor: s.RepeatFor, URI: callbackURI(s.Callback),
 			Opaque: fmt.Sprintf("%s.%d", s.Timer, seq), ReplicationFactor: s.RF}
-		req.Body = timerBody(op.Spec, s.Tag)
+		op.Spec = checker.SpecOf(def)
+		req.Body = timerBody(def, s.Tag)
 		req.Header.Set(node.HeaderContentType, "application/json")
 	}
 	w.hist.Ops = append(w.hist.Ops, op)
@@ -117,9 +119,9 @@ func (w *world) learn(c *clientOp, op *checker.Op, resp node.Response) {
 	if c.kind == checker.Delete {
 		return
 	}
-	loc := resp.Header.Get(node.HeaderLocation)
-	wire, ok := strings.CutPrefix(loc, "/timers/")
-	id, _, err := node.ParseWireID(wire)
+	loc := resp.Header.Get(wire.HeaderLocation)
+	wid, ok := strings.CutPrefix(loc, "/timers/")
+	id, _, err := wire.ParseWireID(wid)
 	if !ok || err != nil {
 		w.apiError(op, fmt.Sprintf("%s answered %d with Location %q, want /timers/<32 hex>", op.Node, op.Status, loc))
 		return
@@ -129,7 +131,7 @@ func (w *world) learn(c *clientOp, op *checker.Op, resp node.Response) {
 		return
 	}
 	op.Timer = id
-	w.timers[c.s.Timer] = &timerRef{wire: wire, id: id}
+	w.timers[c.s.Timer] = &timerRef{wid: wid, id: id}
 }
 
 func (w *world) apiError(op *checker.Op, msg string) {
@@ -137,13 +139,11 @@ func (w *world) apiError(op *checker.Op, msg string) {
 	w.tr.note("API violation: %s", msg)
 }
 
-// timerBody is the client API JSON body for a spec and an optional
-// statistics tag ("<type>:<count>").
-func timerBody(s checker.Spec, tag string) []byte {
-	spec := node.Spec{Interval: s.Interval.Milliseconds(), RepeatFor: s.RepeatFor.Milliseconds(),
-		URI: s.URI, Opaque: s.Opaque, RF: s.ReplicationFactor}
+// timerBody is the client API JSON body for a definition, as the step
+// gave it, and an optional statistics tag ("<type>:<count>").
+func timerBody(def wire.Timer, tag string) []byte {
 	if typ, count, err := parseTag(tag); err == nil {
-		spec.Tags = []node.Tag{{Type: typ, Count: count}}
+		def.Tags = []wire.Tag{{Type: typ, Count: count}}
 	}
-	return node.EncodeSpec(spec)
+	return wire.Encode(def)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chronos-timer/chronos/checker"
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // step carries out one step of the plan.
@@ -136,7 +137,7 @@ func timerOfRequest(req *node.Request) uint64 {
 	if id := timerOfURL(req.URL); id != 0 {
 		return id
 	}
-	id, err := node.ParseID(req.Header.Get(node.HeaderTimerID))
+	id, err := wire.ParseID(req.Header.Get(wire.HeaderTimerID))
 	if err != nil {
 		return 0
 	}
@@ -170,7 +171,7 @@ func timerOfURL(url string) uint64 {
 		return 0
 	}
 	rest, _, _ = strings.Cut(rest, "?")
-	id, _, err := node.ParseWireID(rest)
+	id, _, err := wire.ParseWireID(rest)
 	if err != nil {
 		return 0
 	}

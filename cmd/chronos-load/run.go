@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // timerRec is what the tool knows of one timer it created: when its
@@ -97,8 +97,8 @@ func run(o options, log io.Writer) (*report, error) {
 	var behind atomic.Int64 // the most a create was sent after its slot
 	parallel(o.timers, o.concurrency, func(i int) {
 		s := secs + int64(i)%(int64(o.spread/time.Second)+1)
-		spec := node.Spec{Interval: s * 1000, RepeatFor: int64(o.pops) * s * 1000,
-			URI: sk.url, Opaque: "l" + strconv.Itoa(i), RF: o.rf}
+		spec := wire.Timer{Interval: time.Duration(s) * time.Second, RepeatFor: time.Duration(int64(o.pops)*s) * time.Second,
+			URI: sk.url, Opaque: "l" + strconv.Itoa(i), ReplicationFactor: o.rf}
 		interval := time.Duration(s) * time.Second
 		if o.hold {
 			spec, interval = holdSpec(sk.url, i, o.rf), holdSecs*time.Second
@@ -107,7 +107,7 @@ func run(o options, log io.Writer) (*report, error) {
 			time.Sleep(time.Until(slot))
 			storeMax(&behind, int64(time.Since(slot)))
 		}
-		body := node.EncodeSpec(spec)
+		body := wire.Encode(spec)
 		sent := time.Now()
 		status := post(client, "http://"+targets[i%len(targets)]+"/timers", body)
 		recs[i] = timerRec{sent: sent, answered: time.Now(), interval: interval, status: status}
@@ -207,9 +207,9 @@ const holdSecs = 3600
 // holdSpec is -hold's timer i: a callback URI of its own under the sink's
 // (as a client with one endpoint per job would have) and a 20-byte opaque,
 // about 50 bytes in all.
-func holdSpec(sinkURL string, i, rf int) node.Spec {
-	return node.Spec{Interval: holdSecs * 1000, RepeatFor: holdSecs * 1000,
-		URI: sinkURL + "/" + strconv.Itoa(i), Opaque: fmt.Sprintf("hold-%015d", i), RF: rf}
+func holdSpec(sinkURL string, i, rf int) wire.Timer {
+	return wire.Timer{Interval: holdSecs * time.Second, RepeatFor: holdSecs * time.Second,
+		URI: sinkURL + "/" + strconv.Itoa(i), Opaque: fmt.Sprintf("hold-%015d", i), ReplicationFactor: rf}
 }
 
 // measurePops reads the sink's records of every (timer, seq) pop
@@ -323,7 +323,7 @@ func timeCreates(o options, cbURL, addr string) time.Duration {
 	url := "http://" + addr + "/timers"
 	start := time.Now()
 	parallel(o.timers, o.concurrency, func(i int) {
-		post(client, url, node.EncodeSpec(node.Spec{Interval: 5000, RepeatFor: 5000, URI: cbURL, Opaque: "b" + strconv.Itoa(i), RF: o.rf}))
+		post(client, url, wire.Encode(wire.Timer{Interval: 5 * time.Second, RepeatFor: 5 * time.Second, URI: cbURL, Opaque: "b" + strconv.Itoa(i), ReplicationFactor: o.rf}))
 	})
 	return time.Since(start)
 }

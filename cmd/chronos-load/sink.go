@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // sink is the callback endpoint. It records, per timer the tool created
@@ -71,7 +71,7 @@ func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil || i < 0 || i >= len(s.count)/s.pops {
 		return
 	}
-	seq, err := strconv.Atoi(r.Header.Get(node.HeaderSequenceNumber))
+	seq, err := strconv.Atoi(r.Header.Get(wire.HeaderSequenceNumber))
 	if err != nil || seq < 1 || seq > s.pops {
 		s.stray.Add(1)
 		return

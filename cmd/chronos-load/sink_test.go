@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // TestSinkCountsEachTimerSeqPair proves the sink accounts per (timer,
@@ -24,7 +24,7 @@ func TestSinkCountsEachTimerSeqPair(t *testing.T) {
 	deliver := func(body, seq string) {
 		req := httptest.NewRequest(http.MethodPost, "/cb", strings.NewReader(body))
 		if seq != "" {
-			req.Header.Set(node.HeaderSequenceNumber, seq)
+			req.Header.Set(wire.HeaderSequenceNumber, seq)
 		}
 		rec := httptest.NewRecorder()
 		sk.serve(rec, req)
@@ -99,7 +99,7 @@ func TestSlowSinkDropsAbandonedPops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/cb", strings.NewReader("l0"))
-	req.Header.Set(node.HeaderSequenceNumber, "1")
+	req.Header.Set(wire.HeaderSequenceNumber, "1")
 	sk.serve(httptest.NewRecorder(), req)
 	if sk.popped() != 0 || sk.dropped.Load() != 1 {
 		t.Errorf("popped %d, dropped %d: want 0 and 1", sk.popped(), sk.dropped.Load())

@@ -20,6 +20,7 @@ import (
 
 	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // clusterWait bounds every wait of the cluster test. Generous: three
@@ -121,7 +122,7 @@ func TestClusterLoopback(t *testing.T) {
 	// filter in each Location names the replicas the node chose.
 	primaries := map[string]string{}
 	for _, lt := range live {
-		id, bloom, err := node.ParseWireID(strings.TrimPrefix(locs[lt.opaque], "/timers/"))
+		id, bloom, err := wire.ParseWireID(strings.TrimPrefix(locs[lt.opaque], "/timers/"))
 		if err != nil {
 			t.Fatal(err)
 		}

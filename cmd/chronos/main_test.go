@@ -21,7 +21,7 @@ import (
 
 	"github.com/chronos-timer/chronos/internal/localcluster"
 	"github.com/chronos-timer/chronos/internal/proctest"
-	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // waitTimeout bounds every wait on the process or on a pop. Generous: it is
@@ -30,8 +30,8 @@ const waitTimeout = 20 * time.Second
 
 // isTimerPath reports whether loc is /timers/<a wire ID the node issues>.
 func isTimerPath(loc string) bool {
-	wire, ok := strings.CutPrefix(loc, "/timers/")
-	_, _, err := node.ParseWireID(wire)
+	wid, ok := strings.CutPrefix(loc, "/timers/")
+	_, _, err := wire.ParseWireID(wid)
 	return ok && err == nil
 }
 
@@ -104,7 +104,7 @@ func TestMain(m *testing.M) {
 
 // timerBody is a client timer definition; repeatFor 0 means a one-shot.
 func timerBody(interval, repeatFor int, uri, opaque string) string {
-	return string(node.EncodeSpec(node.Spec{Interval: int64(interval) * 1000, RepeatFor: int64(repeatFor) * 1000, URI: uri, Opaque: opaque}))
+	return string(wire.Encode(wire.Timer{Interval: time.Duration(interval) * time.Second, RepeatFor: time.Duration(repeatFor) * time.Second, URI: uri, Opaque: opaque}))
 }
 
 // do sends one request and returns the status and Location.

@@ -23,6 +23,7 @@ import (
 	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/server"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // The scale tests drive production binaries through the original's scale
@@ -158,7 +159,7 @@ func scaleUpOneToTwoThenKillFirst(s *scaling) {
 	second := s.grow(first, 1)
 	both := slices.Concat(first, second)
 	s.reload(node.Membership{Nodes: addrsOf(both)}, both...)
-	s.expectHeld(timers, node.DefaultReplicationFactor, both)
+	s.expectHeld(timers, wire.DefaultReplicationFactor, both)
 
 	s.kill(first[0])
 	s.expectPops(timers)
@@ -228,7 +229,7 @@ func (s *scaling) create(through []*process, rf int) []scaleTimer {
 		secs := int(scaleInterval/time.Second) + i%scaleSpread
 		opaque := fmt.Sprintf("timer-%03d", i)
 		if i == scaleTimers {
-			secs = int(scaleInterval/time.Second) + scaleSpread - 1 + staleHorizon(0, cmp.Or(rf, node.DefaultReplicationFactor))
+			secs = int(scaleInterval/time.Second) + scaleSpread - 1 + staleHorizon(0, cmp.Or(rf, wire.DefaultReplicationFactor))
 			opaque = "sentinel"
 		}
 		body := timerBody(secs, secs, s.rec.url, opaque)
@@ -241,7 +242,7 @@ func (s *scaling) create(through []*process, rf int) []scaleTimer {
 		if status != http.StatusOK || !isTimerPath(loc) {
 			s.t.Fatalf("POST /timers %s to %s: status %d Location %q, want 200 and /timers/<32 hex digits>", opaque, p.addr, status, loc)
 		}
-		id, _, err := node.ParseWireID(strings.TrimPrefix(loc, "/timers/"))
+		id, _, err := wire.ParseWireID(strings.TrimPrefix(loc, "/timers/"))
 		if err != nil {
 			s.t.Fatal(err)
 		}
@@ -484,9 +485,9 @@ func (s *scaling) expectPops(timers []scaleTimer) {
 	for _, tm := range timers {
 		switch got := seqs[tm.opaque]; {
 		case len(got) == 0:
-			missing = append(missing, fmt.Sprintf("%s (%s)", tm.opaque, node.FormatID(tm.id)))
+			missing = append(missing, fmt.Sprintf("%s (%s)", tm.opaque, wire.FormatID(tm.id)))
 		case !slices.Equal(got, []string{"1"}):
-			wrong = append(wrong, fmt.Sprintf("%s (%s) %v", tm.opaque, node.FormatID(tm.id), got))
+			wrong = append(wrong, fmt.Sprintf("%s (%s) %v", tm.opaque, wire.FormatID(tm.id), got))
 		}
 	}
 	if len(missing) > 0 {

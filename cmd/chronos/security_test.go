@@ -25,6 +25,7 @@ import (
 	"github.com/chronos-timer/chronos/internal/certtest"
 	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // The tests of the threat model of docs/operations.md (Security), tried
@@ -303,7 +304,7 @@ func TestByteBudgetSheds(t *testing.T) {
 	bin := proctest.Chronos(t)
 	p := startNode(t, bin, freeOn(t, "127.0.0.2"), "[limits]\nmemory_limit = 64MiB\n", "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\n", nil)
 	hc := &http.Client{}
-	opaque := strings.Repeat("x", node.MaxBodyBytes-200)
+	opaque := strings.Repeat("x", wire.MaxBodyBytes-200)
 	var ok, shed int
 	for i := range 150 {
 		req, _ := http.NewRequest("POST", p.url+"/timers", strings.NewReader(timerBody(3600, 0, "http://127.0.0.1:9/cb", opaque)))

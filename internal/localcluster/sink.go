@@ -9,13 +9,13 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // maxSinkBody bounds what the sink reads of a callback, and
 // maxSinkShown what it prints of it.
 const (
-	maxSinkBody  = node.MaxBodyBytes
+	maxSinkBody  = wire.MaxBodyBytes
 	maxSinkShown = 200
 )
 
@@ -60,8 +60,8 @@ func describe(r *http.Request) string {
 		shown = string(body[:maxSinkShown]) + "..."
 	}
 	return fmt.Sprintf("%s %s %s: %s %s: %s body: %s", r.Method, r.URL.RequestURI(),
-		node.HeaderSequenceNumber, r.Header.Get(node.HeaderSequenceNumber),
-		node.HeaderTimerID, r.Header.Get(node.HeaderTimerID), strconv.Quote(shown))
+		wire.HeaderSequenceNumber, r.Header.Get(wire.HeaderSequenceNumber),
+		wire.HeaderTimerID, r.Header.Get(wire.HeaderTimerID), strconv.Quote(shown))
 }
 
 // stop closes the sink and waits for it.

@@ -13,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // Adapter defaults.
@@ -276,7 +277,7 @@ func withPort(field, addr string, defaultPort int) (string, error) {
 // checkAddress reports whether addr is an address withPort accepts,
 // with or without a port.
 func checkAddress(field, addr string) error {
-	_, err := withPort(field, addr, node.DefaultPort)
+	_, err := withPort(field, addr, wire.DefaultPort)
 	return err
 }
 

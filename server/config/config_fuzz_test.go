@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // FuzzParseConfig proves that no configuration file, however malformed,
@@ -48,7 +49,7 @@ func FuzzParseConfig(f *testing.F) {
 			if _, _, err := net.SplitHostPort(a); err != nil {
 				t.Fatalf("accepted address %q has no port: %v", a, err)
 			}
-			if again, err := withPort("address", a, node.DefaultPort); err != nil || again != a {
+			if again, err := withPort("address", a, wire.DefaultPort); err != nil || again != a {
 				t.Fatalf("withPort(%q) = %q, %v; want it unchanged", a, again, err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // setting is one setting of the configuration files and the command line,
@@ -93,7 +94,7 @@ var table = []setting{
 		what: "read", byDefault: "127.0.0.1 (the original: 0.0.0.0)", example: "0.0.0.0", def: DefaultBindAddress,
 		bind: scalar(func(c *Config) *string { return &c.BindAddress }, parseText)},
 	{section: "http", key: "bind-port", flag: "bind-port", usage: "`port` to listen on",
-		what: "read", byDefault: "7253", example: "7300", def: node.DefaultPort,
+		what: "read", byDefault: "7253", example: "7300", def: wire.DefaultPort,
 		bind: scalar(func(c *Config) *int { return &c.BindPort }, parsePort)},
 	{section: "http", key: "tls_cert_file", flag: "tls-cert-file", usage: "`path` of this node's certificate chain, PEM: serve HTTPS only",
 		what:      "this implementation's own: the node's certificate chain, PEM; set (with `tls_key_file`), it serves HTTPS only, to clients and peers, and reaches its peers over HTTPS ([operations.md](operations.md#security)); read again on SIGHUP",

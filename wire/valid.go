@@ -1,9 +1,9 @@
-package node
+package wire
 
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"strings"
 	"unicode/utf8"
 )
@@ -17,20 +17,20 @@ func validJSON(b []byte) bool {
 	return s.valid()
 }
 
-// strictJSON checks body, which a node is about to read, is one JSON value
+// CheckJSON checks body, which a node is about to read, is one JSON value
 // in which no object names a member twice: encoding/json, and so most
 // clients' parsers, would silently keep the last value of a repeated
 // member, and the original's parser its first, so a body that repeats one
 // means two things at once. It returns a *BadRequestError naming the
-// repeated member, errNotJSON when the body is not JSON at all, or nil.
+// repeated member, ErrNotJSON when the body is not JSON at all, or nil.
 // Names are compared decoded ("a" and "\u0061" are one name), as
 // encoding/json compares them. FuzzStrictJSON holds it to a reference
 // built on encoding/json's tokenizer.
-func strictJSON(body []byte) error {
+func CheckJSON(body []byte) error {
 	var names [16][]byte // the open objects' names of the bodies a node writes
 	s := jsonScanner{b: body, dups: true, names: names[:0]}
 	if !s.valid() {
-		return errNotJSON
+		return ErrNotJSON
 	}
 	if s.dup != nil {
 		return badf("the body names the member %.100q twice in one object", s.dup)
@@ -38,8 +38,8 @@ func strictJSON(body []byte) error {
 	return nil
 }
 
-// errNotJSON is strictJSON's answer to a body that is not one JSON value.
-var errNotJSON = fmt.Errorf("node: not one JSON value")
+// ErrNotJSON is CheckJSON's answer to a body that is not one JSON value.
+var ErrNotJSON = errors.New("wire: not one JSON value")
 
 // maxJSONDepth is encoding/json's bound on nested objects and arrays.
 const maxJSONDepth = 10000

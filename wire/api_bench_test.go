@@ -1,8 +1,9 @@
-package node
+package wire
 
 import (
 	"encoding/json"
 	"testing"
+	"time"
 )
 
 // benchClientBody is a client create with every public section, tags
@@ -13,16 +14,18 @@ var benchClientBody = []byte(`{"timing":{"interval":30,"repeat-for":300},` +
 	`"reliability":{"replication-factor":2},` +
 	`"statistics":{"tag-info":[{"type":"CALL","count":1},{"type":"SUBSCRIPTION","count":2}]}}`)
 
-// benchInternalBody is a replication PUT as EncodeReplication writes it.
-var benchInternalBody = EncodeReplication(withCallback(&Timer{
-	ID: 7, Version: 1<<60 + 3, Start: 1000, Interval: 30000, RepeatFor: 300000, Seq: 4, RF: 2,
-	Placement: &Placement{Replicas: []string{"10.0.0.1:7253", "10.0.0.2:7253"}, Sites: []string{"site-a", "site-b"}},
-	ViewID:    1<<40 + 9,
-	Extra:     &TimerExtra{Tags: []Tag{{Type: "CALL", Count: 1}, {Type: "SUBSCRIPTION", Count: 2}}},
-}, "http://client.example:8080/callbacks/timer", "call-id=4fe3a2; leg=2"), 1500)
+// benchInternalBody is a replication PUT as AppendReplication writes it.
+var benchInternalBody = AppendReplication(nil, &Timer{
+	Interval: 30 * time.Second, RepeatFor: 300 * time.Second, ReplicationFactor: 2,
+	URI: "http://client.example:8080/callbacks/timer", Opaque: "call-id=4fe3a2; leg=2",
+	Tags: []Tag{{Type: "CALL", Count: 1}, {Type: "SUBSCRIPTION", Count: 2}},
+}, &Replication{
+	StartTimeDelta: -500 * time.Millisecond, Seq: 4, Version: 1<<60 + 3, ViewID: 1<<40 + 9,
+	Replicas: []string{"10.0.0.1:7253", "10.0.0.2:7253"}, Sites: []string{"site-a", "site-b"},
+})
 
 // benchPlainBody is the shape a plain encoding/json decode fills, with no
-// validation: the baseline ParseBody is compared with in the same run.
+// validation: the baseline Parse is compared with in the same run.
 type benchPlainBody struct {
 	Timing struct {
 		Interval       int64  `json:"interval"`
@@ -53,7 +56,7 @@ type benchPlainBody struct {
 // into tagged structs (baseline=unmarshal), so the ratio of the two is
 // comparable across machines:
 //
-//	go test -run '^$' -bench ParseBody -benchmem ./node
+//	go test -run '^$' -bench ParseBody -benchmem ./wire
 func BenchmarkParseBody(b *testing.B) {
 	bodies := []struct {
 		name string
@@ -67,7 +70,7 @@ func BenchmarkParseBody(b *testing.B) {
 			b.SetBytes(int64(len(bb.body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, err := ParseBody(bb.body); err != nil {
+				if _, _, err := Parse(bb.body); err != nil {
 					b.Fatal(err)
 				}
 			}

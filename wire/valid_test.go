@@ -1,4 +1,4 @@
-package node
+package wire
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // validJSONCases are inputs at the edges of the grammar, each checked
@@ -32,13 +33,13 @@ func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
 }
 
 // FuzzValidJSON holds validJSON to encoding/json.Valid on any input: the
-// walker of codec.go reads only bodies this accepted, so one it accepts
+// walker of json.go reads only bodies this accepted, so one it accepts
 // and encoding/json refuses would reach the walker malformed.
 func FuzzValidJSON(f *testing.F) {
 	for _, c := range validJSONCases {
 		f.Add([]byte(c))
 	}
-	f.Add(EncodeReplication(newTimer(1, 1, Spec{Interval: 1000, URI: "http://h/cb", Opaque: "o", RF: 2}, 0, 0, &Placement{Replicas: []string{"a:1", "b:2"}}, 1, hostTable{}), 0))
+	f.Add(AppendReplication(nil, &Timer{Interval: time.Second, RepeatFor: time.Second, URI: "http://h/cb", Opaque: "o", ReplicationFactor: 2}, &Replication{ViewID: 1, Replicas: []string{"a:1", "b:2"}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if got, want := validJSON(b), json.Valid(b); got != want {
 			t.Fatalf("validJSON(%q) = %v, encoding/json.Valid says %v", b, got, want)
@@ -47,7 +48,7 @@ func FuzzValidJSON(f *testing.F) {
 }
 
 func BenchmarkValidJSON(b *testing.B) {
-	body := EncodeReplication(newTimer(1, 1, Spec{Interval: 3_600_000, RepeatFor: 3_600_000, URI: "http://client.example/cb", Opaque: "x", RF: 2}, 0, 0, &Placement{Replicas: []string{"10.0.0.1:7253", "10.0.0.2:7253"}}, 1, hostTable{}), 0)
+	body := AppendReplication(nil, &Timer{Interval: time.Hour, RepeatFor: time.Hour, URI: "http://client.example/cb", Opaque: "x", ReplicationFactor: 2}, &Replication{Version: 1, ViewID: 1, Replicas: []string{"10.0.0.1:7253", "10.0.0.2:7253"}})
 	b.Run("validJSON", func(b *testing.B) {
 		for b.Loop() {
 			if !validJSON(body) {
@@ -88,7 +89,7 @@ func manyMembers(n, dup int) string {
 	return strings.TrimSuffix(b.String(), ",") + "}"
 }
 
-// repeatedMember is the reference strictJSON is held to: the first member
+// repeatedMember is the reference CheckJSON is held to: the first member
 // name an object repeats, as encoding/json's tokenizer decodes names, and
 // whether b is valid JSON at all.
 func repeatedMember(b []byte) (dup string, found, valid bool) {
@@ -144,35 +145,35 @@ func repeatedMember(b []byte) (dup string, found, valid bool) {
 	}
 }
 
-// TestStrictJSONRefusesRepeatedMembers tabulates strictJSON against its
+// TestStrictJSONRefusesRepeatedMembers tabulates CheckJSON against its
 // reference: a member repeated in one object, at any depth, however
 // escaped, is refused naming it; the same name in two objects is not.
 func TestStrictJSONRefusesRepeatedMembers(t *testing.T) {
 	for _, c := range append(strictJSONCases, validJSONCases...) {
 		checkStrictJSON(t, []byte(c))
 	}
-	if err := strictJSON([]byte(`{"timing":{"interval":1,"interval":2}}`)); err == nil || !strings.Contains(err.Error(), `"interval"`) {
+	if err := CheckJSON([]byte(`{"timing":{"interval":1,"interval":2}}`)); err == nil || !strings.Contains(err.Error(), `"interval"`) {
 		t.Errorf("repeated interval: got %v, want an error naming it", err)
 	}
 }
 
-// checkStrictJSON fails t unless strictJSON agrees with the reference on b.
+// checkStrictJSON fails t unless CheckJSON agrees with the reference on b.
 func checkStrictJSON(t *testing.T, b []byte) {
 	t.Helper()
 	dup, found, valid := repeatedMember(b)
-	err := strictJSON(b)
+	err := CheckJSON(b)
 	switch {
 	case !valid:
-		if err != errNotJSON {
-			t.Fatalf("strictJSON(%.60q) = %v, want errNotJSON (encoding/json refuses it)", b, err)
+		if err != ErrNotJSON {
+			t.Fatalf("CheckJSON(%.60q) = %v, want ErrNotJSON (encoding/json refuses it)", b, err)
 		}
 	case found:
 		var bad *BadRequestError
 		if !errors.As(err, &bad) || !strings.Contains(bad.Reason, fmt.Sprintf("%.100q", dup)) {
-			t.Fatalf("strictJSON(%.60q) = %v, want a 400 naming %q", b, err, dup)
+			t.Fatalf("CheckJSON(%.60q) = %v, want a 400 naming %q", b, err, dup)
 		}
 	case err != nil:
-		t.Fatalf("strictJSON(%.60q) = %v, want nil", b, err)
+		t.Fatalf("CheckJSON(%.60q) = %v, want nil", b, err)
 	}
 }
 
@@ -186,30 +187,8 @@ func FuzzStrictJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) { checkStrictJSON(t, b) })
 }
 
-// TestRepeatedMemberIsRefusedNamingIt proves a client body that repeats a
-// member, at the top or nested, is refused with 400 naming it, whichever
-// value either copy holds; the original finding was "interval" twice,
-// the last silently winning.
-func TestRepeatedMemberIsRefusedNamingIt(t *testing.T) {
-	h := newHarness(t)
-	for _, body := range []string{
-		`{"timing":{"interval":1,"interval":100},"callback":{"http":{"uri":"` + cb + `"}}}`,
-		`{"timing":{"interval":1},"timing":{"interval":2},"callback":{"http":{"uri":"` + cb + `"}}}`,
-		`{"timing":{"interval":1},"callback":{"http":{"uri":"` + cb + `","opaque":"a","opaque":"b"}}}`,
-		`{"timing":{"interval":1},"callback":{"http":{"uri":"` + cb + `"}},"statistics":{"tag-info":[{"type":"a","type":"b"}]}}`,
-	} {
-		r := h.do("POST", "/timers", body)
-		if r.Status != 400 || !strings.Contains(r.Header.Get(HeaderReason), "twice") {
-			t.Errorf("%s: got %d %q, want 400 naming the repeated member", body, r.Status, r.Header.Get(HeaderReason))
-		}
-	}
-	if got := h.node.Stats().Timers; got != 0 {
-		t.Errorf("timers held: got %d, want 0", got)
-	}
-}
-
 func BenchmarkStrictJSON(b *testing.B) {
-	body := EncodeReplication(newTimer(1, 1, Spec{Interval: 3_600_000, RepeatFor: 3_600_000, URI: "http://client.example/cb", Opaque: "x", RF: 2}, 0, 0, &Placement{Replicas: []string{"10.0.0.1:7253", "10.0.0.2:7253"}}, 1, hostTable{}), 0)
+	body := AppendReplication(nil, &Timer{Interval: time.Hour, RepeatFor: time.Hour, URI: "http://client.example/cb", Opaque: "x", ReplicationFactor: 2}, &Replication{Version: 1, ViewID: 1, Replicas: []string{"10.0.0.1:7253", "10.0.0.2:7253"}})
 	b.Run("validJSON", func(b *testing.B) {
 		for b.Loop() {
 			if !validJSON(body) {
@@ -219,7 +198,7 @@ func BenchmarkStrictJSON(b *testing.B) {
 	})
 	b.Run("strictJSON", func(b *testing.B) {
 		for b.Loop() {
-			if strictJSON(body) != nil {
+			if CheckJSON(body) != nil {
 				b.Fatal("refused")
 			}
 		}

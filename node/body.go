@@ -1,0 +1,77 @@
+package node
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/chronos-timer/chronos/wire"
+)
+
+// A held record (Timer) and the bodies of package wire meet here: the
+// definition a record holds, and the replication body it travels as.
+
+// definition is the client definition a record holds; no URI for a
+// tombstone.
+func definition(t *Timer) wire.Timer {
+	d := wire.Timer{
+		Interval:          t.Interval,
+		RepeatFor:         t.RepeatFor,
+		ReplicationFactor: int(t.RF),
+		Tags:              t.Tags(),
+	}
+	if t.State != Tombstone {
+		d.URI, d.Opaque = t.CallbackURI(), t.Opaque()
+	}
+	return d
+}
+
+// deletes reports whether a definition is a deletion: a client's delete,
+// or a tombstone received (wire's Timer with no URI).
+func deletes(d wire.Timer) bool { return d.URI == "" }
+
+// EncodeReplication returns the internal PUT body for t as of now (ms).
+// A Moved record travels as the live definition it is, placed on other
+// nodes: a receiver among its replicas takes it live, any other keeps it
+// as Moved. Sent as a tombstone, it would delete the timer wherever it
+// met the same definition live (a 409 answer to a pop notice did;
+// TestScaleDownWorkedExample).
+func EncodeReplication(t *Timer, now int64) []byte {
+	size := 320 + len(t.cb)
+	if t.host != nil {
+		size += len(*t.host)
+	}
+	return AppendReplication(make([]byte, 0, size), t, now)
+}
+
+// AppendReplication appends EncodeReplication(t, now) to b, so that a
+// resync page writes each record in place.
+func AppendReplication(b []byte, t *Timer, now int64) []byte {
+	missed, _ := t.popMarks()
+	if t.State != Live {
+		missed = 0
+	}
+	d := definition(t)
+	r := wire.Replication{
+		StartTimeDelta: time.Duration(t.Start-now) * time.Millisecond,
+		Seq:            t.Seq,
+		Version:        t.Version,
+		ViewID:         t.ViewID,
+		Definition:     t.def,
+		Missed:         missed,
+		Replicas:       t.Placement.Replicas,
+		Sites:          t.Placement.Sites,
+	}
+	return wire.AppendReplication(b, &d, &r)
+}
+
+// startOf is the start, on this node's clock, that a replication body's
+// start-time-delta gives.
+func (n *Node) startOf(r *wire.Replication) int64 {
+	return n.startMs() + r.StartTimeDelta.Milliseconds()
+}
+
+// badf returns a client error: wire's, so that every 400 a node answers
+// is one type (errorResponse).
+func badf(format string, args ...any) error {
+	return &wire.BadRequestError{Reason: fmt.Sprintf(format, args...)}
+}
