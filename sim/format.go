@@ -114,6 +114,8 @@ func (e Expect) String() string {
 		return fmt.Sprintf("pops %s >= %d", e.Timer, e.Count)
 	case "shed":
 		return fmt.Sprintf("shed >= %d", e.Count)
+	case "probe":
+		return fmt.Sprintf("probe %s >= %d", e.Probe, e.Count)
 	}
 	return e.What
 }

@@ -166,12 +166,14 @@ type Step struct {
 // Expect is one expectation of a scenario.
 type Expect struct {
 	// What is "ok" (no violation), "violation" (Guarantee is reported),
-	// "pops" (timer Timer popped at least Count distinct sequence numbers)
-	// or "shed" (the nodes shed at least Count sends under load, see
-	// netsim.ErrShed).
+	// "pops" (timer Timer popped at least Count distinct sequence numbers),
+	// "shed" (the nodes shed at least Count sends under load, see
+	// netsim.ErrShed) or "probe" (the nodes passed coverage probe Probe,
+	// node/probe.go, at least Count times).
 	What      string
 	Guarantee string
 	Timer     string
+	Probe     string
 	Count     int
 }
 

@@ -271,6 +271,8 @@ func (w *world) boot(m *machine) {
 		w.twins.served(m.addr, from, req)
 		nd.Handle(req, func(resp node.Response) {
 			w.ageRefusal(m, from, req, resp)
+			w.fullRefusal(m, nd, from, req, resp)
+			w.aheadRefusal(m, from, req, resp)
 			if resp.Status == 409 && resp.Header.Get(node.HeaderCollision) != "" {
 				// The answer says another timer is held under the ID:
 				// two nodes issued it (a shared instance number).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/netsim"
+	"github.com/chronos-timer/chronos/node"
 )
 
 // MaxScenarioBytes bounds a scenario file.
@@ -148,8 +149,15 @@ func (p *Plan) parseExpect(f []string) error {
 			return err
 		}
 		e.Count = n
+	case f[0] == "probe" && len(f) == 4 && f[2] == ">=" && slices.Contains(node.ProbeNames(), f[1]):
+		e.Probe = f[1]
+		n, err := strconv.Atoi(f[3])
+		if err != nil {
+			return err
+		}
+		e.Count = n
 	default:
-		return fmt.Errorf("want: expect ok | expect violation G<n> | expect pops <timer> >= <n> | expect shed >= <n>")
+		return fmt.Errorf("want: expect ok | expect violation G<n> | expect pops <timer> >= <n> | expect shed >= <n> | expect probe <declared probe> >= <n>")
 	}
 	p.Expect = append(p.Expect, e)
 	return nil
