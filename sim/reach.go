@@ -37,6 +37,49 @@ func genReach(p *Plan, work Source, safety time.Duration) {
 		genScaleReach(p, work, safety)
 	}
 	genLimits(p, work)
+	genRenumber(p, work)
+}
+
+// genRenumber gives, in one scale-up plan in four, the first machine to
+// join an address (10.0.0.0:<port>) whose derived instance number
+// clashes with a member's and that sorts before every member's: while it
+// joins it takes the next free number, and once it is a steady member it
+// takes the clashing number and the member moves up (node.InstanceIDs),
+// so both nodes are renumbered by a reload, and a scale back renumbers
+// them again.
+func genRenumber(p *Plan, work Source) {
+	var join int
+	for _, s := range p.Steps {
+		if s.Op == OpScaleUp && len(s.Side) > 0 {
+			fmt.Sscanf(s.Side[0], "n%d", &join)
+			break
+		}
+	}
+	if join == 0 || work.IntN("renumber", 4) != 0 {
+		return
+	}
+	members := p.InitialMembers()
+	target := p.nodeAddr(members[work.IntN("renumber-member", len(members))])
+	want := instanceOf(target)
+	for port := 7000; port < 17000; port++ {
+		if a := fmt.Sprintf("10.0.0.0:%d", port); instanceOf(a) == want {
+			if p.Addrs == nil {
+				p.Addrs = map[int]string{}
+			}
+			p.Addrs[join] = a
+			return
+		}
+	}
+}
+
+// instanceOf is the instance number addr derives alone: the low bits of
+// its server hash.
+func instanceOf(addr string) int {
+	ids, err := node.InstanceIDs(node.Membership{Nodes: []string{addr}})
+	if err != nil {
+		panic(err)
+	}
+	return ids[addr]
 }
 
 // genLimits gives a load plan's nodes, one in three, a limit of 1 to 8

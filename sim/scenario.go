@@ -75,6 +75,18 @@ func (p *Plan) parseLine(f []string) error {
 		return parseNet(&p.Net, f[1:])
 	case "node":
 		return parseNodeOptions(&p.Node, f[1:])
+	case "address":
+		var i int
+		if len(f) != 3 {
+			return fmt.Errorf("want: address n<i> <host:port>")
+		}
+		if _, err := fmt.Sscanf(f[1], "n%d", &i); err != nil || f[1] != fmt.Sprintf("n%d", i) {
+			return fmt.Errorf("want: address n<i> <host:port>, not %q", f[1])
+		}
+		if p.Addrs == nil {
+			p.Addrs = map[int]string{}
+		}
+		p.Addrs[i] = f[2]
 	case "expect":
 		return p.parseExpect(f[1:])
 	case "at":
