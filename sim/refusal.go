@@ -84,7 +84,12 @@ func (w *world) machineAt(addr string) *machine {
 // justified by what the node holds, counted from its store, never taken
 // from its answer: a node that refuses a copy below its limits loses
 // redundancy for nothing, and that is an API violation, never an excuse.
-func (w *world) fullRefusal(m *machine, nd *node.Node, from string, req node.Request, resp node.Response) {
+//
+// A node may answer a moment after it decided (after a disk sync, say),
+// and may have dropped a record meanwhile: the refusal is justified by
+// what it held when the request was delivered (delivered, see
+// heldRecords) or when it answered.
+func (w *world) fullRefusal(m *machine, nd *node.Node, delivered int, from string, req node.Request, resp node.Response) {
 	reason := resp.Header.Get(node.HeaderReason)
 	if resp.Status != 503 || req.Header.Get(node.HeaderSent) == "" || !strings.HasPrefix(reason, "node holds ") {
 		return
@@ -92,7 +97,7 @@ func (w *world) fullRefusal(m *machine, nd *node.Node, from string, req node.Req
 	cfg := node.DefaultConfig()
 	w.plan.Node.configure(&cfg)
 	st := nd.Stats()
-	held := st.Timers + st.Tombstones
+	held := max(delivered, w.heldRecords(nd))
 	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Lost,
 		Nodes: []string{from}, Peers: []string{m.addr}, Timer: timerOfURL(req.URL),
 		Detail: fmt.Sprintf("refused at its limit: holds %d records, %d bytes", held, st.HeldBytes)})
@@ -132,4 +137,15 @@ func (w *world) aheadRefusal(m *machine, from string, req node.Request, resp nod
 		w.apiErrs = append(w.apiErrs, checker.Violation{Guarantee: "API", At: w.loop.Now(), Timer: timerOfURL(req.URL), Message: msg})
 		w.tr.note("API violation: %s", msg)
 	}
+}
+
+// heldRecords is how many records node nd holds (its timers and
+// tombstones, what Limits.MaxTimers bounds), in a plan that sets that
+// limit; 0 in any other, where no node fills.
+func (w *world) heldRecords(nd *node.Node) int {
+	if w.plan.Node.MaxTimers == 0 || nd == nil {
+		return 0
+	}
+	st := nd.Stats()
+	return st.Timers + st.Tombstones
 }

@@ -269,9 +269,10 @@ func (w *world) boot(m *machine) {
 	m.ep = w.net.Listen(m.addr, func(from string, req node.Request, reply func(node.Response)) {
 		req.Remote = from // the connection's source, as production sets it
 		w.twins.served(m.addr, from, req)
+		held := w.heldRecords(nd)
 		nd.Handle(req, func(resp node.Response) {
 			w.ageRefusal(m, from, req, resp)
-			w.fullRefusal(m, nd, from, req, resp)
+			w.fullRefusal(m, nd, held, from, req, resp)
 			w.aheadRefusal(m, from, req, resp)
 			if resp.Status == 409 && resp.Header.Get(node.HeaderCollision) != "" {
 				// The answer says another timer is held under the ID:
