@@ -40,19 +40,21 @@ func genReach(p *Plan, work Source, safety time.Duration) {
 	genRenumber(p, work)
 }
 
-// genRenumber gives, in one scale-up plan in four, the first machine to
-// join an address (10.0.0.0:<port>) whose derived instance number
-// clashes with a member's and that sorts before every member's: while it
-// joins it takes the next free number, and once it is a steady member it
-// takes the clashing number and the member moves up (node.InstanceIDs),
-// so both nodes are renumbered by a reload, and a scale back renumbers
-// them again.
+// genRenumber gives, in one plan in four that scales up and never down
+// (a plan that scales down keeps the placements it had), the first
+// machine to join an address (10.0.0.0:<port>) whose derived instance
+// number clashes with a member's and that sorts before every member's:
+// while it joins it takes the next free number, and once it is a steady
+// member it takes the clashing number and the member moves up
+// (node.InstanceIDs), so both nodes are renumbered by a reload.
 func genRenumber(p *Plan, work Source) {
 	var join int
 	for _, s := range p.Steps {
-		if s.Op == OpScaleUp && len(s.Side) > 0 {
+		switch {
+		case s.Op == OpScaleDown:
+			return // a plan that also scales down keeps its placements
+		case s.Op == OpScaleUp && join == 0 && len(s.Side) > 0:
 			fmt.Sscanf(s.Side[0], "n%d", &join)
-			break
 		}
 	}
 	if join == 0 || work.IntN("renumber", 4) != 0 {
@@ -82,14 +84,15 @@ func instanceOf(addr string) int {
 	return ids[addr]
 }
 
-// genLimits gives a load plan's nodes, one in three, a limit of 1 to 8
+// genLimits gives a load plan's nodes, one in three of those that do not
+// scale (a scale plan's resync is left as it was), a limit of 1 to 8
 // requests in flight, so that its burst meets it and client writes are
 // shed (503); and one plan in ten a limit on the records a node holds of
 // about a quarter of the timers the plan creates, so that nodes fill:
 // client writes to a full node are shed, and a replica at its limit
 // refuses a copy (sim/refusal.go records that refusal as a lost copy).
 func genLimits(p *Plan, work Source) {
-	if p.enabled(mixLoad) && work.IntN("in-flight", 3) == 0 {
+	if p.enabled(mixLoad) && !p.enabled(mixScale) && work.IntN("in-flight", 3) == 0 {
 		p.Node.MaxInFlight = 1 + work.IntN("in-flight-max", 8)
 	}
 	if work.IntN("max-timers", 10) == 0 {
