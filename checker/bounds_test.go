@@ -298,3 +298,20 @@ func TestCallbackThatWaitedForItsSenderArrivesThatLate(t *testing.T) {
 		})
 	}
 }
+
+func TestLatestLocalSeesAStepBackWithin(t *testing.T) {
+	// A clock stepped 3 min ahead at 10s and back at 40s showed, within
+	// [20s, 60s], 3m40s at the latest: just before its correction.
+	tl := buildTimeline(&History{Faults: []Fault{
+		{At: 10 * sec, Kind: ClockJump, Nodes: []string{"a"}, Detail: "+3m0s"},
+		{At: 40 * sec, Kind: ClockJump, Nodes: []string{"a"}, Detail: "-3m0s"}}}, 200*sec, 0)
+	if got, want := tl.latestLocal("a", 20*sec, 60*sec), 40*sec+3*time.Minute; got != want {
+		t.Fatalf("latestLocal over the step: got %v, want %v", got, want)
+	}
+	if got, want := tl.latestLocal("a", 50*sec, 60*sec), 60*sec; got != want {
+		t.Fatalf("latestLocal after the correction: got %v, want %v", got, want)
+	}
+	if got, want := tl.latestLocal("b", 20*sec, 60*sec), 60*sec; got != want {
+		t.Fatalf("latestLocal of a true clock: got %v, want %v", got, want)
+	}
+}

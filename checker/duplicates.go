@@ -19,9 +19,12 @@ func (x *index) checkRetries(d *def, seq int) (Violation, bool) {
 	for _, i := range d.bySeq[seq] {
 		p := x.h.Pops[i]
 		q, seen := last[p.Node]
-		// A clock that moved ahead ends the tombstone early in true time.
+		// A clock that moved ahead ends the tombstone early in true time,
+		// also one that stepped ahead before the first attempt and back
+		// since (latestLocal).
 		gain := x.tl.gain(p.Node, q.At, p.At)
-		forgot := p.At+gain >= lastDue+x.o.TombstoneLife || x.crashedBetween(p.Node, q.At, p.At)
+		local := max(p.At+gain, x.tl.latestLocal(p.Node, q.At, p.At))
+		forgot := local >= lastDue+x.o.TombstoneLife || x.crashedBetween(p.Node, q.At, p.At)
 		// A pop under an ID that collided is of the first write of a
 		// create the proxy wrote again under a new ID (see sharedID).
 		withdrawn := d.shared && p.Timer != q.Timer

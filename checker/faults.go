@@ -376,6 +376,24 @@ func (tl timeline) gain(node string, a, b time.Duration) time.Duration {
 	return gain + fast(b)
 }
 
+// latestLocal is the latest time node's clock showed within [a, b], less
+// its boot offset: a clock stepped ahead before a and back within the
+// stretch showed a later time than b does, and a tombstone it kept ended
+// by that time. Between two changes a clock only moves forward, so the
+// latest is at b or just before a change.
+func (tl timeline) latestLocal(node string, a, b time.Duration) time.Duration {
+	latest := max(a+tl.offset(node, a), b+tl.offset(node, b))
+	for _, c := range tl.clocks[node] {
+		if c.at > b {
+			break
+		}
+		if c.at > a {
+			latest = max(latest, c.at+tl.offset(node, c.at)-c.jump)
+		}
+	}
+	return latest
+}
+
 // maxLag is the largest lag of any node by t.
 func (tl timeline) maxLag(t time.Duration) time.Duration {
 	var m time.Duration

@@ -3,10 +3,12 @@ package sim
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/chronos-timer/chronos/checker"
+	"github.com/chronos-timer/chronos/node"
 )
 
 // check is the seam to the checker package: every guarantee G1-G7 the
@@ -39,6 +41,14 @@ func (w *world) expectations(res *Result) []string {
 		case "shed":
 			if n := res.Net.Shed; n < uint64(e.Count) {
 				unmet = append(unmet, fmt.Sprintf("expect shed >= %d: got %d", e.Count, n))
+			}
+		case "probe":
+			i := slices.Index(node.ProbeNames(), e.Probe)
+			if n := uint64(0); i < 0 || i >= len(res.Probes) || res.Probes[i] < uint64(e.Count) {
+				if i >= 0 && i < len(res.Probes) {
+					n = res.Probes[i]
+				}
+				unmet = append(unmet, fmt.Sprintf("expect probe %s >= %d: got %d", e.Probe, e.Count, n))
 			}
 		}
 	}

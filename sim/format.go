@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +27,9 @@ func WriteScenario(w io.Writer, p *Plan) error {
 	}
 	if o := p.Node; o != (NodeOptions{}) {
 		fmt.Fprintf(&b, "node resync-page=%d max-timers=%d max-in-flight=%d\n", o.ResyncPage, o.MaxTimers, o.MaxInFlight)
+	}
+	for _, i := range slices.Sorted(maps.Keys(p.Addrs)) {
+		fmt.Fprintf(&b, "address n%d %s\n", i, p.Addrs[i])
 	}
 	if len(p.Mix) > 0 {
 		fmt.Fprintf(&b, "mix %s\n", strings.Join(p.Mix, ","))
@@ -114,6 +119,8 @@ func (e Expect) String() string {
 		return fmt.Sprintf("pops %s >= %d", e.Timer, e.Count)
 	case "shed":
 		return fmt.Sprintf("shed >= %d", e.Count)
+	case "probe":
+		return fmt.Sprintf("probe %s >= %d", e.Probe, e.Count)
 	}
 	return e.What
 }

@@ -223,6 +223,7 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 	}
 	genReach(p, work, safety)
 	genLate(p, faults, safety)
+	genReachFaults(p, faults, safety)
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
 }
@@ -246,8 +247,14 @@ func genNet(p *Plan, src Source) {
 // workload alone seldom creates through both in one millisecond.
 func genTwinBurst(p *Plan, src Source, safety time.Duration) {
 	at := time.Duration(src.IntN("burst-at", int(safety/time.Second)*10)) * time.Second / 10
+	twinBurst(p, src, "b", at)
+}
+
+// twinBurst adds 2 to 16 creates at at, through n1 and n2 in turn,
+// labelled prefix1, prefix2...
+func twinBurst(p *Plan, src Source, prefix string, at time.Duration) {
 	for i := range 2 * (1 + src.IntN("burst", 8)) {
-		s := genTimerStep(p, src, OpCreate, fmt.Sprintf("b%d", i+1), at)
+		s := genTimerStep(p, src, OpCreate, fmt.Sprintf("%s%d", prefix, i+1), at)
 		s.Via = 1 + i%2
 		p.Steps = append(p.Steps, s)
 		p.End = max(p.End, s.At+s.span()+genSettle)

@@ -39,6 +39,10 @@ type Plan struct {
 	Net       netsim.Options
 	// Node overrides parts of every node's configuration.
 	Node NodeOptions
+	// Addrs gives some nodes (by 1-based index) an address other than
+	// 10.0.0.<i>:7253, so that a plan can choose members whose derived
+	// instance numbers clash (node.InstanceIDs).
+	Addrs map[int]string
 	// LivenessFrom is when faults stop and everything heals (0: no
 	// liveness phase); End is when the run stops.
 	LivenessFrom time.Duration
@@ -166,12 +170,14 @@ type Step struct {
 // Expect is one expectation of a scenario.
 type Expect struct {
 	// What is "ok" (no violation), "violation" (Guarantee is reported),
-	// "pops" (timer Timer popped at least Count distinct sequence numbers)
-	// or "shed" (the nodes shed at least Count sends under load, see
-	// netsim.ErrShed).
+	// "pops" (timer Timer popped at least Count distinct sequence numbers),
+	// "shed" (the nodes shed at least Count sends under load, see
+	// netsim.ErrShed) or "probe" (the nodes passed coverage probe Probe,
+	// node/probe.go, at least Count times).
 	What      string
 	Guarantee string
 	Timer     string
+	Probe     string
 	Count     int
 }
 
@@ -196,6 +202,19 @@ func (p *Plan) Validate() error {
 	}
 	if err := p.Node.validate(); err != nil {
 		return err
+	}
+	seen := map[string]bool{}
+	for i := 1; i <= p.Nodes; i++ {
+		a := p.nodeAddr(i)
+		if _, port, ok := strings.Cut(a, ":"); !ok || port == "" || seen[a] {
+			return fmt.Errorf("sim: plan address %q of n%d is not host:port, or is another node's", a, i)
+		}
+		seen[a] = true
+	}
+	for i := range p.Addrs {
+		if i < 1 || i > p.Nodes {
+			return fmt.Errorf("sim: plan address of n%d: no such node", i)
+		}
 	}
 	for i, s := range p.Steps {
 		if err := p.validateStep(s); err != nil {
@@ -359,7 +378,7 @@ func (p *Plan) validNode(name string) error {
 func (p *Plan) host(name string) (string, error) {
 	var i int
 	if _, err := fmt.Sscanf(name, "n%d", &i); err == nil && i >= 1 && i <= p.Nodes && name == fmt.Sprintf("n%d", i) {
-		return nodeAddr(i), nil
+		return p.nodeAddr(i), nil
 	}
 	if _, err := fmt.Sscanf(name, "c%d", &i); err == nil && i >= 1 && i <= p.Callbacks && name == fmt.Sprintf("c%d", i) {
 		return callbackHost(i), nil
@@ -370,8 +389,14 @@ func (p *Plan) host(name string) (string, error) {
 	return "", fmt.Errorf("unknown host %q", name)
 }
 
-// nodeAddr is node i's address (1-based).
-func nodeAddr(i int) string { return fmt.Sprintf("10.0.0.%d:7253", i) }
+// nodeAddr is node i's address (1-based): the plan's choice (Addrs), or
+// 10.0.0.<i>:7253.
+func (p *Plan) nodeAddr(i int) string {
+	if a, ok := p.Addrs[i]; ok {
+		return a
+	}
+	return fmt.Sprintf("10.0.0.%d:7253", i)
+}
 
 // callbackHost is callback endpoint i's host (1-based).
 func callbackHost(i int) string { return fmt.Sprintf("cb-%d.sim", i) }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/chronos-timer/chronos/node"
 )
 
 // genReach adds what makes a plan reach the node's rarer paths (its
@@ -33,6 +35,77 @@ func genReach(p *Plan, work Source, safety time.Duration) {
 	}
 	if p.enabled(mixScale) {
 		genScaleReach(p, work, safety)
+	}
+	genLimits(p, work)
+	genRenumber(p, work)
+}
+
+// genRenumber gives, in one plan in four that scales up and never down
+// (a plan that scales down keeps the placements it had), the first
+// machine to join an address (10.0.0.0:<port>) whose derived instance
+// number clashes with a member's and that sorts before every member's:
+// while it joins it takes the next free number, and once it is a steady
+// member it takes the clashing number and the member moves up
+// (node.InstanceIDs), so both nodes are renumbered by a reload.
+func genRenumber(p *Plan, work Source) {
+	var join int
+	for _, s := range p.Steps {
+		switch {
+		case s.Op == OpScaleDown:
+			return // a plan that also scales down keeps its placements
+		case s.Op == OpScaleUp && join == 0 && len(s.Side) > 0:
+			fmt.Sscanf(s.Side[0], "n%d", &join)
+		}
+	}
+	if join == 0 || work.IntN("renumber", 4) != 0 {
+		return
+	}
+	members := p.InitialMembers()
+	target := p.nodeAddr(members[work.IntN("renumber-member", len(members))])
+	want := instanceOf(target)
+	for port := 7000; port < 17000; port++ {
+		if a := fmt.Sprintf("10.0.0.0:%d", port); instanceOf(a) == want {
+			if p.Addrs == nil {
+				p.Addrs = map[int]string{}
+			}
+			p.Addrs[join] = a
+			return
+		}
+	}
+}
+
+// instanceOf is the instance number addr derives alone: the low bits of
+// its server hash.
+func instanceOf(addr string) int {
+	ids, err := node.InstanceIDs(node.Membership{Nodes: []string{addr}})
+	if err != nil {
+		panic(err)
+	}
+	return ids[addr]
+}
+
+// genLimits gives a load plan's nodes, one in three of those that do not
+// scale (a scale plan's resync is left as it was), a limit of 1 to 8
+// requests in flight, so that its burst meets it and client writes are
+// shed (503); and one plan in ten a limit on the records a node holds of
+// about a quarter of the timers the plan creates, so that nodes fill:
+// client writes to a full node are shed, and a replica at its limit
+// refuses a copy (sim/refusal.go records that refusal as a lost copy).
+func genLimits(p *Plan, work Source) {
+	if p.enabled(mixLoad) && !p.enabled(mixScale) && work.IntN("in-flight", 3) == 0 {
+		p.Node.MaxInFlight = 1 + work.IntN("in-flight-max", 8)
+	}
+	if work.IntN("max-timers", 10) == 0 {
+		creates := 0
+		for _, s := range p.Steps {
+			switch s.Op {
+			case OpCreate:
+				creates++
+			case OpBurst:
+				creates += s.Count
+			}
+		}
+		p.Node.MaxTimers = 1 + work.IntN("max-timers-n", max(1, creates/4))
 	}
 }
 
@@ -121,6 +194,49 @@ func genScaleFaults(p *Plan, src Source, at, safety time.Duration) {
 		dur := time.Duration(1+src.IntN("scale-fault-for", 20)) * time.Second
 		if fat < safety {
 			genFault(p, src, kinds[src.IntN("scale-fault-kind", len(kinds))], fat, dur, safety)
+		}
+	}
+}
+
+// genReachFaults adds, drawn from faults after every other draw of the
+// plan so that it moves no earlier choice, what takes the nodes to
+// paths only rare faults reach:
+//
+//   - to a shared-instance plan, one time in two, a burst of creates
+//     through the twins in the first second after boot, before any node
+//     can have told them of the clash (node/instance.go): the collision
+//     defence is then the only line, and its withdrawals, refused notices
+//     and ranks that skip a refusing replica run; one such burst in two
+//     meets the twins cut off from each other for 2 to 10 s;
+//   - to a plan with clock jumps, one time in four, a clock step of
+//     minutes: a node's clock steps more than twice MaxClockLead ahead
+//     (a bad time source) and back 5 to 30 s later (its correction),
+//     with creates through it in between, so that it holds versions its
+//     peers' clocks date too far ahead to take.
+func genReachFaults(p *Plan, faults Source, safety time.Duration) {
+	if p.enabled(MixSharedInstance) && faults.IntN("twin-early", 2) == 0 {
+		at := time.Duration(faults.IntN("twin-early-at", 10)) * 100 * time.Millisecond
+		twinBurst(p, faults, "e", at)
+		if faults.IntN("twin-cut", 2) == 0 {
+			// The twins cut off from each other: each create may be
+			// taken by its own proxy alone, and the clash meets its
+			// pop notices after the heal.
+			p.Steps = append(p.Steps, Step{At: at, Op: OpPartition, Side: []string{"n1"}, Peers: []string{"n2"}},
+				Step{At: at + time.Duration(2+faults.IntN("twin-cut-for", 9))*time.Second, Op: OpHeal})
+		}
+	}
+	if p.enabled("clock-jump") && faults.IntN("clock-step", 4) == 0 {
+		n := 1 + faults.IntN("clock-step-node", p.Nodes)
+		at := time.Duration(faults.IntN("clock-step-at", int(safety/time.Second)/2)) * time.Second
+		step := 2*node.DefaultMaxClockLead + time.Duration(10+faults.IntN("clock-step-size", 170))*time.Second
+		back := at + time.Duration(5+faults.IntN("clock-step-for", 26))*time.Second
+		side := []string{fmt.Sprintf("n%d", n)}
+		p.Steps = append(p.Steps, Step{At: at, Op: OpJump, Side: side, Delta: step}, Step{At: back, Op: OpJump, Side: side, Delta: -step})
+		for i := range 1 + faults.IntN("clock-step-creates", 4) {
+			s := genTimerStep(p, faults, OpCreate, fmt.Sprintf("j%d", i+1), at+(back-at)*time.Duration(i+1)/6)
+			s.Via, s.ID = n, 0
+			p.Steps = append(p.Steps, s)
+			p.End = max(p.End, s.At+s.span()+step+genSettle)
 		}
 	}
 }

@@ -3,10 +3,12 @@ package sim
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chronos-timer/chronos/checker"
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // ageRefusal judges a node's 403 to an internal request that its own
@@ -72,4 +74,79 @@ func (w *world) machineAt(addr string) *machine {
 		}
 	}
 	return nil
+}
+
+// fullRefusal judges a node's 503 to an internal request that offered it
+// a record it holds no room for (node's overBudget: it holds
+// Limits.MaxTimers records, or the record would take it past
+// Limits.MaxHeldBytes). The copy is lost as surely as a lost request's,
+// so it is recorded as one about the timer the request named, and the
+// checker weighs the replica as one that missed it. The refusal must be
+// justified by what the node holds, counted from its store, never taken
+// from its answer: a node that refuses a copy below its limits loses
+// redundancy for nothing, and that is an API violation, never an excuse.
+//
+// A node may answer a moment after it decided (after a disk sync, say),
+// and may have dropped a record meanwhile: the refusal is justified by
+// what it held when the request was delivered (delivered, see
+// heldRecords) or when it answered.
+func (w *world) fullRefusal(m *machine, nd *node.Node, delivered int, from string, req node.Request, resp node.Response) {
+	reason := resp.Header.Get(wire.HeaderReason)
+	if resp.Status != 503 || req.Header.Get(node.HeaderSent) == "" || !strings.HasPrefix(reason, "node holds ") {
+		return
+	}
+	cfg := node.DefaultConfig()
+	w.plan.Node.configure(&cfg)
+	st := nd.Stats()
+	held := max(delivered, w.heldRecords(nd))
+	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Lost,
+		Nodes: []string{from}, Peers: []string{m.addr}, Timer: timerOfURL(req.URL),
+		Detail: fmt.Sprintf("refused at its limit: holds %d records, %d bytes", held, st.HeldBytes)})
+	// A record past the byte budget needs more room than the held bytes
+	// leave: the request's body bounds the record's bytes from above.
+	if held < cfg.Limits.MaxTimers && st.HeldBytes+int64(len(req.Body)+node.RecordOverheadBytes) <= cfg.Limits.MaxHeldBytes {
+		msg := fmt.Sprintf("%s refused %s %s from %s at its limit (%q), but it holds %d of %d records and %d of %d bytes",
+			m.addr, req.Method, req.URL, from, reason, held, cfg.Limits.MaxTimers, st.HeldBytes, cfg.Limits.MaxHeldBytes)
+		w.apiErrs = append(w.apiErrs, checker.Violation{Guarantee: "API", At: w.loop.Now(), Timer: timerOfURL(req.URL), Message: msg})
+		w.tr.note("API violation: %s", msg)
+	}
+}
+
+// aheadRefusal judges a node's 400 to a replication message whose version
+// its clock dates more than twice MaxClockLead ahead (node's replicaPut):
+// the version was issued by a clock that had stepped that far ahead of
+// this one's. The copy is lost, recorded as a lost request about the
+// timer, as fullRefusal records one. The refusal must be justified by the
+// clocks alone: some node's clock was, at some moment of the run, more
+// than twice MaxClockLead (less refusalSlack) ahead of this one's now.
+func (w *world) aheadRefusal(m *machine, from string, req node.Request, resp node.Response) {
+	if resp.Status != 400 || req.Header.Get(node.HeaderSent) == "" ||
+		!strings.Contains(resp.Header.Get(wire.HeaderReason), "more than twice MaxClockLead ahead") {
+		return
+	}
+	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Lost,
+		Nodes: []string{from}, Peers: []string{m.addr}, Timer: timerOfURL(req.URL),
+		Detail: "refused: its version dated beyond the receiver's clock lead"})
+	ahead := time.Duration(0)
+	for _, o := range w.machines {
+		_, hi := o.clock.SkewRange()
+		ahead = max(ahead, hi-m.clock.Skew())
+	}
+	if ahead <= 2*node.DefaultMaxClockLead-refusalSlack {
+		msg := fmt.Sprintf("%s refused %s %s from %s as dated too far ahead, but no clock was ever more than %v ahead of its own",
+			m.addr, req.Method, req.URL, from, ahead)
+		w.apiErrs = append(w.apiErrs, checker.Violation{Guarantee: "API", At: w.loop.Now(), Timer: timerOfURL(req.URL), Message: msg})
+		w.tr.note("API violation: %s", msg)
+	}
+}
+
+// heldRecords is how many records node nd holds (its timers and
+// tombstones, what Limits.MaxTimers bounds), in a plan that sets that
+// limit; 0 in any other, where no node fills.
+func (w *world) heldRecords(nd *node.Node) int {
+	if w.plan.Node.MaxTimers == 0 || nd == nil {
+		return 0
+	}
+	st := nd.Stats()
+	return st.Timers + st.Tombstones
 }

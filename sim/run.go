@@ -208,7 +208,7 @@ func (w *world) setup() {
 	w.scaleRand = rand.New(hashedSource{stream(p.Seed, streamScale), w.tr})
 	w.diskRand = rand.New(hashedSource{stream(p.Seed, streamDisk), w.tr})
 	for _, i := range p.InitialMembers() {
-		w.cluster.Nodes = append(w.cluster.Nodes, nodeAddr(i))
+		w.cluster.Nodes = append(w.cluster.Nodes, p.nodeAddr(i))
 	}
 	w.hist.Members = w.addrs()
 	w.hist.Storage = p.enabled(MixStorage)
@@ -244,7 +244,7 @@ func (w *world) setup() {
 		w.callbacks = append(w.callbacks, w.newCallback(i))
 	}
 	for i := 1; i <= p.Nodes; i++ {
-		m := &machine{idx: i, addr: nodeAddr(i)}
+		m := &machine{idx: i, addr: p.nodeAddr(i)}
 		// Machines boot with a small offset from true time.
 		offset := time.Duration(w.clockRand.Int64N(int64(100*time.Millisecond))) - 50*time.Millisecond
 		if i == 2 && p.enabled(MixSharedInstance) {
@@ -269,8 +269,11 @@ func (w *world) boot(m *machine) {
 	m.ep = w.net.Listen(m.addr, func(from string, req node.Request, reply func(node.Response)) {
 		req.Remote = from // the connection's source, as production sets it
 		w.twins.served(m.addr, from, req)
+		held := w.heldRecords(nd)
 		nd.Handle(req, func(resp node.Response) {
 			w.ageRefusal(m, from, req, resp)
+			w.fullRefusal(m, nd, held, from, req, resp)
+			w.aheadRefusal(m, from, req, resp)
 			if resp.Status == 409 && resp.Header.Get(node.HeaderCollision) != "" {
 				// The answer says another timer is held under the ID:
 				// two nodes issued it (a shared instance number).

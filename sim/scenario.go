@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/netsim"
+	"github.com/chronos-timer/chronos/node"
 )
 
 // MaxScenarioBytes bounds a scenario file.
@@ -74,6 +75,18 @@ func (p *Plan) parseLine(f []string) error {
 		return parseNet(&p.Net, f[1:])
 	case "node":
 		return parseNodeOptions(&p.Node, f[1:])
+	case "address":
+		var i int
+		if len(f) != 3 {
+			return fmt.Errorf("want: address n<i> <host:port>")
+		}
+		if _, err := fmt.Sscanf(f[1], "n%d", &i); err != nil || f[1] != fmt.Sprintf("n%d", i) {
+			return fmt.Errorf("want: address n<i> <host:port>, not %q", f[1])
+		}
+		if p.Addrs == nil {
+			p.Addrs = map[int]string{}
+		}
+		p.Addrs[i] = f[2]
 	case "expect":
 		return p.parseExpect(f[1:])
 	case "at":
@@ -148,8 +161,15 @@ func (p *Plan) parseExpect(f []string) error {
 			return err
 		}
 		e.Count = n
+	case f[0] == "probe" && len(f) == 4 && f[2] == ">=" && slices.Contains(node.ProbeNames(), f[1]):
+		e.Probe = f[1]
+		n, err := strconv.Atoi(f[3])
+		if err != nil {
+			return err
+		}
+		e.Count = n
 	default:
-		return fmt.Errorf("want: expect ok | expect violation G<n> | expect pops <timer> >= <n> | expect shed >= <n>")
+		return fmt.Errorf("want: expect ok | expect violation G<n> | expect pops <timer> >= <n> | expect shed >= <n> | expect probe <declared probe> >= <n>")
 	}
 	p.Expect = append(p.Expect, e)
 	return nil

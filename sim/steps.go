@@ -24,7 +24,7 @@ func (w *world) resolveHost(name string) (string, error) {
 		return "", fmt.Errorf("role %s: only %d nodes", name, len(order))
 	}
 	for i := 1; i <= w.plan.Nodes; i++ {
-		if nodeAddr(i) == order[rank] {
+		if w.plan.nodeAddr(i) == order[rank] {
 			return fmt.Sprintf("n%d", i), nil
 		}
 	}

@@ -38,7 +38,7 @@ func newTwins(w *world) *twins {
 	if !w.plan.enabled(MixSharedInstance) {
 		return nil
 	}
-	t := &twins{w: w, addrs: []string{nodeAddr(1), nodeAddr(2)}, heard: map[string]map[string]time.Duration{},
+	t := &twins{w: w, addrs: []string{w.plan.nodeAddr(1), w.plan.nodeAddr(2)}, heard: map[string]map[string]time.Duration{},
 		told: map[string]time.Duration{}, instance: map[string]int{}}
 	w.hist.Twins = t.addrs
 	return t
