@@ -94,6 +94,13 @@ func (g *idGen) ahead(version uint64, nowMs int64) bool {
 	return idMs(version) > g.bound(nowMs)+g.leadMs
 }
 
+// behind reports whether the node's clock (nowMs) is further behind the
+// last ID issued than the lead: it was stepped back, or the node restarted
+// on a clock behind the one it issued IDs by. An ID or version issued now
+// would be dated beyond what a peer may take (ahead), so none is issued
+// until the clock catches up (Node.nextID).
+func (g *idGen) behind(nowMs int64) bool { return g.lastMs > g.bound(nowMs) }
+
 func (g *idGen) bound(nowMs int64) int64 {
 	return min(max(nowMs-idEpochMs, 0)+g.leadMs, maxIDMs)
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -191,5 +192,29 @@ func TestObserveOrdersLaterVersions(t *testing.T) {
 	b.observe(seen, idEpochMs+5_000)
 	if got, _ := b.next(idEpochMs + 5_000); got <= seen {
 		t.Errorf("version after observe: got %x, want above %x", got, seen)
+	}
+}
+
+// TestClockSteppedBackIssuesNoVersionBeyondTheLead: a node whose clock
+// was stepped back further than MaxClockLead behind the IDs it issued
+// refuses writes with 503 until the clock catches up, rather than date
+// an ID or version beyond what its peers take or can ever supersede
+// (scenarios/n21-clock-step-lead.scenario); within the lead it goes on.
+func TestClockSteppedBackIssuesNoVersionBeyondTheLead(t *testing.T) {
+	h := newHarness(t)
+	lead := DefaultConfig().MaxClockLead
+	h.create(timerJSON(60, 60, cb, "before"))
+	h.clock.now = h.clock.now.Add(-lead / 2)
+	if r := h.do("POST", "/timers", timerJSON(60, 60, cb, "within")); r.Status != 200 {
+		t.Fatalf("clock stepped back within the lead: %d %s, want 200", r.Status, r.Body)
+	}
+	h.clock.now = h.clock.now.Add(-2 * lead)
+	r := h.do("POST", "/timers", timerJSON(60, 60, cb, "behind"))
+	if r.Status != 503 || !strings.Contains(string(r.Body), "stepped back") {
+		t.Fatalf("clock stepped back past the lead: %d %s, want 503 naming the step", r.Status, r.Body)
+	}
+	h.clock.now = h.clock.now.Add(2 * lead)
+	if r := h.do("POST", "/timers", timerJSON(60, 60, cb, "caught up")); r.Status != 200 {
+		t.Fatalf("clock caught up: %d %s, want 200", r.Status, r.Body)
 	}
 }

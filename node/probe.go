@@ -72,6 +72,7 @@ var (
 	probeDeleteEveryMember   = probe("rf/delete-to-every-member")
 	probeWriteOldReplicas    = probe("write/to-old-replicas")
 	probeWriteDefaults       = probe("write/to-default-replicas")
+	probeClockBehindIDs      = probe("write/clock-behind-ids")
 	probeReplaceOwnCopy      = probe("write/replaces-own-copy")
 	probeRewriteCollision    = probe("write/collision-fresh-id")
 	probeWithdrawAgain       = probe("write/withdraw-again")

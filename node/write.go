@@ -56,6 +56,29 @@ func writeQuorum(n int) int {
 // the ID space (in 2159) gives for refusing writes.
 const errIDSpaceEnded = "this node's clock is past the end of the timer ID space"
 
+// errClockBehind is the reason a write through a node whose clock was
+// stepped back past the IDs it issued is refused with.
+const errClockBehind = "this node's clock is behind the IDs it has issued by more than MaxClockLead (it was stepped back): retry through another node"
+
+// nextID issues an ID or version for a write at now, or false and the
+// answer that refuses the write. A node issues none dated more than
+// MaxClockLead past its own clock: its peers refuse a version more than
+// twice the lead ahead of theirs (idGen.ahead) and observe one only up
+// to the lead (idGen.observe), so a version from a clock stepped back
+// could neither be replicated nor ever be superseded.
+func (n *Node) nextID(now int64) (uint64, bool, Response) {
+	if n.ids.behind(now) {
+		n.hit(probeClockBehindIDs)
+		return 0, false, unavailable(errClockBehind)
+	}
+	id, ok := n.ids.next(now)
+	n.persist.meta = true // the last ID issued (persist.go)
+	if !ok {
+		return 0, false, unavailable(errIDSpaceEnded)
+	}
+	return id, true, Response{}
+}
+
 // maxWriteRetries bounds how often a client write is retried above a
 // newer version a replica reported.
 const maxWriteRetries = 3
@@ -124,10 +147,9 @@ func (n *Node) create(body []byte, reply func(Response)) {
 		return
 	}
 	now := n.nowMs()
-	id, ok := n.ids.next(now)
-	n.persist.meta = true // the last ID issued (persist.go)
+	id, ok, refused := n.nextID(now)
 	if !ok {
-		reply(unavailable(errIDSpaceEnded))
+		reply(refused)
 		return
 	}
 	if spec.ReplicationFactor == 0 {
@@ -278,10 +300,9 @@ func (n *Node) remove(wid string, reply func(Response)) {
 func (n *Node) clientWrite(id, bloom uint64, spec wire.Timer, reply func(Response)) {
 	now := n.nowMs()
 	n.ids.observeID(id, now)
-	version, ok := n.ids.next(now)
-	n.persist.meta = true // the last ID issued (persist.go)
+	version, ok, refused := n.nextID(now)
 	if !ok {
-		reply(unavailable(errIDSpaceEnded))
+		reply(refused)
 		return
 	}
 	n.write(id, version, spec, bloom, now, reply, 0)
@@ -447,10 +468,9 @@ func (n *Node) rewrite(t *Timer, spec wire.Timer, oldBloom uint64, targets []str
 		n.hit(probeWriteRetryNewer)
 		n.ids.observe(max(w.newer, t.Version), now)
 	}
-	version, ok := n.ids.next(now)
-	n.persist.meta = true // the last ID issued (persist.go)
+	version, ok, refused := n.nextID(now)
 	if !ok {
-		reply(unavailable(errIDSpaceEnded))
+		reply(refused)
 		return
 	}
 	id := t.ID
