@@ -39,6 +39,10 @@ func (o Options) WriteHTML(w io.Writer, h *History, vs []Violation, r ReportHead
 	if err != nil {
 		return fmt.Errorf("checker: porcupine visualization: %w", err)
 	}
+	// The checks leave their verdicts in x, from which the coverage and
+	// each pop's judged cell are drawn; their violations are vs.
+	x.checkPops()
+	x.checkMissing()
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Chronos seed %d</title>\n%s</head><body>\n", r.Seed, htmlStyle)
 	fmt.Fprintf(b, "<h1>Chronos checker report, seed %d</h1>\n", r.Seed)

@@ -298,16 +298,20 @@ func (x *index) judgedCell(d *def, k int, vs []Violation) string {
 		}
 		return "<td class=\"msg violated\">" + strings.Join(lines, "<br>") + "</td>"
 	}
-	p := Safety
-	if lo, _ := d.due(k); x.tl.liveFrom > 0 && lo >= x.tl.liveFrom {
-		p = Liveness
-	}
 	var judged []string
-	for _, g := range []string{"G2", "G3", "G4"} {
-		if e := x.judgePop(d, k, p)[g]; e != "" {
-			judged = append(judged, g+" excused: "+string(e))
-		} else {
-			judged = append(judged, g+" strict")
+	if pv := x.verdicts[popKey{d, k}]; pv != nil {
+		for col, g := range columnName {
+			v, set := pv.v[col], pv.set[col]
+			if !set && col == colG3 {
+				v, set = pv.v[colG2], pv.set[colG2] // never delivered: judged by G2
+			}
+			switch {
+			case !set:
+			case v.excuse != "":
+				judged = append(judged, g+" excused: "+string(v.excuse))
+			case !v.violated:
+				judged = append(judged, g+" strict")
+			}
 		}
 	}
 	return "<td class=\"msg\">" + esc(strings.Join(judged, ", ")) + "</td>"

@@ -213,7 +213,11 @@ func (x *index) linOps() ([]porcupine.Operation, int) {
 	}
 	var ops []porcupine.Operation
 	for _, op := range x.h.Ops {
+		if op.Outcome == Failed {
+			continue // a rejected write changed nothing; its pops are sticky.go's
+		}
 		in, ok := x.writeInput(op)
+		x.recordWrite(op, x.writeVerdict(op, in, ok, taint))
 		if !ok || op.Invoke >= taint[in.Key] {
 			continue
 		}
@@ -240,6 +244,29 @@ func (x *index) linOps() ([]porcupine.Operation, int) {
 		}
 	}
 	return ops, excluded
+}
+
+// writeVerdict is op's G5 verdict as the model takes it: a write it
+// leaves out (no timer to key it by, or a write after a fault hit the
+// timer's) is excused, and so is one a fault hit itself, by that fault
+// (or by site-lag), whenever that fault keeps it from a replica: an
+// update or delete, or a write the model leaves out. A create the model
+// keeps despite its fault is held strictly by the model.
+func (x *index) writeVerdict(op Op, in linInput, ok bool, taint map[string]time.Duration) verdict {
+	if !ok {
+		return excused(ExUnknownWrite) // a delete of a timer the client never learned
+	}
+	tainted := op.Invoke >= taint[in.Key]
+	if _, hit, lagged := x.writeHitBy(op); hit && (tainted || op.Kind != Create && op.Outcome == OK) {
+		if lagged {
+			return excused(ExSiteLag)
+		}
+		return excused(ExFault + "/write")
+	}
+	if tainted {
+		return excused(ExLinTaint)
+	}
+	return strictly
 }
 
 func (x *index) popOp(d *def, seq int, p Pop, client int) porcupine.Operation {
