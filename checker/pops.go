@@ -73,15 +73,17 @@ func (x *index) checkSeq(d *def, seq int) []Violation {
 			vs = append(vs, v)
 		}
 	}
+	// A replica's second attempt names its own excuse, ahead of the
+	// fault that allows a duplicate around the pop.
+	retry, retryV, retryBad := x.checkRetries(d, seq)
+	x.record(d, seq, colG4, retry)
 	dup, v, bad := x.checkDuplicates(d, seq)
 	x.record(d, seq, colG4, dup)
 	if bad {
 		vs = append(vs, v)
 	}
-	retry, v, bad := x.checkRetries(d, seq)
-	x.record(d, seq, colG4, retry)
-	if bad {
-		vs = append(vs, v)
+	if retryBad {
+		vs = append(vs, retryV)
 	}
 	return vs
 }
