@@ -33,7 +33,7 @@ func Check(h *History) []Violation {
 //     once; no pop of an unknown opaque.
 //   - G5: no pop of a rejected write or of a definition replaced by an OK
 //     DELETE or PUT no fault kept from a replica; the per-timer porcupine
-//     model is linearizable, and a search that times out is reported.
+//     model is linearizable, and a search out of steps is reported.
 //   - G7: after the liveness phase began every pending pop is delivered
 //     within the replica-failure bound.
 func (o Options) Check(h *History) []Violation {
@@ -43,8 +43,9 @@ func (o Options) Check(h *History) []Violation {
 
 // Judge is Check that also reports the judged coverage: how many due
 // pops and writes were held strictly to each guarantee, and what excused
-// the others. A porcupine search that ran out of time is a violation of
-// kind "CHECK": the history was not judged, which is never a pass.
+// the others: the tally of the verdicts the checks gave (verdict.go). A
+// timer whose porcupine search ran out of steps is a violation of kind
+// "CHECK": it was not judged, which is never a pass.
 func (o Options) Judge(h *History) ([]Violation, Coverage) {
 	o.mustValidate()
 	if h == nil {
@@ -69,7 +70,7 @@ func (o Options) Judge(h *History) ([]Violation, Coverage) {
 }
 
 // linViolations is what the porcupine check reports: its G5 violations,
-// and a CHECK violation when it ran out of time, since an unjudged
+// and a CHECK violation when a timer's search ran out of steps, since an unjudged
 // history is never a pass.
 func linViolations(lin LinearizabilityInfo, end time.Duration) []Violation {
 	vs := lin.Violations
