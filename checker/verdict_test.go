@@ -94,6 +94,21 @@ func TestCheckExcusesAreNeededAndBounded(t *testing.T) {
 			h.Faults = []Fault{{At: crash, Kind: Crash, Nodes: []string{"n1"}}, {At: crash + 100*ms, Kind: Restart, Nodes: []string{"n1"}}}
 			return h
 		}},
+		{ExFault + "/write", "G5", func(rel bool) *History {
+			// A delete's request to the backup is lost: the delete
+			// itself is excused by that fault (the backup pops once
+			// more at its rank before its notice meets the
+			// tombstone). Lost for another timer, the pop is stale.
+			h, p, b, _ := placed(t)
+			h.Ops = append(h.Ops, del(2, placedTimer, 4500*ms, 4510*ms, OK))
+			h.Ops[1].Node = p
+			h.Faults = []Fault{{At: 4501 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: pickTimer(rel)}}
+			h.Pops = h.Pops[:4]
+			s := pop(7020*ms, b, "a", 5)
+			s.Timer = placedTimer
+			h.Pops = append(h.Pops, s)
+			return h
+		}},
 		{ExPastEnd, "G2", func(rel bool) *History {
 			// The primary crashes after pop 9, so pop 10 is owed from
 			// the backup at its rank, 2 s after due; the history ends
