@@ -61,9 +61,11 @@ func (x *index) missing(d *def, k int) (Violation, bool) {
 	if !v.violated {
 		return Violation{}, false
 	}
-	return x.violation(g, hi+bound, d, fmt.Sprintf(
+	broke := x.violation(g, hi+bound, d, fmt.Sprintf(
 		"pop %d (due %v..%v) never delivered: got no accepted delivery (%d refused) by %v (history end %v), want one by %v",
-		k, lo, hi, len(d.bySeq[k]), x.end, x.end, hi+bound)), true
+		k, lo, hi, len(d.bySeq[k]), x.end, x.end, hi+bound))
+	x.recordBroken(d, k, broke)
+	return broke, true
 }
 
 // owed names what, if anything, excuses pop k of d from arriving within

@@ -85,6 +85,7 @@ func (x *index) checkSeq(d *def, seq int) []Violation {
 	if retryBad {
 		vs = append(vs, retryV)
 	}
+	x.recordBroken(d, seq, vs...)
 	return vs
 }
 

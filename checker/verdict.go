@@ -51,20 +51,36 @@ type popKey struct {
 	k int
 }
 
-// popVerdicts holds the verdicts the checks gave one pop, per guarantee.
+// popVerdicts holds the verdicts the checks gave one pop, per guarantee,
+// and the violations they found about it (for the report).
 type popVerdicts struct {
-	v   [popColumns]verdict
-	set [popColumns]bool
+	v     [popColumns]verdict
+	set   [popColumns]bool
+	broke []Violation
 }
 
-// record adds what a check concluded about pop k of d under guarantee col.
-func (x *index) record(d *def, k, col int, v verdict) {
+// entry is the verdicts of pop k of d, made on first use.
+func (x *index) entry(d *def, k int) *popVerdicts {
 	key := popKey{d, k}
 	pv := x.verdicts[key]
 	if pv == nil {
 		pv = &popVerdicts{}
 		x.verdicts[key] = pv
 	}
+	return pv
+}
+
+// recordBroken keeps the violations a check found about pop k of d.
+func (x *index) recordBroken(d *def, k int, vs ...Violation) {
+	if len(vs) > 0 {
+		pv := x.entry(d, k)
+		pv.broke = append(pv.broke, vs...)
+	}
+}
+
+// record adds what a check concluded about pop k of d under guarantee col.
+func (x *index) record(d *def, k, col int, v verdict) {
+	pv := x.entry(d, k)
 	if pv.set[col] {
 		v = pv.v[col].or(v)
 	}
