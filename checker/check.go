@@ -52,21 +52,30 @@ func (o Options) Judge(h *History) ([]Violation, Coverage) {
 		return nil, newCoverage()
 	}
 	x := newIndex(h, o)
+	vs, _, placed := x.judge()
+	cov := x.coverage()
+	cov.Placements = placed.judged
+	for e, n := range placed.excused {
+		cov.Excused[e] += n
+	}
+	return vs, cov
+}
+
+// judge runs every check on x once, leaving their verdicts in x for
+// coverage to tally, and returns the violations, sorted, what the
+// porcupine check found, and the placements G6 judged.
+func (x *index) judge() ([]Violation, LinearizabilityInfo, placedCount) {
 	var vs []Violation
 	vs = append(vs, x.checkPops()...)
 	vs = append(vs, x.checkMissing()...)
 	vs = append(vs, x.checkSticky()...)
 	vs = append(vs, x.checkClashRefused()...)
-	vs = append(vs, linViolations(o.linearizable(x), x.end)...)
-	placements, judged := x.checkPlacements()
+	lin := x.o.linearizable(x)
+	vs = append(vs, linViolations(lin, x.end)...)
+	placements, placed := x.checkPlacements()
 	vs = append(vs, placements...)
 	sortViolations(vs)
-	cov := x.coverage()
-	cov.Placements = judged.judged
-	for e, n := range judged.excused {
-		cov.Excused[e] += n
-	}
-	return vs, cov
+	return vs, lin, placed
 }
 
 // linViolations is what the porcupine check reports: its G5 violations,

@@ -8,11 +8,8 @@ import (
 // recorded runs the checks on h and counts the excuses of every verdict
 // they recorded, due or not, beside the violations.
 func recorded(h *History) ([]Violation, map[Excuse]int) {
-	o := DefaultOptions()
-	x := newIndex(h, o)
-	vs := append(x.checkPops(), x.checkMissing()...)
-	vs = append(vs, x.checkSticky()...)
-	vs = append(vs, linViolations(o.linearizable(x), x.end)...)
+	x := newIndex(h, DefaultOptions())
+	vs, _, _ := x.judge()
 	n := map[Excuse]int{}
 	for _, pv := range x.verdicts {
 		for col, v := range pv.v {
