@@ -270,13 +270,10 @@ func (w *world) boot(m *machine) {
 		req.Remote = from // the connection's source, as production sets it
 		w.twins.served(m.addr, from, req)
 		nd.Handle(req, func(resp node.Response) {
+			// A node's answers, a collision among them, never enter
+			// the history: which timers may share an ID the checker
+			// takes from the twins the plan configured (sim/twins.go).
 			w.ageRefusal(m, from, req, resp)
-			if resp.Status == 409 && resp.Header.Get(node.HeaderCollision) != "" {
-				// The answer says another timer is held under the ID:
-				// two nodes issued it (a shared instance number).
-				w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.IDCollision,
-					Nodes: []string{m.addr}, Timer: timerOfURL(req.URL)})
-			}
 			reply(resp)
 		})
 	}, true)
