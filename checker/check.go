@@ -33,7 +33,7 @@ func Check(h *History) []Violation {
 //     once; no pop of an unknown opaque.
 //   - G5: no pop of a rejected write or of a definition replaced by an OK
 //     DELETE or PUT no fault kept from a replica; the per-timer porcupine
-//     model is linearizable, and a search that times out is reported.
+//     model is linearizable, and a search out of steps is reported.
 //   - G7: after the liveness phase began every pending pop is delivered
 //     within the replica-failure bound.
 func (o Options) Check(h *History) []Violation {
@@ -43,33 +43,43 @@ func (o Options) Check(h *History) []Violation {
 
 // Judge is Check that also reports the judged coverage: how many due
 // pops and writes were held strictly to each guarantee, and what excused
-// the others. A porcupine search that ran out of time is a violation of
-// kind "CHECK": the history was not judged, which is never a pass.
+// the others: the tally of the verdicts the checks gave (verdict.go). A
+// timer whose porcupine search ran out of steps is a violation of kind
+// "CHECK": it was not judged, which is never a pass.
 func (o Options) Judge(h *History) ([]Violation, Coverage) {
 	o.mustValidate()
 	if h == nil {
 		return nil, newCoverage()
 	}
 	x := newIndex(h, o)
-	var vs []Violation
-	vs = append(vs, x.checkPops()...)
-	vs = append(vs, x.checkMissing()...)
-	vs = append(vs, x.checkSticky()...)
-	vs = append(vs, x.checkClashRefused()...)
-	vs = append(vs, linViolations(o.linearizable(x), x.end)...)
-	placements, judged := x.checkPlacements()
-	vs = append(vs, placements...)
-	sortViolations(vs)
+	vs, _, placed := x.judge()
 	cov := x.coverage()
-	cov.Placements = judged.judged
-	for e, n := range judged.excused {
+	cov.Placements = placed.judged
+	for e, n := range placed.excused {
 		cov.Excused[e] += n
 	}
 	return vs, cov
 }
 
+// judge runs every check on x once, leaving their verdicts in x for
+// coverage to tally, and returns the violations, sorted, what the
+// porcupine check found, and the placements G6 judged.
+func (x *index) judge() ([]Violation, LinearizabilityInfo, placedCount) {
+	var vs []Violation
+	vs = append(vs, x.checkPops()...)
+	vs = append(vs, x.checkMissing()...)
+	vs = append(vs, x.checkSticky()...)
+	vs = append(vs, x.checkClashRefused()...)
+	lin := x.o.linearizable(x)
+	vs = append(vs, linViolations(lin, x.end)...)
+	placements, placed := x.checkPlacements()
+	vs = append(vs, placements...)
+	sortViolations(vs)
+	return vs, lin, placed
+}
+
 // linViolations is what the porcupine check reports: its G5 violations,
-// and a CHECK violation when it ran out of time, since an unjudged
+// and a CHECK violation when a timer's search ran out of steps, since an unjudged
 // history is never a pass.
 func linViolations(lin LinearizabilityInfo, end time.Duration) []Violation {
 	vs := lin.Violations

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 )
 
 // Excuse names one allowance the checker makes: a reason a due pop or a
@@ -71,6 +70,16 @@ const (
 	// and each site's relay places it after the client has its answer.
 	// Such a site may pop the old definition until a notice repairs it.
 	ExSiteLag Excuse = "site-lag"
+	// ExForgot: a replica attempted a pop twice (G4) after it may have
+	// forgotten the first attempt: it crashed between the two (a
+	// restarted node holds nothing of what it did), or the timer's
+	// tombstone had expired on its clock by the second (a replica paused
+	// meanwhile may bring the finished timer back with its stale copy).
+	ExForgot Excuse = "forgot"
+	// ExPastEnd: the pop's bound (with the worst clock lag) ends after
+	// the history does, so that a delivery still owed cannot be told
+	// from a lost one (G2).
+	ExPastEnd Excuse = "past-end"
 	// ExInMotion: when G6 looked at where a timer is held, a write of it
 	// was running or had just returned, or its last pop was due (the
 	// replicas turn their copies to tombstones one after the other): its
@@ -183,7 +192,13 @@ func (c Coverage) String() string {
 	return b.String()
 }
 
-// coverage judges every due pop and write of the index.
+// coverage tallies the verdicts the checks gave (record, recordWrite):
+// per due pop, G2, G3 and G4; per write, G5. A due pop is one of a write
+// that did not fail whose window plus the healthy slack closed before the
+// end of the history; a pop a later write may have replaced is not due
+// (its superseding excuse is counted). A pop never delivered has no
+// delivery whose lateness G3 could judge: its G3 verdict is its G2 one (a
+// lost pop is the latest there is).
 func (x *index) coverage() Coverage {
 	c := newCoverage()
 	for _, d := range x.defs {
@@ -199,91 +214,47 @@ func (x *index) coverage() Coverage {
 			if x.tl.liveFrom > 0 && lo >= x.tl.liveFrom {
 				p = Liveness
 			}
-			judged := x.judgePop(d, k, p)
-			if judged["G2"] == ExSuperseded {
-				c.Excused[ExSuperseded]++ // not due: replaced before its deadline
+			pv := x.verdicts[popKey{d, k}]
+			if pv == nil || !pv.set[colG2] || !pv.set[colG4] {
+				panic(fmt.Sprintf("checker: pop %d of op %d due by %v has no G2 or G4 verdict", k, d.op.Seq, hi))
+			}
+			if !pv.set[colG3] {
+				pv.v[colG3] = pv.v[colG2]
+			}
+			if e := pv.v[colG2].excuse; !pv.v[colG2].violated && (e == ExSuperseded || e == ExMayReorder) {
+				c.Excused[e]++ // not due: replaced before its deadline
 				continue
 			}
 			c.Due[p]++
-			for g, e := range judged {
-				if e == "" {
-					c.Strict[g][p]++
-				} else {
-					c.Excused[e]++
+			for col, v := range pv.v {
+				switch {
+				case v.violated:
+				case v.excuse != "":
+					c.Excused[v.excuse]++
+				default:
+					c.Strict[columnName[col]][p]++
 				}
 			}
 		}
 	}
-	taint := x.taints()
 	for _, op := range x.h.Ops {
 		if op.Outcome == Failed {
 			continue
 		}
+		v, ok := x.writeVerdicts[op.Seq]
+		if !ok {
+			panic(fmt.Sprintf("checker: write %d has no G5 verdict", op.Seq))
+		}
 		c.Writes++
-		if e := x.judgeWrite(op, taint); e == "" {
+		switch {
+		case v.violated:
+		case v.excuse != "":
+			c.Excused[v.excuse]++
+		default:
 			c.StrictWrites++
-		} else {
-			c.Excused[e]++
 		}
 	}
 	return c
-}
-
-// judgePop names what excuses pop k of d from G2, G3 and G4 ("" when it
-// is held strictly). It mirrors the checks of pops.go, missing.go and
-// duplicates.go.
-func (x *index) judgePop(d *def, k int, p Phase) map[string]Excuse {
-	_, b := x.window(d, k)
-	touched := x.popTouched(d, k, b)
-	out := map[string]Excuse{"G2": "", "G3": "", "G4": ""}
-	lo, hi := d.due(k)
-	bound := x.slack()
-	if p == Liveness {
-		bound = x.rankBound(d) + x.o.LivenessGrace
-	}
-	late, ok := x.lateBound(d, k)
-	if p == Safety {
-		bound = late
-	}
-	switch {
-	case hi+bound+x.tl.maxLag(x.end) >= d.cutoff:
-		out["G2"] = ExSuperseded
-	case d.op.Outcome == Unknown:
-		out["G2"] = ExUnknownWrite
-	case !ok && p == Safety && d.shared:
-		out["G2"] = ExSharedID
-	case lo >= d.lossFrom:
-		out["G2"] = x.lossExcuse()
-	case !ok && p == Safety:
-		out["G2"] = x.allUnable(d, k)
-	case p == Liveness && x.liveAllLost(d, k):
-		out["G2"] = x.allUnable(d, k)
-	}
-	if p == Liveness && touched {
-		ok = !x.liveAllLost(d, k)
-	}
-	switch {
-	case !ok && lo >= d.lossFrom:
-		out["G3"] = x.lossExcuse()
-	case !ok:
-		out["G3"] = x.allUnable(d, k)
-	case touched && d.shared:
-		out["G3"] = ExSharedID
-	case touched && !d.placed:
-		out["G3"] = ExWorstRank
-	case d.held > 0 && x.heldUsed(d, k):
-		out["G3"] = ExHeld
-	case len(d.bySeq[k]) > 0 && x.sendWait(d, x.h.Pops[d.bySeq[k][0]]) > 0:
-		out["G3"] = ExFault + "/" + Excuse(Overload)
-	}
-	last := b
-	for _, i := range d.bySeq[k] {
-		last = max(last, x.h.Pops[i].At)
-	}
-	if f, ok := x.mayDuplicate(d, k); ok {
-		out["G4"] = excuseOf(f)
-	}
-	return out
 }
 
 // excuseOf names the fault-window excuse of fault f.
@@ -311,27 +282,6 @@ func (x *index) heldUsed(d *def, k int) bool {
 		}
 	}
 	return false
-}
-
-// judgeWrite names what excuses op from G5 ("" when held strictly).
-func (x *index) judgeWrite(op Op, taint map[string]time.Duration) Excuse {
-	in, ok := x.writeInput(op)
-	if !ok {
-		return ExUnknownWrite // a delete of a timer the client never learned
-	}
-	// A write a fault hit taints its own partition: name the fault, and
-	// the taint only for the writes after it.
-	tainted := op.Invoke >= taint[in.Key]
-	if _, hit, lagged := x.writeHitBy(op); hit && (tainted || op.Kind != Create && op.Outcome == OK) {
-		if lagged {
-			return ExSiteLag
-		}
-		return ExFault + "/write"
-	}
-	if tainted {
-		return ExLinTaint
-	}
-	return ""
 }
 
 // allUnable names why no replica was able to make pop k of d: down, cut

@@ -13,11 +13,12 @@
 //	G5 writes stick           sticky.go     checkSticky, unrepaired; linear.go (porcupine model)
 //	G6 placement converges    check.go      CheckPlacement
 //	G7 liveness after faults  missing.go    missing; pops.go and bounds.go (liveBound)
-//	CHECK                     check.go      a porcupine search that ran out of time
+//	CHECK                     linear.go     a timer whose porcupine search ran out of steps
 //
 // TAGS (per-tag statistics) is checked by the simulator against the nodes'
 // records. What touches a timer is decided in attribution.go over the
-// fault timeline of faults.go; every allowance the checks make is a named
-// Excuse, counted in coverage.go. index.go builds the per-definition index
-// every check reads.
+// fault timeline of faults.go. Every check returns a verdict per due pop
+// and guarantee (or per write): strict, excused by a named Excuse, or
+// violated (verdict.go); coverage.go tallies them into the judged
+// coverage. index.go builds the per-definition index every check reads.
 package checker

@@ -13,7 +13,11 @@ import (
 // attempts, or a second attempt after the timer's last pop was due plus
 // the tombstone's life, on the node's clock (a replica that was paused
 // meanwhile may bring the finished timer back with its stale copy).
-func (x *index) checkRetries(d *def, seq int) (Violation, bool) {
+//
+// Its verdict is strict unless a replica did attempt the pop twice and
+// was excused: ExForgot, or ExSharedID for a pop under a withdrawn ID.
+func (x *index) checkRetries(d *def, seq int) (verdict, Violation, bool) {
+	v := strictly
 	last := map[string]Pop{}
 	lastDue, _ := d.due(d.op.Spec.Pops())
 	for _, i := range d.bySeq[seq] {
@@ -28,14 +32,19 @@ func (x *index) checkRetries(d *def, seq int) (Violation, bool) {
 		// A pop under an ID that collided is of the first write of a
 		// create the proxy wrote again under a new ID (see sharedID).
 		withdrawn := d.shared && p.Timer != q.Timer
-		if seen && !forgot && !withdrawn {
-			return x.violation("G4", p.At, d, fmt.Sprintf(
+		switch {
+		case seen && withdrawn:
+			v = v.or(excused(ExSharedID))
+		case seen && forgot:
+			v = v.or(excused(ExForgot))
+		case seen:
+			return violatedVerdict, x.violation("G4", p.At, d, fmt.Sprintf(
 				"pop %d delivered twice by %s (at %v, answered %d, and at %v): got 2 attempts by one replica, want at most 1",
 				seq, p.Node, q.At, q.Answered, p.At)), true
 		}
 		last[p.Node] = p
 	}
-	return Violation{}, false
+	return v, Violation{}, false
 }
 
 // crashedBetween reports whether node crashed in [a, b]: a the delivery of
@@ -52,7 +61,9 @@ func (x *index) crashedBetween(node string, a, b time.Duration) bool {
 
 // checkDuplicates reports a pop delivered again after the endpoint
 // accepted it, with no fault around its due time or its deliveries (G4).
-func (x *index) checkDuplicates(d *def, seq int) (Violation, bool) {
+// Its verdict is the allowance it makes (dupAllowance), or violated.
+func (x *index) checkDuplicates(d *def, seq int) (verdict, Violation, bool) {
+	allowed := x.dupAllowance(d, seq)
 	idx := d.bySeq[seq]
 	ok := -1 // the first delivery the endpoint accepted
 	for n, i := range idx {
@@ -61,16 +72,25 @@ func (x *index) checkDuplicates(d *def, seq int) (Violation, bool) {
 			break
 		}
 	}
-	if ok < 0 || ok == len(idx)-1 {
-		return Violation{}, false // retries after a refused callback are the redundancy path
-	}
-	if _, dup := x.mayDuplicate(d, seq); dup {
-		return Violation{}, false
+	if ok < 0 || ok == len(idx)-1 || allowed != strictly {
+		// No delivery after an accepted one (retries after a refused
+		// callback are the redundancy path), or one a fault excuses.
+		return allowed, Violation{}, false
 	}
 	p0, p1 := x.h.Pops[idx[ok]], x.h.Pops[idx[ok+1]]
-	return x.violation("G4", p1.At, d, fmt.Sprintf(
+	return violatedVerdict, x.violation("G4", p1.At, d, fmt.Sprintf(
 		"pop %d delivered %d times with no fault around it (accepted from %s at %v, again from %s at %v): got %d deliveries, want 1",
 		seq, len(idx), p0.Node, p0.At, p1.Node, p1.At, len(idx))), true
+}
+
+// dupAllowance is G4's verdict on pop k of d before its deliveries are
+// looked at: excused by the fault that may have made it arrive more than
+// once (see mayDuplicate), else strict.
+func (x *index) dupAllowance(d *def, k int) verdict {
+	if f, ok := x.mayDuplicate(d, k); ok {
+		return excused(excuseOf(f))
+	}
+	return strictly
 }
 
 // mayDuplicate names the fault that may have made pop k of d arrive more

@@ -326,9 +326,12 @@ func TestHealthyRunIsJudgedStrictly(t *testing.T) {
 	}
 }
 
-// TestPorcupineTimeoutIsNeverAPass shows that a linearizability search
-// that ran out of time is reported as a CHECK violation, not passed.
-func TestPorcupineTimeoutIsNeverAPass(t *testing.T) {
+// TestPorcupineOutOfStepsIsNeverAPass shows that a timer whose
+// linearizability search ran out of its budget of model steps is reported
+// as a CHECK violation, not passed, and that the budget is counted in
+// steps: the same history within the default budget passes, and the
+// count it reports does not change from one run to the next.
+func TestPorcupineOutOfStepsIsNeverAPass(t *testing.T) {
 	vs := linViolations(LinearizabilityInfo{Result: porcupine.Unknown, Note: "no answer"}, 9*sec)
 	if len(vs) != 1 || vs[0].Guarantee != "CHECK" || vs[0].At != 9*sec {
 		t.Fatalf("got %s, want one CHECK violation at 9s", dump(vs))
@@ -336,6 +339,23 @@ func TestPorcupineTimeoutIsNeverAPass(t *testing.T) {
 	if vs := linViolations(LinearizabilityInfo{Result: porcupine.Ok}, 9*sec); len(vs) != 0 {
 		t.Fatalf("got %s for a finished search, want none", dump(vs))
 	}
+	h := healthy()
+	_, info := DefaultOptions().Linearizable(h)
+	if info.Result != porcupine.Ok || info.MostSteps < 2 {
+		t.Fatalf("default budget: got %s after %d steps, want ok after at least 2", info.Result, info.MostSteps)
+	}
+	for range 3 {
+		if _, again := DefaultOptions().Linearizable(h); again.MostSteps != info.MostSteps {
+			t.Fatalf("steps: got %d, then %d; want the same count every run", info.MostSteps, again.MostSteps)
+		}
+	}
+	o := DefaultOptions()
+	o.LinearizabilitySteps = info.MostSteps - 1
+	vs, _ = o.Judge(h)
+	requireHas(t, vs, "CHECK", "ran out of its")
+	o.LinearizabilitySteps = info.MostSteps
+	vs, _ = o.Judge(h)
+	requireNone(t, vs)
 }
 
 // TestSitesPlaceEachTimerInBoth shows the placement of a timer over two

@@ -107,11 +107,6 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 			// moved (scaling.go).
 			continue
 		}
-		if f.Kind == IDCollision {
-			// A node's own answer: which timers may share an ID is
-			// taken from the plan's twins (see sharedID).
-			continue
-		}
 		if isMessageFault(f.Kind) {
 			// The message is settled once it arrived or was given up:
 			// a reordered one within its hold, any within the settle

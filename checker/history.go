@@ -158,10 +158,6 @@ const (
 	// duplicates and lateness (docs/design.md section 5), on the timers
 	// whose messages waited.
 	Overload FaultKind = "overload"
-	// IDCollision: node Nodes[0] answered a request about Fault.Timer
-	// with a collision (it holds another timer under that ID: two nodes
-	// issued it, a misconfiguration).
-	IDCollision FaultKind = "id-collision"
 	// Disk faults, of a history with Storage, on node Nodes[0]: its disk
 	// is full (writes fail), or lies (a sync reports success and keeps
 	// nothing), until DiskOK; DiskCorrupt flipped a bit of data it had

@@ -35,7 +35,10 @@ func WriteHTML(w io.Writer, h *History, vs []Violation, r ReportHeader) error {
 func (o Options) WriteHTML(w io.Writer, h *History, vs []Violation, r ReportHeader) error {
 	o.mustValidate()
 	x := newIndex(h, o)
-	viz, info, err := x.visualize(vs)
+	// The checks leave their verdicts in x, from which the coverage and
+	// each pop's judged cell are drawn; the violations shown are vs.
+	_, info, _ := x.judge()
+	viz, err := x.visualize(info, vs)
 	if err != nil {
 		return fmt.Errorf("checker: porcupine visualization: %w", err)
 	}
@@ -106,10 +109,9 @@ func writeViolationTable(b *bufio.Writer, vs []Violation) {
 	fmt.Fprintf(b, "</table>\n")
 }
 
-// visualize runs the porcupine check and renders its visualization, with
-// the faults and violations added as annotations.
-func (x *index) visualize(vs []Violation) (string, LinearizabilityInfo, error) {
-	info := x.o.linearizable(x)
+// visualize renders the visualization of what the porcupine check found,
+// with the faults and violations added as annotations.
+func (x *index) visualize(info LinearizabilityInfo, vs []Violation) (string, error) {
 	var notes []porcupine.Annotation
 	for _, s := range x.tl.spans {
 		notes = append(notes, porcupine.Annotation{Tag: "faults", Start: int64(s.from), End: int64(s.end),
@@ -122,7 +124,7 @@ func (x *index) visualize(vs []Violation) (string, LinearizabilityInfo, error) {
 	info.Info.AddAnnotations(notes)
 	var buf bytes.Buffer
 	if err := porcupine.Visualize(info.Model, info.Info, &buf); err != nil {
-		return "", info, err
+		return "", err
 	}
-	return buf.String(), info, nil
+	return buf.String(), nil
 }

@@ -268,18 +268,14 @@ func timeliness(t, lo, hi time.Duration) string {
 	}
 }
 
-// judgedCell is the judged cell of pop k of d: its violations, found by
-// the checks Check runs (and the G5 violations of its deliveries, among
-// vs), with no excuse beside them; or how each guarantee held it.
+// judgedCell is the judged cell of pop k of d: the violations the checks
+// found about it (and the G5 violations of its deliveries, among vs),
+// with no excuse beside them; or the verdict each guarantee gave it.
 func (x *index) judgedCell(d *def, k int, vs []Violation) string {
+	pv := x.verdicts[popKey{d, k}]
 	var broke []Violation
-	if d.op.Outcome != Failed {
-		broke = append(broke, x.checkSeq(d, k)...)
-	}
-	if d.op.Outcome == OK && !x.delivered(d, k) {
-		if v, bad := x.missing(d, k); bad {
-			broke = append(broke, v)
-		}
+	if pv != nil {
+		broke = append(broke, pv.broke...)
 	}
 	for _, v := range vs {
 		if v.Guarantee != "G5" || v.Timer != d.op.Timer {
@@ -298,16 +294,20 @@ func (x *index) judgedCell(d *def, k int, vs []Violation) string {
 		}
 		return "<td class=\"msg violated\">" + strings.Join(lines, "<br>") + "</td>"
 	}
-	p := Safety
-	if lo, _ := d.due(k); x.tl.liveFrom > 0 && lo >= x.tl.liveFrom {
-		p = Liveness
-	}
 	var judged []string
-	for _, g := range []string{"G2", "G3", "G4"} {
-		if e := x.judgePop(d, k, p)[g]; e != "" {
-			judged = append(judged, g+" excused: "+string(e))
-		} else {
-			judged = append(judged, g+" strict")
+	if pv != nil {
+		for col, g := range columnName {
+			v, set := pv.v[col], pv.set[col]
+			if !set && col == colG3 {
+				v, set = pv.v[colG2], pv.set[colG2] // never delivered: judged by G2
+			}
+			switch {
+			case !set:
+			case v.excuse != "":
+				judged = append(judged, g+" excused: "+string(v.excuse))
+			case !v.violated:
+				judged = append(judged, g+" strict")
+			}
 		}
 	}
 	return "<td class=\"msg\">" + esc(strings.Join(judged, ", ")) + "</td>"

@@ -34,8 +34,11 @@ type def struct {
 	bySeq map[int][]int
 	// lossFrom is the earliest time a fault may have removed every copy.
 	lossFrom time.Duration
-	// cutoff is the earliest a later op on the timer may have replaced it.
-	cutoff time.Duration
+	// cutoff is the earliest a later op on the timer may have replaced
+	// it; reordered is set when that op returned before d began and
+	// only a reorder of their versions lets it win (see mayReorder).
+	cutoff    time.Duration
+	reordered bool
 	// held is how long the write's replication may have been held up on
 	// its way to a replica, and late the replicas it held (see heldFor).
 	held time.Duration
@@ -92,11 +95,16 @@ type index struct {
 	taint map[string]time.Duration
 	// disks is each node's disk history (diskFaults).
 	disks map[string]*nodeDisk
+	// verdicts and writeVerdicts are what the checks concluded, per pop
+	// and guarantee and per write (by Seq); coverage tallies them.
+	verdicts      map[popKey]*popVerdicts
+	writeVerdicts map[int]verdict
 }
 
 // newIndex attributes every pop to its definition.
 func newIndex(h *History, o Options) *index {
-	x := &index{h: h, o: o, end: historyEnd(h), byOpaque: map[string]*def{}, byTimer: map[uint64][]Op{}, endpoints: map[string]bool{}}
+	x := &index{h: h, o: o, end: historyEnd(h), byOpaque: map[string]*def{}, byTimer: map[uint64][]Op{}, endpoints: map[string]bool{},
+		verdicts: map[popKey]*popVerdicts{}, writeVerdicts: map[int]verdict{}}
 	x.tl = buildTimeline(h, x.end, o.FaultSettle)
 	ops := append([]Op(nil), h.Ops...)
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Seq < ops[j].Seq })
@@ -136,7 +144,7 @@ func newIndex(h *History, o Options) *index {
 	}
 	x.epochs()
 	for _, d := range x.defs {
-		d.cutoff = x.cutoff(d)
+		d.cutoff, d.reordered = x.cutoff(d)
 		d.lossFrom = x.lossFrom(d)
 		d.held, d.late = x.heldFor(d)
 	}
@@ -281,19 +289,37 @@ func effReturn(op Op) time.Duration {
 
 // cutoff is the earliest moment another op on d's timer may have taken
 // effect after d: any op not strictly before d (not failed) may be
-// linearized after it, from the later of the two invocations on.
-func (x *index) cutoff(d *def) time.Duration {
-	c := never
+// linearized after it, from the later of the two invocations on. It
+// also reports whether the earliest such op returned before d began, so
+// that only a reorder of versions (mayReorder) lets it win.
+func (x *index) cutoff(d *def) (time.Duration, bool) {
+	c, reordered := never, false
 	if d.op.Timer == 0 {
-		return c
+		return c, false
 	}
 	for _, e := range x.byTimer[d.op.Timer] {
-		if e.Seq == d.op.Seq || e.Outcome == Failed || effReturn(e) < d.op.Invoke && !x.mayReorder(e, d) {
+		if e.Seq == d.op.Seq || e.Outcome == Failed {
 			continue
 		}
-		c = min(c, max(e.Invoke, d.op.Invoke))
+		before := effReturn(e) < d.op.Invoke
+		if before && !x.mayReorder(e, d) {
+			continue
+		}
+		if at := max(e.Invoke, d.op.Invoke); at < c || at == c && !before {
+			c, reordered = at, before
+		}
 	}
-	return c
+	return c, reordered
+}
+
+// superseded names what excuses a pop of d that a later write may have
+// replaced before its bound: that write, or, when it returned before d
+// began, the reorder of their versions.
+func (d *def) superseded() Excuse {
+	if d.reordered {
+		return ExMayReorder
+	}
+	return ExSuperseded
 }
 
 // mayReorder reports whether e, a write that returned before d began, may

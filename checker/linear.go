@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -35,7 +36,8 @@ type linState struct {
 
 // LinearizabilityInfo is what the porcupine check found.
 type LinearizabilityInfo struct {
-	// Result is porcupine's answer: Ok, Illegal, or Unknown on timeout.
+	// Result is porcupine's answer: Ok, Illegal, or Unknown when the
+	// search of some timer ran out of steps (Options.LinearizabilitySteps).
 	Result porcupine.CheckResult
 	// Note explains an Unknown result or what was left out.
 	Note string
@@ -43,6 +45,8 @@ type LinearizabilityInfo struct {
 	// how many operations they held, Excluded how many pop observations
 	// were left out because a fault touched them or the writes before them.
 	Partitions, Operations, Excluded int
+	// MostSteps is the most model steps the search of one timer took.
+	MostSteps int
 	// Violations are the G5 violations, one per non-linearizable timer.
 	Violations []Violation
 	// Model and Info feed porcupine.Visualize.
@@ -97,7 +101,8 @@ func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
 }
 
 // Linearizable checks the per-timer porcupine model on h with the default
-// options. An Unknown result (timeout) counts as linearizable, with a note.
+// options. An Unknown result (a search out of steps) counts as
+// linearizable here, with a note; Check reports it as a CHECK violation.
 func Linearizable(h *History) (ok bool, info LinearizabilityInfo) {
 	return DefaultOptions().Linearizable(h)
 }
@@ -113,17 +118,82 @@ func (o Options) linearizable(x *index) LinearizabilityInfo {
 	ops, excluded := x.linOps()
 	info := LinearizabilityInfo{Model: Model(), Operations: len(ops), Excluded: excluded}
 	info.Partitions = len(partitionByKey(ops))
-	info.Result, info.Info = porcupine.CheckOperationsVerbose(info.Model, ops, o.LinearizabilityTimeout)
-	switch info.Result {
-	case porcupine.Unknown:
-		info.Note = fmt.Sprintf("porcupine gave no answer within %v: the history was not judged", o.LinearizabilityTimeout)
-	case porcupine.Illegal:
+	m, budget := o.budgeted(ops)
+	info.Result, info.Info = porcupine.CheckOperationsVerbose(m, ops, 0)
+	info.MostSteps = budget.most()
+	undecided := budget.exhausted()
+	if info.Result == porcupine.Illegal {
+		// A timer whose search ran out of steps fails as illegal;
+		// only the others that fail are.
 		info.Violations = o.illegalTimers(ops)
+		info.Result = porcupine.Ok
+		if len(info.Violations) > 0 {
+			info.Result = porcupine.Illegal
+		}
+	}
+	if len(undecided) > 0 {
+		info.Result = porcupine.Unknown
+		info.Note = fmt.Sprintf("porcupine ran out of its %d steps on %d timers (%s): they were not judged",
+			o.LinearizabilitySteps, len(undecided), strings.Join(undecided, ", "))
 	}
 	if excluded > 0 {
 		info.Note = joinNote(info.Note, fmt.Sprintf("%d pop observations left out: a fault touched them or a write before them", excluded))
 	}
 	return info
+}
+
+// linBudget counts the model steps of each timer's search, so that a
+// search stops after a fixed number of steps, the same on every machine,
+// instead of after a wall-clock time. Porcupine searches the partitions in
+// parallel, one goroutine each; the counters are made before the search
+// and each is touched by its own partition's goroutine only.
+type linBudget struct {
+	limit int
+	steps map[string]*int
+}
+
+// budgeted is the model of Model, with each timer's steps counted in a
+// fresh budget: once a timer's search has taken its LinearizabilitySteps,
+// every further step of it is refused, so the search unwinds at once, and
+// the budget names the timer as undecided.
+func (o Options) budgeted(ops []porcupine.Operation) (porcupine.Model, *linBudget) {
+	b := &linBudget{limit: o.LinearizabilitySteps, steps: map[string]*int{}}
+	for _, op := range ops {
+		if k := op.Input.(linInput).Key; b.steps[k] == nil {
+			b.steps[k] = new(int)
+		}
+	}
+	m := Model()
+	step := m.Step
+	m.Step = func(state, input, output interface{}) (bool, interface{}) {
+		n := b.steps[input.(linInput).Key]
+		if *n++; *n > b.limit {
+			return false, state
+		}
+		return step(state, input, output)
+	}
+	return m, b
+}
+
+// exhausted lists the partitions whose search ran out of steps, sorted.
+func (b *linBudget) exhausted() []string {
+	var out []string
+	for k, n := range b.steps {
+		if *n > b.limit {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// most is the most steps one partition's search took, up to the limit.
+func (b *linBudget) most() int {
+	m := 0
+	for _, n := range b.steps {
+		m = max(m, min(*n, b.limit))
+	}
+	return m
 }
 
 func joinNote(a, b string) string {
@@ -133,16 +203,17 @@ func joinNote(a, b string) string {
 	return a + "; " + b
 }
 
-// illegalTimers checks each timer alone to name the ones that fail, and
-// dates each failure by the earliest return the longest partial
-// linearization could not take in.
+// illegalTimers checks each timer alone, within its budget of steps, to
+// name the ones that fail (not those whose search ran out), and dates
+// each failure by the earliest return the longest partial linearization
+// could not take in.
 func (o Options) illegalTimers(ops []porcupine.Operation) []Violation {
 	var vs []Violation
-	m := Model()
-	m.Partition = nil
 	for _, part := range partitionByKey(ops) {
-		res, info := porcupine.CheckOperationsVerbose(m, part, o.LinearizabilityTimeout)
-		if res != porcupine.Illegal {
+		m, budget := o.budgeted(part)
+		m.Partition = nil
+		res, info := porcupine.CheckOperationsVerbose(m, part, 0)
+		if res != porcupine.Illegal || len(budget.exhausted()) > 0 {
 			continue
 		}
 		culprit := firstUnlinearized(part, info)
@@ -213,7 +284,11 @@ func (x *index) linOps() ([]porcupine.Operation, int) {
 	}
 	var ops []porcupine.Operation
 	for _, op := range x.h.Ops {
+		if op.Outcome == Failed {
+			continue // a rejected write changed nothing; its pops are sticky.go's
+		}
 		in, ok := x.writeInput(op)
+		x.recordWrite(op, x.writeVerdict(op, in, ok, taint))
 		if !ok || op.Invoke >= taint[in.Key] {
 			continue
 		}
@@ -240,6 +315,29 @@ func (x *index) linOps() ([]porcupine.Operation, int) {
 		}
 	}
 	return ops, excluded
+}
+
+// writeVerdict is op's G5 verdict as the model takes it: a write it
+// leaves out (no timer to key it by, or a write after a fault hit the
+// timer's) is excused, and so is one a fault hit itself, by that fault
+// (or by site-lag), whenever that fault keeps it from a replica: an
+// update or delete, or a write the model leaves out. A create the model
+// keeps despite its fault is held strictly by the model.
+func (x *index) writeVerdict(op Op, in linInput, ok bool, taint map[string]time.Duration) verdict {
+	if !ok {
+		return excused(ExUnknownWrite) // a delete of a timer the client never learned
+	}
+	tainted := op.Invoke >= taint[in.Key]
+	if _, hit, lagged := x.writeHitBy(op); hit && (tainted || op.Kind != Create && op.Outcome == OK) {
+		if lagged {
+			return excused(ExSiteLag)
+		}
+		return excused(ExFault + "/write")
+	}
+	if tainted {
+		return excused(ExLinTaint)
+	}
+	return strictly
 }
 
 func (x *index) popOp(d *def, seq int, p Pop, client int) porcupine.Operation {

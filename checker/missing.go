@@ -8,21 +8,20 @@ import (
 
 // checkMissing reports due pops never delivered: G2 for pops due in
 // fault-free stretches, G7 for pops due after the liveness phase began.
+// It gives every pop due by the end of the history its G2 verdict.
 func (x *index) checkMissing() []Violation {
 	var vs []Violation
 	for _, d := range x.defs {
-		if d.op.Outcome != OK {
-			continue
+		if d.op.Outcome == Failed {
+			continue // every pop of a rejected write is a G5 violation
 		}
 		for k := 1; k <= d.op.Spec.Pops(); k++ {
 			lo, _ := d.due(k)
 			if lo > x.end {
 				break
 			}
-			if x.delivered(d, k) {
-				continue
-			}
-			if v, bad := x.missing(d, k); bad {
+			v, bad := x.missing(d, k)
+			if bad {
 				vs = append(vs, v)
 			}
 		}
@@ -41,9 +40,11 @@ func (x *index) delivered(d *def, k int) bool {
 	return false
 }
 
-// missing decides whether pop k of d, never accepted, is a violation. G2
-// holds with faults around too, at the rank bound, as long as fewer
-// replicas than hold the timer were down or cut off (see lateBound).
+// missing judges pop k of d under G2 (G7 in the liveness phase), records
+// the verdict, and returns the violation when the pop was owed and never
+// accepted. G2 holds with faults around too, at the rank bound, as long
+// as fewer replicas than hold the timer were down or cut off (see
+// lateBound).
 func (x *index) missing(d *def, k int) (Violation, bool) {
 	lo, hi := d.due(k)
 	g, bound, ok := "G2", time.Duration(0), true
@@ -52,22 +53,56 @@ func (x *index) missing(d *def, k int) (Violation, bool) {
 	} else {
 		bound, ok = x.lateBound(d, k)
 	}
-	if !ok || !x.required(d, k, bound) {
+	v := x.owed(d, k, bound, ok, g == "G7")
+	if v == strictly && !x.delivered(d, k) {
+		v = violatedVerdict
+	}
+	x.record(d, k, colG2, v)
+	if !v.violated {
 		return Violation{}, false
 	}
-	return x.violation(g, hi+bound, d, fmt.Sprintf(
+	broke := x.violation(g, hi+bound, d, fmt.Sprintf(
 		"pop %d (due %v..%v) never delivered: got no accepted delivery (%d refused) by %v (history end %v), want one by %v",
-		k, lo, hi, len(d.bySeq[k]), x.end, x.end, hi+bound)), true
+		k, lo, hi, len(d.bySeq[k]), x.end, x.end, hi+bound))
+	x.recordBroken(d, k, broke)
+	return broke, true
 }
 
-// required reports whether pop k of d must arrive within bound: d
-// returned OK, the bound (plus the worst clock lag) passed before the end
-// of the history, nothing may have replaced d by then, and no fault may
-// have removed every copy of d before the pop fell due.
-func (x *index) required(d *def, k int, bound time.Duration) bool {
+// owed names what, if anything, excuses pop k of d from arriving within
+// bound (ok false: no replica was able to make it; see lateBound): strict
+// when d returned OK, the bound (plus the worst clock lag) passed before
+// the end of the history, nothing may have replaced d by then, and no
+// fault may have removed every copy of d before the pop fell due.
+func (x *index) owed(d *def, k int, bound time.Duration, ok, liveness bool) verdict {
 	lo, hi := d.due(k)
 	by := hi + bound + x.tl.maxLag(x.end) // a lagging clock may hold it
-	return d.op.Outcome == OK && by <= x.end && by < d.cutoff && lo < d.lossFrom
+	switch {
+	case by >= d.cutoff:
+		return excused(d.superseded())
+	case d.op.Outcome == Unknown:
+		return excused(ExUnknownWrite)
+	case !ok:
+		return excused(x.unable(d, k, liveness))
+	case lo >= d.lossFrom:
+		return excused(x.lossExcuse())
+	case by > x.end:
+		return excused(ExPastEnd)
+	}
+	return strictly
+}
+
+// unable names why no replica was able to make pop k of d: the twins'
+// shared ID, every copy lost, or every replica down, cut off or without
+// its copy, or failed (see allUnable).
+func (x *index) unable(d *def, k int, liveness bool) Excuse {
+	lo, _ := d.due(k)
+	switch {
+	case d.shared && !liveness:
+		return ExSharedID
+	case lo >= d.lossFrom:
+		return x.lossExcuse()
+	}
+	return x.allUnable(d, k)
 }
 
 // lossFrom is the earliest time a fault may have removed every copy of d

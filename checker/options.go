@@ -27,8 +27,9 @@ const (
 	// callback-ok) it still counts as active: the popped notices and
 	// resync that clean up after it need a moment.
 	FaultSettle = 5 * time.Second
-	// LinearizabilityTimeout caps the porcupine search for a whole history.
-	LinearizabilityTimeout = 10 * time.Second
+	// LinearizabilitySteps caps the porcupine search of each timer's
+	// history, in model steps (see Options.LinearizabilitySteps).
+	LinearizabilitySteps = 2_000_000
 	// TombstoneLife is the least time a replica remembers a finished
 	// timer after its last pop was due (node.TombstoneMin).
 	TombstoneLife = 10 * time.Second
@@ -71,9 +72,12 @@ type Options struct {
 	// the superseded definition may still fall due (G5). Clock skew and
 	// network delay are added to it.
 	StickAllowance time.Duration
-	// LinearizabilityTimeout caps the porcupine search (0: no cap); an
-	// unfinished search is reported as a note, never as a violation.
-	LinearizabilityTimeout time.Duration
+	// LinearizabilitySteps caps the porcupine search of each timer's
+	// history, counted in model steps rather than wall time so that the
+	// verdict of a history never depends on the machine that judges it.
+	// A timer whose search ran out is undecided: a CHECK violation, never
+	// a pass.
+	LinearizabilitySteps int
 	// ReportWindow is how far around the first violation the report looks.
 	ReportWindow time.Duration
 	// TombstoneLife is how long after its last due pop a replica surely
@@ -99,7 +103,7 @@ func DefaultOptions() Options {
 		DefaultReplicationFactor: DefaultReplicationFactor,
 		FaultSettle:              FaultSettle,
 		StickAllowance:           FaultFreeLate,
-		LinearizabilityTimeout:   LinearizabilityTimeout,
+		LinearizabilitySteps:     LinearizabilitySteps,
 		ReportWindow:             ReportWindow,
 		TombstoneLife:            TombstoneLife,
 		MaxReportEvents:          200,
@@ -125,8 +129,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("checker: LivenessGrace %v is negative", o.LivenessGrace)
 	case o.StickAllowance < 0:
 		return fmt.Errorf("checker: StickAllowance %v is negative", o.StickAllowance)
-	case o.LinearizabilityTimeout < 0:
-		return fmt.Errorf("checker: LinearizabilityTimeout %v is negative", o.LinearizabilityTimeout)
+	case o.LinearizabilitySteps < 1:
+		return fmt.Errorf("checker: LinearizabilitySteps %d is below 1", o.LinearizabilitySteps)
 	case o.ReportWindow < 0:
 		return fmt.Errorf("checker: ReportWindow %v is negative", o.ReportWindow)
 	case o.TombstoneLife < 0:

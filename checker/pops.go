@@ -12,7 +12,8 @@ import (
 const maxSeqScan = 64
 
 // checkPops runs G1, G3, the per-pop half of G4 and the lateness half of
-// G7 on every delivered pop.
+// G7 on every delivered pop, and gives every pop due by the end of the
+// history its G4 verdict (and, once delivered, its G3 verdict).
 func (x *index) checkPops() []Violation {
 	var vs []Violation
 	for _, i := range x.orphans {
@@ -27,6 +28,16 @@ func (x *index) checkPops() []Violation {
 		}
 		for _, seq := range sortedSeqs(d) {
 			vs = append(vs, x.checkSeq(d, seq)...)
+		}
+		for k := 1; k <= d.op.Spec.Pops(); k++ {
+			if lo, _ := d.due(k); lo > x.end {
+				break
+			}
+			if len(d.bySeq[k]) == 0 {
+				// Never delivered: no duplicate to judge, but the
+				// allowance the check would have made is its verdict.
+				x.record(d, k, colG4, x.dupAllowance(d, k))
+			}
 		}
 	}
 	return vs
@@ -47,71 +58,112 @@ func (x *index) checkSeq(d *def, seq int) []Violation {
 	}
 	var vs []Violation
 	for n, i := range idx {
-		if v, bad := x.checkDelivery(d, seq, x.h.Pops[i], n == 0); bad {
+		late, v, bad := x.checkDelivery(d, seq, x.h.Pops[i], n == 0)
+		if n == 0 {
+			x.record(d, seq, colG3, late)
+		}
+		if bad {
+			if v.Guarantee == "G4" {
+				x.record(d, seq, colG4, violatedVerdict)
+			}
 			vs = append(vs, v)
 		}
 		if v, bad := x.checkSiteTurn(d, seq, x.h.Pops[i]); bad {
+			x.record(d, seq, colG4, violatedVerdict)
 			vs = append(vs, v)
 		}
 	}
-	if v, bad := x.checkDuplicates(d, seq); bad {
+	// A replica's second attempt names its own excuse, ahead of the
+	// fault that allows a duplicate around the pop.
+	retry, retryV, retryBad := x.checkRetries(d, seq)
+	x.record(d, seq, colG4, retry)
+	dup, v, bad := x.checkDuplicates(d, seq)
+	x.record(d, seq, colG4, dup)
+	if bad {
 		vs = append(vs, v)
 	}
-	if v, bad := x.checkRetries(d, seq); bad {
-		vs = append(vs, v)
+	if retryBad {
+		vs = append(vs, retryV)
 	}
+	x.recordBroken(d, seq, vs...)
 	return vs
 }
 
 // checkDelivery checks one delivery: early (G1), carrying a seq its time
 // does not fit (G4, judged only where no fault widens the windows so that
 // they overlap), or, for the first delivery, late (G3, or G7 after the
-// liveness phase began).
-func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (Violation, bool) {
+// liveness phase began). It returns the delivery's lateness verdict
+// (G3's, for the first delivery) beside any violation.
+func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (verdict, Violation, bool) {
 	lo, hi := d.due(seq)
+	bound, ok, touched, liveness, late := x.lateAllowance(d, seq, p)
 	if gain := x.forward(d, d.lo, p.At); p.At < lo-gain {
-		return x.violation("G1", p.At, d, fmt.Sprintf(
+		return late, x.violation("G1", p.At, d, fmt.Sprintf(
 			"pop %d from %s arrived early: got %v, want at or after %v (invoke %v + %d x %v - clock gain %v of the timer's nodes)",
 			seq, p.Node, p.At, lo-gain, d.lo, seq, d.op.Spec.Interval, gain)), true
 	}
-	_, b := x.window(d, seq)
-	touched := x.popTouched(d, seq, b)
-	bound, ok := x.lateBound(d, seq)
-	liveness := x.tl.liveFrom > 0 && lo >= x.tl.liveFrom && touched
-	if liveness {
-		// G7: all replicas must be back, so the replica bound holds,
-		// unless every replica failed this pop's callback or lost its
-		// copy: a lost copy comes back only with the notice of a pop of
-		// a replica that missed the write, whenever that falls (seed
-		// 9920).
-		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, !x.liveAllLost(d, seq)
+	if !ok || p.At <= hi+bound+x.lag(d, p.At) {
+		return late, Violation{}, false
 	}
-	bound += x.sendWait(d, p)
-	if !ok || p.At <= hi+bound+x.lag(d, p.At) || (touched || x.replacedByHitWrite(d)) && d.cutoff <= hi+bound {
-		// In time, or, with a fault around the pop or the write that
-		// replaced it, superseded before its deadline: the backup that
-		// would have popped it in time may already hold the new
-		// definition, and a replica the write missed pops at its own
-		// rank (whether the late pop may happen at all is G5's
-		// business).
-		return Violation{}, false
+	if (touched || x.replacedByHitWrite(d)) && d.cutoff <= hi+bound {
+		// With a fault around the pop or the write that replaced it,
+		// superseded before its deadline: the backup that would have
+		// popped it in time may already hold the new definition, and a
+		// replica the write missed pops at its own rank (whether the
+		// late pop may happen at all is G5's business).
+		return excused(d.superseded()), Violation{}, false
 	}
 	if fits := x.impliedSeqs(d, p.At, seq); len(fits) > 0 && !touched {
-		return x.violation("G4", p.At, d, fmt.Sprintf(
+		return violatedVerdict, x.violation("G4", p.At, d, fmt.Sprintf(
 			"pop from %s at %v carries seq %d, but its time fits only seq %v: got seq %d, want one of %v (a duplicate or mislabelled pop)",
 			p.Node, p.At, seq, fits, seq, fits)), true
 	}
 	if !first {
-		return Violation{}, false // a late copy is a duplicate, G4's business
+		return late, Violation{}, false // a late copy is a duplicate, G4's business
 	}
 	g := "G3"
 	if liveness {
 		g = "G7"
 	}
 	lag := x.lag(d, p.At)
-	return x.violation(g, p.At, d, fmt.Sprintf(
+	return violatedVerdict, x.violation(g, p.At, d, fmt.Sprintf(
 		"pop %d from %s arrived late: got %v, want by %v (due by %v + bound %v + clock lag of the timer's nodes %v)",
 		seq, p.Node, p.At, hi+bound+lag, hi, bound, lag)), true
+}
+
+// lateAllowance is the lateness bound of delivery p of pop k of d (ok
+// false: no bound applies, as no replica was able to make it), whether a
+// fault touched the pop, whether the pop is judged for liveness (G7), and
+// the verdict the bound stands for: strict, or the excuse that widened
+// it.
+func (x *index) lateAllowance(d *def, k int, p Pop) (bound time.Duration, ok, touched, liveness bool, v verdict) {
+	lo, _ := d.due(k)
+	_, b := x.window(d, k)
+	touched = x.popTouched(d, k, b)
+	bound, ok = x.lateBound(d, k)
+	liveness = x.tl.liveFrom > 0 && lo >= x.tl.liveFrom && touched
+	if liveness {
+		// G7: all replicas must be back, so the replica bound holds,
+		// unless every replica failed this pop's callback or lost its
+		// copy: a lost copy comes back only with the notice of a pop of
+		// a replica that missed the write, whenever that falls.
+		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, !x.liveAllLost(d, k)
+	}
+	wait := x.sendWait(d, p)
+	bound += wait
+	switch {
+	case !ok:
+		v = excused(x.unable(d, k, liveness))
+	case touched && d.shared:
+		v = excused(ExSharedID)
+	case touched && !d.placed:
+		v = excused(ExWorstRank)
+	case d.held > 0 && x.heldUsed(d, k):
+		v = excused(ExHeld)
+	case wait > 0:
+		v = excused(ExFault + "/" + Excuse(Overload))
+	}
+	return bound, ok, touched, liveness, v
 }
 
 // checkSiteTurn is the other sites' part of G4's rank order

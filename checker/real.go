@@ -235,10 +235,10 @@ func (r *realJudge) retried(vs []Violation) []Violation {
 			if !r.retriedPop(d, k) {
 				continue
 			}
-			if v, bad := r.x.checkRetries(d, k); bad {
+			if _, v, bad := r.x.checkRetries(d, k); bad {
 				drop[v] = true
 			}
-			if v, bad := r.x.checkDuplicates(d, k); bad {
+			if _, v, bad := r.x.checkDuplicates(d, k); bad {
 				drop[v] = true
 			}
 		}

@@ -47,13 +47,22 @@ func (x *index) checkSticky() []Violation {
 				if d.op.Seq == s.Seq || effReturn(d.op) >= s.Invoke {
 					continue
 				}
-				if x.replacedHit(ops[:i+1], d) {
-					if !x.mayOrderBelow(s, d) {
-						vs = append(vs, x.unrepaired(s, d)...)
-					}
-				} else {
-					vs = append(vs, x.stale(s, d)...)
+				var bad []Violation
+				hit := x.replacedHit(ops[:i+1], d)
+				switch {
+				case hit && x.mayOrderBelow(s, d):
+					// d's record may rightly win over s.
+					x.recordWrite(s, excused(ExMayReorder))
+					continue
+				case hit:
+					bad = x.unrepaired(s, d)
+				default:
+					bad = x.stale(s, d)
 				}
+				if len(bad) > 0 {
+					x.recordWrite(s, violatedVerdict)
+				}
+				vs = append(vs, bad...)
 			}
 		}
 	}

@@ -16,13 +16,14 @@ import (
 // MaxMessageAge + MaxClockSkew ago, or more than MaxClockSkew ahead).
 //
 // Clocks apart by more than MaxClockSkew act as a cut link between the
-// two nodes (docs/design.md 4.13): the request is recorded as a lost one
-// about the timer it named, so the checker weighs exactly what it would
-// have done (a write or notice the receiver missed) and nothing else.
-// The refusal must be justified: the two clocks were apart by more than
-// MaxClockSkew, or the request really was older than MaxMessageAge. A node that refuses a fresh request between agreeing
-// clocks breaks the protocol, and that is an API violation, never an
-// excuse.
+// two nodes (docs/design.md 4.13): a justified refusal is recorded as a
+// lost request about the timer it named, so the checker weighs exactly
+// what it would have done (a write or notice the receiver missed) and
+// nothing else. Justified means by the simulator's own clocks: the two
+// were apart by more than MaxClockSkew, or the request really was older
+// than MaxMessageAge. A node that refuses a fresh request between
+// agreeing clocks breaks the protocol: that is an API violation, never
+// an excuse, and nothing of it enters the history.
 func (w *world) ageRefusal(m *machine, from string, req node.Request, resp node.Response) {
 	if resp.Status != 403 {
 		return
@@ -41,9 +42,6 @@ func (w *world) ageRefusal(m *machine, from string, req node.Request, resp node.
 		return // within the window: refused for another reason
 	}
 	apart := m.clock.Skew() - sender.clock.Skew()
-	detail := fmt.Sprintf("refused as dated %v ago, clocks %v apart", apparent, apart)
-	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Lost,
-		Nodes: []string{from}, Peers: []string{m.addr}, Timer: timerOfURL(req.URL), Detail: detail})
 	// The sender's clock may have moved since it sent: it had one of the
 	// offsets it has had, and the extremes are the ones that explain the
 	// most (the clocks furthest apart, the longest transit).
@@ -54,12 +52,19 @@ func (w *world) ageRefusal(m *machine, from string, req node.Request, resp node.
 		transit := apparent - apartThen // the request's age on true time
 		justified = justified || apartThen.Abs() > cfg.MaxClockSkew-refusalSlack || transit > cfg.MaxMessageAge-refusalSlack
 	}
-	if !justified {
-		msg := fmt.Sprintf("%s refused %s %s from %s as out of its age window (dated %v ago), but the clocks were within %v of each other and it was fresh",
-			m.addr, req.Method, req.URL, from, apparent, cfg.MaxClockSkew)
-		w.apiErrs = append(w.apiErrs, checker.Violation{Guarantee: "API", At: w.loop.Now(), Timer: timerOfURL(req.URL), Message: msg})
-		w.tr.note("API violation: %s", msg)
+	if justified {
+		// The simulator's own clocks explain the refusal: a lost
+		// message the checker may weigh. An unjustified one excuses
+		// nothing; it is the node's fault.
+		detail := fmt.Sprintf("refused as dated %v ago, clocks %v apart", apparent, apart)
+		w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Lost,
+			Nodes: []string{from}, Peers: []string{m.addr}, Timer: timerOfURL(req.URL), Detail: detail})
+		return
 	}
+	msg := fmt.Sprintf("%s refused %s %s from %s as out of its age window (dated %v ago), but the clocks were within %v of each other and it was fresh",
+		m.addr, req.Method, req.URL, from, apparent, cfg.MaxClockSkew)
+	w.apiErrs = append(w.apiErrs, checker.Violation{Guarantee: "API", At: w.loop.Now(), Timer: timerOfURL(req.URL), Message: msg})
+	w.tr.note("API violation: %s", msg)
 }
 
 // refusalSlack is how far inside the window a refused request must have

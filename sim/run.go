@@ -271,15 +271,15 @@ func (w *world) boot(m *machine) {
 		w.twins.served(m.addr, from, req)
 		held := w.heldRecords(nd)
 		nd.Handle(req, func(resp node.Response) {
+			// A node's answers enter the history only where the
+			// simulator's own state justifies them (a refusal by age,
+			// at a limit or of a version ahead: refusal.go); a
+			// collision answer never does: which timers may share an
+			// ID the checker takes from the twins the plan configured
+			// (sim/twins.go).
 			w.ageRefusal(m, from, req, resp)
 			w.fullRefusal(m, nd, held, from, req, resp)
 			w.aheadRefusal(m, from, req, resp)
-			if resp.Status == 409 && resp.Header.Get(node.HeaderCollision) != "" {
-				// The answer says another timer is held under the ID:
-				// two nodes issued it (a shared instance number).
-				w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.IDCollision,
-					Nodes: []string{m.addr}, Timer: timerOfURL(req.URL)})
-			}
 			reply(resp)
 		})
 	}, true)
