@@ -66,10 +66,30 @@ func (x *index) lateBoundOf(d *def, k int, failed bool) (time.Duration, bool) {
 	if live, ok := x.liveBound(d, k, a, b, out); ok {
 		return live + x.slack(), true
 	}
+	if hand, _ := x.handOff(d, k); hand > 0 {
+		return x.rankBound(d) + hand + d.held, true
+	}
 	if len(out) == 0 && !d.shared {
 		return x.slack() + d.held, true
 	}
 	return x.rankBound(d) + d.held, true
+}
+
+// handOff is the one rank more pop k of d may take while a scale moves
+// the timer (a move, see epochsOf, meets the pop's window), and the
+// scale's kind: a new replica pops it only once its resync or a hand-off
+// brought it the copy, and the node that held it before keeps its copy
+// live until every new replica holds it, popping after all of them, one
+// ReplicaSkew past the last rank (node/repair.go handOff,
+// docs/design.md 4.8). 0 when no move meets the window.
+func (x *index) handOff(d *def, k int) (time.Duration, FaultKind) {
+	a, b := x.window(d, k)
+	for _, s := range d.moves {
+		if s.from <= b && s.to >= a {
+			return x.o.ReplicaSkew, s.fault.Kind
+		}
+	}
+	return 0, ""
 }
 
 // heldFor is how long a write's replication may have been held up: from

@@ -208,3 +208,41 @@ func TestPlacementOfAFactorLeftToTheNode(t *testing.T) {
 	requireHas(t, Check(history(three[0], three[2])), "G6", "holds no copy", three[1])
 	requireHas(t, Check(history(three[0])), "G6", "holds no copy", three[1])
 }
+
+// TestPopMovedByAScaleMayTakeOneRankMore: while a scale moves a timer,
+// its new replica pops it once the resync brought it the copy, and the
+// node that held it keeps its copy live until then and pops it after
+// every new replica, one ReplicaSkew past the last rank: a pop due in the
+// move is excused (fault-window/scale-up) that much later than the rank
+// bound, and no later; a pop due after the move is held to the bound.
+func TestPopMovedByAScaleMayTakeOneRankMore(t *testing.T) {
+	// Pops every 6 s, four of them: pop 1 falls in the move (5 s to
+	// 8 s, and FaultSettle after), pop 4 well after it. Each pop is on
+	// time from the new primary but pop k, which comes late.
+	history := func(k int, late time.Duration) *History {
+		h, after, _ := scaled(t)
+		if slices.Equal(after, Replicas(h.Scales[0].Before, placedTimer, 2)) {
+			t.Fatalf("the scale does not move the timer")
+		}
+		h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 6*sec, 24*sec
+		h.Pops = nil
+		for seq := 1; seq <= 4; seq++ {
+			at := time.Duration(seq)*6*sec + 20*ms
+			if seq == k {
+				at = time.Duration(seq)*6*sec + late
+			}
+			h.Pops = append(h.Pops, Pop{At: at, Node: after[0], URI: "http://client/cb", Opaque: "a", Seq: seq, Answered: 200, Timer: placedTimer})
+		}
+		h.Held = nil
+		h.End = 40 * sec
+		return h
+	}
+	skew := DefaultOptions().ReplicaSkew
+	vs, cov := DefaultOptions().Judge(history(1, 2*skew-200*ms))
+	requireNone(t, vs)
+	if cov.Excused[ExFault+"/"+Excuse(ScaleUp)] == 0 {
+		t.Errorf("excuses %v, want %s/%s", cov.Excused, ExFault, ScaleUp)
+	}
+	requireHas(t, Check(history(1, 2*skew+500*ms)), "G3", "late")
+	requireHas(t, Check(history(4, 2*skew-200*ms)), "G3", "late")
+}

@@ -147,13 +147,19 @@ func (x *index) lateAllowance(d *def, k int, p Pop) (bound time.Duration, ok, to
 		// unless every replica failed this pop's callback or lost its
 		// copy: a lost copy comes back only with the notice of a pop of
 		// a replica that missed the write, whenever that falls.
-		bound, ok = x.rankBound(d)+d.held+x.o.LivenessGrace, !x.liveAllLost(d, k)
+		hand, _ := x.handOff(d, k)
+		bound, ok = x.rankBound(d)+hand+d.held+x.o.LivenessGrace, !x.liveAllLost(d, k)
 	}
 	wait := x.sendWait(d, p)
 	bound += wait
+	hand, scale := x.handOff(d, k)
+	_, hi := d.due(k)
 	switch {
 	case !ok:
 		v = excused(x.unable(d, k, liveness))
+	case hand > 0 && p.At > hi+bound-hand+x.lag(d, p.At):
+		// Later than the bound without the move: the move excused it.
+		v = excused(ExFault + "/" + Excuse(scale))
 	case touched && d.shared:
 		v = excused(ExSharedID)
 	case touched && !d.placed:
