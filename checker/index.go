@@ -186,9 +186,9 @@ func (x *index) writtenRF(op Op) factors {
 	if op.Spec.ReplicationFactor > 0 {
 		return one(op.Spec.ReplicationFactor)
 	}
-	def := one(x.o.DefaultReplicationFactor)
+	dflt := one(x.o.DefaultReplicationFactor)
 	if op.Kind == Create {
-		return def
+		return dflt
 	}
 	f := x.factorBefore(op, op.Seq)
 	for _, w := range x.byTimer[op.Timer] {
@@ -201,7 +201,7 @@ func (x *index) writtenRF(op Op) factors {
 		// factor, or the default once its definition ends, which a
 		// one-shot does at once. After: the factor the update finds is
 		// the one from before that write.
-		f = f.or(def)
+		f = f.or(dflt)
 		if w.Kind != Delete && w.Spec.ReplicationFactor > 0 {
 			f = f.or(one(w.Spec.ReplicationFactor))
 		}
@@ -215,24 +215,24 @@ func (x *index) writtenRF(op Op) factors {
 // factorBefore is the factor op finds its timer with, from the timer's
 // writes before seq.
 func (x *index) factorBefore(op Op, seq int) factors {
-	def := one(x.o.DefaultReplicationFactor)
+	dflt := one(x.o.DefaultReplicationFactor)
 	ops := x.byTimer[op.Timer]
 	for i := len(ops) - 1; i >= 0 && op.Timer != 0; i-- {
 		w := ops[i]
 		switch {
 		case w.Seq >= seq:
 		case w.Kind == Delete && w.Outcome == OK && w.Return <= op.Invoke:
-			return def
+			return dflt
 		case w.Kind == Delete:
 			// Still running, or its outcome unknown: it may have
 			// taken effect or not.
-			return def.or(x.factorBefore(op, w.Seq))
+			return dflt.or(x.factorBefore(op, w.Seq))
 		case x.mayHaveEnded(w, op.Invoke):
-			return def.or(x.writtenRF(w))
+			return dflt.or(x.writtenRF(w))
 		case w.Spec.ReplicationFactor > 0:
 			return one(w.Spec.ReplicationFactor)
 		case w.Kind == Create:
-			return def
+			return dflt
 		}
 	}
 	return factors{1, max(len(x.h.Members), 1)}
