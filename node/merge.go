@@ -112,8 +112,9 @@ func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 }
 
 // check asserts what every merge keeps, whatever its rules: a replica's
-// version never goes back, nor within one version its sequence number,
-// and a tombstone (other than a Moved copy placed back) never comes back
+// version never goes back, nor within one version the sequence number of
+// a live record (a tombstone of the version wins whatever its sequence
+// number, rule 6), and a tombstone (other than a Moved copy placed back) never comes back
 // live under its own version. Like the store's, these assertions stay on
 // in production: a replica that broke one would go on popping what it
 // should not, and must stop instead (mergeBug).
@@ -127,7 +128,7 @@ func (r *mergeResult) check(held *Timer) {
 		case r.in.Version < held.Version:
 			mergeBug("timer %x: took version %d over %d", held.ID, r.in.Version, held.Version)
 		case r.in.Version > held.Version:
-		case r.in.Seq < held.Seq:
+		case r.in.State == Live && r.in.Seq < held.Seq:
 			mergeBug("timer %x version %d: took sequence %d over %d", held.ID, held.Version, r.in.Seq, held.Seq)
 		case held.State == Tombstone && r.in.State == Live:
 			mergeBug("timer %x version %d: a tombstone came back live", held.ID, held.Version)
