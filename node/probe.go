@@ -72,6 +72,7 @@ var (
 	probeDeleteEveryMember   = probe("rf/delete-to-every-member")
 	probeWriteOldReplicas    = probe("write/to-old-replicas")
 	probeWriteDefaults       = probe("write/to-default-replicas")
+	probeWriteNotHeld        = probe("write/peer-holds-elsewhere")
 	probeClockBehindIDs      = probe("write/clock-behind-ids")
 	probeReplaceOwnCopy      = probe("write/replaces-own-copy")
 	probeRewriteCollision    = probe("write/collision-fresh-id")
@@ -117,6 +118,7 @@ var (
 	probeResyncSendAgain   = probe("resync/send-again")
 	probeResyncSendFailed  = probe("resync/send-failed")
 	probeResyncRefsAgain   = probe("resync/references-again")
+	probeResyncRefused     = probe("resync/refused-at-limit")
 
 	// repair.go: replicas compared and repaired.
 	probeRepairQuiet     = probe("repair/quiet-round-skipped")

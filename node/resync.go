@@ -313,6 +313,11 @@ type ResyncStatus struct {
 	// Tombstoned the messages it sent on, SendFailures those that failed
 	// every attempt.
 	Received, Taken, Replicated, Tombstoned, SendFailures uint64
+	// Refused counts the timers this node was offered as one of their
+	// replicas and refused at a limit (design.md 4.17). Their old
+	// replicas keep them, and a leaving one must not be stopped: the
+	// resync is incomplete, and Failed names this node.
+	Refused uint64
 	// Started and Finished are when the latest resync started and ended
 	// (Finished is zero while it runs).
 	Started, Finished time.Time
@@ -536,6 +541,11 @@ func (n *Node) finishResync(run *resyncRun) {
 	s.Running = false
 	s.Finished = n.clock.Now()
 	state, level := "completed", slog.LevelInfo
+	if s.Refused > 0 && !slices.Contains(s.Failed, n.self) {
+		// As a failed hand-off does, the node names itself: what kept
+		// the resync from its end is here (a limit), not at a peer.
+		s.Failed = append(s.Failed, n.self)
+	}
 	if len(s.Failed) == 0 {
 		s.Completed++
 	} else {
@@ -545,7 +555,7 @@ func (n *Node) finishResync(run *resyncRun) {
 	n.log.Log(context.Background(), level, "resync finished", "state", state, "view", run.view,
 		"peers", s.Peers, "peers_done", s.PeersDone, "failed_peers", s.Failed,
 		"received", s.Received, "taken", s.Taken, "replicated", s.Replicated,
-		"tombstoned", s.Tombstoned, "send_failures", s.SendFailures, "took", s.Finished.Sub(s.Started))
+		"tombstoned", s.Tombstoned, "send_failures", s.SendFailures, "refused", s.Refused, "took", s.Finished.Sub(s.Started))
 }
 
 // takePage applies the rules of the original resynchronization design to
@@ -772,6 +782,10 @@ func (n *Node) resyncRecord(e wire.PageEntry) (t *Timer, old []string, ok bool) 
 // record then held if it is t's definition, live: the one to pass on.
 func (n *Node) takeResynced(t *Timer) *Timer {
 	if a := n.apply(t); !a.ok || a.newer != nil || a.collision {
+		if a.refusal != nil && a.refusal.Status == 503 {
+			n.hit(probeResyncRefused)
+			n.resyncStatus.Refused++
+		}
 		return nil
 	}
 	return n.heldLive(t)

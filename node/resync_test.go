@@ -963,3 +963,92 @@ func idMoving(before, after *Ring, from, to []string) uint64 {
 		}
 	}
 }
+
+// TestWriteCountsOnlyReplicasThatHoldIt writes a timer through a node
+// whose view has moved on (a scale-down under way) to the one replica
+// that view names, which has not reloaded and places the timer on the
+// leaving node instead. That replica answers 200, keeping a moved marker
+// and passing the record on; a full one would drop the marker and pass
+// nothing. Neither holds the timer, so neither vouches for the write:
+// the proxy answers 503 (it may still take effect) rather than
+// acknowledge a timer no replica it wrote to holds. Counted on such
+// answers, a generated plan whose nodes were full acknowledged hundreds
+// of creates that no node held.
+func TestWriteCountsOnlyReplicasThatHoldIt(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		t.Run(fmt.Sprintf("full %v", full), func(t *testing.T) {
+			before := NewRing([]string{nodeA, nodeB, nodeC})
+			after := NewRing([]string{nodeA, nodeB})
+			id := idMoving(before, after, []string{nodeC}, []string{nodeB})
+			c := newClusterWith(t, func(a string, cfg *Config) {
+				if full && a == nodeB {
+					cfg.Limits.MaxTimers = 1
+				}
+			}, nodeA, nodeB, nodeC)
+			if full { // one timer of B's own fills it
+				other := idMoving(before, before, []string{nodeB}, []string{nodeB})
+				r := c.client(nodeB, "PUT", "/timers/"+wire.FormatWireID(other, 0),
+					string(wire.Encode(wire.Timer{Interval: time.Minute, URI: cb, ReplicationFactor: 1})))
+				require.Equal(t, 200, r.Status, "%s", r.Body)
+			}
+			require.NoError(t, c.nodes[nodeA].SetCluster(Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}))
+			c.settle()
+			wid := wire.FormatWireID(id, 0)
+			body := string(wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 10 * time.Minute, URI: cb, ReplicationFactor: 1}))
+			r := c.client(nodeA, "PUT", "/timers/"+wid, body)
+			assert.Equal(t, 503, r.Status, "%s", r.Body)
+			assert.Contains(t, string(r.Body), "may still take effect")
+			assert.Empty(t, slices.DeleteFunc(c.holders(wid), func(a string) bool { return a == nodeC }),
+				"no node but the one B's view places it on holds it")
+
+			// Once B has reloaded too, it holds the timer and says so.
+			require.NoError(t, c.nodes[nodeB].SetCluster(Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}))
+			c.settle()
+			if !full {
+				r = c.client(nodeA, "PUT", "/timers/"+wid, body)
+				assert.Equal(t, 200, r.Status, "%s", r.Body)
+				assert.Contains(t, c.holders(wid), nodeB)
+			}
+		})
+	}
+}
+
+// TestResyncRefusedAtALimitIsIncomplete scales a timer's only replica, C,
+// out of the cluster while the node that takes its place, A, is full. A
+// is offered the timer by its resync and refuses it; C's hand-off is
+// refused too. Both resyncs end incomplete, each naming itself, so an
+// operator who waits for every resync to complete (docs/operations.md)
+// never stops C, which goes on holding and popping the timer. A resync
+// that called this complete let a generated plan stop a leaving node
+// holding the only copies of hundreds of timers.
+func TestResyncRefusedAtALimitIsIncomplete(t *testing.T) {
+	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
+	id := idMoving(before, after, []string{nodeC}, []string{nodeA})
+	c := newClusterWith(t, func(a string, cfg *Config) {
+		if a == nodeA {
+			cfg.Limits.MaxTimers = 1
+		}
+	}, nodeA, nodeB, nodeC)
+	def := string(wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 10 * time.Minute, URI: cb, ReplicationFactor: 1}))
+	own := idMoving(before, after, []string{nodeA}, []string{nodeA})
+	for _, i := range []uint64{own, id} {
+		r := c.client(nodeB, "PUT", "/timers/"+wire.FormatWireID(i, 0), def)
+		require.Equal(t, 200, r.Status, "%s", r.Body)
+	}
+	wid := wire.FormatWireID(id, 0)
+	require.Equal(t, []string{nodeC}, c.holders(wid))
+
+	shrunk := Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		require.NoError(t, c.nodes[a].SetCluster(shrunk), "SetCluster(%s)", a)
+	}
+	c.settle()
+	c.advance(10*time.Second, 200)
+	st := c.nodes[nodeA].ResyncStatus()
+	assert.False(t, st.Running)
+	assert.EqualValues(t, 1, st.Refused, "timers A refused")
+	assert.Equal(t, []string{nodeA}, st.Failed, "A names itself")
+	assert.Contains(t, c.nodes[nodeC].ResyncStatus().Failed, nodeC, "C's hand-off was refused")
+	assert.Equal(t, []string{nodeC}, c.holders(wid), "C keeps the only copy")
+	assert.Empty(t, c.nodes[nodeB].ResyncStatus().Failed, "B had nothing to take")
+}

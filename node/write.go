@@ -30,6 +30,9 @@ type write struct {
 	// disagreement between nodes (a cluster key or clock), not the
 	// client's fault.
 	refused string
+	// elsewhere counts the peers that took a live write with a 200 but
+	// do not hold it as its replicas (vouches): they count for nothing.
+	elsewhere int
 	// again, if set, writes again after a newer version or a collision.
 	again func(w *write)
 }
@@ -112,6 +115,8 @@ func (w *write) done(applied bool, resp Response) {
 		w.reply(unavailable("the timer's replicas hold a newer version than this node can issue: its clock may be behind; retry on another node"))
 	case w.refused != "":
 		w.reply(unavailable("a replica refused the write: " + w.refused))
+	case w.elsewhere > 0:
+		w.reply(unavailable(fmt.Sprintf("only %d of the %d replicas needed hold the write, and %d more took it but place the timer elsewhere (a scale is under way): it may still take effect", w.applied, w.quorum, w.elsewhere)))
 	case w.applied > 0:
 		w.reply(unavailable(fmt.Sprintf("only %d of the %d replicas needed applied the write: it may still take effect", w.applied, w.quorum)))
 	default:
@@ -380,8 +385,28 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now i
 		if body == nil {
 			body = EncodeReplication(t, now)
 		}
-		n.replicate(peer, t, body, now, func(ok bool, resp Response) { w.done(counts && ok, resp) })
+		n.replicate(peer, t, body, now, func(ok bool, resp Response) {
+			if ok && !vouches(t, resp) {
+				n.hit(probeWriteNotHeld)
+				w.elsewhere++
+				ok = false
+			}
+			w.done(counts && ok, resp)
+		})
 	}
+}
+
+// vouches reports whether a peer's 200 to a write's replication says the
+// peer now answers for the record, so that it counts towards the write's
+// quorum: a tombstone any 200 answers for (there is nothing to pop, and a
+// node that holds nothing pops nothing), a live definition only the 200
+// of a peer that holds it live as one of its replicas (HeaderHeld). A peer
+// whose own view places the timer elsewhere (a scale under way) holds at
+// most a moved marker and passes the record on, and a full one may drop
+// that marker: neither will pop it, and a write counted on such answers
+// was acknowledged while no replica held it.
+func vouches(t *Timer, resp Response) bool {
+	return t.State != Live || resp.Header.Get(HeaderHeld) == "live"
 }
 
 // named returns the nodes a wire ID's bloom filter names: the members

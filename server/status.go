@@ -54,6 +54,7 @@ type ResyncReport struct {
 	Replicated   uint64     `json:"replicated"`
 	Tombstoned   uint64     `json:"tombstoned"`
 	SendFailures uint64     `json:"send-failures"`
+	Refused      uint64     `json:"timers-refused"`
 	Started      *time.Time `json:"started,omitempty"`
 	Finished     *time.Time `json:"finished,omitempty"`
 }
@@ -64,7 +65,7 @@ func report(r node.ResyncStatus) ResyncReport {
 		State: resyncState(r), Runs: r.Runs, ViewID: formatView(r.ViewID),
 		Peers: r.Peers, PeersDone: r.PeersDone, FailedPeers: r.Failed,
 		Received: r.Received, Taken: r.Taken, Replicated: r.Replicated,
-		Tombstoned: r.Tombstoned, SendFailures: r.SendFailures,
+		Tombstoned: r.Tombstoned, SendFailures: r.SendFailures, Refused: r.Refused,
 	}
 	if !r.Started.IsZero() {
 		out.Started = &r.Started

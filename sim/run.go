@@ -23,6 +23,10 @@ type Options struct {
 	Logger *slog.Logger
 	// TraceBodies adds the body of every delivered request to the trace.
 	TraceBodies bool
+	// TraceLogs prints the nodes' logs at debug level into the printed
+	// trace, at the virtual time each line was written (outside the
+	// trace hash). It replaces Logger.
+	TraceLogs bool
 	// ClientTimeout is how long a simulated client waits for an answer
 	// before it fails over to another node.
 	ClientTimeout time.Duration
@@ -183,6 +187,9 @@ func Run(p *Plan, opts Options) (res *Result) {
 	}
 	w := &world{plan: p, opts: opts, timers: map[string]*timerRef{}, poppedMark: map[string]time.Duration{}}
 	w.tr = newTracer(opts.Trace, w.loop.Now)
+	if opts.TraceLogs && opts.Trace != nil {
+		w.opts.Logger = slog.New(&nodeLog{w: opts.Trace, now: w.loop.Now, level: slog.LevelDebug})
+	}
 	res = &Result{Plan: p, History: &w.hist}
 	defer func() {
 		if r := recover(); r != nil {

@@ -17,10 +17,12 @@ import (
 //     start with it, and resync at start-up as every node does; each
 //     member reloads it at its own moment, and a reload that changes the
 //     cluster view starts that node's resync.
-//  2. The operator waits until the resync of every node that stays has
-//     finished, and runs `service chronos resync` again on a node whose
-//     resync gave up on a peer or failed to send a message, a bounded
-//     number of times.
+//  2. The operator waits until the resync of every node has finished,
+//     the leaving nodes' too (a leaving node's resync ends once it has
+//     handed its copies to their new replicas, and it is stopped next),
+//     and runs `service chronos resync` again on a node whose resync gave
+//     up on a peer, failed to send a message or was refused a record at
+//     a limit, a bounded number of times.
 //  3. The final configuration (joining nodes become members, leaving ones
 //     are removed) goes to every node, and the leaving nodes are stopped.
 //
@@ -142,13 +144,13 @@ func (w *world) reload(m *machine, cfg node.Membership) {
 	})
 }
 
-// pollScale is the operator looking at every staying node's resync: it
-// runs an incomplete one again, completes the scale once all have
-// finished, or looks again later.
+// pollScale is the operator looking at every node's resync, the leaving
+// nodes' included: it runs an incomplete one again, completes the scale
+// once all have finished, or looks again later.
 func (w *world) pollScale() {
 	run := w.scaling
 	done := run.pending == 0
-	for _, m := range run.staying {
+	for _, m := range slices.Concat(run.staying, run.leaving) {
 		if m.node == nil || m.crashed || m.paused {
 			done = false // down or stopped: its status cannot be read
 			continue

@@ -33,7 +33,7 @@ type command struct {
 var commands = []command{
 	{"run", "-seed S | -scenario F [-html F]", "one run; on violations a report and an HTML report; exit 0 only if every check passed"},
 	{"sweep", "-seeds N [-from S]", "many seeds, each run twice with the trace hashes compared; progress on stderr, a summary"},
-	{"replay", "-seed S | -scenario F", "one run, printing the plan and every event with the message bodies"},
+	{"replay", "-seed S | -scenario F [-log]", "one run, printing the plan and every event with the message bodies"},
 	{"shrink", "-seed S | -scenario F [-out F]", "reduce a failing run to a small scenario file that fails the same way"},
 }
 
@@ -65,6 +65,7 @@ func main() {
 	from := fs.Uint64("from", 1, "sweep: first seed")
 	html := fs.String("html", "", "run: where to write the HTML report of a run with violations (default chronos-sim-<seed>.html)")
 	out := fs.String("out", "", "shrink: scenario file to write (default scenarios/shrunk-<seed>.scenario)")
+	logs := fs.Bool("log", false, "replay: print the nodes' debug logs among the events, at virtual time")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
@@ -78,7 +79,7 @@ func main() {
 	case "sweep":
 		code = sweep(*from, *seeds)
 	case "replay":
-		code = replay(*seed, *scenario)
+		code = replay(*seed, *scenario, *logs)
 	case "shrink":
 		code = shrink(*seed, *scenario, *out)
 	}
@@ -158,7 +159,7 @@ func run(seed uint64, scenario, htmlPath string) int {
 }
 
 // replay runs one plan printing its trace, then the summary.
-func replay(seed uint64, scenario string) int {
+func replay(seed uint64, scenario string, logs bool) int {
 	p, ok := load(seed, scenario)
 	if !ok {
 		return 2
@@ -166,7 +167,7 @@ func replay(seed uint64, scenario string) int {
 	if err := sim.WriteScenario(os.Stdout, p); err != nil {
 		return 2
 	}
-	res := sim.Run(p, sim.Options{Trace: os.Stdout, TraceBodies: true})
+	res := sim.Run(p, sim.Options{Trace: os.Stdout, TraceBodies: true, TraceLogs: logs})
 	if res.Failed() {
 		sim.WriteFailure(os.Stdout, res, "")
 	}
