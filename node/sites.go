@@ -28,7 +28,7 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 			n.repairSite(t, *newer, from)
 		}
 		reply(resp)
-	}, pending: len(r.Replicas), quorum: 1, ok: text(200, "OK")}
+	}, quorum: 1, ok: text(200, "OK")}
 	doneFrom := func(peer string) func(bool, Response) {
 		return func(ok bool, resp Response) {
 			if !ok && resp.Status == 409 && resp.Header.Get(HeaderCollision) == "" && len(resp.Body) > 0 {
@@ -40,14 +40,21 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 			w.done(ok, resp)
 		}
 	}
-	for _, peer := range r.Replicas {
+	// Older copies at this site hear of it as a local write's would
+	// (alsoHolders), but only the site's replicas count for its answer.
+	targets := n.alsoHolders(t, r.Replicas)
+	w.pending = len(targets)
+	for _, peer := range targets {
+		counts := slices.Contains(r.Replicas, peer)
 		if peer == n.self {
 			local := *t
 			a := n.apply(&local)
-			doneFrom(peer)(a.ok && !a.collision && a.newer == nil, n.notApplied(a))
+			doneFrom(peer)(counts && a.ok && !a.collision && a.newer == nil, n.notApplied(a))
 			continue
 		}
-		n.replicate(peer, t, nil, now, doneFrom(peer))
+		n.replicate(peer, t, nil, now, func(ok bool, resp Response) {
+			doneFrom(peer)(counts && ok && vouches(t, resp), resp)
+		})
 	}
 }
 

@@ -150,3 +150,46 @@ func TestSiteRelayRepairsAPopOfADeletedTimer(t *testing.T) {
 		t.Fatalf("after that pop: still held by %v, want none", held)
 	}
 }
+
+// TestSiteRelayReplacesItsOwnOlderCopy forwards an update of an rf 1
+// timer to the other site, whose relay holds an older definition outside
+// the update's placement there: an earlier update through that site, its
+// forward of the create lost, found no copy and created the timer again
+// with the default factor, on both of its nodes. The relay passes the
+// update to the nodes that may hold an older copy as a local write would
+// (the default factor's replicas, and itself), so no node of that site
+// goes on popping the replaced definition; without it the relay popped
+// the old definition once the new one's primary had popped.
+func TestSiteRelayReplacesItsOwnOlderCopy(t *testing.T) {
+	c, a, b := newSites(t)
+	west := NewRing(b)
+	id := uint64(1)
+	for ; west.Replicas(id, 1)[0] != b[1]; id++ {
+	}
+	wid := wire.FormatWireID(id, 0)
+	put := func(via, opaque string, rf int, lost []string) {
+		t.Helper()
+		body := wire.Encode(wire.Timer{Interval: 10 * time.Second, RepeatFor: time.Minute, URI: cb, Opaque: opaque, ReplicationFactor: rf})
+		var got *Response
+		c.nodes[via].Handle(Request{Method: "PUT", URL: "/timers/" + wid, Header: Header{}, Body: body}, func(r Response) { got = &r })
+		c.settleLosing(func(host string, _ Request) bool { return slices.Contains(lost, host) })
+		if got == nil || got.Status != 200 {
+			t.Fatalf("PUT %s via %s: got %v, want 200", opaque, via, got)
+		}
+	}
+	put(a[0], "v1", 1, b) // the forward to the west is lost
+	c.advance(time.Second, 200)
+	put(b[0], "v2", 0, a) // the west creates it again, rf 2; the east never hears
+	c.advance(time.Second, 200)
+	put(a[0], "v3", 1, nil) // the east's update reaches the west's relay
+	for _, addr := range b {
+		if held, ok := c.nodes[addr].Timer(id); ok && held.State == Live && string(held.Opaque()) != "v3" {
+			t.Errorf("%s holds %q live, want v3 or nothing", addr, held.Opaque())
+		}
+	}
+	for _, p := range c.advance(30*time.Second, 200) {
+		if string(p.Body) != "v3" {
+			t.Errorf("pop %s carries %q, want v3", p.Header.Get(wire.HeaderSequenceNumber), p.Body)
+		}
+	}
+}

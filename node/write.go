@@ -330,13 +330,8 @@ func (n *Node) inferRF(id, bloom uint64) int {
 
 // write sends a new definition of id to its replicas under today's
 // cluster, and to the nodes the old bloom filter names so that old
-// replicas drop their copy (passive rebalancing). An update or delete
-// goes to the default factor's replicas too: a PUT without a factor that
-// this node has not heard of may have created the timer again there
-// (learnRF), and a copy left there would go on popping the definition
-// this write replaced. Replica lists of every factor are prefixes of one
-// ranking, so only a factor below the default adds nodes. A copy the
-// proxy holds itself outside all of them takes it too (replaceOwnCopy).
+// replicas drop their copy (passive rebalancing), and to the other nodes
+// that may hold an older copy (alsoHolders).
 func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now int64, reply func(Response), tries int) {
 	replicas := n.ring.Replicas(id, spec.ReplicationFactor)
 	t := newTimer(id, version, spec, n.startMs(), 0, n.placement(replicas, n.sites()), n.ring.ViewID(), n.hosts)
@@ -347,17 +342,7 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now i
 			targets = append(slices.Clip(targets), old)
 		}
 	}
-	if version != id { // not a create: the ID is the create's version
-		for _, r := range n.ring.Replicas(id, wire.DefaultReplicationFactor) {
-			if !slices.Contains(targets, r) {
-				n.hit(probeWriteDefaults)
-				targets = append(slices.Clip(targets), r)
-			}
-		}
-	}
-	if !slices.Contains(targets, n.self) {
-		n.replaceOwnCopy(t)
-	}
+	targets = n.alsoHolders(t, targets)
 	w := &write{reply: reply, pending: len(targets), quorum: writeQuorum(len(replicas)), ok: Response{Status: 200, Header: Header{}}}
 	if !deletes(spec) {
 		w.ok.Header[wire.HeaderLocation] = "/timers/" + wire.FormatWireID(id, n.ring.Bloom(replicas))
@@ -449,6 +434,31 @@ func (n *Node) accountsFor(bloom uint64) bool {
 	}
 	n.hitIf(bloom != 0 && set != bloom, probeAccountsForDeparted)
 	return bloom != 0 && set == bloom
+}
+
+// alsoHolders returns targets, the nodes a write of t goes to, with the
+// other nodes of this node's ring that may hold an older copy of t's
+// timer: an update or delete goes to the default factor's replicas too,
+// since a PUT without a factor that this node has not heard of may have
+// created the timer again there (learnRF), and a copy left there would go
+// on popping the definition t replaces. Replica lists of every factor
+// are prefixes of one ranking, so only a factor below the default adds
+// nodes. A copy this node holds itself outside all of them takes t at
+// once (replaceOwnCopy). A client write and another site's forward
+// (placeFromSite) share the rule.
+func (n *Node) alsoHolders(t *Timer, targets []string) []string {
+	if t.Version != t.ID { // not a create: the ID is the create's version
+		for _, r := range n.ring.Replicas(t.ID, wire.DefaultReplicationFactor) {
+			if !slices.Contains(targets, r) {
+				n.hit(probeWriteDefaults)
+				targets = append(slices.Clip(targets), r)
+			}
+		}
+	}
+	if !slices.Contains(targets, n.self) {
+		n.replaceOwnCopy(t)
+	}
+	return targets
 }
 
 // replaceOwnCopy applies t, a write this node proxies but is no target
