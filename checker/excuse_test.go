@@ -588,3 +588,41 @@ func TestClockStepAtTheSkewMarginIsDecided(t *testing.T) {
 		})
 	}
 }
+
+// TestCutFromTheRelayKeepsAWriteFromItsSite holds the link from the other
+// site's relay to that site's replica from before an update until after
+// the replica's next pop: the update reached the relay, never the
+// replica, which pops the old definition at its rank meanwhile. A write
+// reaches another site through its relay, so a cut from the relay kept
+// it from that site (cutFromTimer), and the pop is excused; the same cut
+// from a node of no role keeps nothing, and the pop is G5.
+func TestCutFromTheRelayKeepsAWriteFromItsSite(t *testing.T) {
+	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
+	if away == sites[1][0] {
+		sites[1][0], sites[1][1] = sites[1][1], sites[1][0] // the relay is not the replica
+	}
+	for _, from := range []string{relay(sites), "n9"} {
+		h := &History{
+			Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+			Ops: []Op{write(1, Create, placedTimer, "a", sec, 20*sec, 0, 10*ms, OK),
+				write(2, Update, placedTimer, "b", sec, 20*sec, 2500*ms, 2510*ms, OK)},
+			End: 30 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms, LivenessFrom: 12 * sec,
+			Faults: []Fault{{At: 2 * sec, Kind: Clog, Nodes: []string{from}, Peers: []string{away}, Detail: "hold"},
+				{At: 10 * sec, Kind: Heal}},
+		}
+		for i := range h.Ops {
+			h.Ops[i].Node, h.Ops[i].Spec.ReplicationFactor = home, 1
+		}
+		h.Pops = append(pops(home, "a", 1, 2, 0), pops(home, "b", 1, 20, 2500*ms)...)
+		h.Pops = append(h.Pops, pop(3*sec+2*sec+20*ms, away, "a", 3))
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		if vs := Check(h); from == "n9" {
+			requireHas(t, vs, "G5")
+		} else {
+			requireNone(t, vs)
+		}
+	}
+}

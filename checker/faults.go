@@ -211,13 +211,15 @@ func (x *index) down(d *def, a, b time.Duration, paused bool) map[string]bool {
 }
 
 // cutFromTimer reports whether the far side of cut s holds d's callback
-// endpoint or a node that took a write of d while s lasted.
+// endpoint or a node that took a write of d while s lasted: its proxy, or
+// the node through which the write reached another site (relays).
 func (x *index) cutFromTimer(d *def, s span, far []string) bool {
 	if slices.Contains(far, d.host) {
 		return true
 	}
 	for _, op := range x.byTimer[d.timer] {
-		if slices.Contains(far, op.Node) && op.Invoke <= s.to && min(effReturn(op), x.end) >= s.from {
+		if op.Invoke <= s.to && min(effReturn(op), x.end) >= s.from &&
+			(slices.Contains(far, op.Node) || slices.ContainsFunc(far, func(n string) bool { return x.relays(op.Node, n) })) {
 			return true
 		}
 	}
@@ -396,4 +398,15 @@ func (tl timeline) maxLag(t time.Duration) time.Duration {
 		m = max(m, tl.lag(n, t))
 	}
 	return m
+}
+
+// relays reports whether node n is the address of a site other than the
+// one whose node proxy took a write: the write reached n's site through n.
+func (x *index) relays(proxy, n string) bool {
+	for _, site := range x.h.Sites {
+		if len(site) > 0 && site[0] == n && !slices.Contains(site, proxy) {
+			return true
+		}
+	}
+	return false
 }
