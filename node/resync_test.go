@@ -1052,3 +1052,31 @@ func TestResyncRefusedAtALimitIsIncomplete(t *testing.T) {
 	assert.Equal(t, []string{nodeC}, c.holders(wid), "C keeps the only copy")
 	assert.Empty(t, c.nodes[nodeB].ResyncStatus().Failed, "B had nothing to take")
 }
+
+// TestDeleteCountsOnlyTheTimersReplicas deletes an rf 1 timer through a
+// node of the default factor's replicas, which holds no copy but takes
+// the tombstone, while the timer's one replica is unreachable. The
+// delete answers 503: the tombstone the proxy took itself vouches for
+// nothing, since that node was never going to pop the timer, and the
+// replica goes on popping. Counted (with a quorum of the default's two),
+// a generated plan acknowledged such a delete and the replica popped the
+// deleted timer for its whole repeat-for.
+func TestDeleteCountsOnlyTheTimersReplicas(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	ring := NewRing([]string{nodeA, nodeB, nodeC})
+	var id uint64
+	for id = 1; ; id++ {
+		if r := ring.Replicas(id, 2); r[0] != nodeB && r[1] == nodeB {
+			break
+		}
+	}
+	primary := ring.Replicas(id, 1)[0]
+	wid := wire.FormatWireID(id, ring.Bloom([]string{primary}))
+	body := string(wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 10 * time.Minute, URI: cb, ReplicationFactor: 1}))
+	require.Equal(t, 200, c.client(primary, "PUT", "/timers/"+wid, body).Status)
+	c.down[primary] = true
+	r := c.client(nodeB, "DELETE", "/timers/"+wid, "")
+	assert.Equal(t, 503, r.Status, "%s", r.Body)
+	c.down[primary] = false
+	assert.Equal(t, []string{primary}, c.holders(wid))
+}

@@ -280,11 +280,10 @@ func (n *Node) remove(wid string, reply func(Response)) {
 		reply(badRequest(errBadWireID))
 		return
 	}
-	// A PUT without a factor re-creates a deleted or finished timer with
-	// the default, which this node may not have heard of: the tombstone
-	// reaches the default's replicas too. Replica lists of every factor
-	// are prefixes of one ranking, so the larger factor covers both.
-	rf := max(n.inferRF(id, bloom), wire.DefaultReplicationFactor)
+	// The tombstone reaches the default's replicas too (alsoHolders),
+	// but only the timer's own replicas count for its answer: a node
+	// outside them that takes the tombstone was never going to pop.
+	rf := n.inferRF(id, bloom)
 	if n.store.Get(id) == nil && !n.accountsFor(bloom) {
 		// No copy here, and a bare chosen ID (its bloom filter names
 		// no member) or one whose bloom names a replica that has left
@@ -354,9 +353,12 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now i
 	n.forwardToSites(t, now)
 	var body []byte // encoded once, for the first peer
 	for _, peer := range targets {
-		// A leaving node's copy goes when it is stopped: it never
-		// counts towards the quorum.
-		counts := slices.Contains(replicas, peer) || deletes(spec) && !slices.Contains(n.cfg.Cluster.Leaving, peer)
+		// Only the timer's replicas count towards the quorum: an old
+		// replica's or a leaving node's copy goes by hand-off, and a
+		// default's replica outside them holds at most a copy a PUT
+		// made again, which the write buries but which pops nothing
+		// the client asked for.
+		counts := slices.Contains(replicas, peer)
 		if peer == n.self {
 			local := *t
 			a := n.apply(&local)
