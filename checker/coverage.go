@@ -61,6 +61,12 @@ const (
 	// clocks, both touched by faults, with rf <= 2: versions may order the
 	// later write below the earlier one (scenarios/README.md N4).
 	ExMayReorder Excuse = "may-reorder"
+	// ExClockAhead: a write's version ordered below an earlier write's
+	// because the earlier write's proxy had a clock stepped or drifted
+	// further ahead than the gap between them, with rf <= 2: the
+	// earlier definition rightly wins (clockAhead), beyond what G5 can
+	// promise with clocks past their tolerance.
+	ExClockAhead Excuse = "clock-ahead"
 	// ExSharedID: two acknowledged creates share the timer's ID (two nodes
 	// configured with one instance number; scenarios/README.md I2).
 	ExSharedID Excuse = "shared-id"

@@ -54,6 +54,9 @@ func (x *index) checkSticky() []Violation {
 					// d's record may rightly win over s.
 					x.recordWrite(s, excused(ExMayReorder))
 					continue
+				case x.clockAhead(d, s):
+					x.recordWrite(s, excused(ExClockAhead))
+					continue
 				case hit:
 					bad = x.unrepaired(s, d)
 				default:
@@ -160,6 +163,24 @@ func (x *index) unrepaired(s Op, d *def) []Violation {
 // then d's record rightly repairs the replicas that took s.
 func (x *index) mayOrderBelow(s Op, d *def) bool {
 	return d.quorum == 1 && s.Invoke-effReturn(d.op) < 2*x.h.MaxClockSkew
+}
+
+// clockAhead reports whether d's version may order above write s's by
+// the clock faults alone: the clock of d's proxy, stepped or drifted
+// ahead, showed a later time while d ran than the clock of s's proxy
+// showed when s began, boot offsets left out (they are within the
+// tolerance the other rules allow for). With one acknowledgement per
+// write (d.quorum 1) no replica need have held both, so last-writer-wins
+// orders them by those clocks and rightly keeps d: a clock moved further
+// than the gap between two writes is beyond what G5 can promise
+// (docs/design.md 4.2). From three replicas up a replica that holds d
+// answers s's proxy with it, and s is written above it or refused.
+func (x *index) clockAhead(d *def, s Op) bool {
+	if d.quorum != 1 || d.op.Node == "" || s.Node == "" {
+		return false
+	}
+	dLatest := x.tl.latestLocal(d.op.Node, d.op.Invoke, min(effReturn(d.op), x.end))
+	return dLatest > s.Invoke+x.tl.offset(s.Node, s.Invoke)
 }
 
 // repairWindow bounds a healthy pop notice's round trip after the pop

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -65,6 +66,26 @@ func TestCheckExcusesAreNeededAndBounded(t *testing.T) {
 			// so the later one's pops are not owed. With rf 3 the
 			// writes share a replica, and the later one's are.
 			return reorderedUpdates(pickInt(rel, 2, 3))
+		}},
+		{ExClockAhead, "G5", func(rel bool) *History {
+			// n1's clock was stepped 10 s ahead before it took the
+			// create (rf 1); n2 deletes the timer 3 s later, and n1
+			// pops on: its version is above the delete's, by a step
+			// larger than the gap. Stepped by 1 s, less than the gap,
+			// the delete must stick.
+			h := healthy()
+			h.Members = []string{"n1", "n2", "n3"}
+			p := Replicas(h.Members, placedTimer, 1)[0]
+			other := h.Members[(slices.Index(h.Members, p)+1)%3]
+			h.Ops = []Op{write(1, Create, placedTimer, "a", sec, 20*sec, sec, sec+10*ms, OK), del(2, placedTimer, 4*sec, 4*sec+10*ms, OK)}
+			h.Ops[0].Spec.ReplicationFactor, h.Ops[0].Node, h.Ops[1].Node = 1, p, other
+			h.Faults = []Fault{{At: 500 * ms, Kind: ClockJump, Nodes: []string{p}, Detail: pickStr(rel, "+10s", "+1s")}}
+			h.Pops = pops(p, "a", 1, 19, sec)
+			for i := range h.Pops {
+				h.Pops[i].Timer = placedTimer
+			}
+			h.End, h.LivenessFrom = 25*sec, 22*sec
+			return h
 		}},
 		{ExWorstRank, "G3", func(rel bool) *History {
 			// A timer placed nowhere known (no members in the history)
@@ -163,6 +184,13 @@ func pickInt(rel bool, a, b int) int {
 }
 
 func pickDuration(rel bool, a, b time.Duration) time.Duration {
+	if rel {
+		return a
+	}
+	return b
+}
+
+func pickStr(rel bool, a, b string) string {
 	if rel {
 		return a
 	}
