@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // DaemonStartTimeout bounds a --daemon parent's wait for its child to
@@ -24,7 +26,7 @@ const DaemonStartTimeout = 60 * time.Second
 // returns nil once the child serves, its pid file written; or the error
 // the child reported, or the reason it never did, once the child has
 // exited or been killed.
-func Daemonize(cfg Config, args []string) error {
+func Daemonize(cfg config.Node, args []string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("server: daemon: %w", err)

@@ -12,15 +12,15 @@
 //  2. Never block under that lock: HTTP reads, writes and round trips happen
 //     outside it, and only their results are handed in.
 //  3. Bound everything: request and response bodies (node.MaxBodyBytes), the
-//     wait for a reply (Config.ReplyTimeout), the outbound queues (per host
+//     wait for a reply (config.Node.ReplyTimeout), the outbound queues (per host
 //     and in all) and the workers serving them, each outbound request's
 //     wait to be written (node.Request.MaxWait, within clientMaxQueueWait)
 //     and its round trip from then on (the node's timeout), shutdown
-//     (Config.ShutdownTimeout). What a bound refuses is shed visibly: an
+//     (config.Node.ShutdownTimeout). What a bound refuses is shed visibly: an
 //     error to the node, a counter on /metrics and a rate-limited log line.
 //  4. After shutdown, or after the node panicked, drop late alarms and
 //     completions instead of re-entering a stopped node.
 //
-// cmd/chronos wires this package: parse flags (Flags), load and validate
-// the configuration (Flags.Load), then Run.
+// cmd/chronos wires this package: parse flags (config.Flags), load and validate
+// the configuration (config.Flags.Load), then Run.
 package server

@@ -27,10 +27,10 @@ const logFileMode = 0o640
 
 // OpenLog returns the node's logger, at cfg.LogLevel (kept in cfg.Level,
 // if set, so that a reload may change it) and in cfg.LogFormat: into
-// LogFileName in cfg.LogFolder, if set, and to stderr unless this process
+// config.LogFileName in cfg.LogFolder, if set, and to stderr unless this process
 // is a daemon (DaemonChild), whose stderr is ErrLogFileName. closeLog
 // closes the file.
-func OpenLog(cfg Config, stderr io.Writer) (log *slog.Logger, closeLog func() error, err error) {
+func OpenLog(cfg config.Node, stderr io.Writer) (log *slog.Logger, closeLog func() error, err error) {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.Level != nil {
 		cfg.Level.Set(cfg.LogLevel)

@@ -5,15 +5,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // TestOpenLog proves where the log goes: with a [logging] folder, into
-// LogFileName there (the folder created if need be, the file appended
+// config.LogFileName there (the folder created if need be, the file appended
 // to, never truncated) and to stderr too, since this process is not a
 // daemon; without one, to stderr only.
 func TestOpenLog(t *testing.T) {
 	folder := filepath.Join(t.TempDir(), "log", "chronos")
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.LogFolder = folder
 	for _, msg := range []string{"first", "second"} {
 		var stderr strings.Builder
@@ -30,7 +32,7 @@ func TestOpenLog(t *testing.T) {
 			t.Errorf("stderr %q lacks msg=%s", stderr.String(), msg)
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(folder, LogFileName))
+	data, err := os.ReadFile(filepath.Join(folder, config.LogFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func TestOpenLog(t *testing.T) {
 	}
 
 	var stderr strings.Builder
-	log, closeLog, err := OpenLog(DefaultConfig(), &stderr)
+	log, closeLog, err := OpenLog(config.Default(), &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func TestOpenLog(t *testing.T) {
 // an error naming it, not a silently lost log.
 func TestOpenLogFolderRefused(t *testing.T) {
 	file := writeFile(t, t.TempDir(), "not-a-folder", "")
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.LogFolder = filepath.Join(file, "sub")
 	if _, _, err := OpenLog(cfg, new(strings.Builder)); err == nil || !strings.Contains(err.Error(), "server: log folder") {
 		t.Errorf("error = %v, want one about the log folder", err)

@@ -4,11 +4,12 @@ import (
 	"log/slog"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // nodeConfig is the node's configuration for c, with the adapter's clock
 // and network, its byte budget (timerBudget) and its own addresses.
-func nodeConfig(c Config, clk node.Clock, nw node.Network, log *slog.Logger) node.Config {
+func nodeConfig(c config.Node, clk node.Clock, nw node.Network, log *slog.Logger) node.Config {
 	nc := node.DefaultConfig()
 	nc.Address = c.Localhost
 	nc.InstanceID = c.InstanceID

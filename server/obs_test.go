@@ -301,7 +301,7 @@ func TestReloadSetsLogLevelAndTellsMembership(t *testing.T) {
 // TestOpenLogJSON proves [logging] format = json writes one JSON object
 // per line with the fixed keys.
 func TestOpenLogJSON(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.LogFormat = config.LogJSON
 	var out bytes.Buffer
 	log, closeLog, err := OpenLog(cfg, &out)

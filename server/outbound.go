@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // The Client sends two kinds of request, each over a transport of its
@@ -107,7 +108,7 @@ func (c *Client) transport(req node.Request) (http.RoundTripper, string) {
 
 // secure gives the Client cfg's callback policy, and its transport
 // between nodes: from the node's own address, over TLS when tls is set.
-func (c *Client) secure(cfg Config, tls *certs) error {
+func (c *Client) secure(cfg config.Node, tls *certs) error {
 	policy, err := nodeConfig(cfg, nil, nil, nil).CallbackPolicy()
 	if err != nil {
 		return fmt.Errorf("server: callback policy: %w", err)

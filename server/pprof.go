@@ -24,7 +24,7 @@ func pprofHandler() http.Handler {
 	return mux
 }
 
-// listenPprof listens on addr, a loopback address (Config.PprofAddress,
+// listenPprof listens on addr, a loopback address (config.Node.PprofAddress,
 // validated).
 func listenPprof(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)

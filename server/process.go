@@ -14,7 +14,7 @@ import (
 // listen binds cfg's address and then writes the pid file, if any, so
 // that a pid file names a process that serves. release removes the pid
 // file.
-func listen(cfg Config, log *slog.Logger) (ln net.Listener, release func(), err error) {
+func listen(cfg config.Node, log *slog.Logger) (ln net.Listener, release func(), err error) {
 	ln, err = net.Listen("tcp", cfg.ListenAddress())
 	if err != nil {
 		return nil, nil, fmt.Errorf("server: listen: %w", err)
@@ -65,7 +65,7 @@ func (s *Server) ReloadDNS() error {
 	if err != nil {
 		return err
 	}
-	LogWarnings(s.log, ws)
+	config.LogWarnings(s.log, ws)
 	s.client.SetDNS(d)
 	s.log.Info("DNS config reloaded", "file", cfg.DNSConfigFile, "names", d.Len())
 	return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // Reachability of a peer, as GET /status shows it.
@@ -154,7 +155,7 @@ func timePtr(t time.Time) *time.Time { return &t }
 // peerAddrs lists the addresses whose reachability the Server follows:
 // every other member, steady, joining or leaving, and the remote sites
 // the node replicates to.
-func peerAddrs(c Config) []string {
+func peerAddrs(c config.Node) []string {
 	var out []string
 	for _, a := range c.Cluster.All() {
 		if a != c.Localhost {

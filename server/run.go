@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // HTTP server limits. Bodies are at most wire.MaxBodyBytes, so reading a
@@ -43,14 +44,14 @@ type Server struct {
 
 	// mu guards cfg, which Reload replaces; the node has its own lock.
 	mu   sync.Mutex
-	cfg  Config
+	cfg  config.Node
 	node *node.Node
 }
 
 // New builds the node and its adapters for cfg. It does not listen yet.
-// Derived settings are filled in as Flags.Load does, so an embedder may
-// pass a hand-built Config.
-func New(cfg Config, log *slog.Logger) (*Server, error) {
+// Derived settings are filled in as config.Flags.Load does, so an embedder may
+// pass a hand-built config.Node.
+func New(cfg config.Node, log *slog.Logger) (*Server, error) {
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
@@ -183,7 +184,7 @@ func (s *Server) logStart() {
 }
 
 // storageOf says where cfg keeps the node's timers, for the start line.
-func storageOf(cfg Config) string {
+func storageOf(cfg config.Node) string {
 	if cfg.StorageDir == "" {
 		return "memory only"
 	}
@@ -210,14 +211,14 @@ func (s *Server) shutdown() error {
 	return err
 }
 
-func (s *Server) config() Config {
+func (s *Server) config() config.Node {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cfg
 }
 
 // Reload re-reads the cluster configuration and hands the new membership to
-// the node, and the new log level to the logger (Config.Level), logging
+// the node, and the new log level to the logger (config.Node.Level), logging
 // the lines of the file it does not read. On any error the node keeps its
 // current membership and the logger its level.
 func (s *Server) Reload() error {
@@ -233,7 +234,7 @@ func (s *Server) Reload() error {
 		}
 		s.log.Info("TLS certificates reloaded")
 	}
-	LogWarnings(s.log, next.Warnings)
+	config.LogWarnings(s.log, next.Warnings)
 	var setErr error
 	var id int
 	var oldView, newView uint64
@@ -302,7 +303,7 @@ func (s *Server) Resync() {
 // or SIGTERM arrives; it removes the pid file when it returns. SIGHUP
 // reloads the cluster configuration; SIGUSR1 asks for a resync; SIGUSR2
 // re-reads the DNS config file.
-func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+func Run(ctx context.Context, cfg config.Node, log *slog.Logger) error {
 	srv, err := New(cfg, log)
 	if err != nil {
 		return err

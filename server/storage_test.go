@@ -11,12 +11,13 @@ import (
 	"testing"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
 	"github.com/chronos-timer/chronos/wire"
 )
 
 // storedConfig is the configuration of a lone node on addr keeping its
 // timers in dir.
-func storedConfig(t *testing.T, addr, dir string) Config {
+func storedConfig(t *testing.T, addr, dir string) config.Node {
 	t.Helper()
 	cluster := writeFile(t, t.TempDir(), "chronos_cluster.conf", "[cluster]\nlocalhost = "+addr+"\nnode = "+addr+"\n")
 	cfg, err := parseAndLoad(append(noFiles, "--cluster-config-file", cluster, "--storage-dir", dir))

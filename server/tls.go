@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // TLS is optional and has two levels (docs/operations.md, "Security"):
@@ -70,7 +71,7 @@ type certs struct {
 }
 
 // newCerts reads the files of cfg, or returns nil when cfg has no TLS.
-func newCerts(cfg Config) (*certs, error) {
+func newCerts(cfg config.Node) (*certs, error) {
 	if cfg.TLSCertFile == "" && cfg.TLSKeyFile == "" && cfg.TLSCAFile == "" {
 		return nil, nil
 	}

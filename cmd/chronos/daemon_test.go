@@ -19,6 +19,7 @@ import (
 
 	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/server"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // pollEvery is how often a test looks again at what it waits for, until
@@ -105,7 +106,7 @@ func TestProcessDaemon(t *testing.T) {
 	pidPath := filepath.Join(dir, "chronos.pid")
 	addr := proctest.FreeAddr(t)
 	args := append([]string{"--daemon", "--pidfile=" + pidPath}, daemonFiles(t, dir, addr, logDir)...)
-	logPath := filepath.Join(logDir, server.LogFileName)
+	logPath := filepath.Join(logDir, config.LogFileName)
 
 	parent, out, err := runParent(t, bin, args...)
 	if err != nil {

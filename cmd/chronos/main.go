@@ -15,6 +15,7 @@ import (
 	"os"
 
 	"github.com/chronos-timer/chronos/server"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 func main() {
@@ -31,7 +32,7 @@ func main() {
 func run(args []string, stderr io.Writer) int {
 	fs := newFlagSet("chronos", stderr,
 		"Usage: chronos [flags]\n       chronos cluster [flags]   (a local cluster on loopback; chronos cluster -h)\n")
-	var flags server.Flags
+	var flags config.Flags
 	flags.Register(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -54,7 +55,7 @@ func run(args []string, stderr io.Writer) int {
 		return fail(stderr, 1, err)
 	}
 	defer closeLog()
-	server.LogWarnings(log, cfg.Warnings)
+	config.LogWarnings(log, cfg.Warnings)
 	if err := server.Run(context.Background(), cfg, log); err != nil {
 		log.Error("chronos stopped", "err", err)
 		server.DaemonStarted(err)
