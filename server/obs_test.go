@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chronos-timer/chronos/server/config"
+	"github.com/chronos-timer/chronos/server/lifecycle"
 )
 
 // metricValue returns the value of one series in a Prometheus text
@@ -261,7 +260,7 @@ func TestReloadSetsLogLevelAndTellsMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	log, closeLog, err := OpenLog(cfg, logs)
+	log, closeLog, err := lifecycle.OpenLog(cfg, logs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,24 +294,6 @@ func TestReloadSetsLogLevelAndTellsMembership(t *testing.T) {
 	if changed == nil || changed["old_view"] != oldView || changed["new_view"] != newView || oldView == newView ||
 		fmt.Sprint(changed["joining"]) != "[127.0.0.1:9]" || fmt.Sprint(changed["added"]) != "[127.0.0.1:9]" {
 		t.Errorf("membership line %v, want views %s to %s and 127.0.0.1:9 joining", changed, oldView, newView)
-	}
-}
-
-// TestOpenLogJSON proves [logging] format = json writes one JSON object
-// per line with the fixed keys.
-func TestOpenLogJSON(t *testing.T) {
-	cfg := config.Default()
-	cfg.LogFormat = config.LogJSON
-	var out bytes.Buffer
-	log, closeLog, err := OpenLog(cfg, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeLog()
-	log.Info("hello", "node", "127.0.0.1:7253", "timer", "0123")
-	var rec map[string]any
-	if err := json.Unmarshal(out.Bytes(), &rec); err != nil || rec["msg"] != "hello" || rec["node"] != "127.0.0.1:7253" || rec["level"] != "INFO" {
-		t.Fatalf("line %q (%v), want a JSON record of hello at INFO", out.String(), err)
 	}
 }
 

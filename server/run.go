@@ -16,6 +16,7 @@ import (
 
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/server/config"
+	"github.com/chronos-timer/chronos/server/lifecycle"
 )
 
 // HTTP server limits. Bodies are at most wire.MaxBodyBytes, so reading a
@@ -321,21 +322,37 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger) error {
 		}
 		defer servePprof(context.WithoutCancel(ctx), pln, srv.log)()
 	}
-	ctx, stop := signal.NotifyContext(ctx, stopSignals...)
+	ctx, stop := signal.NotifyContext(ctx, lifecycle.StopSignals...)
 	defer stop()
 	// Registered before serving, so that once "serving" is logged a SIGHUP
 	// reloads instead of killing the process.
 	sigs := make(chan os.Signal, 4)
-	if len(extraSignals) > 0 {
-		signal.Notify(sigs, extraSignals...)
+	if len(lifecycle.ControlSignals) > 0 {
+		signal.Notify(sigs, lifecycle.ControlSignals...)
 		defer signal.Stop(sigs)
 	}
 	go srv.handleSignals(ctx, sigs)
 	defer srv.watchDNS(ctx)()
 	// Told once every signal is handled: the parent's return means a
 	// SIGTERM stops the node cleanly.
-	DaemonStarted(nil)
+	lifecycle.DaemonStarted(nil)
 	return srv.Serve(ctx, ln)
+}
+
+// listen binds cfg's address and then writes the pid file, if any, so
+// that a pid file names a process that serves. release removes the pid
+// file.
+func listen(cfg config.Node, log *slog.Logger) (ln net.Listener, release func(), err error) {
+	ln, err = net.Listen("tcp", cfg.ListenAddress())
+	if err != nil {
+		return nil, nil, fmt.Errorf("server: listen: %w", err)
+	}
+	pid, err := lifecycle.CreatePIDFile(cfg.PIDFile)
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	return ln, func() { pid.Remove(log) }, nil
 }
 
 // applyMemoryLimit sets the process's soft memory limit to limit bytes, if
@@ -346,23 +363,4 @@ func applyMemoryLimit(limit int64, log *slog.Logger) {
 	}
 	prev := debug.SetMemoryLimit(limit)
 	log.Info("memory_limit_set", "bytes", limit, "previous", prev)
-}
-
-// handleSignals serves SIGHUP and SIGUSR1 until ctx is done.
-func (s *Server) handleSignals(ctx context.Context, sigs <-chan os.Signal) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case sig := <-sigs:
-			switch sig {
-			case resyncSignal:
-				s.Resync()
-			case reloadSignal:
-				if err := s.Reload(); err != nil {
-					s.log.Error("cluster reload failed; keeping the current cluster", "err", err)
-				}
-			}
-		}
-	}
 }

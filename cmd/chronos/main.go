@@ -16,6 +16,7 @@ import (
 
 	"github.com/chronos-timer/chronos/server"
 	"github.com/chronos-timer/chronos/server/config"
+	"github.com/chronos-timer/chronos/server/lifecycle"
 )
 
 func main() {
@@ -41,16 +42,16 @@ func run(args []string, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, 2, err)
 	}
-	if flags.Daemon && !server.DaemonChild() {
+	if flags.Daemon && !lifecycle.DaemonChild() {
 		if cfg.LogFolder == "" {
 			fmt.Fprintln(stderr, "chronos: warning: --daemon without a [logging] folder: the log is discarded")
 		}
-		if err := server.Daemonize(cfg, args); err != nil {
+		if err := lifecycle.Daemonize(cfg, args); err != nil {
 			return fail(stderr, 1, err)
 		}
 		return 0
 	}
-	log, closeLog, err := server.OpenLog(cfg, stderr)
+	log, closeLog, err := lifecycle.OpenLog(cfg, stderr)
 	if err != nil {
 		return fail(stderr, 1, err)
 	}
@@ -58,7 +59,7 @@ func run(args []string, stderr io.Writer) int {
 	config.LogWarnings(log, cfg.Warnings)
 	if err := server.Run(context.Background(), cfg, log); err != nil {
 		log.Error("chronos stopped", "err", err)
-		server.DaemonStarted(err)
+		lifecycle.DaemonStarted(err)
 		return 1
 	}
 	return 0
@@ -96,6 +97,6 @@ func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 // returns code.
 func fail(stderr io.Writer, code int, err error) int {
 	fmt.Fprintf(stderr, "chronos: %v\n", err)
-	server.DaemonStarted(err)
+	lifecycle.DaemonStarted(err)
 	return code
 }

@@ -39,7 +39,7 @@ const (
 const DefaultStorageDir = "chronos-data"
 
 // LogFileName is the log file the node writes in the [logging] folder
-// (OpenLog in package process).
+// (OpenLog in package lifecycle).
 const LogFileName = "chronos.log"
 
 // Node is the production configuration: what chronos.conf,
@@ -57,7 +57,7 @@ type Node struct {
 	LogLevel  slog.Level
 	LogFormat string
 	// Level, when not nil, is the level the node's logger filters at,
-	// shared by OpenLog's logger and the Server: a reload (SIGHUP) sets
+	// shared by lifecycle.OpenLog's logger and the Server: a reload (SIGHUP) sets
 	// it to the LogLevel the files give then. Flags.Load sets it; nil
 	// leaves the logger at LogLevel for good.
 	Level *slog.LevelVar

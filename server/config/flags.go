@@ -33,7 +33,7 @@ type Flags struct {
 	// PIDFile receives the process ID of the serving process (--pidfile).
 	PIDFile string
 	// Daemon asks the process to run in the background (--daemon): the
-	// command returns once the node serves (Daemonize).
+	// command returns once the node serves (lifecycle.Daemonize).
 	Daemon bool
 
 	settings settings

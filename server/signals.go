@@ -2,39 +2,40 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 
 	"github.com/chronos-timer/chronos/server/config"
+	"github.com/chronos-timer/chronos/server/lifecycle"
 )
 
-// listen binds cfg's address and then writes the pid file, if any, so
-// that a pid file names a process that serves. release removes the pid
-// file.
-func listen(cfg config.Node, log *slog.Logger) (ln net.Listener, release func(), err error) {
-	ln, err = net.Listen("tcp", cfg.ListenAddress())
-	if err != nil {
-		return nil, nil, fmt.Errorf("server: listen: %w", err)
+// handleSignals serves SIGHUP and SIGUSR1 until ctx is done.
+func (s *Server) handleSignals(ctx context.Context, sigs <-chan os.Signal) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case sig := <-sigs:
+			switch sig {
+			case lifecycle.ResyncSignal:
+				s.Resync()
+			case lifecycle.ReloadSignal:
+				if err := s.Reload(); err != nil {
+					s.log.Error("cluster reload failed; keeping the current cluster", "err", err)
+				}
+			}
+		}
 	}
-	pid, err := createPIDFile(cfg.PIDFile)
-	if err != nil {
-		ln.Close()
-		return nil, nil, err
-	}
-	return ln, func() { pid.remove(log) }, nil
 }
 
 // watchDNS re-reads the DNS file on SIGUSR2, as the original does, until
 // ctx is done or the returned stop is called.
 func (s *Server) watchDNS(ctx context.Context) (stop func()) {
-	if dnsSignal == nil {
+	if lifecycle.DNSSignal == nil {
 		return func() {}
 	}
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, dnsSignal)
+	signal.Notify(sigs, lifecycle.DNSSignal)
 	ctx, cancel := context.WithCancel(ctx)
 	go func() {
 		for {

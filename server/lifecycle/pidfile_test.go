@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package lifecycle
 
 import (
 	"log/slog"
@@ -17,7 +17,7 @@ import (
 // path for the next.
 func TestPIDFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "chronos.pid")
-	p, err := createPIDFile(path)
+	p, err := CreatePIDFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,22 +25,22 @@ func TestPIDFile(t *testing.T) {
 	if err != nil || string(data) != strconv.Itoa(os.Getpid())+"\n" {
 		t.Fatalf("pid file holds %q, %v; want %d and a newline", data, err, os.Getpid())
 	}
-	if _, err := createPIDFile(path); err == nil || !strings.Contains(err.Error(), "another process holds this pid file") {
+	if _, err := CreatePIDFile(path); err == nil || !strings.Contains(err.Error(), "another process holds this pid file") {
 		t.Errorf("second pid file: error %v, want it refused as locked", err)
 	}
-	p.remove(slog.New(slog.DiscardHandler))
+	p.Remove(slog.New(slog.DiscardHandler))
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("pid file after remove: %v, want it gone", err)
 	}
-	again, err := createPIDFile(path)
+	again, err := CreatePIDFile(path)
 	if err != nil {
 		t.Fatalf("pid file after the first was removed: %v", err)
 	}
-	again.remove(slog.New(slog.DiscardHandler))
-	var none *pidFile
-	none.remove(slog.New(slog.DiscardHandler))
-	if p, err := createPIDFile(""); p != nil || err != nil {
-		t.Errorf("createPIDFile(\"\") = %v, %v; want nothing", p, err)
+	again.Remove(slog.New(slog.DiscardHandler))
+	var none *PIDFile
+	none.Remove(slog.New(slog.DiscardHandler))
+	if p, err := CreatePIDFile(""); p != nil || err != nil {
+		t.Errorf("CreatePIDFile(\"\") = %v, %v; want nothing", p, err)
 	}
 }
 
@@ -48,7 +48,7 @@ func TestPIDFile(t *testing.T) {
 // another process: another instance took the path over.
 func TestPIDFileTakenOver(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "chronos.pid")
-	p, err := createPIDFile(path)
+	p, err := CreatePIDFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestPIDFileTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs strings.Builder
-	p.remove(slog.New(slog.NewTextHandler(&logs, nil)))
+	p.Remove(slog.New(slog.NewTextHandler(&logs, nil)))
 	if data, err := os.ReadFile(path); err != nil || string(data) != "1\n" {
 		t.Errorf("pid file %q, %v; want the other process's left in place", data, err)
 	}

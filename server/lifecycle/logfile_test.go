@@ -1,6 +1,8 @@
-package server
+package lifecycle
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,10 +58,31 @@ func TestOpenLog(t *testing.T) {
 // TestOpenLogFolderRefused proves that a log folder that cannot be made is
 // an error naming it, not a silently lost log.
 func TestOpenLogFolderRefused(t *testing.T) {
-	file := writeFile(t, t.TempDir(), "not-a-folder", "")
+	file := filepath.Join(t.TempDir(), "not-a-folder")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cfg := config.Default()
 	cfg.LogFolder = filepath.Join(file, "sub")
 	if _, _, err := OpenLog(cfg, new(strings.Builder)); err == nil || !strings.Contains(err.Error(), "server: log folder") {
 		t.Errorf("error = %v, want one about the log folder", err)
+	}
+}
+
+// TestOpenLogJSON proves [logging] format = json writes one JSON object
+// per line with the fixed keys.
+func TestOpenLogJSON(t *testing.T) {
+	cfg := config.Default()
+	cfg.LogFormat = config.LogJSON
+	var out bytes.Buffer
+	log, closeLog, err := OpenLog(cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLog()
+	log.Info("hello", "node", "127.0.0.1:7253", "timer", "0123")
+	var rec map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rec); err != nil || rec["msg"] != "hello" || rec["node"] != "127.0.0.1:7253" || rec["level"] != "INFO" {
+		t.Fatalf("line %q (%v), want a JSON record of hello at INFO", out.String(), err)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package lifecycle
 
 import (
 	"bytes"
@@ -11,18 +11,18 @@ import (
 	"github.com/chronos-timer/chronos/internal/lockfile"
 )
 
-// pidFile is the --pidfile of a running node, and the lock that keeps a
+// PIDFile is the --pidfile of a running node, and the lock that keeps a
 // second process from taking it.
-type pidFile struct {
+type PIDFile struct {
 	path string
 	lock *os.File
 }
 
-// createPIDFile locks path.lock, as the original does, for as long as the
+// CreatePIDFile locks path.lock, as the original does, for as long as the
 // process lives (a second process given the same pid file stops here),
 // then writes the process ID to path atomically: into a temporary file
 // in the same folder, renamed over path. An empty path creates nothing.
-func createPIDFile(path string) (*pidFile, error) {
+func CreatePIDFile(path string) (*PIDFile, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -34,7 +34,7 @@ func createPIDFile(path string) (*pidFile, error) {
 		lock.Close()
 		return nil, fmt.Errorf("server: pid file: %w", err)
 	}
-	return &pidFile{path: path, lock: lock}, nil
+	return &PIDFile{path: path, lock: lock}, nil
 }
 
 // pidText is what the pid file holds: the process ID and a newline.
@@ -66,10 +66,10 @@ func writeAtomic(path string, data []byte) error {
 	return err
 }
 
-// remove deletes the pid file if it still names this process (another
+// Remove deletes the pid file if it still names this process (another
 // may have taken it over), then releases the lock; the lock file stays,
-// as the original leaves it. A nil pidFile does nothing.
-func (p *pidFile) remove(log *slog.Logger) {
+// as the original leaves it. A nil PIDFile does nothing.
+func (p *PIDFile) Remove(log *slog.Logger) {
 	if p == nil {
 		return
 	}
