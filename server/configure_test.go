@@ -42,6 +42,3 @@ func parseAndLoad(args []string) (config.Node, error) {
 	}
 	return f.Load()
 }
-
-// parseDNSConfig reads a DNS file's records (config.ParseDNSConfig).
-var parseDNSConfig = config.ParseDNSConfig

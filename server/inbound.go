@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chronos-timer/chronos/server/transport"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -19,7 +20,7 @@ const (
 	routePing       = "ping"
 	routeStatus     = "status"
 	routeMetrics    = "metrics"
-	routeBatch      = "batch" // BatchPath: requests between nodes, batched
+	routeBatch      = "batch" // transport.BatchPath: requests between nodes, batched
 	routeOther      = "other"
 )
 
@@ -41,7 +42,7 @@ func routeOf(r *http.Request) string {
 		return routeStatus
 	case p == MetricsPath:
 		return routeMetrics
-	case p == BatchPath:
+	case p == transport.BatchPath:
 		return routeBatch
 	}
 	return routeOther

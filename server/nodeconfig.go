@@ -2,6 +2,9 @@ package server
 
 import (
 	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
 
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/server/config"
@@ -37,4 +40,26 @@ func nodeConfig(c config.Node, clk node.Clock, nw node.Network, log *slog.Logger
 	nc.Network = nw
 	nc.Logger = log
 	return nc
+}
+
+// ownAddresses are the addresses the node serves on besides its cluster
+// address, which callbacks may not reach by default: the bind address
+// and port, and when that is unspecified (every interface), each of the
+// machine's interface addresses at the port (and, by the policy's rule,
+// every loopback address).
+func ownAddresses(bind string, port int) []string {
+	out := []string{net.JoinHostPort(bind, strconv.Itoa(port))}
+	if ip, err := netip.ParseAddr(bind); err != nil || !ip.IsUnspecified() {
+		return out
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return out
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, netip.AddrPortFrom(p.Addr(), uint16(port)).String())
+		}
+	}
+	return out
 }

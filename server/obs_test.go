@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/server/lifecycle"
+	"github.com/chronos-timer/chronos/server/transport"
 )
 
 // metricValue returns the value of one series in a Prometheus text
@@ -159,7 +160,7 @@ func TestPeerReachability(t *testing.T) {
 	}
 	p.observe(a, nil)
 	p.observe("127.9.9.9:7253", refused) // not tracked: ignored
-	p.observe(a, fmt.Errorf("server: %w", ErrShed))
+	p.observe(a, fmt.Errorf("server: %w", transport.ErrShed))
 	if ps := state(a); ps.State != ReachReachable || !ps.Since.Equal(clk.t) || len(lines()) != 0 {
 		t.Fatalf("after an answer: %+v, lines %q; want reachable since now and no line", ps, lines())
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/server/config"
+	"github.com/chronos-timer/chronos/server/transport"
 )
 
 // Reachability of a peer, as GET /status shows it.
@@ -92,7 +93,7 @@ func (p *peers) track(addrs []string) {
 // reachable; an error unreachable, unless the request never left this
 // node (shed under load, or the client closed).
 func (p *peers) observe(addr string, err error) {
-	if errors.Is(err, ErrShed) || errors.Is(err, ErrClientClosed) {
+	if errors.Is(err, transport.ErrShed) || errors.Is(err, transport.ErrClientClosed) {
 		return
 	}
 	p.mu.Lock()
@@ -181,7 +182,7 @@ type observed struct {
 var _ node.Network = observed{}
 
 func (o observed) Send(req node.Request, timeout time.Duration, done func(node.Response, error)) {
-	if kindOf(req) == kindCallback {
+	if transport.IsCallback(req) {
 		o.next.Send(req, timeout, done)
 		return
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/server/config"
 	"github.com/chronos-timer/chronos/server/lifecycle"
+	"github.com/chronos-timer/chronos/server/transport"
 )
 
 // HTTP server limits. Bodies are at most wire.MaxBodyBytes, so reading a
@@ -26,7 +27,6 @@ const (
 	readTimeout       = 30 * time.Second
 	writeSlack        = 10 * time.Second
 	idleTimeout       = 120 * time.Second
-	maxHeaderBytes    = 64 << 10
 )
 
 // Server is one production node: the node itself, driven through a Serial
@@ -34,7 +34,7 @@ const (
 type Server struct {
 	log    *slog.Logger
 	serial *Serial
-	client *Client
+	client *transport.Client
 	http   *http.Server
 	// peers follows the reachability of the other members and sites.
 	peers *peers
@@ -71,9 +71,10 @@ func New(cfg config.Node, log *slog.Logger) (*Server, error) {
 	if s.certs, err = newCerts(cfg); err != nil {
 		return nil, err
 	}
-	s.client = NewClient(s.serial, log)
+	reg := newRegistry()
+	s.client = transport.NewClient(s.serial.Do, reg, log)
 	s.client.SetDNS(cfg.DNS)
-	if err := s.client.secure(cfg, s.certs); err != nil {
+	if err := secure(s.client, cfg, s.certs); err != nil {
 		return nil, err
 	}
 	s.peers = newPeers(log, time.Now)
@@ -96,18 +97,17 @@ func New(cfg config.Node, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: build node: %w", err)
 	}
-	reg := s.client.metrics.registry
 	s.registerNodeMetrics(reg)
 	s.registerCertMetrics(reg)
 	registerBuildInfo(reg)
 	in := newInbound(reg)
 	s.http = &http.Server{
-		Handler:           in.wrap(withPeerCerts(s.certs, withStatus(s, withMetrics(s.client.Metrics(), NewHandler(s.node, s.serial, cfg.ReplyTimeout, log))))),
+		Handler:           in.wrap(withPeerCerts(s.certs, withStatus(s, withMetrics(reg, transport.NewHandler(s.node, s.serial.Do, cfg.ReplyTimeout, log))))),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      cfg.ReplyTimeout + writeSlack,
 		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
+		MaxHeaderBytes:    transport.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	return s, nil

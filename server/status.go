@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/transport"
 )
 
 // StatusPath is where a Server answers what its node holds and how its
@@ -122,7 +123,7 @@ func withStatus(s *Server, next http.Handler) http.Handler {
 		}
 		body, err := json.MarshalIndent(s.Status(), "", "  ")
 		if err != nil {
-			writeError(w, http.StatusInternalServerError, err.Error())
+			transport.WriteError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

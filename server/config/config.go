@@ -110,7 +110,7 @@ type Node struct {
 	// key, PEM ([http] tls_cert_file, tls_key_file): set, the node serves
 	// HTTPS only and reaches its peers over HTTPS. TLSCAFile is the CA
 	// that signs the members' certificates ([cluster] tls_ca_file): set,
-	// TLS between nodes is mutual (see tls.go). All are read again on
+	// TLS between nodes is mutual (see server/tls.go). All are read again on
 	// SIGHUP.
 	TLSCertFile string
 	TLSKeyFile  string

@@ -1,15 +1,10 @@
-package server
+package transport
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -33,7 +28,7 @@ func postBatch(h http.Handler, body []byte) *httptest.ResponseRecorder {
 // sent (method, target, header fields, body), and each reply, one of them
 // given later from outside the batch's entry, comes back in its place.
 func TestBatchHandlerHandsEachToTheNode(t *testing.T) {
-	s := NewSerial()
+	s := newNodeLock()
 	later := make(chan func(node.Response), 1)
 	core := &fakeCore{serial: s, t: t, respond: func(req node.Request, reply func(node.Response)) {
 		switch req.Method {
@@ -51,7 +46,7 @@ func TestBatchHandlerHandsEachToTheNode(t *testing.T) {
 		reply := <-later
 		s.Do(func() { reply(sampleResponses()[2]) })
 	}()
-	rec := postBatch(NewHandler(core, s, waitTimeout, nil), appendBatchRequest(nil, sampleBatch()))
+	rec := postBatch(NewHandler(core, s.Do, waitTimeout, nil), appendBatchRequest(nil, sampleBatch()))
 	if rec.Code != http.StatusOK || rec.Header().Get(node.HeaderContentType) != batchContentType {
 		t.Fatalf("answer %d %q %q, want 200 of %s", rec.Code, rec.Header().Get(node.HeaderContentType), rec.Body, batchContentType)
 	}
@@ -72,9 +67,9 @@ func TestBatchHandlerHandsEachToTheNode(t *testing.T) {
 // 400 with its reason, a batch too large 413, another method 405, and
 // that none of them reaches the node.
 func TestBatchHandlerRefusesMalformed(t *testing.T) {
-	s := NewSerial()
+	s := newNodeLock()
 	core := &fakeCore{serial: s, t: t, respond: func(_ node.Request, reply func(node.Response)) { reply(node.Response{Status: 200}) }}
-	h := NewHandler(core, s, waitTimeout, nil)
+	h := NewHandler(core, s.Do, waitTimeout, nil)
 	good := appendBatchRequest(nil, sampleBatch())
 	nested := appendBatchRequest(nil, append(sampleBatch(), node.Request{Method: "POST", URL: BatchPath}))
 	for _, tt := range []struct {
@@ -110,7 +105,7 @@ func TestBatchHandlerRefusesMalformed(t *testing.T) {
 // node's reply after that is dropped.
 func TestBatchHandlerNoReply(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewSerial()
+		s := newNodeLock()
 		var kept func(node.Response)
 		core := &fakeCore{serial: s, t: t, respond: func(req node.Request, reply func(node.Response)) {
 			if req.Method == http.MethodDelete {
@@ -119,7 +114,7 @@ func TestBatchHandlerNoReply(t *testing.T) {
 			}
 			reply(node.Response{Status: http.StatusOK})
 		}}
-		rec := postBatch(NewHandler(core, s, 2*time.Second, nil), appendBatchRequest(nil, sampleBatch()))
+		rec := postBatch(NewHandler(core, s.Do, 2*time.Second, nil), appendBatchRequest(nil, sampleBatch()))
 		resps, err := parseBatchResponse(rec.Body.Bytes(), 3)
 		if rec.Code != http.StatusOK || err != nil {
 			t.Fatalf("answer %d, %v; want 200 with 3 responses", rec.Code, err)
@@ -137,55 +132,11 @@ func TestBatchHandlerNoReply(t *testing.T) {
 // TestBatchHandlerStoppedNode proves a batch to a stopping node is
 // answered 503 whole, so the sender fails each of its requests.
 func TestBatchHandlerStoppedNode(t *testing.T) {
-	s := NewSerial()
+	s := newNodeLock()
 	s.Close()
 	core := &fakeCore{serial: s, t: t, respond: func(node.Request, func(node.Response)) { t.Error("stopped node entered") }}
-	rec := postBatch(NewHandler(core, s, waitTimeout, nil), appendBatchRequest(nil, sampleBatch()))
+	rec := postBatch(NewHandler(core, s.Do, waitTimeout, nil), appendBatchRequest(nil, sampleBatch()))
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get(wire.HeaderRetryAfter) == "" {
 		t.Errorf("answer %d, want 503 with Retry-After", rec.Code)
-	}
-}
-
-// TestBatchKeepsTheClusterKey proves a real node checks the signature of
-// each sub-request as it would a lone request's: in one batch, a signed
-// internal request is taken, an unsigned one and one signed over another
-// body are refused with 403, and a client request needs no signature (a
-// HEAD's answer, as alone, without its body).
-func TestBatchKeepsTheClusterKey(t *testing.T) {
-	const key = "0123456789abcdef"
-	_, base, _, stop, _ := startServer(t, "[cluster]\nlocalhost = %[1]s\nkey = "+key+"\n", &syncBuffer{})
-	defer stop()
-	sent, to := strconv.FormatInt(time.Now().UnixMilli(), 10), strings.TrimPrefix(base, "http://")
-	sign := func(method, target string, body []byte) node.Header {
-		mac := hmac.New(sha256.New, []byte(key))
-		mac.Write([]byte(method + "\n" + target + "\n" + sent + "\n" + to + "\n"))
-		mac.Write(body)
-		return node.Header{node.HeaderSignature: hex.EncodeToString(mac.Sum(nil)), node.HeaderSent: sent, node.HeaderTo: to}
-	}
-	refs := []byte(`{"IDs": []}`)
-	reqs := []node.Request{
-		{Method: "DELETE", URL: "/timers/references", Header: sign("DELETE", "/timers/references", refs), Body: refs},
-		{Method: "DELETE", URL: "/timers/references", Header: node.Header{node.HeaderSent: sent, node.HeaderTo: to}, Body: refs},
-		{Method: "DELETE", URL: "/timers/references", Header: sign("DELETE", "/timers/references", nil), Body: refs},
-		{Method: "GET", URL: "/ping", Header: node.Header{}},
-		{Method: "HEAD", URL: "/ping", Header: node.Header{}},
-	}
-	resp, err := http.Post(base+BatchPath, batchContentType, bytes.NewReader(appendBatchRequest(nil, reqs)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	resps, err := parseBatchResponse(body, len(reqs))
-	if resp.StatusCode != http.StatusOK || err != nil {
-		t.Fatalf("answer %d %q, %v; want 200 with %d responses", resp.StatusCode, body, err, len(reqs))
-	}
-	for i, want := range []int{202, 403, 403, 200, 200} {
-		if resps[i].Status != want {
-			t.Errorf("sub-request %d: %d %q, want %d", i, resps[i].Status, resps[i].Body, want)
-		}
-	}
-	if string(resps[3].Body) != "OK" || resps[4].Body != nil {
-		t.Errorf("GET and HEAD /ping bodies %q and %q, want \"OK\" and none, as alone", resps[3].Body, resps[4].Body)
 	}
 }

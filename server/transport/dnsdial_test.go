@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"context"
@@ -6,13 +6,15 @@ import (
 	"net"
 	"reflect"
 	"testing"
+
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // TestDNSDial proves that the client's connections honour the records: a
 // listed name is dialled at its addresses in order until one answers, a
 // CNAME is dialled by its target's name, and an unlisted name as given.
 func TestDNSDial(t *testing.T) {
-	d, _, err := parseDNSConfig([]byte(`{"hostnames": [
+	d, _, err := config.ParseDNSConfig([]byte(`{"hostnames": [
 		{"name": "cb.example", "records": [{"rrtype": "A", "targets": ["10.0.0.7", "10.0.0.8"]}]},
 		{"name": "alias.example", "records": [{"rrtype": "CNAME", "target": "real.example"}]}
 	]}`))
@@ -65,7 +67,7 @@ func TestDNSDialLoopback(t *testing.T) {
 			c.Close()
 		}
 	}()
-	d, _, err := parseDNSConfig([]byte(`{"hostnames": [{"name": "callbacks.invalid", "records": [{"rrtype": "A", "targets": ["127.0.0.1"]}]}]}`))
+	d, _, err := config.ParseDNSConfig([]byte(`{"hostnames": [{"name": "callbacks.invalid", "records": [{"rrtype": "A", "targets": ["127.0.0.1"]}]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,36 +82,5 @@ func TestDNSDialLoopback(t *testing.T) {
 	buf := make([]byte, 5)
 	if _, err := conn.Read(buf); err != nil || string(buf) != "hello" {
 		t.Errorf("read %q, %v; want hello from the listener", buf, err)
-	}
-}
-
-// TestReloadDNS proves that the server's client takes the DNS file's
-// records at start and again on ReloadDNS, and keeps the current ones
-// when the file has become malformed.
-func TestReloadDNS(t *testing.T) {
-	const one = `{"hostnames": [{"name": "a.example", "records": [{"rrtype": "A", "targets": ["10.0.0.1"]}]}]}`
-	const two = `{"hostnames": [{"name": "a.example", "records": [{"rrtype": "A", "targets": ["10.0.0.1"]}]},
-		{"name": "b.example", "records": [{"rrtype": "CNAME", "target": "a.example"}]}]}`
-	path := writeFile(t, t.TempDir(), "dns.json", one)
-	cfg, err := parseAndLoad(append(noFiles, "--dns-config-file", path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.shutdown()
-	names := func() int { return srv.client.dialer.static.Load().Len() }
-	if got := names(); got != 1 {
-		t.Fatalf("names at start %d, want 1", got)
-	}
-	writeFile(t, "", path, two)
-	if err := srv.ReloadDNS(); err != nil || names() != 2 {
-		t.Fatalf("after reload: %v, %d names; want 2", err, names())
-	}
-	writeFile(t, "", path, `{"hostnames": [`)
-	if err := srv.ReloadDNS(); err == nil || names() != 2 {
-		t.Errorf("malformed file: %v, %d names; want an error and the 2 names kept", err, names())
 	}
 }

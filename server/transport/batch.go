@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"encoding/binary"
@@ -44,8 +44,8 @@ const (
 	// batchMaxHeaders bounds the header fields of one entry.
 	batchMaxHeaders = 32
 	// batchMaxHeadBytes bounds the method, target and header fields of
-	// one entry, as the HTTP server bounds a lone request's (maxHeaderBytes).
-	batchMaxHeadBytes = maxHeaderBytes
+	// one entry, as the HTTP server bounds a lone request's.
+	batchMaxHeadBytes = MaxHeaderBytes
 )
 
 // The magics of the two bodies.

@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"bytes"
@@ -132,7 +132,7 @@ type peerSender struct {
 }
 
 func newPeerSender(p *peerTransport, lim limits) *peerSender {
-	return &peerSender{c: newClient(NewSerial().Do, nil, lim, p)}
+	return &peerSender{c: newClient(newNodeLock().Do, nil, lim, p)}
 }
 
 // send sends method to target at the peer, signed with the target as its
@@ -207,7 +207,7 @@ func TestClientBatchesWhatWaits(t *testing.T) {
 			t.Errorf("stats %+v, want 5 ok, 4 in 1 batch, nothing queued or in flight", st)
 		}
 		rec := httptest.NewRecorder()
-		s.c.Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, MetricsPath, nil))
+		scrape(s.c).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 		for _, want := range []string{"chronos_outbound_batches_total 1\n", "chronos_outbound_batched_requests_total 4\n",
 			`chronos_outbound_requests_total{kind="peer",outcome="ok"} 5`} {
 			if !strings.Contains(rec.Body.String(), want) {
@@ -378,7 +378,7 @@ func TestClientBatchesOnlyPeerWrites(t *testing.T) {
 // Handler as one batch, the node behind it gets each as sent, and each
 // done gets its own reply.
 func TestBatchOverLoopback(t *testing.T) {
-	s := NewSerial()
+	s := newNodeLock()
 	arrived, release := make(chan struct{}), make(chan struct{})
 	core := &fakeCore{serial: s, t: t, respond: func(req node.Request, reply func(node.Response)) {
 		if req.URL == "/timers/block" {
@@ -391,9 +391,9 @@ func TestBatchOverLoopback(t *testing.T) {
 		}
 		reply(node.Response{Status: 200, Header: node.Header{"X-Got": req.Header.Get(node.HeaderSignature)}, Body: req.Body})
 	}}
-	peer := httptest.NewServer(NewHandler(core, s, waitTimeout, nil))
+	peer := httptest.NewServer(NewHandler(core, s.Do, waitTimeout, nil))
 	defer peer.Close()
-	c := newClient(NewSerial().Do, nil, oneBatchWorker(), newTransport(newDNSDialer().DialContext))
+	c := newClient(newNodeLock().Do, nil, oneBatchWorker(), newTransport(newDNSDialer().DialContext))
 	defer c.Close()
 	done := make(chan peerOutcome, 4)
 	send := func(target string) {

@@ -1,19 +1,18 @@
-package server
+package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
-	"github.com/chronos-timer/chronos/server/config"
 )
 
 // The Client sends two kinds of request, each over a transport of its
@@ -106,42 +105,13 @@ func (c *Client) transport(req node.Request) (http.RoundTripper, string) {
 	return c.peerRT, req.URL
 }
 
-// secure gives the Client cfg's callback policy, and its transport
-// between nodes: from the node's own address, over TLS when tls is set.
-func (c *Client) secure(cfg config.Node, tls *certs) error {
-	policy, err := nodeConfig(cfg, nil, nil, nil).CallbackPolicy()
-	if err != nil {
-		return fmt.Errorf("server: callback policy: %w", err)
-	}
-	c.SetCallbackPolicy(policy)
-	t := newTransport(c.peerDial(newPeerDialer(cfg.Localhost).DialContext))
-	if tls != nil {
-		t.TLSClientConfig = tls.peerConfig()
-	}
-	c.setPeerTransport(t, tls != nil)
-	return nil
-}
-
-// ownAddresses are the addresses the node serves on besides its cluster
-// address, which callbacks may not reach by default: the bind address
-// and port, and when that is unspecified (every interface), each of the
-// machine's interface addresses at the port (and, by the policy's rule,
-// every loopback address).
-func ownAddresses(bind string, port int) []string {
-	out := []string{net.JoinHostPort(bind, strconv.Itoa(port))}
-	if ip, err := netip.ParseAddr(bind); err != nil || !ip.IsUnspecified() {
-		return out
-	}
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return out
-	}
-	for _, a := range addrs {
-		if p, err := netip.ParsePrefix(a.String()); err == nil {
-			out = append(out, netip.AddrPortFrom(p.Addr(), uint16(port)).String())
-		}
-	}
-	return out
+// SetPeers makes the Client send requests between nodes from the node's
+// own address local (its cluster address), over TLS with tlsConfig when
+// that is set. Call it before the first Send.
+func (c *Client) SetPeers(local string, tlsConfig *tls.Config) {
+	t := newTransport(c.peerDial(newPeerDialer(local).DialContext))
+	t.TLSClientConfig = tlsConfig
+	c.setPeerTransport(t, tlsConfig != nil)
 }
 
 // peerDial is dial behind the Client's static DNS records, as callbacks

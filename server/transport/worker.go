@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"bytes"
@@ -306,9 +306,9 @@ func (c *Client) flush(buf *[]completion) bool {
 }
 
 // enterBatch runs the done callbacks of b under one entry into the node.
-// A panic in one is the node's: the Serial has recorded it and closed, so
-// the rest of the batch and every later one are dropped, and the run loop
-// stops the process (Serial.Failed). It is not re-raised here, where it
+// A panic in one is the node's: enter (the server's Serial) has recorded
+// it and closed, so the rest of the batch and every later one are
+// dropped, and the run loop stops the process. It is not re-raised here, where it
 // would kill the process before that loop reports it.
 func (c *Client) enterBatch(b []completion) {
 	defer func() {

@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"context"
@@ -68,4 +68,13 @@ func (c *Client) SetDNS(d *config.StaticDNS) {
 	if c.dialer != nil {
 		c.dialer.static.Store(d)
 	}
+}
+
+// DNS returns the static records the Client's new connections consult,
+// nil for none.
+func (c *Client) DNS() *config.StaticDNS {
+	if c.dialer == nil {
+		return nil
+	}
+	return c.dialer.static.Load()
 }

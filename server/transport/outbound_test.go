@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestCallbackDialObeysThePolicy proves the callbacks' dialer checks the
@@ -32,14 +34,14 @@ func TestCallbackDialObeysThePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	records, _, err := parseDNSConfig([]byte(`{"hostnames": [
+	records, _, err := config.ParseDNSConfig([]byte(`{"hostnames": [
 		{"name": "self.example", "records": [{"rrtype": "A", "targets": ["127.0.0.1"]}]},
 		{"name": "sink.example", "records": [{"rrtype": "A", "targets": ["127.0.0.2"]}]}
 	]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewClient(NewSerial(), nil)
+	c := NewClient(newNodeLock().Do, prometheus.NewRegistry(), nil)
 	defer c.Close()
 	c.SetDNS(records)
 	c.SetCallbackPolicy(policy)

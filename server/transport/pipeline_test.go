@@ -1,6 +1,7 @@
-package server
+package transport
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -8,12 +9,15 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/wire"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // fakeTransport answers in memory, in a synctest bubble: it calls the
@@ -47,6 +51,24 @@ func (fakeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 }
 
+// syncBuffer is a log sink safe for the Client's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // outcome is what a send's done was called with.
 type outcome struct {
 	resp node.Response
@@ -60,7 +82,7 @@ func testClient(queue int, queueWait time.Duration, logs *syncBuffer) *Client {
 	lim := defaultLimits()
 	lim.workers, lim.queue, lim.queued, lim.queueWait = 1, queue, queue, queueWait
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	return newClient(NewSerial().Do, log, lim, fakeTransport{})
+	return newClient(newNodeLock().Do, log, lim, fakeTransport{})
 }
 
 // inBubble runs f in a synctest bubble with a testClient that is closed
@@ -71,6 +93,13 @@ func inBubble(t *testing.T, queue int, queueWait time.Duration, logs *syncBuffer
 		defer c.Close()
 		f(t, c)
 	})
+}
+
+// scrape serves c's metrics, as the server's registry does.
+func scrape(c *Client) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c.metrics.collectors()...)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 
 // send sends a POST to url with timeout and returns the channel its outcome
@@ -310,7 +339,7 @@ func TestClientMetrics(t *testing.T) {
 		callback("/cb") // queued
 		callback("/cb") // shed
 		rec := httptest.NewRecorder()
-		c.Metrics().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, MetricsPath, nil))
+		scrape(c).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 		for _, want := range []string{
 			`chronos_outbound_requests_total{kind="callback",outcome="ok"} 1`,
 			`chronos_outbound_requests_total{kind="callback",outcome="shed"} 1`,
@@ -356,20 +385,20 @@ func TestClientShedsWhenAllQueuesFull(t *testing.T) {
 }
 
 // TestClientCompletionPanicClosesNode proves a panic in a completion is
-// the node's: the Serial records it and refuses the rest, the panic does
+// the node's: the lock into the node (the server's Serial) records it and
+// refuses the rest, the panic does
 // not escape the delivering goroutine (the run loop reports it), and Close
 // still returns.
 func TestClientCompletionPanicClosesNode(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewSerial()
+		s := newNodeLock()
 		c := newClient(s.Do, nil, defaultLimits(), fakeTransport{})
 		c.Send(node.Request{Method: http.MethodPost, URL: "http://cb.test/cb"}, time.Second, func(node.Response, error) { panic("broken invariant") })
 		synctest.Wait()
 		after := send(c, "http://cb.test/cb", time.Second)
 		c.Close()
-		<-s.Failed()
-		if err := s.Err(); err == nil || !strings.Contains(err.Error(), "broken invariant") {
-			t.Errorf("Serial.Err() = %v, want the completion's panic", err)
+		if v := s.Panicked(); v != "broken invariant" {
+			t.Errorf("recorded panic %v, want the completion's", v)
 		}
 		select {
 		case o := <-after:

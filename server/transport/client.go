@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 var _ node.Network = (*Client)(nil)
@@ -32,10 +33,11 @@ const (
 
 // Client is the node's network in production. Each Send waits in the queue
 // of its destination host for one of that host's workers, which performs
-// the HTTP round trip; the outcomes are handed to the node through the
-// Serial in batches, by one goroutine.
+// the HTTP round trip; the outcomes are handed to the node through enter
+// in batches, by one goroutine.
 type Client struct {
-	// enter runs f inside the node: the Serial's Do, or a test's stand-in.
+	// enter runs f inside the node: the server's Serial.Do, or a test's
+	// stand-in.
 	enter func(f func()) bool
 	rt    http.RoundTripper
 	// peerRT carries the requests between nodes (see outbound.go), over
@@ -66,12 +68,16 @@ type Client struct {
 	delivered chan struct{} // closed when the delivering goroutine ended
 }
 
-// NewClient returns a Client whose completions go through s.
-// Its connections consult no static DNS records until SetDNS.
-func NewClient(s *Serial, log *slog.Logger) *Client {
+// NewClient returns a Client whose completions enter the node through
+// enter, which runs f under the node lock and reports whether it ran (the
+// server's Serial.Do): it records a panic in f, re-raises it, and refuses
+// every later f. Its metrics are registered on reg. Its connections
+// consult no static DNS records until SetDNS.
+func NewClient(enter func(f func()) bool, reg prometheus.Registerer, log *slog.Logger) *Client {
 	d := newDNSDialer()
-	c := newClient(s.Do, log, defaultLimits(), newTransport(d.DialContext))
+	c := newClient(enter, log, defaultLimits(), newTransport(d.DialContext))
 	c.dialer = d
+	reg.MustRegister(c.metrics.collectors()...)
 	return c
 }
 
@@ -175,7 +181,7 @@ func (c *Client) Stats() ClientStats { return c.count.stats() }
 
 // Close fails the requests still queued and aborts the round trips still
 // running, waits for the workers to end and their outcomes to be delivered
-// through the Serial (dropped there if it is closed), and drops idle
+// through enter (dropped there if the node is stopped), and drops idle
 // connections. It must not be called under the node lock.
 func (c *Client) Close() {
 	c.mu.Lock()

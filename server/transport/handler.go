@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"errors"
@@ -14,29 +14,36 @@ import (
 	"github.com/chronos-timer/chronos/wire"
 )
 
+// MaxHeaderBytes bounds the request line and header fields of a request
+// to the node: what the HTTP server reads of a lone request, and of each
+// entry of a batch.
+const MaxHeaderBytes = 64 << 10
+
 // Core is the part of a node the HTTP handler drives. *node.Node implements
 // it; the adapter's own tests drive the handler with a fake.
 type Core interface {
 	Handle(req node.Request, reply func(node.Response))
 }
 
-// Handler serves HTTP by handing each request to the node under the Serial
+// Handler serves HTTP by handing each request to the node through enter
 // and writing the node's reply. Reading the body and waiting for the reply
 // happen outside the lock, so a slow client never holds the node.
 type Handler struct {
 	core         Core
-	serial       *Serial
+	enter        func(f func()) bool
 	replyTimeout time.Duration
 	log          *slog.Logger
 }
 
-// NewHandler returns a Handler for core. replyTimeout bounds the wait for
-// the node's reply; past it the client gets 503 with Retry-After.
-func NewHandler(core Core, s *Serial, replyTimeout time.Duration, log *slog.Logger) *Handler {
+// NewHandler returns a Handler for core, entering it through enter, which
+// runs f under the node lock and reports whether it ran (the server's
+// Serial.Do; false once the node is stopped). replyTimeout bounds the
+// wait for the node's reply; past it the client gets 503 with Retry-After.
+func NewHandler(core Core, enter func(f func()) bool, replyTimeout time.Duration, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{core: core, serial: s, replyTimeout: replyTimeout, log: log}
+	return &Handler{core: core, enter: enter, replyTimeout: replyTimeout, log: log}
 }
 
 // ServeHTTP implements http.Handler.
@@ -47,7 +54,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req, status, reason := readRequest(w, r)
 	if status != 0 {
-		writeError(w, status, reason)
+		WriteError(w, status, reason)
 		return
 	}
 	// Buffered so a reply that comes after the client left, or after the
@@ -60,7 +67,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.log.Error("node replied twice", "method", req.Method, "url", req.URL)
 		}
 	}
-	if !h.serial.Do(func() { h.core.Handle(req, reply) }) {
+	if !h.enter(func() { h.core.Handle(req, reply) }) {
 		writeUnavailable(w, "node is stopping")
 		return
 	}
@@ -167,7 +174,7 @@ func nodeHeader(hh http.Header) node.Header {
 func (h *Handler) writeResponse(w http.ResponseWriter, resp node.Response) {
 	if resp.Status < 100 || resp.Status > 999 {
 		h.log.Error("node replied with an invalid status", "status", resp.Status)
-		writeError(w, http.StatusInternalServerError, "invalid reply from node")
+		WriteError(w, http.StatusInternalServerError, "invalid reply from node")
 		return
 	}
 	hdr := w.Header()
@@ -179,9 +186,10 @@ func (h *Handler) writeResponse(w http.ResponseWriter, resp node.Response) {
 	_, _ = w.Write(resp.Body)
 }
 
-// writeError answers with status and the reason both in the Reason header
-// and as the plain-text body (docs/design.md 4.4).
-func writeError(w http.ResponseWriter, status int, reason string) {
+// WriteError answers with status and the reason both in the Reason header
+// and as the plain-text body (docs/design.md 4.4), as the node answers an
+// error.
+func WriteError(w http.ResponseWriter, status int, reason string) {
 	hdr := w.Header()
 	hdr.Set(wire.HeaderReason, reason)
 	hdr.Set(node.HeaderContentType, "text/plain; charset=utf-8")
@@ -194,5 +202,5 @@ func writeError(w http.ResponseWriter, status int, reason string) {
 // possibly on another node.
 func writeUnavailable(w http.ResponseWriter, reason string) {
 	w.Header().Set(wire.HeaderRetryAfter, "1")
-	writeError(w, http.StatusServiceUnavailable, reason)
+	WriteError(w, http.StatusServiceUnavailable, reason)
 }

@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"context"
@@ -25,17 +25,17 @@ var batchTooBig = fmt.Sprintf("batch body larger than %d bytes", batchMaxBytes)
 func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "method not allowed; allowed: POST")
+		WriteError(w, http.StatusMethodNotAllowed, "method not allowed; allowed: POST")
 		return
 	}
 	body, status, reason := readRequestBody(w, r, batchMaxBytes, batchTooBig)
 	if status != 0 {
-		writeError(w, status, reason)
+		WriteError(w, status, reason)
 		return
 	}
 	reqs, err := parseBatchRequest(body)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	for i := range reqs {
@@ -67,7 +67,7 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request) {
 // stopping, and returns nil if ctx ended first.
 func (h *Handler) handleBatch(ctx context.Context, reqs []node.Request) ([]node.Response, bool) {
 	rs := newBatchReplies(len(reqs))
-	if !h.serial.Do(func() {
+	if !h.enter(func() {
 		for i := range reqs {
 			h.core.Handle(reqs[i], rs.reply(h, reqs[i], i))
 		}
@@ -152,7 +152,7 @@ func checkReply(h *Handler, resp node.Response) node.Response {
 	return resp
 }
 
-// errorReply is the response writeError, or for 503 writeUnavailable,
+// errorReply is the response WriteError, or for 503 writeUnavailable,
 // writes, as a sub-response.
 func errorReply(status int, reason string) node.Response {
 	hdr := node.Header{wire.HeaderReason: reason, node.HeaderContentType: "text/plain; charset=utf-8"}
