@@ -11,13 +11,10 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/chronos-timer/chronos/internal/chantest"
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/server/transport"
 )
-
-// waitTimeout is how long a test waits on a channel before it fails; it is
-// a ceiling against hangs, never a measured timing.
-const waitTimeout = 10 * time.Second
 
 // coreFunc is a node stand-in that answers each request with itself.
 type coreFunc func(req node.Request, reply func(node.Response))
@@ -30,17 +27,6 @@ func assertLocked(t *testing.T, s *Serial, what string) {
 	if s.mu.TryLock() {
 		s.mu.Unlock()
 		t.Errorf("%s ran without the node lock", what)
-	}
-}
-
-func receive[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitTimeout):
-		t.Fatalf("no %s within %v", what, waitTimeout)
-		panic("unreachable")
 	}
 }
 
@@ -69,7 +55,7 @@ func TestSerialPanicStopsNode(t *testing.T) {
 		}()
 		s.Do(func() { panic("broken invariant") })
 	}()
-	receive(t, s.Failed(), "Failed signal")
+	chantest.Receive(t, s.Failed(), "Failed signal")
 	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "server: node panicked: broken invariant") {
 		t.Errorf("Err() = %v, want the recorded panic", err)
 	}
@@ -97,7 +83,7 @@ func TestClockAlarmUnderLock(t *testing.T) {
 		t.Errorf("Stop() = false, want true for a pending alarm")
 	}
 	mock.Add(time.Second)
-	receive(t, fired, "alarm")
+	chantest.Receive(t, fired, "alarm")
 }
 
 // TestSerializedCalls proves that inbound requests, alarms and network
@@ -119,7 +105,7 @@ func TestSerializedCalls(t *testing.T) {
 		enter()
 		reply(node.Response{Status: http.StatusOK})
 	})
-	srv := httptest.NewServer(transport.NewHandler(core, s.Do, waitTimeout, nil))
+	srv := httptest.NewServer(transport.NewHandler(core, s.Do, chantest.Timeout, nil))
 	defer srv.Close()
 	clk := NewClock(clock.New(), s)
 	client := transport.NewClient(s.Do, prometheus.NewRegistry(), nil)
@@ -129,7 +115,7 @@ func TestSerializedCalls(t *testing.T) {
 	done := make(chan struct{}, 3*n)
 	for range n {
 		clk.AfterFunc(0, func() { enter(); done <- struct{}{} })
-		client.Send(node.Request{Method: http.MethodGet, URL: srv.URL + "/ping"}, waitTimeout, func(node.Response, error) {
+		client.Send(node.Request{Method: http.MethodGet, URL: srv.URL + "/ping"}, chantest.Timeout, func(node.Response, error) {
 			assertLocked(t, s, "completion")
 			enter()
 			done <- struct{}{}
@@ -143,7 +129,7 @@ func TestSerializedCalls(t *testing.T) {
 		}()
 	}
 	for range 3 * n {
-		receive(t, done, "call")
+		chantest.Receive(t, done, "call")
 	}
 	s.Do(func() {
 		// Each client Send also reached the node as an inbound request.

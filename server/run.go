@@ -17,6 +17,7 @@ import (
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/server/config"
 	"github.com/chronos-timer/chronos/server/lifecycle"
+	"github.com/chronos-timer/chronos/server/observe"
 	"github.com/chronos-timer/chronos/server/transport"
 )
 
@@ -37,7 +38,7 @@ type Server struct {
 	client *transport.Client
 	http   *http.Server
 	// peers follows the reachability of the other members and sites.
-	peers *peers
+	peers *observe.Peers
 	// certs is the TLS material in use; nil without TLS (tls.go).
 	certs *certs
 	// storage keeps the node's timers on disk; nil keeps them in memory.
@@ -71,16 +72,16 @@ func New(cfg config.Node, log *slog.Logger) (*Server, error) {
 	if s.certs, err = newCerts(cfg); err != nil {
 		return nil, err
 	}
-	reg := newRegistry()
+	reg := observe.NewRegistry()
 	s.client = transport.NewClient(s.serial.Do, reg, log)
 	s.client.SetDNS(cfg.DNS)
 	if err := secure(s.client, cfg, s.certs); err != nil {
 		return nil, err
 	}
-	s.peers = newPeers(log, time.Now)
-	s.peers.track(peerAddrs(cfg))
+	s.peers = observe.NewPeers(log, time.Now)
+	s.peers.Track(peerAddrs(cfg))
 	clk := NewClock(cfg.Clock, s.serial)
-	nc := nodeConfig(cfg, clk, observed{s.client, s.peers}, nodeLog)
+	nc := nodeConfig(cfg, clk, s.peers.Watch(s.client), nodeLog)
 	if cfg.StorageDir != "" {
 		if s.storage, err = openStorage(storageFolder(cfg.StorageDir, cfg.Localhost), s.serial, log); err != nil {
 			return nil, err
@@ -97,12 +98,10 @@ func New(cfg config.Node, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: build node: %w", err)
 	}
-	s.registerNodeMetrics(reg)
-	s.registerCertMetrics(reg)
-	registerBuildInfo(reg)
-	in := newInbound(reg)
+	s.register(reg)
+	api := transport.NewHandler(s.node, s.serial.Do, cfg.ReplyTimeout, log)
 	s.http = &http.Server{
-		Handler:           in.wrap(withPeerCerts(s.certs, withStatus(s, withMetrics(reg, transport.NewHandler(s.node, s.serial.Do, cfg.ReplyTimeout, log))))),
+		Handler:           observe.CountRequests(reg, withPeerCerts(s.certs, observe.WithStatus(s.Status, observe.WithMetrics(reg, api)))),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      cfg.ReplyTimeout + writeSlack,
@@ -255,10 +254,10 @@ func (s *Server) Reload() error {
 	}
 	prev := s.cfg
 	s.cfg = next
-	s.peers.track(peerAddrs(next))
+	s.peers.Track(peerAddrs(next))
 	changed := !sameMembership(prev.Cluster, next.Cluster)
 	if changed {
-		s.log.Info("membership changed", "old_view", formatView(oldView), "new_view", formatView(newView),
+		s.log.Info("membership changed", "old_view", observe.FormatView(oldView), "new_view", observe.FormatView(newView),
 			"nodes", next.Cluster.Nodes, "joining", next.Cluster.Joining, "leaving", next.Cluster.Leaving,
 			"added", added(prev.Cluster.All(), next.Cluster.All()), "removed", added(next.Cluster.All(), prev.Cluster.All()))
 	}
@@ -316,11 +315,11 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger) error {
 	}
 	defer release()
 	if cfg.PprofAddress != "" {
-		pln, err := listenPprof(cfg.PprofAddress)
+		pln, err := observe.ListenPprof(cfg.PprofAddress)
 		if err != nil {
 			return err
 		}
-		defer servePprof(context.WithoutCancel(ctx), pln, srv.log)()
+		defer observe.ServePprof(context.WithoutCancel(ctx), pln, srv.log)()
 	}
 	ctx, stop := signal.NotifyContext(ctx, lifecycle.StopSignals...)
 	defer stop()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chronos-timer/chronos/internal/chantest"
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/server/config"
 	"github.com/chronos-timer/chronos/wire"
@@ -40,7 +41,7 @@ func storedServer(t *testing.T, ln net.Listener, dir string) (*Server, string, f
 	go func() { served <- srv.Serve(ctx, ln) }()
 	stop := func() {
 		cancel()
-		if err := receive(t, served, "Serve return"); err != nil {
+		if err := chantest.Receive(t, served, "Serve return"); err != nil {
 			t.Fatalf("Serve: %v", err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/chronos-timer/chronos/internal/chantest"
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/wire"
 )
@@ -391,27 +392,27 @@ func TestBatchOverLoopback(t *testing.T) {
 		}
 		reply(node.Response{Status: 200, Header: node.Header{"X-Got": req.Header.Get(node.HeaderSignature)}, Body: req.Body})
 	}}
-	peer := httptest.NewServer(NewHandler(core, s.Do, waitTimeout, nil))
+	peer := httptest.NewServer(NewHandler(core, s.Do, chantest.Timeout, nil))
 	defer peer.Close()
 	c := newClient(newNodeLock().Do, nil, oneBatchWorker(), newTransport(newDNSDialer().DialContext))
 	defer c.Close()
 	done := make(chan peerOutcome, 4)
 	send := func(target string) {
 		req := node.Request{Method: http.MethodPut, URL: peer.URL + target, Header: node.Header{node.HeaderSignature: "sig " + target}, Body: []byte(target)}
-		c.Send(req, waitTimeout, func(r node.Response, err error) {
+		c.Send(req, chantest.Timeout, func(r node.Response, err error) {
 			done <- peerOutcome{target, r.Status, r.Header.Get("X-Got") + " " + string(r.Body), err}
 		})
 	}
 	send("/timers/block")
 	// The first request holds the only batch worker until release.
-	receive(t, arrived, "the first request at the peer")
+	chantest.Receive(t, arrived, "the first request at the peer")
 	send("/timers/a")
 	send("/timers/b")
 	send("/timers/c")
 	close(release)
-	receive(t, done, "the blocked request's outcome")
+	chantest.Receive(t, done, "the blocked request's outcome")
 	for _, target := range []string{"/timers/a", "/timers/b", "/timers/c"} {
-		if o := receive(t, done, "an outcome"); o.target != target || o.status != 200 || o.body != "sig "+target+" "+target || o.err != nil {
+		if o := chantest.Receive(t, done, "an outcome"); o.target != target || o.status != 200 || o.body != "sig "+target+" "+target || o.err != nil {
 			t.Errorf("outcome %+v, want %s answered 200 with its own signature and body", o, target)
 		}
 	}

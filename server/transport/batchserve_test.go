@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/chronos-timer/chronos/internal/chantest"
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/wire"
 )
@@ -46,7 +47,7 @@ func TestBatchHandlerHandsEachToTheNode(t *testing.T) {
 		reply := <-later
 		s.Do(func() { reply(sampleResponses()[2]) })
 	}()
-	rec := postBatch(NewHandler(core, s.Do, waitTimeout, nil), appendBatchRequest(nil, sampleBatch()))
+	rec := postBatch(NewHandler(core, s.Do, chantest.Timeout, nil), appendBatchRequest(nil, sampleBatch()))
 	if rec.Code != http.StatusOK || rec.Header().Get(node.HeaderContentType) != batchContentType {
 		t.Fatalf("answer %d %q %q, want 200 of %s", rec.Code, rec.Header().Get(node.HeaderContentType), rec.Body, batchContentType)
 	}
@@ -69,7 +70,7 @@ func TestBatchHandlerHandsEachToTheNode(t *testing.T) {
 func TestBatchHandlerRefusesMalformed(t *testing.T) {
 	s := newNodeLock()
 	core := &fakeCore{serial: s, t: t, respond: func(_ node.Request, reply func(node.Response)) { reply(node.Response{Status: 200}) }}
-	h := NewHandler(core, s.Do, waitTimeout, nil)
+	h := NewHandler(core, s.Do, chantest.Timeout, nil)
 	good := appendBatchRequest(nil, sampleBatch())
 	nested := appendBatchRequest(nil, append(sampleBatch(), node.Request{Method: "POST", URL: BatchPath}))
 	for _, tt := range []struct {
@@ -135,7 +136,7 @@ func TestBatchHandlerStoppedNode(t *testing.T) {
 	s := newNodeLock()
 	s.Close()
 	core := &fakeCore{serial: s, t: t, respond: func(node.Request, func(node.Response)) { t.Error("stopped node entered") }}
-	rec := postBatch(NewHandler(core, s.Do, waitTimeout, nil), appendBatchRequest(nil, sampleBatch()))
+	rec := postBatch(NewHandler(core, s.Do, chantest.Timeout, nil), appendBatchRequest(nil, sampleBatch()))
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get(wire.HeaderRetryAfter) == "" {
 		t.Errorf("answer %d, want 503 with Retry-After", rec.Code)
 	}

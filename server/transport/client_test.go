@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/internal/chantest"
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/wire"
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,12 +41,12 @@ func TestClientSend(t *testing.T) {
 		err  error
 	}
 	got := make(chan outcome, 2)
-	c.Send(node.Request{Method: http.MethodPost, URL: peer.URL + "/cb?q=1", Header: h, Body: []byte("opaque")}, waitTimeout,
+	c.Send(node.Request{Method: http.MethodPost, URL: peer.URL + "/cb?q=1", Header: h, Body: []byte("opaque")}, chantest.Timeout,
 		func(resp node.Response, err error) {
 			assertLocked(t, s, "done")
 			got <- outcome{resp, err}
 		})
-	o := receive(t, got, "completion")
+	o := chantest.Receive(t, got, "completion")
 	if o.err != nil || o.resp.Status != http.StatusCreated || string(o.resp.Body) != "reply" || o.resp.Header.Get("Location") != "/x" {
 		t.Errorf("outcome = %d %q Location %q err %v, want 201 \"reply\" /x nil", o.resp.Status, o.resp.Body, o.resp.Header.Get("Location"), o.err)
 	}
@@ -83,7 +84,7 @@ func TestClientFailures(t *testing.T) {
 		}
 		ch := make(chan outcome, 1)
 		c.Send(node.Request{Method: http.MethodPost, URL: url}, timeout, func(r node.Response, err error) { ch <- outcome{r, err} })
-		o := receive(t, ch, "completion of "+url)
+		o := chantest.Receive(t, ch, "completion of "+url)
 		return o.resp, o.err
 	}
 	for _, tt := range []struct {
@@ -92,14 +93,14 @@ func TestClientFailures(t *testing.T) {
 		want    string
 	}{
 		{peer.URL + "/slow", 10 * time.Millisecond, "deadline exceeded"},
-		{closed.URL + "/cb", waitTimeout, "server: Post"},
-		{peer.URL + "/big", waitTimeout, "response body larger than"},
+		{closed.URL + "/cb", chantest.Timeout, "server: Post"},
+		{peer.URL + "/big", chantest.Timeout, "response body larger than"},
 	} {
 		if _, err := send(tt.url, tt.timeout); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want one containing %q", tt.url, err, tt.want)
 		}
 	}
-	if resp, err := send(peer.URL+"/redirect", waitTimeout); err != nil || resp.Status != http.StatusFound {
+	if resp, err := send(peer.URL+"/redirect", chantest.Timeout); err != nil || resp.Status != http.StatusFound {
 		t.Errorf("redirect: status %d err %v, want 302 and no error", resp.Status, err)
 	}
 }
@@ -131,12 +132,12 @@ func TestClientBurstReusesConnections(t *testing.T) {
 	// A slow machine (the race detector) may take over clientMaxQueueWait
 	// for the burst; what is proved here is reuse, so nothing is shed.
 	lim := defaultLimits()
-	lim.queueWait = waitTimeout
+	lim.queueWait = chantest.Timeout
 	c := newClient(s.Do, nil, lim, newTransport(newDNSDialer().DialContext))
 	defer c.Close()
 	var failed atomic.Int64
 	for range burst {
-		c.Send(node.Request{Method: http.MethodPost, URL: peer.URL + "/cb", Header: node.Header{}, Body: []byte("x")}, waitTimeout,
+		c.Send(node.Request{Method: http.MethodPost, URL: peer.URL + "/cb", Header: node.Header{}, Body: []byte("x")}, chantest.Timeout,
 			func(resp node.Response, err error) {
 				if err != nil || resp.Status != http.StatusOK {
 					failed.Add(1)

@@ -11,13 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronos-timer/chronos/internal/chantest"
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/wire"
 )
-
-// waitTimeout is how long a test waits on a channel before it fails; it is
-// a ceiling against hangs, never a measured timing.
-const waitTimeout = 10 * time.Second
 
 // nodeLock stands in for the server's Serial, through which the Handler
 // and the Client enter the node: Do runs f under one lock, refuses it once
@@ -94,17 +91,6 @@ func assertLocked(t *testing.T, l *nodeLock, what string) {
 	}
 }
 
-func receive[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitTimeout):
-		t.Fatalf("no %s within %v", what, waitTimeout)
-		panic("unreachable")
-	}
-}
-
 // TestHandlerRoundTrip proves the HTTP to node conversion both ways: method,
 // request target, canonical and joined headers, body; then status, headers
 // and body of the reply.
@@ -115,7 +101,7 @@ func TestHandlerRoundTrip(t *testing.T) {
 		h.Set(wire.HeaderLocation, "/timers/0123")
 		reply(node.Response{Status: http.StatusOK, Header: h, Body: []byte("done")})
 	}}
-	srv := httptest.NewServer(NewHandler(core, s.Do, waitTimeout, nil))
+	srv := httptest.NewServer(NewHandler(core, s.Do, chantest.Timeout, nil))
 	defer srv.Close()
 
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/timers/abc?x=y", strings.NewReader(`{"a":1}`))
@@ -152,7 +138,7 @@ func TestHandlerOversizedBody(t *testing.T) {
 	core := &fakeCore{serial: s, t: t, respond: func(_ node.Request, reply func(node.Response)) {
 		reply(node.Response{Status: http.StatusOK})
 	}}
-	srv := httptest.NewServer(NewHandler(core, s.Do, waitTimeout, nil))
+	srv := httptest.NewServer(NewHandler(core, s.Do, chantest.Timeout, nil))
 	defer srv.Close()
 	big := bytes.Repeat([]byte("x"), wire.MaxBodyBytes+1)
 	for _, declared := range []bool{true, false} {
@@ -189,7 +175,7 @@ func TestHandlerLateReply(t *testing.T) {
 	s := newNodeLock()
 	replies := make(chan func(node.Response), 1)
 	core := &fakeCore{serial: s, t: t, respond: func(_ node.Request, reply func(node.Response)) { replies <- reply }}
-	srv := httptest.NewServer(NewHandler(core, s.Do, waitTimeout, nil))
+	srv := httptest.NewServer(NewHandler(core, s.Do, chantest.Timeout, nil))
 	defer srv.Close()
 	go func() {
 		reply := <-replies
@@ -227,12 +213,12 @@ func TestHandlerClientGone(t *testing.T) {
 	req := httptest.NewRequest(http.MethodGet, "/ping", nil).WithContext(ctx)
 	served := make(chan struct{})
 	go func() {
-		NewHandler(core, s.Do, waitTimeout, nil).ServeHTTP(httptest.NewRecorder(), req)
+		NewHandler(core, s.Do, chantest.Timeout, nil).ServeHTTP(httptest.NewRecorder(), req)
 		close(served)
 	}()
-	reply := receive(t, replies, "request at the node")
+	reply := chantest.Receive(t, replies, "request at the node")
 	cancel()
-	receive(t, served, "handler return")
+	chantest.Receive(t, served, "handler return")
 	s.Do(func() { reply(node.Response{Status: http.StatusOK}) })
 }
 
@@ -242,7 +228,7 @@ func TestHandlerStoppedNode(t *testing.T) {
 	s.Close()
 	core := &fakeCore{serial: s, t: t, respond: func(node.Request, func(node.Response)) { t.Error("stopped node entered") }}
 	rec := httptest.NewRecorder()
-	NewHandler(core, s.Do, waitTimeout, nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ping", nil))
+	NewHandler(core, s.Do, chantest.Timeout, nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ping", nil))
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("status = %d, want 503", rec.Code)
 	}

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -9,11 +8,11 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/chronos-timer/chronos/internal/logtest"
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/wire"
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,24 +50,6 @@ func (fakeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 }
 
-// syncBuffer is a log sink safe for the Client's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // outcome is what a send's done was called with.
 type outcome struct {
 	resp node.Response
@@ -78,7 +59,7 @@ type outcome struct {
 // testClient is a Client on fakeTransport with one worker per host and the
 // given queue bounds (for each host and for all, queue), entering a real
 // Serial; it logs to logs.
-func testClient(queue int, queueWait time.Duration, logs *syncBuffer) *Client {
+func testClient(queue int, queueWait time.Duration, logs *logtest.Buffer) *Client {
 	lim := defaultLimits()
 	lim.workers, lim.queue, lim.queued, lim.queueWait = 1, queue, queue, queueWait
 	log := slog.New(slog.NewTextHandler(logs, nil))
@@ -87,7 +68,7 @@ func testClient(queue int, queueWait time.Duration, logs *syncBuffer) *Client {
 
 // inBubble runs f in a synctest bubble with a testClient that is closed
 // when f returns.
-func inBubble(t *testing.T, queue int, queueWait time.Duration, logs *syncBuffer, f func(t *testing.T, c *Client)) {
+func inBubble(t *testing.T, queue int, queueWait time.Duration, logs *logtest.Buffer, f func(t *testing.T, c *Client)) {
 	synctest.Test(t, func(t *testing.T) {
 		c := testClient(queue, queueWait, logs)
 		defer c.Close()
@@ -115,7 +96,7 @@ func send(c *Client, url string, timeout time.Duration) <-chan outcome {
 // logged once per interval with the count shed since the last line.
 func TestClientShedsWhenQueueFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		logs := &syncBuffer{}
+		logs := &logtest.Buffer{}
 		c := testClient(1, time.Minute, logs)
 		defer c.Close()
 		running := send(c, "http://cb.test/block", time.Hour)
@@ -159,7 +140,7 @@ func TestClientShedsWhenQueueFull(t *testing.T) {
 // succeeds under a 1s timeout; a request slower than its timeout fails
 // with a deadline error.
 func TestClientTimeoutCountsFromWrite(t *testing.T) {
-	inBubble(t, 10, time.Minute, &syncBuffer{}, func(t *testing.T, c *Client) {
+	inBubble(t, 10, time.Minute, &logtest.Buffer{}, func(t *testing.T, c *Client) {
 		first := send(c, "http://cb.test/slow/900ms", time.Second)
 		second := send(c, "http://cb.test/slow/900ms", time.Second)
 		late := send(c, "http://cb.test/slow/2s", time.Second)
@@ -181,7 +162,7 @@ func TestClientTimeoutCountsFromWrite(t *testing.T) {
 // the queue wait limit, for a worker or for a connection, is shed with
 // ErrShed instead of being sent late.
 func TestClientShedsAfterQueueWait(t *testing.T) {
-	inBubble(t, 10, time.Second, &syncBuffer{}, func(t *testing.T, c *Client) {
+	inBubble(t, 10, time.Second, &logtest.Buffer{}, func(t *testing.T, c *Client) {
 		busy := send(c, "http://cb.test/slow/1500ms", time.Minute)
 		waited := send(c, "http://cb.test/cb", time.Minute)
 		noConn := send(c, "http://other.test/noconn", time.Minute)
@@ -204,7 +185,7 @@ func TestClientShedsAfterQueueWait(t *testing.T) {
 // is shed after it, while a request without one (the last replica's pop)
 // waits for its turn and is sent.
 func TestClientShedsAfterTheRequestsOwnWait(t *testing.T) {
-	inBubble(t, 10, time.Minute, &syncBuffer{}, func(t *testing.T, c *Client) {
+	inBubble(t, 10, time.Minute, &logtest.Buffer{}, func(t *testing.T, c *Client) {
 		busy := send(c, "http://cb.test/slow/3s", time.Minute)
 		handOn := make(chan outcome, 1)
 		c.Send(node.Request{Method: http.MethodPost, URL: "http://cb.test/cb", MaxWait: time.Second}, time.Minute,
@@ -264,7 +245,7 @@ func TestClientBatchesCompletions(t *testing.T) {
 // of its goroutines have); a send after Close is dropped and counted.
 func TestClientCloseFailsQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := testClient(10, time.Minute, &syncBuffer{})
+		c := testClient(10, time.Minute, &logtest.Buffer{})
 		var chans []<-chan outcome
 		for range 3 {
 			chans = append(chans, send(c, "http://cb.test/block", time.Hour))
@@ -291,7 +272,7 @@ func TestClientCloseFailsQueued(t *testing.T) {
 // TestClientIdleWorkersEnd proves a host's workers end once idle and the
 // host is forgotten, so callbacks to many hosts leave nothing behind.
 func TestClientIdleWorkersEnd(t *testing.T) {
-	inBubble(t, 10, time.Minute, &syncBuffer{}, func(t *testing.T, c *Client) {
+	inBubble(t, 10, time.Minute, &logtest.Buffer{}, func(t *testing.T, c *Client) {
 		<-send(c, "http://a.test/cb", time.Second)
 		<-send(c, "http://b.test/cb", time.Second)
 		time.Sleep(clientWorkerIdle)
@@ -326,7 +307,7 @@ func TestHostKey(t *testing.T) {
 // metrics by kind and outcome: a callback answered, a peer request answered
 // and a callback shed, beside the queue depth and the callback durations.
 func TestClientMetrics(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	inBubble(t, 1, time.Minute, logs, func(t *testing.T, c *Client) {
 		callback := func(path string) {
 			h := node.Header{wire.HeaderTimerID: "0123456789abcdef"}
@@ -374,7 +355,7 @@ func TestHostQueueStaysBounded(t *testing.T) {
 // TestClientShedsWhenAllQueuesFull proves the bound over all hosts: with
 // it reached, a send to a host with an empty queue is shed too.
 func TestClientShedsWhenAllQueuesFull(t *testing.T) {
-	inBubble(t, 1, time.Minute, &syncBuffer{}, func(t *testing.T, c *Client) {
+	inBubble(t, 1, time.Minute, &logtest.Buffer{}, func(t *testing.T, c *Client) {
 		send(c, "http://a.test/block", time.Hour)
 		synctest.Wait()
 		send(c, "http://a.test/cb", time.Hour) // queued: the bound over all hosts is 1

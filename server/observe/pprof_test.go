@@ -1,4 +1,4 @@
-package server
+package observe
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 func TestPprofServesProfilesOnLoopback(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	stop := servePprof(context.Background(), ln, slog.New(slog.DiscardHandler))
+	stop := ServePprof(context.Background(), ln, slog.New(slog.DiscardHandler))
 	base := "http://" + ln.Addr().String()
 	for path, want := range map[string]string{"/debug/pprof/": "heap", "/debug/pprof/heap?debug=1": "heap profile"} {
 		resp, err := http.Get(base + path)

@@ -1,4 +1,4 @@
-package server
+package observe
 
 import (
 	"net/http"
@@ -48,26 +48,18 @@ func routeOf(r *http.Request) string {
 	return routeOther
 }
 
-// inbound counts the requests a Server answers, by route and status code.
-type inbound struct {
-	requests *prometheus.CounterVec
-}
-
-func newInbound(reg *prometheus.Registry) *inbound {
-	in := &inbound{requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+// CountRequests counts each request next answers, once it has answered,
+// by route and status code, as chronos_http_requests_total on reg.
+func CountRequests(reg prometheus.Registerer, next http.Handler) http.Handler {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chronos_http_requests_total",
 		Help: "Inbound HTTP requests answered, by route (timers, timer, resync, references, ping, status, metrics, batch, other) and status code.",
-	}, []string{"route", "code"})}
-	reg.MustRegister(in.requests)
-	return in
-}
-
-// wrap counts each request next answers, once it has answered.
-func (in *inbound) wrap(next http.Handler) http.Handler {
+	}, []string{"route", "code"})
+	reg.MustRegister(requests)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		in.requests.WithLabelValues(routeOf(r), strconv.Itoa(sw.code())).Inc()
+		requests.WithLabelValues(routeOf(r), strconv.Itoa(sw.code())).Inc()
 	})
 }
 

@@ -1,15 +1,13 @@
-package server
+package observe
 
 import (
 	"errors"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
-	"github.com/chronos-timer/chronos/server/config"
 	"github.com/chronos-timer/chronos/server/transport"
 )
 
@@ -37,7 +35,7 @@ type PeerStatus struct {
 	LastErrorAt *time.Time `json:"last-error-at,omitempty"`
 }
 
-// peerReach is what the Server knows of one peer.
+// peerReach is what is known of one peer.
 type peerReach struct {
 	state              string
 	since, lastErrorAt time.Time
@@ -50,10 +48,10 @@ type peerReach struct {
 	suppressed            int
 }
 
-// peers tracks the reachability of the cluster's other members and the
-// remote sites from the outcomes of the node's requests to them, and logs
-// when one becomes unreachable and when it is back.
-type peers struct {
+// Peers tracks the reachability of the cluster's other members and the
+// remote sites from the outcomes of the node's requests to them (Watch),
+// and logs when one becomes unreachable and when it is back.
+type Peers struct {
 	log   *slog.Logger
 	now   func() time.Time
 	every time.Duration
@@ -63,14 +61,16 @@ type peers struct {
 	byURL map[string]*peerReach
 }
 
-func newPeers(log *slog.Logger, now func() time.Time) *peers {
-	return &peers{log: log, now: now, every: PeerLogInterval, byURL: map[string]*peerReach{}}
+// NewPeers returns a Peers that tracks none yet, logging to log and
+// reading the time from now.
+func NewPeers(log *slog.Logger, now func() time.Time) *Peers {
+	return &Peers{log: log, now: now, every: PeerLogInterval, byURL: map[string]*peerReach{}}
 }
 
-// track sets the peers to follow: those still listed keep what is known
+// Track sets the peers to follow: those still listed keep what is known
 // of them, new ones start unknown, the others are forgotten. Only these
 // are followed, so the table is as bounded as the configuration.
-func (p *peers) track(addrs []string) {
+func (p *Peers) Track(addrs []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	next := make(map[string]*peerReach, len(addrs))
@@ -92,7 +92,7 @@ func (p *peers) track(addrs []string) {
 // observe takes the outcome of a request to addr: any answer makes it
 // reachable; an error unreachable, unless the request never left this
 // node (shed under load, or the client closed).
-func (p *peers) observe(addr string, err error) {
+func (p *Peers) observe(addr string, err error) {
 	if errors.Is(err, transport.ErrShed) || errors.Is(err, transport.ErrClientClosed) {
 		return
 	}
@@ -121,7 +121,7 @@ func (p *peers) observe(addr string, err error) {
 }
 
 // logChange logs r's change to its current state; p.mu is held.
-func (p *peers) logChange(addr string, r *peerReach, now time.Time) {
+func (p *Peers) logChange(addr string, r *peerReach, now time.Time) {
 	// The change being told is not one suppressed.
 	suppressed := max(r.suppressed-1, 0)
 	if r.state == ReachUnreachable {
@@ -132,8 +132,8 @@ func (p *peers) logChange(addr string, r *peerReach, now time.Time) {
 	r.logged, r.loggedAt, r.loggedSince, r.suppressed = r.state, now, r.since, 0
 }
 
-// report returns every tracked peer's reachability, in the order given.
-func (p *peers) report() []PeerStatus {
+// Report returns every tracked peer's reachability, in the order given.
+func (p *Peers) Report() []PeerStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]PeerStatus, 0, len(p.order))
@@ -153,30 +153,15 @@ func (p *peers) report() []PeerStatus {
 
 func timePtr(t time.Time) *time.Time { return &t }
 
-// peerAddrs lists the addresses whose reachability the Server follows:
-// every other member, steady, joining or leaving, and the remote sites
-// the node replicates to.
-func peerAddrs(c config.Node) []string {
-	var out []string
-	for _, a := range c.Cluster.All() {
-		if a != c.Localhost {
-			out = append(out, a)
-		}
-	}
-	if c.ReplicateAcrossSites {
-		for _, s := range c.RemoteSites {
-			out = append(out, s.Address)
-		}
-	}
-	return slices.Compact(out)
-}
+// Watch returns the node's network next, with the outcome of every
+// request to a peer (anything but a callback) taken by p on its way back
+// to the node.
+func (p *Peers) Watch(next node.Network) node.Network { return observed{next, p} }
 
-// observed is the node's network: the Client, with the outcome of every
-// request to a peer (anything but a callback) taken by peers on its way
-// back to the node.
+// observed is a network whose requests to peers Peers watches.
 type observed struct {
 	next  node.Network
-	peers *peers
+	peers *Peers
 }
 
 var _ node.Network = observed{}

@@ -1,4 +1,4 @@
-package server
+package observe
 
 import (
 	"context"
@@ -10,6 +10,10 @@ import (
 	"net/http/pprof"
 	"time"
 )
+
+// pprofReadHeaderTimeout bounds the wait for a profile request's header,
+// as the node's own server bounds it.
+const pprofReadHeaderTimeout = 5 * time.Second
 
 // pprofHandler serves Go's profiles under /debug/pprof/, as
 // net/http/pprof registers them on the default mux, which this process
@@ -24,9 +28,9 @@ func pprofHandler() http.Handler {
 	return mux
 }
 
-// listenPprof listens on addr, a loopback address (config.Node.PprofAddress,
+// ListenPprof listens on addr, a loopback address (config.Node.PprofAddress,
 // validated).
-func listenPprof(addr string) (net.Listener, error) {
+func ListenPprof(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("server: pprof_address: %w", err)
@@ -34,11 +38,11 @@ func listenPprof(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// servePprof serves the profiles on ln; stop shuts it and waits for it.
+// ServePprof serves the profiles on ln; stop shuts it and waits for it.
 // The profile endpoints hold a request for as long as it asks (a CPU
 // profile's seconds), so their server has no write timeout.
-func servePprof(ctx context.Context, ln net.Listener, log *slog.Logger) (stop func()) {
-	srv := &http.Server{Handler: pprofHandler(), ReadHeaderTimeout: readHeaderTimeout, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+func ServePprof(ctx context.Context, ln net.Listener, log *slog.Logger) (stop func()) {
+	srv := &http.Server{Handler: pprofHandler(), ReadHeaderTimeout: pprofReadHeaderTimeout, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -1,4 +1,4 @@
-package server
+package observe
 
 import (
 	"runtime"
@@ -8,13 +8,13 @@ import (
 )
 
 // Version is the release this binary was built as, when the build sets
-// it: go build -ldflags "-X github.com/chronos-timer/chronos/server.Version=v1.2.0".
+// it: go build -ldflags "-X github.com/chronos-timer/chronos/server/observe.Version=v1.2.0".
 // Empty, the version of the main module in the build information is
 // used (go install of a tagged release sets it), else "devel".
 var Version string
 
-// version is the version GET /status and chronos_build_info report.
-func version() string {
+// BuildVersion is the version GET /status and chronos_build_info report.
+func BuildVersion() string {
 	if Version != "" {
 		return Version
 	}
@@ -24,13 +24,13 @@ func version() string {
 	return "devel"
 }
 
-// registerBuildInfo adds chronos_build_info, 1 with the version and the
+// RegisterBuildInfo adds chronos_build_info, 1 with the version and the
 // Go release as labels.
-func registerBuildInfo(reg *prometheus.Registry) {
+func RegisterBuildInfo(reg prometheus.Registerer) {
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "chronos_build_info",
 		Help:        "Always 1; its labels are the version this node runs and the Go release it was built with.",
-		ConstLabels: prometheus.Labels{"version": version(), "goversion": runtime.Version()},
+		ConstLabels: prometheus.Labels{"version": BuildVersion(), "goversion": runtime.Version()},
 	})
 	info.Set(1)
 	reg.MustRegister(info)
