@@ -3,10 +3,11 @@ package server
 import (
 	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/server/config"
 	"github.com/chronos-timer/chronos/server/observe"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Status returns what the node holds and its latest resync's progress.

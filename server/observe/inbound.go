@@ -5,8 +5,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/chronos-timer/chronos/server/transport"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chronos-timer/chronos/server/transport"
 )
 
 // The routes of inbound requests, as the label of

@@ -4,8 +4,9 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/chronos-timer/chronos/node"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chronos-timer/chronos/node"
 )
 
 // nodeMetric is one of the node's own figures, read from its counters and

@@ -9,8 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chronos-timer/chronos/node"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chronos-timer/chronos/node"
 )
 
 var _ node.Network = (*Client)(nil)

@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/chronos-timer/chronos/internal/chantest"
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/wire"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestClientSend proves the outbound conversion both ways and that done runs

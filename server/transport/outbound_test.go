@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/server/config"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestCallbackDialObeysThePolicy proves the callbacks' dialer checks the

@@ -12,11 +12,12 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/chronos-timer/chronos/internal/logtest"
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/wire"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // fakeTransport answers in memory, in a synctest bubble: it calls the
