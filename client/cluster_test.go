@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/client"
+	"github.com/chronos-timer/chronos/internal/logtest"
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/wire"
 )
@@ -104,7 +105,7 @@ func TestClusterWritesSurviveKill(t *testing.T) {
 	members := startCluster(t, 3)
 	s := newSink()
 	h, uri := serveSink(t, s, client.DefaultHandlerConfig())
-	var retries lockedBuffer
+	var retries logtest.Buffer
 	c, err := client.New(addresses(members), client.WithLogger(slog.New(slog.NewTextHandler(&retries, nil))))
 	if err != nil {
 		t.Fatal(err)
@@ -235,24 +236,6 @@ func checkReads(t *testing.T, c *client.Client, uri, dead string, deleted []clie
 			t.Errorf("Get of deleted %s = %v, want ErrNotFound", d, err)
 		}
 	}
-}
-
-// lockedBuffer is a log destination safe for concurrent writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestClusterDuplicatePopDropped makes a duplicate pop for real and

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chronos-timer/chronos/client"
 	"github.com/chronos-timer/chronos/server"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // Example creates a timer through a node, receives its pop with a
@@ -146,7 +147,7 @@ func startNode() (string, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg := server.DefaultConfig()
+	cfg := config.Default()
 	host, port, _ := net.SplitHostPort(ln.Addr().String())
 	cfg.BindAddress = host
 	if cfg.BindPort, err = strconv.Atoi(port); err != nil {

@@ -27,7 +27,7 @@
 //     start-up resync (Resync(true)) for what the node missed. Take a
 //     snapshot with Snapshot, a chunk per turn of the serialization.
 //
-// A minimal driver looks like this (the production one is server.Adapter):
+// A minimal driver looks like this (the production one is package server):
 //
 //	n, err := node.New(cfg) // cfg.Clock, cfg.Network set
 //	...

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // benchBody is a small client create: replication factor 1, due in a day,
@@ -81,7 +82,7 @@ func startCluster(b *testing.B, n int) []string {
 	}
 	urls := make([]string, n)
 	for i, ln := range lns {
-		cfg := DefaultConfig()
+		cfg := config.Default()
 		cfg.Localhost = ln.Addr().String()
 		if n > 1 {
 			cfg.Cluster = m

@@ -21,7 +21,7 @@ const fallbackMemory = 2 << 30
 // so seven sixteenths of the memory the process may use (its cgroup's
 // limit, or the machine's). A node past its budget refuses writes with
 // 503 instead of growing until the kernel kills it.
-func timerBudget(c Config) int64 {
+func timerBudget(c config.Node) int64 {
 	if c.MaxTimerBytes > 0 {
 		return c.MaxTimerBytes
 	}

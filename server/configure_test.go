@@ -32,16 +32,13 @@ var noFiles = []string{"--local-config-file=", "--cluster-config-file=", "--shar
 
 // parseAndLoad parses args as cmd/chronos does and loads the
 // configuration.
-func parseAndLoad(args []string) (Config, error) {
+func parseAndLoad(args []string) (config.Node, error) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(new(strings.Builder))
-	var f Flags
+	var f config.Flags
 	f.Register(fs)
 	if err := fs.Parse(args); err != nil {
-		return Config{}, err
+		return config.Node{}, err
 	}
 	return f.Load()
 }
-
-// parseDNSConfig reads a DNS file's records (config.ParseDNSConfig).
-var parseDNSConfig = config.ParseDNSConfig

@@ -2,13 +2,17 @@ package server
 
 import (
 	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // nodeConfig is the node's configuration for c, with the adapter's clock
 // and network, its byte budget (timerBudget) and its own addresses.
-func nodeConfig(c Config, clk node.Clock, nw node.Network, log *slog.Logger) node.Config {
+func nodeConfig(c config.Node, clk node.Clock, nw node.Network, log *slog.Logger) node.Config {
 	nc := node.DefaultConfig()
 	nc.Address = c.Localhost
 	nc.InstanceID = c.InstanceID
@@ -36,4 +40,26 @@ func nodeConfig(c Config, clk node.Clock, nw node.Network, log *slog.Logger) nod
 	nc.Network = nw
 	nc.Logger = log
 	return nc
+}
+
+// ownAddresses are the addresses the node serves on besides its cluster
+// address, which callbacks may not reach by default: the bind address
+// and port, and when that is unspecified (every interface), each of the
+// machine's interface addresses at the port (and, by the policy's rule,
+// every loopback address).
+func ownAddresses(bind string, port int) []string {
+	out := []string{net.JoinHostPort(bind, strconv.Itoa(port))}
+	if ip, err := netip.ParseAddr(bind); err != nil || !ip.IsUnspecified() {
+		return out
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return out
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, netip.AddrPortFrom(p.Addr(), uint16(port)).String())
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // TestApplyMemoryLimit proves that Run's helper sets the runtime's soft
@@ -29,7 +30,7 @@ func TestApplyMemoryLimit(t *testing.T) {
 // cluster key and the callback-host allow-list, and that a hand-built
 // allow-list is validated before the node sees it.
 func TestNodeConfig(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Localhost = "127.0.0.1:7253"
 	cfg.ClusterKey = "0123456789abcdef"
 	cfg.CallbackHosts = []string{"127.0.0.0/8", "[::1]:8080"}
@@ -48,7 +49,7 @@ func TestNodeConfig(t *testing.T) {
 // them.
 func TestReplicateAcrossSites(t *testing.T) {
 	for _, on := range []bool{false, true} {
-		cfg := DefaultConfig()
+		cfg := config.Default()
 		cfg.Localhost = "127.0.0.1:7253"
 		cfg.RemoteSites = []node.Site{{Name: "b", Address: "10.9.0.1:7253"}}
 		cfg.ReplicateAcrossSites = on

@@ -1,25 +1,22 @@
 package server
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/chronos-timer/chronos/server/config"
+	"github.com/chronos-timer/chronos/internal/chantest"
+	"github.com/chronos-timer/chronos/internal/logtest"
+	"github.com/chronos-timer/chronos/server/lifecycle"
+	"github.com/chronos-timer/chronos/server/observe"
 )
 
 // metricValue returns the value of one series in a Prometheus text
@@ -39,7 +36,7 @@ func metricValue(exposition, series string) (float64, bool) {
 // server's /metrics; a value of -1 wants the series absent.
 func wantMetrics(t *testing.T, url string, want map[string]float64) {
 	t.Helper()
-	_, body := fetch(t, http.MethodGet, url+MetricsPath)
+	_, body := fetch(t, http.MethodGet, url+observe.MetricsPath)
 	for series, w := range want {
 		got, ok := metricValue(body, series)
 		switch {
@@ -51,67 +48,18 @@ func wantMetrics(t *testing.T, url string, want map[string]float64) {
 	}
 }
 
-// TestRouteOf proves the route label is one of a fixed set whatever the
-// path, the timer IDs and a client's junk never reaching it.
-func TestRouteOf(t *testing.T) {
-	tests := []struct{ method, target, want string }{
-		{"POST", "/timers", "timers"},
-		{"PUT", "/timers", "timers"},
-		{"GET", "/timers?node-for-replicas=a&cluster-view-id=1", "resync"},
-		{"PUT", "/timers/0123456789abcdef0123456789abcdef", "timer"},
-		{"DELETE", "/timers/x", "timer"},
-		{"DELETE", "/timers/references", "references"},
-		{"GET", "/ping", "ping"},
-		{"HEAD", "/ping", "ping"},
-		{"GET", "/status", "status"},
-		{"GET", "/metrics", "metrics"},
-		{"POST", "/internal/batch", "batch"},
-		{"POST", "/internal%2Fbatch", "other"},
-		{"GET", "/", "other"},
-		{"GET", "/timers%2Freferences", "other"},
-		{"GET", "/pingx", "other"},
-		{"GET", "/TIMERS", "other"},
-	}
-	for _, tt := range tests {
-		r := httptest.NewRequest(tt.method, tt.target, nil)
-		if got := routeOf(r); got != tt.want {
-			t.Errorf("routeOf(%s %s) = %q, want %q", tt.method, tt.target, got, tt.want)
-		}
-	}
-}
-
-// FuzzRouteOf proves the route label of any request a client can send is
-// one of the fixed set, so that /metrics holds a bounded number of series
-// whatever arrives. The corpus lives under testdata/fuzz/FuzzRouteOf.
-func FuzzRouteOf(f *testing.F) {
-	f.Add("GET", "/timers?x=%zz")
-	f.Add("PUT", "/timers/0123456789abcdef0123456789abcdef")
-	f.Add("DELETE", "/timers/references/../x")
-	f.Add("GET", "//status")
-	routes := []string{routeTimers, routeResync, routeTimer, routeReferences, routePing, routeStatus, routeMetrics, routeBatch, routeOther}
-	f.Fuzz(func(t *testing.T, method, target string) {
-		r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(method + " " + target + " HTTP/1.1\r\nHost: x\r\n\r\n")))
-		if err != nil {
-			return
-		}
-		if got := routeOf(r); !slices.Contains(routes, got) {
-			t.Fatalf("routeOf(%s %s) = %q, not a route", method, target, got)
-		}
-	})
-}
-
 // TestInboundRequestsCounted proves every request a server answers is
 // counted once by its route and status code, the node's API, /status and
 // /metrics alike.
 func TestInboundRequestsCounted(t *testing.T) {
-	_, url, _, _, _ := startServer(t, "", &syncBuffer{})
+	_, url, _, _, _ := startServer(t, "", &logtest.Buffer{})
 	for _, r := range []struct{ method, path string }{
 		{http.MethodGet, "/ping"}, {http.MethodGet, "/ping"}, {http.MethodHead, "/ping"},
 		{http.MethodPost, "/timers"}, // no body: 400
 		{http.MethodDelete, "/timers/nonsense"},
 		{http.MethodGet, "/no/such/thing"},
-		{http.MethodGet, StatusPath},
-		{http.MethodGet, MetricsPath},
+		{http.MethodGet, observe.StatusPath},
+		{http.MethodGet, observe.MetricsPath},
 	} {
 		fetch(t, r.method, url+r.path)
 	}
@@ -124,74 +72,6 @@ func TestInboundRequestsCounted(t *testing.T) {
 		`chronos_http_requests_total{code="200",route="metrics"}`: 1, // the scrape reading it is counted once it has answered
 		`chronos_http_requests_total{code="200",route="timers"}`:  -1,
 	})
-}
-
-// manualNow is a wall clock a test moves by hand.
-type manualNow struct{ t time.Time }
-
-func (m *manualNow) now() time.Time { return m.t }
-
-// TestPeerReachability proves how a peer's reachability follows the
-// outcomes of the requests to it: any answer is reachable, an error
-// unreachable, a request shed or cut short by shutdown tells nothing; a
-// change is logged at most once per PeerLogInterval, the next line
-// counting the changes left untold, and a change left untold is told by
-// the first outcome after the interval.
-func TestPeerReachability(t *testing.T) {
-	logs := &syncBuffer{}
-	clk := &manualNow{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	p := newPeers(slog.New(slog.NewTextHandler(logs, nil)), clk.now)
-	p.track([]string{"127.0.0.2:7253", "127.0.0.3:7253"})
-	state := func(addr string) PeerStatus {
-		for _, ps := range p.report() {
-			if ps.Address == addr {
-				return ps
-			}
-		}
-		t.Fatalf("%s not reported", addr)
-		return PeerStatus{}
-	}
-	lines := func() []string { return regexp.MustCompile(`msg="peer [^\n]*`).FindAllString(logs.String(), -1) }
-	refused := errors.New("connection refused")
-	const a = "127.0.0.2:7253"
-
-	if ps := state(a); ps.State != ReachUnknown || ps.Since != nil {
-		t.Fatalf("before any request: %+v, want unknown", ps)
-	}
-	p.observe(a, nil)
-	p.observe("127.9.9.9:7253", refused) // not tracked: ignored
-	p.observe(a, fmt.Errorf("server: %w", ErrShed))
-	if ps := state(a); ps.State != ReachReachable || !ps.Since.Equal(clk.t) || len(lines()) != 0 {
-		t.Fatalf("after an answer: %+v, lines %q; want reachable since now and no line", ps, lines())
-	}
-	down := clk.t.Add(time.Second)
-	clk.t = down
-	p.observe(a, refused)
-	if ps := state(a); ps.State != ReachUnreachable || !ps.Since.Equal(down) || ps.LastError != "connection refused" {
-		t.Fatalf("after an error: %+v, want unreachable since the error, with it", ps)
-	}
-	p.observe(a, refused)
-	clk.t = clk.t.Add(time.Second)
-	p.observe(a, nil)
-	p.observe(a, refused)
-	clk.t = clk.t.Add(time.Second)
-	p.observe(a, nil)
-	if got := lines(); len(got) != 1 || !strings.Contains(got[0], `peer=127.0.0.2:7253 err="connection refused" suppressed_changes=0`) {
-		t.Fatalf("lines %q, want one telling the peer unreachable", got)
-	}
-	if ps := state(a); ps.State != ReachReachable || ps.LastError != "connection refused" || ps.LastErrorAt == nil {
-		t.Fatalf("back: %+v, want reachable, the last error kept", ps)
-	}
-	clk.t = down.Add(PeerLogInterval)
-	p.observe(a, nil)
-	got := lines()
-	if len(got) != 2 || !strings.Contains(got[1], `msg="peer reachable again" peer=127.0.0.2:7253 unreachable_for=2s suppressed_changes=2`) {
-		t.Fatalf("lines %q, want a second telling the peer back after 2s, 2 changes untold", got)
-	}
-	p.track([]string{"127.0.0.3:7253", "127.0.0.4:7253"})
-	if r := p.report(); len(r) != 2 || r[0].Address != "127.0.0.3:7253" || r[1].State != ReachUnknown {
-		t.Fatalf("after a reload: %+v, want the two peers listed, the new one unknown", r)
-	}
 }
 
 // fakePeer is a cluster member on loopback that takes every replication
@@ -212,7 +92,7 @@ func fakePeer(t *testing.T) *httptest.Server {
 func TestServerTracksPeerReachability(t *testing.T) {
 	peer := fakePeer(t)
 	peerAddr := strings.TrimPrefix(peer.URL, "http://")
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	srv, url, _, _, _ := startServer(t, "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\nnode = "+peerAddr+"\n", logs)
 	create := func() {
 		t.Helper()
@@ -225,17 +105,17 @@ func TestServerTracksPeerReachability(t *testing.T) {
 	// The node answers once every replica has: by then the outcome is
 	// known.
 	create()
-	if ps := srv.Status().Peers; len(ps) != 1 || ps[0].Address != peerAddr || ps[0].State != ReachReachable {
+	if ps := srv.Status().Peers; len(ps) != 1 || ps[0].Address != peerAddr || ps[0].State != observe.ReachReachable {
 		t.Fatalf("peers %+v, want %s reachable", ps, peerAddr)
 	}
 	peer.Close()
 	create()
-	_, body := fetch(t, http.MethodGet, url+StatusPath)
-	var st Status
+	_, body := fetch(t, http.MethodGet, url+observe.StatusPath)
+	var st observe.Status
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Peers) != 1 || st.Peers[0].State != ReachUnreachable || st.Peers[0].LastError == "" || st.Peers[0].Since == nil {
+	if len(st.Peers) != 1 || st.Peers[0].State != observe.ReachUnreachable || st.Peers[0].LastError == "" || st.Peers[0].Since == nil {
 		t.Fatalf("GET /status peers %+v, want %s unreachable with its error", st.Peers, peerAddr)
 	}
 	if want := `msg="peer unreachable" node=` + srv.config().Localhost + ` peer=` + peerAddr; !strings.Contains(logs.String(), want) {
@@ -260,8 +140,8 @@ func TestReloadSetsLogLevelAndTellsMembership(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
-	log, closeLog, err := OpenLog(cfg, logs)
+	logs := &logtest.Buffer{}
+	log, closeLog, err := lifecycle.OpenLog(cfg, logs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,24 +178,6 @@ func TestReloadSetsLogLevelAndTellsMembership(t *testing.T) {
 	}
 }
 
-// TestOpenLogJSON proves [logging] format = json writes one JSON object
-// per line with the fixed keys.
-func TestOpenLogJSON(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.LogFormat = config.LogJSON
-	var out bytes.Buffer
-	log, closeLog, err := OpenLog(cfg, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeLog()
-	log.Info("hello", "node", "127.0.0.1:7253", "timer", "0123")
-	var rec map[string]any
-	if err := json.Unmarshal(out.Bytes(), &rec); err != nil || rec["msg"] != "hello" || rec["node"] != "127.0.0.1:7253" || rec["level"] != "INFO" {
-		t.Fatalf("line %q (%v), want a JSON record of hello at INFO", out.String(), err)
-	}
-}
-
 // TestPopMetrics proves the tag gauges count a timer held, and that a pop
 // is counted, and its lateness observed, by the time its callback
 // arrives. (The process test in cmd/chronos follows the gauges through
@@ -324,7 +186,7 @@ func TestPopMetrics(t *testing.T) {
 	pops := make(chan struct{}, 1)
 	sink := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { pops <- struct{}{} }))
 	defer sink.Close()
-	_, url, _, _, _ := startServer(t, "", &syncBuffer{})
+	_, url, _, _, _ := startServer(t, "", &logtest.Buffer{})
 	body := `{"timing":{"interval":86400},"callback":{"http":{"uri":"` + sink.URL + `"}},"statistics":{"tag-info":[{"type":"CALL","count":2}]}}`
 	resp, err := http.Post(url+"/timers", "application/json", strings.NewReader(body))
 	if err != nil {
@@ -340,7 +202,7 @@ func TestPopMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	receive(t, pops, "the callback")
+	chantest.Receive(t, pops, "the callback")
 	wantMetrics(t, url, map[string]float64{"chronos_pops_total": 1, "chronos_pop_lateness_seconds_count": 1})
 }
 
@@ -351,14 +213,14 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, url, _, _, _ := startServer(t, "", &syncBuffer{})
+	_, url, _, _, _ := startServer(t, "", &logtest.Buffer{})
 	resp, err := http.Post(url+"/timers", "application/json", strings.NewReader(
 		`{"timing":{"interval":86400},"callback":{"http":{"uri":"http://127.0.0.1:9/cb"}},"statistics":{"tag-info":[{"type":"T"}]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	_, body := fetch(t, http.MethodGet, url+MetricsPath)
+	_, body := fetch(t, http.MethodGet, url+observe.MetricsPath)
 	names := regexp.MustCompile(`(?m)^# TYPE (chronos_\w+) `).FindAllStringSubmatch(body, -1)
 	if len(names) < 20 {
 		t.Fatalf("only %d chronos_ metrics served:\n%s", len(names), body)

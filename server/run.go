@@ -15,6 +15,10 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
+	"github.com/chronos-timer/chronos/server/lifecycle"
+	"github.com/chronos-timer/chronos/server/observe"
+	"github.com/chronos-timer/chronos/server/transport"
 )
 
 // HTTP server limits. Bodies are at most wire.MaxBodyBytes, so reading a
@@ -24,7 +28,6 @@ const (
 	readTimeout       = 30 * time.Second
 	writeSlack        = 10 * time.Second
 	idleTimeout       = 120 * time.Second
-	maxHeaderBytes    = 64 << 10
 )
 
 // Server is one production node: the node itself, driven through a Serial
@@ -32,10 +35,10 @@ const (
 type Server struct {
 	log    *slog.Logger
 	serial *Serial
-	client *Client
+	client *transport.Client
 	http   *http.Server
 	// peers follows the reachability of the other members and sites.
-	peers *peers
+	peers *observe.Peers
 	// certs is the TLS material in use; nil without TLS (tls.go).
 	certs *certs
 	// storage keeps the node's timers on disk; nil keeps them in memory.
@@ -43,14 +46,14 @@ type Server struct {
 
 	// mu guards cfg, which Reload replaces; the node has its own lock.
 	mu   sync.Mutex
-	cfg  Config
+	cfg  config.Node
 	node *node.Node
 }
 
 // New builds the node and its adapters for cfg. It does not listen yet.
-// Derived settings are filled in as Flags.Load does, so an embedder may
-// pass a hand-built Config.
-func New(cfg Config, log *slog.Logger) (*Server, error) {
+// Derived settings are filled in as config.Flags.Load does, so an embedder may
+// pass a hand-built config.Node.
+func New(cfg config.Node, log *slog.Logger) (*Server, error) {
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
@@ -69,15 +72,16 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if s.certs, err = newCerts(cfg); err != nil {
 		return nil, err
 	}
-	s.client = NewClient(s.serial, log)
+	reg := observe.NewRegistry()
+	s.client = transport.NewClient(s.serial.Do, reg, log)
 	s.client.SetDNS(cfg.DNS)
-	if err := s.client.secure(cfg, s.certs); err != nil {
+	if err := secure(s.client, cfg, s.certs); err != nil {
 		return nil, err
 	}
-	s.peers = newPeers(log, time.Now)
-	s.peers.track(peerAddrs(cfg))
+	s.peers = observe.NewPeers(log, time.Now)
+	s.peers.Track(peerAddrs(cfg))
 	clk := NewClock(cfg.Clock, s.serial)
-	nc := nodeConfig(cfg, clk, observed{s.client, s.peers}, nodeLog)
+	nc := nodeConfig(cfg, clk, s.peers.Watch(s.client), nodeLog)
 	if cfg.StorageDir != "" {
 		if s.storage, err = openStorage(storageFolder(cfg.StorageDir, cfg.Localhost), s.serial, log); err != nil {
 			return nil, err
@@ -94,18 +98,15 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: build node: %w", err)
 	}
-	reg := s.client.metrics.registry
-	s.registerNodeMetrics(reg)
-	s.registerCertMetrics(reg)
-	registerBuildInfo(reg)
-	in := newInbound(reg)
+	s.register(reg)
+	api := transport.NewHandler(s.node, s.serial.Do, cfg.ReplyTimeout, log)
 	s.http = &http.Server{
-		Handler:           in.wrap(withPeerCerts(s.certs, withStatus(s, withMetrics(s.client.Metrics(), NewHandler(s.node, s.serial, cfg.ReplyTimeout, log))))),
+		Handler:           observe.CountRequests(reg, withPeerCerts(s.certs, observe.WithStatus(s.Status, observe.WithMetrics(reg, api)))),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      cfg.ReplyTimeout + writeSlack,
 		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
+		MaxHeaderBytes:    transport.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	return s, nil
@@ -183,7 +184,7 @@ func (s *Server) logStart() {
 }
 
 // storageOf says where cfg keeps the node's timers, for the start line.
-func storageOf(cfg Config) string {
+func storageOf(cfg config.Node) string {
 	if cfg.StorageDir == "" {
 		return "memory only"
 	}
@@ -210,14 +211,14 @@ func (s *Server) shutdown() error {
 	return err
 }
 
-func (s *Server) config() Config {
+func (s *Server) config() config.Node {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cfg
 }
 
 // Reload re-reads the cluster configuration and hands the new membership to
-// the node, and the new log level to the logger (Config.Level), logging
+// the node, and the new log level to the logger (config.Node.Level), logging
 // the lines of the file it does not read. On any error the node keeps its
 // current membership and the logger its level.
 func (s *Server) Reload() error {
@@ -233,7 +234,7 @@ func (s *Server) Reload() error {
 		}
 		s.log.Info("TLS certificates reloaded")
 	}
-	LogWarnings(s.log, next.Warnings)
+	config.LogWarnings(s.log, next.Warnings)
 	var setErr error
 	var id int
 	var oldView, newView uint64
@@ -253,10 +254,10 @@ func (s *Server) Reload() error {
 	}
 	prev := s.cfg
 	s.cfg = next
-	s.peers.track(peerAddrs(next))
+	s.peers.Track(peerAddrs(next))
 	changed := !sameMembership(prev.Cluster, next.Cluster)
 	if changed {
-		s.log.Info("membership changed", "old_view", formatView(oldView), "new_view", formatView(newView),
+		s.log.Info("membership changed", "old_view", observe.FormatView(oldView), "new_view", observe.FormatView(newView),
 			"nodes", next.Cluster.Nodes, "joining", next.Cluster.Joining, "leaving", next.Cluster.Leaving,
 			"added", added(prev.Cluster.All(), next.Cluster.All()), "removed", added(next.Cluster.All(), prev.Cluster.All()))
 	}
@@ -302,7 +303,7 @@ func (s *Server) Resync() {
 // or SIGTERM arrives; it removes the pid file when it returns. SIGHUP
 // reloads the cluster configuration; SIGUSR1 asks for a resync; SIGUSR2
 // re-reads the DNS config file.
-func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+func Run(ctx context.Context, cfg config.Node, log *slog.Logger) error {
 	srv, err := New(cfg, log)
 	if err != nil {
 		return err
@@ -314,27 +315,43 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer release()
 	if cfg.PprofAddress != "" {
-		pln, err := listenPprof(cfg.PprofAddress)
+		pln, err := observe.ListenPprof(cfg.PprofAddress)
 		if err != nil {
 			return err
 		}
-		defer servePprof(context.WithoutCancel(ctx), pln, srv.log)()
+		defer observe.ServePprof(context.WithoutCancel(ctx), pln, srv.log)()
 	}
-	ctx, stop := signal.NotifyContext(ctx, stopSignals...)
+	ctx, stop := signal.NotifyContext(ctx, lifecycle.StopSignals...)
 	defer stop()
 	// Registered before serving, so that once "serving" is logged a SIGHUP
 	// reloads instead of killing the process.
 	sigs := make(chan os.Signal, 4)
-	if len(extraSignals) > 0 {
-		signal.Notify(sigs, extraSignals...)
+	if len(lifecycle.ControlSignals) > 0 {
+		signal.Notify(sigs, lifecycle.ControlSignals...)
 		defer signal.Stop(sigs)
 	}
 	go srv.handleSignals(ctx, sigs)
 	defer srv.watchDNS(ctx)()
 	// Told once every signal is handled: the parent's return means a
 	// SIGTERM stops the node cleanly.
-	DaemonStarted(nil)
+	lifecycle.DaemonStarted(nil)
 	return srv.Serve(ctx, ln)
+}
+
+// listen binds cfg's address and then writes the pid file, if any, so
+// that a pid file names a process that serves. release removes the pid
+// file.
+func listen(cfg config.Node, log *slog.Logger) (ln net.Listener, release func(), err error) {
+	ln, err = net.Listen("tcp", cfg.ListenAddress())
+	if err != nil {
+		return nil, nil, fmt.Errorf("server: listen: %w", err)
+	}
+	pid, err := lifecycle.CreatePIDFile(cfg.PIDFile)
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	return ln, func() { pid.Remove(log) }, nil
 }
 
 // applyMemoryLimit sets the process's soft memory limit to limit bytes, if
@@ -345,23 +362,4 @@ func applyMemoryLimit(limit int64, log *slog.Logger) {
 	}
 	prev := debug.SetMemoryLimit(limit)
 	log.Info("memory_limit_set", "bytes", limit, "previous", prev)
-}
-
-// handleSignals serves SIGHUP and SIGUSR1 until ctx is done.
-func (s *Server) handleSignals(ctx context.Context, sigs <-chan os.Signal) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case sig := <-sigs:
-			switch sig {
-			case resyncSignal:
-				s.Resync()
-			case reloadSignal:
-				if err := s.Reload(); err != nil {
-					s.log.Error("cluster reload failed; keeping the current cluster", "err", err)
-				}
-			}
-		}
-	}
 }

@@ -9,35 +9,19 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/chronos-timer/chronos/internal/chantest"
+	"github.com/chronos-timer/chronos/internal/logtest"
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/observe"
 )
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // startServer serves a real node on a loopback listener with cluster file
 // content clusterConf (%[1]s is the node's address) and returns the server,
 // its base URL, the cluster file's path, a stop function that returns
 // Serve's result, and the channel Serve's result arrives on.
-func startServer(t *testing.T, clusterConf string, logs *syncBuffer) (*Server, string, string, func() error, <-chan error) {
+func startServer(t *testing.T, clusterConf string, logs *logtest.Buffer) (*Server, string, string, func() error, <-chan error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -58,7 +42,7 @@ func startServer(t *testing.T, clusterConf string, logs *syncBuffer) (*Server, s
 	go func() { served <- srv.Serve(ctx, ln) }()
 	stop := func() error {
 		cancel()
-		return receive(t, served, "Serve return")
+		return chantest.Receive(t, served, "Serve return")
 	}
 	t.Cleanup(func() { cancel() })
 	return srv, "http://" + addr, path, stop, served
@@ -68,7 +52,7 @@ func startServer(t *testing.T, clusterConf string, logs *syncBuffer) (*Server, s
 // served, a changed cluster file is reloaded into the node, a broken one
 // leaves the cluster as it was, and shutdown is graceful.
 func TestServeReloadShutdown(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	srv, url, path, stop, _ := startServer(t, "[cluster]\nlocalhost = %[1]s\nnode = %[1]s\n", logs)
 	resp, err := http.Post(url+"/timers", "application/json", bytes.NewReader(benchBody))
 	if err != nil {
@@ -111,12 +95,12 @@ func TestServeReloadShutdown(t *testing.T) {
 // TestServeStopsOnNodePanic proves that a panic inside the node stops the
 // run loop with that panic as the error, so the process exits loudly.
 func TestServeStopsOnNodePanic(t *testing.T) {
-	srv, _, _, _, served := startServer(t, "", &syncBuffer{})
+	srv, _, _, _, served := startServer(t, "", &logtest.Buffer{})
 	func() {
 		defer func() { _ = recover() }()
 		srv.serial.Do(func() { panic("broken invariant") })
 	}()
-	if err := receive(t, served, "Serve return"); err == nil || !strings.Contains(err.Error(), "node panicked: broken invariant") {
+	if err := chantest.Receive(t, served, "Serve return"); err == nil || !strings.Contains(err.Error(), "node panicked: broken invariant") {
 		t.Errorf("Serve = %v, want the node's panic", err)
 	}
 }
@@ -124,7 +108,7 @@ func TestServeStopsOnNodePanic(t *testing.T) {
 // TestHeadPing proves that HEAD /ping through the real HTTP server answers
 // 200 with an empty body, as a load balancer's health check expects.
 func TestHeadPing(t *testing.T) {
-	_, url, _, _, _ := startServer(t, "", &syncBuffer{})
+	_, url, _, _, _ := startServer(t, "", &logtest.Buffer{})
 	status, body := fetch(t, http.MethodHead, url+"/ping")
 	if status != http.StatusOK || len(body) != 0 {
 		t.Errorf("HEAD /ping: status %d body %q, want 200 and no body", status, body)
@@ -172,7 +156,7 @@ func TestStartLog(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			logs := &syncBuffer{}
+			logs := &logtest.Buffer{}
 			_, url, _, _, _ := startServer(t, tt.cluster, logs)
 			// Served only after the start-up record is written.
 			resp, err := http.Get(url + "/ping")
@@ -210,8 +194,8 @@ func TestStartLog(t *testing.T) {
 // TestMetricsServed proves a server answers GET /metrics with its
 // Prometheus metrics, ahead of the node, which never sees the request.
 func TestMetricsServed(t *testing.T) {
-	_, url, _, _, _ := startServer(t, "", &syncBuffer{})
-	status, body := fetch(t, http.MethodGet, url+MetricsPath)
+	_, url, _, _, _ := startServer(t, "", &logtest.Buffer{})
+	status, body := fetch(t, http.MethodGet, url+observe.MetricsPath)
 	if status != http.StatusOK || !strings.Contains(body, "chronos_outbound_queue_depth 0") {
 		t.Errorf("GET /metrics: status %d body %q, want 200 and the queue depth", status, body)
 	}

@@ -1,287 +1,63 @@
 package server
 
 import (
-	"encoding/json"
-	"maps"
-	"net/http"
 	"slices"
-	"strconv"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
+	"github.com/chronos-timer/chronos/server/observe"
 )
 
-// StatusPath is where a Server answers what its node holds and how its
-// latest resync went, ahead of the node's API: an operator scaling the
-// cluster stops a leaving node only once every staying node's resync
-// says completed (docs/operations.md).
-const StatusPath = "/status"
-
-// Status is the JSON body of GET /status. Instance is the instance
-// number the node issues IDs with, InstanceDerived whether it was derived
-// from the membership; Peers the reachability of the other members and
-// the remote sites, as this node's requests to them found it.
-type Status struct {
-	Address         string       `json:"address"`
-	Version         string       `json:"version"`
-	Instance        int          `json:"instance"`
-	InstanceDerived bool         `json:"instance-derived"`
-	ViewID          string       `json:"cluster-view-id"`
-	Nodes           []string     `json:"nodes"`
-	Joining         []string     `json:"joining,omitempty"`
-	Leaving         []string     `json:"leaving,omitempty"`
-	Peers           []PeerStatus `json:"peers"`
-	Timers          int          `json:"timers"`
-	Tombstones      int          `json:"tombstones"`
-	Resync          ResyncReport `json:"resync"`
-}
-
-// ResyncReport is the latest resync's progress. State is "running",
-// "completed" (every peer answered every page), "incomplete" (it gave up
-// on the peers in failed-peers: run it again once they are back, with
-// SIGUSR1) or "none".
-type ResyncReport struct {
-	State        string     `json:"state"`
-	Runs         uint64     `json:"runs"`
-	ViewID       string     `json:"cluster-view-id"`
-	Peers        int        `json:"peers"`
-	PeersDone    int        `json:"peers-done"`
-	FailedPeers  []string   `json:"failed-peers,omitempty"`
-	Received     uint64     `json:"timers-received"`
-	Taken        uint64     `json:"timers-taken"`
-	Replicated   uint64     `json:"replicated"`
-	Tombstoned   uint64     `json:"tombstoned"`
-	SendFailures uint64     `json:"send-failures"`
-	Refused      uint64     `json:"timers-refused"`
-	Started      *time.Time `json:"started,omitempty"`
-	Finished     *time.Time `json:"finished,omitempty"`
-}
-
-// report turns the node's resync status into its JSON form.
-func report(r node.ResyncStatus) ResyncReport {
-	out := ResyncReport{
-		State: resyncState(r), Runs: r.Runs, ViewID: formatView(r.ViewID),
-		Peers: r.Peers, PeersDone: r.PeersDone, FailedPeers: r.Failed,
-		Received: r.Received, Taken: r.Taken, Replicated: r.Replicated,
-		Tombstoned: r.Tombstoned, SendFailures: r.SendFailures, Refused: r.Refused,
-	}
-	if !r.Started.IsZero() {
-		out.Started = &r.Started
-	}
-	if !r.Finished.IsZero() {
-		out.Finished = &r.Finished
-	}
-	return out
-}
-
-func resyncState(r node.ResyncStatus) string {
-	switch {
-	case r.Running:
-		return "running"
-	case r.Runs == 0:
-		return "none"
-	case len(r.Failed) > 0:
-		return "incomplete"
-	}
-	return "completed"
-}
-
-// formatView writes a cluster view ID as GET /timers takes it: decimal.
-func formatView(v uint64) string {
-	if v == 0 {
-		return ""
-	}
-	return strconv.FormatUint(v, 10)
-}
-
 // Status returns what the node holds and its latest resync's progress.
-func (s *Server) Status() Status {
-	var st Status
+func (s *Server) Status() observe.Status {
+	var st observe.Status
 	s.serial.Do(func() {
 		m := s.node.Membership()
 		stats := s.node.Stats()
-		st = Status{
-			Address: s.node.Address(), Version: version(), ViewID: formatView(s.node.ViewID()),
+		st = observe.Status{
+			Address: s.node.Address(), Version: observe.BuildVersion(), ViewID: observe.FormatView(s.node.ViewID()),
 			Nodes: m.Nodes, Joining: m.Joining, Leaving: m.Leaving,
 			Timers: stats.Timers, Tombstones: stats.Tombstones,
-			Resync: report(s.node.ResyncStatus()),
+			Resync: observe.Report(s.node.ResyncStatus()),
 		}
 		st.Instance, st.InstanceDerived = s.node.Instance()
 	})
-	st.Peers = s.peers.report()
+	st.Peers = s.peers.Report()
 	return st
 }
 
-// withStatus serves StatusPath and every other request from next.
-func withStatus(s *Server, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != StatusPath || r.Method != http.MethodGet && r.Method != http.MethodHead {
-			next.ServeHTTP(w, r)
-			return
-		}
-		body, err := json.MarshalIndent(s.Status(), "", "  ")
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, err.Error())
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(append(body, '\n'))
+// register adds the node's figures, the internal requests refused for
+// want of a client certificate and the build to reg.
+func (s *Server) register(reg prometheus.Registerer) {
+	observe.RegisterNode(reg, func() (st node.Stats, r node.ResyncStatus) {
+		s.serial.Do(func() { st, r = s.node.Stats(), s.node.ResyncStatus() })
+		return st, r
 	})
-}
-
-// nodeMetric is one of the node's own figures, read from its counters and
-// its latest resync; labels, if any, are constant.
-type nodeMetric struct {
-	name, help string
-	kind       prometheus.ValueType
-	value      func(node.Stats, node.ResyncStatus) float64
-	labels     prometheus.Labels
-}
-
-// Help texts shared by the series of one metric.
-const (
-	shedHelp    = "Requests the node refused with 503 at a limit: limit=\"timers\" (it holds its most timers; client writes and replicas), limit=\"bytes\" (its byte budget of held timers), limit=\"in_flight\" (its most outbound requests outstanding)."
-	refusedHelp = "Internal requests refused with 403: reason=\"signature\" (no valid signature under the cluster key, or without a key not from a member's address), reason=\"destination\" (addressed to another member), reason=\"age\" (sent longer ago than max_message_age plus max_clock_skew, or dated more than max_clock_skew ahead), reason=\"certificate\" (no client certificate the cluster's CA signed, with mutual TLS)."
-)
-
-// nodeMetrics are the node's own figures on /metrics (docs/metrics.md).
-var nodeMetrics = []nodeMetric{
-	{name: "chronos_timers", help: "Live timers this node holds.", kind: prometheus.GaugeValue,
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Timers) }},
-	{name: "chronos_tombstones", help: "Tombstones (deleted or finished timers) this node still keeps.", kind: prometheus.GaugeValue,
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Tombstones) }},
-	{name: "chronos_pops_total", help: "Callbacks sent.", kind: prometheus.CounterValue,
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Pops) }},
-	{name: "chronos_callback_failures_total", help: "Callbacks that failed: no answer, or an answer other than 2xx.", kind: prometheus.CounterValue,
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.CallbackFailures) }},
-	{name: "chronos_replications_sent_total", help: "Replication messages (internal PUTs to replicas and to other sites) sent.", kind: prometheus.CounterValue,
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ReplicationsSent) }},
-	{name: "chronos_replications_failed_total", help: "Replication messages that had no answer: an error, a timeout, or shed.", kind: prometheus.CounterValue,
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ReplicationsFailed) }},
-	{name: "chronos_replications_refused_total", help: "Replication messages the peer answered with a status other than 2xx (409, 403, 503).", kind: prometheus.CounterValue,
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ReplicationsRefused) }},
-	{name: "chronos_replications_received_total", help: "Replication messages received.", kind: prometheus.CounterValue,
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ReplicationsReceived) }},
-	{name: "chronos_shed_total", help: shedHelp, kind: prometheus.CounterValue, labels: prometheus.Labels{"limit": "timers"},
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ShedTimers) }},
-	{name: "chronos_shed_total", help: shedHelp, kind: prometheus.CounterValue, labels: prometheus.Labels{"limit": "bytes"},
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ShedBytes) }},
-	{name: "chronos_timer_bytes", help: "What the held records count against the byte budget ([limits] max_timer_bytes): callback URIs and opaque data, and 200 bytes each.", kind: prometheus.GaugeValue,
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.HeldBytes) }},
-	{name: "chronos_internal_refused_total", help: refusedHelp, kind: prometheus.CounterValue, labels: prometheus.Labels{"reason": "signature"},
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Forbidden) }},
-	{name: "chronos_internal_refused_total", help: refusedHelp, kind: prometheus.CounterValue, labels: prometheus.Labels{"reason": "destination"},
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Misaddressed) }},
-	{name: "chronos_internal_refused_total", help: refusedHelp, kind: prometheus.CounterValue, labels: prometheus.Labels{"reason": "age"},
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.Stale) }},
-	{name: "chronos_callbacks_refused_total", help: "Timers refused because the callback policy forbids their callback (the allow-list, link-local, unspecified or own addresses), whether a client, a replica, a resync page or a repair brought them.", kind: prometheus.CounterValue,
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.CallbacksRefused) }},
-	{name: "chronos_writes_expired_total", help: "Client writes refused with 408 because their X-Chronos-Deadline had passed.", kind: prometheus.CounterValue,
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.DeadlinePassed) }},
-	{name: "chronos_shed_total", help: shedHelp, kind: prometheus.CounterValue, labels: prometheus.Labels{"limit": "in_flight"},
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ShedInFlight) }},
-	{name: "chronos_statistics_tags", help: "Distinct statistics tags the live timers held carry.", kind: prometheus.GaugeValue,
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(len(st.Tags)) }},
-	{name: "chronos_resync_running", help: "1 while a resync runs on this node.", kind: prometheus.GaugeValue,
-		value: func(_ node.Stats, r node.ResyncStatus) float64 { return b2f(r.Running) }},
-	{name: "chronos_resync_peers_pending", help: "Peers the running resync has not finished with (0 when none runs).", kind: prometheus.GaugeValue,
-		value: func(_ node.Stats, r node.ResyncStatus) float64 {
-			if !r.Running {
-				return 0
-			}
-			return float64(r.Peers - r.PeersDone - len(r.Failed))
-		}},
-	{name: "chronos_resync_failed_peers", help: "Peers the latest resync gave up on.", kind: prometheus.GaugeValue,
-		value: func(_ node.Stats, r node.ResyncStatus) float64 { return float64(len(r.Failed)) }},
-	{name: "chronos_resyncs_completed_total", help: "Resyncs that reached every peer.", kind: prometheus.CounterValue,
-		value: func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Completed) }},
-	{name: "chronos_resyncs_incomplete_total", help: "Resyncs that gave up on a peer.", kind: prometheus.CounterValue,
-		value: func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Incomplete) }},
-	{name: "chronos_resync_timers_taken", help: "Timers the latest resync took.", kind: prometheus.GaugeValue,
-		value: func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Taken) }},
-	{name: "chronos_resync_pages_served_total", help: "GET /timers pages this node answered.", kind: prometheus.CounterValue,
-		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ResyncPagesServed) }},
-}
-
-// Bounds of the chronos_tagged_timers series one scrape reports: tags are
-// the clients' own words, and a node may hold millions of distinct ones,
-// each up to a request body long. The first MaxTagSeries tags in name
-// order of at most MaxTagLabelBytes are reported; chronos_statistics_tags
-// counts every tag, so it tells when some are not.
-const (
-	MaxTagSeries     = 1000
-	MaxTagLabelBytes = 256
-)
-
-// nodeCollector reports nodeMetrics and the per-tag counts, reading the
-// node's counters once per scrape under its lock.
-type nodeCollector struct {
-	s     *Server
-	descs []*prometheus.Desc
-	tags  *prometheus.Desc
-}
-
-func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.descs {
-		ch <- d
-	}
-	ch <- c.tags
-}
-
-func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
-	var st node.Stats
-	var r node.ResyncStatus
-	c.s.serial.Do(func() { st, r = c.s.node.Stats(), c.s.node.ResyncStatus() })
-	for i, m := range nodeMetrics {
-		ch <- prometheus.MustNewConstMetric(c.descs[i], m.kind, m.value(st, r))
-	}
-	reported := 0
-	for _, tag := range slices.Sorted(maps.Keys(st.Tags)) {
-		if reported == MaxTagSeries {
-			break
-		}
-		if len(tag) > MaxTagLabelBytes {
-			continue
-		}
-		// The node takes only valid UTF-8, which is all a label value
-		// needs; an error would only drop the series, never the scrape.
-		if m, err := prometheus.NewConstMetric(c.tags, prometheus.GaugeValue, float64(st.Tags[tag]), tag); err == nil {
-			ch <- m
-			reported++
-		}
-	}
-}
-
-// registerNodeMetrics adds the node's own figures to the Prometheus
-// registry: timers held and the latest resync's progress.
-func (s *Server) registerNodeMetrics(reg *prometheus.Registry) {
-	c := &nodeCollector{s: s}
-	for _, m := range nodeMetrics {
-		c.descs = append(c.descs, prometheus.NewDesc(m.name, m.help, nil, m.labels))
-	}
-	c.tags = prometheus.NewDesc("chronos_tagged_timers",
-		"Live timers held per statistics tag, each counted by its tag's count (api.md statistics).", []string{"tag"}, nil)
-	reg.MustRegister(c)
-}
-
-// registerCertMetrics adds the internal requests refused for want of a
-// client certificate, beside the node's other refusals.
-func (s *Server) registerCertMetrics(reg *prometheus.Registry) {
-	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "chronos_internal_refused_total", Help: refusedHelp, ConstLabels: prometheus.Labels{"reason": "certificate"},
-	}, func() float64 {
+	observe.RegisterCertRefusals(reg, func() uint64 {
 		if s.certs == nil {
 			return 0
 		}
-		return float64(s.certs.refused.Load())
-	}))
+		return s.certs.refused.Load()
+	})
+	observe.RegisterBuildInfo(reg)
 }
 
-func b2f(b bool) float64 {
-	if b {
-		return 1
+// peerAddrs lists the addresses whose reachability the Server follows:
+// every other member, steady, joining or leaving, and the remote sites
+// the node replicates to.
+func peerAddrs(c config.Node) []string {
+	var out []string
+	for _, a := range c.Cluster.All() {
+		if a != c.Localhost {
+			out = append(out, a)
+		}
 	}
-	return 0
+	if c.ReplicateAcrossSites {
+		for _, s := range c.RemoteSites {
+			out = append(out, s.Address)
+		}
+	}
+	return slices.Compact(out)
 }

@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/chronos-timer/chronos/internal/logtest"
+	"github.com/chronos-timer/chronos/server/observe"
 )
 
 // TestStatusReportsResync proves GET /status and the metrics tell an
@@ -15,7 +18,7 @@ import (
 // which instance number and version the node runs with, and that it has
 // no peer to reach.
 func TestStatusReportsResync(t *testing.T) {
-	srv, url, _, _, _ := startServer(t, "[identity]\ninstance_id = 7\n[cluster]\nlocalhost = %[1]s\nnode = %[1]s\n", &syncBuffer{})
+	srv, url, _, _, _ := startServer(t, "[identity]\ninstance_id = 7\n[cluster]\nlocalhost = %[1]s\nnode = %[1]s\n", &logtest.Buffer{})
 	resp, err := http.Post(url+"/timers", "application/json", bytes.NewReader(benchBody))
 	if err != nil {
 		t.Fatal(err)
@@ -23,8 +26,8 @@ func TestStatusReportsResync(t *testing.T) {
 	resp.Body.Close()
 	runs := srv.Status().Resync.Runs
 	srv.Resync()
-	status, body := fetch(t, http.MethodGet, url+StatusPath)
-	var st Status
+	status, body := fetch(t, http.MethodGet, url+observe.StatusPath)
+	var st observe.Status
 	if err := json.Unmarshal([]byte(body), &st); status != http.StatusOK || err != nil {
 		t.Fatalf("GET /status: status %d, %v:\n%s", status, err, body)
 	}
@@ -34,30 +37,17 @@ func TestStatusReportsResync(t *testing.T) {
 	if st.Address != srv.config().Localhost || st.ViewID == "" || len(st.Nodes) != 1 {
 		t.Errorf("GET /status = %+v, want this node alone in its view", st)
 	}
-	if st.Instance != 7 || st.InstanceDerived || st.Version != version() || st.Version == "" {
-		t.Errorf("GET /status = %+v, want instance 7 as configured and version %q", st, version())
+	if st.Instance != 7 || st.InstanceDerived || st.Version != observe.BuildVersion() || st.Version == "" {
+		t.Errorf("GET /status = %+v, want instance 7 as configured and version %q", st, observe.BuildVersion())
 	}
 	if !strings.Contains(body, `"peers": [],`) {
 		t.Errorf("GET /status = %s, want an empty list of peers", body)
 	}
-	_, metrics := fetch(t, http.MethodGet, url+MetricsPath)
+	_, metrics := fetch(t, http.MethodGet, url+observe.MetricsPath)
 	for _, want := range []string{"chronos_timers 1", "chronos_resync_running 0", "chronos_resync_failed_peers 0",
-		`chronos_build_info{goversion="` + runtime.Version() + `",version="` + version() + `"} 1`} {
+		`chronos_build_info{goversion="` + runtime.Version() + `",version="` + observe.BuildVersion() + `"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("GET /metrics lacks %q", want)
 		}
-	}
-}
-
-// TestVersion proves the version a build sets wins over the build
-// information, which says "devel" for a test binary.
-func TestVersion(t *testing.T) {
-	if got := version(); got != "devel" {
-		t.Errorf("version() = %q in a test binary, want devel", got)
-	}
-	defer func(v string) { Version = v }(Version)
-	Version = "v1.2.3"
-	if got := version(); got != "v1.2.3" {
-		t.Errorf("version() = %q with Version set, want v1.2.3", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // BenchmarkRecovery measures what a restart on a storage folder costs: it
@@ -27,7 +28,7 @@ func BenchmarkRecovery(b *testing.B) {
 		timers, _ = strconv.Atoi(v)
 	}
 	dir := b.TempDir()
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.StorageDir = dir
 	srv, err := New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {

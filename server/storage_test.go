@@ -10,13 +10,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chronos-timer/chronos/internal/chantest"
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
 	"github.com/chronos-timer/chronos/wire"
 )
 
 // storedConfig is the configuration of a lone node on addr keeping its
 // timers in dir.
-func storedConfig(t *testing.T, addr, dir string) Config {
+func storedConfig(t *testing.T, addr, dir string) config.Node {
 	t.Helper()
 	cluster := writeFile(t, t.TempDir(), "chronos_cluster.conf", "[cluster]\nlocalhost = "+addr+"\nnode = "+addr+"\n")
 	cfg, err := parseAndLoad(append(noFiles, "--cluster-config-file", cluster, "--storage-dir", dir))
@@ -39,7 +41,7 @@ func storedServer(t *testing.T, ln net.Listener, dir string) (*Server, string, f
 	go func() { served <- srv.Serve(ctx, ln) }()
 	stop := func() {
 		cancel()
-		if err := receive(t, served, "Serve return"); err != nil {
+		if err := chantest.Receive(t, served, "Serve return"); err != nil {
 			t.Fatalf("Serve: %v", err)
 		}
 	}

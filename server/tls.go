@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
+	"github.com/chronos-timer/chronos/server/transport"
 )
 
 // TLS is optional and has two levels (docs/operations.md, "Security"):
@@ -70,7 +72,7 @@ type certs struct {
 }
 
 // newCerts reads the files of cfg, or returns nil when cfg has no TLS.
-func newCerts(cfg Config) (*certs, error) {
+func newCerts(cfg config.Node) (*certs, error) {
 	if cfg.TLSCertFile == "" && cfg.TLSKeyFile == "" && cfg.TLSCAFile == "" {
 		return nil, nil
 	}
@@ -176,12 +178,12 @@ func (c *certs) refusePeer(w http.ResponseWriter, r *http.Request) bool {
 	if !c.mutual() {
 		return false
 	}
-	internal := r.URL.EscapedPath() == BatchPath || r.Header.Get(node.HeaderTo) != "" || r.Header.Get(node.HeaderSignature) != ""
+	internal := r.URL.EscapedPath() == transport.BatchPath || r.Header.Get(node.HeaderTo) != "" || r.Header.Get(node.HeaderSignature) != ""
 	if !internal || r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
 		return false
 	}
 	c.refused.Add(1)
-	writeError(w, http.StatusForbidden, errNoPeerCert)
+	transport.WriteError(w, http.StatusForbidden, errNoPeerCert)
 	return true
 }
 
@@ -204,4 +206,20 @@ func tlsListener(c *certs, ln net.Listener) net.Listener {
 		return ln
 	}
 	return tls.NewListener(ln, c.serverConfig())
+}
+
+// secure gives c cfg's callback policy, and its transport between nodes:
+// from the node's own address, over TLS with tc's material when tc is set.
+func secure(c *transport.Client, cfg config.Node, tc *certs) error {
+	policy, err := nodeConfig(cfg, nil, nil, nil).CallbackPolicy()
+	if err != nil {
+		return fmt.Errorf("server: callback policy: %w", err)
+	}
+	c.SetCallbackPolicy(policy)
+	var peerTLS *tls.Config
+	if tc != nil {
+		peerTLS = tc.peerConfig()
+	}
+	c.SetPeers(cfg.Localhost, peerTLS)
+	return nil
 }

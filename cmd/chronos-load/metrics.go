@@ -9,7 +9,7 @@ import (
 )
 
 // outboundMetric is the counter of a node's outbound requests by kind and
-// outcome (server.Client's metrics).
+// outcome (transport.Client's metrics).
 const outboundMetric = "chronos_outbound_requests_total"
 
 // scrapeOutbound sums the nodes' outbound request counters by kind and

@@ -19,7 +19,7 @@ import (
 
 	"github.com/chronos-timer/chronos/internal/localcluster"
 	"github.com/chronos-timer/chronos/internal/proctest"
-	"github.com/chronos-timer/chronos/server"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // TestClusterCommand proves `make cluster` as the README tells it: the
@@ -79,7 +79,7 @@ func TestClusterCommand(t *testing.T) {
 	c.stop(t)
 	c.waitFor(t, "stopped; configuration and logs kept in "+dir)
 	for i := range nodes {
-		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("node%d", i+1), server.LogFileName)); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("node%d", i+1), config.LogFileName)); err != nil {
 			t.Errorf("node%d's log: %v", i+1, err)
 		}
 	}

@@ -18,7 +18,8 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/internal/proctest"
-	"github.com/chronos-timer/chronos/server"
+	"github.com/chronos-timer/chronos/server/config"
+	"github.com/chronos-timer/chronos/server/lifecycle"
 )
 
 // pollEvery is how often a test looks again at what it waits for, until
@@ -105,7 +106,7 @@ func TestProcessDaemon(t *testing.T) {
 	pidPath := filepath.Join(dir, "chronos.pid")
 	addr := proctest.FreeAddr(t)
 	args := append([]string{"--daemon", "--pidfile=" + pidPath}, daemonFiles(t, dir, addr, logDir)...)
-	logPath := filepath.Join(logDir, server.LogFileName)
+	logPath := filepath.Join(logDir, config.LogFileName)
 
 	parent, out, err := runParent(t, bin, args...)
 	if err != nil {
@@ -125,7 +126,7 @@ func TestProcessDaemon(t *testing.T) {
 		}
 		if t.Failed() {
 			log, _ := os.ReadFile(logPath)
-			errLog, _ := os.ReadFile(filepath.Join(logDir, server.ErrLogFileName))
+			errLog, _ := os.ReadFile(filepath.Join(logDir, lifecycle.ErrLogFileName))
 			t.Logf("parent output:\n%s\nchronos log:\n%s\nchronos_err.log:\n%s", out, log, errLog)
 		}
 	})
@@ -143,7 +144,7 @@ func TestProcessDaemon(t *testing.T) {
 		}
 	}
 	poll(t, "log file shows the node serving", logHas("msg=serving"))
-	if _, err := os.Stat(filepath.Join(logDir, server.ErrLogFileName)); err != nil {
+	if _, err := os.Stat(filepath.Join(logDir, lifecycle.ErrLogFileName)); err != nil {
 		t.Errorf("the daemon's stderr file: %v, want it in the log folder", err)
 	}
 	for _, want := range []string{`instance=1 instance_derived=false`, `replicate_across_sites=false`, `"static DNS names"=1`} {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chronos-timer/chronos/server"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // TestConfigurationDocNamesEveryFlag proves that docs/configuration.md
@@ -19,7 +19,7 @@ func TestConfigurationDocNamesEveryFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := flag.NewFlagSet("chronos", flag.ContinueOnError)
-	var flags server.Flags
+	var flags config.Flags
 	flags.Register(node)
 	node.VisitAll(func(f *flag.Flag) {
 		if !strings.Contains(string(doc), "`--"+f.Name) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/chronos-timer/chronos/node"
-	"github.com/chronos-timer/chronos/server"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // examplesDir is the repository's examples/, seen from this package.
@@ -35,7 +35,7 @@ func (n exampleNode) path(rel string) string {
 
 // load loads the node's configuration as the binary does, and fails on
 // an error or a warning.
-func (n exampleNode) load(t *testing.T) server.Config {
+func (n exampleNode) load(t *testing.T) config.Node {
 	t.Helper()
 	return loadFiles(t, n.path(n.local), n.path(n.cluster), n.path(n.shared), n.path(n.dns))
 }
@@ -162,9 +162,9 @@ func TestExampleFiles(t *testing.T) {
 
 // loadFiles loads a node's configuration as the binary does and fails on
 // any error or warning.
-func loadFiles(t *testing.T, local, cluster, shared, dns string) server.Config {
+func loadFiles(t *testing.T, local, cluster, shared, dns string) config.Node {
 	t.Helper()
-	f := server.Flags{LocalConfigFile: local, ClusterConfigFile: cluster, SharedConfigFile: shared, DNSConfigFile: dns}
+	f := config.Flags{LocalConfigFile: local, ClusterConfigFile: cluster, SharedConfigFile: shared, DNSConfigFile: dns}
 	cfg, err := f.Load()
 	if err != nil {
 		t.Fatalf("load %s: %v", local, err)

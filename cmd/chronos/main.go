@@ -15,6 +15,8 @@ import (
 	"os"
 
 	"github.com/chronos-timer/chronos/server"
+	"github.com/chronos-timer/chronos/server/config"
+	"github.com/chronos-timer/chronos/server/lifecycle"
 )
 
 func main() {
@@ -31,7 +33,7 @@ func main() {
 func run(args []string, stderr io.Writer) int {
 	fs := newFlagSet("chronos", stderr,
 		"Usage: chronos [flags]\n       chronos cluster [flags]   (a local cluster on loopback; chronos cluster -h)\n")
-	var flags server.Flags
+	var flags config.Flags
 	flags.Register(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -40,24 +42,24 @@ func run(args []string, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, 2, err)
 	}
-	if flags.Daemon && !server.DaemonChild() {
+	if flags.Daemon && !lifecycle.DaemonChild() {
 		if cfg.LogFolder == "" {
 			fmt.Fprintln(stderr, "chronos: warning: --daemon without a [logging] folder: the log is discarded")
 		}
-		if err := server.Daemonize(cfg, args); err != nil {
+		if err := lifecycle.Daemonize(cfg, args); err != nil {
 			return fail(stderr, 1, err)
 		}
 		return 0
 	}
-	log, closeLog, err := server.OpenLog(cfg, stderr)
+	log, closeLog, err := lifecycle.OpenLog(cfg, stderr)
 	if err != nil {
 		return fail(stderr, 1, err)
 	}
 	defer closeLog()
-	server.LogWarnings(log, cfg.Warnings)
+	config.LogWarnings(log, cfg.Warnings)
 	if err := server.Run(context.Background(), cfg, log); err != nil {
 		log.Error("chronos stopped", "err", err)
-		server.DaemonStarted(err)
+		lifecycle.DaemonStarted(err)
 		return 1
 	}
 	return 0
@@ -95,6 +97,6 @@ func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 // returns code.
 func fail(stderr io.Writer, code int, err error) int {
 	fmt.Fprintf(stderr, "chronos: %v\n", err)
-	server.DaemonStarted(err)
+	lifecycle.DaemonStarted(err)
 	return code
 }

@@ -22,7 +22,7 @@ import (
 
 	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/node"
-	"github.com/chronos-timer/chronos/server"
+	"github.com/chronos-timer/chronos/server/observe"
 	"github.com/chronos-timer/chronos/wire"
 )
 
@@ -299,7 +299,7 @@ func (s *scaling) hup(m node.Membership, ps ...*process) {
 		p.signal(s.t, syscall.SIGHUP)
 	}
 	for _, p := range ps {
-		s.awaitStatus(p, fmt.Sprintf("membership %+v", m), func(st server.Status) (bool, error) {
+		s.awaitStatus(p, fmt.Sprintf("membership %+v", m), func(st observe.Status) (bool, error) {
 			return slices.Equal(st.Nodes, m.Nodes) && slices.Equal(st.Joining, m.Joining) && slices.Equal(st.Leaving, m.Leaving), nil
 		})
 	}
@@ -317,7 +317,7 @@ func (s *scaling) resyncAgain(m node.Membership, ps ...*process) {
 	}
 	view := viewOf(m)
 	for i, p := range ps {
-		s.awaitStatus(p, "a completed resync after SIGUSR1", func(st server.Status) (bool, error) {
+		s.awaitStatus(p, "a completed resync after SIGUSR1", func(st observe.Status) (bool, error) {
 			return resyncDone(st, view, runs[i]+1)
 		})
 	}
@@ -330,7 +330,7 @@ func (s *scaling) awaitResync(m node.Membership, ps ...*process) {
 	s.t.Helper()
 	view := viewOf(m)
 	for _, p := range ps {
-		s.awaitStatus(p, "resync completed to view "+view, func(st server.Status) (bool, error) {
+		s.awaitStatus(p, "resync completed to view "+view, func(st observe.Status) (bool, error) {
 			return resyncDone(st, view, 1)
 		})
 	}
@@ -338,7 +338,7 @@ func (s *scaling) awaitResync(m node.Membership, ps ...*process) {
 
 // resyncDone reports whether st's latest resync, at least the minRuns-th,
 // has completed to view; an incomplete one is an error.
-func resyncDone(st server.Status, view string, minRuns uint64) (bool, error) {
+func resyncDone(st observe.Status, view string, minRuns uint64) (bool, error) {
 	r := st.Resync
 	if st.ViewID != view || r.ViewID != view || r.Runs < minRuns {
 		return false, nil
@@ -361,7 +361,7 @@ func viewOf(m node.Membership) string {
 // awaitStatus polls p's GET /status until cond holds, for at most
 // scaleWait; an error from cond, or the deadline, fails the test with the
 // last status seen.
-func (s *scaling) awaitStatus(p *process, what string, cond func(server.Status) (bool, error)) {
+func (s *scaling) awaitStatus(p *process, what string, cond func(observe.Status) (bool, error)) {
 	s.t.Helper()
 	deadline := time.Now().Add(scaleWait)
 	var last string
@@ -387,7 +387,7 @@ func (s *scaling) awaitStatus(p *process, what string, cond func(server.Status) 
 }
 
 // status returns p's GET /status.
-func (s *scaling) status(p *process) server.Status {
+func (s *scaling) status(p *process) observe.Status {
 	s.t.Helper()
 	st, _, err := getStatus(s.client, p)
 	if err != nil {
@@ -397,9 +397,9 @@ func (s *scaling) status(p *process) server.Status {
 }
 
 // getStatus returns p's GET /status, parsed and as sent.
-func getStatus(c *http.Client, p *process) (server.Status, string, error) {
-	var st server.Status
-	resp, err := c.Get(p.url + server.StatusPath)
+func getStatus(c *http.Client, p *process) (observe.Status, string, error) {
+	var st observe.Status
+	resp, err := c.Get(p.url + observe.StatusPath)
 	if err != nil {
 		return st, "", err
 	}
@@ -409,10 +409,10 @@ func getStatus(c *http.Client, p *process) (server.Status, string, error) {
 		return st, "", err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return st, string(raw), fmt.Errorf("GET %s%s: status %d", p.url, server.StatusPath, resp.StatusCode)
+		return st, string(raw), fmt.Errorf("GET %s%s: status %d", p.url, observe.StatusPath, resp.StatusCode)
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return st, string(raw), fmt.Errorf("GET %s%s: %w", p.url, server.StatusPath, err)
+		return st, string(raw), fmt.Errorf("GET %s%s: %w", p.url, observe.StatusPath, err)
 	}
 	return st, string(raw), nil
 }
@@ -421,7 +421,7 @@ func getStatus(c *http.Client, p *process) (server.Status, string, error) {
 // GET /metrics.
 func (s *scaling) metric(p *process, name string) float64 {
 	s.t.Helper()
-	resp, err := s.client.Get(p.url + server.MetricsPath)
+	resp, err := s.client.Get(p.url + observe.MetricsPath)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -436,7 +436,7 @@ func (s *scaling) metric(p *process, name string) float64 {
 			return f
 		}
 	}
-	s.t.Fatalf("%s: GET %s has no %s (err %v)", p.addr, server.MetricsPath, name, sc.Err())
+	s.t.Fatalf("%s: GET %s has no %s (err %v)", p.addr, observe.MetricsPath, name, sc.Err())
 	return 0
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chronos-timer/chronos/internal/certtest"
 	"github.com/chronos-timer/chronos/server"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // wait bounds every wait on a pop or on the watch: a ceiling against
@@ -26,13 +27,13 @@ const wait = 20 * time.Second
 // startNode serves a lone node, the production server, on a loopback port
 // until the test ends, and returns its address; configure, if given,
 // changes its configuration first.
-func startNode(t *testing.T, configure ...func(*server.Config)) string {
+func startNode(t *testing.T, configure ...func(*config.Node)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := server.DefaultConfig()
+	cfg := config.Default()
 	host, port, _ := net.SplitHostPort(ln.Addr().String())
 	cfg.BindAddress = host
 	if cfg.BindPort, err = strconv.Atoi(port); err != nil {
@@ -263,7 +264,7 @@ func TestExitStatus(t *testing.T) {
 func TestCommandsOverTLS(t *testing.T) {
 	ca := certtest.NewCA(t, "ctl")
 	cert, key := ca.Issue(t, "node", "127.0.0.1")
-	addr := startNode(t, func(c *server.Config) { c.TLSCertFile, c.TLSKeyFile = cert, key })
+	addr := startNode(t, func(c *config.Node) { c.TLSCertFile, c.TLSKeyFile = cert, key })
 
 	code, out, errOut := ctl(t, "-nodes", addr, "-tls-ca-file", ca.File, "create", "-interval", "1h", "-uri", "http://127.0.0.1:9/cb")
 	if code != exitOK || strings.TrimSpace(out) == "" {

@@ -54,7 +54,7 @@ const (
 	readyTimeout = 30 * time.Second
 	// stopTimeout bounds the wait for a node to exit after SIGTERM: the
 	// node's own graceful shutdown takes at most 15 s
-	// (server.DefaultShutdownTimeout). Then it is killed.
+	// (config.DefaultShutdownTimeout). Then it is killed.
 	stopTimeout = 20 * time.Second
 )
 

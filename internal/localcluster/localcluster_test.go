@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/chronos-timer/chronos/server"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // TestValidate proves that each bad option is refused with its name and
@@ -76,7 +76,7 @@ func TestFiles(t *testing.T) {
 		}
 		want := []string{"127.0.0.1:8100", "127.0.0.1:8101", "127.0.0.1:8102", "127.0.0.1:8103"}
 		for i, f := range files {
-			fl := server.Flags{LocalConfigFile: f.local, ClusterConfigFile: f.cluster}
+			fl := config.Flags{LocalConfigFile: f.local, ClusterConfigFile: f.cluster}
 			cfg, err := fl.Load()
 			if err != nil {
 				t.Fatalf("run %d, %s: %v", run, f.name, err)

@@ -39,14 +39,14 @@ const (
 const DefaultStorageDir = "chronos-data"
 
 // LogFileName is the log file the node writes in the [logging] folder
-// (OpenLog in package server).
+// (OpenLog in package lifecycle).
 const LogFileName = "chronos.log"
 
-// Config is the production configuration: what chronos.conf,
+// Node is the production configuration: what chronos.conf,
 // chronos_cluster.conf and chronos_shared.conf hold, merged
 // (docs/design.md 4.9), the static DNS records of dns.json, plus the
-// process's and the adapter's own knobs. Start from DefaultConfig.
-type Config struct {
+// process's and the adapter's own knobs. Start from Default.
+type Node struct {
 	// BindAddress and BindPort are where the HTTP server listens
 	// ([http] bind-address, bind-port).
 	BindAddress string
@@ -57,7 +57,7 @@ type Config struct {
 	LogLevel  slog.Level
 	LogFormat string
 	// Level, when not nil, is the level the node's logger filters at,
-	// shared by OpenLog's logger and the Server: a reload (SIGHUP) sets
+	// shared by lifecycle.OpenLog's logger and the Server: a reload (SIGHUP) sets
 	// it to the LogLevel the files give then. Flags.Load sets it; nil
 	// leaves the logger at LogLevel for good.
 	Level *slog.LevelVar
@@ -110,7 +110,7 @@ type Config struct {
 	// key, PEM ([http] tls_cert_file, tls_key_file): set, the node serves
 	// HTTPS only and reaches its peers over HTTPS. TLSCAFile is the CA
 	// that signs the members' certificates ([cluster] tls_ca_file): set,
-	// TLS between nodes is mutual (see tls.go). All are read again on
+	// TLS between nodes is mutual (see server/tls.go). All are read again on
 	// SIGHUP.
 	TLSCertFile string
 	TLSKeyFile  string
@@ -132,7 +132,7 @@ type Config struct {
 	// --storage-dir). Empty keeps them in memory only: a restarted node
 	// gets back only what its peers hold (docs/design.md 4.16). The
 	// binary's default (Flags.Load) is DefaultStorageDir, relative to
-	// the working directory; DefaultConfig, for embedders and tests,
+	// the working directory; Default, for embedders and tests,
 	// keeps them in memory.
 	StorageDir string
 
@@ -177,10 +177,10 @@ type Config struct {
 	absent []string
 }
 
-// DefaultConfig returns the configuration of a lone node on
+// Default returns the configuration of a lone node on
 // 127.0.0.1:7253.
-func DefaultConfig() Config {
-	c := Config{
+func Default() Node {
+	c := Node{
 		ReplyTimeout:    DefaultReplyTimeout,
 		ShutdownTimeout: DefaultShutdownTimeout,
 	}
@@ -189,14 +189,14 @@ func DefaultConfig() Config {
 }
 
 // ListenAddress is the host:port the HTTP server binds.
-func (c Config) ListenAddress() string {
+func (c Node) ListenAddress() string {
 	return net.JoinHostPort(c.BindAddress, strconv.Itoa(c.BindPort))
 }
 
 // Normalize fills derived fields and gives port-less addresses this node's
 // bind-port, as the original does, so the node sees one spelling of each
 // address.
-func (c *Config) Normalize() error {
+func (c *Node) Normalize() error {
 	if c.Localhost == "" {
 		// Derived from the bind address, which must be sound first.
 		if err := validateBindAddress(c.BindAddress); err != nil {
@@ -306,7 +306,7 @@ func validHost(h string) bool {
 }
 
 // Validate reports the first invalid setting, naming it and its value.
-func (c Config) Validate() error {
+func (c Node) Validate() error {
 	if err := validateBindAddress(c.BindAddress); err != nil {
 		return err
 	}

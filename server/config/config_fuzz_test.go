@@ -29,7 +29,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("[logging]\nlevel = 3\nformat = TEXT\nformat = yaml\n"))
 	f.Add([]byte("[logging]\nlevel = Warn\nformat =\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg := DefaultConfig()
+		cfg := Default()
 		if err := ParseConfig(data, &cfg); err != nil {
 			return
 		}

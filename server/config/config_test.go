@@ -26,7 +26,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 
 // load runs the flag and file pipeline of cmd/chronos: files given by
 // content ("" means no file), then args.
-func load(t *testing.T, local, cluster string, args ...string) (Config, error) {
+func load(t *testing.T, local, cluster string, args ...string) (Node, error) {
 	t.Helper()
 	return loadFiles(t, files{local: local, cluster: cluster}, args...)
 }
@@ -39,7 +39,7 @@ type files struct {
 // loadFiles runs the flag and file pipeline of cmd/chronos: the files
 // given, then args. The files not given are none, whatever the machine's
 // /etc holds.
-func loadFiles(t *testing.T, fl files, args ...string) (Config, error) {
+func loadFiles(t *testing.T, fl files, args ...string) (Node, error) {
 	t.Helper()
 	dir := t.TempDir()
 	var fileArgs []string
@@ -65,13 +65,13 @@ var noFiles = []string{"--local-config-file=", "--cluster-config-file=", "--shar
 
 // parseAndLoad parses args as cmd/chronos does and loads the
 // configuration.
-func parseAndLoad(args []string) (Config, error) {
+func parseAndLoad(args []string) (Node, error) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(new(strings.Builder))
 	var f Flags
 	f.Register(fs)
 	if err := fs.Parse(args); err != nil {
-		return Config{}, err
+		return Node{}, err
 	}
 	return f.Load()
 }
@@ -135,7 +135,7 @@ type loadCase struct {
 	name           string
 	local, cluster string
 	args           []string
-	want           func(*Config)
+	want           func(*Node)
 }
 
 // TestLoad proves how files and flags combine: the original file format is
@@ -143,7 +143,7 @@ type loadCase struct {
 // a flag), as in the original, and flags override files.
 func TestLoad(t *testing.T) {
 	tests := []loadCase{
-		{"original files", originalLocal, originalCluster, nil, func(c *Config) {
+		{"original files", originalLocal, originalCluster, nil, func(c *Node) {
 			c.BindAddress, c.BindPort, c.LogLevel, c.InstanceID = "10.0.0.1", 7254, slog.LevelDebug-4, 3
 			c.Localhost = "10.0.0.1:7254"
 			c.Cluster = node.Membership{
@@ -151,29 +151,29 @@ func TestLoad(t *testing.T) {
 				Joining: []string{"10.0.0.4:7254"}, Leaving: []string{"10.0.0.5:7254"},
 			}
 		}},
-		{"localhost defaults to the bind address", "[http]\nbind-address = 10.0.0.1\n", "[cluster]\nnode = 10.0.0.1\nnode = 10.0.0.2\n", nil, func(c *Config) {
+		{"localhost defaults to the bind address", "[http]\nbind-address = 10.0.0.1\n", "[cluster]\nnode = 10.0.0.1\nnode = 10.0.0.2\n", nil, func(c *Node) {
 			c.BindAddress = "10.0.0.1"
 			c.Localhost = "10.0.0.1:7253"
 			c.Cluster.Nodes = []string{"10.0.0.1:7253", "10.0.0.2:7253"}
 		}},
-		{"comma lists and IPv6", "", "[cluster]\nlocalhost = ::1\nnode = [::1], [::2]:7000\n", nil, func(c *Config) {
+		{"comma lists and IPv6", "", "[cluster]\nlocalhost = ::1\nnode = [::1], [::2]:7000\n", nil, func(c *Node) {
 			c.Localhost = "[::1]:7253"
 			c.Cluster.Nodes = []string{"[::1]:7253", "[::2]:7000"}
 		}},
-		{"level by name", "[logging]\nlevel = WARNING\n", "", nil, func(c *Config) { c.LogLevel = slog.LevelWarn }},
-		{"level 0 is error", "[logging]\nlevel = 0\n", "", nil, func(c *Config) { c.LogLevel = slog.LevelError }},
-		{"level warn, format json", "[logging]\nlevel = warn\nformat = JSON\n", "", nil, func(c *Config) {
+		{"level by name", "[logging]\nlevel = WARNING\n", "", nil, func(c *Node) { c.LogLevel = slog.LevelWarn }},
+		{"level 0 is error", "[logging]\nlevel = 0\n", "", nil, func(c *Node) { c.LogLevel = slog.LevelError }},
+		{"level warn, format json", "[logging]\nlevel = warn\nformat = JSON\n", "", nil, func(c *Node) {
 			c.LogLevel, c.LogFormat = slog.LevelWarn, LogJSON
 		}},
-		{"format flag overrides the file", "[logging]\nformat = json\n", "", []string{"--log-format", "text"}, func(c *Config) { c.LogFormat = LogText }},
-		{"sites", "", "[sites]\nlocal_site = east\nremote_site = west=10.1.0.1\nremote_site = north=10.2.0.1:7000\n", nil, func(c *Config) {
+		{"format flag overrides the file", "[logging]\nformat = json\n", "", []string{"--log-format", "text"}, func(c *Node) { c.LogFormat = LogText }},
+		{"sites", "", "[sites]\nlocal_site = east\nremote_site = west=10.1.0.1\nremote_site = north=10.2.0.1:7000\n", nil, func(c *Node) {
 			c.LocalSite = "east"
 			c.RemoteSites = []node.Site{{Name: "west", Address: "10.1.0.1:7253"}, {Name: "north", Address: "10.2.0.1:7000"}}
 		}},
 		{"flags override files", originalLocal, originalCluster, []string{
 			"--bind-port", "8000", "--log-level", "debug", "--instance-id", "9",
 			"--localhost", "10.0.0.1:8000", "--node", "10.0.0.1:8000", "--node", "10.0.0.7",
-		}, func(c *Config) {
+		}, func(c *Node) {
 			c.BindAddress, c.BindPort, c.LogLevel, c.InstanceID = "10.0.0.1", 8000, slog.LevelDebug-4, 9
 			c.Localhost = "10.0.0.1:8000"
 			c.Cluster = node.Membership{
@@ -181,13 +181,13 @@ func TestLoad(t *testing.T) {
 				Joining: []string{"10.0.0.4:8000"}, Leaving: []string{"10.0.0.5:8000"},
 			}
 		}},
-		{"flags alone", "", "", []string{"--bind-address", "0.0.0.0", "--localhost", "10.0.0.1", "--node", "10.0.0.1,10.0.0.2", "--remote-site", "b=10.9.0.1"}, func(c *Config) {
+		{"flags alone", "", "", []string{"--bind-address", "0.0.0.0", "--localhost", "10.0.0.1", "--node", "10.0.0.1,10.0.0.2", "--remote-site", "b=10.9.0.1"}, func(c *Node) {
 			c.BindAddress = "0.0.0.0"
 			c.Localhost = "10.0.0.1:7253"
 			c.Cluster.Nodes = []string{"10.0.0.1:7253", "10.0.0.2:7253"}
 			c.RemoteSites = []node.Site{{Name: "b", Address: "10.9.0.1:7253"}}
 		}},
-		{"alone on every interface", "[http]\nbind-address = 0.0.0.0\n", "", nil, func(c *Config) {
+		{"alone on every interface", "[http]\nbind-address = 0.0.0.0\n", "", nil, func(c *Node) {
 			c.BindAddress = "0.0.0.0"
 			c.Localhost = "127.0.0.1:7253"
 		}},
@@ -201,16 +201,16 @@ func TestLoad(t *testing.T) {
 // the file's list.
 func TestLoadKeyAndAllowList(t *testing.T) {
 	runLoadCases(t, []loadCase{
-		{"callback_hosts", "[callbacks]\nallowed_host = cb.example\nallowed_host = 127.0.0.0/8, [::1]:8080 ,::1, cb.example:80\n", "", nil, func(c *Config) {
+		{"callback_hosts", "[callbacks]\nallowed_host = cb.example\nallowed_host = 127.0.0.0/8, [::1]:8080 ,::1, cb.example:80\n", "", nil, func(c *Node) {
 			c.CallbackHosts = []string{"cb.example", "127.0.0.0/8", "[::1]:8080", "::1", "cb.example:80"}
 		}},
-		{"callback hosts flag replaces the file's list", "[callbacks]\nallowed_host = cb.example\n", "", []string{"--allowed-callback-host", "10.0.0.0/8", "--allowed-callback-host", "a.example,b.example"}, func(c *Config) {
+		{"callback hosts flag replaces the file's list", "[callbacks]\nallowed_host = cb.example\n", "", []string{"--allowed-callback-host", "10.0.0.0/8", "--allowed-callback-host", "a.example,b.example"}, func(c *Node) {
 			c.CallbackHosts = []string{"10.0.0.0/8", "a.example", "b.example"}
 		}},
-		{"cluster key", "", "[cluster]\nkey = 0123456789abcdef  # shared by every node\n", nil, func(c *Config) {
+		{"cluster key", "", "[cluster]\nkey = 0123456789abcdef  # shared by every node\n", nil, func(c *Node) {
 			c.ClusterKey = "0123456789abcdef"
 		}},
-		{"cluster key flag overrides the file", "", "[cluster]\nkey = 0123456789abcdef\n", []string{"--cluster-key", " fedcba9876543210fedcba "}, func(c *Config) {
+		{"cluster key flag overrides the file", "", "[cluster]\nkey = 0123456789abcdef\n", []string{"--cluster-key", " fedcba9876543210fedcba "}, func(c *Node) {
 			c.ClusterKey = "fedcba9876543210fedcba"
 		}},
 	})
@@ -221,10 +221,10 @@ func TestLoadKeyAndAllowList(t *testing.T) {
 // overrides the file.
 func TestLoadMemoryLimit(t *testing.T) {
 	runLoadCases(t, []loadCase{
-		{"GiB", "[limits]\nmemory_limit = 2GiB\n", "", nil, func(c *Config) { c.MemoryLimit = 2 << 30 }},
-		{"MiB with a space", "[limits]\nmemory_limit = 1536 MiB\n", "", nil, func(c *Config) { c.MemoryLimit = 1536 << 20 }},
-		{"bytes", "[limits]\nmemory_limit = 100000000\n", "", nil, func(c *Config) { c.MemoryLimit = 100_000_000 }},
-		{"flag overrides the file", "[limits]\nmemory_limit = 2GiB\n", "", []string{"--memory-limit", "3GiB"}, func(c *Config) { c.MemoryLimit = 3 << 30 }},
+		{"GiB", "[limits]\nmemory_limit = 2GiB\n", "", nil, func(c *Node) { c.MemoryLimit = 2 << 30 }},
+		{"MiB with a space", "[limits]\nmemory_limit = 1536 MiB\n", "", nil, func(c *Node) { c.MemoryLimit = 1536 << 20 }},
+		{"bytes", "[limits]\nmemory_limit = 100000000\n", "", nil, func(c *Node) { c.MemoryLimit = 100_000_000 }},
+		{"flag overrides the file", "[limits]\nmemory_limit = 2GiB\n", "", []string{"--memory-limit", "3GiB"}, func(c *Node) { c.MemoryLimit = 3 << 30 }},
 	})
 }
 
@@ -238,7 +238,7 @@ func runLoadCases(t *testing.T, tests []loadCase) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := DefaultConfig()
+			want := Default()
 			want.Localhost = "127.0.0.1:7253"
 			tt.want(&want)
 			assertConfig(t, got, want)
@@ -247,7 +247,7 @@ func runLoadCases(t *testing.T, tests []loadCase) {
 }
 
 // assertConfig compares the settings that files and flags control.
-func assertConfig(t *testing.T, got, want Config) {
+func assertConfig(t *testing.T, got, want Node) {
 	t.Helper()
 	type view struct {
 		BindAddress string
@@ -357,7 +357,7 @@ func TestClusterKeyErrors(t *testing.T) {
 			}
 		})
 	}
-	cfg := DefaultConfig()
+	cfg := Default()
 	cfg.Localhost = "127.0.0.1:7253"
 	cfg.ClusterKey = "sesame"
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "ClusterKey is 6 bytes") || strings.Contains(err.Error(), "sesame") {
@@ -368,7 +368,7 @@ func TestClusterKeyErrors(t *testing.T) {
 // TestParseFromBytes proves that the exported parser applies only what the
 // file gives and prefixes its errors.
 func TestParseFromBytes(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := Default()
 	if err := ParseConfig([]byte("[http]\nbind-port = 7300\n"), &cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +505,7 @@ type mergeCase struct {
 	name  string
 	files files
 	args  []string
-	want  func(*Config)
+	want  func(*Node)
 }
 
 // TestMergeFiles proves the original's merge of its three INI files: any
@@ -515,18 +515,18 @@ type mergeCase struct {
 func TestMergeFiles(t *testing.T) {
 	const sharedSites = "[sites]\nlocal_site = mysite\nremote_site = a=foo.example:800\nremote_site = b=bar.example\nreplicate_timers_across_sites = true\n"
 	tests := []mergeCase{
-		{"shared file alone", files{shared: sharedSites}, nil, func(c *Config) {
+		{"shared file alone", files{shared: sharedSites}, nil, func(c *Node) {
 			c.LocalSite, c.ReplicateAcrossSites = "mysite", true
 			c.RemoteSites = []node.Site{{Name: "a", Address: "foo.example:800"}, {Name: "b", Address: "bar.example:7253"}}
 		}},
-		{"local over shared", files{local: "[http]\nbind-port = 7254\n", shared: "[http]\nbind-port = 7300\n[logging]\nlevel = 4\n"}, nil, func(c *Config) {
+		{"local over shared", files{local: "[http]\nbind-port = 7254\n", shared: "[http]\nbind-port = 7300\n[logging]\nlevel = 4\n"}, nil, func(c *Node) {
 			c.BindPort, c.LogLevel, c.Localhost = 7254, slog.LevelDebug, "127.0.0.1:7254"
 		}},
 		{"cluster over local and shared", files{
 			local:   "[http]\nbind-port = 7254\n[logging]\nfolder = /var/log/local\n",
 			cluster: "[http]\nbind-port = 7255\n",
 			shared:  "[http]\nbind-port = 7300\n[logging]\nfolder = /var/log/shared\nlevel = 1\n",
-		}, nil, func(c *Config) {
+		}, nil, func(c *Node) {
 			c.BindPort, c.Localhost = 7255, "127.0.0.1:7255"
 			c.LogFolder, c.LogLevel = "/var/log/local", slog.LevelWarn
 		}},
@@ -534,20 +534,20 @@ func TestMergeFiles(t *testing.T) {
 			local:   "[cluster]\nnode = 127.0.0.1\nnode = 10.0.0.2\n[callbacks]\nallowed_host = a.example\n",
 			cluster: "[cluster]\nnode = 127.0.0.1\nnode = 10.0.0.3\n",
 			shared:  "[callbacks]\nallowed_host = b.example\nallowed_host = c.example\n",
-		}, nil, func(c *Config) {
+		}, nil, func(c *Node) {
 			c.Cluster.Nodes = []string{"127.0.0.1:7253", "10.0.0.3:7253"}
 			c.CallbackHosts = []string{"a.example"}
 		}},
 		{"cluster section in the shared file, http in the cluster file", files{
 			cluster: "[http]\nbind-address = 10.0.0.1\n",
 			shared:  "[cluster]\nnode = 10.0.0.1\nnode = 10.0.0.2\nkey = 0123456789abcdef\n[identity]\ninstance_id = 7\n",
-		}, nil, func(c *Config) {
+		}, nil, func(c *Node) {
 			c.BindAddress, c.Localhost, c.InstanceID = "10.0.0.1", "10.0.0.1:7253", 7
 			c.Cluster.Nodes = []string{"10.0.0.1:7253", "10.0.0.2:7253"}
 			c.ClusterKey = "0123456789abcdef"
 		}},
 		{"flags over every file", files{local: "[logging]\nfolder = /a\n", cluster: sharedSites, shared: "[logging]\nfolder = /b\n"},
-			[]string{"--log-folder", "/c", "--replicate-timers-across-sites", "no"}, func(c *Config) {
+			[]string{"--log-folder", "/c", "--replicate-timers-across-sites", "no"}, func(c *Node) {
 				c.LocalSite, c.LogFolder = "mysite", "/c"
 				c.RemoteSites = []node.Site{{Name: "a", Address: "foo.example:800"}, {Name: "b", Address: "bar.example:7253"}}
 			}},
@@ -558,7 +558,7 @@ func TestMergeFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := DefaultConfig()
+			want := Default()
 			want.Localhost = "127.0.0.1:7253"
 			tt.want(&want)
 			assertConfig(t, got, want)
@@ -620,7 +620,7 @@ func TestMissingFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := DefaultConfig()
+	want := Default()
 	want.Localhost = "127.0.0.1:7253"
 	assertConfig(t, cfg, want)
 	var got []string

@@ -15,7 +15,7 @@ const MaxConfigFileBytes = 1 << 20
 // to cfg, whichever file it is: every file may hold every section
 // (docs/design.md 4.9). Sections and keys that are not read are accepted
 // and reported in cfg.Warnings, with no file name.
-func ParseConfig(data []byte, cfg *Config) error {
+func ParseConfig(data []byte, cfg *Node) error {
 	s, ws, err := parseFile(data, "")
 	if err != nil {
 		return fmt.Errorf("server: %w", err)

@@ -105,7 +105,7 @@ func ReadDNSFile(path string) (*StaticDNS, []Warning, error) {
 }
 
 // loadDNS reads c.DNSConfigFile, if any, into c.DNS.
-func (c *Config) loadDNS() error {
+func (c *Node) loadDNS() error {
 	if c.DNSConfigFile == "" {
 		return nil
 	}

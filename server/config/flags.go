@@ -33,7 +33,7 @@ type Flags struct {
 	// PIDFile receives the process ID of the serving process (--pidfile).
 	PIDFile string
 	// Daemon asks the process to run in the background (--daemon): the
-	// command returns once the node serves (Daemonize).
+	// command returns once the node serves (lifecycle.Daemonize).
 	Daemon bool
 
 	settings settings
@@ -137,18 +137,18 @@ func (f *Flags) readValueFiles() error {
 }
 
 // Load builds the configuration: defaults, then the configuration files
-// merged as the original merges them (Config.LocalConfigFile), then the
+// merged as the original merges them (Node.LocalConfigFile), then the
 // flags; it fills derived fields, validates the result and reads the DNS
-// file. The parts of the files that are not read are in Config.Warnings,
+// file. The parts of the files that are not read are in Node.Warnings,
 // for the caller to log (LogWarnings).
-func (f *Flags) Load() (Config, error) {
+func (f *Flags) Load() (Node, error) {
 	if err := f.flagErrors(); err != nil {
-		return Config{}, err
+		return Node{}, err
 	}
 	if err := f.readValueFiles(); err != nil {
-		return Config{}, err
+		return Node{}, err
 	}
-	cfg := DefaultConfig()
+	cfg := Default()
 	cfg.StorageDir = DefaultStorageDir
 	cfg.LocalConfigFile = f.LocalConfigFile
 	cfg.ClusterConfigFile = f.ClusterConfigFile
@@ -158,11 +158,11 @@ func (f *Flags) Load() (Config, error) {
 	cfg.flags = f.settings
 	absent, err := cfg.loadFiles()
 	if err != nil {
-		return Config{}, err
+		return Node{}, err
 	}
 	cfg.absent = absent
 	if err := cfg.loadDNS(); err != nil {
-		return Config{}, err
+		return Node{}, err
 	}
 	cfg.Level = new(slog.LevelVar)
 	cfg.Level.Set(cfg.LogLevel)
@@ -176,7 +176,7 @@ type configFile struct {
 
 // configFiles lists c's INI files in the order their warnings are
 // reported.
-func (c Config) configFiles() []configFile {
+func (c Node) configFiles() []configFile {
 	return []configFile{
 		{"local config file", c.LocalConfigFile, DefaultLocalConfigFile},
 		{"cluster config file", c.ClusterConfigFile, DefaultClusterConfigFile},
@@ -195,7 +195,7 @@ var mergeOrder = [...]int{2, 0, 1}
 // loadFiles reads the configuration files, merges them over c, applies the
 // flags over them, normalizes and validates. It returns the files that do
 // not exist; one given on the command line is also a warning.
-func (c *Config) loadFiles() (absent []string, err error) {
+func (c *Node) loadFiles() (absent []string, err error) {
 	files := c.configFiles()
 	layers := make([]settings, len(files))
 	for i, file := range files {
@@ -236,28 +236,28 @@ func (c *Config) loadFiles() (absent []string, err error) {
 // taken: other settings are read at start. The node's own address, the sites and
 // the cluster key cannot change while it runs, and a file read at start
 // cannot vanish: either is an error.
-func (c Config) ReloadCluster() (Config, error) {
+func (c Node) ReloadCluster() (Node, error) {
 	for _, f := range c.configFiles() {
 		if f.path == "" || slices.Contains(c.absent, f.path) {
 			continue
 		}
 		if _, err := os.Stat(f.path); errors.Is(err, os.ErrNotExist) {
-			return Config{}, fmt.Errorf("server: %s %s does not exist any more; restore it", f.what, f.path)
+			return Node{}, fmt.Errorf("server: %s %s does not exist any more; restore it", f.what, f.path)
 		}
 	}
-	fresh := DefaultConfig()
+	fresh := Default()
 	fresh.LocalConfigFile = c.LocalConfigFile
 	fresh.ClusterConfigFile = c.ClusterConfigFile
 	fresh.SharedConfigFile = c.SharedConfigFile
 	fresh.flags = c.flags
 	if _, err := fresh.loadFiles(); err != nil {
-		return Config{}, err
+		return Node{}, err
 	}
 	if fresh.Localhost != c.Localhost {
-		return Config{}, fmt.Errorf("server: localhost %q differs from %q; restart to change it", fresh.Localhost, c.Localhost)
+		return Node{}, fmt.Errorf("server: localhost %q differs from %q; restart to change it", fresh.Localhost, c.Localhost)
 	}
 	if fresh.LocalSite != c.LocalSite || !slices.Equal(fresh.RemoteSites, c.RemoteSites) || fresh.ReplicateAcrossSites != c.ReplicateAcrossSites {
-		return Config{}, errors.New("server: sites changed; restart to change them")
+		return Node{}, errors.New("server: sites changed; restart to change them")
 	}
 	next := c
 	next.Cluster = fresh.Cluster
@@ -267,7 +267,7 @@ func (c Config) ReloadCluster() (Config, error) {
 	next.LogLevel = fresh.LogLevel
 	next.Warnings = fresh.Warnings
 	if err := next.Validate(); err != nil {
-		return Config{}, err
+		return Node{}, err
 	}
 	return next, nil
 }

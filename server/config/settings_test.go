@@ -40,12 +40,12 @@ func TestSettingsReachTheirField(t *testing.T) {
 	owner := map[string]string{}
 	for i := range table {
 		s := &table[i]
-		fromFile := DefaultConfig()
+		fromFile := Default()
 		if err := ParseConfig([]byte("["+s.section+"]\n"+s.key+" = "+s.example+"\n"), &fromFile); err != nil {
 			t.Errorf("%s = %s: %v", s.id(), s.example, err)
 			continue
 		}
-		changed := changedFields("", reflect.ValueOf(DefaultConfig()), reflect.ValueOf(fromFile))
+		changed := changedFields("", reflect.ValueOf(Default()), reflect.ValueOf(fromFile))
 		if len(changed) != 1 {
 			t.Errorf("%s = %s changes the fields %v, want one", s.id(), s.example, changed)
 			continue
@@ -57,7 +57,7 @@ func TestSettingsReachTheirField(t *testing.T) {
 		if s.flag == "" {
 			continue
 		}
-		fromFlag := DefaultConfig()
+		fromFlag := Default()
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		var f Flags
 		f.Register(fs)
@@ -74,7 +74,7 @@ func TestSettingsReachTheirField(t *testing.T) {
 }
 
 // changedFields names the fields of the structs a and b that differ,
-// looking into nested structs (Config.Cluster).
+// looking into nested structs (Node.Cluster).
 func changedFields(prefix string, a, b reflect.Value) []string {
 	var out []string
 	for i := range a.NumField() {
@@ -109,10 +109,10 @@ func TestListFlagsReplaceTheFiles(t *testing.T) {
 		if err := fs.Parse([]string{"--" + s.flag, s.example, "--" + s.flag, s.example}); err != nil {
 			t.Fatal(err)
 		}
-		cfg := DefaultConfig()
+		cfg := Default()
 		file.apply(&cfg)
 		f.settings.apply(&cfg)
-		changed := changedFields("", reflect.ValueOf(DefaultConfig()), reflect.ValueOf(cfg))
+		changed := changedFields("", reflect.ValueOf(Default()), reflect.ValueOf(cfg))
 		if len(changed) != 1 {
 			t.Fatalf("--%s changes %v, want one field", s.flag, changed)
 		}

@@ -143,7 +143,7 @@ func TestWarningsOnReload(t *testing.T) {
 // TestParseWarnings proves that the exported parser appends its
 // warnings to the configuration, with no file name.
 func TestParseWarnings(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := Default()
 	if err := ParseConfig([]byte("[dns]\nport = 53\n"), &cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,134 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
+)
+
+// batchTarget returns the request target of req if it may travel in a
+// batch, or "". Requests between nodes that write (PUT and DELETE:
+// replication, pop notices, tombstones, references) may: their answers
+// are small. A callback never does, nor a read (GET: a resync page, a
+// replica's record), whose answer may be as large as a body can be.
+func batchTarget(req node.Request, kind int) string {
+	if kind != kindPeer || (req.Method != http.MethodPut && req.Method != http.MethodDelete) {
+		return ""
+	}
+	u, err := url.Parse(req.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "" // sent alone, where the round trip fails
+	}
+	return u.RequestURI()
+}
+
+// fill appends to buf, whose first request is taken from h's batched
+// queue, the requests after it that share its timeout, up to the batch
+// limits; c.mu is held. Only a queue that is waiting makes a batch: an
+// idle peer gets each request alone, at once.
+func (c *Client) fill(h *host, buf []*job) []*job {
+	first := buf[0]
+	size := batchHeadSize + first.size
+	for len(buf) < c.limits.batchRequests {
+		j := h.peek()
+		if j == nil || j.timeout != first.timeout || size+j.size > c.limits.batchBytes {
+			break
+		}
+		size += j.size
+		buf = append(buf, h.pop())
+	}
+	return buf
+}
+
+// serveBatch performs jobs, taken together from h's batched queue, in one
+// request to h's BatchPath, and queues their outcomes for the node in
+// their order. A job that waited too long is shed alone; if one job is
+// left it goes alone.
+func (c *Client) serveBatch(h *host, jobs []*job) {
+	out := make([]completion, len(jobs))
+	live := make([]*job, 0, len(jobs))
+	slots := make([]int, 0, len(jobs))
+	for i, j := range jobs {
+		out[i].done = j.done
+		if out[i].err = c.refuse(h, j); out[i].err == nil {
+			live, slots = append(live, j), append(slots, i)
+		}
+	}
+	switch len(live) {
+	case 0:
+	case 1:
+		out[slots[0]] = c.trip(h, live[0])
+	default:
+		for i, o := range c.sendBatch(h, live) {
+			out[slots[i]] = o
+		}
+	}
+	c.results.push(out...)
+}
+
+// sendBatch sends jobs in one batch and returns their outcomes in order.
+// The batch must be written by the earliest end of their queue waits; a
+// batch that fails fails each of them with its error.
+func (c *Client) sendBatch(h *host, jobs []*job) []completion {
+	reqs := make([]node.Request, len(jobs))
+	size := batchHeadSize
+	end := c.queueEnd(jobs[0])
+	for i, j := range jobs {
+		reqs[i] = node.Request{Method: j.req.Method, URL: j.target, Header: j.req.Header, Body: j.req.Body}
+		size += j.size
+		if e := c.queueEnd(j); e.Before(end) {
+			end = e
+		}
+	}
+	batch := node.Request{
+		Method: http.MethodPost,
+		URL:    h.key + BatchPath,
+		Header: node.Header{node.HeaderContentType: batchContentType},
+		Body:   appendBatchRequest(make([]byte, 0, size), reqs),
+	}
+	n := int64(len(jobs))
+	c.count.inFlight.Add(n)
+	resp, took, err := c.roundTrip(batch, end, jobs[0].timeout, batchResponseLimit(len(jobs)))
+	c.count.inFlight.Add(-n)
+	c.count.peerBatches.Add(1)
+	c.count.peerBatched.Add(uint64(n))
+	c.metrics.peerBatches.Inc()
+	c.metrics.peerBatched.Add(float64(n))
+	var resps []node.Response
+	if err == nil {
+		resps, err = readBatchResponse(resp, len(jobs))
+	}
+	out := make([]completion, len(jobs))
+	for i, j := range jobs {
+		if err != nil {
+			out[i] = c.outcome(h, j, node.Response{}, took, fmt.Errorf("server: %s %s: in a batch of %d: %w", j.req.Method, j.req.URL, n, err))
+			continue
+		}
+		r, rerr := resps[i], error(nil)
+		if len(r.Body) > wire.MaxBodyBytes {
+			r, rerr = node.Response{}, fmt.Errorf("server: %s %s: response body larger than %d bytes", j.req.Method, j.req.URL, wire.MaxBodyBytes)
+		}
+		out[i] = c.outcome(h, j, r, took, rerr)
+	}
+	return out
+}
+
+// errBatchRefused is the error of a batch its peer answered with anything
+// but 200 and a batch response.
+var errBatchRefused = errors.New("batch refused")
+
+// readBatchResponse reads the response to a batch of n.
+func readBatchResponse(resp node.Response, n int) ([]node.Response, error) {
+	if resp.Status != http.StatusOK {
+		return nil, fmt.Errorf("%w: %d %s", errBatchRefused, resp.Status, resp.Header.Get(wire.HeaderReason))
+	}
+	resps, err := parseBatchResponse(resp.Body, n)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errBatchRefused, err)
+	}
+	return resps, nil
+}

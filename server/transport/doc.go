@@ -1,0 +1,25 @@
+// Package transport is a production node's HTTP, both ways: the Handler
+// that hands each inbound request to the node and writes its reply, and
+// the Client, the node's network (node.Network), that carries its
+// outbound requests (callbacks, replication, pop notices, resync pages).
+//
+// The Client queues each request for its destination host, served by a
+// bounded set of workers each holding one connection, and sheds what
+// waits too long or finds its queue full (ErrShed); callbacks are dialled
+// only to addresses the callback policy allows, requests to peers from
+// the node's own address, both through the static DNS records first.
+// Requests between nodes that write travel in batches when their peer is
+// busy: the Client sends them to BatchPath, and the Handler hands each
+// sub-request to the node as if it had arrived alone (batch.go is the
+// format).
+//
+// Both enter the node only through the enter function they are given
+// (the server's Serial.Do), which serializes every call into it, and
+// neither blocks under it: bodies are read, written and waited for
+// outside.
+//
+// Files: handler.go and batchserve.go (inbound), client.go, pipeline.go,
+// worker.go and batchsend.go (outbound), batch.go (the batch format),
+// outbound.go and dnsdial.go (dialing), metrics.go (the Client's
+// Prometheus collectors).
+package transport

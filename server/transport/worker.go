@@ -1,0 +1,324 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/wire"
+)
+
+// work serves h's queue, one round trip at a time, until it has waited
+// limits.idle for a request, or the Client closed, with the queue empty.
+func (c *Client) work(h *host) {
+	defer c.workers.Done()
+	idle := time.NewTimer(c.limits.idle)
+	defer idle.Stop()
+	var jobs []*job
+	for {
+		if jobs = c.next(h, jobs[:0]); len(jobs) > 0 {
+			if len(jobs) == 1 {
+				c.results.push(c.serve(h, jobs[0]))
+			} else {
+				c.serveBatch(h, jobs)
+			}
+			clear(jobs)
+			continue
+		}
+		idle.Reset(c.limits.idle)
+		leave := false
+		select {
+		case <-h.wake:
+		case <-idle.C:
+			leave = true
+		case <-c.base.Done():
+			leave = true
+		}
+		if c.rest(h, leave) {
+			return
+		}
+	}
+}
+
+// next appends to buf the oldest request of h's queue and, if the queue
+// is batched, the requests after it that fit in its batch; if there is
+// none, it counts the worker as idle and returns buf as it was.
+func (c *Client) next(h *host, buf []*job) []*job {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j := h.pop()
+	if j == nil {
+		h.idle++
+		return buf
+	}
+	buf = append(buf, j)
+	if h.batch {
+		buf = c.fill(h, buf)
+	}
+	c.count.depth.Add(-int64(len(buf)))
+	return buf
+}
+
+// rest ends an idle worker's wait. It reports whether the worker leaves:
+// it may only if asked to and nothing is queued, so a queued request always
+// has a worker. The last worker of a host forgets the host.
+func (c *Client) rest(h *host, leave bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h.idle--
+	if !leave || h.waiting() > 0 {
+		return false
+	}
+	h.workers--
+	if h.workers == 0 {
+		c.logShed(h, time.Now())
+		delete(c.hosts, h.id())
+	}
+	return true
+}
+
+// serve performs j, or sheds it if it waited too long, and returns its
+// outcome for the node.
+func (c *Client) serve(h *host, j *job) completion {
+	if err := c.refuse(h, j); err != nil {
+		return completion{done: j.done, err: err}
+	}
+	return c.trip(h, j)
+}
+
+// trip performs j alone and returns its outcome.
+func (c *Client) trip(h *host, j *job) completion {
+	c.count.inFlight.Add(1)
+	resp, took, err := c.roundTrip(j.req, c.queueEnd(j), j.timeout, wire.MaxBodyBytes)
+	c.count.inFlight.Add(-1)
+	return c.outcome(h, j, resp, took, err)
+}
+
+// refuse returns, counted, why j is not sent: the Client closed, or j
+// waited too long for a worker; nil if it may go, its wait observed.
+func (c *Client) refuse(h *host, j *job) error {
+	switch waited, limit := time.Since(j.queued), c.maxWait(j); {
+	case c.base.Err() != nil:
+		c.record(j.kind, outcomeFailed, noConn)
+		return fmt.Errorf("server: %s %s: %w", j.req.Method, j.req.URL, ErrClientClosed)
+	case waited > limit:
+		c.mu.Lock()
+		c.shedLocked(h, j.kind, time.Now())
+		c.mu.Unlock()
+		return shedError(h.key, fmt.Sprintf("waited %v for a worker, more than %v", waited, limit))
+	default:
+		c.sending(j, waited)
+	}
+	return nil
+}
+
+// outcome counts the outcome of j's round trip and returns it for the node.
+func (c *Client) outcome(h *host, j *job, resp node.Response, took time.Duration, err error) completion {
+	switch {
+	case err == nil:
+		c.record(j.kind, outcomeOK, took)
+	case errors.Is(err, ErrShed):
+		c.mu.Lock()
+		c.shedLocked(h, j.kind, time.Now())
+		c.mu.Unlock()
+	default:
+		c.record(j.kind, outcomeFailed, took)
+	}
+	return completion{done: j.done, resp: resp, err: err}
+}
+
+// maxWait is how long j may wait to be written: its own MaxWait, within
+// the Client's bound.
+func (c *Client) maxWait(j *job) time.Duration {
+	if j.req.MaxWait > 0 {
+		return min(j.req.MaxWait, c.limits.queueWait)
+	}
+	return c.limits.queueWait
+}
+
+// queueEnd is when j's wait to be written ends.
+func (c *Client) queueEnd(j *job) time.Time { return j.queued.Add(c.maxWait(j)) }
+
+// roundTrip performs one request, outside the node lock, and returns how
+// long it took from having its connection (noConn if it never had one).
+// It is shed if it has no connection by queueEnd, and fails if it has no
+// response within timeout of having one, or one with a body over limit.
+func (c *Client) roundTrip(req node.Request, queueEnd time.Time, timeout time.Duration, limit int64) (node.Response, time.Duration, error) {
+	ctx, cancel := context.WithCancelCause(c.base)
+	defer cancel(nil)
+	d := startDeadline(cancel, queueEnd, timeout)
+	defer d.stop()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: d.gotConn})
+	resp, err := c.exchange(ctx, req, limit)
+	return resp, d.took(), err
+}
+
+// exchange writes req and reads its response, of at most limit bytes,
+// under ctx.
+func (c *Client) exchange(ctx context.Context, req node.Request, limit int64) (node.Response, error) {
+	rt, target := c.transport(req)
+	hr, err := http.NewRequestWithContext(ctx, req.Method, target, bytes.NewReader(req.Body))
+	if err != nil {
+		return node.Response{}, fmt.Errorf("server: build %s %s: %w", req.Method, req.URL, err)
+	}
+	for k, v := range req.Header {
+		hr.Header[k] = []string{v}
+	}
+	// The transport itself: an http.Client would only copy the header
+	// for redirects, which are never followed (the node judges a 3xx).
+	hresp, err := rt.RoundTrip(hr)
+	if err != nil {
+		if cause := context.Cause(ctx); cause != ctx.Err() {
+			return node.Response{}, fmt.Errorf("server: %s %s: %w", req.Method, req.URL, cause)
+		}
+		// Named as an http.Client names it: "Put \"http://...\": ...".
+		return node.Response{}, fmt.Errorf("server: %w", &url.Error{Op: urlErrorOp(req.Method), URL: req.URL, Err: err})
+	}
+	defer hresp.Body.Close()
+	if hresp.ContentLength > limit {
+		return node.Response{}, fmt.Errorf("server: %s %s: response body larger than %d bytes", req.Method, req.URL, limit)
+	}
+	var rd io.Reader = hresp.Body
+	length := hresp.ContentLength
+	switch {
+	case req.Method == http.MethodHead:
+		length = 0 // the length of the body a GET would have had
+	case length < 0:
+		// Of unknown length: one byte over the limit tells an oversized
+		// body from one exactly at it.
+		rd = io.LimitReader(hresp.Body, limit+1)
+	}
+	body, err := readBody(rd, length)
+	if err != nil {
+		if cause := context.Cause(ctx); cause != ctx.Err() {
+			err = cause
+		}
+		return node.Response{}, fmt.Errorf("server: %s %s: read response: %w", req.Method, req.URL, err)
+	}
+	if int64(len(body)) > limit {
+		return node.Response{}, fmt.Errorf("server: %s %s: response body larger than %d bytes", req.Method, req.URL, limit)
+	}
+	return node.Response{Status: hresp.StatusCode, Header: nodeHeader(hresp.Header), Body: body}, nil
+}
+
+// urlErrorOp is the Op of the *url.Error an http.Client returns for
+// method: "Put" for PUT.
+func urlErrorOp(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	return method[:1] + strings.ToLower(method[1:])
+}
+
+// deadline bounds one round trip: until the request has its connection, by
+// the end of its queue wait (past it the request is shed); from then on,
+// by its timeout, so the wait for a worker and a connection never counts
+// against the timeout.
+type deadline struct {
+	mu      sync.Mutex
+	timer   *time.Timer
+	written bool
+	wroteAt time.Time
+	timeout time.Duration
+}
+
+func startDeadline(cancel context.CancelCauseFunc, queueEnd time.Time, timeout time.Duration) *deadline {
+	d := &deadline{timeout: timeout}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	queueWait := time.Until(queueEnd)
+	d.timer = time.AfterFunc(queueWait, func() {
+		d.mu.Lock()
+		written := d.written
+		d.mu.Unlock()
+		if written {
+			cancel(fmt.Errorf("no response within %v of the request's writing: %w", timeout, context.DeadlineExceeded))
+			return
+		}
+		cancel(fmt.Errorf("%w: no connection within the queue wait limit", ErrShed))
+	})
+	return d
+}
+
+// gotConn is the httptrace hook: the request has its connection and is
+// being written, so its timeout starts.
+func (d *deadline) gotConn(httptrace.GotConnInfo) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.written && d.timer.Stop() {
+		d.written, d.wroteAt = true, time.Now()
+		d.timer.Reset(d.timeout)
+	}
+}
+
+// took returns the time since the request had its connection, or noConn.
+func (d *deadline) took() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.written {
+		return noConn
+	}
+	return time.Since(d.wroteAt)
+}
+
+func (d *deadline) stop() { d.timer.Stop() }
+
+// deliver hands the outcomes to the node, up to limits.batch of them under
+// one entry, until Close has stopped every worker and all are delivered.
+func (c *Client) deliver() {
+	defer close(c.delivered)
+	var batch []completion
+	for {
+		select {
+		case <-c.results.wake:
+		case <-c.stop:
+			for c.flush(&batch) {
+			}
+			return
+		}
+		for c.flush(&batch) {
+		}
+	}
+}
+
+// flush hands one batch of outcomes to the node and reports whether there
+// was any.
+func (c *Client) flush(buf *[]completion) bool {
+	b := c.results.take(*buf, c.limits.batch)
+	*buf = b
+	if len(b) == 0 {
+		return false
+	}
+	c.count.batches.Add(1)
+	c.count.completions.Add(uint64(len(b)))
+	c.enterBatch(b)
+	clear(b)
+	return true
+}
+
+// enterBatch runs the done callbacks of b under one entry into the node.
+// A panic in one is the node's: enter (the server's Serial) has recorded
+// it and closed, so the rest of the batch and every later one are
+// dropped, and the run loop stops the process. It is not re-raised here, where it
+// would kill the process before that loop reports it.
+func (c *Client) enterBatch(b []completion) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("node panicked handling a completion", "panic", v)
+		}
+	}()
+	c.enter(func() {
+		for i := range b {
+			b[i].done(b[i].resp, b[i].err)
+		}
+	})
+}
