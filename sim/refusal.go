@@ -28,19 +28,15 @@ func (w *world) ageRefusal(m *machine, from string, req node.Request, resp node.
 	if resp.Status != 403 {
 		return
 	}
-	sent, err := strconv.ParseInt(req.Header.Get(node.HeaderSent), 10, 64)
-	if err != nil {
-		return // not an internal request, or not stamped: another refusal
+	apparent, outside := outsideAgeWindow(m, req)
+	if !outside {
+		return // within the window, or not stamped: refused for another reason
 	}
 	sender := w.machineAt(from)
 	if sender == nil {
 		return
 	}
 	cfg := node.DefaultConfig()
-	apparent := time.Duration(m.clock.Now().UnixMilli()-sent) * time.Millisecond
-	if apparent <= cfg.MaxMessageAge+cfg.MaxClockSkew && -apparent <= cfg.MaxClockSkew {
-		return // within the window: refused for another reason
-	}
 	apart := m.clock.Skew() - sender.clock.Skew()
 	// The sender's clock may have moved since it sent: it had one of the
 	// offsets it has had, and the extremes are the ones that explain the
@@ -65,6 +61,21 @@ func (w *world) ageRefusal(m *machine, from string, req node.Request, resp node.
 		m.addr, req.Method, req.URL, from, apparent, cfg.MaxClockSkew)
 	w.apiErrs = append(w.apiErrs, checker.Violation{Guarantee: "API", At: w.loop.Now(), Timer: timerOfURL(req.URL), Message: msg})
 	w.tr.note("API violation: %s", msg)
+}
+
+// outsideAgeWindow reports whether the node on m dates req, an internal
+// request, outside its age window by its own clock now (node's admit:
+// sent more than MaxMessageAge + MaxClockSkew ago, or more than
+// MaxClockSkew ahead), with the age it sees. A request with no stamp is
+// not an internal one: false.
+func outsideAgeWindow(m *machine, req node.Request) (time.Duration, bool) {
+	sent, err := strconv.ParseInt(req.Header.Get(node.HeaderSent), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	cfg := node.DefaultConfig()
+	apparent := time.Duration(m.clock.Now().UnixMilli()-sent) * time.Millisecond
+	return apparent, apparent > cfg.MaxMessageAge+cfg.MaxClockSkew || -apparent > cfg.MaxClockSkew
 }
 
 // refusalSlack is how far inside the window a refused request must have

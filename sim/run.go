@@ -275,7 +275,12 @@ func (w *world) boot(m *machine) {
 	var nd *node.Node
 	m.ep = w.net.Listen(m.addr, func(from string, req node.Request, reply func(node.Response)) {
 		req.Remote = from // the connection's source, as production sets it
-		w.twins.served(m.addr, from, req)
+		if _, refused := outsideAgeWindow(m, req); !refused {
+			// A node learns a peer's instance number only from a
+			// request it admits (node's admit): one it dates out of
+			// its age window tells it nothing.
+			w.twins.served(m.addr, from, req)
+		}
 		held := w.heldRecords(nd)
 		nd.Handle(req, func(resp node.Response) {
 			// A node's answers enter the history only where the
