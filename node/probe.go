@@ -73,6 +73,7 @@ var (
 	probeWriteOldReplicas    = probe("write/to-old-replicas")
 	probeWriteDefaults       = probe("write/to-default-replicas")
 	probeWriteNotHeld        = probe("write/peer-holds-elsewhere")
+	probeWriteHeldFactor     = probe("write/to-held-factors-replicas")
 	probeClockBehindIDs      = probe("write/clock-behind-ids")
 	probeReplaceOwnCopy      = probe("write/replaces-own-copy")
 	probeRewriteCollision    = probe("write/collision-fresh-id")

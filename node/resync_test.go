@@ -1080,3 +1080,40 @@ func TestDeleteCountsOnlyTheTimersReplicas(t *testing.T) {
 	c.down[primary] = false
 	assert.Equal(t, []string{primary}, c.holders(wid))
 }
+
+// TestRecreateReachesTheOldFactorsReplicas lets an rf 3 timer finish, so
+// that every replica holds its tombstone; the third replica then takes an
+// update with rf 3 that makes it live there alone (its replication to the
+// others lost), and another replica takes an update without a factor,
+// which creates the finished timer again with the default, rf 2. That
+// write also reaches the replicas of the factor of the tombstone it held
+// (alsoHolders), so the third replica takes it and no node pops the
+// replaced definition; written to the default's two alone, the third
+// popped it beside them.
+func TestRecreateReachesTheOldFactorsReplicas(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	ring := NewRing([]string{nodeA, nodeB, nodeC})
+	id := uint64(1)
+	replicas := ring.Replicas(id, 3)
+	third, proxy := replicas[2], replicas[1]
+	wid := wire.FormatWireID(id, 0)
+	def := func(opaque string, rf int) string {
+		return string(wire.Encode(wire.Timer{Interval: 10 * time.Second, RepeatFor: 10 * time.Second, URI: cb, Opaque: opaque, ReplicationFactor: rf}))
+	}
+	require.Equal(t, 200, c.client(proxy, "PUT", "/timers/"+wid, def("v1", 3)).Status)
+	require.Len(t, c.advance(11*time.Second, 200), 1, "the one pop of v1")
+	require.Empty(t, c.holders(wid), "v1 finished")
+
+	var got *Response
+	c.nodes[third].Handle(Request{Method: "PUT", URL: "/timers/" + wid, Header: Header{}, Body: []byte(def("v2", 3))}, func(r Response) { got = &r })
+	c.settleLosing(func(host string, _ Request) bool { return host != third })
+	require.NotNil(t, got)
+	require.Equal(t, []string{third}, c.holders(wid), "v2 live on the third replica alone")
+
+	c.advance(time.Second, 200)
+	r := c.client(proxy, "PUT", "/timers/"+wid, def("v3", 0))
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	for _, p := range c.advance(25*time.Second, 200) {
+		assert.Equal(t, "v3", string(p.Body), "pop %s", p.Header.Get(wire.HeaderSequenceNumber))
+	}
+}

@@ -440,7 +440,8 @@ func (n *Node) accountsFor(bloom uint64) bool {
 
 // alsoHolders returns targets, the nodes a write of t goes to, with the
 // other nodes of this node's ring that may hold an older copy of t's
-// timer: an update or delete goes to the default factor's replicas too,
+// timer: an update or delete goes to the replicas of the factor of the
+// copy this node holds, if larger, and to the default factor's too,
 // since a PUT without a factor that this node has not heard of may have
 // created the timer again there (learnRF), and a copy left there would go
 // on popping the definition t replaces. Replica lists of every factor
@@ -454,6 +455,18 @@ func (n *Node) alsoHolders(t *Timer, targets []string) []string {
 			if !slices.Contains(targets, r) {
 				n.hit(probeWriteDefaults)
 				targets = append(slices.Clip(targets), r)
+			}
+		}
+		// A factor the timer had before, larger than this write's (a
+		// finished or deleted timer created again with the default),
+		// left copies on the replicas beyond this write's: a
+		// concurrent update may have made one live again.
+		if held := n.store.Get(t.ID); held != nil && held.RF > 0 {
+			for _, r := range n.ring.Replicas(t.ID, int(held.RF)) {
+				if !slices.Contains(targets, r) {
+					n.hit(probeWriteHeldFactor)
+					targets = append(slices.Clip(targets), r)
+				}
 			}
 		}
 	}
