@@ -100,6 +100,8 @@ var (
 	probeSiteNewer      = probe("site/relay-answers-newer")
 	probeSiteAnswered   = probe("site/newer-placed")
 	probeSiteNotReplica = probe("site/newer-passed-on")
+	probeSiteAgain      = probe("site/forward-again")
+	probeSiteGiveUp     = probe("site/forward-given-up")
 
 	// resync.go: active rebalancing.
 	probeResyncNotMember   = probe("resync/page-requester-not-member")

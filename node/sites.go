@@ -3,6 +3,7 @@ package node
 import (
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/chronos-timer/chronos/wire"
 )
@@ -78,20 +79,47 @@ func (n *Node) repairSite(t *Timer, answer Response, from string) {
 // client write is acknowledged by its local replicas.
 func (n *Node) forwardToSites(t *Timer, now int64) {
 	for _, site := range n.cfg.RemoteSites {
-		if !slices.Contains(t.Placement.Sites, site.Name) {
-			continue
+		if slices.Contains(t.Placement.Sites, site.Name) {
+			n.forwardToSite(site, t, 1)
 		}
-		fwd := *t
-		fwd.Placement = &Placement{Sites: t.Placement.Sites}
-		n.stats.ReplicationsSent++
-		req := n.internalPut(site.Address, wire.FormatWireID(t.ID, 0), EncodeReplication(&fwd, now))
-		n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
-			n.countReplication(resp, err)
-			if err == nil {
-				n.siteAnswered(t.ID, resp)
-			}
-		})
 	}
+}
+
+// siteRetry is how often a forward to another site is sent again while
+// that site gives no answer (or a 5xx): a forward is the only way a
+// site hears of a write, and a site that missed a delete pops the
+// timer until its notice meets a tombstone at a site that took it, which
+// may have expired by then (a tombstone that buried nothing lives only
+// MaxMessageAge and the skew).
+var siteRetry = retryPolicy{attempts: 6, base: time.Second, max: 8 * time.Second}
+
+// forwardToSite sends t to site, again after a wait while the site does
+// not answer, as long as t is still the newest record this node knows
+// of its timer (a later write forwards itself).
+func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
+	fwd := *t
+	fwd.Placement = &Placement{Sites: t.Placement.Sites}
+	n.stats.ReplicationsSent++
+	req := n.internalPut(site.Address, wire.FormatWireID(t.ID, 0), EncodeReplication(&fwd, n.nowMs()))
+	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
+		n.countReplication(resp, err)
+		if err == nil && resp.Status/100 != 5 {
+			n.siteAnswered(t.ID, resp)
+			return
+		}
+		wait, ok := siteRetry.again(attempt, &n.rand)
+		if !ok {
+			n.hit(probeSiteGiveUp)
+			return
+		}
+		n.clock.AfterFunc(wait, func() {
+			if held := n.store.Get(t.ID); held != nil && held.Version > t.Version {
+				return
+			}
+			n.hit(probeSiteAgain)
+			n.forwardToSite(site, t, attempt+1)
+		})
+	})
 }
 
 // siteAnswered learns from another site's answer to a forward: a 409 with

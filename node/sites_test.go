@@ -124,7 +124,8 @@ func TestSitesReplicateAndPopAfterLocal(t *testing.T) {
 }
 
 // TestSiteRelayRepairsAPopOfADeletedTimer shows a site that missed a
-// delete (its forward was lost) repaired by its first pop: the other
+// delete (its forward was lost, and so was every forward sent again)
+// repaired by its first pop: the other
 // site's relay holds the tombstone and answers the forwarded pop notice
 // with it, even though the relay's site peer, which missed the delete
 // too, took the notice; and that peer is repaired with it, so nobody pops
@@ -142,6 +143,12 @@ func TestSiteRelayRepairsAPopOfADeletedTimer(t *testing.T) {
 	}
 	if held := c.holders(wid); !slices.Equal(held, sorted(append(slices.Clone(a), b[1]))) {
 		t.Fatalf("after the partly lost delete: held by %v, want %v and %s", held, a, b[1])
+	}
+	// Every forward of the delete that the relay sends again is lost too
+	// (forwardToSite), and so is the relay's repair within its site.
+	c.lose = func(host string, req Request) bool {
+		from, _, _ := senderInstance(req)
+		return host == a[0] && from == b[0] && req.Method == "PUT" && strings.HasSuffix(req.URL, wire.FormatWireID(mustID(t, wid), 0))
 	}
 	if pops := seqs(c.advance(time.Minute, 200)); !slices.Equal(pops, []string{"1:x"}) {
 		t.Fatalf("pops of the deleted timer: got %v, want the one pop that met the tombstone", pops)
@@ -191,5 +198,30 @@ func TestSiteRelayReplacesItsOwnOlderCopy(t *testing.T) {
 		if string(p.Body) != "v3" {
 			t.Errorf("pop %s carries %q, want v3", p.Header.Get(wire.HeaderSequenceNumber), p.Body)
 		}
+	}
+}
+
+// TestSiteForwardIsSentAgain loses a create's forward to the other site:
+// the node sends it again after a wait (forwardToSite), and the other
+// site holds the timer before its first pop. A forward is the only way
+// a site hears of a write; sent once, a lost delete left the other site
+// popping a deleted timer for its whole repeat-for, since the tombstone
+// its notice would have met had expired (it buried nothing there).
+func TestSiteForwardIsSentAgain(t *testing.T) {
+	c, a, b := newSites(t)
+	var got *Response
+	c.nodes[a[1]].Handle(Request{Method: "POST", URL: "/timers", Header: Header{}, Body: []byte(`{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"` + cb +
+		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)}, func(r Response) { got = &r })
+	c.settleLosing(func(host string, _ Request) bool { return host == b[0] })
+	if got == nil || got.Status != 200 {
+		t.Fatalf("POST via %s: got %v, want 200", a[1], got)
+	}
+	wid := strings.TrimPrefix(got.Header.Get(wire.HeaderLocation), "/timers/")
+	if held := c.holders(wid); !slices.Equal(held, sorted(a)) {
+		t.Fatalf("after the lost forward: held by %v, want %v", held, a)
+	}
+	c.advance(3*time.Second, 200)
+	if held := c.holders(wid); !slices.Equal(held, sorted(append(slices.Clone(a), b...))) {
+		t.Fatalf("after the forward was sent again: held by %v, want both sites", held)
 	}
 }
