@@ -47,8 +47,10 @@ type applied struct {
 	newer *Timer
 	// collision is set when the node holds another timer under the ID.
 	collision bool
-	// took is set when the record replaced what the node held.
-	took bool
+	// took is set when the record replaced what the node held;
+	// buriedLive when it was a tombstone that replaced a live copy of the
+	// timer, one the replicas' pop notices reach (see write's buried).
+	took, buriedLive bool
 	// refusal, with ok false, is the answer to a record the node may not
 	// hold: its callback policy forbids the callback, or it is full.
 	refusal *Response
@@ -115,10 +117,11 @@ func (n *Node) apply(t *Timer) applied {
 		return a // past the byte budget (budget.go)
 	}
 	*t = r.in
+	buriedLive := existing != nil && existing.State == Live && t.State == Tombstone
 	n.release(existing)
 	n.holdNext(t)
 	n.repairNeeded()
-	return applied{ok: true, took: true}
+	return applied{ok: true, took: true, buriedLive: buriedLive}
 }
 
 // mergeEnv is what merge may know of this node, now.
@@ -191,8 +194,11 @@ func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, reply
 	}
 	resp := text(200, "OK")
 	held := n.store.Get(id)
-	if held != nil && held.Version == t.Version && held.State == Live && slices.Contains(held.Placement.Replicas, n.self) {
+	switch {
+	case held != nil && held.Version == t.Version && held.State == Live && slices.Contains(held.Placement.Replicas, n.self):
 		resp.Header[HeaderHeld] = "live"
+	case a.buriedLive:
+		resp.Header[HeaderHeld] = heldBuried
 	}
 	if held != nil && held.Version == t.Version && held.def == t.def && held.Start < n.startOf(r) {
 		// The sender's start of the same definition is later than ours:

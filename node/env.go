@@ -145,7 +145,9 @@ const (
 	HeaderInstanceClash = "X-Chronos-Instance-Clash"
 	// HeaderHeld, on a 200 answer to a replication, says the receiver
 	// holds the record's definition live as one of its replicas (under its
-	// own view): a node handing a copy off waits for it (handOff).
+	// own view, "live": a node handing a copy off waits for it, handOff,
+	// and a write counts it, vouches), or that the tombstone it took
+	// replaced a live copy ("buried": a delete stands on it, write).
 	HeaderHeld = "X-Chronos-Held"
 )
 

@@ -1117,3 +1117,39 @@ func TestRecreateReachesTheOldFactorsReplicas(t *testing.T) {
 		assert.Equal(t, "v3", string(p.Body), "pop %s", p.Header.Get(wire.HeaderSequenceNumber))
 	}
 }
+
+// TestDeleteStandsOnlyWhereItRefutes deletes, by a bare ID (its factor
+// unknown, so the tombstone goes to every member), an rf 1 timer whose
+// one replica does not answer. The two members that answer held nothing:
+// their tombstones bury nothing and live only tombstoneMin, so once they
+// expire nothing would answer that replica's notices, and it would pop
+// the deleted timer to its end. The delete answers 503 (it may still
+// take effect) rather than 200; with every member answering and none
+// holding the timer there is nothing to refute, and it answers 200; and
+// once the replica is back, it buries the timer and answers so.
+func TestDeleteStandsOnlyWhereItRefutes(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	ring := NewRing([]string{nodeA, nodeB, nodeC})
+	id := uint64(1)
+	replica := ring.Replicas(id, 1)[0]
+	var proxy string // outside the default's replicas: it holds nothing
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		if !slices.Contains(ring.Replicas(id, 2), a) {
+			proxy = a
+		}
+	}
+	assert.Equal(t, 200, c.client(proxy, "DELETE", "/timers/"+wire.FormatWireID(id+1, 0), "").Status, "nothing held anywhere, every member answered")
+
+	wid := wire.FormatWireID(id, 0)
+	body := string(wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 10 * time.Minute, URI: cb, ReplicationFactor: 1}))
+	require.Equal(t, 200, c.client(replica, "PUT", "/timers/"+wid, body).Status)
+	require.Equal(t, []string{replica}, c.holders(wid))
+	c.down[replica] = true
+	r := c.client(proxy, "DELETE", "/timers/"+wid, "")
+	assert.Equal(t, 503, r.Status, "%s", r.Body)
+	assert.Contains(t, string(r.Body), "none of which held the timer")
+	c.down[replica] = false
+	r = c.client(proxy, "DELETE", "/timers/"+wid, "")
+	assert.Equal(t, 200, r.Status, "%s", r.Body)
+	assert.Empty(t, c.holders(wid))
+}

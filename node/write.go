@@ -33,6 +33,18 @@ type write struct {
 	// elsewhere counts the peers that took a live write with a 200 but
 	// do not hold it as its replicas (vouches): they count for nothing.
 	elsewhere int
+	// A delete is acknowledged only where it can refute what it
+	// deletes: buried is set once a node answered that its tombstone
+	// replaced a live copy (such a node is one of that definition's
+	// replicas, which its other replicas' pop notices reach, and its
+	// tombstone lives until the definition's last pop), and unanswered
+	// counts the targets that gave no answer. A delete whose tombstones
+	// all buried nothing stands only if every target answered: those
+	// tombstones live only tombstoneMin, and a replica that held the
+	// timer and missed the delete would pop it to its end once they had
+	// expired, its notices meeting nothing.
+	deletes, buried bool
+	unanswered      int
 	// again, if set, writes again after a newer version or a collision.
 	again func(w *write)
 }
@@ -107,8 +119,10 @@ func (w *write) done(applied bool, resp Response) {
 	switch {
 	case (w.newer != 0 || w.collided) && w.again != nil:
 		w.again(w)
-	case w.applied >= w.quorum:
+	case w.applied >= w.quorum && (!w.deletes || w.buried || w.unanswered == 0):
 		w.reply(w.ok)
+	case w.applied >= w.quorum:
+		w.reply(unavailable(fmt.Sprintf("the delete reached %d replicas, none of which held the timer, and %d nodes that may hold it did not answer: it may still take effect", w.applied, w.unanswered)))
 	case w.collided:
 		w.reply(unavailable("another timer holds this timer's ID and version: do two nodes issue IDs with one instance number?"))
 	case w.newer != 0:
@@ -342,7 +356,7 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now i
 		}
 	}
 	targets = n.alsoHolders(t, targets)
-	w := &write{reply: reply, pending: len(targets), quorum: writeQuorum(len(replicas)), ok: Response{Status: 200, Header: Header{}}}
+	w := &write{reply: reply, pending: len(targets), quorum: writeQuorum(len(replicas)), ok: Response{Status: 200, Header: Header{}}, deletes: deletes(spec)}
 	if !deletes(spec) {
 		w.ok.Header[wire.HeaderLocation] = "/timers/" + wire.FormatWireID(id, n.ring.Bloom(replicas))
 	}
@@ -363,6 +377,7 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now i
 			local := *t
 			a := n.apply(&local)
 			if applied := a.ok && a.newer == nil && !a.collision; applied {
+				w.buried = w.buried || a.buriedLive
 				w.done(counts, Response{})
 			} else {
 				w.done(false, n.notApplied(a))
@@ -373,6 +388,10 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now i
 			body = EncodeReplication(t, now)
 		}
 		n.replicate(peer, t, body, now, func(ok bool, resp Response) {
+			w.buried = w.buried || ok && resp.Header.Get(HeaderHeld) == heldBuried
+			if resp.Status == 0 {
+				w.unanswered++
+			}
 			if ok && !vouches(t, resp) {
 				n.hit(probeWriteNotHeld)
 				w.elsewhere++
@@ -382,6 +401,10 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now i
 		})
 	}
 }
+
+// heldBuried is HeaderHeld's value on a 200 to a tombstone from a node
+// whose tombstone replaced a live copy of the timer (applied.buriedLive).
+const heldBuried = "buried"
 
 // vouches reports whether a peer's 200 to a write's replication says the
 // peer now answers for the record, so that it counts towards the write's
