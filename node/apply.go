@@ -48,8 +48,11 @@ type applied struct {
 	// collision is set when the node holds another timer under the ID.
 	collision bool
 	// took is set when the record replaced what the node held;
-	// buriedLive when it was a tombstone that replaced a live copy of the
-	// timer, one the replicas' pop notices reach (see write's buried).
+	// buriedLive when it was a tombstone that replaced a copy of a
+	// definition: live, or the tombstone of one that finished or was
+	// deleted (it spans from its start, holding that definition's
+	// timing). Such a node is one of that definition's replicas, which
+	// their pop notices reach (see write's buried).
 	took, buriedLive bool
 	// refusal, with ok false, is the answer to a record the node may not
 	// hold: its callback policy forbids the callback, or it is full.
@@ -117,7 +120,8 @@ func (n *Node) apply(t *Timer) applied {
 		return a // past the byte budget (budget.go)
 	}
 	*t = r.in
-	buriedLive := existing != nil && existing.State == Live && t.State == Tombstone
+	buriedLive := t.State == Tombstone && existing != nil &&
+		(existing.State == Live || existing.State == Tombstone && existing.lastDue() > existing.Start)
 	n.release(existing)
 	n.holdNext(t)
 	n.repairNeeded()

@@ -1153,3 +1153,19 @@ func TestDeleteStandsOnlyWhereItRefutes(t *testing.T) {
 	assert.Equal(t, 200, r.Status, "%s", r.Body)
 	assert.Empty(t, c.holders(wid))
 }
+
+// TestDeleteOfAFinishedTimerStandsOnItsTombstone deletes an rf 2 timer
+// that has made its last pop while one replica is down: the other's
+// tombstone of the finished definition answers for it, as a live copy's
+// would, so the delete answers 200 (a finished timer pops no more).
+func TestDeleteOfAFinishedTimerStandsOnItsTombstone(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	r := c.client(nodeA, "POST", "/timers", string(wire.Encode(wire.Timer{Interval: 2 * time.Second, RepeatFor: 2 * time.Second, URI: cb, ReplicationFactor: 2})))
+	require.Equal(t, 200, r.Status)
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	require.Len(t, c.advance(5*time.Second, 200), 1)
+	replicas := NewRing([]string{nodeA, nodeB, nodeC}).Replicas(mustID(t, wid), 2)
+	c.down[replicas[1]] = true
+	r = c.client(replicas[0], "DELETE", "/timers/"+wid, "")
+	assert.Equal(t, 200, r.Status, "%s", r.Body)
+}
