@@ -156,6 +156,9 @@ func (n *Node) clash(twin string, until int64) {
 
 // clashing refuses a client write while a clash is known.
 func (n *Node) clashing() (Response, bool) {
+	if len(n.clashes) == 0 {
+		return Response{}, false // every write asks: no sort, no allocation
+	}
 	now := n.nowMs()
 	var twins []string
 	for _, twin := range slices.Sorted(maps.Keys(n.clashes)) {

@@ -602,7 +602,9 @@ func (n *Node) takePage(p *peerSync, entries []wire.PageEntry) []*dealtTimer {
 			}
 			n.resyncSend(p, peer, held, 1, func() { d.missed = d.missed || replicate })
 		})
-		n.logTimer("resync", t, "from", p.addr, "rank", rank, "took", took, "passed_newer", passed)
+		if n.logsTimers() {
+			n.logTimer("resync", t, "from", p.addr, "rank", rank, "took", took, "passed_newer", passed)
+		}
 		if took {
 			s.Taken++
 		}
