@@ -127,12 +127,15 @@ func (n *Node) twinOf(req Request) string {
 	if instance == n.instance && addr != n.self {
 		return n.self
 	}
-	for _, other := range slices.Sorted(maps.Keys(n.peerInstances)) {
-		if other != addr && n.peerInstances[other] == instance {
-			return other
+	// The first in address order, found without sorting the table:
+	// every internal request asks.
+	twin := ""
+	for other, i := range n.peerInstances {
+		if other != addr && i == instance && (twin == "" || other < twin) {
+			twin = other
 		}
 	}
-	return ""
+	return twin
 }
 
 // clashTold notes the twin a peer's answer to an internal request named.
