@@ -36,6 +36,7 @@ func BenchmarkResyncJoin(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				c := newClusterWith(b, nil, nodeA, nodeB, nodeC)
+				c.rounds = max(n/10, settleRounds) // a round a page of each peer
 				fillCluster(c, n, 2)
 				grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
 				c.join(nodeD, grown)
