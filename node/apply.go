@@ -97,7 +97,9 @@ func (n *Node) apply(t *Timer) applied {
 	existing := n.store.Get(t.ID)
 	env := n.mergeEnv(now)
 	r := merge(&env, existing, *t)
-	n.logTimer("apply", t, "verdict", verdictName(r.verdict), "held_changed", r.heldChanged)
+	if n.logsTimers() {
+		n.logTimer("apply", t, "verdict", verdictName(r.verdict), "held_changed", r.heldChanged)
+	}
 	n.hits(&r.probeHits)
 	if r.heldChanged {
 		n.update(existing, &r.held, r.reschedule)

@@ -127,12 +127,15 @@ func (n *Node) twinOf(req Request) string {
 	if instance == n.instance && addr != n.self {
 		return n.self
 	}
-	for _, other := range slices.Sorted(maps.Keys(n.peerInstances)) {
-		if other != addr && n.peerInstances[other] == instance {
-			return other
+	// The first in address order, found without sorting the table:
+	// every internal request asks.
+	twin := ""
+	for other, i := range n.peerInstances {
+		if other != addr && i == instance && (twin == "" || other < twin) {
+			twin = other
 		}
 	}
-	return ""
+	return twin
 }
 
 // clashTold notes the twin a peer's answer to an internal request named.
@@ -156,6 +159,9 @@ func (n *Node) clash(twin string, until int64) {
 
 // clashing refuses a client write while a clash is known.
 func (n *Node) clashing() (Response, bool) {
+	if len(n.clashes) == 0 {
+		return Response{}, false // every write asks: no sort, no allocation
+	}
 	now := n.nowMs()
 	var twins []string
 	for _, twin := range slices.Sorted(maps.Keys(n.clashes)) {

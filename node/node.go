@@ -38,7 +38,11 @@ type Node struct {
 	clock   Clock
 	net     Network
 
-	ring      *Ring
+	ring *Ring
+	// prevRing is the ring of the view before the latest change of view
+	// (nil before the first): where the records a hand-off moves were
+	// placed before it (handOffTargets).
+	prevRing  *Ring
 	ids       idGen
 	instance  int
 	store     *Store
@@ -236,10 +240,11 @@ func (n *Node) SetCluster(m Membership) error {
 		n.instance = instance
 		n.ids.renumber(uint64(instance), n.nowMs())
 	}
-	view, before := n.ring.ViewID(), n.cfg.Cluster
+	prev, before := n.ring, n.cfg.Cluster
 	n.setCluster(m)
 	n.forgetClashes(renumbered)
-	if n.ring.ViewID() != view {
+	if n.ring.ViewID() != prev.ViewID() {
+		n.prevRing = prev
 		n.placeAll()
 		n.Resync(false)
 	}

@@ -107,6 +107,7 @@ var (
 	probeResyncNotMember   = probe("resync/page-requester-not-member")
 	probeResyncOtherView   = probe("resync/page-other-view")
 	probeResyncPageFull    = probe("resync/page-continues")
+	probeResyncPlacedAlike = probe("resync/page-passes-over-unmoved")
 	probeReferenceMoved    = probe("resync/reference-moves-away")
 	probeResyncKeepsRepop  = probe("resync/restart-keeps-repopulate")
 	probeResyncLeaving     = probe("resync/leaving-fetches-nothing")

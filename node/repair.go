@@ -343,10 +343,10 @@ func (n *Node) placedNow(t *Timer) *Timer {
 
 // handOff pushes every live record this node holds but is not a replica
 // of under its view (placeAll left it live when a reload placed the timer
-// elsewhere) to its replicas; once every replica holds its version live
-// (or something newer), the node keeps it as moved away. done, if not
-// nil, is called once every push is answered: with whether every record
-// was handed off.
+// elsewhere) to the replicas the change of view added (handOffTargets);
+// once every one of them holds its version live (or something newer), the
+// node keeps it as moved away. done, if not nil, is called once every
+// push is answered: with whether every record was handed off.
 func (n *Node) handOff(done func(all bool)) {
 	var out []*Timer
 	n.store.Ascend(func(t *Timer) bool {
@@ -365,12 +365,13 @@ func (n *Node) handOff(done func(all bool)) {
 	now := n.nowMs()
 	for _, t := range out {
 		placed := n.placedNow(t)
-		pending, all := len(placed.Placement.Replicas), true
+		targets := n.handOffTargets(placed)
+		pending, all := len(targets), true
 		pendingAll++
 		n.hit(probeHandOff)
-		n.logTimer("hand off", placed, "replicas", placed.Placement.Replicas)
+		n.logTimer("hand off", placed, "replicas", targets)
 		n.stats.RepairHandoffs++
-		for _, peer := range placed.Placement.Replicas {
+		for _, peer := range targets {
 			n.replicate(peer, placed, nil, now, func(ok bool, resp Response) {
 				// The replica holds it live, or something newer: a 200
 				// from a node that keeps it as moved away (on another
@@ -398,6 +399,37 @@ func (n *Node) handOff(done func(all bool)) {
 		}
 	}
 	finish(true)
+}
+
+// handOffTargets are the replicas a hand-off of t pushes it to: those
+// of its placement the latest change of view added, the ones that did
+// not hold the timer under the view before. The others were replicas
+// before the change as well as after it: whatever they hold of the timer
+// they held as its replicas, and what they miss of it is what replicas
+// miss of each other without any change of view, which repair settles
+// between them and the added ones. A copy the node drops once the added
+// replicas hold it therefore leaves every version it held with as many
+// holders as before; pushing it to the old replicas too crossed the
+// network twice for every timer a join moved (docs/design.md 5). When
+// the change added none (a factor above the members, say), or the node
+// knows no view before this one (it started since), they are all of
+// them.
+func (n *Node) handOffTargets(t *Timer) []string {
+	reps := t.Placement.Replicas
+	if n.prevRing == nil {
+		return reps
+	}
+	before := n.prevRing.Replicas(t.ID, t.replicationFactor())
+	var added []string
+	for _, r := range reps {
+		if !slices.Contains(before, r) {
+			added = append(added, r)
+		}
+	}
+	if len(added) == 0 {
+		return reps
+	}
+	return added
 }
 
 // repairServe answers POST /timers/repair.

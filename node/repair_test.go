@@ -137,3 +137,42 @@ func TestRepairHandsOffAndThenStops(t *testing.T) {
 		t.Errorf("a quiet cluster ran %d more rounds", got-rounds)
 	}
 }
+
+// TestHandOffGoesToTheAddedReplicasOnly: a node's hand-off pushes a
+// record to the replicas its latest change of view added, not to those
+// that were replicas before it too (they hold what they held, and repair
+// settles it between replicas); with none added, or no view before, to
+// every replica.
+func TestHandOffGoesToTheAddedReplicasOnly(t *testing.T) {
+	four := append(slices.Clone(three), nodeD)
+	was, is := NewRing(three), NewRing(four)
+	// An rf 2 timer of nodeA and another node under three nodes, of that
+	// other node and nodeD under four.
+	id := uint64(1 << 12)
+	for ; ; id += 1 << 12 {
+		before, after := was.Replicas(id, 2), is.Replicas(id, 2)
+		if slices.Contains(before, nodeA) && !slices.Contains(after, nodeA) && slices.Contains(after, nodeD) {
+			break
+		}
+	}
+	n := newClusterWith(t, nil, three...).nodes[nodeA]
+	placed := func(rf int) *Timer {
+		return &Timer{ID: id, RF: uint8(rf), Placement: n.placement(n.ring.Replicas(id, rf), nil)}
+	}
+	if got, want := n.handOffTargets(placed(2)), was.Replicas(id, 2); !slices.Equal(got, want) {
+		t.Errorf("no view before: pushed to %v, want every replica %v", got, want)
+	}
+	if err := n.SetCluster(Membership{Nodes: four}); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.handOffTargets(placed(2)); !slices.Equal(got, []string{nodeD}) {
+		t.Errorf("placed on %v, then on %v: pushed to %v, want %s only", was.Replicas(id, 2), is.Replicas(id, 2), got, nodeD)
+	}
+	// A factor of four, from four nodes to three: none added.
+	if err := n.SetCluster(Membership{Nodes: three}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := n.handOffTargets(placed(4)), was.Replicas(id, 4); !slices.Equal(got, want) {
+		t.Errorf("no replica added: pushed to %v, want every replica %v", got, want)
+	}
+}

@@ -156,7 +156,6 @@ func (n *Node) resyncPage(req Request) Response {
 	// Room for a full page of typical records (about 400 bytes each), so
 	// that the body is not copied as it grows.
 	body := append(make([]byte, 0, 64+q.limit*512), `{"timers":[`...)
-	var replicas []string
 	count, more, last := 0, false, int64(0)
 	n.store.AscendFrom(q.fromMs, func(held *Timer) bool {
 		if count >= q.limit && held.due > last {
@@ -168,12 +167,16 @@ func (n *Node) resyncPage(req Request) Response {
 		if t.State != Live || t.ViewID == q.view && !q.current || n.popsPast(t, now) {
 			return true
 		}
-		replicas = n.ring.AppendReplicas(replicas[:0], t.ID, t.replicationFactor())
-		if !slices.Contains(replicas, q.requester) {
+		// Every record held is placed under this node's view (place.go),
+		// which is the requested one.
+		if !slices.Contains(t.Placement.Replicas, q.requester) {
+			return true
+		}
+		if !q.current && n.placedAlike(t) {
+			n.hit(probeResyncPlacedAlike)
 			return true
 		}
 		moved := *t
-		moved.Placement = n.placement(replicas, t.Placement.Sites)
 		moved.ViewID = q.view
 		if count > 0 {
 			body = append(body, ',')
@@ -192,6 +195,21 @@ func (n *Node) resyncPage(req Request) Response {
 	}
 	n.stats.ResyncPagesServed++
 	return resp
+}
+
+// placedAlike reports whether t, a live record held, was placed by its
+// writer under the view before this node's latest change of view on the
+// replicas it has now, this node among them. Its writer then placed it on
+// every replica a page would offer it to, at the rank it has now: taking
+// it would change nothing but what repair settles between replicas
+// without any change of view, so a page passes it over and a scale costs
+// the timers whose placement it changed only (docs/design.md 5).
+func (n *Node) placedAlike(t *Timer) bool {
+	if n.prevRing == nil || t.ViewID != n.prevRing.ViewID() || !slices.Contains(t.Placement.Replicas, n.self) {
+		return false
+	}
+	var buf [wire.MaxReplicationFactor]string
+	return slices.Equal(n.prevRing.AppendReplicas(buf[:0], t.ID, t.replicationFactor()), t.Placement.Replicas)
 }
 
 // oldReplicas is the replica list a page gives for t: where this node
@@ -594,7 +612,9 @@ func (n *Node) takePage(p *peerSync, entries []wire.PageEntry) []*dealtTimer {
 			}
 			n.resyncSend(p, peer, held, 1, func() { d.missed = d.missed || replicate })
 		})
-		n.logTimer("resync", t, "from", p.addr, "rank", rank, "took", took, "passed_newer", passed)
+		if n.logsTimers() {
+			n.logTimer("resync", t, "from", p.addr, "rank", rank, "took", took, "passed_newer", passed)
+		}
 		if took {
 			s.Taken++
 		}

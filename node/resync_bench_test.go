@@ -36,6 +36,8 @@ func BenchmarkResyncJoin(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				c := newClusterWith(b, nil, nodeA, nodeB, nodeC)
+				// A round a page of each peer; a hand-off's messages in one.
+				c.rounds, c.pending = max(n/10, settleRounds), max(n, settlePending)
 				fillCluster(c, n, 2)
 				grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
 				c.join(nodeD, grown)

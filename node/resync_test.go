@@ -1169,3 +1169,50 @@ func TestDeleteOfAFinishedTimerStandsOnItsTombstone(t *testing.T) {
 	r = c.client(replicas[0], "DELETE", "/timers/"+wid, "")
 	assert.Equal(t, 200, r.Status, "%s", r.Body)
 }
+
+// TestPagePassesOverTimersTheScaleDidNotMove: after a change of view, a
+// page offers a requester the timers whose placement changed, not those
+// their writer placed, under the view before, on the replicas and ranks
+// they have now (taking them would change nothing); a repopulating
+// requester (include-current-view) still gets every one.
+func TestPagePassesOverTimersTheScaleDidNotMove(t *testing.T) {
+	four := append(slices.Clone(three), nodeD)
+	was, is := NewRing(three), NewRing(four)
+	c := newClusterWith(t, nil, three...)
+	fillCluster(c, 300, 2)
+	n := c.nodes[nodeA]
+	require.NoError(t, n.SetCluster(Membership{Nodes: four}))
+	offered := func(current bool) map[uint64]bool {
+		url := fmt.Sprintf("/timers?node-for-replicas=%s&cluster-view-id=%d&include-current-view=%t", nodeB, n.ViewID(), current)
+		resp := n.resyncPage(Request{Method: "GET", URL: url, Header: Header{HeaderRange: strconv.Itoa(MaxResyncPage)}})
+		require.Equal(t, 200, resp.Status, "%s", resp.Body)
+		entries, err := wire.ParsePage(resp.Body)
+		require.NoError(t, err)
+		ids := map[uint64]bool{}
+		for _, e := range entries {
+			id, err := wire.ParseID(e.TimerID)
+			require.NoError(t, err)
+			ids[id] = true
+		}
+		return ids
+	}
+	moved, all := offered(false), offered(true)
+	var kept, changed int
+	n.Held(func(tm *Timer) bool {
+		after := is.Replicas(tm.ID, 2)
+		if !slices.Contains(after, nodeB) {
+			return true
+		}
+		require.True(t, all[tm.ID], "a repopulating page left out %x", tm.ID)
+		if slices.Equal(was.Replicas(tm.ID, 2), after) {
+			kept++
+			require.False(t, moved[tm.ID], "offered %x, placed on %v before and after", tm.ID, after)
+		} else {
+			changed++
+			require.True(t, moved[tm.ID], "left out %x, placed on %v, now %v", tm.ID, was.Replicas(tm.ID, 2), after)
+		}
+		return true
+	})
+	require.Positive(t, kept)
+	require.Positive(t, changed)
+}

@@ -202,7 +202,7 @@ func (s *Store) AscendFrom(from int64, fn func(*Timer) bool) {
 			i0 = int(from - base)
 		}
 		for i := s.fine.next(i0); i >= 0; i = s.fine.after(i) {
-			if !visit(appendList(scratch, s.fine.head[i])) {
+			if !visit(appendListFrom(scratch, s.fine.head[i], from)) {
 				return
 			}
 		}
@@ -219,7 +219,7 @@ func (s *Store) AscendFrom(from int64, fn func(*Timer) bool) {
 		}
 		for _, r := range ranges {
 			for i := s.coarse.next(r[0]); i >= 0 && i < r[1]; i = s.coarse.after(i) {
-				if !visit(appendList(scratch, s.coarse.head[i])) {
+				if !visit(appendListFrom(scratch, s.coarse.head[i], from)) {
 					return
 				}
 			}
@@ -381,6 +381,18 @@ func appendDueFrom(dst, ts []*Timer, from int64) []*Timer {
 func appendList(ts []*Timer, h *Timer) []*Timer {
 	for t := h; t != nil; t = t.next {
 		ts = append(ts, t)
+	}
+	return ts
+}
+
+// appendListFrom appends the timers of the list starting at h that are
+// due at or after from: a page that starts inside a bucket sorts only
+// the part it can use (resync pages the store by due time).
+func appendListFrom(ts []*Timer, h *Timer, from int64) []*Timer {
+	for t := h; t != nil; t = t.next {
+		if t.due >= from {
+			ts = append(ts, t)
+		}
 	}
 	return ts
 }

@@ -12,12 +12,19 @@ import (
 // one ID across a cluster's logs tells the timer's story: create,
 // replicate, apply, pop, notice, delete, resync and repair
 // (docs/operations.md). Nothing is formatted unless debug is enabled.
+//
+// A call site on a path every write or message takes asks logsTimers
+// first: the values it passes in args would be put in interfaces, one
+// allocation each, before logTimer could decline them.
 func (n *Node) logTimer(step string, t *Timer, args ...any) {
-	if !n.log.Enabled(context.Background(), slog.LevelDebug) {
+	if !n.logsTimers() {
 		return
 	}
 	n.log.Debug("timer "+step, append([]any{"timer", n.wireID(t), "version", t.Version, "state", stateName(t.State)}, args...)...)
 }
+
+// logsTimers reports whether logTimer logs anything.
+func (n *Node) logsTimers() bool { return n.log.Enabled(context.Background(), slog.LevelDebug) }
 
 // writeStep names a client write of t: a create, an update or a delete.
 func writeStep(t *Timer) string {

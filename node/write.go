@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/chronos-timer/chronos/wire"
 
@@ -35,7 +34,8 @@ type write struct {
 	elsewhere int
 	// A delete is acknowledged only where it can refute what it
 	// deletes: buried is set once a node answered that its tombstone
-	// replaced a live copy (such a node is one of that definition's
+	// replaced a copy of a definition (applied.buriedLive: such a node
+	// is one of that definition's
 	// replicas, which its other replicas' pop notices reach, and its
 	// tombstone lives until the definition's last pop), and unanswered
 	// counts the targets that gave no answer. A delete whose tombstones
@@ -45,8 +45,21 @@ type write struct {
 	// expired, its notices meeting nothing.
 	deletes, buried bool
 	unanswered      int
-	// again, if set, writes again after a newer version or a collision.
-	again func(w *write)
+	// again, if its node is set, writes again after a newer version or
+	// a collision.
+	again writeAgain
+}
+
+// writeAgain is what a write needs to be written again (rewrite). It is
+// part of the write it belongs to, not a closure of its own: a client
+// write allocates nothing for a retry it almost never makes.
+type writeAgain struct {
+	n        *Node
+	t        *Timer
+	spec     wire.Timer
+	oldBloom uint64
+	targets  []string
+	tries    int
 }
 
 // writeQuorum is how many of a timer's n replicas must apply a client write
@@ -117,8 +130,9 @@ func (w *write) done(applied bool, resp Response) {
 		return
 	}
 	switch {
-	case (w.newer != 0 || w.collided) && w.again != nil:
-		w.again(w)
+	case (w.newer != 0 || w.collided) && w.again.n != nil:
+		a := w.again
+		a.n.rewrite(a.t, a.spec, a.oldBloom, a.targets, w, w.reply, a.tries)
 	case w.applied >= w.quorum && (!w.deletes || w.buried || w.unanswered == 0):
 		w.reply(w.ok)
 	case w.applied >= w.quorum:
@@ -346,8 +360,10 @@ func (n *Node) inferRF(id, bloom uint64) int {
 // replicas drop their copy (passive rebalancing), and to the other nodes
 // that may hold an older copy (alsoHolders).
 func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now int64, reply func(Response), tries int) {
-	replicas := n.ring.Replicas(id, spec.ReplicationFactor)
-	t := newTimer(id, version, spec, n.startMs(), 0, n.placement(replicas, n.sites()), n.ring.ViewID(), n.hosts)
+	var buf [wire.MaxReplicationFactor]string
+	t := newTimer(id, version, spec, n.startMs(), 0, n.placement(n.ring.AppendReplicas(buf[:0], id, spec.ReplicationFactor), n.sites()),
+		n.ring.ViewID(), n.hosts)
+	replicas := t.Placement.Replicas // interned: never changed
 	targets := replicas
 	for _, old := range n.named(oldBloom) {
 		if !slices.Contains(targets, old) {
@@ -358,12 +374,15 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now i
 	targets = n.alsoHolders(t, targets)
 	w := &write{reply: reply, pending: len(targets), quorum: writeQuorum(len(replicas)), ok: Response{Status: 200, Header: Header{}}, deletes: deletes(spec)}
 	if !deletes(spec) {
-		w.ok.Header[wire.HeaderLocation] = "/timers/" + wire.FormatWireID(id, n.ring.Bloom(replicas))
+		var loc [len("/timers/") + 32]byte
+		w.ok.Header[wire.HeaderLocation] = string(wire.AppendWireID(append(loc[:0], "/timers/"...), id, n.ring.Bloom(replicas)))
 	}
 	if tries < maxWriteRetries {
-		w.again = func(w *write) { n.rewrite(t, spec, oldBloom, targets, w, reply, tries) }
+		w.again = writeAgain{n: n, t: t, spec: spec, oldBloom: oldBloom, targets: targets, tries: tries}
 	}
-	n.logTimer(writeStep(t), t, "replicas", replicas, "targets", targets)
+	if n.logsTimers() {
+		n.logTimer(writeStep(t), t, "replicas", replicas, "targets", targets)
+	}
 	n.forwardToSites(t, now)
 	var body []byte // encoded once, for the first peer
 	for _, peer := range targets {
@@ -620,7 +639,9 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 	req := n.internalPut(peer, wire.FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)), body)
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		ok := n.countReplication(resp, err)
-		n.logTimer("replicated", t, "peer", peer, "status", resp.Status, "applied", ok)
+		if n.logsTimers() {
+			n.logTimer("replicated", t, "peer", peer, "status", resp.Status, "applied", ok)
+		}
 		n.startAnswered(t, resp)
 		if done != nil {
 			done(ok, resp)
@@ -673,16 +694,31 @@ func (n *Node) countReplication(resp Response, err error) bool {
 // as they are met. Interning saves memory; it never decides anything.
 const maxPlacements = 4096
 
-// placement interns a replica and site list.
+// placement interns a replica and site list. The key is built on the
+// stack, so that finding a list already interned, as every write and
+// replication does, allocates nothing.
 func (n *Node) placement(replicas, sites []string) *Placement {
-	key := strings.Join(replicas, ",") + "|" + strings.Join(sites, ",")
-	if p, ok := n.placements[key]; ok {
+	var buf [256]byte
+	key := appendJoined(append(appendJoined(buf[:0], replicas), '|'), sites)
+	if p, ok := n.placements[string(key)]; ok {
 		return p
 	}
 	if len(n.placements) >= maxPlacements {
 		clear(n.placements)
 	}
 	p := &Placement{Replicas: slices.Clone(replicas), Sites: slices.Clone(sites)}
-	n.placements[key] = p
+	n.placements[string(key)] = p
 	return p
+}
+
+// appendJoined appends list to b, its elements separated by commas, as
+// strings.Join would join them.
+func appendJoined(b []byte, list []string) []byte {
+	for i, s := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, s...)
+	}
+	return b
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"strconv"
 )
 
@@ -19,7 +18,16 @@ var ErrBadID = errors.New("wire: timer ID must be 32 hex digits")
 // FormatWireID returns the client-facing timer ID: the unique ID and the
 // replica bloom filter, 16 hex digits each.
 func FormatWireID(id, bloom uint64) string {
-	return fmt.Sprintf("%016x%016x", id, bloom)
+	var b [32]byte
+	return string(AppendWireID(b[:0], id, bloom))
+}
+
+// AppendWireID appends FormatWireID(id, bloom) to b.
+func AppendWireID(b []byte, id, bloom uint64) []byte {
+	var be [16]byte
+	binary.BigEndian.PutUint64(be[:8], id)
+	binary.BigEndian.PutUint64(be[8:], bloom)
+	return hex.AppendEncode(b, be[:])
 }
 
 // FormatID returns a unique ID as 16 hex digits, as the first half of a

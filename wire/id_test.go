@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -10,6 +11,9 @@ import (
 func TestWireIDRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		id, bloom := rapid.Uint64().Draw(t, "id"), rapid.Uint64().Draw(t, "bloom")
+		if got, want := FormatWireID(id, bloom), fmt.Sprintf("%016x%016x", id, bloom); got != want {
+			t.Fatalf("FormatWireID(%x, %x) = %q, want %q", id, bloom, got, want)
+		}
 		gotID, gotBloom, err := ParseWireID(FormatWireID(id, bloom))
 		if err != nil || gotID != id || gotBloom != bloom {
 			t.Fatalf("round trip of %x %x: got %x %x %v", id, bloom, gotID, gotBloom, err)

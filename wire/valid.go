@@ -27,8 +27,7 @@ func validJSON(b []byte) bool {
 // encoding/json compares them. FuzzStrictJSON holds it to a reference
 // built on encoding/json's tokenizer.
 func CheckJSON(body []byte) error {
-	var names [16][]byte // the open objects' names of the bodies a node writes
-	s := jsonScanner{b: body, dups: true, names: names[:0]}
+	s := jsonScanner{b: body, dups: true}
 	if !s.valid() {
 		return ErrNotJSON
 	}
@@ -58,7 +57,39 @@ type jsonScanner struct {
 	dup []byte
 	// names holds the decoded member names of the objects being walked,
 	// innermost last: each object's names from where it started.
-	names [][]byte
+	names nameStack
+}
+
+// nameStack is a stack of member names. The first ones sit in the
+// scanner itself, enough for the bodies a node writes, so that a check
+// allocates nothing for them: a slice grown through the scanner's
+// pointer would be moved to the heap, one allocation a body.
+type nameStack struct {
+	fixed [32][]byte
+	more  [][]byte
+	n     int
+}
+
+func (st *nameStack) push(name []byte) {
+	if st.n < len(st.fixed) {
+		st.fixed[st.n] = name
+	} else {
+		st.more = append(st.more, name)
+	}
+	st.n++
+}
+
+func (st *nameStack) at(i int) []byte {
+	if i < len(st.fixed) {
+		return st.fixed[i]
+	}
+	return st.more[i-len(st.fixed)]
+}
+
+// truncate pops the names from the n-th on.
+func (st *nameStack) truncate(n int) {
+	st.n = n
+	st.more = st.more[:max(n-len(st.fixed), 0)]
 }
 
 func (s *jsonScanner) valid() bool {
@@ -111,9 +142,9 @@ func (s *jsonScanner) container(i, depth int, closing byte) (int, bool) {
 	if i < len(s.b) && s.b[i] == closing {
 		return i + 1, true
 	}
-	first := len(s.names)
+	first := s.names.n
 	i, ok := s.items(i, depth, closing, first)
-	s.names = s.names[:first]
+	s.names.truncate(first)
 	return i, ok
 }
 
@@ -161,20 +192,20 @@ func (s *jsonScanner) member(quoted []byte, first int, seen map[string]bool) map
 		}
 		seen[string(name)] = true
 		return seen
-	case len(s.names)-first >= maxNamesScanned:
+	case s.names.n-first >= maxNamesScanned:
 		seen = make(map[string]bool, 2*maxNamesScanned)
-		for _, n := range s.names[first:] {
-			seen[string(n)] = true
+		for k := first; k < s.names.n; k++ {
+			seen[string(s.names.at(k))] = true
 		}
 		return s.member(quoted, first, seen)
 	}
-	for _, n := range s.names[first:] {
-		if bytes.Equal(n, name) {
+	for k := first; k < s.names.n; k++ {
+		if bytes.Equal(s.names.at(k), name) {
 			s.dup = name
 			return nil
 		}
 	}
-	s.names = append(s.names, name)
+	s.names.push(name)
 	return nil
 }
 

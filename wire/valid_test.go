@@ -157,6 +157,19 @@ func TestStrictJSONRefusesRepeatedMembers(t *testing.T) {
 	}
 }
 
+// TestStrictJSONAllocatesNothing holds CheckJSON to no allocation for a
+// body as nodes write them: it reads every body a node takes.
+func TestStrictJSONAllocatesNothing(t *testing.T) {
+	body := AppendReplication(nil, &Timer{Interval: time.Hour, RepeatFor: time.Hour, URI: "http://client.example/cb", Opaque: "x", ReplicationFactor: 2}, &Replication{Version: 1, ViewID: 1, Replicas: []string{"10.0.0.1:7253", "10.0.0.2:7253"}})
+	if n := testing.AllocsPerRun(100, func() {
+		if err := CheckJSON(body); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("CheckJSON of a replication body: %v allocations, want 0", n)
+	}
+}
+
 // checkStrictJSON fails t unless CheckJSON agrees with the reference on b.
 func checkStrictJSON(t *testing.T, b []byte) {
 	t.Helper()

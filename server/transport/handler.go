@@ -178,10 +178,14 @@ func (h *Handler) writeResponse(w http.ResponseWriter, resp node.Response) {
 		return
 	}
 	hdr := w.Header()
+	// One backing array for every field's value, not one a field.
+	vals := make([]string, 0, len(resp.Header)+1)
 	for k, v := range resp.Header {
-		hdr[k] = []string{v}
+		vals = append(vals, v)
+		hdr[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	hdr["Content-Length"] = []string{strconv.Itoa(len(resp.Body))}
+	vals = append(vals, strconv.Itoa(len(resp.Body)))
+	hdr["Content-Length"] = vals[len(vals)-1:]
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
 }
