@@ -93,9 +93,12 @@ func (n *Node) forwardToSites(t *Timer, now int64) {
 // MaxMessageAge and the skew).
 var siteRetry = retryPolicy{attempts: 6, base: time.Second, max: 8 * time.Second}
 
-// forwardToSite sends t to site, again after a wait while the site does
-// not answer, as long as t is still the newest record this node knows
-// of its timer (a later write forwards itself).
+// forwardToSite sends t to site, and again after a wait while the site
+// does not answer, then as the record this node holds of that version,
+// with the progress it has made since (sent as it was, a forward that
+// reached the other site late made it pop again what was popped here);
+// not once this node holds a newer version (that write forwards itself)
+// or none (its replicas' pop notices reach the other site).
 func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 	fwd := *t
 	fwd.Placement = &Placement{Sites: t.Placement.Sites}
@@ -113,11 +116,12 @@ func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 			return
 		}
 		n.clock.AfterFunc(wait, func() {
-			if held := n.store.Get(t.ID); held != nil && held.Version > t.Version {
+			held := n.store.Get(t.ID)
+			if held == nil || held.Version != t.Version {
 				return
 			}
 			n.hit(probeSiteAgain)
-			n.forwardToSite(site, t, attempt+1)
+			n.forwardToSite(site, held, attempt+1)
 		})
 	})
 }
