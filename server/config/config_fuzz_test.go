@@ -10,15 +10,15 @@ import (
 	"github.com/chronos-timer/chronos/wire"
 )
 
-// FuzzParseConfig proves that no configuration file, however malformed,
+// FuzzParse proves that no configuration file, however malformed,
 // panics the parser, that whatever it accepts normalizes into addresses
 // that all carry a valid port, that the node accepts every callback-host
 // allow-list and cluster key it accepts, that a memory limit it accepts is
 // at least MinMemoryLimit, that a log folder it accepts is trimmed, that
 // a log level it accepts is one of the original's six and a log format
 // text or json. The corpus lives under
-// testdata/fuzz/FuzzParseConfig.
-func FuzzParseConfig(f *testing.F) {
+// testdata/fuzz/FuzzParse.
+func FuzzParse(f *testing.F) {
 	f.Add([]byte(originalLocal))
 	f.Add([]byte(originalCluster))
 	f.Add([]byte("[sites]\nlocal_site = a\nremote_site = b=10.0.0.2\n"))
@@ -30,7 +30,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("[logging]\nlevel = Warn\nformat =\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg := Default()
-		if err := ParseConfig(data, &cfg); err != nil {
+		if err := Parse(data, &cfg); err != nil {
 			return
 		}
 		if err := cfg.Normalize(); err != nil {

@@ -369,10 +369,10 @@ func TestClusterKeyErrors(t *testing.T) {
 // file gives and prefixes its errors.
 func TestParseFromBytes(t *testing.T) {
 	cfg := Default()
-	if err := ParseConfig([]byte("[http]\nbind-port = 7300\n"), &cfg); err != nil {
+	if err := Parse([]byte("[http]\nbind-port = 7300\n"), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := ParseConfig([]byte("[cluster]\nnode = 10.0.0.1\nnode = 10.0.0.2\n"), &cfg); err != nil {
+	if err := Parse([]byte("[cluster]\nnode = 10.0.0.1\nnode = 10.0.0.2\n"), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := cfg.BindAddress, DefaultBindAddress; got != want {
@@ -384,7 +384,7 @@ func TestParseFromBytes(t *testing.T) {
 	if got, want := cfg.Cluster.Nodes, []string{"10.0.0.1", "10.0.0.2"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Cluster.Nodes = %q, want %q", got, want)
 	}
-	err := ParseConfig([]byte("[http]\nbind-port = x\n"), &cfg)
+	err := Parse([]byte("[http]\nbind-port = x\n"), &cfg)
 	if err == nil || !strings.HasPrefix(err.Error(), "server: ") {
 		t.Errorf("error = %v, want one starting with %q", err, "server: ")
 	}

@@ -11,11 +11,11 @@ import (
 // hundred bytes.
 const MaxConfigFileBytes = 1 << 20
 
-// ParseConfig applies the settings of a configuration file held in data
+// Parse applies the settings of a configuration file held in data
 // to cfg, whichever file it is: every file may hold every section
 // (docs/design.md 4.9). Sections and keys that are not read are accepted
 // and reported in cfg.Warnings, with no file name.
-func ParseConfig(data []byte, cfg *Node) error {
+func Parse(data []byte, cfg *Node) error {
 	s, ws, err := parseFile(data, "")
 	if err != nil {
 		return fmt.Errorf("server: %w", err)

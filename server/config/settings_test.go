@@ -41,7 +41,7 @@ func TestSettingsReachTheirField(t *testing.T) {
 	for i := range table {
 		s := &table[i]
 		fromFile := Default()
-		if err := ParseConfig([]byte("["+s.section+"]\n"+s.key+" = "+s.example+"\n"), &fromFile); err != nil {
+		if err := Parse([]byte("["+s.section+"]\n"+s.key+" = "+s.example+"\n"), &fromFile); err != nil {
 			t.Errorf("%s = %s: %v", s.id(), s.example, err)
 			continue
 		}

@@ -12,7 +12,7 @@ import (
 // entry of the DNS file, or a file named on the command line that does not
 // exist. A mistake to show, not to refuse.
 type Warning struct {
-	// File is the file's path; empty for data given to ParseConfig or
+	// File is the file's path; empty for data given to Parse or
 	// ParseDNSConfig.
 	File string
 	// Section is "" for a key before the first section header; in the

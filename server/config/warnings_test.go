@@ -144,10 +144,10 @@ func TestWarningsOnReload(t *testing.T) {
 // warnings to the configuration, with no file name.
 func TestParseWarnings(t *testing.T) {
 	cfg := Default()
-	if err := ParseConfig([]byte("[dns]\nport = 53\n"), &cfg); err != nil {
+	if err := Parse([]byte("[dns]\nport = 53\n"), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := ParseConfig([]byte("[nosuch]\nx = 1\n"), &cfg); err != nil {
+	if err := Parse([]byte("[nosuch]\nx = 1\n"), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	var got []WarningKind
