@@ -114,7 +114,6 @@ var (
 	probeResyncPageRetry   = probe("resync/page-asked-again")
 	probeResyncSuperseded  = probe("resync/page-of-ended-run")
 	probeResyncGiveUp      = probe("resync/peer-given-up")
-	probeResyncMovesUp     = probe("resync/moves-up-not-taken")
 	probeResyncSpreadNewer = probe("resync/newer-passed-on")
 	probeResyncReplicate   = probe("resync/replicated")
 	probeResyncTombstone   = probe("resync/rebalancing-tombstone")

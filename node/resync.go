@@ -579,9 +579,10 @@ func (n *Node) finishResync(run *resyncRun) {
 // takePage applies the rules of the original resynchronization design to
 // each timer of a page:
 //
-//   - this node takes the timer only if it moves down the replica list or
-//     stays (the primary is the lowest); a node moving up is brought the
-//     timer by the replica now below it;
+//   - this node takes the timer (the original took it only when the
+//     node moved down the replica list or stayed; a page of this
+//     implementation lists where its server places the timer now, so the
+//     requester always stays at its rank: see rebalance);
 //   - it replicates the timer to the new replicas ranked after it whose
 //     old rank was not below its new one (not involved counts as high);
 //   - it sends the rebalancing tombstone (the record under the new view,
@@ -668,18 +669,28 @@ func (n *Node) referDealt(p *peerSync, dealt []*dealtTimer, then func()) {
 }
 
 // rebalance applies the resync rules to one timer: t, its record placed
-// under the node's current view, whose replicas were old. It takes t if
-// the node moves down the replica list or stays, then calls send for
-// each new replica ranked after it whose old rank was not lower
-// (replicate) and each old replica at or after its rank no longer
-// involved, leaving nodes excepted (the rebalancing tombstone). It
-// returns the node's rank, whether it took t, and whether it passed on
-// instead its newer record of t's timer (spreadNewer), at that rank.
+// under the node's current view, whose replicas were old. It takes t,
+// then calls send for each new replica ranked after it whose old rank
+// was not lower (replicate) and each old replica at or after its rank no
+// longer involved, leaving nodes excepted (the rebalancing tombstone).
+// It returns the node's rank, whether it took t, and whether it passed
+// on instead its newer record of t's timer (spreadNewer), at that rank.
+//
+// The original took a timer only when the node moved down the replica
+// list or stayed: its pages listed the replicas of the old view, and a
+// node moving up was brought the timer by the one now below it. A page
+// of this implementation lists, as old replicas, where its server places
+// the timer now (resyncPage, oldReplicas; design.md 4.8), under the view
+// the requester asked for, which is the requester's own (a page of
+// another view is refused, an entry of another view dropped): the
+// requester's rank in that list is its rank here, and it always stays.
+// Pages of the original never reach it (a cluster of mixed versions is
+// not supported: api.md, Versions), so the rule for a node moving up has
+// nothing to decide and is not kept. An entry that does not place the
+// requester at all (one resyncPage never serves) is left alone.
 func (n *Node) rebalance(t *Timer, old []string, send func(peer string, held *Timer, replicate bool)) (rank int, took, passed bool) {
-	replicas := t.Placement.Replicas
-	rank = slices.Index(replicas, n.self)
-	if rank < 0 || rank > oldRank(old, n.self) {
-		n.hit(probeResyncMovesUp)
+	rank = slices.Index(t.Placement.Replicas, n.self)
+	if rank < 0 {
 		return rank, false, false
 	}
 	held := n.takeResynced(t)
@@ -712,8 +723,8 @@ func (n *Node) spreadNewer(t *Timer, old []string, send func(peer string, held *
 		return -1, false
 	}
 	rank := slices.Index(newer.Placement.Replicas, n.self)
-	if rank < 0 || rank > oldRank(old, n.self) {
-		return rank, false
+	if rank < 0 {
+		return rank, false // a factor that leaves this node out
 	}
 	n.spread(newer, rank, old, send)
 	return rank, true
