@@ -145,7 +145,7 @@ func (x *index) affects(f Fault, d *def, nodes map[string]bool) bool {
 		return hosts(f.Nodes) && hosts(f.Peers)
 	case SlowCallback, FailCallback:
 		return slices.Contains(f.Nodes, d.op.Spec.URI)
-	case Lost, Duplicated, Reordered, Overload, Late:
+	case Lost, Duplicated, Reordered, Overload, Queued, Late:
 		// A message about no known timer, on a link between its nodes.
 		return f.Timer == 0 && meets(f.Nodes, nodes) && meets(f.Peers, nodes)
 	}

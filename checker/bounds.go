@@ -100,14 +100,29 @@ func (x *index) handOff(d *def, k int) (time.Duration, FaultKind) {
 // earliest start they hold when a notice passes between them, but until
 // then each keeps its own. The delta carries no transit time, so no node
 // can do better without trusting other nodes' wall clocks.
-func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
+//
+// It returns too the excuse the longest hold stands for: ExHeldInbound
+// when a message's wait in its receiver's inbound queue made it.
+func (x *index) heldFor(d *def) (time.Duration, map[string]bool, Excuse) {
 	var held time.Duration
+	by := ExHeld
 	late := map[string]bool{}
 	ret := min(d.hi, x.end)
 	for _, s := range d.spans {
 		if w, record, ok := overloadWait(s.fault); ok {
 			if h := overloadHeld(s, w, record, d.lo, ret); h > 0 {
-				held = max(held, h)
+				if h > held {
+					held, by = h, ExHeld
+				}
+				addAll(late, s.fault.Peers)
+			}
+			continue
+		}
+		if q, record, ok := queuedWait(s.fault); ok {
+			if h := x.queuedHeld(d, s, q, record, ret); h > 0 {
+				if h > held {
+					held, by = h, ExHeldInbound
+				}
 				addAll(late, s.fault.Peers)
 			}
 			continue
@@ -115,7 +130,9 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 		if s.fault.Kind != Pause && s.fault.Kind != Clog || s.from > ret || s.end < d.lo {
 			continue
 		}
-		held = max(held, s.end-d.lo)
+		if s.end-d.lo > held {
+			held, by = s.end-d.lo, ExHeld
+		}
 		switch {
 		case s.fault.Kind == Pause && slices.Contains(s.fault.Nodes, d.op.Node):
 			addAll(late, d.replicas) // the node that took the write stood still
@@ -126,7 +143,7 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 		}
 	}
 	if h := x.heldAtSites(d, ret, late); h > held {
-		held = h
+		held, by = h, ExHeld
 	}
 	if held > 0 && d.placed {
 		// A replica that lost its copy at any time (missed write, crash)
@@ -137,9 +154,9 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 		}
 	}
 	if h := x.heldRefill(d, late); h > held {
-		held = h
+		held, by = h, ExHeld
 	}
-	return held, late
+	return held, late, by
 }
 
 // heldAtSites is heldFor's part at the other sites, which get a write
@@ -365,8 +382,26 @@ func (x *index) liveBound(d *def, k int, a, b time.Duration, out map[string]bool
 // its sender, whether it carried the timer's record to a node, and false
 // for any other fault or a shed message.
 func overloadWait(f Fault) (w time.Duration, record, ok bool) {
+	if f.Kind != Overload {
+		return 0, false, false
+	}
+	return waitOf(f)
+}
+
+// queuedWait is how long the message of a Queued fault waited in its
+// receiver's inbound queue after it arrived (at f.At), whether it carried
+// the timer's record to a node, and false for any other fault.
+func queuedWait(f Fault) (w time.Duration, record, ok bool) {
+	if f.Kind != Queued {
+		return 0, false, false
+	}
+	return waitOf(f)
+}
+
+// waitOf parses the Detail of a message fault that waited.
+func waitOf(f Fault) (w time.Duration, record, ok bool) {
 	v, ok := strings.CutPrefix(f.Detail, OverloadWaited)
-	if f.Kind != Overload || !ok {
+	if !ok {
 		return 0, false, false
 	}
 	v, record = strings.CutSuffix(v, OverloadRecord)
@@ -392,4 +427,44 @@ func overloadHeld(s span, w time.Duration, record bool, lo, ret time.Duration) t
 		return 0
 	}
 	return max(0, s.from+w-ret)
+}
+
+// queuedHeld is how far past ret, the write's return, the message of
+// span s may have held its receiver's copy, when it carried the record of
+// a write running in [lo, ret], arrived at s.from and waited q in its
+// receiver's inbound queue (scenarios/README.md C8). As for overloadHeld,
+// the receiver's copy starts no later than when it processed the message
+// (the start a message carries is never later than when it was built),
+// s.from + q: the sum of the waits on the message's path, its sender's
+// (before s.from) and its receiver's, and its transit. The message was
+// the write's if it was sent while the write ran: it arrived after lo,
+// and by ret plus its recorded send wait (sendWaitOf), a network delay
+// and FaultFreeLate (a send wait too short to be recorded). A message
+// that carried no record, or arrived outside that, holds nothing of it.
+func (x *index) queuedHeld(d *def, s span, q time.Duration, record bool, ret time.Duration) time.Duration {
+	if !record || s.from < d.lo {
+		return 0
+	}
+	sent := s.from - x.sendWaitOf(d, s.fault.Nodes[0], s.fault.Peers[0], true, s.from) - x.h.MaxNetDelay - x.o.FaultFreeLate
+	if sent > ret {
+		return 0
+	}
+	return max(0, s.from+q-ret)
+}
+
+// sendWaitOf is how long the message from "from" to "to" about d that
+// arrived at t waited for its sender, from the Overload fault that
+// recorded it (one whose wait ended within a network delay before t), 0
+// when none did.
+func (x *index) sendWaitOf(d *def, from, to string, record bool, t time.Duration) time.Duration {
+	for _, s := range d.spans {
+		w, rec, ok := overloadWait(s.fault)
+		if !ok || rec != record || s.fault.Nodes[0] != from || s.fault.Peers[0] != to {
+			continue
+		}
+		if left := s.from + w; left <= t && t <= left+x.h.MaxNetDelay {
+			return w
+		}
+	}
+	return 0
 }

@@ -123,6 +123,21 @@ func (w *world) overloadFault(from, to string, req *node.Request, wait time.Dura
 		Nodes: []string{from}, Peers: []string{to}, Detail: detail, Timer: timerOfRequest(req)})
 }
 
+// queuedFault records a request that waited longer than overloadWait in
+// its receiver's inbound queue for the receiver's modelled CPU: the
+// receiver processed it that much late.
+func (w *world) queuedFault(from, to string, req *node.Request, wait time.Duration) {
+	if wait <= overloadWait {
+		return
+	}
+	detail := checker.OverloadWaited + wait.String()
+	if carriesRecord(req) {
+		detail += checker.OverloadRecord
+	}
+	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Queued,
+		Nodes: []string{from}, Peers: []string{to}, Detail: detail, Timer: timerOfRequest(req)})
+}
+
 // carriesRecord reports whether req carries a timer's record to a node:
 // an internal PUT to /timers/<wire ID> (a replication, a pop notice, a
 // forward to another site). A callback is a POST to its endpoint, a read
