@@ -299,6 +299,107 @@ func TestCallbackThatWaitedForItsSenderArrivesThatLate(t *testing.T) {
 	}
 }
 
+// TestInboundWaitHoldsACopyByItsProcessingTime is C8 at the receiver: a
+// replication of the write that waited in its receiver's inbound queue
+// (a Queued fault, recorded when it arrived) holds the receiver's copy,
+// which rebuilds its start when it processes the message, by what its
+// processing ran past the client's answer, and no more; a send wait and
+// an inbound wait on one message add up, the inbound fault's arrival
+// coming after the send wait. The proxy is a member holding no replica;
+// the client has its answer at 10 ms, the backup got the write at once,
+// and the primary pops 1 late, pop 2 as soon as its notice is answered.
+func TestInboundWaitHoldsACopyByItsProcessingTime(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		faults func(o, p string) []Fault
+		pop1   time.Duration
+		want   string
+	}{
+		{"replication waited", func(o, p string) []Fault {
+			return []Fault{{At: 8 * ms, Kind: Queued, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1.5s record", Timer: placedTimer}}
+		}, 2525 * ms, ""},
+		{"no fault", func(o, p string) []Fault { return nil }, 2525 * ms, "G3"},
+		{"later than the wait", func(o, p string) []Fault {
+			return []Fault{{At: 8 * ms, Kind: Queued, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1.5s record", Timer: placedTimer}}
+		}, 2700 * ms, "G3"},
+		{"another replica's replication waited", func(o, p string) []Fault {
+			return []Fault{{At: 8 * ms, Kind: Queued, Nodes: []string{o}, Peers: []string{o}, Detail: "waited=1.5s record", Timer: placedTimer}}
+		}, 2525 * ms, "G3"},
+		{"a read waited", func(o, p string) []Fault {
+			return []Fault{{At: 8 * ms, Kind: Queued, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1.5s", Timer: placedTimer}}
+		}, 2525 * ms, "G3"},
+		{"sent after the write", func(o, p string) []Fault {
+			// A message sent 1 s after the answer (a notice) finds the
+			// primary's copy with its start: it holds nothing.
+			return []Fault{{At: 1010 * ms, Kind: Queued, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1.5s record", Timer: placedTimer}}
+		}, 2525 * ms, "G3"},
+		{"send and inbound waits add up", func(o, p string) []Fault {
+			return []Fault{{At: 5 * ms, Kind: Overload, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1s record", Timer: placedTimer},
+				{At: 1008 * ms, Kind: Queued, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1s record", Timer: placedTimer}}
+		}, 3020 * ms, ""},
+		{"past the sum", func(o, p string) []Fault {
+			return []Fault{{At: 5 * ms, Kind: Overload, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1s record", Timer: placedTimer},
+				{At: 1008 * ms, Kind: Queued, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1s record", Timer: placedTimer}}
+		}, 3200 * ms, "G3"},
+		{"the send wait alone", func(o, p string) []Fault {
+			return []Fault{{At: 5 * ms, Kind: Overload, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1s record", Timer: placedTimer}}
+		}, 3020 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, _, o := placed(t)
+			h.Ops[0].Node = o
+			h.Faults = c.faults(o, p)
+			h.Pops[0].At = c.pop1
+			h.Pops[1].At = c.pop1 + 10*ms
+			vs, cov := DefaultOptions().Judge(h)
+			if c.want != "" {
+				requireHas(t, vs, c.want, "late")
+				return
+			}
+			requireNone(t, vs)
+			// The pops due before the notice of pop 1 was answered.
+			if got := cov.Excused[ExHeldInbound]; got < 2 || c.pop1 < 3*sec && got != 2 {
+				t.Errorf("held-inbound excused %d pops, want 2 (3 when pop 1 is as late as pop 3's due time; excused: %v)", got, cov.Excused)
+			}
+		})
+	}
+}
+
+// TestCallbackThatWaitedAtItsEndpointArrivesThatLate proves a callback
+// that waited in its endpoint's inbound queue is delivered late by the
+// wait, added to the wait for its sender, and by no more: the primary
+// crashed, the backup pops 3 at its rank, its callback waits 1 s for the
+// backup's CPU (sent at 5 s) and 0.5 s in the endpoint's queue after it
+// arrives at 6.002 s. The same inbound wait on the crashed primary's
+// callback, or a pop later than the sum, is G3.
+func TestCallbackThatWaitedAtItsEndpointArrivesThatLate(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		waiter string
+		at     time.Duration
+		want   string
+	}{
+		{"its callback waited", "backup", 6503 * ms, ""},
+		{"another replica's callback waited", "primary", 6503 * ms, "G3"},
+		{"later than the sum", "backup", 6800 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, _ := placed(t)
+			handOver(h, b, 3)
+			waiter := map[string]string{"primary": p, "backup": b}[c.waiter]
+			h.Faults = []Fault{{At: 2500 * ms, Kind: Crash, Nodes: []string{p}},
+				{At: 5 * sec, Kind: Overload, Nodes: []string{waiter}, Peers: []string{"client"}, Detail: "waited=1s", Timer: placedTimer},
+				{At: 6002 * ms, Kind: Queued, Nodes: []string{waiter}, Peers: []string{"client"}, Detail: "waited=500ms", Timer: placedTimer}}
+			h.Pops[2].At = c.at
+			vs, cov := DefaultOptions().Judge(h)
+			requireWant(t, vs, c.want, "pop 3")
+			if c.want == "" && cov.Excused[ExFault+"/"+Excuse(Queued)] == 0 {
+				t.Errorf("fault-window/queued excused nothing (excused: %v)", cov.Excused)
+			}
+		})
+	}
+}
+
 func TestLatestLocalSeesAStepBackWithin(t *testing.T) {
 	// A clock stepped 3 min ahead at 10s and back at 40s showed, within
 	// [20s, 60s], 3m40s at the latest: just before its correction.

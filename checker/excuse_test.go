@@ -120,6 +120,25 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			h.Pops[2] = pop(5020*ms, b, "a", 3)
 			h.Pops[2].Timer = placedTimer
 		}},
+		{ExFault + "/queued", "G4", func(h *History, p, b, o string, rel bool) {
+			// The primary's notice of pop 3 waits in the backup's
+			// inbound queue past the backup's turn: the backup pops 3
+			// again at its rank. Moved: another timer's notice waited.
+			h.Faults = []Fault{{At: 3030 * ms, Kind: Queued, Nodes: []string{p}, Peers: []string{b},
+				Detail: "waited=2.5s record", Timer: pickTimer(rel)}}
+			dup := pop(5020*ms, b, "a", 3)
+			dup.Timer = placedTimer
+			h.Pops = append(h.Pops, dup)
+		}},
+		{ExHeldInbound, "G3", func(h *History, p, b, o string, rel bool) {
+			// The write's replication to the primary waits 1.5 s in its
+			// inbound queue: it applies the write that late and pops 1
+			// that late. Moved: the replication to a member holding no
+			// replica waited.
+			h.Faults = []Fault{{At: 5 * ms, Kind: Queued, Nodes: []string{b}, Peers: []string{pick(rel, p, o)},
+				Detail: "waited=1.5s record", Timer: placedTimer}}
+			h.Pops[0].At = 2500 * ms
+		}},
 		{ExAllDown, "G2", func(h *History, p, b, o string, rel bool) {
 			// Both replicas crash: the timer is gone.
 			n := pick(rel, p, o)
