@@ -145,6 +145,12 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, Excuse) {
 	if h := x.heldAtSites(d, ret, late); h > held {
 		held, by = h, ExHeld
 	}
+	if h, inbound := x.heldByWait(d, late); h > held {
+		held, by = h, ExHeld
+		if inbound {
+			by = ExHeldInbound
+		}
+	}
 	if held > 0 && d.placed {
 		// A replica that lost its copy at any time (missed write, crash)
 		// may have it back from a late replica's notice, start and all.
@@ -157,6 +163,89 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, Excuse) {
 		held, by = h, ExHeld
 	}
 	return held, late, by
+}
+
+// heldByWait is heldFor's part for a copy brought back by a message that
+// waited (scenarios/README.md C8): a replica left without a copy (it
+// missed the write or crashed since, or a scale placed d on it after the
+// write) takes one from the next message that carries the record to it,
+// a notice, a resync or a hand-off, and rebuilds the start when it
+// processes it, so its start is late by the message's time from being
+// built to being processed: its wait for its sender (an Overload fault),
+// its wait in its receiver's queue (a Queued fault) and the transit (in
+// the slack). It adds to late the replicas it held, and returns the
+// longest hold and whether an inbound wait made it.
+func (x *index) heldByWait(d *def, late map[string]bool) (time.Duration, bool) {
+	if !d.placed {
+		return 0, false
+	}
+	cf := x.copyFailures(d)
+	var held time.Duration
+	inbound := false
+	for _, s := range d.spans {
+		to, sent, w, q, ok := x.waitedRecord(d, s)
+		if !ok || sent < d.lo || !x.lacksCopy(d, cf, to, sent) {
+			continue
+		}
+		if w+q > held {
+			held, inbound = w+q, q > 0
+		}
+		late[to] = true
+	}
+	return held, inbound
+}
+
+// waitedRecord reads the message of span s when it carried d's record to
+// a node and waited: its receiver, when it was sent, and its waits for
+// its sender and in its receiver's queue.
+func (x *index) waitedRecord(d *def, s span) (to string, sent, w, q time.Duration, ok bool) {
+	if w, record, ok := overloadWait(s.fault); ok && record {
+		return s.fault.Peers[0], s.from, w, 0, true
+	}
+	if q, record, ok := queuedWait(s.fault); ok && record {
+		w := x.sendWaitOf(d, s.fault.Nodes[0], s.fault.Peers[0], true, s.from)
+		return s.fault.Peers[0], s.from - w - x.h.MaxNetDelay, w, q, true
+	}
+	return "", 0, 0, 0, false
+}
+
+// lacksCopy reports whether node n may hold no copy of d when a message
+// sent at t reaches it: a scale that places d on n, which held none at
+// the write, runs at t; or n lost its copy (a missed write, a crash)
+// before t and no notice of a pop made a healthy delay before t revived
+// it.
+func (x *index) lacksCopy(d *def, cf *copyFailures, n string, t time.Duration) bool {
+	if !slices.Contains(d.nodesIn(d.lo, d.lo), n) {
+		for _, m := range d.moves {
+			if m.from <= t && t <= m.to {
+				return true
+			}
+		}
+	}
+	for _, f := range cf.other {
+		if f.node == n && f.at <= t && !x.revived(d, cf, n, f.at, t-x.healthyLate()) {
+			return true
+		}
+	}
+	return false
+}
+
+// noticeWaited reports whether the notice node "from" sent at t of a pop
+// of d waited on its way to "to" (an Overload or Queued fault of a record
+// message between them, sent within a healthy delay after t): its
+// receiver rebuilt the start it carries late by the wait, so it does not
+// hand on the true start.
+func (x *index) noticeWaited(d *def, from, to string, t time.Duration) bool {
+	for _, s := range d.spans {
+		f := s.fault
+		if f.Kind != Overload && f.Kind != Queued || f.Nodes[0] != from || f.Peers[0] != to {
+			continue
+		}
+		if _, sent, _, _, ok := x.waitedRecord(d, s); ok && sent >= t-x.h.MaxNetDelay && sent <= t+x.healthyLate() {
+			return true
+		}
+	}
+	return false
 }
 
 // heldAtSites is heldFor's part at the other sites, which get a write
@@ -315,7 +404,8 @@ func (x *index) heldAt(d *def, r string, k int) time.Duration {
 			if p.At+x.healthyLate() >= lo || x.failed(p) {
 				continue
 			}
-			if !d.late[p.Node] && !x.noticeKept(d, p.Node, r, p.At) || p.Node == r && x.startAnswered(d, r, p.At) {
+			if !d.late[p.Node] && !x.noticeKept(d, p.Node, r, p.At) && !x.noticeWaited(d, p.Node, r, p.At) ||
+				p.Node == r && x.startAnswered(d, r, p.At) {
 				return 0
 			}
 		}
@@ -344,12 +434,19 @@ func (x *index) keptStart(d *def, q string, t time.Duration) bool {
 }
 
 // replyLost reports whether an answer from "from" to "to" about d may
-// have been lost around t.
+// have been lost around t, or come after "to" gave up: the request it
+// answered waited in its receiver's queue about as long as the sender
+// waits for an answer (ReplicationTimeout, less the two transits).
 func (x *index) replyLost(d *def, from, to string, t time.Duration) bool {
 	for _, s := range d.spans {
 		f := s.fault
-		if s.from <= t+x.o.FaultSettle && s.to >= t && f.Kind == Lost && strings.Contains(f.Detail, ReplyDetail) &&
-			f.Nodes[0] == from && f.Peers[0] == to {
+		if s.from > t+x.o.FaultSettle || s.to < t {
+			continue
+		}
+		if f.Kind == Lost && strings.Contains(f.Detail, ReplyDetail) && f.Nodes[0] == from && f.Peers[0] == to {
+			return true
+		}
+		if q, _, ok := queuedWait(f); ok && f.Nodes[0] == to && f.Peers[0] == from && q+2*x.h.MaxNetDelay >= x.o.ReplicationTimeout {
 			return true
 		}
 	}

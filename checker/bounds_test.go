@@ -400,6 +400,99 @@ func TestCallbackThatWaitedAtItsEndpointArrivesThatLate(t *testing.T) {
 	}
 }
 
+// TestCopyBroughtBackByAWaitedNoticeStartsLate is C8 after the write:
+// the primary's replication to the backup is shed, so the backup has no
+// copy until the notice of the primary's pop 1 (at 10 s) brings it, and
+// that notice waits 1.5 s for the primary's CPU (or in the backup's
+// queue), so the backup rebuilds the start 1.5 s late; the primary then
+// crashes and restarts empty, taking the true start with it, and every
+// later pop runs 1.5 s late (heldByWait). The same wait on a backup that
+// got the write, no wait at all, or pops later than the wait are G3.
+func TestCopyBroughtBackByAWaitedNoticeStartsLate(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		kind    FaultKind
+		at      time.Duration // when the notice's fault was recorded
+		shed    bool          // the replication to the backup was shed
+		late    time.Duration // how late pops 2.. come
+		excused Excuse
+		want    string
+	}{
+		{"notice waited for its sender", Overload, 10030 * ms, true, 1520 * ms, ExHeld, ""},
+		{"notice waited in the backup's queue", Queued, 10035 * ms, true, 1520 * ms, ExHeldInbound, ""},
+		{"no wait", "", 0, true, 1520 * ms, "", "G3"},
+		{"the backup held its copy", Overload, 10030 * ms, false, 1520 * ms, "", "G3"},
+		{"later than the wait", Overload, 10030 * ms, true, 1720 * ms, "", "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, _ := placed(t)
+			h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+			h.End = 70 * sec
+			h.Faults = []Fault{{At: 11 * sec, Kind: Crash, Nodes: []string{p}}, {At: 12 * sec, Kind: Restart, Nodes: []string{p}}}
+			if c.shed {
+				h.Faults = append(h.Faults, Fault{At: 5 * ms, Kind: Overload, Nodes: []string{p}, Peers: []string{b}, Detail: ShedDetail, Timer: placedTimer})
+			}
+			if c.kind != "" {
+				h.Faults = append(h.Faults, Fault{At: c.at, Kind: c.kind, Nodes: []string{p}, Peers: []string{b}, Detail: "waited=1.5s record", Timer: placedTimer})
+			}
+			h.Pops = []Pop{pop(10*sec+20*ms, p, "a", 1)}
+			for k := 2; k <= 6; k++ {
+				h.Pops = append(h.Pops, pop(time.Duration(k)*10*sec+c.late, p, "a", k))
+			}
+			for i := range h.Pops {
+				h.Pops[i].Timer = placedTimer
+			}
+			vs, cov := DefaultOptions().Judge(h)
+			requireWant(t, vs, c.want, "late")
+			if c.want == "" && cov.Excused[c.excused] == 0 {
+				t.Errorf("%s excused nothing (excused: %v)", c.excused, cov.Excused)
+			}
+		})
+	}
+}
+
+// TestLateCopyKeepsItsHoldWhileItsNoticesTimeOut is seed 358018: the
+// primary missed the write (its replication was lost), the backup pops 1
+// at its rank and its notice, waiting 1.5 s for its CPU, brings the
+// primary a copy that starts 1.5 s late. The backup kept the true start
+// and answers the primary's notices with it, which ends the hold after
+// pop 2, unless each notice waited in the backup's inbound queue about as
+// long as the primary waits for an answer (ReplicationTimeout): then the
+// answer came after the primary gave up, and the primary runs late on.
+// A wait too short to lose the answer ends the hold as none does.
+func TestLateCopyKeepsItsHoldWhileItsNoticesTimeOut(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		queue string // each notice's wait in the backup's queue ("": none)
+		want  string
+	}{
+		{"answers came after the primary gave up", "waited=495ms record", ""},
+		{"answers came back", "", "G3"},
+		{"answers came back after a short wait", "waited=300ms record", "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, _ := placed(t)
+			h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+			h.Ops[0].Node = b
+			h.End = 70 * sec
+			h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{b}, Peers: []string{p}, Timer: placedTimer},
+				{At: 12030 * ms, Kind: Overload, Nodes: []string{b}, Peers: []string{p}, Detail: "waited=1.5s record", Timer: placedTimer}}
+			h.Pops = []Pop{pop(12*sec+20*ms, b, "a", 1)}
+			for k := 2; k <= 6; k++ {
+				at := time.Duration(k)*10*sec + 1520*ms
+				h.Pops = append(h.Pops, pop(at, p, "a", k))
+				if c.queue != "" {
+					h.Faults = append(h.Faults, Fault{At: at + 10*ms, Kind: Queued, Nodes: []string{p}, Peers: []string{b}, Detail: c.queue, Timer: placedTimer})
+				}
+			}
+			for i := range h.Pops {
+				h.Pops[i].Timer = placedTimer
+			}
+			requireWant(t, Check(h), c.want, "late")
+		})
+	}
+}
+
 func TestLatestLocalSeesAStepBackWithin(t *testing.T) {
 	// A clock stepped 3 min ahead at 10s and back at 40s showed, within
 	// [20s, 60s], 3m40s at the latest: just before its correction.
