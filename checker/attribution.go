@@ -231,6 +231,37 @@ func (x *index) clockSpread(d *def) []span {
 	return out
 }
 
+// startSpreadFault marks a write whose replication to a replica waited,
+// for its sender, in its receiver's queue or both, longer than the margin
+// a backup's rank skew leaves (spreadMargin): see startSpread.
+const startSpreadFault FaultKind = "start-spread"
+
+// startSpread is the wait that set d's replicas' starts apart, for pop k
+// (scenarios/README.md C8, seed 500015): a replica rebuilds the start
+// when it processes the write's replication, so one whose message waited
+// w starts w later than the proxy that took the write, however early the
+// client had its answer; past spreadMargin its pop meets the next rank's
+// (a duplicate, G4) until the notices of the first pop bring every
+// replica the earliest start. So it touches only the pops due before the
+// timer's first successful delivery, and only with such a wait on a
+// record message of the write (sent while it ran: see waitedRecord).
+func (x *index) startSpread(d *def, k int) (Fault, bool) {
+	lo, _ := d.due(k)
+	if oks := x.copyFailures(d).oks; len(oks) > 0 && lo > oks[0].At {
+		return Fault{}, false
+	}
+	ret := min(d.hi, x.end)
+	for _, s := range d.spans {
+		to, sent, w, q, ok := x.waitedRecord(d, s)
+		if !ok || !d.nodes[to] && d.placed || sent < d.lo || sent > ret || w+q <= x.spreadMargin() {
+			continue
+		}
+		return Fault{At: s.from, Kind: startSpreadFault, Nodes: s.fault.Nodes, Peers: []string{to},
+			Detail: "the write's replication waited " + (w + q).String(), Timer: d.timer}, true
+	}
+	return Fault{}, false
+}
+
 // spreadMargin is how far the clocks of a timer's nodes may move apart in
 // all before a backup's rank skew no longer separates the replicas' pops:
 // the skew less the lateness slack a healthy pop may use.
@@ -313,6 +344,9 @@ func (x *index) writeWindows(d *def, from, upTo time.Duration) [][2]time.Duratio
 // around the pop before only duplicates that one; a replica that crashed
 // before holds no copy, so it cannot pop this one twice.
 func (x *index) dupFault(d *def, k int, upTo time.Duration) (Fault, bool) {
+	if f, ok := x.startSpread(d, k); ok {
+		return f, true
+	}
 	r := x.rankBound(d)
 	lo, hi := d.due(k)
 	upTo = max(upTo, hi+r)
