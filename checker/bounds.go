@@ -175,22 +175,43 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, Excuse) {
 // its wait in its receiver's queue (a Queued fault) and the transit (in
 // the slack). It adds to late the replicas it held, and returns the
 // longest hold and whether an inbound wait made it.
+//
+// A node that got its copy late passes its late start on (a relay to its
+// site, a notice or resync it sends), so the holds add up along a path:
+// the messages are taken in the order they were sent, and one from a
+// node already held carries that node's hold besides its own waits.
 func (x *index) heldByWait(d *def, late map[string]bool) (time.Duration, bool) {
 	if !d.placed {
 		return 0, false
 	}
+	type msg struct {
+		from, to string
+		sent, w  time.Duration
+		inbound  bool
+	}
+	var msgs []msg
+	for _, s := range d.spans {
+		if to, sent, w, q, ok := x.waitedRecord(d, s); ok && sent >= d.lo {
+			msgs = append(msgs, msg{s.fault.Nodes[0], to, sent, w + q, q > 0})
+		}
+	}
+	slices.SortStableFunc(msgs, func(a, b msg) int { return int(a.sent - b.sent) })
 	cf := x.copyFailures(d)
+	holds := map[string]time.Duration{}
+	inbounds := map[string]bool{}
 	var held time.Duration
 	inbound := false
-	for _, s := range d.spans {
-		to, sent, w, q, ok := x.waitedRecord(d, s)
-		if !ok || sent < d.lo || !x.lacksCopy(d, cf, to, sent) {
+	for _, m := range msgs {
+		if !x.lacksCopy(d, cf, m.to, m.sent) {
 			continue
 		}
-		if w+q > held {
-			held, inbound = w+q, q > 0
+		if h := holds[m.from] + m.w; h > holds[m.to] {
+			holds[m.to], inbounds[m.to] = h, m.inbound || inbounds[m.from]
 		}
-		late[to] = true
+		if holds[m.to] > held {
+			held, inbound = holds[m.to], inbounds[m.to]
+		}
+		late[m.to] = true
 	}
 	return held, inbound
 }

@@ -451,6 +451,73 @@ func TestCopyBroughtBackByAWaitedNoticeStartsLate(t *testing.T) {
 	}
 }
 
+// TestHoldsAddUpAlongAPath: a copy that a held replica passes on carries
+// its hold. The backup's copy comes 1.5 s late from the primary's waited
+// notice (as in TestCopyBroughtBackByAWaitedNoticeStartsLate); the
+// primary restarts empty and takes its copy back from the backup by a
+// message that waits 0.5 s more: it runs 2 s late, the sum on the path,
+// and no later. Without the first wait the primary is held by 0.5 s only.
+func TestHoldsAddUpAlongAPath(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		first bool
+		late  time.Duration
+		want  string
+	}{
+		{"both waits", true, 2020 * ms, ""},
+		{"past the sum", true, 2220 * ms, "G3"},
+		{"the second wait alone", false, 2020 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, _ := placed(t)
+			h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+			h.End = 70 * sec
+			h.Faults = []Fault{{At: 5 * ms, Kind: Overload, Nodes: []string{p}, Peers: []string{b}, Detail: ShedDetail, Timer: placedTimer},
+				{At: 11 * sec, Kind: Crash, Nodes: []string{p}}, {At: 12 * sec, Kind: Restart, Nodes: []string{p}},
+				{At: 12500 * ms, Kind: Overload, Nodes: []string{b}, Peers: []string{p}, Detail: "waited=500ms record", Timer: placedTimer}}
+			if c.first {
+				h.Faults = append(h.Faults, Fault{At: 10030 * ms, Kind: Overload, Nodes: []string{p}, Peers: []string{b}, Detail: "waited=1.5s record", Timer: placedTimer})
+			}
+			h.Pops = []Pop{pop(10*sec+20*ms, p, "a", 1)}
+			for k := 2; k <= 6; k++ {
+				h.Pops = append(h.Pops, pop(time.Duration(k)*10*sec+c.late, p, "a", k))
+			}
+			for i := range h.Pops {
+				h.Pops[i].Timer = placedTimer
+			}
+			requireWant(t, Check(h), c.want, "late")
+		})
+	}
+}
+
+// TestRequestLostAfterItsSendWaitWasSentInTheWrite is seed 357021: a
+// request is recorded lost when it leaves its sender, after its wait for
+// the sender's CPU, so one the write sent may be lost long after the
+// client had its answer. The backup missed the write: when the primary
+// crashes and restarts empty before pop 1, every copy is gone
+// (copies-lost). The same loss with no recorded wait was of a message
+// sent after the write, which the backup had, so its lost pops are G2.
+func TestRequestLostAfterItsSendWaitWasSentInTheWrite(t *testing.T) {
+	for _, waited := range []bool{true, false} {
+		h, p, b, _ := placed(t)
+		h.Faults = []Fault{{At: 507 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: placedTimer},
+			{At: 700 * ms, Kind: Crash, Nodes: []string{p}}, {At: 750 * ms, Kind: Restart, Nodes: []string{p}}}
+		if waited {
+			h.Faults = append(h.Faults, Fault{At: 5 * ms, Kind: Overload, Nodes: []string{p}, Peers: []string{b}, Detail: "waited=500ms record", Timer: placedTimer})
+		}
+		h.Pops = nil
+		vs, cov := DefaultOptions().Judge(h)
+		if !waited {
+			requireHas(t, vs, "G2")
+			continue
+		}
+		requireNone(t, vs)
+		if cov.Excused[ExCopiesLost] == 0 {
+			t.Errorf("copies-lost excused nothing: %v", cov.Excused)
+		}
+	}
+}
+
 // TestLateCopyKeepsItsHoldWhileItsNoticesTimeOut is seed 358018: the
 // primary missed the write (its replication was lost), the backup pops 1
 // at its rank and its notice, waiting 1.5 s for its CPU, brings the

@@ -82,7 +82,7 @@ func (x *index) missedWrite(d *def) map[string]bool {
 	missed := x.down(d, d.lo, min(d.hi, x.end), false)
 	addAll(missed, x.diskFaulty(d, d.lo, min(d.hi, x.end)))
 	for _, s := range d.spans {
-		if lostRequest(s.fault) && s.from <= min(d.hi, x.end) && s.to >= d.lo {
+		if lostRequest(s.fault) && x.sentAt(d, s) <= min(d.hi, x.end) && s.to >= d.lo {
 			addAll(missed, s.fault.Peers)
 		}
 	}
@@ -108,7 +108,7 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 	lagged := false
 	late := x.down(d, b, b+x.o.SiteLag, paused)
 	for _, s := range d.spans {
-		if lostRequest(s.fault) && s.from <= b+x.o.SiteLag && s.to >= b {
+		if lostRequest(s.fault) && x.sentAt(d, s) <= b+x.o.SiteLag && s.to >= b {
 			addAll(late, s.fault.Peers)
 		}
 	}
@@ -131,6 +131,18 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 		}
 	}
 	return lagged
+}
+
+// sentAt is when the message of span s was sent: a lost request is
+// recorded when it leaves its sender, after any wait for the sender's
+// overloaded CPU (an Overload fault on its link, see sendWaitOf), so one
+// sent while the write ran may be lost long after (seed 357021: the
+// forward to the other site waited 1.17 s, then was lost).
+func (x *index) sentAt(d *def, s span) time.Duration {
+	if f := s.fault; f.Kind == Lost && len(f.Nodes) > 0 && len(f.Peers) > 0 {
+		return s.from - x.sendWaitOf(d, f.Nodes[0], f.Peers[0], true, s.from)
+	}
+	return s.from
 }
 
 // lostRequest reports a lost message that was a request, or a request
