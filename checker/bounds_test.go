@@ -518,6 +518,34 @@ func TestRequestLostAfterItsSendWaitWasSentInTheWrite(t *testing.T) {
 	}
 }
 
+// TestRequestRefusedAfterItsInboundWaitWasSentInTheWrite is seed 170: a
+// full replica's refusal is recorded (a lost request) when it processed
+// the request, after its wait in its inbound queue, so the replication
+// of a write it refused after the client had its answer was still the
+// write's: the backup missed it, and the primary's crash before pop 1
+// takes every copy (copies-lost). The same refusal with no recorded wait
+// was of a message sent after the write: G2.
+func TestRequestRefusedAfterItsInboundWaitWasSentInTheWrite(t *testing.T) {
+	for _, waited := range []bool{true, false} {
+		h, p, b, _ := placed(t)
+		h.Faults = []Fault{{At: 409 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: placedTimer, Detail: "refused at its limit"},
+			{At: 700 * ms, Kind: Crash, Nodes: []string{p}}, {At: 750 * ms, Kind: Restart, Nodes: []string{p}}}
+		if waited {
+			h.Faults = append(h.Faults, Fault{At: 8 * ms, Kind: Queued, Nodes: []string{p}, Peers: []string{b}, Detail: "waited=400ms record", Timer: placedTimer})
+		}
+		h.Pops = nil
+		vs, cov := DefaultOptions().Judge(h)
+		if !waited {
+			requireHas(t, vs, "G2")
+			continue
+		}
+		requireNone(t, vs)
+		if cov.Excused[ExCopiesLost] == 0 {
+			t.Errorf("copies-lost excused nothing: %v", cov.Excused)
+		}
+	}
+}
+
 // TestLateCopyKeepsItsHoldWhileItsNoticesTimeOut is seed 358018: the
 // primary missed the write (its replication was lost), the backup pops 1
 // at its rank and its notice, waiting 1.5 s for its CPU, brings the
