@@ -360,6 +360,13 @@ func (x *index) dupFault(d *def, k int, upTo time.Duration) (Fault, bool) {
 			// once they are set right (starts travel as deltas).
 			return s.fault, true
 		}
+		if _, record, ok := queuedWait(s.fault); ok && (!record || d.placed && !d.nodes[s.fault.Peers[0]]) {
+			// A callback that waited at its endpoint was made once and
+			// arrives late (a late first delivery is weighed below, see
+			// mayDuplicate); a record that waited at a node of no role
+			// told no replica late of a pop. Neither delivers a pop twice.
+			continue
+		}
 		ws := around
 		if s.writeOnly {
 			ws = around[1:]

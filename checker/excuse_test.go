@@ -123,9 +123,10 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 		{ExFault + "/queued", "G4", func(h *History, p, b, o string, rel bool) {
 			// The primary's notice of pop 3 waits in the backup's
 			// inbound queue past the backup's turn: the backup pops 3
-			// again at its rank. Moved: another timer's notice waited.
-			h.Faults = []Fault{{At: 3030 * ms, Kind: Queued, Nodes: []string{p}, Peers: []string{b},
-				Detail: "waited=2.5s record", Timer: pickTimer(rel)}}
+			// again at its rank. Moved: the primary's callback waited at
+			// the endpoint, which delivers nothing twice.
+			h.Faults = []Fault{{At: 3030 * ms, Kind: Queued, Nodes: []string{p}, Peers: []string{pick(rel, b, "client")},
+				Detail: pick(rel, "waited=2.5s record", "waited=60ms"), Timer: placedTimer}}
 			dup := pop(5020*ms, b, "a", 3)
 			dup.Timer = placedTimer
 			h.Pops = append(h.Pops, dup)
