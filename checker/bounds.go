@@ -231,16 +231,19 @@ func (x *index) waitedRecord(d *def, s span) (to string, sent, w, q time.Duratio
 }
 
 // lacksCopy reports whether node n may hold no copy of d when a message
-// sent at t reaches it: a scale that places d on n, which held none at
-// the write, runs at t; or n lost its copy (a missed write, a crash)
-// before t and no notice of a pop made a healthy delay before t revived
-// it.
+// sent at t reaches it: a scale that places d on n, which its placement
+// before the scale did not, runs at t (its resync or a hand-off brings
+// the copy); or n lost its copy (a missed write, a crash) before t and
+// no notice of a pop made a healthy delay before t revived it.
 func (x *index) lacksCopy(d *def, cf *copyFailures, n string, t time.Duration) bool {
-	if !slices.Contains(d.nodesIn(d.lo, d.lo), n) {
-		for _, m := range d.moves {
-			if m.from <= t && t <= m.to {
-				return true
-			}
+	for _, sc := range x.h.Scales {
+		end := x.end
+		if sc.End != 0 {
+			end = sc.End + x.o.FaultSettle
+		}
+		if sc.Start <= t && t <= end && slices.Contains(Replicas(sc.After, d.timer, d.rf), n) &&
+			!slices.Contains(Replicas(sc.Before, d.timer, d.rf), n) {
+			return true
 		}
 	}
 	for _, f := range cf.other {

@@ -546,6 +546,54 @@ func TestRequestRefusedAfterItsInboundWaitWasSentInTheWrite(t *testing.T) {
 	}
 }
 
+// TestHandOffThatWaitedStartsTheNewReplicaLate is seeds 361030 and
+// 362383: a scale moves an rf 1 timer from the member it removes to
+// another, and the hand-off that brings the new replica its copy waits
+// 0.5 s for the old one's CPU, so the new replica rebuilds the start that
+// late and, the old copy gone, pops late by it for good. No wait, a pop
+// later than it, or the wait on a message to a member the scale placed
+// nothing on, is G3.
+func TestHandOffThatWaitedStartsTheNewReplicaLate(t *testing.T) {
+	members := []string{"n1", "n2", "n3", "n4"}
+	old := Replicas(members, placedTimer, 1)[0]
+	shrunk := slices.DeleteFunc(slices.Clone(members), func(m string) bool { return m == old })
+	neu := Replicas(shrunk, placedTimer, 1)[0]
+	var bystander string
+	for _, m := range shrunk {
+		if m != neu {
+			bystander = m
+		}
+	}
+	for _, c := range []struct {
+		name string
+		to   string // the waited message's receiver ("": none waited)
+		late time.Duration
+		want string
+	}{
+		{"hand-off waited", neu, 520 * ms, ""},
+		{"no wait", "", 520 * ms, "G3"},
+		{"later than the wait", neu, 720 * ms, "G3"},
+		{"a message to a member of no role waited", bystander, 520 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: members,
+				Ops:     []Op{write(1, Create, placedTimer, "a", 10*sec, 60*sec, 0, 10*ms, OK)},
+				Scales:  []Scale{{Kind: ScaleDown, Start: 5 * sec, End: 8 * sec, Before: members, After: shrunk}},
+				End:     70 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			}
+			h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = old, 1
+			if c.to != "" {
+				h.Faults = []Fault{{At: 6 * sec, Kind: Overload, Nodes: []string{old}, Peers: []string{c.to}, Detail: "waited=500ms record", Timer: placedTimer}}
+			}
+			for k := 1; k <= 6; k++ {
+				h.Pops = append(h.Pops, Pop{At: time.Duration(k)*10*sec + c.late, Node: neu, URI: "http://client/cb", Opaque: "a", Seq: k, Answered: 200, Timer: placedTimer})
+			}
+			requireWant(t, Check(h), c.want, "late")
+		})
+	}
+}
+
 // TestLateCopyKeepsItsHoldWhileItsNoticesTimeOut is seed 358018: the
 // primary missed the write (its replication was lost), the backup pops 1
 // at its rank and its notice, waiting 1.5 s for its CPU, brings the
