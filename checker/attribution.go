@@ -251,13 +251,12 @@ func (x *index) startSpread(d *def, k int) (Fault, bool) {
 		return Fault{}, false
 	}
 	ret := min(d.hi, x.end)
-	for _, s := range d.spans {
-		to, sent, w, q, ok := x.waitedRecord(d, s)
-		if !ok || !d.nodes[to] && d.placed || sent < d.lo || sent > ret || w+q <= x.spreadMargin() {
+	for _, m := range x.waitedRecords(d) {
+		if !d.nodes[m.to] && d.placed || m.sent < d.lo || m.sent > ret || m.w+m.q <= x.spreadMargin() {
 			continue
 		}
-		return Fault{At: s.from, Kind: startSpreadFault, Nodes: s.fault.Nodes, Peers: []string{to},
-			Detail: "the write's replication waited " + (w + q).String(), Timer: d.timer}, true
+		return Fault{At: m.at, Kind: startSpreadFault, Nodes: []string{m.from}, Peers: []string{m.to},
+			Detail: "the write's replication waited " + (m.w + m.q).String(), Timer: d.timer}, true
 	}
 	return Fault{}, false
 }

@@ -190,9 +190,9 @@ func (x *index) heldByWait(d *def, late map[string]bool) (time.Duration, bool) {
 		inbound  bool
 	}
 	var msgs []msg
-	for _, s := range d.spans {
-		if to, sent, w, q, ok := x.waitedRecord(d, s); ok && sent >= d.lo {
-			msgs = append(msgs, msg{s.fault.Nodes[0], to, sent, w + q, q > 0})
+	for _, m := range x.waitedRecords(d) {
+		if m.sent >= d.lo {
+			msgs = append(msgs, msg{m.from, m.to, m.sent, m.w + m.q, m.q > 0})
 		}
 	}
 	slices.SortStableFunc(msgs, func(a, b msg) int { return int(a.sent - b.sent) })
@@ -214,6 +214,29 @@ func (x *index) heldByWait(d *def, late map[string]bool) (time.Duration, bool) {
 		late[m.to] = true
 	}
 	return held, inbound
+}
+
+// waitedRecords is every record message of d that waited, read once per
+// definition (see waitedRecord), in the order of d's spans.
+func (x *index) waitedRecords(d *def) []waitedMsg {
+	if d.waited != nil {
+		return *d.waited
+	}
+	var out []waitedMsg
+	for _, s := range d.spans {
+		if to, sent, w, q, ok := x.waitedRecord(d, s); ok {
+			out = append(out, waitedMsg{from: s.fault.Nodes[0], to: to, at: s.from, sent: sent, w: w, q: q})
+		}
+	}
+	d.waited = &out
+	return out
+}
+
+// waitedMsg is a record message of a definition that waited: from, to,
+// when its fault was recorded (at), when it was sent, its waits.
+type waitedMsg struct {
+	from, to       string
+	at, sent, w, q time.Duration
 }
 
 // waitedRecord reads the message of span s when it carried d's record to
@@ -260,12 +283,8 @@ func (x *index) lacksCopy(d *def, cf *copyFailures, n string, t time.Duration) b
 // receiver rebuilt the start it carries late by the wait, so it does not
 // hand on the true start.
 func (x *index) noticeWaited(d *def, from, to string, t time.Duration) bool {
-	for _, s := range d.spans {
-		f := s.fault
-		if f.Kind != Overload && f.Kind != Queued || f.Nodes[0] != from || f.Peers[0] != to {
-			continue
-		}
-		if _, sent, _, _, ok := x.waitedRecord(d, s); ok && sent >= t-x.h.MaxNetDelay && sent <= t+x.healthyLate() {
+	for _, m := range x.waitedRecords(d) {
+		if m.from == from && m.to == to && m.sent >= t-x.h.MaxNetDelay && m.sent <= t+x.healthyLate() {
 			return true
 		}
 	}

@@ -45,6 +45,8 @@ type def struct {
 	late map[string]bool
 	// heldBy is the excuse the longest hold stands for (see heldFor).
 	heldBy Excuse
+	// waited caches waitedRecords.
+	waited *[]waitedMsg
 	// timer is the timer's ID: the op's, or for a create whose answer was
 	// lost the one its pops name (0: unknown).
 	timer uint64

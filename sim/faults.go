@@ -126,8 +126,12 @@ func (w *world) overloadFault(from, to string, req *node.Request, wait time.Dura
 // queuedFault records a request that waited longer than overloadWait in
 // its receiver's inbound queue for the receiver's modelled CPU: the
 // receiver processed it that much late.
+//
+// Only requests a node sent about a timer are recorded: a client's write
+// waits in its proxy's queue within its own invoke and return, which
+// already bound its start, and a request about no timer touches none.
 func (w *world) queuedFault(from, to string, req *node.Request, wait time.Duration) {
-	if wait <= overloadWait {
+	if wait <= overloadWait || w.machineAt(from) == nil || timerOfRequest(req) == 0 {
 		return
 	}
 	detail := checker.OverloadWaited + wait.String()
