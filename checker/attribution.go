@@ -297,6 +297,12 @@ func (x *index) popFault(d *def, k int, upTo time.Duration) (Fault, bool) {
 		if s.from > upTo {
 			break
 		}
+		if _, record, ok := queuedWait(s.fault); ok && !record {
+			// A callback that waited in its endpoint's queue makes
+			// that delivery late by its wait (sendWait) and nothing
+			// else: a duplicate after it is the pop path's (L2).
+			continue
+		}
 		if s.writeOnly {
 			for _, w := range around[2:] {
 				if s.to >= w[0] && s.from <= w[1] {
