@@ -145,7 +145,7 @@ func (x *index) affects(f Fault, d *def, nodes map[string]bool) bool {
 		return hosts(f.Nodes) && hosts(f.Peers)
 	case SlowCallback, FailCallback:
 		return slices.Contains(f.Nodes, d.op.Spec.URI)
-	case Lost, Duplicated, Reordered, Overload, Late:
+	case Lost, Duplicated, Reordered, Overload, Queued, Late:
 		// A message about no known timer, on a link between its nodes.
 		return f.Timer == 0 && meets(f.Nodes, nodes) && meets(f.Peers, nodes)
 	}
@@ -231,6 +231,36 @@ func (x *index) clockSpread(d *def) []span {
 	return out
 }
 
+// startSpreadFault marks a write whose replication to a replica waited,
+// for its sender, in its receiver's queue or both, longer than the margin
+// a backup's rank skew leaves (spreadMargin): see startSpread.
+const startSpreadFault FaultKind = "start-spread"
+
+// startSpread is the wait that set d's replicas' starts apart, for pop k
+// (scenarios/README.md C8, seed 500015): a replica rebuilds the start
+// when it processes the write's replication, so one whose message waited
+// w starts w later than the proxy that took the write, however early the
+// client had its answer; past spreadMargin its pop meets the next rank's
+// (a duplicate, G4) until the notices of the first pop bring every
+// replica the earliest start. So it touches only the pops due before the
+// timer's first successful delivery, and only with such a wait on a
+// record message of the write (sent while it ran: see waitedRecord).
+func (x *index) startSpread(d *def, k int) (Fault, bool) {
+	lo, _ := d.due(k)
+	if oks := x.copyFailures(d).oks; len(oks) > 0 && lo > oks[0].At {
+		return Fault{}, false
+	}
+	ret := min(d.hi, x.end)
+	for _, m := range x.waitedRecords(d) {
+		if !d.nodes[m.to] && d.placed || m.sent < d.lo || m.sent > ret || m.w+m.q <= x.spreadMargin() {
+			continue
+		}
+		return Fault{At: m.at, Kind: startSpreadFault, Nodes: []string{m.from}, Peers: []string{m.to},
+			Detail: "the write's replication waited " + (m.w + m.q).String(), Timer: d.timer}, true
+	}
+	return Fault{}, false
+}
+
 // spreadMargin is how far the clocks of a timer's nodes may move apart in
 // all before a backup's rank skew no longer separates the replicas' pops:
 // the skew less the lateness slack a healthy pop may use.
@@ -266,6 +296,12 @@ func (x *index) popFault(d *def, k int, upTo time.Duration) (Fault, bool) {
 	for _, s := range d.spans {
 		if s.from > upTo {
 			break
+		}
+		if _, record, ok := queuedWait(s.fault); ok && !record {
+			// A callback that waited in its endpoint's queue makes
+			// that delivery late by its wait (sendWait) and nothing
+			// else: a duplicate after it is the pop path's (L2).
+			continue
 		}
 		if s.writeOnly {
 			for _, w := range around[2:] {
@@ -313,6 +349,9 @@ func (x *index) writeWindows(d *def, from, upTo time.Duration) [][2]time.Duratio
 // around the pop before only duplicates that one; a replica that crashed
 // before holds no copy, so it cannot pop this one twice.
 func (x *index) dupFault(d *def, k int, upTo time.Duration) (Fault, bool) {
+	if f, ok := x.startSpread(d, k); ok {
+		return f, true
+	}
 	r := x.rankBound(d)
 	lo, hi := d.due(k)
 	upTo = max(upTo, hi+r)
@@ -325,6 +364,13 @@ func (x *index) dupFault(d *def, k int, upTo time.Duration) (Fault, bool) {
 			// A schedule held while clocks were apart keeps the shift
 			// once they are set right (starts travel as deltas).
 			return s.fault, true
+		}
+		if _, record, ok := queuedWait(s.fault); ok && (!record || d.placed && !d.nodes[s.fault.Peers[0]]) {
+			// A callback that waited at its endpoint was made once and
+			// arrives late (a late first delivery is weighed below, see
+			// mayDuplicate); a record that waited at a node of no role
+			// told no replica late of a pop. Neither delivers a pop twice.
+			continue
 		}
 		ws := around
 		if s.writeOnly {

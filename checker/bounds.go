@@ -100,14 +100,29 @@ func (x *index) handOff(d *def, k int) (time.Duration, FaultKind) {
 // earliest start they hold when a notice passes between them, but until
 // then each keeps its own. The delta carries no transit time, so no node
 // can do better without trusting other nodes' wall clocks.
-func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
+//
+// It returns too the excuse the longest hold stands for: ExHeldInbound
+// when a message's wait in its receiver's inbound queue made it.
+func (x *index) heldFor(d *def) (time.Duration, map[string]bool, Excuse) {
 	var held time.Duration
+	by := ExHeld
 	late := map[string]bool{}
 	ret := min(d.hi, x.end)
 	for _, s := range d.spans {
 		if w, record, ok := overloadWait(s.fault); ok {
 			if h := overloadHeld(s, w, record, d.lo, ret); h > 0 {
-				held = max(held, h)
+				if h > held {
+					held, by = h, ExHeld
+				}
+				addAll(late, s.fault.Peers)
+			}
+			continue
+		}
+		if q, record, ok := queuedWait(s.fault); ok {
+			if h := x.queuedHeld(d, s, q, record, ret); h > 0 {
+				if h > held {
+					held, by = h, ExHeldInbound
+				}
 				addAll(late, s.fault.Peers)
 			}
 			continue
@@ -115,7 +130,9 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 		if s.fault.Kind != Pause && s.fault.Kind != Clog || s.from > ret || s.end < d.lo {
 			continue
 		}
-		held = max(held, s.end-d.lo)
+		if s.end-d.lo > held {
+			held, by = s.end-d.lo, ExHeld
+		}
 		switch {
 		case s.fault.Kind == Pause && slices.Contains(s.fault.Nodes, d.op.Node):
 			addAll(late, d.replicas) // the node that took the write stood still
@@ -126,7 +143,13 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 		}
 	}
 	if h := x.heldAtSites(d, ret, late); h > held {
-		held = h
+		held, by = h, ExHeld
+	}
+	if h, inbound := x.heldByWait(d, late); h > held {
+		held, by = h, ExHeld
+		if inbound {
+			by = ExHeldInbound
+		}
 	}
 	if held > 0 && d.placed {
 		// A replica that lost its copy at any time (missed write, crash)
@@ -137,9 +160,135 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool) {
 		}
 	}
 	if h := x.heldRefill(d, late); h > held {
-		held = h
+		held, by = h, ExHeld
 	}
-	return held, late
+	return held, late, by
+}
+
+// heldByWait is heldFor's part for a copy brought back by a message that
+// waited (scenarios/README.md C8): a replica left without a copy (it
+// missed the write or crashed since, or a scale placed d on it after the
+// write) takes one from the next message that carries the record to it,
+// a notice, a resync or a hand-off, and rebuilds the start when it
+// processes it, so its start is late by the message's time from being
+// built to being processed: its wait for its sender (an Overload fault),
+// its wait in its receiver's queue (a Queued fault) and the transit (in
+// the slack). It adds to late the replicas it held, and returns the
+// longest hold and whether an inbound wait made it.
+//
+// A node that got its copy late passes its late start on (a relay to its
+// site, a notice or resync it sends), so the holds add up along a path:
+// the messages are taken in the order they were sent, and one from a
+// node already held carries that node's hold besides its own waits.
+func (x *index) heldByWait(d *def, late map[string]bool) (time.Duration, bool) {
+	if !d.placed {
+		return 0, false
+	}
+	type msg struct {
+		from, to string
+		sent, w  time.Duration
+		inbound  bool
+	}
+	var msgs []msg
+	for _, m := range x.waitedRecords(d) {
+		if m.sent >= d.lo {
+			msgs = append(msgs, msg{m.from, m.to, m.sent, m.w + m.q, m.q > 0})
+		}
+	}
+	slices.SortStableFunc(msgs, func(a, b msg) int { return int(a.sent - b.sent) })
+	cf := x.copyFailures(d)
+	holds := map[string]time.Duration{}
+	inbounds := map[string]bool{}
+	var held time.Duration
+	inbound := false
+	for _, m := range msgs {
+		if !x.lacksCopy(d, cf, m.to, m.sent) {
+			continue
+		}
+		if h := holds[m.from] + m.w; h > holds[m.to] {
+			holds[m.to], inbounds[m.to] = h, m.inbound || inbounds[m.from]
+		}
+		if holds[m.to] > held {
+			held, inbound = holds[m.to], inbounds[m.to]
+		}
+		late[m.to] = true
+	}
+	return held, inbound
+}
+
+// waitedRecords is every record message of d that waited, read once per
+// definition (see waitedRecord), in the order of d's spans.
+func (x *index) waitedRecords(d *def) []waitedMsg {
+	if d.waited != nil {
+		return *d.waited
+	}
+	var out []waitedMsg
+	for _, s := range d.spans {
+		if to, sent, w, q, ok := x.waitedRecord(d, s); ok {
+			out = append(out, waitedMsg{from: s.fault.Nodes[0], to: to, at: s.from, sent: sent, w: w, q: q})
+		}
+	}
+	d.waited = &out
+	return out
+}
+
+// waitedMsg is a record message of a definition that waited: from, to,
+// when its fault was recorded (at), when it was sent, its waits.
+type waitedMsg struct {
+	from, to       string
+	at, sent, w, q time.Duration
+}
+
+// waitedRecord reads the message of span s when it carried d's record to
+// a node and waited: its receiver, when it was sent, and its waits for
+// its sender and in its receiver's queue.
+func (x *index) waitedRecord(d *def, s span) (to string, sent, w, q time.Duration, ok bool) {
+	if w, record, ok := overloadWait(s.fault); ok && record {
+		return s.fault.Peers[0], s.from, w, 0, true
+	}
+	if q, record, ok := queuedWait(s.fault); ok && record {
+		w := x.sendWaitOf(d, s.fault.Nodes[0], s.fault.Peers[0], true, s.from)
+		return s.fault.Peers[0], s.from - w - x.h.MaxNetDelay, w, q, true
+	}
+	return "", 0, 0, 0, false
+}
+
+// lacksCopy reports whether node n may hold no copy of d when a message
+// sent at t reaches it: a scale that places d on n, which its placement
+// before the scale did not, runs at t (its resync or a hand-off brings
+// the copy); or n lost its copy (a missed write, a crash) before t and
+// no notice of a pop made a healthy delay before t revived it.
+func (x *index) lacksCopy(d *def, cf *copyFailures, n string, t time.Duration) bool {
+	for _, sc := range x.h.Scales {
+		end := x.end
+		if sc.End != 0 {
+			end = sc.End + x.o.FaultSettle
+		}
+		if sc.Start <= t && t <= end && slices.Contains(Replicas(sc.After, d.timer, d.rf), n) &&
+			!slices.Contains(Replicas(sc.Before, d.timer, d.rf), n) {
+			return true
+		}
+	}
+	for _, f := range cf.other {
+		if f.node == n && f.at <= t && !x.revived(d, cf, n, f.at, t-x.healthyLate()) {
+			return true
+		}
+	}
+	return false
+}
+
+// noticeWaited reports whether the notice node "from" sent at t of a pop
+// of d waited on its way to "to" (an Overload or Queued fault of a record
+// message between them, sent within a healthy delay after t): its
+// receiver rebuilt the start it carries late by the wait, so it does not
+// hand on the true start.
+func (x *index) noticeWaited(d *def, from, to string, t time.Duration) bool {
+	for _, m := range x.waitedRecords(d) {
+		if m.from == from && m.to == to && m.sent >= t-x.h.MaxNetDelay && m.sent <= t+x.healthyLate() {
+			return true
+		}
+	}
+	return false
 }
 
 // heldAtSites is heldFor's part at the other sites, which get a write
@@ -298,7 +447,8 @@ func (x *index) heldAt(d *def, r string, k int) time.Duration {
 			if p.At+x.healthyLate() >= lo || x.failed(p) {
 				continue
 			}
-			if !d.late[p.Node] && !x.noticeKept(d, p.Node, r, p.At) || p.Node == r && x.startAnswered(d, r, p.At) {
+			if !d.late[p.Node] && !x.noticeKept(d, p.Node, r, p.At) && !x.noticeWaited(d, p.Node, r, p.At) ||
+				p.Node == r && x.startAnswered(d, r, p.At) {
 				return 0
 			}
 		}
@@ -327,12 +477,19 @@ func (x *index) keptStart(d *def, q string, t time.Duration) bool {
 }
 
 // replyLost reports whether an answer from "from" to "to" about d may
-// have been lost around t.
+// have been lost around t, or come after "to" gave up: the request it
+// answered waited in its receiver's queue about as long as the sender
+// waits for an answer (ReplicationTimeout, less the two transits).
 func (x *index) replyLost(d *def, from, to string, t time.Duration) bool {
 	for _, s := range d.spans {
 		f := s.fault
-		if s.from <= t+x.o.FaultSettle && s.to >= t && f.Kind == Lost && strings.Contains(f.Detail, ReplyDetail) &&
-			f.Nodes[0] == from && f.Peers[0] == to {
+		if s.from > t+x.o.FaultSettle || s.to < t {
+			continue
+		}
+		if f.Kind == Lost && strings.Contains(f.Detail, ReplyDetail) && f.Nodes[0] == from && f.Peers[0] == to {
+			return true
+		}
+		if q, _, ok := queuedWait(f); ok && f.Nodes[0] == to && f.Peers[0] == from && q+2*x.h.MaxNetDelay >= x.o.ReplicationTimeout {
 			return true
 		}
 	}
@@ -365,8 +522,26 @@ func (x *index) liveBound(d *def, k int, a, b time.Duration, out map[string]bool
 // its sender, whether it carried the timer's record to a node, and false
 // for any other fault or a shed message.
 func overloadWait(f Fault) (w time.Duration, record, ok bool) {
+	if f.Kind != Overload {
+		return 0, false, false
+	}
+	return waitOf(f)
+}
+
+// queuedWait is how long the message of a Queued fault waited in its
+// receiver's inbound queue after it arrived (at f.At), whether it carried
+// the timer's record to a node, and false for any other fault.
+func queuedWait(f Fault) (w time.Duration, record, ok bool) {
+	if f.Kind != Queued {
+		return 0, false, false
+	}
+	return waitOf(f)
+}
+
+// waitOf parses the Detail of a message fault that waited.
+func waitOf(f Fault) (w time.Duration, record, ok bool) {
 	v, ok := strings.CutPrefix(f.Detail, OverloadWaited)
-	if f.Kind != Overload || !ok {
+	if !ok {
 		return 0, false, false
 	}
 	v, record = strings.CutSuffix(v, OverloadRecord)
@@ -392,4 +567,44 @@ func overloadHeld(s span, w time.Duration, record bool, lo, ret time.Duration) t
 		return 0
 	}
 	return max(0, s.from+w-ret)
+}
+
+// queuedHeld is how far past ret, the write's return, the message of
+// span s may have held its receiver's copy, when it carried the record of
+// a write running in [lo, ret], arrived at s.from and waited q in its
+// receiver's inbound queue (scenarios/README.md C8). As for overloadHeld,
+// the receiver's copy starts no later than when it processed the message
+// (the start a message carries is never later than when it was built),
+// s.from + q: the sum of the waits on the message's path, its sender's
+// (before s.from) and its receiver's, and its transit. The message was
+// the write's if it was sent while the write ran: it arrived after lo,
+// and by ret plus its recorded send wait (sendWaitOf), a network delay
+// and FaultFreeLate (a send wait too short to be recorded). A message
+// that carried no record, or arrived outside that, holds nothing of it.
+func (x *index) queuedHeld(d *def, s span, q time.Duration, record bool, ret time.Duration) time.Duration {
+	if !record || s.from < d.lo {
+		return 0
+	}
+	sent := s.from - x.sendWaitOf(d, s.fault.Nodes[0], s.fault.Peers[0], true, s.from) - x.h.MaxNetDelay - x.o.FaultFreeLate
+	if sent > ret {
+		return 0
+	}
+	return max(0, s.from+q-ret)
+}
+
+// sendWaitOf is how long the message from "from" to "to" about d that
+// arrived at t waited for its sender, from the Overload fault that
+// recorded it (one whose wait ended within a network delay before t), 0
+// when none did.
+func (x *index) sendWaitOf(d *def, from, to string, record bool, t time.Duration) time.Duration {
+	for _, s := range d.spans {
+		w, rec, ok := overloadWait(s.fault)
+		if !ok || rec != record || s.fault.Nodes[0] != from || s.fault.Peers[0] != to {
+			continue
+		}
+		if left := s.from + w; left <= t && t <= left+x.h.MaxNetDelay {
+			return w
+		}
+	}
+	return 0
 }

@@ -299,6 +299,343 @@ func TestCallbackThatWaitedForItsSenderArrivesThatLate(t *testing.T) {
 	}
 }
 
+// TestInboundWaitHoldsACopyByItsProcessingTime is C8 at the receiver: a
+// replication of the write that waited in its receiver's inbound queue
+// (a Queued fault, recorded when it arrived) holds the receiver's copy,
+// which rebuilds its start when it processes the message, by what its
+// processing ran past the client's answer, and no more; a send wait and
+// an inbound wait on one message add up, the inbound fault's arrival
+// coming after the send wait. The proxy is a member holding no replica;
+// the client has its answer at 10 ms, the backup got the write at once,
+// and the primary pops 1 late, pop 2 as soon as its notice is answered.
+func TestInboundWaitHoldsACopyByItsProcessingTime(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		faults func(o, p string) []Fault
+		pop1   time.Duration
+		want   string
+	}{
+		{"replication waited", func(o, p string) []Fault {
+			return []Fault{{At: 8 * ms, Kind: Queued, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1.5s record", Timer: placedTimer}}
+		}, 2525 * ms, ""},
+		{"no fault", func(o, p string) []Fault { return nil }, 2525 * ms, "G3"},
+		{"later than the wait", func(o, p string) []Fault {
+			return []Fault{{At: 8 * ms, Kind: Queued, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1.5s record", Timer: placedTimer}}
+		}, 2700 * ms, "G3"},
+		{"another replica's replication waited", func(o, p string) []Fault {
+			return []Fault{{At: 8 * ms, Kind: Queued, Nodes: []string{o}, Peers: []string{o}, Detail: "waited=1.5s record", Timer: placedTimer}}
+		}, 2525 * ms, "G3"},
+		{"a read waited", func(o, p string) []Fault {
+			return []Fault{{At: 8 * ms, Kind: Queued, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1.5s", Timer: placedTimer}}
+		}, 2525 * ms, "G3"},
+		{"sent after the write", func(o, p string) []Fault {
+			// A message sent 1 s after the answer (a notice) finds the
+			// primary's copy with its start: it holds nothing.
+			return []Fault{{At: 1010 * ms, Kind: Queued, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1.5s record", Timer: placedTimer}}
+		}, 2525 * ms, "G3"},
+		{"send and inbound waits add up", func(o, p string) []Fault {
+			return []Fault{{At: 5 * ms, Kind: Overload, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1s record", Timer: placedTimer},
+				{At: 1008 * ms, Kind: Queued, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1s record", Timer: placedTimer}}
+		}, 3020 * ms, ""},
+		{"past the sum", func(o, p string) []Fault {
+			return []Fault{{At: 5 * ms, Kind: Overload, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1s record", Timer: placedTimer},
+				{At: 1008 * ms, Kind: Queued, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1s record", Timer: placedTimer}}
+		}, 3200 * ms, "G3"},
+		{"the send wait alone", func(o, p string) []Fault {
+			return []Fault{{At: 5 * ms, Kind: Overload, Nodes: []string{o}, Peers: []string{p}, Detail: "waited=1s record", Timer: placedTimer}}
+		}, 3020 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, _, o := placed(t)
+			h.Ops[0].Node = o
+			h.Faults = c.faults(o, p)
+			h.Pops[0].At = c.pop1
+			h.Pops[1].At = c.pop1 + 10*ms
+			vs, cov := DefaultOptions().Judge(h)
+			if c.want != "" {
+				requireHas(t, vs, c.want, "late")
+				return
+			}
+			requireNone(t, vs)
+			// The pops due before the notice of pop 1 was answered.
+			if got := cov.Excused[ExHeldInbound]; got < 2 || c.pop1 < 3*sec && got != 2 {
+				t.Errorf("held-inbound excused %d pops, want 2 (3 when pop 1 is as late as pop 3's due time; excused: %v)", got, cov.Excused)
+			}
+		})
+	}
+}
+
+// TestCallbackThatWaitedAtItsEndpointArrivesThatLate proves a callback
+// that waited in its endpoint's inbound queue is delivered late by the
+// wait, added to the wait for its sender, and by no more: the primary
+// crashed, the backup pops 3 at its rank, its callback waits 1 s for the
+// backup's CPU (sent at 5 s) and 0.5 s in the endpoint's queue after it
+// arrives at 6.002 s. The same inbound wait on the crashed primary's
+// callback, or a pop later than the sum, is G3.
+func TestCallbackThatWaitedAtItsEndpointArrivesThatLate(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		waiter string
+		at     time.Duration
+		want   string
+	}{
+		{"its callback waited", "backup", 6503 * ms, ""},
+		{"another replica's callback waited", "primary", 6503 * ms, "G3"},
+		{"later than the sum", "backup", 6800 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, _ := placed(t)
+			handOver(h, b, 3)
+			waiter := map[string]string{"primary": p, "backup": b}[c.waiter]
+			h.Faults = []Fault{{At: 2500 * ms, Kind: Crash, Nodes: []string{p}},
+				{At: 5 * sec, Kind: Overload, Nodes: []string{waiter}, Peers: []string{"client"}, Detail: "waited=1s", Timer: placedTimer},
+				{At: 6002 * ms, Kind: Queued, Nodes: []string{waiter}, Peers: []string{"client"}, Detail: "waited=500ms", Timer: placedTimer}}
+			h.Pops[2].At = c.at
+			vs, cov := DefaultOptions().Judge(h)
+			requireWant(t, vs, c.want, "pop 3")
+			if c.want == "" && cov.Excused[ExFault+"/"+Excuse(Queued)] == 0 {
+				t.Errorf("fault-window/queued excused nothing (excused: %v)", cov.Excused)
+			}
+		})
+	}
+}
+
+// TestCopyBroughtBackByAWaitedNoticeStartsLate is C8 after the write:
+// the primary's replication to the backup is shed, so the backup has no
+// copy until the notice of the primary's pop 1 (at 10 s) brings it, and
+// that notice waits 1.5 s for the primary's CPU (or in the backup's
+// queue), so the backup rebuilds the start 1.5 s late; the primary then
+// crashes and restarts empty, taking the true start with it, and every
+// later pop runs 1.5 s late (heldByWait). The same wait on a backup that
+// got the write, no wait at all, or pops later than the wait are G3.
+func TestCopyBroughtBackByAWaitedNoticeStartsLate(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		kind    FaultKind
+		at      time.Duration // when the notice's fault was recorded
+		shed    bool          // the replication to the backup was shed
+		late    time.Duration // how late pops 2.. come
+		excused Excuse
+		want    string
+	}{
+		{"notice waited for its sender", Overload, 10030 * ms, true, 1520 * ms, ExHeld, ""},
+		{"notice waited in the backup's queue", Queued, 10035 * ms, true, 1520 * ms, ExHeldInbound, ""},
+		{"no wait", "", 0, true, 1520 * ms, "", "G3"},
+		{"the backup held its copy", Overload, 10030 * ms, false, 1520 * ms, "", "G3"},
+		{"later than the wait", Overload, 10030 * ms, true, 1720 * ms, "", "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, _ := placed(t)
+			h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+			h.End = 70 * sec
+			h.Faults = []Fault{{At: 11 * sec, Kind: Crash, Nodes: []string{p}}, {At: 12 * sec, Kind: Restart, Nodes: []string{p}}}
+			if c.shed {
+				h.Faults = append(h.Faults, Fault{At: 5 * ms, Kind: Overload, Nodes: []string{p}, Peers: []string{b}, Detail: ShedDetail, Timer: placedTimer})
+			}
+			if c.kind != "" {
+				h.Faults = append(h.Faults, Fault{At: c.at, Kind: c.kind, Nodes: []string{p}, Peers: []string{b}, Detail: "waited=1.5s record", Timer: placedTimer})
+			}
+			h.Pops = []Pop{pop(10*sec+20*ms, p, "a", 1)}
+			for k := 2; k <= 6; k++ {
+				h.Pops = append(h.Pops, pop(time.Duration(k)*10*sec+c.late, p, "a", k))
+			}
+			for i := range h.Pops {
+				h.Pops[i].Timer = placedTimer
+			}
+			vs, cov := DefaultOptions().Judge(h)
+			requireWant(t, vs, c.want, "late")
+			if c.want == "" && cov.Excused[c.excused] == 0 {
+				t.Errorf("%s excused nothing (excused: %v)", c.excused, cov.Excused)
+			}
+		})
+	}
+}
+
+// TestHoldsAddUpAlongAPath: a copy that a held replica passes on carries
+// its hold. The backup's copy comes 1.5 s late from the primary's waited
+// notice (as in TestCopyBroughtBackByAWaitedNoticeStartsLate); the
+// primary restarts empty and takes its copy back from the backup by a
+// message that waits 0.5 s more: it runs 2 s late, the sum on the path,
+// and no later. Without the first wait the primary is held by 0.5 s only.
+func TestHoldsAddUpAlongAPath(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		first bool
+		late  time.Duration
+		want  string
+	}{
+		{"both waits", true, 2020 * ms, ""},
+		{"past the sum", true, 2220 * ms, "G3"},
+		{"the second wait alone", false, 2020 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, _ := placed(t)
+			h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+			h.End = 70 * sec
+			h.Faults = []Fault{{At: 5 * ms, Kind: Overload, Nodes: []string{p}, Peers: []string{b}, Detail: ShedDetail, Timer: placedTimer},
+				{At: 11 * sec, Kind: Crash, Nodes: []string{p}}, {At: 12 * sec, Kind: Restart, Nodes: []string{p}},
+				{At: 12500 * ms, Kind: Overload, Nodes: []string{b}, Peers: []string{p}, Detail: "waited=500ms record", Timer: placedTimer}}
+			if c.first {
+				h.Faults = append(h.Faults, Fault{At: 10030 * ms, Kind: Overload, Nodes: []string{p}, Peers: []string{b}, Detail: "waited=1.5s record", Timer: placedTimer})
+			}
+			h.Pops = []Pop{pop(10*sec+20*ms, p, "a", 1)}
+			for k := 2; k <= 6; k++ {
+				h.Pops = append(h.Pops, pop(time.Duration(k)*10*sec+c.late, p, "a", k))
+			}
+			for i := range h.Pops {
+				h.Pops[i].Timer = placedTimer
+			}
+			requireWant(t, Check(h), c.want, "late")
+		})
+	}
+}
+
+// TestRequestLostAfterItsSendWaitWasSentInTheWrite is seed 357021: a
+// request is recorded lost when it leaves its sender, after its wait for
+// the sender's CPU, so one the write sent may be lost long after the
+// client had its answer. The backup missed the write: when the primary
+// crashes and restarts empty before pop 1, every copy is gone
+// (copies-lost). The same loss with no recorded wait was of a message
+// sent after the write, which the backup had, so its lost pops are G2.
+func TestRequestLostAfterItsSendWaitWasSentInTheWrite(t *testing.T) {
+	for _, waited := range []bool{true, false} {
+		h, p, b, _ := placed(t)
+		h.Faults = []Fault{{At: 507 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: placedTimer},
+			{At: 700 * ms, Kind: Crash, Nodes: []string{p}}, {At: 750 * ms, Kind: Restart, Nodes: []string{p}}}
+		if waited {
+			h.Faults = append(h.Faults, Fault{At: 5 * ms, Kind: Overload, Nodes: []string{p}, Peers: []string{b}, Detail: "waited=500ms record", Timer: placedTimer})
+		}
+		h.Pops = nil
+		vs, cov := DefaultOptions().Judge(h)
+		if !waited {
+			requireHas(t, vs, "G2")
+			continue
+		}
+		requireNone(t, vs)
+		if cov.Excused[ExCopiesLost] == 0 {
+			t.Errorf("copies-lost excused nothing: %v", cov.Excused)
+		}
+	}
+}
+
+// TestRequestRefusedAfterItsInboundWaitWasSentInTheWrite is seed 170: a
+// full replica's refusal is recorded (a lost request) when it processed
+// the request, after its wait in its inbound queue, so the replication
+// of a write it refused after the client had its answer was still the
+// write's: the backup missed it, and the primary's crash before pop 1
+// takes every copy (copies-lost). The same refusal with no recorded wait
+// was of a message sent after the write: G2.
+func TestRequestRefusedAfterItsInboundWaitWasSentInTheWrite(t *testing.T) {
+	for _, waited := range []bool{true, false} {
+		h, p, b, _ := placed(t)
+		h.Faults = []Fault{{At: 409 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: placedTimer, Detail: "refused at its limit"},
+			{At: 700 * ms, Kind: Crash, Nodes: []string{p}}, {At: 750 * ms, Kind: Restart, Nodes: []string{p}}}
+		if waited {
+			h.Faults = append(h.Faults, Fault{At: 8 * ms, Kind: Queued, Nodes: []string{p}, Peers: []string{b}, Detail: "waited=400ms record", Timer: placedTimer})
+		}
+		h.Pops = nil
+		vs, cov := DefaultOptions().Judge(h)
+		if !waited {
+			requireHas(t, vs, "G2")
+			continue
+		}
+		requireNone(t, vs)
+		if cov.Excused[ExCopiesLost] == 0 {
+			t.Errorf("copies-lost excused nothing: %v", cov.Excused)
+		}
+	}
+}
+
+// TestHandOffThatWaitedStartsTheNewReplicaLate is seeds 361030 and
+// 362383: a scale moves an rf 1 timer from the member it removes to
+// another, and the hand-off that brings the new replica its copy waits
+// 0.5 s for the old one's CPU, so the new replica rebuilds the start that
+// late and, the old copy gone, pops late by it for good. No wait, a pop
+// later than it, or the wait on a message to a member the scale placed
+// nothing on, is G3.
+func TestHandOffThatWaitedStartsTheNewReplicaLate(t *testing.T) {
+	members := []string{"n1", "n2", "n3", "n4"}
+	old := Replicas(members, placedTimer, 1)[0]
+	shrunk := slices.DeleteFunc(slices.Clone(members), func(m string) bool { return m == old })
+	neu := Replicas(shrunk, placedTimer, 1)[0]
+	var bystander string
+	for _, m := range shrunk {
+		if m != neu {
+			bystander = m
+		}
+	}
+	for _, c := range []struct {
+		name string
+		to   string // the waited message's receiver ("": none waited)
+		late time.Duration
+		want string
+	}{
+		{"hand-off waited", neu, 520 * ms, ""},
+		{"no wait", "", 520 * ms, "G3"},
+		{"later than the wait", neu, 720 * ms, "G3"},
+		{"a message to a member of no role waited", bystander, 520 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: members,
+				Ops:     []Op{write(1, Create, placedTimer, "a", 10*sec, 60*sec, 0, 10*ms, OK)},
+				Scales:  []Scale{{Kind: ScaleDown, Start: 5 * sec, End: 8 * sec, Before: members, After: shrunk}},
+				End:     70 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			}
+			h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = old, 1
+			if c.to != "" {
+				h.Faults = []Fault{{At: 6 * sec, Kind: Overload, Nodes: []string{old}, Peers: []string{c.to}, Detail: "waited=500ms record", Timer: placedTimer}}
+			}
+			for k := 1; k <= 6; k++ {
+				h.Pops = append(h.Pops, Pop{At: time.Duration(k)*10*sec + c.late, Node: neu, URI: "http://client/cb", Opaque: "a", Seq: k, Answered: 200, Timer: placedTimer})
+			}
+			requireWant(t, Check(h), c.want, "late")
+		})
+	}
+}
+
+// TestLateCopyKeepsItsHoldWhileItsNoticesTimeOut is seed 358018: the
+// primary missed the write (its replication was lost), the backup pops 1
+// at its rank and its notice, waiting 1.5 s for its CPU, brings the
+// primary a copy that starts 1.5 s late. The backup kept the true start
+// and answers the primary's notices with it, which ends the hold after
+// pop 2, unless each notice waited in the backup's inbound queue about as
+// long as the primary waits for an answer (ReplicationTimeout): then the
+// answer came after the primary gave up, and the primary runs late on.
+// A wait too short to lose the answer ends the hold as none does.
+func TestLateCopyKeepsItsHoldWhileItsNoticesTimeOut(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		queue string // each notice's wait in the backup's queue ("": none)
+		want  string
+	}{
+		{"answers came after the primary gave up", "waited=495ms record", ""},
+		{"answers came back", "", "G3"},
+		{"answers came back after a short wait", "waited=300ms record", "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, _ := placed(t)
+			h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+			h.Ops[0].Node = b
+			h.End = 70 * sec
+			h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{b}, Peers: []string{p}, Timer: placedTimer},
+				{At: 12030 * ms, Kind: Overload, Nodes: []string{b}, Peers: []string{p}, Detail: "waited=1.5s record", Timer: placedTimer}}
+			h.Pops = []Pop{pop(12*sec+20*ms, b, "a", 1)}
+			for k := 2; k <= 6; k++ {
+				at := time.Duration(k)*10*sec + 1520*ms
+				h.Pops = append(h.Pops, pop(at, p, "a", k))
+				if c.queue != "" {
+					h.Faults = append(h.Faults, Fault{At: at + 10*ms, Kind: Queued, Nodes: []string{p}, Peers: []string{b}, Detail: c.queue, Timer: placedTimer})
+				}
+			}
+			for i := range h.Pops {
+				h.Pops[i].Timer = placedTimer
+			}
+			requireWant(t, Check(h), c.want, "late")
+		})
+	}
+}
+
 func TestLatestLocalSeesAStepBackWithin(t *testing.T) {
 	// A clock stepped 3 min ahead at 10s and back at 40s showed, within
 	// [20s, 60s], 3m40s at the latest: just before its correction.

@@ -82,7 +82,7 @@ func (x *index) missedWrite(d *def) map[string]bool {
 	missed := x.down(d, d.lo, min(d.hi, x.end), false)
 	addAll(missed, x.diskFaulty(d, d.lo, min(d.hi, x.end)))
 	for _, s := range d.spans {
-		if lostRequest(s.fault) && s.from <= min(d.hi, x.end) && s.to >= d.lo {
+		if lostRequest(s.fault) && x.sentAt(d, s) <= min(d.hi, x.end) && s.to >= d.lo {
 			addAll(missed, s.fault.Peers)
 		}
 	}
@@ -108,7 +108,7 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 	lagged := false
 	late := x.down(d, b, b+x.o.SiteLag, paused)
 	for _, s := range d.spans {
-		if lostRequest(s.fault) && s.from <= b+x.o.SiteLag && s.to >= b {
+		if lostRequest(s.fault) && x.sentAt(d, s) <= b+x.o.SiteLag && s.to >= b {
 			addAll(late, s.fault.Peers)
 		}
 	}
@@ -131,6 +131,31 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 		}
 	}
 	return lagged
+}
+
+// sentAt is when the message of span s was sent: a lost request is
+// recorded when it leaves its sender, after any wait for the sender's
+// overloaded CPU (an Overload fault on its link, see sendWaitOf), and a
+// request its receiver refused (at its limit, by age) when the receiver
+// processed it, after any wait in its inbound queue (a Queued fault on
+// the link whose wait ended then), so one sent while the write ran may
+// be lost or refused long after (seed 357021: the forward to the other
+// site waited 1.17 s, then was lost; seed 170: a full backup refused the
+// replication it processed 0.94 s late, after the client's answer).
+func (x *index) sentAt(d *def, s span) time.Duration {
+	f := s.fault
+	if f.Kind != Lost || len(f.Nodes) == 0 || len(f.Peers) == 0 {
+		return s.from
+	}
+	t := s.from
+	for _, o := range d.spans {
+		q, record, ok := queuedWait(o.fault)
+		if ok && record && o.fault.Nodes[0] == f.Nodes[0] && o.fault.Peers[0] == f.Peers[0] && o.from+q <= t && t <= o.from+q+x.h.MaxNetDelay {
+			t = o.from // when it arrived
+			break
+		}
+	}
+	return t - x.sendWaitOf(d, f.Nodes[0], f.Peers[0], true, t)
 }
 
 // lostRequest reports a lost message that was a request, or a request

@@ -42,6 +42,13 @@ const (
 	// the start-time-delta when the message arrives, so every replica
 	// that got it late pops late by as much (heldFor, heldRefill).
 	ExHeld Excuse = "held-replication"
+	// ExHeldInbound: the write's replication waited in its receiver's
+	// inbound queue for the receiver's overloaded CPU (a Queued fault),
+	// so that receiver's copy starts late by no more than the message's
+	// time from the write's answer to its processing, and its pops are
+	// late by as much until a notice hands it the true start (heldFor,
+	// queuedHeld, heldAt).
+	ExHeldInbound Excuse = "held-inbound"
 	// ExWorstRank: with a fault around, G3 allows the worst replica rank,
 	// as the history does not say which replica was live.
 	ExWorstRank Excuse = "worst-rank"

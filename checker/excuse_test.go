@@ -120,6 +120,47 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			h.Pops[2] = pop(5020*ms, b, "a", 3)
 			h.Pops[2].Timer = placedTimer
 		}},
+		{ExFault + "/queued", "G4", func(h *History, p, b, o string, rel bool) {
+			// The primary's notice of pop 3 waits in the backup's
+			// inbound queue past the backup's turn: the backup pops 3
+			// again at its rank. Moved: the primary's callback waited at
+			// the endpoint, which delivers nothing twice.
+			h.Faults = []Fault{{At: 3030 * ms, Kind: Queued, Nodes: []string{p}, Peers: []string{pick(rel, b, "client")},
+				Detail: pick(rel, "waited=2.5s record", "waited=60ms"), Timer: placedTimer}}
+			dup := pop(5020*ms, b, "a", 3)
+			dup.Timer = placedTimer
+			h.Pops = append(h.Pops, dup)
+		}},
+		{ExHeldInbound, "G3", func(h *History, p, b, o string, rel bool) {
+			// The write's replication to the primary waits 1.5 s in its
+			// inbound queue: it applies the write that late and pops 1
+			// that late. Moved: the replication to a member holding no
+			// replica waited.
+			h.Faults = []Fault{{At: 5 * ms, Kind: Queued, Nodes: []string{b}, Peers: []string{pick(rel, p, o)},
+				Detail: "waited=1.5s record", Timer: placedTimer}}
+			h.Pops[0].At = 2500 * ms
+		}},
+		{ExFault + "/" + Excuse(startSpreadFault), "G4", func(h *History, p, b, o string, rel bool) {
+			// The backup takes the write; its replication to the
+			// primary waits 1.95 s for its CPU, so the primary starts
+			// that late and pops 1 as the backup's rank comes: both
+			// deliver it. Moved: the replication to a member of no role
+			// waited.
+			// The client has its answer once the primary took it; pops
+			// every 10 s, long after the wait.
+			h.Ops[0].Node, h.Ops[0].Return = b, 1960*ms
+			h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+			h.End = 70 * sec
+			h.Faults = []Fault{{At: 5 * ms, Kind: Overload, Nodes: []string{b}, Peers: []string{pick(rel, p, o)},
+				Detail: "waited=1.95s record", Timer: placedTimer}}
+			h.Pops = h.Pops[:6]
+			for k := range h.Pops {
+				h.Pops[k].At = time.Duration(k+1)*10*sec + 1950*ms
+			}
+			dup := pop(12020*ms, b, "a", 1)
+			dup.Timer = placedTimer
+			h.Pops = append(h.Pops, dup)
+		}},
 		{ExAllDown, "G2", func(h *History, p, b, o string, rel bool) {
 			// Both replicas crash: the timer is gone.
 			n := pick(rel, p, o)

@@ -28,7 +28,7 @@ var endKind = map[FaultKind]FaultKind{
 // isMessageFault reports the kinds that hit one message: they end when the
 // message's effect has settled, with no end event.
 func isMessageFault(k FaultKind) bool {
-	return k == Lost || k == Duplicated || k == Reordered || k == Overload || k == Late
+	return k == Lost || k == Duplicated || k == Reordered || k == Overload || k == Queued || k == Late
 }
 
 // isEndEvent reports kinds that end a fault or mark a phase; they are no
@@ -112,6 +112,10 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 			// a reordered one within its hold, any within the settle
 			// time that covers the retry or notice that mends it.
 			sp := span{from: f.At, to: f.At + settle, end: f.At, fault: f}
+			if w, _, ok := queuedWait(f); ok {
+				// Its receiver processed it only after its wait.
+				sp.to, sp.end = f.At+w+settle, f.At+w
+			}
 			if f.Timer != 0 {
 				tl.byTimer[f.Timer] = append(tl.byTimer[f.Timer], sp)
 			} else {

@@ -158,6 +158,15 @@ const (
 	// duplicates and lateness (docs/design.md section 5), on the timers
 	// whose messages waited.
 	Overload FaultKind = "overload"
+	// Queued: the receiver's CPU was overloaded, and the message (from
+	// Nodes[0] to Peers[0]) waited in its inbound queue, after it
+	// arrived at At, longer than the simulator lets pass unnoticed
+	// (Detail as an Overload's that waited: OverloadWaited, how long,
+	// and OverloadRecord when it carried the timer's record). Its
+	// receiver processed it that much late: a copy it brought starts
+	// late, a notice it carried tells its receiver late that a pop was
+	// made, a callback it carried is delivered late.
+	Queued FaultKind = "queued"
 	// Disk faults, of a history with Storage, on node Nodes[0]: its disk
 	// is full (writes fail), or lies (a sync reports success and keeps
 	// nothing), until DiskOK; DiskCorrupt flipped a bit of data it had

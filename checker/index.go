@@ -43,6 +43,10 @@ type def struct {
 	// its way to a replica, and late the replicas it held (see heldFor).
 	held time.Duration
 	late map[string]bool
+	// heldBy is the excuse the longest hold stands for (see heldFor).
+	heldBy Excuse
+	// waited caches waitedRecords.
+	waited *[]waitedMsg
 	// timer is the timer's ID: the op's, or for a create whose answer was
 	// lost the one its pops name (0: unknown).
 	timer uint64
@@ -146,7 +150,7 @@ func newIndex(h *History, o Options) *index {
 	for _, d := range x.defs {
 		d.cutoff, d.reordered = x.cutoff(d)
 		d.lossFrom = x.lossFrom(d)
-		d.held, d.late = x.heldFor(d)
+		d.held, d.late, d.heldBy = x.heldFor(d)
 	}
 	return x
 }

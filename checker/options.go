@@ -50,6 +50,11 @@ const (
 	// simulator lets a wait pass unrecorded, and a page per
 	// node.Config.RepairPage records of it (see repopulatedBy).
 	RepopulateBound = 3 * time.Second
+	// ReplicationTimeout is how long a node waits for the answer to a
+	// request it sends another node (node.Config's default): a request
+	// that waited about as long in its receiver's inbound queue was
+	// answered after its sender gave up (see replyLost).
+	ReplicationTimeout = 500 * time.Millisecond
 )
 
 // Options holds every bound the checks use. The zero value is not useful;
@@ -92,6 +97,8 @@ type Options struct {
 	// crash emptied holds its timers again from another replica (see
 	// repopulatedBy).
 	RepopulateBound time.Duration
+	// ReplicationTimeout is how long a node waits for another's answer.
+	ReplicationTimeout time.Duration
 }
 
 // DefaultOptions returns the bounds of docs/design.md section 3.
@@ -109,6 +116,7 @@ func DefaultOptions() Options {
 		MaxReportEvents:          200,
 		SiteLag:                  SiteLag,
 		RepopulateBound:          RepopulateBound,
+		ReplicationTimeout:       ReplicationTimeout,
 	}
 }
 
@@ -139,6 +147,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("checker: SiteLag %v is negative", o.SiteLag)
 	case o.RepopulateBound < 0:
 		return fmt.Errorf("checker: RepopulateBound %v is negative", o.RepopulateBound)
+	case o.ReplicationTimeout < 0:
+		return fmt.Errorf("checker: ReplicationTimeout %v is negative", o.ReplicationTimeout)
 	case o.MaxReportEvents < 1:
 		return fmt.Errorf("checker: MaxReportEvents %d is below 1", o.MaxReportEvents)
 	}

@@ -150,7 +150,7 @@ func (x *index) lateAllowance(d *def, k int, p Pop) (bound time.Duration, ok, to
 		hand, _ := x.handOff(d, k)
 		bound, ok = x.rankBound(d)+hand+d.held+x.o.LivenessGrace, !x.liveAllLost(d, k)
 	}
-	wait := x.sendWait(d, p)
+	wait, queued := x.sendWait(d, p)
 	bound += wait
 	hand, scale := x.handOff(d, k)
 	_, hi := d.due(k)
@@ -165,7 +165,9 @@ func (x *index) lateAllowance(d *def, k int, p Pop) (bound time.Duration, ok, to
 	case touched && !d.placed:
 		v = excused(ExWorstRank)
 	case d.held > 0 && x.heldUsed(d, k):
-		v = excused(ExHeld)
+		v = excused(d.heldBy)
+	case queued > 0:
+		v = excused(ExFault + "/" + Excuse(Queued))
 	case wait > 0:
 		v = excused(ExFault + "/" + Excuse(Overload))
 	}
@@ -214,21 +216,28 @@ func (x *index) homeRanks(d *def) (int, bool) {
 	return n, true
 }
 
-// sendWait is how long the callback of pop p waited for its overloaded
+// sendWait is how long the callback of pop p waited on its path, and
+// how much of it in its endpoint's inbound queue: for its overloaded
 // sender (an Overload fault on its node and endpoint that ended, after
-// the wait, within a network delay before p arrived): the pop left its
-// replica that much after the replica made it (scenarios/README.md C8).
-func (x *index) sendWait(d *def, p Pop) time.Duration {
+// the wait, within a network delay before the callback arrived), the pop
+// left its replica that much after the replica made it; and in the
+// endpoint's queue (a Queued fault on them that arrived at s.from and
+// whose wait ended, the endpoint's service time before p.At, within a
+// network delay), the endpoint took it that much after it arrived
+// (scenarios/README.md C8). The two add up: the bound is their sum.
+func (x *index) sendWait(d *def, p Pop) (wait, queued time.Duration) {
+	arrived := p.At
 	for _, s := range d.spans {
-		w, record, ok := overloadWait(s.fault)
+		q, record, ok := queuedWait(s.fault)
 		if !ok || record || s.fault.Nodes[0] != p.Node || s.fault.Peers[0] != d.host {
 			continue
 		}
-		if left := s.from + w; left <= p.At && p.At <= left+x.h.MaxNetDelay {
-			return w
+		if done := s.from + q; done <= p.At && p.At <= done+x.h.MaxNetDelay {
+			arrived, queued = s.from, q
+			break
 		}
 	}
-	return 0
+	return queued + x.sendWaitOf(d, p.Node, d.host, false, arrived), queued
 }
 
 // lag is the largest clock lag of d's nodes at t: a replica whose clock

@@ -140,7 +140,12 @@ func (n *Network) arrive(c *call, req node.Request) {
 	}
 	n.trace("deliver", c.from.name, c.to, &req, 0)
 	if done, ok := n.cpu(hs); ok {
-		// The request waits for the host's CPU, then is served.
+		// The request waits for the host's CPU, then is served. A wait
+		// in the inbound queue is traced ("inbound", the wait), so that
+		// the history can tell a request its receiver processed late.
+		if wait := done - n.serviceTime(hs) - n.sched.Now(); wait > 0 {
+			n.trace("inbound", c.from.name, c.to, c.req, int64(wait))
+		}
 		n.sched.At(done, func() { n.Run(c.to, inc, serve) })
 		return
 	}

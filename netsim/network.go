@@ -251,11 +251,19 @@ func (n *Network) Run(name string, inc uint64, f func()) {
 // arrives now is done, on the first worker to be free, first come first
 // served; and false when the host has no modelled CPU (the work is free).
 func (n *Network) cpu(hs *host) (done time.Duration, modelled bool) {
-	workers, cost := n.opts.EndpointWorkers, n.opts.EndpointServiceTime
+	workers := n.opts.EndpointWorkers
 	if hs.noisy {
-		workers, cost = n.opts.NodeWorkers, n.opts.NodeServiceTime
+		workers = n.opts.NodeWorkers
 	}
-	return n.busy(hs, workers, cost)
+	return n.busy(hs, workers, n.serviceTime(hs))
+}
+
+// serviceTime is what serving one request costs hs's modelled CPU.
+func (n *Network) serviceTime(hs *host) time.Duration {
+	if hs.noisy {
+		return n.opts.NodeServiceTime
+	}
+	return n.opts.EndpointServiceTime
 }
 
 // sendCPU is cpu for a request the host sends, which waits for a worker

@@ -123,6 +123,25 @@ func (w *world) overloadFault(from, to string, req *node.Request, wait time.Dura
 		Nodes: []string{from}, Peers: []string{to}, Detail: detail, Timer: timerOfRequest(req)})
 }
 
+// queuedFault records a request that waited longer than overloadWait in
+// its receiver's inbound queue for the receiver's modelled CPU: the
+// receiver processed it that much late.
+//
+// Only requests a node sent about a timer are recorded: a client's write
+// waits in its proxy's queue within its own invoke and return, which
+// already bound its start, and a request about no timer touches none.
+func (w *world) queuedFault(from, to string, req *node.Request, wait time.Duration) {
+	if wait <= overloadWait || w.machineAt(from) == nil || timerOfRequest(req) == 0 {
+		return
+	}
+	detail := checker.OverloadWaited + wait.String()
+	if carriesRecord(req) {
+		detail += checker.OverloadRecord
+	}
+	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Queued,
+		Nodes: []string{from}, Peers: []string{to}, Detail: detail, Timer: timerOfRequest(req)})
+}
+
 // carriesRecord reports whether req carries a timer's record to a node:
 // an internal PUT to /timers/<wire ID> (a replication, a pop notice, a
 // forward to another site). A callback is a POST to its endpoint, a read

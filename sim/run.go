@@ -235,6 +235,9 @@ func (w *world) setup() {
 		if what == "queued" || what == "shed" {
 			w.overloadFault(from, to, req, time.Duration(n))
 		}
+		if what == "inbound" {
+			w.queuedFault(from, to, req, time.Duration(n))
+		}
 		if req != nil {
 			w.tr.request(what, from, to, req.Method, req.URL, n)
 			if what == "deliver" && w.opts.TraceBodies && len(req.Body) > 0 {
