@@ -137,22 +137,27 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 // recorded when it leaves its sender, after any wait for the sender's
 // overloaded CPU (an Overload fault on its link, see sendWaitOf), and a
 // request its receiver refused (at its limit, by age) when the receiver
-// processed it, after any wait in its inbound queue (a Queued fault on
-// the link whose wait ended then), so one sent while the write ran may
+// processed it, its Age before that, so one sent while the write ran may
 // be lost or refused long after (seed 357021: the forward to the other
 // site waited 1.17 s, then was lost; seed 170: a full backup refused the
-// replication it processed 0.94 s late, after the client's answer).
+// replication it processed 0.94 s late, after the client's answer; and
+// another site's relay, paused, refused by its age a forward it had been
+// sent 10 s before). A refusal with no Age is dated
+// by the wait in its receiver's inbound queue (a Queued fault on the
+// link whose wait ended then), if any.
 func (x *index) sentAt(d *def, s span) time.Duration {
 	f := s.fault
 	if f.Kind != Lost || len(f.Nodes) == 0 || len(f.Peers) == 0 {
 		return s.from
 	}
-	t := s.from
-	for _, o := range d.spans {
-		q, record, ok := queuedWait(o.fault)
-		if ok && record && o.fault.Nodes[0] == f.Nodes[0] && o.fault.Peers[0] == f.Peers[0] && o.from+q <= t && t <= o.from+q+x.h.MaxNetDelay {
-			t = o.from // when it arrived
-			break
+	t := s.from // At less its Age (see buildTimeline)
+	if f.Age == 0 {
+		for _, o := range d.spans {
+			q, record, ok := queuedWait(o.fault)
+			if ok && record && o.fault.Nodes[0] == f.Nodes[0] && o.fault.Peers[0] == f.Peers[0] && o.from+q <= t && t <= o.from+q+x.h.MaxNetDelay {
+				t = o.from // when it arrived
+				break
+			}
 		}
 	}
 	return t - x.sendWaitOf(d, f.Nodes[0], f.Peers[0], true, t)

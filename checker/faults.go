@@ -110,8 +110,10 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 		if isMessageFault(f.Kind) {
 			// The message is settled once it arrived or was given up:
 			// a reordered one within its hold, any within the settle
-			// time that covers the retry or notice that mends it.
-			sp := span{from: f.At, to: f.At + settle, end: f.At, fault: f}
+			// time that covers the retry or notice that mends it. A
+			// request refused on arrival was in flight since its send
+			// (its Age before): the receiver missed it from then.
+			sp := span{from: f.At - f.Age, to: f.At + settle, end: f.At, fault: f}
 			if w, _, ok := queuedWait(f); ok {
 				// Its receiver processed it only after its wait.
 				sp.to, sp.end = f.At+w+settle, f.At+w

@@ -202,6 +202,11 @@ type Fault struct {
 	Nodes  []string
 	Peers  []string
 	Detail string
+	// Age is, for a request its receiver refused (Lost), how long before
+	// At its sender sent it: a receiver may refuse a request long after
+	// it was sent, when it was paused, its inbound queue full, or the
+	// link held it. 0: unknown (sentAt infers it), or sent at At.
+	Age time.Duration
 	// Timer is the timer a message fault hit (0: unknown, or not a
 	// message fault).
 	Timer uint64

@@ -33,6 +33,7 @@ type call struct {
 	inc      uint64
 	to       string
 	req      *node.Request // as sent, for tracing what a fault hit
+	sent     time.Duration // when it left its sender
 	done     func(node.Response, error)
 	finished bool
 }
@@ -85,7 +86,7 @@ func (e *Endpoint) Send(req node.Request, timeout time.Duration, done func(node.
 	if copies == 2 {
 		n.trace("duplicated", e.host.name, to, &req, 0)
 	}
-	c.req = &req
+	c.req, c.sent = &req, leave
 	n.capture(e.host.name, to, req, inbound)
 	send := func() {
 		for range copies {
@@ -126,7 +127,7 @@ func (n *Network) arrive(c *call, req node.Request) {
 	inc := hs.inc
 	serve := func() {
 		replied := false
-		hs.handler(c.from.name, req, func(resp node.Response) {
+		hs.handler(c.from.name, c.sent, req, func(resp node.Response) {
 			if replied {
 				panic(fmt.Sprintf("netsim: %s replied twice to %s %s", c.to, req.Method, req.URL))
 			}

@@ -120,7 +120,7 @@ func (n *Network) Replay(from, to string, sentBy time.Duration) int {
 		}
 		req, inbound := c.req, c.inbound
 		// An incarnation no host ever has: the answer is dropped.
-		call := &call{from: sender, inc: 0, to: to, req: &req, done: func(node.Response, error) {}}
+		call := &call{from: sender, inc: 0, to: to, req: &req, sent: now, done: func(node.Response, error) {}}
 		n.trace("replayed", from, to, &req, int64(now-c.at))
 		n.stats.Sent++
 		n.transmit(from, to, &req, func() { n.arrive(call, inbound) })

@@ -11,13 +11,14 @@ import (
 // TestHeldLinkDeliversAtTheHealLongAfterTheSenderGaveUp proves a held
 // link keeps what is sent on it, the sender times out as across a
 // partition, and the heal, 30 s later, delivers it: the receiver serves
-// it then, and the tracer names it "late" with its age.
+// it then, told it was sent at 0, and the tracer names it "late" with its
+// age.
 func TestHeldLinkDeliversAtTheHealLongAfterTheSenderGaveUp(t *testing.T) {
 	n, l := newNet(t, DefaultOptions(), 1)
 	a := n.Listen("a", nil, true)
-	var served []time.Duration
-	n.Listen("b", func(_ string, _ node.Request, reply func(node.Response)) {
-		served = append(served, l.Now())
+	var served, sent []time.Duration
+	n.Listen("b", func(_ string, at time.Duration, _ node.Request, reply func(node.Response)) {
+		served, sent = append(served, l.Now()), append(sent, at)
 		reply(node.Response{Status: 200})
 	}, true)
 	var ages []int64
@@ -34,8 +35,8 @@ func TestHeldLinkDeliversAtTheHealLongAfterTheSenderGaveUp(t *testing.T) {
 	if len(out) != 1 || !errors.Is(out[0].err, ErrTimeout) || out[0].at != time.Second {
 		t.Fatalf("got %+v, want one timeout at 1s", out)
 	}
-	if len(served) != 1 || served[0] < 30*time.Second {
-		t.Fatalf("served at %v, want once after the heal at 30s", served)
+	if len(served) != 1 || served[0] < 30*time.Second || sent[0] != 0 {
+		t.Fatalf("served at %v, sent at %v, want once after the heal at 30s, sent at 0", served, sent)
 	}
 	if len(ages) != 1 || time.Duration(ages[0]) != 30*time.Second {
 		t.Fatalf("late ages %v, want [30s]", ages)
@@ -57,7 +58,7 @@ func TestReplaySendsCapturedRequestsAgain(t *testing.T) {
 	n, l := newNet(t, DefaultOptions(), 1)
 	a := n.Listen("a", nil, true)
 	var urls []string
-	n.Listen("b", func(_ string, req node.Request, reply func(node.Response)) {
+	n.Listen("b", func(_ string, _ time.Duration, req node.Request, reply func(node.Response)) {
 		urls = append(urls, req.URL)
 		reply(node.Response{Status: 200})
 	}, true)

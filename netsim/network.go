@@ -33,9 +33,13 @@ type Scheduler interface {
 	At(t time.Duration, f func())
 }
 
-// Handler serves a request that arrived at a host from the host named from.
-// It must call reply exactly once, now or later.
-type Handler func(from string, req node.Request, reply func(node.Response))
+// Handler serves a request that arrived at a host from the host named from,
+// which sent it at sent (true time: when it left the sender, after any
+// wait for the sender's CPU; a replay's is when it was sent again). A
+// request a host serves late (it was paused, its CPU busy, the link held
+// it) is older than the network's delay says. It must call reply exactly
+// once, now or later.
+type Handler func(from string, sent time.Duration, req node.Request, reply func(node.Response))
 
 // Tracer receives every network decision, for the simulator's trace hash and
 // its printed trace. what is a short fixed word ("send", "drop", ...).

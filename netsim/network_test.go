@@ -22,7 +22,7 @@ func newNet(t *testing.T, opts Options, seed uint64) (*Network, *Loop) {
 	return n, l
 }
 
-func echo(from string, req node.Request, reply func(node.Response)) {
+func echo(from string, _ time.Duration, req node.Request, reply func(node.Response)) {
 	reply(node.Response{Status: 200, Body: []byte(from + " " + req.URL)})
 }
 
@@ -83,6 +83,29 @@ func TestDeliveryAndErrors(t *testing.T) {
 	}
 }
 
+// TestPausedHostIsToldWhenARequestWasSent proves a host that serves a
+// request late, here once it resumes from a pause 5 s after the send,
+// learns when the request was sent, not only when it arrived.
+func TestPausedHostIsToldWhenARequestWasSent(t *testing.T) {
+	n, l := newNet(t, DefaultOptions(), 1)
+	a := n.Listen("a", nil, true)
+	var served, sent time.Duration
+	n.Listen("p", func(_ string, at time.Duration, _ node.Request, reply func(node.Response)) {
+		served, sent = l.Now(), at
+		reply(node.Response{Status: 200})
+	}, true)
+	n.Pause("p")
+	l.At(100*time.Millisecond, func() {
+		var out []outcome
+		send(n, a, l, "http://p/timers", time.Second, &out)
+	})
+	l.At(5*time.Second, func() { n.Resume("p") })
+	l.Run()
+	if served < 5*time.Second || sent != 100*time.Millisecond {
+		t.Fatalf("served at %v, told sent at %v; want served after the resume at 5s, sent at 100ms", served, sent)
+	}
+}
+
 // TestPartitionOneWayAndHeal proves a one-way block drops only its
 // direction: a request across it never arrives, a request the other way
 // arrives but its reply is lost, so both senders time out; HealAll restores
@@ -90,7 +113,7 @@ func TestDeliveryAndErrors(t *testing.T) {
 func TestPartitionOneWayAndHeal(t *testing.T) {
 	n, l := newNet(t, DefaultOptions(), 2)
 	served := map[string]int{}
-	h := func(from string, req node.Request, reply func(node.Response)) {
+	h := func(from string, _ time.Duration, req node.Request, reply func(node.Response)) {
 		served[from]++
 		reply(node.Response{Status: 200})
 	}
@@ -122,7 +145,7 @@ func TestClogHoldsThenReleasesInOrder(t *testing.T) {
 	n, l := newNet(t, DefaultOptions(), 3)
 	a := n.Listen("a", nil, true)
 	var got []string
-	n.Listen("b", func(from string, req node.Request, reply func(node.Response)) {
+	n.Listen("b", func(from string, _ time.Duration, req node.Request, reply func(node.Response)) {
 		got = append(got, fmt.Sprintf("%s@%v", req.URL, l.now >= 5*time.Second))
 		reply(node.Response{Status: 200})
 	}, true)
@@ -144,7 +167,7 @@ func TestCrashDropsOldIncarnation(t *testing.T) {
 	n, l := newNet(t, DefaultOptions(), 4)
 	a := n.Listen("a", nil, true)
 	var held func(node.Response)
-	n.Listen("b", func(_ string, _ node.Request, reply func(node.Response)) { held = reply }, true)
+	n.Listen("b", func(_ string, _ time.Duration, _ node.Request, reply func(node.Response)) { held = reply }, true)
 	var out []outcome
 	send(n, a, l, "http://b/x", time.Second, &out)
 	l.Run()
@@ -220,7 +243,9 @@ func TestDeterministicNoise(t *testing.T) {
 func TestBusyEndpointQueuesBurst(t *testing.T) {
 	burst := func(o Options) (last time.Duration, st Stats) {
 		n, l := newNet(t, o, 1)
-		n.Listen("cb", func(_ string, _ node.Request, reply func(node.Response)) { reply(node.Response{Status: 200}) }, false)
+		n.Listen("cb", func(_ string, _ time.Duration, _ node.Request, reply func(node.Response)) {
+			reply(node.Response{Status: 200})
+		}, false)
 		src := n.Listen("n1", nil, true)
 		for range 100 {
 			src.Send(node.Request{Method: "POST", URL: "http://cb/x"}, 10*time.Second, func(r node.Response, err error) {
@@ -257,7 +282,7 @@ func TestBusyNodeSendsInTurn(t *testing.T) {
 	o.LatencyMin, o.LatencyMean, o.LatencyMax = time.Millisecond, time.Millisecond, time.Millisecond
 	n, l := newNet(t, o, 1)
 	var arrivals []time.Duration
-	n.Listen("cb", func(_ string, _ node.Request, reply func(node.Response)) {
+	n.Listen("cb", func(_ string, _ time.Duration, _ node.Request, reply func(node.Response)) {
 		arrivals = append(arrivals, l.now)
 		reply(node.Response{Status: 200})
 	}, false)
@@ -286,7 +311,7 @@ func TestBusyNodeShedsWhatWouldWaitTooLong(t *testing.T) {
 	o.NodeWorkers, o.NodeSendTime = 1, time.Second
 	o.LatencyMin, o.LatencyMean, o.LatencyMax = time.Millisecond, time.Millisecond, time.Millisecond
 	n, l := newNet(t, o, 1)
-	n.Listen("cb", func(_ string, _ node.Request, reply func(node.Response)) {
+	n.Listen("cb", func(_ string, _ time.Duration, _ node.Request, reply func(node.Response)) {
 		reply(node.Response{Status: 200})
 	}, false)
 	src := n.Listen("n1", nil, true)

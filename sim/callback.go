@@ -22,7 +22,7 @@ type callback struct {
 
 func (w *world) newCallback(i int) *callback {
 	cb := &callback{idx: i, host: callbackHost(i)}
-	w.net.Listen(cb.host, func(from string, req node.Request, reply func(node.Response)) {
+	w.net.Listen(cb.host, func(from string, _ time.Duration, req node.Request, reply func(node.Response)) {
 		w.receivePop(cb, from, req, reply)
 	}, false)
 	return cb

@@ -24,7 +24,7 @@ import (
 // than MaxMessageAge. A node that refuses a fresh request between
 // agreeing clocks breaks the protocol: that is an API violation, never
 // an excuse, and nothing of it enters the history.
-func (w *world) ageRefusal(m *machine, from string, req node.Request, resp node.Response) {
+func (w *world) ageRefusal(m *machine, from string, sent time.Duration, req node.Request, resp node.Response) {
 	if resp.Status != 403 {
 		return
 	}
@@ -53,7 +53,7 @@ func (w *world) ageRefusal(m *machine, from string, req node.Request, resp node.
 		// message the checker may weigh. An unjustified one excuses
 		// nothing; it is the node's fault.
 		detail := fmt.Sprintf("refused as dated %v ago, clocks %v apart", apparent, apart)
-		w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Lost,
+		w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Age: w.loop.Now() - sent, Kind: checker.Lost,
 			Nodes: []string{from}, Peers: []string{m.addr}, Timer: timerOfURL(req.URL), Detail: detail})
 		return
 	}
@@ -106,7 +106,7 @@ func (w *world) machineAt(addr string) *machine {
 // and may have dropped a record meanwhile: the refusal is justified by
 // what it held when the request was delivered (delivered, see
 // heldRecords) or when it answered.
-func (w *world) fullRefusal(m *machine, nd *node.Node, delivered int, from string, req node.Request, resp node.Response) {
+func (w *world) fullRefusal(m *machine, nd *node.Node, delivered int, from string, sent time.Duration, req node.Request, resp node.Response) {
 	reason := resp.Header.Get(wire.HeaderReason)
 	if resp.Status != 503 || req.Header.Get(node.HeaderSent) == "" || !strings.HasPrefix(reason, "node holds ") {
 		return
@@ -115,7 +115,7 @@ func (w *world) fullRefusal(m *machine, nd *node.Node, delivered int, from strin
 	w.plan.Node.configure(&cfg)
 	st := nd.Stats()
 	held := max(delivered, w.heldRecords(nd))
-	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Lost,
+	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Age: w.loop.Now() - sent, Kind: checker.Lost,
 		Nodes: []string{from}, Peers: []string{m.addr}, Timer: timerOfURL(req.URL),
 		Detail: fmt.Sprintf("refused at its limit: holds %d records, %d bytes", held, st.HeldBytes)})
 	// A record past the byte budget needs more room than the held bytes
@@ -135,12 +135,12 @@ func (w *world) fullRefusal(m *machine, nd *node.Node, delivered int, from strin
 // timer, as fullRefusal records one. The refusal must be justified by the
 // clocks alone: some node's clock was, at some moment of the run, more
 // than twice MaxClockLead (less refusalSlack) ahead of this one's now.
-func (w *world) aheadRefusal(m *machine, from string, req node.Request, resp node.Response) {
+func (w *world) aheadRefusal(m *machine, from string, sent time.Duration, req node.Request, resp node.Response) {
 	if resp.Status != 400 || req.Header.Get(node.HeaderSent) == "" ||
 		!strings.Contains(resp.Header.Get(wire.HeaderReason), "more than twice MaxClockLead ahead") {
 		return
 	}
-	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Lost,
+	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Age: w.loop.Now() - sent, Kind: checker.Lost,
 		Nodes: []string{from}, Peers: []string{m.addr}, Timer: timerOfURL(req.URL),
 		Detail: "refused: its version dated beyond the receiver's clock lead"})
 	ahead := time.Duration(0)

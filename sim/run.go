@@ -276,7 +276,7 @@ func (w *world) setup() {
 // boot starts a node on the machine: empty, or with what its disk kept.
 func (w *world) boot(m *machine) {
 	var nd *node.Node
-	m.ep = w.net.Listen(m.addr, func(from string, req node.Request, reply func(node.Response)) {
+	m.ep = w.net.Listen(m.addr, func(from string, sent time.Duration, req node.Request, reply func(node.Response)) {
 		req.Remote = from // the connection's source, as production sets it
 		if _, refused := outsideAgeWindow(m, req); !refused {
 			// A node learns a peer's instance number only from a
@@ -292,9 +292,9 @@ func (w *world) boot(m *machine) {
 			// collision answer never does: which timers may share an
 			// ID the checker takes from the twins the plan configured
 			// (sim/twins.go).
-			w.ageRefusal(m, from, req, resp)
-			w.fullRefusal(m, nd, held, from, req, resp)
-			w.aheadRefusal(m, from, req, resp)
+			w.ageRefusal(m, from, sent, req, resp)
+			w.fullRefusal(m, nd, held, from, sent, req, resp)
+			w.aheadRefusal(m, from, sent, req, resp)
 			reply(resp)
 		})
 	}, true)
