@@ -16,9 +16,12 @@ import (
 //
 //   - the timer's placement has not moved since its write (no scale: a
 //     scale's own resync is judged by G6);
-//   - another replica of it kept its copy from the write through the
-//     bound (it never missed the write, and no crash took its copy; with
-//     storage a crash takes none);
+//   - another replica of it at the restarted node's own site kept its
+//     copy from the write through the bound (it never missed the write,
+//     and no crash took its copy; with storage a crash takes none): each
+//     site is a cluster of its own, and a node's resync and repair ask
+//     only its own cluster's members, so a replica at another site
+//     repopulates nothing;
 //   - and no fault touched either of them or a message between them from
 //     the restart to the bound (a crash, pause, cut, lost or waited
 //     message, disk fault), nor a backward jump of the restarted node's
@@ -39,11 +42,25 @@ func (x *index) repopulatedBy(d *def, n string, t time.Duration) (time.Duration,
 		return 0, false
 	}
 	for _, q := range placement {
-		if q != n && x.keptCopy(d, q, by) && !x.faultBetween(d, n, q, t, by) {
+		if q != n && x.sameSite(n, q) && x.keptCopy(d, q, by) && !x.faultBetween(d, n, q, t, by) {
 			return by, true
 		}
 	}
 	return 0, false
+}
+
+// sameSite reports whether nodes n and q are members of one site (always,
+// with one site).
+func (x *index) sameSite(n, q string) bool {
+	if len(x.h.Sites) <= 1 {
+		return true
+	}
+	for _, site := range x.h.Sites {
+		if slices.Contains(site, n) {
+			return slices.Contains(site, q)
+		}
+	}
+	return false
 }
 
 // keptCopy reports whether replica q surely held d from its write to t:
