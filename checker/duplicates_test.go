@@ -82,3 +82,30 @@ func TestCrashWhileAPopIsOnTheWireLetsTheReplicaForget(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartFromDiskRepeatsAPopAtALaterPopsTime proves a pop the one
+// replica of an rf 1 timer repeats after a restart from disk, whose progress had not reached the
+// disk (full from 2.5 s until its crash at 3.5 s), is judged as a repeat
+// (forgot), though it comes at once at the restart, at pop 4's time, a
+// seq its time does not fit; from a node that did not crash it is G4.
+func TestRestartFromDiskRepeatsAPopAtALaterPopsTime(t *testing.T) {
+	for _, crashed := range []bool{true, false} {
+		h := healthy()
+		h.Storage, h.Ops[0].Spec.ReplicationFactor = true, 1
+		h.Faults = []Fault{{At: 2500 * ms, Kind: DiskFull, Nodes: []string{"n1"}}}
+		if crashed {
+			h.Faults = append(h.Faults, Fault{At: 3500 * ms, Kind: Crash, Nodes: []string{"n1"}},
+				Fault{At: 3500 * ms, Kind: DiskOK, Nodes: []string{"n1"}}, Fault{At: 4 * sec, Kind: Restart, Nodes: []string{"n1"}})
+		}
+		h.Pops = slices.Insert(h.Pops, 3, pop(4*sec+ms, "n1", "a", 2))
+		vs, cov := DefaultOptions().Judge(h)
+		if !crashed {
+			requireHas(t, requireOnly(t, vs, "G4"), "G4", "pop 2 delivered twice")
+			continue
+		}
+		requireNone(t, vs)
+		if cov.Excused[ExForgot] == 0 {
+			t.Errorf("forgot excused nothing: %v", cov.Excused)
+		}
+	}
+}

@@ -91,8 +91,11 @@ func (x *index) checkSeq(d *def, seq int) []Violation {
 
 // checkDelivery checks one delivery: early (G1), carrying a seq its time
 // does not fit (G4, judged only where no fault widens the windows so that
-// they overlap), or, for the first delivery, late (G3, or G7 after the
-// liveness phase began). It returns the delivery's lateness verdict
+// they overlap, and not of a node that crashed since the pop fell due: a
+// restart from disk repeats the pops whose progress had not reached it,
+// at once and so at a later pop's time, docs/design.md 4.16; a repeat is
+// judged as one, see checkRetries), or, for the first delivery, late (G3,
+// or G7 after the liveness phase began). It returns the delivery's lateness verdict
 // (G3's, for the first delivery) beside any violation.
 func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (verdict, Violation, bool) {
 	lo, hi := d.due(seq)
@@ -113,7 +116,7 @@ func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (verdict, Viol
 		// late pop may happen at all is G5's business).
 		return excused(d.superseded()), Violation{}, false
 	}
-	if fits := x.impliedSeqs(d, p.At, seq); len(fits) > 0 && !touched {
+	if fits := x.impliedSeqs(d, p.At, seq); len(fits) > 0 && !touched && !x.crashedBetween(p.Node, lo, p.At) {
 		return violatedVerdict, x.violation("G4", p.At, d, fmt.Sprintf(
 			"pop from %s at %v carries seq %d, but its time fits only seq %v: got seq %d, want one of %v (a duplicate or mislabelled pop)",
 			p.Node, p.At, seq, fits, seq, fits)), true
