@@ -11,6 +11,10 @@ MUTATESEEDS ?= 1000
 NEMESISSEED ?= 1
 NEMESISARGS ?=
 SOAKROUNDS  ?= 40
+# PARALLEL is how many tests marked t.Parallel run at once: only the
+# real-process tests of cmd/chronos are, which wait on real timers (pops
+# seconds apart), not on the CPU, so more than the cores run together.
+PARALLEL    ?= 8
 
 # RACEPKGS are the packages whose own code starts goroutines (servers,
 # clients, the process launchers, the disk log under concurrent writers):
@@ -40,12 +44,12 @@ build:
 # goroutines under the race detector, then the mutation audit, then the
 # nemesis (real processes in network namespaces; it prints SKIP where it
 # cannot make them, as without root). On two cores the slowest packages
-# are ./cmd/chronos (2.7 minutes) and ./sim (1.3), the audit takes 2 and
-# the nemesis 5; the whole of it 13 (CI, on a clean clone). The test
-# timeout leaves ./sim four times its share, for a machine shared with
-# other work.
+# are ./sim (2 minutes) and ./cmd/chronos (1.2, its real-process tests
+# side by side), the audit takes 2 and the nemesis 5. The test timeout
+# leaves ./sim four times its share, for a machine shared with other
+# work.
 test: test-deps verify
-	$(GO) test -count=1 -timeout 11m ./...
+	$(GO) test -count=1 -parallel $(PARALLEL) -timeout 11m ./...
 	$(MAKE) race
 	$(MAKE) mutate
 	$(MAKE) nemesis
@@ -54,7 +58,7 @@ test: test-deps verify
 # detector; test-race runs every package so (long: the simulator's seeds
 # run about ten times slower).
 race: race-sim
-	$(GO) test -count=1 -race -timeout 20m $(RACEPKGS)
+	$(GO) test -count=1 -race -parallel $(PARALLEL) -timeout 20m $(RACEPKGS)
 
 race-sim:
 	$(GO) test -count=1 -race -timeout 10m -run '^TestSeeds$$' ./sim -seeds 8

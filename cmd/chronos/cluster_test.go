@@ -37,6 +37,7 @@ const clusterWait = 30 * time.Second
 // number 1..N at least once, duplicates only of the same sequence number,
 // none beyond N).
 func TestClusterLoopback(t *testing.T) {
+	t.Parallel() // waits on real timers, not on the CPU (Makefile: -parallel)
 	bin := proctest.Chronos(t)
 	rec := newRecorder(t)
 	members := startCluster(t, bin, 3, configuredIDs)

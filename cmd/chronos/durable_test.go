@@ -88,6 +88,7 @@ func (p *process) stop(t *testing.T, sig syscall.Signal) {
 // replication factor 1 and 2, still pops; and a node restarted on its
 // folder recovers its timers before it serves anything.
 func TestProcessStorageKeepsTimersAcrossRestarts(t *testing.T) {
+	t.Parallel() // waits on real timers, not on the CPU (Makefile: -parallel)
 	bin := proctest.Chronos(t)
 	sink := newCountingSink(t)
 	addrs := []string{proctest.FreeAddr(t), proctest.FreeAddr(t), proctest.FreeAddr(t)}

@@ -29,6 +29,7 @@ import (
 // (as TestScale's scenarios do); the scale-up reuses the three-node
 // example's nodes, so those two run one after the other.
 func TestExamples(t *testing.T) {
+	t.Parallel() // waits on real timers, not on the CPU (Makefile: -parallel)
 	bin := proctest.Chronos(t)
 	moved := moveExamples(t)
 	runs := []struct {

@@ -62,6 +62,7 @@ const (
 // -parallel limit (GOMAXPROCS by default) does not hold back as it would
 // t.Parallel subtests.
 func TestScale(t *testing.T) {
+	t.Parallel() // waits on real timers, not on the CPU (Makefile: -parallel)
 	bin := proctest.Chronos(t)
 	scenarios := []struct {
 		name string

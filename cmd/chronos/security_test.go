@@ -164,6 +164,7 @@ func replay(t *testing.T, hc *http.Client, base string, c captured) (int, string
 // or replayed, the node still holds nothing, and a capture replayed to
 // the other node is refused as addressed elsewhere.
 func TestReplayedInternalRequestsAreRefused(t *testing.T) {
+	t.Parallel() // waits on real timers, not on the CPU (Makefile: -parallel)
 	bin := proctest.Chronos(t)
 	a, b, proxy := freeOn(t, "127.0.0.2"), freeOn(t, "127.0.0.3"), freeOn(t, "127.0.0.4")
 	// B serves on b, but the cluster knows it as proxy, whose tap
