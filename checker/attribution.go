@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -457,6 +458,52 @@ func (x *index) writeHitBy(op Op) (at time.Duration, hit, lagged bool) {
 	return at, hit, lagged
 }
 
+// startHolders is every node that may have held d's start and handed it
+// on: d's own nodes (its replicas and the nodes that took its writes), and
+// the nodes that hold an older copy of its timer, which a write replaces
+// in place (the node's alsoHolders, docs/design.md 4.5): the replicas of
+// the default factor and those of the timer's other definitions. Such a
+// node answers a stale pop notice with d (read repair), its start rebuilt
+// from what its own clock measured since (a 409 at 14.6 s from a clock
+// running fast handed a replica a start 36 ms early).
+func (x *index) startHolders(d *def) map[string]bool {
+	if d.holders != nil {
+		return d.holders
+	}
+	d.holders = maps.Clone(d.nodes)
+	if d.placed {
+		for _, o := range x.defsOf(d.timer) {
+			for n := range o.nodes {
+				d.holders[n] = true
+			}
+		}
+		members := x.h.Members
+		if len(x.h.Sites) > 1 {
+			members = x.h.Sites[x.homeSite(d)]
+		}
+		for _, n := range Replicas(members, d.timer, x.o.DefaultReplicationFactor) {
+			d.holders[n] = true
+		}
+	}
+	return d.holders
+}
+
+// defsOf is the definitions of timer (none for 0, an unknown timer).
+func (x *index) defsOf(timer uint64) []*def {
+	if timer == 0 {
+		return nil
+	}
+	if x.defsByTimer == nil {
+		x.defsByTimer = map[uint64][]*def{}
+		for _, o := range x.defs {
+			if o.timer != 0 {
+				x.defsByTimer[o.timer] = append(x.defsByTimer[o.timer], o)
+			}
+		}
+	}
+	return x.defsByTimer[timer]
+}
+
 // spansHit reports the first of spans that overlaps write op.
 func (x *index) spansHit(op Op, spans []span) (at time.Duration, hit, lagged bool) {
 	ret := min(effReturn(op), x.end)
@@ -495,10 +542,12 @@ func (x *index) defWriteHit(op Op, d *def) (at time.Duration, hit, lagged bool) 
 // [a, b], beyond the rate of true time: forward jumps and fast drift. Start
 // times travel between replicas as deltas (api.md's start-time-delta), so
 // a clock's offset from true time cancels out, and a pop can be early only
-// by what a clock that held the schedule gained while it held it.
+// by what a clock that held the schedule gained while it held it. The
+// clocks are those of every node that may have held d's start (see
+// startHolders).
 func (x *index) forward(d *def, a, b time.Duration) time.Duration {
 	var sum time.Duration
-	for n := range d.nodes {
+	for n := range x.startHolders(d) {
 		sum += x.tl.gain(n, a, b)
 	}
 	if !d.placed {

@@ -658,3 +658,34 @@ func TestLatestLocalSeesAStepBackWithin(t *testing.T) {
 		t.Fatalf("latestLocal of a true clock: got %v, want %v", got, want)
 	}
 }
+
+// TestStartHandedOnByAnOlderCopysHolderMayGainItsClock proves G1 counts
+// the clock of every node that may have held a definition's start: an
+// rf 1 update of an rf 2 timer replaces the copy on the timer's old
+// backup too (a write reaches the older copies), which hands its start
+// on in an answer, rebuilt from what its clock measured meanwhile. With
+// that backup's clock 1% fast, pop 1 of the update may come 50 ms before
+// its due time; with the clock of a node that never held it fast, that
+// is G1.
+func TestStartHandedOnByAnOlderCopysHolderMayGainItsClock(t *testing.T) {
+	for _, holder := range []bool{true, false} {
+		h, p, b, other := placed(t)
+		fast := other
+		if holder {
+			fast = b
+		}
+		up := write(2, Update, placedTimer, "u", 10*sec, 10*sec, 12*sec, 12*sec+10*ms, OK)
+		up.Node, up.Spec.ReplicationFactor = p, 1
+		h.Ops = append(h.Ops, up)
+		h.Faults = []Fault{{At: 0, Kind: ClockDrift, Nodes: []string{fast}, Detail: "10000ppm"}}
+		early := pop(22*sec-50*ms, p, "u", 1)
+		early.Timer = placedTimer
+		h.Pops = append(h.Pops, early)
+		vs := Check(h)
+		if holder {
+			requireNone(t, vs)
+		} else {
+			requireHas(t, vs, "G1", "pop 1")
+		}
+	}
+}

@@ -66,6 +66,7 @@ type def struct {
 	moves    []span
 	relays   []string // each site's address node, when there are several
 	nodes    map[string]bool
+	holders  map[string]bool // startHolders' cache
 	// spans are the faults that touch d, by start (see attribute).
 	spans []span
 	// missed and failures cache missedWrite and copyFailures, once spans
@@ -99,6 +100,8 @@ type index struct {
 	taint map[string]time.Duration
 	// disks is each node's disk history (diskFaults).
 	disks map[string]*nodeDisk
+	// defsByTimer is the definitions by timer (defsOf).
+	defsByTimer map[uint64][]*def
 	// verdicts and writeVerdicts are what the checks concluded, per pop
 	// and guarantee and per write (by Seq); coverage tallies them.
 	verdicts      map[popKey]*popVerdicts
