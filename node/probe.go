@@ -102,6 +102,7 @@ var (
 	probeSiteNotReplica = probe("site/newer-passed-on")
 	probeSiteAgain      = probe("site/forward-again")
 	probeSiteGiveUp     = probe("site/forward-given-up")
+	probeSiteStartDelta = probe("site/relay-answers-earlier-start")
 
 	// resync.go: active rebalancing.
 	probeResyncNotMember   = probe("resync/page-requester-not-member")

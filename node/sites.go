@@ -23,15 +23,29 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 	var newer *Response
 	var newest uint64
 	var from string
+	// earliest is the earliest start of t's definition this site holds,
+	// from its replicas' answers: a replica here may have had the
+	// definition longer than the forward took to come. The answer hands
+	// it back, as a replica answers a notice of its own site
+	// (startAnswered), so that a site whose start a held write made late
+	// converges on the other's.
+	earliest := t.Start
 	w := &write{reply: func(resp Response) {
-		if newer != nil {
+		switch {
+		case newer != nil:
 			resp = *newer
 			n.repairSite(t, *newer, from)
+		case earliest < t.Start && resp.Status/100 == 2:
+			resp.Header[HeaderStartDelta] = strconv.FormatInt(earliest-n.nowMs(), 10)
+			n.hit(probeSiteStartDelta)
 		}
 		reply(resp)
 	}, quorum: 1, ok: text(200, "OK")}
 	doneFrom := func(peer string) func(bool, Response) {
 		return func(ok bool, resp Response) {
+			if delta, err := strconv.ParseInt(resp.Header.Get(HeaderStartDelta), 10, 64); err == nil {
+				earliest = min(earliest, n.startMs()+delta)
+			}
 			if !ok && resp.Status == 409 && resp.Header.Get(HeaderCollision) == "" && len(resp.Body) > 0 {
 				if v, err := strconv.ParseUint(resp.Header.Get(HeaderVersion), 10, 64); err == nil && v > newest {
 					newer, newest, from = &resp, v, peer
@@ -50,6 +64,9 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 		if peer == n.self {
 			local := *t
 			a := n.apply(&local)
+			if held := n.store.Get(id); held != nil && held.Version == t.Version && held.def == t.def {
+				earliest = min(earliest, held.Start)
+			}
 			doneFrom(peer)(counts && a.ok && !a.collision && a.newer == nil, n.notApplied(a))
 			continue
 		}
@@ -107,6 +124,7 @@ func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		n.countReplication(resp, err)
 		if err == nil && resp.Status/100 != 5 {
+			n.startAnswered(t, resp)
 			n.siteAnswered(t.ID, resp)
 			return
 		}

@@ -225,3 +225,47 @@ func TestSiteForwardIsSentAgain(t *testing.T) {
 		t.Fatalf("after the forward was sent again: held by %v, want both sites", held)
 	}
 }
+
+// TestAnotherSitesEarlierStartIsTaken proves a node takes the earlier
+// start of its definition that another site answers a forward with, as
+// it takes one a replica of its own site answers a notice with: a site
+// whose start a held write made late converges on the other's.
+func TestAnotherSitesEarlierStartIsTaken(t *testing.T) {
+	h, id, fwd := forwardedCreate(t, 60)
+	held, _ := h.node.Timer(id)
+	fwd.done(Response{Status: 200, Header: Header{HeaderStartDelta: strconv.FormatInt(held.Start-1500-h.node.nowMs(), 10)}}, nil)
+	if now, _ := h.node.Timer(id); now.Start != held.Start-1500 {
+		t.Fatalf("after the other site answered a start 1.5 s earlier: start %d, want %d", now.Start, held.Start-1500)
+	}
+}
+
+// TestSiteRelayAnswersItsEarlierStart proves the relay of a site answers
+// a forward of a definition its site holds with an earlier start (it took
+// the first forward 2 s before, the second was built from a late copy)
+// with that start, and keeps it; a forward with the earlier start is
+// answered with none.
+func TestSiteRelayAnswersItsEarlierStart(t *testing.T) {
+	origin, id, _ := forwardedCreate(t, 60)
+	held, _ := origin.node.Timer(id)
+	relay := newHarness(t, func(c *Config) {
+		c.Address, c.LocalSite = otherSite, "site2"
+		c.Cluster = Membership{Nodes: []string{otherSite}}
+		c.RemoteSites = []Site{{Name: "site1", Address: DefaultConfig().Address}}
+	})
+	forward := func(start int64) Response {
+		fwd := held
+		fwd.Start, fwd.Placement = start, &Placement{Sites: held.Placement.Sites}
+		return relay.send(Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(id, 0), Body: EncodeReplication(&fwd, relay.node.nowMs())})
+	}
+	now := relay.node.nowMs()
+	if r := forward(now - 2000); r.Status != 200 || r.Header.Get(HeaderStartDelta) != "" {
+		t.Fatalf("first forward: got %d start delta %q, want 200 and none", r.Status, r.Header.Get(HeaderStartDelta))
+	}
+	r := forward(now - 500)
+	if r.Status != 200 || r.Header.Get(HeaderStartDelta) != "-2000" {
+		t.Fatalf("forward of a later start: got %d start delta %q, want 200 and -2000", r.Status, r.Header.Get(HeaderStartDelta))
+	}
+	if got, _ := relay.node.Timer(id); got.Start != now-2000 {
+		t.Fatalf("relay's start: got %d, want the earlier %d", got.Start, now-2000)
+	}
+}
