@@ -462,10 +462,12 @@ func (x *index) writeHitBy(op Op) (at time.Duration, hit, lagged bool) {
 // on: d's own nodes (its replicas and the nodes that took its writes), and
 // the nodes that hold an older copy of its timer, which a write replaces
 // in place (the node's alsoHolders, docs/design.md 4.5): the replicas of
-// the default factor and those of the timer's other definitions. Such a
-// node answers a stale pop notice with d (read repair), its start rebuilt
-// from what its own clock measured since (a 409 at 14.6 s from a clock
-// running fast handed a replica a start 36 ms early).
+// the default factor and those of the timer's other definitions, at every
+// site. Such a node answers a notice of d with its earlier start, or a
+// stale one with d (read repair), and a site's relay answers a forward
+// with its site's earliest, each rebuilt from what the holder's own clock
+// measured since (a 409 at 14.6 s from a clock running fast handed a
+// replica a start 36 ms early).
 func (x *index) startHolders(d *def) map[string]bool {
 	if d.holders != nil {
 		return d.holders
@@ -477,12 +479,14 @@ func (x *index) startHolders(d *def) map[string]bool {
 				d.holders[n] = true
 			}
 		}
-		members := x.h.Members
-		if len(x.h.Sites) > 1 {
-			members = x.h.Sites[x.homeSite(d)]
+		sites := x.h.Sites
+		if len(sites) <= 1 {
+			sites = [][]string{x.h.Members}
 		}
-		for _, n := range Replicas(members, d.timer, x.o.DefaultReplicationFactor) {
-			d.holders[n] = true
+		for _, members := range sites {
+			for _, n := range Replicas(members, d.timer, x.o.DefaultReplicationFactor) {
+				d.holders[n] = true
+			}
 		}
 	}
 	return d.holders
