@@ -101,12 +101,15 @@ func (x *index) handOff(d *def, k int) (time.Duration, FaultKind) {
 // then each keeps its own. The delta carries no transit time, so no node
 // can do better without trusting other nodes' wall clocks.
 //
-// It returns too the excuse the longest hold stands for: ExHeldInbound
-// when a message's wait in its receiver's inbound queue made it.
-func (x *index) heldFor(d *def) (time.Duration, map[string]bool, Excuse) {
+// It returns too, for the replicas a message after the write held, when
+// that message was sent (see lateSince), and the excuse the longest hold
+// stands for: ExHeldInbound when a message's wait in its receiver's
+// inbound queue made it.
+func (x *index) heldFor(d *def) (time.Duration, map[string]bool, map[string]time.Duration, Excuse) {
 	var held time.Duration
 	by := ExHeld
 	late := map[string]bool{}
+	since := map[string]time.Duration{}
 	ret := min(d.hi, x.end)
 	for _, s := range d.spans {
 		if w, record, ok := overloadWait(s.fault); ok {
@@ -145,7 +148,7 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, Excuse) {
 	if h := x.heldAtSites(d, ret, late); h > held {
 		held, by = h, ExHeld
 	}
-	if h, inbound := x.heldByWait(d, late); h > held {
+	if h, inbound := x.heldByWait(d, late, since); h > held {
 		held, by = h, ExHeld
 		if inbound {
 			by = ExHeldInbound
@@ -159,10 +162,10 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, Excuse) {
 			late[n] = true
 		}
 	}
-	if h := x.heldRefill(d, late); h > held {
+	if h := x.heldRefill(d, late, since); h > held {
 		held, by = h, ExHeld
 	}
-	return held, late, by
+	return held, late, since, by
 }
 
 // heldByWait is heldFor's part for a copy brought back by a message that
@@ -179,8 +182,10 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, Excuse) {
 // A node that got its copy late passes its late start on (a relay to its
 // site, a notice or resync it sends), so the holds add up along a path:
 // the messages are taken in the order they were sent, and one from a
-// node already held carries that node's hold besides its own waits.
-func (x *index) heldByWait(d *def, late map[string]bool) (time.Duration, bool) {
+// node already held carries that node's hold besides its own waits. It
+// records in since when the last message that held each replica was
+// sent.
+func (x *index) heldByWait(d *def, late map[string]bool, since map[string]time.Duration) (time.Duration, bool) {
 	if !d.placed {
 		return 0, false
 	}
@@ -212,6 +217,7 @@ func (x *index) heldByWait(d *def, late map[string]bool) (time.Duration, bool) {
 			held, inbound = holds[m.to], inbounds[m.to]
 		}
 		late[m.to] = true
+		since[m.to] = max(since[m.to], m.sent)
 	}
 	return held, inbound
 }
@@ -348,8 +354,9 @@ func (x *index) heldAtSites(d *def, ret time.Duration, late map[string]bool) tim
 // and the only replica with the true start crashed later). It adds to
 // late the replicas it held, and those still or again without a copy
 // once a held one was sent (a late replica's notice may bring it back,
-// start and all), and returns the longest hold.
-func (x *index) heldRefill(d *def, late map[string]bool) time.Duration {
+// start and all), records in since when the latest held copy to each was
+// sent (for those, the earliest any was), and returns the longest hold.
+func (x *index) heldRefill(d *def, late map[string]bool, since map[string]time.Duration) time.Duration {
 	if !d.placed {
 		return 0
 	}
@@ -357,14 +364,16 @@ func (x *index) heldRefill(d *def, late map[string]bool) time.Duration {
 	var held time.Duration
 	first := never // the earliest a held copy was sent
 	refilled := map[string]bool{}
+	sent := map[string]time.Duration{}
 	for _, f := range cf.other {
 		for _, s := range d.spans {
 			if s.end <= f.at || !holdsInto(s.fault, f.node) || x.revived(d, cf, f.node, f.at, s.from) {
 				continue
 			}
-			if sent, ok := x.refillSent(d, cf, f, max(s.from, f.at), s.end); ok {
-				held, first = max(held, s.end-sent), min(first, sent)
+			if at, ok := x.refillSent(d, cf, f, max(s.from, f.at), s.end); ok {
+				held, first = max(held, s.end-at), min(first, at)
 				refilled[f.node] = true
+				sent[f.node] = max(sent[f.node], at)
 			}
 		}
 	}
@@ -383,6 +392,7 @@ func (x *index) heldRefill(d *def, late map[string]bool) time.Duration {
 	}
 	for n := range refilled {
 		late[n] = true
+		since[n] = max(since[n], sent[n], first)
 	}
 	return held
 }
@@ -436,6 +446,13 @@ func holdsInto(f Fault, node string) bool {
 // notice of its definition with its earlier start, which the sender
 // takes: node's startAnswered). So a late replica pops late only until
 // its first pop, unless every replica got the write late.
+//
+// Only a pop made after r may have taken its late copy counts: a notice
+// sent before the message that held r (a waited hand-off, resync or
+// notice to a replica without a copy, a refill) reached r before it held
+// the copy that runs late, or, for a replica a scale placed d on later,
+// not at all (TestHandOffThatWaitedStartsTheNewReplicaLate: the old
+// replica's pops before the scale do not end the new one's hold).
 func (x *index) heldAt(d *def, r string, k int) time.Duration {
 	if d.held == 0 || !d.late[r] {
 		return 0
@@ -444,7 +461,7 @@ func (x *index) heldAt(d *def, r string, k int) time.Duration {
 	for _, idx := range d.bySeq {
 		for _, i := range idx {
 			p := x.h.Pops[i]
-			if p.At+x.healthyLate() >= lo || x.failed(p) {
+			if p.At+x.healthyLate() >= lo || p.At < d.lateSince[r] || x.failed(p) {
 				continue
 			}
 			if !d.late[p.Node] && !x.noticeKept(d, p.Node, r, p.At) && !x.noticeWaited(d, p.Node, r, p.At) ||

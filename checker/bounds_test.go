@@ -600,6 +600,51 @@ func TestHandOffThatWaitedStartsTheNewReplicaLate(t *testing.T) {
 	}
 }
 
+// TestHandOffThatWaitedAfterTheOldReplicaPopped is the hand-off of
+// TestHandOffThatWaitedStartsTheNewReplicaLate made once the old
+// replica had popped twice on time: its notices went to the replicas of
+// its view, which the new replica was not yet, so they handed it no
+// start, and its copy, rebuilt from start-time-delta when the waited
+// hand-off arrived, runs late by the wait for good. A pop later than the
+// wait is still late.
+func TestHandOffThatWaitedAfterTheOldReplicaPopped(t *testing.T) {
+	members := []string{"n1", "n2", "n3", "n4"}
+	old := Replicas(members, placedTimer, 1)[0]
+	shrunk := slices.DeleteFunc(slices.Clone(members), func(m string) bool { return m == old })
+	neu := Replicas(shrunk, placedTimer, 1)[0]
+	for _, c := range []struct {
+		name   string
+		waited bool
+		late   time.Duration
+		want   string
+	}{
+		{"hand-off waited", true, 520 * ms, ""},
+		{"no wait", false, 520 * ms, "G3"},
+		{"later than the wait", true, 720 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: members,
+				Ops:     []Op{write(1, Create, placedTimer, "a", 10*sec, 60*sec, 0, 10*ms, OK)},
+				Scales:  []Scale{{Kind: ScaleDown, Start: 25 * sec, End: 28 * sec, Before: members, After: shrunk}},
+				End:     70 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			}
+			h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = old, 1
+			if c.waited {
+				h.Faults = []Fault{{At: 26 * sec, Kind: Overload, Nodes: []string{old}, Peers: []string{neu}, Detail: "waited=500ms record", Timer: placedTimer}}
+			}
+			for k := 1; k <= 6; k++ {
+				p := Pop{At: time.Duration(k)*10*sec + c.late, Node: neu, URI: "http://client/cb", Opaque: "a", Seq: k, Answered: 200, Timer: placedTimer}
+				if k <= 2 {
+					p.At, p.Node = time.Duration(k)*10*sec+5*ms, old
+				}
+				h.Pops = append(h.Pops, p)
+			}
+			requireWant(t, Check(h), c.want, "late")
+		})
+	}
+}
+
 // TestLateCopyKeepsItsHoldWhileItsNoticesTimeOut is seed 358018: the
 // primary missed the write (its replication was lost), the backup pops 1
 // at its rank and its notice, waiting 1.5 s for its CPU, brings the

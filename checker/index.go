@@ -43,6 +43,12 @@ type def struct {
 	// its way to a replica, and late the replicas it held (see heldFor).
 	held time.Duration
 	late map[string]bool
+	// lateSince is, for a replica of late that a message after the write
+	// held (a waited copy, a refill), when that message was sent: no
+	// notice sent before it can have handed that replica the true start
+	// (see heldAt). A replica not in it may have been late since the
+	// write.
+	lateSince map[string]time.Duration
 	// heldBy is the excuse the longest hold stands for (see heldFor).
 	heldBy Excuse
 	// waited caches waitedRecords.
@@ -153,7 +159,7 @@ func newIndex(h *History, o Options) *index {
 	for _, d := range x.defs {
 		d.cutoff, d.reordered = x.cutoff(d)
 		d.lossFrom = x.lossFrom(d)
-		d.held, d.late, d.heldBy = x.heldFor(d)
+		d.held, d.late, d.lateSince, d.heldBy = x.heldFor(d)
 	}
 	return x
 }
