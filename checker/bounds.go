@@ -113,7 +113,7 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, map[string]time
 	ret := min(d.hi, x.end)
 	for _, s := range d.spans {
 		if w, record, ok := overloadWait(s.fault); ok {
-			if h := overloadHeld(s, w, record, d.lo, ret); h > 0 {
+			if h := overloadHeld(s, x.leftAfter(s.fault, w), record, d.lo, ret); h > 0 {
 				if h > held {
 					held, by = h, ExHeld
 				}
@@ -250,7 +250,7 @@ type waitedMsg struct {
 // its sender and in its receiver's queue.
 func (x *index) waitedRecord(d *def, s span) (to string, sent, w, q time.Duration, ok bool) {
 	if w, record, ok := overloadWait(s.fault); ok && record {
-		return s.fault.Peers[0], s.from, w, 0, true
+		return s.fault.Peers[0], s.from, x.leftAfter(s.fault, w), 0, true
 	}
 	if q, record, ok := queuedWait(s.fault); ok && record {
 		w := x.sendWaitOf(d, s.fault.Nodes[0], s.fault.Peers[0], true, s.from)
@@ -614,14 +614,39 @@ func (x *index) queuedHeld(d *def, s span, q time.Duration, record bool, ret tim
 // recorded it (one whose wait ended within a network delay before t), 0
 // when none did.
 func (x *index) sendWaitOf(d *def, from, to string, record bool, t time.Duration) time.Duration {
+	return x.sendWaitWithin(d, from, to, record, t, x.h.MaxNetDelay)
+}
+
+// sendWaitWithin is sendWaitOf for a message known to have arrived at t
+// only to within "within" after it left (its receiver's unrecorded
+// waits included).
+func (x *index) sendWaitWithin(d *def, from, to string, record bool, t, within time.Duration) time.Duration {
 	for _, s := range d.spans {
 		w, rec, ok := overloadWait(s.fault)
 		if !ok || rec != record || s.fault.Nodes[0] != from || s.fault.Peers[0] != to {
 			continue
 		}
-		if left := s.from + w; left <= t && t <= left+x.h.MaxNetDelay {
+		w = x.leftAfter(s.fault, w)
+		if left := s.from + w; left <= t && t <= left+within {
 			return w
 		}
 	}
 	return 0
+}
+
+// leftAfter is how long the message of Overload fault f, recorded as it
+// was queued with a wait w for its sender's CPU, waited until it left:
+// the recorded wait, unless its sender stood still (a pause) when the
+// wait ran out; a paused process writes nothing, so the message left
+// when it resumed (netsim runs the send as the sender's work). The wait
+// is recorded as the message is queued, before the pause is known
+// (TestCallbackThatWaitedForAPausedSenderLeavesAtItsResume).
+func (x *index) leftAfter(f Fault, w time.Duration) time.Duration {
+	left := f.At + w
+	for _, s := range x.tl.spans {
+		if s.fault.Kind == Pause && slices.Contains(s.fault.Nodes, f.Nodes[0]) && s.from <= left && left < s.end {
+			left = s.end
+		}
+	}
+	return left - f.At
 }

@@ -299,6 +299,40 @@ func TestCallbackThatWaitedForItsSenderArrivesThatLate(t *testing.T) {
 	}
 }
 
+// TestCallbackThatWaitedForAPausedSenderLeavesAtItsResume is the
+// callback of TestCallbackThatWaitedForItsSenderArrivesThatLate whose
+// sender stood still before its 1.5 s wait ran out: the Overload fault
+// records the wait as the callback is queued, the pause holds it until
+// the resume, and it arrives then, behind the other sends the resume
+// released, within a healthy delay. A pause that began once the callback
+// had left, or a pop later than that delay past the resume, is G3.
+func TestCallbackThatWaitedForAPausedSenderLeavesAtItsResume(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		pause time.Duration // when the backup paused (0: it did not)
+		pop3  time.Duration
+		want  string
+	}{
+		{"paused while it waited", 6 * sec, 8030 * ms, ""},
+		{"no pause", 0, 8030 * ms, "G3"},
+		{"paused once it had left", 6600 * ms, 8030 * ms, "G3"},
+		{"later than the resume", 6 * sec, 8300 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, _ := placed(t)
+			handOver(h, b, 3)
+			h.Faults = []Fault{{At: 2500 * ms, Kind: Crash, Nodes: []string{p}},
+				{At: 5 * sec, Kind: Overload, Nodes: []string{b}, Peers: []string{"client"}, Detail: "waited=1.5s", Timer: placedTimer}}
+			if c.pause > 0 {
+				h.Faults = append(h.Faults, Fault{At: c.pause, Kind: Pause, Nodes: []string{b}}, Fault{At: 8 * sec, Kind: Resume, Nodes: []string{b}})
+				h.Pops[3].At, h.Pops[4].At = 8050*ms, 8060*ms // pops 4 and 5 fell due while it stood still
+			}
+			h.Pops[2].At = c.pop3
+			requireWant(t, Check(h), c.want, "pop 3")
+		})
+	}
+}
+
 // TestInboundWaitHoldsACopyByItsProcessingTime is C8 at the receiver: a
 // replication of the write that waited in its receiver's inbound queue
 // (a Queued fault, recorded when it arrived) holds the receiver's copy,
