@@ -102,14 +102,14 @@ func (x *index) handOff(d *def, k int) (time.Duration, FaultKind) {
 // can do better without trusting other nodes' wall clocks.
 //
 // It returns too, for the replicas a message after the write held, when
-// that message was sent (see lateSince), and the excuse the longest hold
-// stands for: ExHeldInbound when a message's wait in its receiver's
-// inbound queue made it.
-func (x *index) heldFor(d *def) (time.Duration, map[string]bool, map[string]time.Duration, Excuse) {
+// that message was sent and its hold (see lateCopy), and the excuse the
+// longest hold stands for: ExHeldInbound when a message's wait in its
+// receiver's inbound queue made it.
+func (x *index) heldFor(d *def) (time.Duration, map[string]bool, map[string]lateCopy, Excuse) {
 	var held time.Duration
 	by := ExHeld
 	late := map[string]bool{}
-	since := map[string]time.Duration{}
+	since := map[string]lateCopy{}
 	ret := min(d.hi, x.end)
 	for _, s := range d.spans {
 		if w, record, ok := overloadWait(s.fault); ok {
@@ -184,8 +184,8 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, map[string]time
 // the messages are taken in the order they were sent, and one from a
 // node already held carries that node's hold besides its own waits. It
 // records in since when the last message that held each replica was
-// sent.
-func (x *index) heldByWait(d *def, late map[string]bool, since map[string]time.Duration) (time.Duration, bool) {
+// sent, and that replica's hold.
+func (x *index) heldByWait(d *def, late map[string]bool, since map[string]lateCopy) (time.Duration, bool) {
 	if !d.placed {
 		return 0, false
 	}
@@ -217,7 +217,7 @@ func (x *index) heldByWait(d *def, late map[string]bool, since map[string]time.D
 			held, inbound = holds[m.to], inbounds[m.to]
 		}
 		late[m.to] = true
-		since[m.to] = max(since[m.to], m.sent)
+		since[m.to] = since[m.to].add(m.sent, holds[m.to])
 	}
 	return held, inbound
 }
@@ -355,8 +355,9 @@ func (x *index) heldAtSites(d *def, ret time.Duration, late map[string]bool) tim
 // late the replicas it held, and those still or again without a copy
 // once a held one was sent (a late replica's notice may bring it back,
 // start and all), records in since when the latest held copy to each was
-// sent (for those, the earliest any was), and returns the longest hold.
-func (x *index) heldRefill(d *def, late map[string]bool, since map[string]time.Duration) time.Duration {
+// sent and its hold (for those, when the earliest was, and the longest
+// hold), and returns the longest hold.
+func (x *index) heldRefill(d *def, late map[string]bool, since map[string]lateCopy) time.Duration {
 	if !d.placed {
 		return 0
 	}
@@ -364,7 +365,7 @@ func (x *index) heldRefill(d *def, late map[string]bool, since map[string]time.D
 	var held time.Duration
 	first := never // the earliest a held copy was sent
 	refilled := map[string]bool{}
-	sent := map[string]time.Duration{}
+	own := map[string]lateCopy{}
 	for _, f := range cf.other {
 		for _, s := range d.spans {
 			if s.end <= f.at || !holdsInto(s.fault, f.node) || x.revived(d, cf, f.node, f.at, s.from) {
@@ -373,7 +374,7 @@ func (x *index) heldRefill(d *def, late map[string]bool, since map[string]time.D
 			if at, ok := x.refillSent(d, cf, f, max(s.from, f.at), s.end); ok {
 				held, first = max(held, s.end-at), min(first, at)
 				refilled[f.node] = true
-				sent[f.node] = max(sent[f.node], at)
+				own[f.node] = own[f.node].add(at, s.end-at)
 			}
 		}
 	}
@@ -392,7 +393,11 @@ func (x *index) heldRefill(d *def, late map[string]bool, since map[string]time.D
 	}
 	for n := range refilled {
 		late[n] = true
-		since[n] = max(since[n], sent[n], first)
+		c, ok := own[n]
+		if !ok {
+			c = lateCopy{first, held}
+		}
+		since[n] = since[n].add(c.since, c.hold)
 	}
 	return held
 }
@@ -447,30 +452,46 @@ func holdsInto(f Fault, node string) bool {
 // takes: node's startAnswered). So a late replica pops late only until
 // its first pop, unless every replica got the write late.
 //
-// Only a pop made after r may have taken its late copy counts: a notice
-// sent before the message that held r (a waited hand-off, resync or
-// notice to a replica without a copy, a refill) reached r before it held
-// the copy that runs late, or, for a replica a scale placed d on later,
-// not at all (TestHandOffThatWaitedStartsTheNewReplicaLate: the old
-// replica's pops before the scale do not end the new one's hold).
+// A replica that a message after the write held (see reheld: a waited
+// hand-off, resync or notice to a replica without a copy, a refill) took
+// a late copy then: a pop made before that message was sent ends the
+// write's hold of r, never that copy's, whose notice reached r before it
+// held the copy or, for a replica a scale placed d on later, not at all
+// (TestHandOffThatWaitedAfterTheOldReplicaPopped: the old replica's pops
+// before the scale do not end the new one's hold). So r then carries the
+// hold of that copy alone until a pop made since ends it.
 func (x *index) heldAt(d *def, r string, k int) time.Duration {
 	if d.held == 0 || !d.late[r] {
 		return 0
 	}
 	lo, _ := d.due(k)
+	c := d.reheld[r]
+	held := d.held
 	for _, idx := range d.bySeq {
 		for _, i := range idx {
 			p := x.h.Pops[i]
-			if p.At+x.healthyLate() >= lo || p.At < d.lateSince[r] || x.failed(p) {
+			if p.At+x.healthyLate() >= lo || x.failed(p) {
 				continue
 			}
 			if !d.late[p.Node] && !x.noticeKept(d, p.Node, r, p.At) && !x.noticeWaited(d, p.Node, r, p.At) ||
 				p.Node == r && x.startAnswered(d, r, p.At) {
-				return 0
+				if p.At >= c.since {
+					return 0
+				}
+				held = min(held, c.hold)
 			}
 		}
 	}
-	return d.held
+	return held
+}
+
+// lateCopy is a late copy a message after the write brought a replica:
+// when the message was sent, and how long it held the copy.
+type lateCopy struct{ since, hold time.Duration }
+
+// add is c with another such message: the later send, the longer hold.
+func (c lateCopy) add(since, hold time.Duration) lateCopy {
+	return lateCopy{max(c.since, since), max(c.hold, hold)}
 }
 
 // startAnswered reports whether the notice r sent of a pop at t surely

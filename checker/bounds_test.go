@@ -640,7 +640,8 @@ func TestHandOffThatWaitedStartsTheNewReplicaLate(t *testing.T) {
 // its view, which the new replica was not yet, so they handed it no
 // start, and its copy, rebuilt from start-time-delta when the waited
 // hand-off arrived, runs late by the wait for good. A pop later than the
-// wait is still late.
+// wait is still late, even when a clog held the write on its way to the
+// new replica for longer: the old replica's pops ended that hold.
 func TestHandOffThatWaitedAfterTheOldReplicaPopped(t *testing.T) {
 	members := []string{"n1", "n2", "n3", "n4"}
 	old := Replicas(members, placedTimer, 1)[0]
@@ -649,12 +650,14 @@ func TestHandOffThatWaitedAfterTheOldReplicaPopped(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		waited bool
+		clog   bool // old -> neu clogged for 4 s from the write
 		late   time.Duration
 		want   string
 	}{
-		{"hand-off waited", true, 520 * ms, ""},
-		{"no wait", false, 520 * ms, "G3"},
-		{"later than the wait", true, 720 * ms, "G3"},
+		{"hand-off waited", true, false, 520 * ms, ""},
+		{"no wait", false, false, 520 * ms, "G3"},
+		{"later than the wait", true, false, 720 * ms, "G3"},
+		{"later than the wait, the write held longer", true, true, 720 * ms, "G3"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := &History{
@@ -666,6 +669,9 @@ func TestHandOffThatWaitedAfterTheOldReplicaPopped(t *testing.T) {
 			h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = old, 1
 			if c.waited {
 				h.Faults = []Fault{{At: 26 * sec, Kind: Overload, Nodes: []string{old}, Peers: []string{neu}, Detail: "waited=500ms record", Timer: placedTimer}}
+			}
+			if c.clog {
+				h.Faults = append(h.Faults, Fault{At: 0, Kind: Clog, Nodes: []string{old}, Peers: []string{neu}}, Fault{At: 4 * sec, Kind: Heal})
 			}
 			for k := 1; k <= 6; k++ {
 				p := Pop{At: time.Duration(k)*10*sec + c.late, Node: neu, URI: "http://client/cb", Opaque: "a", Seq: k, Answered: 200, Timer: placedTimer}

@@ -43,12 +43,11 @@ type def struct {
 	// its way to a replica, and late the replicas it held (see heldFor).
 	held time.Duration
 	late map[string]bool
-	// lateSince is, for a replica of late that a message after the write
-	// held (a waited copy, a refill), when that message was sent: no
-	// notice sent before it can have handed that replica the true start
-	// (see heldAt). A replica not in it may have been late since the
-	// write.
-	lateSince map[string]time.Duration
+	// reheld is, for a replica of late that a message after the write
+	// held (a waited hand-off, resync or notice to a replica without a
+	// copy, a refill), when the last such message was sent and how long
+	// it held the copy (see heldAt).
+	reheld map[string]lateCopy
 	// heldBy is the excuse the longest hold stands for (see heldFor).
 	heldBy Excuse
 	// waited caches waitedRecords.
@@ -159,7 +158,7 @@ func newIndex(h *History, o Options) *index {
 	for _, d := range x.defs {
 		d.cutoff, d.reordered = x.cutoff(d)
 		d.lossFrom = x.lossFrom(d)
-		d.held, d.late, d.lateSince, d.heldBy = x.heldFor(d)
+		d.held, d.late, d.reheld, d.heldBy = x.heldFor(d)
 	}
 	return x
 }
