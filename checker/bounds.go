@@ -101,16 +101,19 @@ func (x *index) handOff(d *def, k int) (time.Duration, FaultKind) {
 // then each keeps its own. The delta carries no transit time, so no node
 // can do better without trusting other nodes' wall clocks.
 //
-// It returns too the excuse the longest hold stands for: ExHeldInbound
-// when a message's wait in its receiver's inbound queue made it.
-func (x *index) heldFor(d *def) (time.Duration, map[string]bool, Excuse) {
+// It returns too, for the replicas a message after the write held, when
+// that message was sent and its hold (see lateCopy), and the excuse the
+// longest hold stands for: ExHeldInbound when a message's wait in its
+// receiver's inbound queue made it.
+func (x *index) heldFor(d *def) (time.Duration, map[string]bool, map[string]lateCopy, Excuse) {
 	var held time.Duration
 	by := ExHeld
 	late := map[string]bool{}
+	since := map[string]lateCopy{}
 	ret := min(d.hi, x.end)
 	for _, s := range d.spans {
 		if w, record, ok := overloadWait(s.fault); ok {
-			if h := overloadHeld(s, w, record, d.lo, ret); h > 0 {
+			if h := overloadHeld(s, x.leftAfter(s.fault, w), record, d.lo, ret); h > 0 {
 				if h > held {
 					held, by = h, ExHeld
 				}
@@ -145,7 +148,7 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, Excuse) {
 	if h := x.heldAtSites(d, ret, late); h > held {
 		held, by = h, ExHeld
 	}
-	if h, inbound := x.heldByWait(d, late); h > held {
+	if h, inbound := x.heldByWait(d, late, since); h > held {
 		held, by = h, ExHeld
 		if inbound {
 			by = ExHeldInbound
@@ -159,10 +162,10 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, Excuse) {
 			late[n] = true
 		}
 	}
-	if h := x.heldRefill(d, late); h > held {
+	if h := x.heldRefill(d, late, since); h > held {
 		held, by = h, ExHeld
 	}
-	return held, late, by
+	return held, late, since, by
 }
 
 // heldByWait is heldFor's part for a copy brought back by a message that
@@ -179,8 +182,10 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, Excuse) {
 // A node that got its copy late passes its late start on (a relay to its
 // site, a notice or resync it sends), so the holds add up along a path:
 // the messages are taken in the order they were sent, and one from a
-// node already held carries that node's hold besides its own waits.
-func (x *index) heldByWait(d *def, late map[string]bool) (time.Duration, bool) {
+// node already held carries that node's hold besides its own waits. It
+// records in since when the last message that held each replica was
+// sent, and that replica's hold.
+func (x *index) heldByWait(d *def, late map[string]bool, since map[string]lateCopy) (time.Duration, bool) {
 	if !d.placed {
 		return 0, false
 	}
@@ -212,6 +217,7 @@ func (x *index) heldByWait(d *def, late map[string]bool) (time.Duration, bool) {
 			held, inbound = holds[m.to], inbounds[m.to]
 		}
 		late[m.to] = true
+		since[m.to] = since[m.to].add(m.sent, holds[m.to])
 	}
 	return held, inbound
 }
@@ -244,7 +250,7 @@ type waitedMsg struct {
 // its sender and in its receiver's queue.
 func (x *index) waitedRecord(d *def, s span) (to string, sent, w, q time.Duration, ok bool) {
 	if w, record, ok := overloadWait(s.fault); ok && record {
-		return s.fault.Peers[0], s.from, w, 0, true
+		return s.fault.Peers[0], s.from, x.leftAfter(s.fault, w), 0, true
 	}
 	if q, record, ok := queuedWait(s.fault); ok && record {
 		w := x.sendWaitOf(d, s.fault.Nodes[0], s.fault.Peers[0], true, s.from)
@@ -348,8 +354,10 @@ func (x *index) heldAtSites(d *def, ret time.Duration, late map[string]bool) tim
 // and the only replica with the true start crashed later). It adds to
 // late the replicas it held, and those still or again without a copy
 // once a held one was sent (a late replica's notice may bring it back,
-// start and all), and returns the longest hold.
-func (x *index) heldRefill(d *def, late map[string]bool) time.Duration {
+// start and all), records in since when the latest held copy to each was
+// sent and its hold (for those, when the earliest was, and the longest
+// hold), and returns the longest hold.
+func (x *index) heldRefill(d *def, late map[string]bool, since map[string]lateCopy) time.Duration {
 	if !d.placed {
 		return 0
 	}
@@ -357,14 +365,16 @@ func (x *index) heldRefill(d *def, late map[string]bool) time.Duration {
 	var held time.Duration
 	first := never // the earliest a held copy was sent
 	refilled := map[string]bool{}
+	own := map[string]lateCopy{}
 	for _, f := range cf.other {
 		for _, s := range d.spans {
 			if s.end <= f.at || !holdsInto(s.fault, f.node) || x.revived(d, cf, f.node, f.at, s.from) {
 				continue
 			}
-			if sent, ok := x.refillSent(d, cf, f, max(s.from, f.at), s.end); ok {
-				held, first = max(held, s.end-sent), min(first, sent)
+			if at, ok := x.refillSent(d, cf, f, max(s.from, f.at), s.end); ok {
+				held, first = max(held, s.end-at), min(first, at)
 				refilled[f.node] = true
+				own[f.node] = own[f.node].add(at, s.end-at)
 			}
 		}
 	}
@@ -383,6 +393,11 @@ func (x *index) heldRefill(d *def, late map[string]bool) time.Duration {
 	}
 	for n := range refilled {
 		late[n] = true
+		c, ok := own[n]
+		if !ok {
+			c = lateCopy{first, held}
+		}
+		since[n] = since[n].add(c.since, c.hold)
 	}
 	return held
 }
@@ -436,11 +451,22 @@ func holdsInto(f Fault, node string) bool {
 // notice of its definition with its earlier start, which the sender
 // takes: node's startAnswered). So a late replica pops late only until
 // its first pop, unless every replica got the write late.
+//
+// A replica that a message after the write held (see reheld: a waited
+// hand-off, resync or notice to a replica without a copy, a refill) took
+// a late copy then: a pop made before that message was sent ends the
+// write's hold of r, never that copy's, whose notice reached r before it
+// held the copy or, for a replica a scale placed d on later, not at all
+// (TestHandOffThatWaitedAfterTheOldReplicaPopped: the old replica's pops
+// before the scale do not end the new one's hold). So r then carries the
+// hold of that copy alone until a pop made since ends it.
 func (x *index) heldAt(d *def, r string, k int) time.Duration {
 	if d.held == 0 || !d.late[r] {
 		return 0
 	}
 	lo, _ := d.due(k)
+	c := d.reheld[r]
+	held := d.held
 	for _, idx := range d.bySeq {
 		for _, i := range idx {
 			p := x.h.Pops[i]
@@ -449,11 +475,23 @@ func (x *index) heldAt(d *def, r string, k int) time.Duration {
 			}
 			if !d.late[p.Node] && !x.noticeKept(d, p.Node, r, p.At) && !x.noticeWaited(d, p.Node, r, p.At) ||
 				p.Node == r && x.startAnswered(d, r, p.At) {
-				return 0
+				if p.At >= c.since {
+					return 0
+				}
+				held = min(held, c.hold)
 			}
 		}
 	}
-	return d.held
+	return held
+}
+
+// lateCopy is a late copy a message after the write brought a replica:
+// when the message was sent, and how long it held the copy.
+type lateCopy struct{ since, hold time.Duration }
+
+// add is c with another such message: the later send, the longer hold.
+func (c lateCopy) add(since, hold time.Duration) lateCopy {
+	return lateCopy{max(c.since, since), max(c.hold, hold)}
 }
 
 // startAnswered reports whether the notice r sent of a pop at t surely
@@ -597,14 +635,39 @@ func (x *index) queuedHeld(d *def, s span, q time.Duration, record bool, ret tim
 // recorded it (one whose wait ended within a network delay before t), 0
 // when none did.
 func (x *index) sendWaitOf(d *def, from, to string, record bool, t time.Duration) time.Duration {
+	return x.sendWaitWithin(d, from, to, record, t, x.h.MaxNetDelay)
+}
+
+// sendWaitWithin is sendWaitOf for a message known to have arrived at t
+// only to within "within" after it left (its receiver's unrecorded
+// waits included).
+func (x *index) sendWaitWithin(d *def, from, to string, record bool, t, within time.Duration) time.Duration {
 	for _, s := range d.spans {
 		w, rec, ok := overloadWait(s.fault)
 		if !ok || rec != record || s.fault.Nodes[0] != from || s.fault.Peers[0] != to {
 			continue
 		}
-		if left := s.from + w; left <= t && t <= left+x.h.MaxNetDelay {
+		w = x.leftAfter(s.fault, w)
+		if left := s.from + w; left <= t && t <= left+within {
 			return w
 		}
 	}
 	return 0
+}
+
+// leftAfter is how long the message of Overload fault f, recorded as it
+// was queued with a wait w for its sender's CPU, waited until it left:
+// the recorded wait, unless its sender stood still (a pause) when the
+// wait ran out; a paused process writes nothing, so the message left
+// when it resumed (netsim runs the send as the sender's work). The wait
+// is recorded as the message is queued, before the pause is known
+// (TestCallbackThatWaitedForAPausedSenderLeavesAtItsResume).
+func (x *index) leftAfter(f Fault, w time.Duration) time.Duration {
+	left := f.At + w
+	for _, s := range x.tl.spans {
+		if s.fault.Kind == Pause && slices.Contains(s.fault.Nodes, f.Nodes[0]) && s.from <= left && left < s.end {
+			left = s.end
+		}
+	}
+	return left - f.At
 }

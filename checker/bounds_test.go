@@ -299,6 +299,40 @@ func TestCallbackThatWaitedForItsSenderArrivesThatLate(t *testing.T) {
 	}
 }
 
+// TestCallbackThatWaitedForAPausedSenderLeavesAtItsResume is the
+// callback of TestCallbackThatWaitedForItsSenderArrivesThatLate whose
+// sender stood still before its 1.5 s wait ran out: the Overload fault
+// records the wait as the callback is queued, the pause holds it until
+// the resume, and it arrives then, behind the other sends the resume
+// released, within a healthy delay. A pause that began once the callback
+// had left, or a pop later than that delay past the resume, is G3.
+func TestCallbackThatWaitedForAPausedSenderLeavesAtItsResume(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		pause time.Duration // when the backup paused (0: it did not)
+		pop3  time.Duration
+		want  string
+	}{
+		{"paused while it waited", 6 * sec, 8030 * ms, ""},
+		{"no pause", 0, 8030 * ms, "G3"},
+		{"paused once it had left", 6600 * ms, 8030 * ms, "G3"},
+		{"later than the resume", 6 * sec, 8300 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, _ := placed(t)
+			handOver(h, b, 3)
+			h.Faults = []Fault{{At: 2500 * ms, Kind: Crash, Nodes: []string{p}},
+				{At: 5 * sec, Kind: Overload, Nodes: []string{b}, Peers: []string{"client"}, Detail: "waited=1.5s", Timer: placedTimer}}
+			if c.pause > 0 {
+				h.Faults = append(h.Faults, Fault{At: c.pause, Kind: Pause, Nodes: []string{b}}, Fault{At: 8 * sec, Kind: Resume, Nodes: []string{b}})
+				h.Pops[3].At, h.Pops[4].At = 8050*ms, 8060*ms // pops 4 and 5 fell due while it stood still
+			}
+			h.Pops[2].At = c.pop3
+			requireWant(t, Check(h), c.want, "pop 3")
+		})
+	}
+}
+
 // TestInboundWaitHoldsACopyByItsProcessingTime is C8 at the receiver: a
 // replication of the write that waited in its receiver's inbound queue
 // (a Queued fault, recorded when it arrived) holds the receiver's copy,
@@ -594,6 +628,57 @@ func TestHandOffThatWaitedStartsTheNewReplicaLate(t *testing.T) {
 			}
 			for k := 1; k <= 6; k++ {
 				h.Pops = append(h.Pops, Pop{At: time.Duration(k)*10*sec + c.late, Node: neu, URI: "http://client/cb", Opaque: "a", Seq: k, Answered: 200, Timer: placedTimer})
+			}
+			requireWant(t, Check(h), c.want, "late")
+		})
+	}
+}
+
+// TestHandOffThatWaitedAfterTheOldReplicaPopped is the hand-off of
+// TestHandOffThatWaitedStartsTheNewReplicaLate made once the old
+// replica had popped twice on time: its notices went to the replicas of
+// its view, which the new replica was not yet, so they handed it no
+// start, and its copy, rebuilt from start-time-delta when the waited
+// hand-off arrived, runs late by the wait for good. A pop later than the
+// wait is still late, even when a clog held the write on its way to the
+// new replica for longer: the old replica's pops ended that hold.
+func TestHandOffThatWaitedAfterTheOldReplicaPopped(t *testing.T) {
+	members := []string{"n1", "n2", "n3", "n4"}
+	old := Replicas(members, placedTimer, 1)[0]
+	shrunk := slices.DeleteFunc(slices.Clone(members), func(m string) bool { return m == old })
+	neu := Replicas(shrunk, placedTimer, 1)[0]
+	for _, c := range []struct {
+		name   string
+		waited bool
+		clog   bool // old -> neu clogged for 4 s from the write
+		late   time.Duration
+		want   string
+	}{
+		{"hand-off waited", true, false, 520 * ms, ""},
+		{"no wait", false, false, 520 * ms, "G3"},
+		{"later than the wait", true, false, 720 * ms, "G3"},
+		{"later than the wait, the write held longer", true, true, 720 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: members,
+				Ops:     []Op{write(1, Create, placedTimer, "a", 10*sec, 60*sec, 0, 10*ms, OK)},
+				Scales:  []Scale{{Kind: ScaleDown, Start: 25 * sec, End: 28 * sec, Before: members, After: shrunk}},
+				End:     70 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			}
+			h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = old, 1
+			if c.waited {
+				h.Faults = []Fault{{At: 26 * sec, Kind: Overload, Nodes: []string{old}, Peers: []string{neu}, Detail: "waited=500ms record", Timer: placedTimer}}
+			}
+			if c.clog {
+				h.Faults = append(h.Faults, Fault{At: 0, Kind: Clog, Nodes: []string{old}, Peers: []string{neu}}, Fault{At: 4 * sec, Kind: Heal})
+			}
+			for k := 1; k <= 6; k++ {
+				p := Pop{At: time.Duration(k)*10*sec + c.late, Node: neu, URI: "http://client/cb", Opaque: "a", Seq: k, Answered: 200, Timer: placedTimer}
+				if k <= 2 {
+					p.At, p.Node = time.Duration(k)*10*sec+5*ms, old
+				}
+				h.Pops = append(h.Pops, p)
 			}
 			requireWant(t, Check(h), c.want, "late")
 		})

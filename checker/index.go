@@ -43,6 +43,11 @@ type def struct {
 	// its way to a replica, and late the replicas it held (see heldFor).
 	held time.Duration
 	late map[string]bool
+	// reheld is, for a replica of late that a message after the write
+	// held (a waited hand-off, resync or notice to a replica without a
+	// copy, a refill), when the last such message was sent and how long
+	// it held the copy (see heldAt).
+	reheld map[string]lateCopy
 	// heldBy is the excuse the longest hold stands for (see heldFor).
 	heldBy Excuse
 	// waited caches waitedRecords.
@@ -153,7 +158,7 @@ func newIndex(h *History, o Options) *index {
 	for _, d := range x.defs {
 		d.cutoff, d.reordered = x.cutoff(d)
 		d.lossFrom = x.lossFrom(d)
-		d.held, d.late, d.heldBy = x.heldFor(d)
+		d.held, d.late, d.reheld, d.heldBy = x.heldFor(d)
 	}
 	return x
 }
