@@ -107,6 +107,8 @@ type index struct {
 	disks map[string]*nodeDisk
 	// defsByTimer is the definitions by timer (defsOf).
 	defsByTimer map[uint64][]*def
+	// factorsBefore memoises factorBefore, by op and seq.
+	factorsBefore map[[2]int]factors
 	// verdicts and writeVerdicts are what the checks concluded, per pop
 	// and guarantee and per write (by Seq); coverage tallies them.
 	verdicts      map[popKey]*popVerdicts
@@ -225,29 +227,68 @@ func (x *index) writtenRF(op Op) factors {
 }
 
 // factorBefore is the factor op finds its timer with, from the timer's
-// writes before seq.
+// writes before seq: what the last of them to take effect left. That is
+// the latest one that decides a factor, or any earlier write that ran at
+// the same time as it: concurrent writes take effect in either order
+// (an update's retry under a newer version lands after a delete it
+// raced, TestRacedWriteMayLeaveTheFactor). Memoised: each concurrent
+// write opens another branch.
 func (x *index) factorBefore(op Op, seq int) factors {
-	dflt := one(x.o.DefaultReplicationFactor)
+	key := [2]int{op.Seq, seq}
+	if f, ok := x.factorsBefore[key]; ok {
+		return f
+	}
+	f := factors{1, max(len(x.h.Members), 1)}
 	ops := x.byTimer[op.Timer]
 	for i := len(ops) - 1; i >= 0 && op.Timer != 0; i-- {
 		w := ops[i]
-		switch {
-		case w.Seq >= seq:
-		case w.Kind == Delete && w.Outcome == OK && w.Return <= op.Invoke:
-			return dflt
-		case w.Kind == Delete:
-			// Still running, or its outcome unknown: it may have
-			// taken effect or not.
-			return dflt.or(x.factorBefore(op, w.Seq))
-		case x.mayHaveEnded(w, op.Invoke):
-			return dflt.or(x.writtenRF(w))
-		case w.Spec.ReplicationFactor > 0:
-			return one(w.Spec.ReplicationFactor)
-		case w.Kind == Create:
-			return dflt
+		if w.Seq >= seq {
+			continue
 		}
+		left, decided := x.factorLeft(op, w)
+		if !decided {
+			continue
+		}
+		for _, v := range ops[:i] {
+			if v.Outcome != Failed && overlaps(v, w, x.end) {
+				if g, ok := x.factorLeft(op, v); ok {
+					left = left.or(g)
+				} else {
+					left = left.or(x.factorBefore(op, v.Seq))
+				}
+			}
+		}
+		f = left
+		break
 	}
-	return factors{1, max(len(x.h.Members), 1)}
+	if x.factorsBefore == nil {
+		x.factorsBefore = map[[2]int]factors{}
+	}
+	x.factorsBefore[key] = f
+	return f
+}
+
+// factorLeft is the factor op finds its timer with when w is the last of
+// its writes to take effect before op. decided is false for an update
+// that gave none to a timer still live: it keeps the factor it found,
+// which the writes before it decide.
+func (x *index) factorLeft(op, w Op) (f factors, decided bool) {
+	dflt := one(x.o.DefaultReplicationFactor)
+	switch {
+	case w.Kind == Delete && w.Outcome == OK && w.Return <= op.Invoke:
+		return dflt, true
+	case w.Kind == Delete:
+		// Still running, or its outcome unknown: it may have
+		// taken effect or not.
+		return dflt.or(x.factorBefore(op, w.Seq)), true
+	case x.mayHaveEnded(w, op.Invoke):
+		return dflt.or(x.writtenRF(w)), true
+	case w.Spec.ReplicationFactor > 0:
+		return one(w.Spec.ReplicationFactor), true
+	case w.Kind == Create:
+		return dflt, true
+	}
+	return factors{}, false
 }
 
 // overlaps reports whether two writes ran at the same time: each was
