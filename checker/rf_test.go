@@ -293,3 +293,46 @@ func TestRacedWriteMayLeaveTheFactor(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateAfterEveryCopyWasLostMayTakeTheDefault proves an update
+// without a factor is judged with the default among its factors where a
+// crash may have taken every copy of its timer before it was invoked: the
+// node finds no copy to take the factor from and creates the timer again
+// with the default. An rf 1 timer's only replica crashes (no disks) and
+// stays down; an update made after the crash may hold the default's two
+// replicas. Bounded: the crash of a member holding no copy, or a crash
+// after the update, leaves the timer's factor alone.
+func TestUpdateAfterEveryCopyWasLostMayTakeTheDefault(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		onCopy  bool
+		crashAt time.Duration
+		unknown bool
+	}{
+		{"only copy crashed before", true, 5 * sec, true},
+		{"other member crashed before", false, 5 * sec, false},
+		{"only copy crashed after", true, 9 * sec, false},
+	} {
+		h, _, _, other := placed(t)
+		only := Replicas(h.Members, placedTimer, 1)[0]
+		create := write(1, Create, placedTimer, "a", 10*sec, 20*sec, 0, 10*ms, OK)
+		create.Spec.ReplicationFactor = 1
+		up := write(2, Update, placedTimer, "b", 20*sec, 2*time.Minute, 8*sec, 8*sec+10*ms, OK)
+		up.Spec.ReplicationFactor = 0
+		h.Ops = []Op{create, up}
+		for i := range h.Ops {
+			h.Ops[i].Node = other
+		}
+		h.Pops = nil
+		h.Faults = []Fault{{At: c.crashAt, Kind: Crash, Nodes: []string{pick(c.onCopy, only, other)}}}
+		d := newIndex(h, DefaultOptions()).byOpaque["b"]
+		lo, hi := 1, 1
+		if c.unknown {
+			hi = DefaultReplicationFactor
+		}
+		if d.rfUnknown != c.unknown || d.rfMin != lo || d.rf != hi {
+			t.Errorf("%s: update's factor %d..%d unknown %v, want %d..%d unknown %v",
+				c.name, d.rfMin, d.rf, d.rfUnknown, lo, hi, c.unknown)
+		}
+	}
+}
