@@ -774,3 +774,49 @@ func TestStartHandedOnByAnOlderCopysHolderMayGainItsClock(t *testing.T) {
 		}
 	}
 }
+
+// TestStartHandedOnByAnotherSitesHolderMayGainItsClock proves G1 counts
+// the clocks of the default factor's replicas at every site, not only at
+// the write's: another site's relay answers a forward or a pop notice
+// with the earliest start its site holds, a default replica's there
+// among them, rebuilt from what that replica's clock measured. With the
+// clock of the other site's default replica 1% fast, an rf 1 timer's pop
+// 1 may come 50 ms before its due time at its home primary; with the
+// clock fast on that site's node outside the default's replicas, that is
+// G1.
+func TestStartHandedOnByAnotherSitesHolderMayGainItsClock(t *testing.T) {
+	home := []string{"n1", "n2", "n3"}
+	far := []string{"n4", "n5", "n6"}
+	away := Replicas(far, placedTimer, 1)[0]
+	holder := Replicas(far, placedTimer, DefaultReplicationFactor)[1]
+	var outside string
+	for _, n := range far {
+		if n != away && n != holder {
+			outside = n
+		}
+	}
+	primary := Replicas(home, placedTimer, 1)[0]
+	for _, related := range []bool{true, false} {
+		h := &History{
+			Members: append(slices.Clone(home), far...),
+			// The far site's relay is its rf 1 replica, so that only
+			// the default's replicas there are new to the timer.
+			Sites:        [][]string{home, {away, holder, outside}},
+			Ops:          []Op{write(1, Create, placedTimer, "a", 10*sec, 10*sec, 0, 10*ms, OK)},
+			End:          20 * sec,
+			MaxClockSkew: ms,
+			MaxNetDelay:  5 * ms,
+			Faults:       []Fault{{At: 0, Kind: ClockDrift, Nodes: []string{pick(related, holder, outside)}, Detail: "10000ppm"}},
+		}
+		h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = primary, 1
+		early := pop(10*sec-50*ms, primary, "a", 1)
+		early.Timer = placedTimer
+		h.Pops = []Pop{early}
+		vs := Check(h)
+		if related {
+			requireNone(t, vs)
+		} else {
+			requireHas(t, vs, "G1", "pop 1")
+		}
+	}
+}

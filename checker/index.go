@@ -107,14 +107,63 @@ type index struct {
 	disks map[string]*nodeDisk
 	// defsByTimer is the definitions by timer (defsOf).
 	defsByTimer map[uint64][]*def
+	// factorsBefore memoises factorBefore, by op and seq.
+	factorsBefore map[[2]int]factors
 	// verdicts and writeVerdicts are what the checks concluded, per pop
 	// and guarantee and per write (by Seq); coverage tallies them.
 	verdicts      map[popKey]*popVerdicts
 	writeVerdicts map[int]verdict
 }
 
-// newIndex attributes every pop to its definition.
+// newIndex attributes every pop to its definition. Where an update
+// without a factor may have found its timer's every copy lost
+// (mayFindNoTimer), the index is built again with the default among that
+// update's factors: a factor changes the update's placement, and all
+// that is judged from it. Each round only adds factors, so the rounds end.
 func newIndex(h *History, o Options) *index {
+	lost := map[int]bool{}
+	for {
+		x := buildIndex(h, o, lost)
+		more := false
+		for _, d := range x.defs {
+			if !lost[d.op.Seq] && x.mayFindNoTimer(d) {
+				lost[d.op.Seq], more = true, true
+			}
+		}
+		if !more {
+			return x
+		}
+	}
+}
+
+// mayFindNoTimer reports whether d, an update without a factor, may have
+// found no copy of its timer to take the factor from: every copy of the
+// definition written last before it may have been lost to a crash by the
+// time it was invoked (lossFrom). The node then creates the timer again,
+// with the default factor (docs/design.md 4.5), as after a delete
+// (TestUpdateAfterEveryCopyWasLostMayTakeTheDefault).
+func (x *index) mayFindNoTimer(d *def) bool {
+	if d.op.Kind != Update || d.op.Spec.ReplicationFactor > 0 || d.rfMin <= x.o.DefaultReplicationFactor && x.o.DefaultReplicationFactor <= d.rf {
+		return false
+	}
+	ops := x.byTimer[d.op.Timer]
+	for i := len(ops) - 1; i >= 0; i-- {
+		w := ops[i]
+		switch {
+		case w.Seq >= d.op.Seq || w.Outcome == Failed:
+		case w.Kind == Delete:
+			return false // its factor is the default already
+		default:
+			e := x.byOpaque[w.Spec.Opaque]
+			return e != nil && e.lossFrom <= d.op.Invoke
+		}
+	}
+	return false
+}
+
+// buildIndex is newIndex's one round: lost lists the updates, by Seq,
+// that may have found no timer and so may have taken the default factor.
+func buildIndex(h *History, o Options, lost map[int]bool) *index {
 	x := &index{h: h, o: o, end: historyEnd(h), byOpaque: map[string]*def{}, byTimer: map[uint64][]Op{}, endpoints: map[string]bool{},
 		verdicts: map[popKey]*popVerdicts{}, writeVerdicts: map[int]verdict{}}
 	x.tl = buildTimeline(h, x.end, o.FaultSettle)
@@ -135,7 +184,7 @@ func newIndex(h *History, o Options) *index {
 		if _, dup := x.byOpaque[op.Spec.Opaque]; dup {
 			continue // the first attempt with an opaque owns it
 		}
-		d := x.newDef(op)
+		d := x.newDef(op, lost[op.Seq])
 		x.endpoints[d.host] = true
 		x.defs = append(x.defs, d)
 		x.byOpaque[op.Spec.Opaque] = d
@@ -163,12 +212,17 @@ func newIndex(h *History, o Options) *index {
 	return x
 }
 
-func (x *index) newDef(op Op) *def {
+// newDef makes op's definition; lost adds the default to its factors
+// (see mayFindNoTimer).
+func (x *index) newDef(op Op, lost bool) *def {
 	d := &def{op: op, lo: op.Invoke, hi: op.Return, host: hostOf(op.Spec.URI), bySeq: map[int][]int{}}
 	if op.Outcome == Unknown || d.hi < d.lo {
 		d.hi = x.end
 	}
 	f := x.writtenRF(op)
+	if lost {
+		f = f.or(one(x.o.DefaultReplicationFactor))
+	}
 	d.rfMin, d.rf, d.rfUnknown = f.lo, f.hi, f.lo != f.hi
 	d.quorum = ackQuorum(d.rfMin)
 	d.key = timerKey(op.Timer)
@@ -225,29 +279,68 @@ func (x *index) writtenRF(op Op) factors {
 }
 
 // factorBefore is the factor op finds its timer with, from the timer's
-// writes before seq.
+// writes before seq: what the last of them to take effect left. That is
+// the latest one that decides a factor, or any earlier write that ran at
+// the same time as it: concurrent writes take effect in either order
+// (an update's retry under a newer version lands after a delete it
+// raced, TestRacedWriteMayLeaveTheFactor). Memoised: each concurrent
+// write opens another branch.
 func (x *index) factorBefore(op Op, seq int) factors {
-	dflt := one(x.o.DefaultReplicationFactor)
+	key := [2]int{op.Seq, seq}
+	if f, ok := x.factorsBefore[key]; ok {
+		return f
+	}
+	f := factors{1, max(len(x.h.Members), 1)}
 	ops := x.byTimer[op.Timer]
 	for i := len(ops) - 1; i >= 0 && op.Timer != 0; i-- {
 		w := ops[i]
-		switch {
-		case w.Seq >= seq:
-		case w.Kind == Delete && w.Outcome == OK && w.Return <= op.Invoke:
-			return dflt
-		case w.Kind == Delete:
-			// Still running, or its outcome unknown: it may have
-			// taken effect or not.
-			return dflt.or(x.factorBefore(op, w.Seq))
-		case x.mayHaveEnded(w, op.Invoke):
-			return dflt.or(x.writtenRF(w))
-		case w.Spec.ReplicationFactor > 0:
-			return one(w.Spec.ReplicationFactor)
-		case w.Kind == Create:
-			return dflt
+		if w.Seq >= seq {
+			continue
 		}
+		left, decided := x.factorLeft(op, w)
+		if !decided {
+			continue
+		}
+		for _, v := range ops[:i] {
+			if v.Outcome != Failed && overlaps(v, w, x.end) {
+				if g, ok := x.factorLeft(op, v); ok {
+					left = left.or(g)
+				} else {
+					left = left.or(x.factorBefore(op, v.Seq))
+				}
+			}
+		}
+		f = left
+		break
 	}
-	return factors{1, max(len(x.h.Members), 1)}
+	if x.factorsBefore == nil {
+		x.factorsBefore = map[[2]int]factors{}
+	}
+	x.factorsBefore[key] = f
+	return f
+}
+
+// factorLeft is the factor op finds its timer with when w is the last of
+// its writes to take effect before op. decided is false for an update
+// that gave none to a timer still live: it keeps the factor it found,
+// which the writes before it decide.
+func (x *index) factorLeft(op, w Op) (f factors, decided bool) {
+	dflt := one(x.o.DefaultReplicationFactor)
+	switch {
+	case w.Kind == Delete && w.Outcome == OK && w.Return <= op.Invoke:
+		return dflt, true
+	case w.Kind == Delete:
+		// Still running, or its outcome unknown: it may have
+		// taken effect or not.
+		return dflt.or(x.factorBefore(op, w.Seq)), true
+	case x.mayHaveEnded(w, op.Invoke):
+		return dflt.or(x.writtenRF(w)), true
+	case w.Spec.ReplicationFactor > 0:
+		return one(w.Spec.ReplicationFactor), true
+	case w.Kind == Create:
+		return dflt, true
+	}
+	return factors{}, false
 }
 
 // overlaps reports whether two writes ran at the same time: each was

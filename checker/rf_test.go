@@ -251,3 +251,88 @@ func TestUpdateRacingAnotherWriteMayFindEither(t *testing.T) {
 		t.Errorf("update racing a one-shot: factors %d..%d unknown %v, want 1..%d unknown", d.rfMin, d.rf, d.rfUnknown, DefaultReplicationFactor)
 	}
 }
+
+// TestRacedWriteMayLeaveTheFactor proves an update without a factor is
+// judged with the factor of any write that may have taken effect last
+// before it, not only the latest to return: two writes that ran at the
+// same time take effect in either order. An update with factor 4 races a
+// delete; whichever the history lists last, the timer may be live with 4
+// (the update's retry under a newer version landed after the delete) or
+// deleted (the default), so a later update without a factor may hold
+// either. With the raced update failed, only the delete's default is
+// left.
+func TestRacedWriteMayLeaveTheFactor(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		deleteFirst  bool
+		raced        Outcome
+		unknown      bool
+		rfMin, rfMax int
+	}{
+		{"delete listed last", false, OK, true, DefaultReplicationFactor, 4},
+		{"update listed last", true, OK, true, DefaultReplicationFactor, 4},
+		{"raced update failed", false, Failed, false, DefaultReplicationFactor, DefaultReplicationFactor},
+	} {
+		h, _, _, _ := placed(t)
+		create := write(1, Create, placedTimer, "a", sec, 30*sec, 0, 10*ms, OK)
+		create.Spec.ReplicationFactor = 3
+		raced := write(2, Update, placedTimer, "b", 3*sec, 6*sec, 5*sec, 5*sec+50*ms, c.raced)
+		raced.Spec.ReplicationFactor = 4
+		gone := del(3, placedTimer, 5*sec, 5*sec+27*ms, OK)
+		if c.deleteFirst {
+			raced.Seq, gone.Seq = 3, 2
+		}
+		up := write(4, Update, placedTimer, "c", 30*sec, 2*time.Minute, 5*sec+100*ms, 5*sec+110*ms, OK)
+		up.Spec.ReplicationFactor = 0
+		h.Ops = []Op{create, raced, gone, up}
+		h.Pops = nil
+		d := newIndex(h, DefaultOptions()).byOpaque["c"]
+		if d.rfUnknown != c.unknown || d.rfMin != c.rfMin || d.rf != c.rfMax {
+			t.Errorf("%s: update's factor %d..%d unknown %v, want %d..%d unknown %v",
+				c.name, d.rfMin, d.rf, d.rfUnknown, c.rfMin, c.rfMax, c.unknown)
+		}
+	}
+}
+
+// TestUpdateAfterEveryCopyWasLostMayTakeTheDefault proves an update
+// without a factor is judged with the default among its factors where a
+// crash may have taken every copy of its timer before it was invoked: the
+// node finds no copy to take the factor from and creates the timer again
+// with the default. An rf 1 timer's only replica crashes (no disks) and
+// stays down; an update made after the crash may hold the default's two
+// replicas. Bounded: the crash of a member holding no copy, or a crash
+// after the update, leaves the timer's factor alone.
+func TestUpdateAfterEveryCopyWasLostMayTakeTheDefault(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		onCopy  bool
+		crashAt time.Duration
+		unknown bool
+	}{
+		{"only copy crashed before", true, 5 * sec, true},
+		{"other member crashed before", false, 5 * sec, false},
+		{"only copy crashed after", true, 9 * sec, false},
+	} {
+		h, _, _, other := placed(t)
+		only := Replicas(h.Members, placedTimer, 1)[0]
+		create := write(1, Create, placedTimer, "a", 10*sec, 20*sec, 0, 10*ms, OK)
+		create.Spec.ReplicationFactor = 1
+		up := write(2, Update, placedTimer, "b", 20*sec, 2*time.Minute, 8*sec, 8*sec+10*ms, OK)
+		up.Spec.ReplicationFactor = 0
+		h.Ops = []Op{create, up}
+		for i := range h.Ops {
+			h.Ops[i].Node = other
+		}
+		h.Pops = nil
+		h.Faults = []Fault{{At: c.crashAt, Kind: Crash, Nodes: []string{pick(c.onCopy, only, other)}}}
+		d := newIndex(h, DefaultOptions()).byOpaque["b"]
+		lo, hi := 1, 1
+		if c.unknown {
+			hi = DefaultReplicationFactor
+		}
+		if d.rfUnknown != c.unknown || d.rfMin != lo || d.rf != hi {
+			t.Errorf("%s: update's factor %d..%d unknown %v, want %d..%d unknown %v",
+				c.name, d.rfMin, d.rf, d.rfUnknown, lo, hi, c.unknown)
+		}
+	}
+}
