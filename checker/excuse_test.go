@@ -667,3 +667,31 @@ func TestCutFromTheRelayKeepsAWriteFromItsSite(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaCrashedInTheLivenessPhaseIsUnable proves G7 weighs a crash
+// the plan makes in the liveness phase itself (a restart in the middle of
+// a scale's resync): an rf 1 timer's replica, down from 5.5 s to 7.5 s,
+// makes pops 6 and 7 at its restart from disk, late and excused; the same
+// late pops with another node down are late (G3: no fault touched them).
+func TestReplicaCrashedInTheLivenessPhaseIsUnable(t *testing.T) {
+	for _, replicaDown := range []bool{true, false} {
+		h, p, _, other := placed(t)
+		h.Ops[0].Spec.ReplicationFactor = 1
+		h.Storage, h.LivenessFrom = true, 3*sec
+		down := other
+		if replicaDown {
+			down = p
+		}
+		h.Faults = []Fault{{At: 5500 * ms, Kind: Crash, Nodes: []string{down}}, {At: 7500 * ms, Kind: Restart, Nodes: []string{down}}}
+		h.Pops[5].At, h.Pops[6].At = 7502*ms, 7503*ms
+		vs, cov := DefaultOptions().Judge(h)
+		if !replicaDown {
+			requireHas(t, vs, "G3", "pop 6")
+			continue
+		}
+		requireNone(t, vs)
+		if cov.Excused[ExAllDown] == 0 {
+			t.Errorf("all-replicas-down excused nothing: %v", cov.Excused)
+		}
+	}
+}

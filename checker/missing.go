@@ -149,12 +149,19 @@ func (x *index) lossFrom(d *def) time.Duration {
 
 // liveAllLost reports whether, in the liveness phase, no replica was
 // left able to make pop k of d: every replica failed its callback (a
-// node whose clock runs ahead may try it just before the faults end) or
-// lost its copy to a crash or a missed write not repaired since. All
-// replicas are back then, so nothing else excuses the pop.
+// node whose clock runs ahead may try it just before the faults end),
+// lost its copy to a crash or a missed write not repaired since, or was
+// down at the pop by a crash or pause the plan made in the liveness
+// phase itself (a restart in the middle of a scale's resync). The faults
+// of the safety phase are over then, so nothing else excuses the pop.
 func (x *index) liveAllLost(d *def, k int) bool {
 	a, b := x.window(d, k)
 	_, strict := x.dropped(d, a, b)
 	addAll(strict, x.failedPop(d, k))
+	for _, s := range d.spans {
+		if (s.fault.Kind == Crash || s.fault.Kind == Pause) && s.from >= x.tl.liveFrom && s.from <= b && s.to >= a {
+			addAll(strict, s.fault.Nodes)
+		}
+	}
 	return x.allLost(d, strict, a, b)
 }
