@@ -95,8 +95,8 @@ func (x *index) checkSeq(d *def, seq int) []Violation {
 // restart from disk repeats the pops whose progress had not reached it,
 // at once and so at a later pop's time, docs/design.md 4.16; a repeat is
 // judged as one, see checkRetries), or, for the first delivery, late (G3,
-// or G7 after the liveness phase began). It returns the delivery's lateness verdict
-// (G3's, for the first delivery) beside any violation.
+// or G7 after the liveness phase began). It returns the delivery's
+// lateness verdict (G3's, for the first delivery) beside any violation.
 func (x *index) checkDelivery(d *def, seq int, p Pop, first bool) (verdict, Violation, bool) {
 	lo, hi := d.due(seq)
 	bound, ok, touched, liveness, late := x.lateAllowance(d, seq, p)
