@@ -167,14 +167,28 @@ func (n *Node) earliestStart(held, answered *Timer) {
 	}
 }
 
+// aheadOfClock reports whether a record another node sent, of version,
+// was versioned by a clock more than twice MaxClockLead ahead of this
+// one's (see idGen.ahead): a replica takes no such record, by whatever
+// path it comes (a replication, a resync page, the newer record a peer
+// answers a notice or a forward with). Taken from an answer, it replaced
+// an acknowledged update made after it, for as long as the clock that
+// versioned it had run ahead (TestRecordTooFarAheadIsNotTakenFromAnAnswer).
+func (n *Node) aheadOfClock(version uint64) bool {
+	if n.ids.ahead(version, n.nowMs()) {
+		n.hit(probeReplicaAhead)
+		return true
+	}
+	return false
+}
+
 // replicaPut applies a replication message from another node, or places a
 // timer forwarded from another site on this site's replicas.
 func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, reply func(Response)) {
 	n.stats.ReplicationsReceived++
-	if now := n.nowMs(); n.ids.ahead(r.Version, now) {
-		n.hit(probeReplicaAhead)
+	if n.aheadOfClock(r.Version) {
 		reply(badRequest(fmt.Sprintf("timing.version %d is dated %d ms after this node's clock, more than twice MaxClockLead ahead",
-			r.Version, IDTime(r.Version)-now)))
+			r.Version, IDTime(r.Version)-n.nowMs())))
 		return
 	}
 	if len(r.Replicas) == 0 {

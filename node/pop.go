@@ -336,7 +336,7 @@ func parsePopped(v string) (seq, missed uint32, ok bool) {
 // ok is false when the answer carries none.
 func (n *Node) answeredRecord(id uint64, resp Response) (*Timer, bool) {
 	spec, repl, err := wire.Parse(resp.Body)
-	if err != nil || repl == nil || len(repl.Replicas) == 0 {
+	if err != nil || repl == nil || len(repl.Replicas) == 0 || n.aheadOfClock(repl.Version) {
 		return nil, false
 	}
 	return n.fromReplication(id, spec, repl), true

@@ -797,7 +797,7 @@ func (n *Node) resyncRecord(e wire.PageEntry) (t *Timer, old []string, ok bool) 
 		n.log.Warn("resync: entry with a bad timer body", "timer", wid, "err", err)
 		return nil, nil, false
 	}
-	if r.ViewID != n.ring.ViewID() || deletes(spec) {
+	if r.ViewID != n.ring.ViewID() || deletes(spec) || n.aheadOfClock(r.Version) {
 		return nil, nil, false
 	}
 	rf := spec.ReplicationFactor

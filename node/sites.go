@@ -154,7 +154,7 @@ func (n *Node) siteAnswered(id uint64, resp Response) {
 		return
 	}
 	spec, repl, err := wire.Parse(resp.Body)
-	if err != nil || repl == nil {
+	if err != nil || repl == nil || n.aheadOfClock(repl.Version) {
 		return
 	}
 	// The newer record's replication factor places it: what this node

@@ -269,3 +269,27 @@ func TestSiteRelayAnswersItsEarlierStart(t *testing.T) {
 		t.Fatalf("relay's start: got %d, want the earlier %d", got.Start, now-2000)
 	}
 }
+
+// TestRecordTooFarAheadIsNotTakenFromAnAnswer proves a node takes no
+// record versioned more than twice MaxClockLead ahead of its clock from
+// an answer, as it takes none from a replication: not from another
+// site's 409 to a forward, nor from a peer's 409 to a notice. One within
+// the bound is taken.
+func TestRecordTooFarAheadIsNotTakenFromAnAnswer(t *testing.T) {
+	for _, ahead := range []time.Duration{DefaultMaxClockLead, 2*DefaultMaxClockLead + time.Second} {
+		h, id, fwd := forwardedCreate(t, 60)
+		held, _ := h.node.Timer(id)
+		g := newIDGen(7, 0)
+		v, _ := g.next(h.node.nowMs() + ahead.Milliseconds())
+		tomb := Timer{ID: id, Version: v, Start: held.Start, Interval: held.Interval, RepeatFor: held.RepeatFor,
+			State: Tombstone, RF: held.RF, Placement: &Placement{Replicas: []string{h.node.self}, Sites: []string{"site1", "site2"}}}
+		answer := Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(v, 10)}, Body: EncodeReplication(&tomb, h.node.nowMs())}
+		_, fromNotice := h.node.answeredRecord(id, answer)
+		fwd.done(answer, nil)
+		now, _ := h.node.Timer(id)
+		taken := now.Version == v
+		if want := ahead <= DefaultMaxClockLead; taken != want || fromNotice != want {
+			t.Errorf("a record %v ahead: taken from the forward's answer %v, from a notice's %v; want %v", ahead, taken, fromNotice, want)
+		}
+	}
+}
