@@ -19,11 +19,14 @@ import (
 const waitCeiling = 30 * time.Second
 
 // fakeNode is a shell script that stands for a node: it prints "reloaded"
-// on each SIGHUP and exits 0 on SIGTERM, as chronos does.
+// on each SIGHUP and exits 0 on SIGTERM, as chronos does. Its sleep holds
+// none of its output open, so that its exit ends the output at once,
+// however late the sleep is killed on a loaded machine (the harness
+// waits pipeDelay for the output after an exit).
 const fakeNode = `#!/bin/sh
 trap 'echo reloaded' HUP
 trap 'kill $s; exit 0' TERM
-sleep 1000 & s=$!
+sleep 1000 >/dev/null 2>&1 & s=$!
 echo serving
 while :; do wait $s && exit 1; done
 `
