@@ -664,8 +664,8 @@ func (x *index) sendWaitWithin(d *def, from, to string, record bool, t, within t
 // (TestCallbackThatWaitedForAPausedSenderLeavesAtItsResume).
 func (x *index) leftAfter(f Fault, w time.Duration) time.Duration {
 	left := f.At + w
-	for _, s := range x.tl.spans {
-		if s.fault.Kind == Pause && slices.Contains(s.fault.Nodes, f.Nodes[0]) && s.from <= left && left < s.end {
+	for _, s := range x.tl.pauses[f.Nodes[0]] {
+		if s.from <= left && left < s.end {
 			left = s.end
 		}
 	}

@@ -56,8 +56,11 @@ type span struct {
 type timeline struct {
 	// spans are every fault but the message faults that name a timer,
 	// which byTimer files by the timer they hit.
-	spans    []span
-	byTimer  map[uint64][]span
+	spans   []span
+	byTimer map[uint64][]span
+	// pauses are the pause spans of each node, by start (for leftAfter,
+	// asked once per waited send).
+	pauses   map[string][]span
 	liveFrom time.Duration
 	// clocks holds each node's clock changes, for lag.
 	clocks map[string][]clockChange
@@ -134,7 +137,16 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 				}
 			}
 		}
-		tl.spans = append(tl.spans, span{from: f.At, to: to + settle, end: to, fault: f})
+		sp := span{from: f.At, to: to + settle, end: to, fault: f}
+		tl.spans = append(tl.spans, sp)
+		if f.Kind == Pause {
+			if tl.pauses == nil {
+				tl.pauses = map[string][]span{}
+			}
+			for _, n := range f.Nodes {
+				tl.pauses[n] = append(tl.pauses[n], sp)
+			}
+		}
 	}
 	return tl
 }
