@@ -116,7 +116,12 @@ func (x *index) placement(d *def) ([]string, int) {
 // homeSite is the index in History.Sites of the site of the node that
 // took d's write (the first, when it is at none).
 func (x *index) homeSite(d *def) int {
-	return max(0, slices.IndexFunc(x.h.Sites, func(site []string) bool { return slices.Contains(site, d.op.Node) }))
+	return max(0, x.siteOf(d.op.Node))
+}
+
+// siteOf is the index in History.Sites of node n's site, -1 for none.
+func (x *index) siteOf(n string) int {
+	return slices.IndexFunc(x.h.Sites, func(site []string) bool { return slices.Contains(site, n) })
 }
 
 // replicaSetIn is the nodes that may hold d somewhere in [a, b] (its

@@ -142,9 +142,9 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 // site waited 1.17 s, then was lost; seed 170: a full backup refused the
 // replication it processed 0.94 s late, after the client's answer; and
 // another site's relay, paused, refused by its age a forward it had been
-// sent 10 s before). A refusal with no Age is dated
-// by the wait in its receiver's inbound queue (a Queued fault on the
-// link whose wait ended then), if any.
+// sent 10 s before). A refusal with no Age is dated by the wait in its
+// receiver's inbound queue (a Queued fault on the link whose wait ended
+// then), if any.
 func (x *index) sentAt(d *def, s span) time.Duration {
 	f := s.fault
 	if f.Kind != Lost || len(f.Nodes) == 0 || len(f.Peers) == 0 {

@@ -52,15 +52,7 @@ func (x *index) repopulatedBy(d *def, n string, t time.Duration) (time.Duration,
 // sameSite reports whether nodes n and q are members of one site (always,
 // with one site).
 func (x *index) sameSite(n, q string) bool {
-	if len(x.h.Sites) <= 1 {
-		return true
-	}
-	for _, site := range x.h.Sites {
-		if slices.Contains(site, n) {
-			return slices.Contains(site, q)
-		}
-	}
-	return false
+	return len(x.h.Sites) <= 1 || x.siteOf(n) >= 0 && x.siteOf(n) == x.siteOf(q)
 }
 
 // keptCopy reports whether replica q surely held d from its write to t:
