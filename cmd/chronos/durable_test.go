@@ -121,6 +121,11 @@ func TestProcessStorageKeepsTimersAcrossRestarts(t *testing.T) {
 		if err := p.start(t, bin, waitTimeout); err != nil {
 			t.Fatal(err)
 		}
+		// The node answers /status as soon as it serves, which may be
+		// before its "serving" line has come through the output pipe.
+		if err := p.proc.AwaitLog("msg=serving", waitTimeout); err != nil {
+			t.Fatal(err)
+		}
 		log := p.proc.Log().String()
 		rec, serving := strings.Index(log, "storage recovered"), strings.Index(log, "msg=serving")
 		if rec < 0 || rec > serving || strings.Contains(log[rec:serving], "entries=0 ") {
