@@ -137,6 +137,7 @@ func (n *Node) mergeEnv(now int64) mergeEnv {
 		full:               n.store.Len() >= n.cfg.Limits.MaxTimers,
 		retryWindow:        n.retryWindow().Milliseconds(),
 		replicationTimeout: n.cfg.ReplicationTimeout,
+		maxClockSkew:       n.cfg.MaxClockSkew.Milliseconds(),
 	}
 }
 

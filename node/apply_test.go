@@ -1,6 +1,7 @@
 package node
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -153,5 +154,61 @@ func TestEarlierStartIsTakenOnlyForTheSameDefinition(t *testing.T) {
 		if held, _ := a.Timer(id); held.Start != tc.wantStart {
 			t.Fatalf("%s: the held record's start moved by %d ms, want %d", tc.name, held.Start-now, tc.wantStart-now)
 		}
+	}
+}
+
+// TestProgressFromTheFutureIsNotTaken proves a replica takes no pops that
+// are not due yet by its clock, give or take MaxClockSkew: a peer whose
+// clock ran minutes ahead popped a timer's every pop at once, and once
+// set right offered its finished tombstone, which buried the live copies
+// of the timer's other replicas and lost their remaining pops (a case
+// the sweep found). A tombstone of a definition whose last pop is due
+// within MaxClockSkew of now is taken; a live record is taken with the
+// pops that can be due.
+func TestProgressFromTheFutureIsNotTaken(t *testing.T) {
+	skew := DefaultMaxClockSkew
+	for _, tc := range []struct {
+		name  string
+		state State
+		seq   uint32
+		ahead time.Duration // how long after now the offered pop seq is due
+		// What the node holds afterwards, and the pops it then makes.
+		wantState State
+		wantSeq   uint32
+		wantPops  []string
+	}{
+		{"finished, far ahead", Tombstone, 5, 25 * time.Second, Live, 2, []string{"3:x", "4:x", "5:x"}},
+		{"finished, just past the skew", Tombstone, 5, skew + time.Millisecond, Live, 2, []string{"3:x", "4:x", "5:x"}},
+		{"finished, within the skew", Tombstone, 5, skew, Tombstone, 5, nil},
+		{"live, far ahead", Live, 4, 15 * time.Second, Live, 2, []string{"3:x", "4:x", "5:x"}},
+		{"live, just past the skew", Live, 4, skew + time.Millisecond, Live, 3, []string{"4:x", "5:x"}},
+		{"live, within the skew", Live, 4, skew, Live, 4, []string{"5:x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			wid := h.create(timerJSON(10, 50, cb, "x"))
+			h.clock.advance(25 * time.Second)
+			if got := seqs(h.drainPops(cb, 200)); len(got) != 2 {
+				t.Fatalf("pops by 25 s: got %v, want 2", got)
+			}
+			held, _ := h.node.Timer(mustID(t, wid))
+			rec := held
+			rec.State, rec.Seq = tc.state, tc.seq
+			// Pop seq of the offer is due tc.ahead after now: its start
+			// is the held one's, or earlier (the held copy converges on
+			// the earlier start of its definition).
+			rec.Start = h.node.nowMs() + tc.ahead.Milliseconds() - int64(tc.seq)*10_000
+			if r := h.send(Request{Method: "PUT", URL: "/timers/" + wid, Body: EncodeReplication(&rec, h.node.nowMs())}); r.Status != 200 {
+				t.Fatalf("offer: got %d (%s), want 200", r.Status, r.Body)
+			}
+			got, _ := h.node.Timer(held.ID)
+			if got.State != tc.wantState || got.Seq != tc.wantSeq {
+				t.Fatalf("after the offer: got state %d at sequence %d, want state %d at %d", got.State, got.Seq, tc.wantState, tc.wantSeq)
+			}
+			h.clock.advance(time.Minute)
+			if got := seqs(h.drainPops(cb, 200)); !slices.Equal(got, tc.wantPops) {
+				t.Fatalf("pops after the offer: got %v, want %v", got, tc.wantPops)
+			}
+		})
 	}
 }

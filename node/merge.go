@@ -31,6 +31,9 @@ type mergeEnv struct {
 	// tell the others (maxSkewOf). A value, not a function of the
 	// record: a record passed to a function value escapes to the heap.
 	replicationTimeout time.Duration
+	// maxClockSkew is the node's MaxClockSkew in ms: how far a record's
+	// progress may be dated after now (see fromFuture).
+	maxClockSkew int64
 }
 
 // verdict is what became of a record offered to a replica.
@@ -85,6 +88,9 @@ type mergeResult struct {
 // merge decides what a replica holding held (nil: nothing) does with in,
 // a record of the same timer ID. The rules, in order:
 //
+//  0. A record never brings progress from the future: the pops it says
+//     were made must be due by this node's clock, give or take
+//     MaxClockSkew (fromFuture).
 //  1. A live record placed on other nodes (both records are placed under
 //     the node's own view: placeNow) is kept as Moved, a tombstone of its
 //     definition that never pops, unless the node holds that definition
@@ -156,6 +162,9 @@ func mergeRules(env *mergeEnv, held *Timer, in Timer) mergeResult {
 		r.held = *held
 		h = &r.held
 	}
+	if r.fromFuture(env, t) { // rule 0
+		return r
+	}
 	r.arrive(env, h, t) // rules 1, 2 and 4
 	if collides(h, t) {
 		r.hit(probeApplyCollision)
@@ -210,6 +219,48 @@ func (r *mergeResult) arrive(env *mergeEnv, h, t *Timer) {
 		// carries its own definition, which must stay as it is.
 		t.Start, t.Interval, t.RepeatFor = h.Start, h.Interval, h.RepeatFor
 	}
+}
+
+// fromFuture applies rule 0 to t, the record offered: it reports whether
+// t is not taken at all, and otherwise limits t's sequence number to the
+// pops due here by now plus MaxClockSkew.
+//
+// A record's start travels as a delta from the moment it is sent, so
+// however far apart two clocks are, the pops a replica made are due, on
+// the receiver's clock, no later than when the record arrives. Only a
+// sender whose clock stepped back after it popped (it ran ahead, popped
+// early, and was set right) can offer pops that are not due yet: it
+// made them by a clock outside what the cluster tolerates. Taken, its
+// progress would end pops that are still to come on every replica: a
+// finished definition's tombstone buries the live copies whose pops are
+// not yet due, a live record's sequence number passes over them
+// (TestProgressFromTheFutureIsNotTaken). A live record is taken with the
+// progress that can be true; a tombstone of a definition (finished, or
+// dropped as moved) is not taken. A client delete's tombstone (no
+// definition) ends the timer whatever its sequence number, and is not
+// judged.
+func (r *mergeResult) fromFuture(env *mergeEnv, t *Timer) bool {
+	if t.def == 0 || t.Seq == 0 || t.dueAt(t.Seq) <= env.now+env.maxClockSkew {
+		return false
+	}
+	r.hit(probeApplyFromFuture)
+	if t.State != Live {
+		r.verdict = kept
+		return true
+	}
+	seq := uint32(0)
+	if horizon := env.now + env.maxClockSkew; t.Interval > 0 && horizon >= t.Start {
+		seq = uint32(min(int64(t.Seq), (horizon-t.Start)/t.Interval.Milliseconds()))
+	}
+	missed, owed := t.popMarks()
+	if d := t.Seq - seq; d < MissedWindow {
+		missed, owed = missed>>d, owed>>d
+	} else {
+		missed, owed = 0, 0
+	}
+	t.Seq = seq
+	t.setPopMarks(missed, owed)
+	return false
 }
 
 // change notes that merge changed h, the held record, and whether its due

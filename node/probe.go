@@ -36,6 +36,7 @@ var (
 	// apply.go: the conflict rule and how a replica applies a record.
 	probeApplyMovedAway      = probe("apply/moved-away")
 	probeApplyStaleNotice    = probe("apply/stale-notice-entombed")
+	probeApplyFromFuture     = probe("apply/progress-from-the-future")
 	probeApplyCollision      = probe("apply/collision")
 	probeApplyDeleteTiming   = probe("apply/delete-takes-buried-timing")
 	probeApplyOutlive        = probe("apply/tombstone-outlives-stale")
