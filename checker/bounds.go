@@ -148,6 +148,12 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, map[string]late
 	if h := x.heldAtSites(d, ret, late); h > held {
 		held, by = h, ExHeld
 	}
+	if h, inbound := x.heldByRelay(d, ret, late); h > held {
+		held, by = h, ExHeld
+		if inbound {
+			by = ExHeldInbound
+		}
+	}
 	if h, inbound := x.heldByWait(d, late, since); h > held {
 		held, by = h, ExHeld
 		if inbound {
@@ -337,6 +343,66 @@ func (x *index) heldAtSites(d *def, ret time.Duration, late map[string]bool) tim
 		}
 	}
 	return held
+}
+
+// heldByRelay is heldFor's part for the replicas at the other sites
+// under load (scenarios/README.md C16): each other site's relay places
+// the write on its site's replicas when it processes the write's forward,
+// after the client has its answer, so that forward, sent on by the relay
+// after ret, is still the write's message. A replica it reached rebuilds
+// its start when it processes it, no later than the forward's waits for
+// the relay's CPU and in the replica's queue past when the relay built it
+// (see overloadHeld): its copy is late by that processing time past ret,
+// the relay's own hold included. Only a relay's messages to its own
+// site's replicas count, sent by when the relay processed the write (its
+// own hold past ret, from the write's waited messages to it) plus
+// SiteLag: a later one is a notice, not the forward. It adds the replicas
+// it held to late and returns the longest hold and whether an inbound
+// wait made it.
+func (x *index) heldByRelay(d *def, ret time.Duration, late map[string]bool) (time.Duration, bool) {
+	if len(x.h.Sites) <= 1 || !d.placed {
+		return 0, false
+	}
+	var held time.Duration
+	inbound := false
+	for _, site := range x.h.Sites {
+		if len(site) == 0 || slices.Contains(site, d.op.Node) {
+			continue
+		}
+		relay := site[0]
+		var relayHeld time.Duration
+		for _, s := range d.spans {
+			if len(s.fault.Peers) == 0 || s.fault.Peers[0] != relay || s.fault.Nodes[0] == relay {
+				continue
+			}
+			if w, record, ok := overloadWait(s.fault); ok {
+				relayHeld = max(relayHeld, overloadHeld(s, x.leftAfter(s.fault, w), record, d.lo, ret))
+			} else if q, record, ok := queuedWait(s.fault); ok {
+				relayHeld = max(relayHeld, x.queuedHeld(d, s, q, record, ret))
+			}
+		}
+		until := ret + relayHeld + x.o.SiteLag
+		for _, m := range x.waitedRecords(d) {
+			if m.from != relay || m.to == relay || !slices.Contains(site, m.to) ||
+				!slices.Contains(d.replicas, m.to) || m.sent < d.lo || m.sent > until {
+				continue
+			}
+			// Processed at its arrival plus its inbound wait (a Queued
+			// fault's at), or left at sent plus its send wait (the
+			// transit is in the slack).
+			done := m.sent + m.w
+			if m.q > 0 {
+				done = m.at + m.q
+			}
+			if h := done - ret; h > 0 {
+				late[m.to] = true
+				if h > held {
+					held, inbound = h, m.q > 0
+				}
+			}
+		}
+	}
+	return held, inbound
 }
 
 // heldRefill is heldFor's part after the write: a replica left without a

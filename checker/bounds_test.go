@@ -820,3 +820,61 @@ func TestStartHandedOnByAnotherSitesHolderMayGainItsClock(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayForwardThatWaitedHoldsItsSite proves the other site's replica
+// is held by the waits of its relay's forward of the write: the write
+// waits 1.5 s in the relay's inbound queue, and the relay's forward,
+// sent once it processed it, past SiteLag after the client's answer, waits
+// 2 s for the relay's CPU; the replica rebuilds its start when it
+// processes the forward, so with the home replica down it pops 3.5 s
+// late. The same wait on a forward to a node of no role holds nothing,
+// nor one the relay sent past its own hold plus SiteLag after the answer
+// (the write reached the relay in time: such a message is a notice, not
+// the forward): G3.
+func TestRelayForwardThatWaitedHoldsItsSite(t *testing.T) {
+	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
+	if away == sites[1][0] {
+		sites[1][0], sites[1][1] = sites[1][1], sites[1][0] // the relay is not the replica
+	}
+	other := sites[0][0]
+	if other == home {
+		other = sites[0][1]
+	}
+	cases := []struct {
+		name        string
+		to          string
+		relayWaited uint64 // the timer whose write waited in the relay's queue
+		want        string
+	}{
+		{"forward to the site's replica", away, placedTimer, ""},
+		{"forward to a node of no role", other, placedTimer, "G3"},
+		{"write reached the relay in time", away, placedTimer + 1, "G3"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+				Ops: []Op{write(1, Create, placedTimer, "a", sec, 5*sec, 0, 10*ms, OK)},
+				End: 15 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+				Faults: []Fault{{At: 5 * ms, Kind: Queued, Nodes: []string{home}, Peers: []string{relay(sites)},
+					Detail: "waited=1.5s record", Timer: c.relayWaited},
+					{At: 500 * ms, Kind: Crash, Nodes: []string{home}},
+					{At: 1505 * ms, Kind: Overload, Nodes: []string{relay(sites)}, Peers: []string{c.to},
+						Detail: "waited=2s record", Timer: placedTimer}},
+			}
+			h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = home, 1
+			for k := 1; k <= 5; k++ {
+				p := pop(time.Duration(k)*sec+2*sec+3500*ms+20*ms, away, "a", k)
+				p.Timer = placedTimer
+				h.Pops = append(h.Pops, p)
+			}
+			vs := Check(h)
+			if c.want == "" {
+				requireNone(t, vs)
+			} else {
+				requireHas(t, vs, c.want)
+			}
+		})
+	}
+}

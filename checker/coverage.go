@@ -49,6 +49,13 @@ const (
 	// late by as much until a notice hands it the true start (heldFor,
 	// queuedHeld, heldAt).
 	ExHeldInbound Excuse = "held-inbound"
+	// ExOvertook: the pop's first delivery came past its bound, from a
+	// replica that popped at its own rank, ahead of another replica's
+	// delivery of the same pop that waited for its sender's CPU or in its
+	// endpoint's queue and arrived within its bound widened by that wait
+	// (sendWait): the pop was made in time and the wait is the load
+	// model's; the earlier delivery only overtook it (overtaken).
+	ExOvertook Excuse = "overtook-waited"
 	// ExWorstRank: with a fault around, G3 allows the worst replica rank,
 	// as the history does not say which replica was live.
 	ExWorstRank Excuse = "worst-rank"

@@ -161,6 +161,27 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			dup.Timer = placedTimer
 			h.Pops = append(h.Pops, dup)
 		}},
+		{ExOvertook, "G3", func(h *History, p, b, o string, rel bool) {
+			// The primary makes pop 3 on time, but its callback waits
+			// 2.5 s behind its backlog, so the backup, told nothing,
+			// pops 3 at its rank and its delivery comes first: the
+			// pop was made in time. Moved: another timer's callback
+			// waited, so the primary's delivery is late too and the
+			// backup's, first, is judged by the primary's rank.
+			// Pops every 10 s, so that neither fits another pop.
+			h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+			h.End = 70 * sec
+			h.Faults = []Fault{{At: 30 * sec, Kind: Overload, Nodes: []string{p}, Peers: []string{"client"},
+				Detail: "waited=2.5s", Timer: pickTimer(rel)}}
+			h.Pops = h.Pops[:6]
+			for k := range h.Pops {
+				h.Pops[k].At = time.Duration(k+1)*10*sec + 20*ms
+			}
+			h.Pops[2].At = 32502 * ms
+			first := pop(32020*ms, b, "a", 3)
+			first.Timer = placedTimer
+			h.Pops = append(h.Pops, first)
+		}},
 		{ExAllDown, "G2", func(h *History, p, b, o string, rel bool) {
 			// Both replicas crash: the timer is gone.
 			n := pick(rel, p, o)

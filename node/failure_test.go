@@ -159,6 +159,48 @@ func TestOnlyTheLastReplicasPopWaitsToBeSent(t *testing.T) {
 	}
 }
 
+// TestHandOffHolderPopWaitsToBeSent proves a node the placement leaves
+// out, which still pops its copy while the new replicas lack it (the
+// hand-off of docs/design.md 4.8), sends its pops with no bound on their
+// wait: it pops after every replica's turn, so a pop it shed under load
+// would be left to nobody and lost (a generated plan whose backlog
+// outlasted a scale-up lost every pop the old replica owed that way).
+func TestHandOffHolderPopWaitsToBeSent(t *testing.T) {
+	four := append(slices.Clone(three), nodeD)
+	c := newRepairingCluster(t, three...)
+	var id uint64
+	for {
+		wid := createVia(t, c, three[0], `{"timing":{"interval":10},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":1}}`)
+		if id = mustID(t, wid); NewRing(four).Replicas(id, 1)[0] == nodeD {
+			break
+		}
+	}
+	old := NewRing(three).Replicas(id, 1)[0]
+	// The new replica takes nothing: the old one keeps its copy live.
+	c.down[nodeD] = true
+	c.join(nodeD, Membership{Nodes: four})
+	for _, a := range three {
+		if err := c.nodes[a].SetCluster(Membership{Nodes: four}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waits := map[string][]time.Duration{}
+	c.advanceWith(30*time.Second, func(s *sent) int {
+		if s.req.Header.Get(wire.HeaderTimerID) == wire.FormatID(id) {
+			waits[s.from] = append(waits[s.from], s.req.MaxWait)
+		}
+		return 200
+	})
+	if len(waits) != 1 || len(waits[old]) == 0 {
+		t.Fatalf("callbacks of the moved timer by node: got %v, want some from the old replica %s only", waits, old)
+	}
+	for _, w := range waits[old] {
+		if w != 0 {
+			t.Fatalf("MaxWait of the old replica's pops: got %v, want 0 for every one (nobody pops after it)", waits[old])
+		}
+	}
+}
+
 // TestFinishedCopyKeepsTellingOfAMissedPop proves a replica that made its
 // last pop but failed an earlier one stays live, popping nothing, until
 // the next replica has made the missed pop: as a tombstone, its notices

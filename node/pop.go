@@ -213,12 +213,16 @@ func (n *Node) pop(t *Timer) {
 
 // handOnAfter is how long a pop of t may wait to be sent before it is
 // better left to the next replica, which pops it ReplicaSkew after this
-// one: a pop sent later would most likely be made twice. The last replica
-// to pop, at the last site, has nobody to leave it to: 0, its pop waits.
+// one: a pop sent later would most likely be made twice. The last to
+// pop, at the last site, has nobody to leave it to: 0, its pop waits.
+// That is the last replica, or a holder the placement leaves out (an old
+// replica handing the timer off, docs/design.md 4.8), which skew ranks
+// after every replica: shed there, a pop no new replica holds yet would
+// be lost, not left to anyone (TestHandOffHolderPopWaitsToBeSent).
 func (n *Node) handOnAfter(t *Timer) time.Duration {
 	rank := slices.Index(t.Placement.Replicas, n.self)
 	site := max(slices.Index(t.Placement.Sites, n.cfg.LocalSite), 0)
-	if rank >= 0 && rank == len(t.Placement.Replicas)-1 && site >= len(t.Placement.Sites)-1 {
+	if (rank < 0 || rank == len(t.Placement.Replicas)-1) && site >= len(t.Placement.Sites)-1 {
 		n.hit(probePopLastReplica)
 		return 0
 	}
