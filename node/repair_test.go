@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -174,5 +175,57 @@ func TestHandOffGoesToTheAddedReplicasOnly(t *testing.T) {
 	}
 	if got, want := n.handOffTargets(placed(4)), was.Replicas(id, 4); !slices.Equal(got, want) {
 		t.Errorf("no replica added: pushed to %v, want every replica %v", got, want)
+	}
+}
+
+// TestScaleHandsOffATombstoneToTheNewReplicas: a delete that reached one
+// of a timer's two replicas, and a join that moves the timer off that
+// one before any repair round: the node that holds the only tombstone is
+// no replica any more, so repair between the replicas never compares it,
+// and the replica that missed the delete would pop the deleted timer
+// under the new view for good. The tombstone's hand-off to the added
+// replica tells the new placement of the delete: the deleted timer never
+// pops, and no node holds it live after.
+func TestScaleHandsOffATombstoneToTheNewReplicas(t *testing.T) {
+	const joiner = "10.0.0.4:7253"
+	four := append(slices.Clone(three), joiner)
+	c := newRepairingCluster(t, three...)
+	var wid, opaque, kept, dropped string
+	for i := 0; ; i++ {
+		opaque = fmt.Sprintf("t%d", i)
+		wid = createVia(t, c, three[0], `{"timing":{"interval":60,"repeat-for":600},"callback":{"http":{"uri":"`+cb+`","opaque":"`+opaque+`"}},"reliability":{"replication-factor":2}}`)
+		id := mustID(t, wid)
+		before, after := NewRing(three).Replicas(id, 2), NewRing(four).Replicas(id, 2)
+		if slices.Contains(after, joiner) && slices.Contains(after, before[0]) {
+			kept, dropped = before[0], before[1]
+			break
+		}
+	}
+	// The delete reaches only the replica the join drops.
+	c.lose = func(host string, req Request) bool { return host == kept && req.Method == "PUT" }
+	if r := c.client(dropped, "DELETE", "/timers/"+wid, ""); r.Status != 200 {
+		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+	}
+	c.lose = nil
+	if tm, _ := c.nodes[kept].Timer(mustID(t, wid)); tm.State != Live {
+		t.Fatalf("the kept replica should have missed the delete, holds %v", tm.State)
+	}
+	c.join(joiner, Membership{Nodes: four})
+	for _, a := range three {
+		if err := c.nodes[a].SetCluster(Membership{Nodes: four}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var popped []string
+	for _, r := range c.advance(5*time.Minute, 200) {
+		if string(r.Body) == opaque {
+			popped = append(popped, r.Header.Get(wire.HeaderSequenceNumber))
+		}
+	}
+	if len(popped) != 0 {
+		t.Errorf("the deleted timer popped %v after the join, want never", popped)
+	}
+	if h := c.holders(wid); len(h) != 0 {
+		t.Errorf("live copies of the deleted timer: %v, want none", h)
 	}
 }
