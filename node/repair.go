@@ -392,9 +392,13 @@ func (n *Node) handOff(done func(all bool)) {
 		for _, peer := range targets {
 			n.replicate(peer, placed, nil, now, func(ok bool, resp Response) {
 				// The replica holds it (live, for a live record), or
-				// something newer: a 200 from a node that keeps a live
-				// record as moved away (on another view) is no hand-off.
-				all = all && (ok && vouches(placed, resp) || resp.Status == 409 && resp.Header.Get(HeaderCollision) == "")
+				// something newer: a later version (409), or the
+				// tombstone of this one (the definition ended there
+				// while this copy was waiting to be handed off). A 200
+				// from a node that keeps a live record as moved away
+				// (on another view) is no hand-off.
+				all = all && (ok && (vouches(placed, resp) || resp.Header.Get(HeaderHeld) == heldEnded) ||
+					resp.Status == 409 && resp.Header.Get(HeaderCollision) == "")
 				if pending--; pending > 0 {
 					return
 				}
