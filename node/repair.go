@@ -402,35 +402,56 @@ func (n *Node) handOff(done func(all bool)) {
 				if pending--; pending > 0 {
 					return
 				}
-				held := n.store.Get(placed.ID)
-				switch {
-				case held == nil || held.State != placed.State || held.Version != placed.Version:
-					// Replaced meanwhile: nothing of this copy to end.
-				case !all:
+				if !all && n.copyOf(placed) != nil {
 					finish(false)
 					return
-				case slices.Contains(held.Placement.Replicas, n.self):
-					// Placed back here by a later change of view.
-				case held.State == Tombstone:
-					if view != n.ring.ViewID() {
-						break // the later view's hand-off decides
-					}
-					if n.tombsHanded == nil {
-						n.tombsHanded = map[uint64]uint64{}
-					}
-					n.tombsHanded[held.ID] = held.Version
-				default:
-					// Every replica holds it: this copy need not pop.
-					n.hit(probeHandOffDone)
-					n.release(held)
-					held.entombAs(Moved)
-					n.holdNext(held)
+				}
+				if all {
+					n.handedOff(placed, view)
 				}
 				finish(true)
 			})
 		}
 	}
 	finish(true)
+}
+
+// copyOf is the record this node holds of placed's timer when it is
+// still the one a hand-off pushed (same state and version), or nil: a
+// record replaced meanwhile leaves nothing of that copy to end.
+func (n *Node) copyOf(placed *Timer) *Timer {
+	held := n.store.Get(placed.ID)
+	if held == nil || held.State != placed.State || held.Version != placed.Version {
+		return nil
+	}
+	return held
+}
+
+// handedOff ends the copy a hand-off under view pushed once every
+// replica it was pushed to holds it: a live copy is kept as moved away
+// and pops no more; a tombstone is noted as handed off (tombsHanded),
+// for that view only, and kept for its life.
+func (n *Node) handedOff(placed *Timer, view uint64) {
+	held := n.copyOf(placed)
+	switch {
+	case held == nil:
+	case slices.Contains(held.Placement.Replicas, n.self):
+		// Placed back here by a later change of view.
+	case held.State == Tombstone:
+		if view != n.ring.ViewID() {
+			return // the later view's hand-off decides
+		}
+		if n.tombsHanded == nil {
+			n.tombsHanded = map[uint64]uint64{}
+		}
+		n.tombsHanded[held.ID] = held.Version
+	default:
+		// Every replica holds it: this copy need not pop.
+		n.hit(probeHandOffDone)
+		n.release(held)
+		held.entombAs(Moved)
+		n.holdNext(held)
+	}
 }
 
 // handOffTargets are the replicas a hand-off of t pushes it to: those
