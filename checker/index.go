@@ -281,7 +281,8 @@ func (x *index) writtenRF(op Op) factors {
 // factorBefore is the factor op finds its timer with, from the timer's
 // writes before seq: what the last of them to take effect left. That is
 // the latest one that decides a factor, or any earlier write that ran at
-// the same time as it: concurrent writes take effect in either order
+// the same time as it (a write refused, Failed, is none of them):
+// concurrent writes take effect in either order
 // (an update's retry under a newer version lands after a delete it
 // raced, TestRacedWriteMayLeaveTheFactor). Memoised: each concurrent
 // write opens another branch.
@@ -294,7 +295,10 @@ func (x *index) factorBefore(op Op, seq int) factors {
 	ops := x.byTimer[op.Timer]
 	for i := len(ops) - 1; i >= 0 && op.Timer != 0; i-- {
 		w := ops[i]
-		if w.Seq >= seq {
+		if w.Seq >= seq || w.Outcome == Failed {
+			// A write a node refused (4xx) left no factor: a PUT
+			// that asked to change it was refused for that very
+			// reason (TestRefusedWriteLeavesNoFactor).
 			continue
 		}
 		left, decided := x.factorLeft(op, w)

@@ -336,3 +336,36 @@ func TestUpdateAfterEveryCopyWasLostMayTakeTheDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedWriteLeavesNoFactor proves an update without a factor takes
+// it from the writes that took effect, never from one a node refused: an
+// rf 3 timer's update asking for rf 4 is refused (a PUT cannot change the
+// factor, 400), and the next update without one keeps 3. Taking the
+// refused write's 4 placed the timer on every member, and G6 reported the
+// member that rightly held no copy as missing it. A refused write that
+// ran at the same time as the update (TestRacedWriteMayLeaveTheFactor)
+// leaves no factor either.
+func TestRefusedWriteLeavesNoFactor(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		asked Outcome
+		rf    int
+	}{
+		{"refused", Failed, 3},
+		{"taken", OK, 4},
+	} {
+		h, _, _, _ := placed(t)
+		create := write(1, Create, placedTimer, "a", 30*sec, 2*time.Minute, 0, 10*ms, OK)
+		create.Spec.ReplicationFactor = 3
+		asked := write(2, Update, placedTimer, "b", 30*sec, 2*time.Minute, 5*sec, 5*sec+10*ms, c.asked)
+		asked.Spec.ReplicationFactor = 4
+		up := write(3, Update, placedTimer, "c", 30*sec, 2*time.Minute, 10*sec, 10*sec+10*ms, OK)
+		up.Spec.ReplicationFactor = 0
+		h.Ops = []Op{create, asked, up}
+		h.Pops = nil
+		d := newIndex(h, DefaultOptions()).byOpaque["c"]
+		if d.rfUnknown || d.rfMin != c.rf || d.rf != c.rf {
+			t.Errorf("%s: update's factor %d..%d unknown %v, want %d", c.name, d.rfMin, d.rf, d.rfUnknown, c.rf)
+		}
+	}
+}

@@ -220,6 +220,12 @@ func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, reply
 		resp.Header[HeaderHeld] = "live"
 	case a.buriedLive:
 		resp.Header[HeaderHeld] = heldBuried
+	case held != nil && held.Version == t.Version && held.State == Tombstone && t.State == Live:
+		// The definition has ended here (its last pop made): a sender
+		// still holding it live, a copy a scale left it to hand off,
+		// learns that every pop it has left was made
+		// (TestHandOffEndsOnAReplicaThatHoldsTheDefinitionEnded).
+		resp.Header[HeaderHeld] = heldEnded
 	}
 	if held != nil && held.Version == t.Version && held.def == t.def && held.Start < n.startOf(r) {
 		// The sender's start of the same definition is later than ours:

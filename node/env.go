@@ -146,8 +146,10 @@ const (
 	// HeaderHeld, on a 200 answer to a replication, says the receiver
 	// holds the record's definition live as one of its replicas (under its
 	// own view, "live": a node handing a copy off waits for it, handOff,
-	// and a write counts it, vouches), or that the tombstone it took
-	// replaced a live copy ("buried": a delete stands on it, write).
+	// and a write counts it, vouches), that the tombstone it took
+	// replaced a live copy ("buried": a delete stands on it, write), or,
+	// to a live record, that it holds the same version ended ("ended":
+	// a hand-off counts it, handOff).
 	HeaderHeld = "X-Chronos-Held"
 )
 

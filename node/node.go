@@ -80,6 +80,11 @@ type Node struct {
 	repairGen   uint64
 	repairDirty bool
 	repairBusy  map[string]bool
+	// tombsHanded are the tombstones (ID to version) this node holds but
+	// is not a replica of that every replica its latest change of view
+	// added holds: handOff pushes them no more. A change of view empties
+	// it (placeAll).
+	tombsHanded map[uint64]uint64
 	// clashes are the other nodes known to use this node's instance
 	// number, with until when (ms); peerInstances the number each peer
 	// was last heard with (instance.go).

@@ -34,6 +34,7 @@ func (n *Node) placeNow(t *Timer) {
 // no longer a replica of stays live, popping after every replica's turn
 // (skew), until its replicas hold it and repair moves it away (handOff).
 func (n *Node) placeAll() {
+	n.tombsHanded = nil // the change may have added other replicas
 	var moved []*Timer
 	n.store.Ascend(func(t *Timer) bool {
 		before := t.Placement

@@ -341,20 +341,37 @@ func (n *Node) placedNow(t *Timer) *Timer {
 	return &c
 }
 
-// handOff pushes every live record this node holds but is not a replica
-// of under its view (placeAll left it live when a reload placed the timer
-// elsewhere) to the replicas the change of view added (handOffTargets);
-// once every one of them holds its version live (or something newer), the
-// node keeps it as moved away. done, if not nil, is called once every
-// push is answered: with whether every record was handed off.
+// handOff pushes every record this node holds but is not a replica of
+// under its view (placeAll left it where it was when a reload placed the
+// timer elsewhere) to the replicas the change of view added
+// (handOffTargets). A live one stays live until every one of them holds
+// its version live (or something newer); then the node keeps it as moved
+// away. A tombstone goes too: the node may be the only one that holds a
+// delete or the end of a timer its new replicas hold live (a delete that
+// reached one of two replicas before the scale moved it), and repair
+// compares only what both sides replicate, so nothing else would tell
+// them (TestScaleHandsOffATombstoneToTheNewReplicas). The node keeps the
+// tombstone for its life, as any other, and pushes it again after a
+// failure, never once all the replicas hold it (tombsHanded). done, if
+// not nil, is called once every push is answered: with whether every
+// record was handed off.
 func (n *Node) handOff(done func(all bool)) {
 	var out []*Timer
+	var handed map[uint64]uint64
 	n.store.Ascend(func(t *Timer) bool {
-		if t.State == Live && !slices.Contains(t.Placement.Replicas, n.self) {
+		switch {
+		case t.State == Moved || slices.Contains(t.Placement.Replicas, n.self):
+		case t.State == Tombstone && n.tombsHanded[t.ID] == t.Version:
+			if handed == nil {
+				handed = map[uint64]uint64{}
+			}
+			handed[t.ID] = t.Version // kept: still this tombstone
+		default:
 			out = append(out, t)
 		}
 		return true
 	})
+	n.tombsHanded = handed
 	pendingAll, allOK := 1, true
 	finish := func(ok bool) {
 		allOK = allOK && ok
@@ -362,43 +379,79 @@ func (n *Node) handOff(done func(all bool)) {
 			done(allOK)
 		}
 	}
-	now := n.nowMs()
+	now, view := n.nowMs(), n.ring.ViewID()
 	for _, t := range out {
 		placed := n.placedNow(t)
 		targets := n.handOffTargets(placed)
 		pending, all := len(targets), true
 		pendingAll++
 		n.hit(probeHandOff)
+		n.hitIf(placed.State == Tombstone, probeHandOffTombstone)
 		n.logTimer("hand off", placed, "replicas", targets)
 		n.stats.RepairHandoffs++
 		for _, peer := range targets {
 			n.replicate(peer, placed, nil, now, func(ok bool, resp Response) {
-				// The replica holds it live, or something newer: a 200
-				// from a node that keeps it as moved away (on another
-				// view) is no hand-off.
-				all = all && (ok && resp.Header.Get(HeaderHeld) == "live" || resp.Status == 409 && resp.Header.Get(HeaderCollision) == "")
+				// The replica holds it (live, for a live record), or
+				// something newer: a later version (409), or the
+				// tombstone of this one (the definition ended there
+				// while this copy was waiting to be handed off). A 200
+				// from a node that keeps a live record as moved away
+				// (on another view) is no hand-off.
+				all = all && (ok && (vouches(placed, resp) || resp.Header.Get(HeaderHeld) == heldEnded) ||
+					resp.Status == 409 && resp.Header.Get(HeaderCollision) == "")
 				if pending--; pending > 0 {
 					return
 				}
-				held := n.store.Get(placed.ID)
-				switch {
-				case held == nil || held.State != Live || held.Version != placed.Version:
-					// Replaced meanwhile: nothing of this copy to end.
-				case !all:
+				if !all && n.copyOf(placed) != nil {
 					finish(false)
 					return
-				case !slices.Contains(held.Placement.Replicas, n.self):
-					// Every replica holds it: this copy need not pop.
-					n.hit(probeHandOffDone)
-					n.release(held)
-					held.entombAs(Moved)
-					n.holdNext(held)
+				}
+				if all {
+					n.handedOff(placed, view)
 				}
 				finish(true)
 			})
 		}
 	}
 	finish(true)
+}
+
+// copyOf is the record this node holds of placed's timer when it is
+// still the one a hand-off pushed (same state and version), or nil: a
+// record replaced meanwhile leaves nothing of that copy to end.
+func (n *Node) copyOf(placed *Timer) *Timer {
+	held := n.store.Get(placed.ID)
+	if held == nil || held.State != placed.State || held.Version != placed.Version {
+		return nil
+	}
+	return held
+}
+
+// handedOff ends the copy a hand-off under view pushed once every
+// replica it was pushed to holds it: a live copy is kept as moved away
+// and pops no more; a tombstone is noted as handed off (tombsHanded),
+// for that view only, and kept for its life.
+func (n *Node) handedOff(placed *Timer, view uint64) {
+	held := n.copyOf(placed)
+	switch {
+	case held == nil:
+	case slices.Contains(held.Placement.Replicas, n.self):
+		// Placed back here by a later change of view.
+	case held.State == Tombstone:
+		if view != n.ring.ViewID() {
+			return // the later view's hand-off decides
+		}
+		if n.tombsHanded == nil {
+			n.tombsHanded = map[uint64]uint64{}
+		}
+		n.tombsHanded[held.ID] = held.Version
+	default:
+		// Every replica holds it: this copy need not pop.
+		n.hit(probeHandOffDone)
+		n.release(held)
+		held.entombAs(Moved)
+		n.holdNext(held)
+	}
 }
 
 // handOffTargets are the replicas a hand-off of t pushes it to: those

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -174,5 +175,131 @@ func TestHandOffGoesToTheAddedReplicasOnly(t *testing.T) {
 	}
 	if got, want := n.handOffTargets(placed(4)), was.Replicas(id, 4); !slices.Equal(got, want) {
 		t.Errorf("no replica added: pushed to %v, want every replica %v", got, want)
+	}
+}
+
+// TestScaleHandsOffATombstoneToTheNewReplicas: a delete that reached one
+// of a timer's two replicas, and a join that moves the timer off that
+// one before any repair round: the node that holds the only tombstone is
+// no replica any more, so repair between the replicas never compares it,
+// and the replica that missed the delete would pop the deleted timer
+// under the new view for good. The tombstone's hand-off to the added
+// replica tells the new placement of the delete: the deleted timer never
+// pops, and no node holds it live after.
+func TestScaleHandsOffATombstoneToTheNewReplicas(t *testing.T) {
+	const joiner = "10.0.0.4:7253"
+	four := append(slices.Clone(three), joiner)
+	c := newRepairingCluster(t, three...)
+	var wid, opaque, kept, dropped string
+	for i := 0; ; i++ {
+		opaque = fmt.Sprintf("t%d", i)
+		wid = createVia(t, c, three[0], `{"timing":{"interval":60,"repeat-for":600},"callback":{"http":{"uri":"`+cb+`","opaque":"`+opaque+`"}},"reliability":{"replication-factor":2}}`)
+		id := mustID(t, wid)
+		before, after := NewRing(three).Replicas(id, 2), NewRing(four).Replicas(id, 2)
+		if slices.Contains(after, joiner) && slices.Contains(after, before[0]) {
+			kept, dropped = before[0], before[1]
+			break
+		}
+	}
+	// The delete reaches only the replica the join drops.
+	c.lose = func(host string, req Request) bool { return host == kept && req.Method == "PUT" }
+	if r := c.client(dropped, "DELETE", "/timers/"+wid, ""); r.Status != 200 {
+		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+	}
+	c.lose = nil
+	if tm, _ := c.nodes[kept].Timer(mustID(t, wid)); tm.State != Live {
+		t.Fatalf("the kept replica should have missed the delete, holds %v", tm.State)
+	}
+	c.join(joiner, Membership{Nodes: four})
+	for _, a := range three {
+		if err := c.nodes[a].SetCluster(Membership{Nodes: four}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var popped []string
+	for _, r := range c.advance(5*time.Minute, 200) {
+		if string(r.Body) == opaque {
+			popped = append(popped, r.Header.Get(wire.HeaderSequenceNumber))
+		}
+	}
+	if len(popped) != 0 {
+		t.Errorf("the deleted timer popped %v after the join, want never", popped)
+	}
+	if h := c.holders(wid); len(h) != 0 {
+		t.Errorf("live copies of the deleted timer: %v, want none", h)
+	}
+}
+
+// TestHandOffEndsOnAReplicaThatHoldsTheDefinitionEnded: a node leaves
+// while it is a backup of a timer, and the scale's resync brings the new
+// backup nothing before the primary makes the last pop, whose notice
+// leaves the new backup the tombstone of that definition. The leaving
+// node's hand-off then meets the tombstone: the new backup answers that
+// the definition ended there (X-Chronos-Held: ended), which the hand-off
+// counts as something newer, and the leaving node keeps its copy as
+// moved away instead of popping the last pop again after every
+// replica's turn. Without the answer its 200 said nothing, and the
+// hand-off waited on a replica that would never hold the version live.
+func TestHandOffEndsOnAReplicaThatHoldsTheDefinitionEnded(t *testing.T) {
+	leaving := three[2]
+	staying := three[:2]
+	c := newRepairingCluster(t, three...)
+	var wid, opaque, primary, newBackup string
+	for i := 0; ; i++ {
+		opaque = fmt.Sprintf("t%d", i)
+		wid = createVia(t, c, three[0], `{"timing":{"interval":10,"repeat-for":20},"callback":{"http":{"uri":"`+cb+`","opaque":"`+opaque+`"}},"reliability":{"replication-factor":2}}`)
+		id := mustID(t, wid)
+		before, after := NewRing(three).Replicas(id, 2), NewRing(staying).Replicas(id, 2)
+		if before[1] == leaving && after[0] == before[0] {
+			primary, newBackup = after[0], after[1]
+			break
+		}
+	}
+	start := c.clock.now
+	var pops []string
+	collect := func(d time.Duration) {
+		for _, r := range c.advance(d, 200) {
+			if string(r.Body) == opaque {
+				pops = append(pops, r.Header.Get(wire.HeaderSequenceNumber))
+			}
+		}
+	}
+	collect(12 * time.Second) // pop 1, made by the primary
+	// The scale's resync brings the new backup nothing before the last
+	// pop: the primary's push is lost until just before it, the leaving
+	// node's hand-off until just after it, and the new backup's page
+	// requests to the leaving node throughout.
+	from := func(req Request, node string) bool {
+		return strings.Contains(req.Header.Get(HeaderInstance), node)
+	}
+	c.lose = func(host string, req Request) bool {
+		now := c.clock.now.Sub(start)
+		switch {
+		case host == newBackup && from(req, primary) && now < 19*time.Second:
+		case host == newBackup && from(req, leaving) && now < 21*time.Second:
+		case host == leaving && from(req, newBackup):
+		default:
+			return false
+		}
+		return true
+	}
+	shrunk := Membership{Nodes: staying, Leaving: []string{leaving}}
+	for _, a := range three {
+		if err := c.nodes[a].SetCluster(shrunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	collect(9 * time.Second)
+	// Past the last pop, which the new backup holds as the definition's
+	// tombstone: the leaving node's next hand-off (a repair round's,
+	// here at once) meets it.
+	c.nodes[leaving].handOff(nil)
+	c.settle()
+	collect(time.Minute)
+	if got := strings.Join(pops, " "); got != "1 2" {
+		t.Errorf("pops of the timer: %q, want \"1 2\" (each once)", got)
+	}
+	if tm, ok := c.nodes[leaving].Timer(mustID(t, wid)); ok && tm.State == Live {
+		t.Errorf("the leaving node still holds the ended definition live")
 	}
 }

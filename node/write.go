@@ -425,6 +425,12 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now i
 // whose tombstone replaced a live copy of the timer (applied.buriedLive).
 const heldBuried = "buried"
 
+// heldEnded is HeaderHeld's value on a 200 to a live record from a node
+// that holds the tombstone of the same version: the definition ended
+// (its last pop made), which a hand-off counts as the replica holding
+// something newer (handOff).
+const heldEnded = "ended"
+
 // vouches reports whether a peer's 200 to a write's replication says the
 // peer now answers for the record, so that it counts towards the write's
 // quorum: a tombstone any 200 answers for (there is nothing to pop, and a
