@@ -365,6 +365,9 @@ type peerSync struct {
 	taking bool
 	after  func()
 	next   func()
+	// drops are the rebalancing tombstones of the current page, sent once
+	// what the page made this node take is durable (referDealt).
+	drops []drop
 	// pages and received count the pages this peer answered and the
 	// timers they offered, for the log line that ends its paging.
 	pages, received int
@@ -606,12 +609,15 @@ func (n *Node) takePage(p *peerSync, entries []wire.PageEntry) []*dealtTimer {
 		}
 		d := &dealtTimer{reference: reference{ID: wire.FormatID(t.ID)}}
 		rank, took, passed := n.rebalance(t, old, func(peer string, held *Timer, replicate bool) {
-			if replicate {
-				s.Replicated++
-			} else {
+			if !replicate {
+				// A rebalancing tombstone waits for the page's
+				// barrier (referDealt).
 				s.Tombstoned++
+				p.drops = append(p.drops, drop{peer: peer, id: held.ID})
+				return
 			}
-			n.resyncSend(p, peer, held, 1, func() { d.missed = d.missed || replicate })
+			s.Replicated++
+			n.resyncSend(p, peer, held, 1, func() { d.missed = true })
 		})
 		if n.logsTimers() {
 			n.logTimer("resync", t, "from", p.addr, "rank", rank, "took", took, "passed_newer", passed)
@@ -627,6 +633,13 @@ func (n *Node) takePage(p *peerSync, entries []wire.PageEntry) []*dealtTimer {
 	return dealt
 }
 
+// drop is a rebalancing tombstone a page owes: the old replica peer of
+// timer id, no longer involved, is sent this node's record of it.
+type drop struct {
+	peer string
+	id   uint64
+}
+
 // dealtTimer is a timer a resync page made this node take, or pass its
 // newer record of on: its reference for the leaving nodes, and whether a
 // new replica it was passed on to missed it (the replication failed every
@@ -637,14 +650,22 @@ type dealtTimer struct {
 }
 
 // referDealt tells the leaving nodes which of a page's timers this node
-// dealt with and every new replica ranked after it now holds, then runs
-// then. A leaving node drops its copy on the primary's reference; told
-// while a new backup missed the timer, it would leave the primary's copy
-// the only one, and a crash of the primary would lose the timer for good:
-// restarted, it repopulates from its peers, and none holds it (seed
+// dealt with and every new replica ranked after it now holds, and sends
+// the old replicas no longer involved their rebalancing tombstones, then
+// runs then. A leaving node drops its copy on the primary's reference;
+// told while a new backup missed the timer, it would leave the primary's
+// copy the only one, and a crash of the primary would lose the timer for
+// good: restarted, it repopulates from its peers, and none holds it (seed
 // 7070). Kept, the leaving node's copy is offered again to the primary's
 // start-up resync, and to the resync the operator runs again for the
 // failed send.
+//
+// For the same reason neither word leaves before what the page made this
+// node take is durable: a node that keeps its records on disk takes a
+// resynced record lazily (persistLazily), and, crashed within that
+// second, it restarted without the timer its reference had just made the
+// leaving node drop (TestResyncTellsOthersToDropOnlyWhatIsDurable). A
+// sync that fails withholds both: the old copies stay, and pop.
 func (n *Node) referDealt(p *peerSync, dealt []*dealtTimer, then func()) {
 	var refs []reference
 	for _, d := range dealt {
@@ -654,18 +675,32 @@ func (n *Node) referDealt(p *peerSync, dealt []*dealtTimer, then func()) {
 		}
 	}
 	p.after = then
-	if body := referencesJSON(refs); body != nil {
-		p.taking = true
-		for _, l := range n.cfg.Cluster.Leaving {
-			if l != n.self {
-				n.sendReferences(p, l, body, 1)
-			}
+	body, drops := referencesJSON(refs), p.drops
+	p.drops = nil
+	if body == nil && len(drops) == 0 {
+		if p.sends == 0 {
+			n.pageDone(p)
 		}
-		p.taking = false
+		return
 	}
-	if p.sends == 0 {
-		n.pageDone(p)
-	}
+	p.sends++ // the barrier
+	n.whenDurable(func(err error) {
+		if err == nil && n.current(p.run) {
+			p.taking = true
+			for _, d := range drops {
+				if held := n.store.Get(d.id); held != nil {
+					n.resyncSend(p, d.peer, held, 1, func() {})
+				}
+			}
+			for _, l := range n.cfg.Cluster.Leaving {
+				if l != n.self && body != nil {
+					n.sendReferences(p, l, body, 1)
+				}
+			}
+			p.taking = false
+		}
+		n.sendDone(p)
+	})
 }
 
 // rebalance applies the resync rules to one timer: t, its record placed

@@ -1216,3 +1216,52 @@ func TestPagePassesOverTimersTheScaleDidNotMove(t *testing.T) {
 	require.Positive(t, kept)
 	require.Positive(t, changed)
 }
+
+// TestResyncTellsOthersToDropOnlyWhatIsDurable: C leaves three nodes, and
+// an rf 1 timer on C moves to B, which keeps its records on disk. B takes
+// the timer from C's page, in memory first (a resynced record reaches the
+// disk lazily); it tells C to drop its copy only once the take is
+// durable. Told at once, C dropped it, and B, crashing within the second,
+// restarted without it: the timer was nowhere (a case the sweep found).
+func TestResyncTellsOthersToDropOnlyWhatIsDurable(t *testing.T) {
+	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
+	id := idMoving(before, after, []string{nodeC}, []string{nodeB})
+	disk := newMemStorage()
+	c := newClusterWith(t, func(addr string, cfg *Config) {
+		if addr == nodeB {
+			cfg.Storage = disk
+		}
+	}, nodeA, nodeB, nodeC)
+	wid := wire.FormatWireID(id, before.Bloom([]string{nodeC}))
+	r := c.client(nodeA, "PUT", "/timers/"+wid, string(wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 60 * time.Second, URI: cb, ReplicationFactor: 1})))
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+
+	disk.hold = true // B's disk does not answer yet
+	shrunk := Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		require.NoError(t, c.nodes[a].SetCluster(shrunk))
+	}
+	for range 100 {
+		c.settle()
+		c.clock.advance(10 * time.Millisecond)
+	}
+	taken, _ := c.nodes[nodeB].Timer(id)
+	require.Equal(t, Live, taken.State, "B took the timer")
+	_, durable := disk.durable[id]
+	require.False(t, durable, "B's take on disk before its barrier was answered")
+	held, _ := c.nodes[nodeC].Timer(id)
+	require.Equal(t, Live, held.State, "C's copy while B's take is not durable")
+
+	disk.hold = false
+	for len(disk.held) > 0 {
+		done := disk.held[0]
+		disk.held = disk.held[1:]
+		disk.sync()
+		done(nil)
+	}
+	c.finishResyncs()
+	_, durable = disk.durable[id]
+	require.True(t, durable, "B's take on disk")
+	held, _ = c.nodes[nodeC].Timer(id)
+	assert.Equal(t, Moved, held.State, "C's copy once B's take is durable")
+}
