@@ -64,6 +64,7 @@ type Client struct {
 	closed  bool
 	workers sync.WaitGroup
 
+	deadlines sync.Pool // of *deadline, for round trips
 	results   *completions
 	stop      chan struct{} // closed by Close once every worker ended
 	delivered chan struct{} // closed when the delivering goroutine ended
@@ -103,6 +104,7 @@ func newClient(enter func(func()) bool, log *slog.Logger, lim limits, rt http.Ro
 		stop:      make(chan struct{}),
 		delivered: make(chan struct{}),
 	}
+	c.deadlines.New = func() any { return newDeadline(&c.deadlines) }
 	c.metrics = newMetrics(c)
 	go c.deliver()
 	return c

@@ -234,6 +234,18 @@ func nodeHeader(hh http.Header) node.Header {
 	return h
 }
 
+// putHeader sets the fields of dst to the single values of src, every
+// value in one backing array rather than one a field, and returns the
+// array's spare room, for more values.
+func putHeader(dst http.Header, src node.Header, more int) []string {
+	vals := make([]string, 0, len(src)+more)
+	for k, v := range src {
+		vals = append(vals, v)
+		dst[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	return vals[len(vals):]
+}
+
 // writeResponse writes the node's reply.
 func (h *Handler) writeResponse(w http.ResponseWriter, resp node.Response) {
 	if resp.Status < 100 || resp.Status > 999 {
@@ -242,14 +254,8 @@ func (h *Handler) writeResponse(w http.ResponseWriter, resp node.Response) {
 		return
 	}
 	hdr := w.Header()
-	// One backing array for every field's value, not one a field.
-	vals := make([]string, 0, len(resp.Header)+1)
-	for k, v := range resp.Header {
-		vals = append(vals, v)
-		hdr[k] = vals[len(vals)-1 : len(vals) : len(vals)]
-	}
-	vals = append(vals, strconv.Itoa(len(resp.Body)))
-	hdr["Content-Length"] = vals[len(vals)-1:]
+	vals := putHeader(hdr, resp.Header, 1)
+	hdr["Content-Length"] = append(vals, strconv.Itoa(len(resp.Body)))
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
 }
