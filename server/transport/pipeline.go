@@ -205,7 +205,9 @@ func (h *host) pop() *job {
 
 // hostKey names the destination of rawURL as the transport's connection
 // pool does: scheme, host and port, the default port filled in. A URL it
-// cannot read has its own key; the round trip then fails.
+// cannot read has its own key; the round trip then fails. A URL that
+// already starts with its key (the usual callback, and every URL a node
+// sends a peer) is not copied.
 func hostKey(rawURL string) string {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
@@ -214,16 +216,23 @@ func hostKey(rawURL string) string {
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		rest = rest[:i]
 	}
+	prefix := len(scheme) + len("://") + len(rest)
 	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
-		rest = rest[i+1:]
+		rest, prefix = rest[i+1:], -1
 	}
-	scheme, rest = strings.ToLower(scheme), strings.ToLower(rest)
+	if s, r := strings.ToLower(scheme), strings.ToLower(rest); s != scheme || r != rest {
+		scheme, rest, prefix = s, r, -1
+	}
 	if i := strings.LastIndexByte(rest, ':'); i < 0 || i < strings.LastIndexByte(rest, ']') {
 		port := "80"
 		if scheme == "https" {
 			port = "443"
 		}
 		rest += ":" + port
+		prefix = -1
+	}
+	if prefix >= 0 {
+		return rawURL[:prefix]
 	}
 	return scheme + "://" + rest
 }

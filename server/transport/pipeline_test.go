@@ -296,11 +296,19 @@ func TestHostKey(t *testing.T) {
 		{"http://127.0.0.1:7253/timers", "http://127.0.0.1:7253"},
 		{"http://[::1]/cb", "http://[::1]:80"},
 		{"http://[::1]:99#f", "http://[::1]:99"},
+		{"HTTP://cb.test:80/x", "http://cb.test:80"},
+		{"http://u@cb.test:80/x", "http://cb.test:80"},
+		{"http://cb.test:8080", "http://cb.test:8080"},
 		{"not a url", "not a url"},
 	} {
 		if got := hostKey(tt.url); got != tt.want {
 			t.Errorf("hostKey(%q) = %q, want %q", tt.url, got, tt.want)
 		}
+	}
+	// A URL that starts with its key, as a callback or a peer's usually
+	// does, costs no copy.
+	if n := testing.AllocsPerRun(10, func() { hostKey("http://127.0.0.1:7253/timers/x") }); n != 0 {
+		t.Errorf("hostKey of a URL that starts with its key allocated %v times, want 0", n)
 	}
 }
 
