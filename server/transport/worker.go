@@ -31,7 +31,13 @@ func (c *Client) work(h *host) {
 			} else {
 				c.serveBatch(h, jobs)
 			}
-			clear(jobs)
+			// Served, a job is referred to by nothing else: its
+			// outcome holds its done function, not the job.
+			for i, j := range jobs {
+				*j = job{}
+				c.jobs.Put(j)
+				jobs[i] = nil
+			}
 			continue
 		}
 		idle.Reset(c.limits.idle)
