@@ -165,7 +165,9 @@ type host struct {
 	batch bool
 	// jobs is the queue, oldest first. Taking re-slices it, so appending
 	// reallocates only the requests still waiting, and a queue that never
-	// drains does not grow past about twice its length.
+	// drains does not grow past about twice its length; taking the last
+	// keeps the array from its start, so that a queue that holds one
+	// request at a time, as an idle peer's does, allocates nothing.
 	jobs    []*job
 	workers int
 	idle    int
@@ -196,9 +198,10 @@ func (h *host) pop() *job {
 	}
 	j := h.jobs[0]
 	h.jobs[0] = nil
-	h.jobs = h.jobs[1:]
-	if len(h.jobs) == 0 {
-		h.jobs = nil
+	if len(h.jobs) == 1 {
+		h.jobs = h.jobs[:0]
+	} else {
+		h.jobs = h.jobs[1:]
 	}
 	return j
 }

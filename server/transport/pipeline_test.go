@@ -397,3 +397,33 @@ func TestClientCompletionPanicClosesNode(t *testing.T) {
 		}
 	})
 }
+
+// TestHostQueueOfOneAllocatesNothing proves a queue that holds one
+// request at a time, as an idle peer's does, reuses its array, and that
+// a longer one still hands its requests out oldest first.
+func TestHostQueueOfOneAllocatesNothing(t *testing.T) {
+	var h host
+	j := new(job)
+	h.push(j)
+	h.pop()
+	if n := testing.AllocsPerRun(10, func() {
+		h.push(j)
+		if got := h.pop(); got != j {
+			t.Fatalf("popped %p, want %p", got, j)
+		}
+	}); n != 0 {
+		t.Errorf("a push and a pop allocated %v times, want 0", n)
+	}
+	jobs := []*job{new(job), new(job), new(job)}
+	for _, j := range jobs {
+		h.push(j)
+	}
+	for i, want := range jobs {
+		if got := h.pop(); got != want {
+			t.Errorf("pop %d = %p, want %p", i, got, want)
+		}
+	}
+	if h.pop() != nil || h.waiting() != 0 {
+		t.Errorf("queue holds %d after every job was taken, want 0", h.waiting())
+	}
+}
