@@ -3,14 +3,21 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
 
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/server/config"
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // benchBody is a small client create: replication factor 1, due in a day,
@@ -70,9 +77,10 @@ func BenchmarkCreateReplicated(b *testing.B) {
 // benchBodyRF2 is benchBody with replication factor 2.
 var benchBodyRF2 = bytes.Replace(benchBody, []byte(`"replication-factor":1`), []byte(`"replication-factor":2`), 1)
 
-// startCluster starts n nodes on loopback, one cluster with a key, and
-// returns the URL of each one's /timers; they stop when b ends.
-func startCluster(b *testing.B, n int) []string {
+// startCluster starts n nodes on loopback, one cluster with a key, each
+// configured further by the options, and returns the URL of each one's
+// /timers; they stop when b ends.
+func startCluster(b *testing.B, n int, options ...func(*config.Node)) []string {
 	b.Helper()
 	lns := make([]net.Listener, n)
 	var m node.Membership
@@ -87,6 +95,9 @@ func startCluster(b *testing.B, n int) []string {
 		if n > 1 {
 			cfg.Cluster = m
 			cfg.ClusterKey = "0123456789abcdef0123456789abcdef"
+		}
+		for _, o := range options {
+			o(&cfg)
 		}
 		srv, err := New(cfg, nil)
 		if err != nil {
@@ -146,4 +157,155 @@ func drive(b *testing.B, body []byte, urls ...string) float64 {
 	rate := float64(b.N) / b.Elapsed().Seconds()
 	b.ReportMetric(rate, "req/s")
 	return rate
+}
+
+// popBody is a timer due %d seconds after it is created, calling back
+// the sink at %s with the opaque data "bench".
+const popBody = `{"timing":{"interval":%d},"callback":{"http":{"uri":"%s","opaque":"bench"}},"reliability":{"replication-factor":1}}`
+
+// popBurst is the most timers BenchmarkPop has fall due at one instant:
+// well within what the node's client queues for one host
+// (transport.clientMaxQueuePerHost), beyond which a burst is shed.
+const popBurst = 10000
+
+// BenchmarkBarePop measures a plain Go client POSTing a pop's request (its
+// headers and opaque body) to a loopback sink: the baseline of the pop
+// rows of docs/design.md section 5. Run before BenchmarkPop, it sets the
+// rate that one reports its ratio to.
+func BenchmarkBarePop(b *testing.B) {
+	s := startSink(b)
+	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	b.SetParallelism(benchParallelism)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var seq atomic.Uint64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, err := http.NewRequest(http.MethodPost, s.url, bytes.NewReader([]byte("bench")))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			req.Header.Set(wire.HeaderSequenceNumber, "1")
+			req.Header.Set(wire.HeaderTimerID, strconv.FormatUint(seq.Add(1), 16))
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
+	b.StopTimer()
+	barePopRate = float64(b.N) / b.Elapsed().Seconds()
+	b.ReportMetric(barePopRate, "pops/s")
+}
+
+// barePopRate is the rate the last BenchmarkBarePop run measured.
+var barePopRate float64
+
+// BenchmarkPop measures pops through the real HTTP client: one node on a
+// mock clock holds b.N timers, created untimed, due in bursts of popBurst
+// a second apart; the benchmark times (and counts the allocations of) the
+// node popping every one into a loopback sink, the sink's own included as
+// in BenchmarkBarePop, moving the clock to each burst once the sink has
+// every pop of the one before. It reports its ratio to BenchmarkBarePop
+// when that ran first in the same process.
+func BenchmarkPop(b *testing.B) {
+	s := startSink(b)
+	mock := clock.NewMock()
+	mock.Set(time.Now())
+	urls := startCluster(b, 1, func(cfg *config.Node) { cfg.Clock = mock })
+	b.StopTimer()
+	createAll(b, b.N, func(i int) []byte { return fmt.Appendf(nil, popBody, 1+i/popBurst, s.url) }, urls[0])
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.StartTimer()
+	// The node pops a burst in bounded rounds, each on an alarm of its
+	// own: within a burst the mock clock moves on a millisecond every
+	// real millisecond.
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for due := 0; due < b.N; {
+		mock.Add(time.Second)
+		due = min(due+popBurst, b.N)
+		last := time.Now()
+		for s.count.Load() < int64(due) {
+			select {
+			case <-s.arrived:
+				last = time.Now()
+			case <-tick.C:
+				mock.Add(time.Millisecond)
+			}
+			if time.Since(last) > popStall {
+				b.Fatalf("the sink has %d of %d pops, none new for %v", s.count.Load(), due, popStall)
+			}
+		}
+	}
+	b.StopTimer()
+	rate := float64(b.N) / b.Elapsed().Seconds()
+	b.ReportMetric(rate, "pops/s")
+	if barePopRate > 0 {
+		b.ReportMetric(rate/barePopRate, "ratio")
+	}
+}
+
+// popStall is how long BenchmarkPop waits for a pop before it fails
+// instead of waiting for ever for pops the node gave up.
+const popStall = 30 * time.Second
+
+// sink is a loopback callback receiver that counts what it is sent.
+type sink struct {
+	url     string
+	count   atomic.Int64
+	arrived chan struct{} // a token per request, dropped when one waits
+}
+
+// startSink starts a sink that answers 200 to every request until b ends.
+func startSink(b *testing.B) *sink {
+	b.Helper()
+	s := &sink{arrived: make(chan struct{}, 1)}
+	ln := listenLoopback(b)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		s.count.Add(1)
+		select {
+		case s.arrived <- struct{}{}:
+		default:
+		}
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { srv.Close() })
+	s.url = "http://" + ln.Addr().String() + "/cb"
+	return s
+}
+
+// createAll creates n timers at url from parallel clients, timer i of
+// body(i).
+func createAll(b *testing.B, n int, body func(i int) []byte, url string) {
+	b.Helper()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				resp, err := client.Post(url, "application/json", bytes.NewReader(body(int(i))))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Errorf("create: status %d Reason %q, want 200", resp.StatusCode, resp.Header.Get("Reason"))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

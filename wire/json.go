@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -40,28 +41,41 @@ func (v rawValue) isNumber() bool { return v[0] == '-' || '0' <= v[0] && v[0] <=
 // surrogate without its pair, it refuses the string: opaque data must
 // reach the callback as the client sent it, or not at all.
 func unquote(v rawValue) (string, bool) {
-	s := v[1 : len(v)-1]
-	if !utf8.Valid(s) { // escapes are ASCII: this checks every literal byte
+	var b strings.Builder
+	if !unquoteTo(&b, v) {
 		return "", false
 	}
-	i := bytes.IndexByte(s, '\\')
-	if i < 0 {
-		return string(s), true
+	return b.String(), true
+}
+
+// unquoteTo appends the string token v decoded to b, as unquote decodes
+// it, and reports whether it could. It grows b once, by the token's
+// length, so that strings decoded in turn into one Builder share one
+// allocation: each b.String() taken between them stays valid, since a
+// Builder never rewrites what it holds.
+func unquoteTo(b *strings.Builder, v rawValue) bool {
+	s := v[1 : len(v)-1]
+	if !utf8.Valid(s) { // escapes are ASCII: this checks every literal byte
+		return false
 	}
-	out := make([]byte, 0, len(s))
-	for ; i >= 0; i = bytes.IndexByte(s, '\\') {
-		out, s = append(out, s[:i]...), s[i:]
+	b.Grow(len(s)) // the decoded string is no longer than its token
+	for i := bytes.IndexByte(s, '\\'); i >= 0; i = bytes.IndexByte(s, '\\') {
+		b.Write(s[:i])
+		s = s[i:]
 		if s[1] != 'u' {
-			out, s = append(out, unescapeByte(s[1])), s[2:]
+			b.WriteByte(unescapeByte(s[1]))
+			s = s[2:]
 			continue
 		}
 		r, n := unescapeRune(s)
 		if n == 0 {
-			return "", false
+			return false
 		}
-		out, s = utf8.AppendRune(out, r), s[n:]
+		b.WriteRune(r)
+		s = s[n:]
 	}
-	return string(append(out, s...)), true
+	b.Write(s)
+	return true
 }
 
 // unescapeByte is the byte a two-character escape stands for.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -303,10 +304,14 @@ func parseHTTP(v rawValue, t *Timer) error {
 	if uri == nil {
 		return badf("callback.http.uri is missing")
 	}
-	u, err := stringField(uri, "callback.http.uri")
-	if err != nil {
+	// The URI and the opaque data are decoded into one Builder grown for
+	// both at once: one allocation for the two.
+	var b strings.Builder
+	b.Grow(len(uri) + len(opaque))
+	if err := stringFieldTo(&b, uri, "callback.http.uri"); err != nil {
 		return err
 	}
+	u := b.String()
 	if u == "" {
 		return badf("callback.http.uri is missing")
 	}
@@ -315,9 +320,10 @@ func parseHTTP(v rawValue, t *Timer) error {
 	}
 	t.URI = u
 	if opaque != nil {
-		if t.Opaque, err = stringField(opaque, "callback.http.opaque"); err != nil {
+		if err := stringFieldTo(&b, opaque, "callback.http.opaque"); err != nil {
 			return err
 		}
+		t.Opaque = b.String()[len(u):]
 	}
 	return nil
 }
@@ -486,6 +492,17 @@ func stringField(v rawValue, field string) (string, error) {
 		return "", utf8Err(field)
 	}
 	return s, nil
+}
+
+// stringFieldTo decodes a JSON string member onto b (unquoteTo).
+func stringFieldTo(b *strings.Builder, v rawValue, field string) error {
+	if !v.isString() {
+		return typeErr(field, "a string", v)
+	}
+	if !unquoteTo(b, v) {
+		return utf8Err(field)
+	}
+	return nil
 }
 
 // stringList decodes a JSON array of strings; nil when v is absent, empty

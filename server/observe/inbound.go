@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -58,11 +59,35 @@ func CountRequests(reg prometheus.Registerer, next http.Handler) http.Handler {
 	}, []string{"route", "code"})
 	reg.MustRegister(requests)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
+		sw := statusWriters.Get().(*statusWriter)
+		*sw = statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		requests.WithLabelValues(routeOf(r), strconv.Itoa(sw.code())).Inc()
+		code := sw.code()
+		// A handler may not use its writer once it has returned.
+		*sw = statusWriter{}
+		statusWriters.Put(sw)
+		requests.WithLabelValues(routeOf(r), codeLabel(code)).Inc()
 	})
 }
+
+// statusWriters pools the statusWriters of requests answered.
+var statusWriters = sync.Pool{New: func() any { return new(statusWriter) }}
+
+// codeLabel is the label of status code: strconv.Itoa(code), without
+// allocating for the three-digit codes of HTTP.
+func codeLabel(code int) string {
+	if code >= 100 && code < 100+len(codeLabels) {
+		return codeLabels[code-100]
+	}
+	return strconv.Itoa(code)
+}
+
+var codeLabels = func() (l [900]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(100 + i)
+	}
+	return l
+}()
 
 // statusWriter notes the status code a handler answers with.
 type statusWriter struct {

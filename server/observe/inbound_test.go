@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -56,4 +57,14 @@ func FuzzRouteOf(f *testing.F) {
 			t.Fatalf("routeOf(%s %s) = %q, not a route", method, target, got)
 		}
 	})
+}
+
+// TestCodeLabel proves the code label is the code in decimal, from the
+// table and beyond it.
+func TestCodeLabel(t *testing.T) {
+	for _, code := range []int{-1, 0, 99, 100, 200, 204, 404, 503, 999, 1000, 12345} {
+		if got, want := codeLabel(code), strconv.Itoa(code); got != want {
+			t.Errorf("codeLabel(%d) = %q, want %q", code, got, want)
+		}
+	}
 }

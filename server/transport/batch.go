@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -214,16 +215,22 @@ func (r *frameReader) head(magic string, max int) int {
 
 // uvarint reads a number of at most max.
 func (r *frameReader) uvarint(what string, max uint64) uint64 {
+	return r.number(what, "", max)
+}
+
+// number reads a number of at most max, named what+suffix in an error:
+// the name is built only for the error, never for a number read well.
+func (r *frameReader) number(what, suffix string, max uint64) uint64 {
 	if r.err != nil {
 		return 0
 	}
 	v, n := binary.Uvarint(r.b)
 	if n <= 0 {
-		r.fail("%s: not a varint", what)
+		r.fail("%s%s: not a varint", what, suffix)
 		return 0
 	}
 	if v > max {
-		r.fail("%s %d, more than %d", what, v, max)
+		r.fail("%s%s %d, more than %d", what, suffix, v, max)
 		return 0
 	}
 	r.b = r.b[n:]
@@ -232,7 +239,7 @@ func (r *frameReader) uvarint(what string, max uint64) uint64 {
 
 // bytes reads a length of at most max and that many bytes, not copied.
 func (r *frameReader) bytes(what string, max int) []byte {
-	n := r.uvarint(what+" length", uint64(max))
+	n := r.number(what, " length", uint64(max))
 	if r.err != nil {
 		return nil
 	}
@@ -261,8 +268,29 @@ func (r *frameReader) token(what string) string {
 	if r.err == nil && !isToken(b) {
 		r.fail("%s %q is not an HTTP token", what, b)
 	}
+	if t, ok := knownTokens[string(b)]; ok {
+		return t
+	}
 	return string(b)
 }
+
+// knownTokens holds the methods and header field names nodes send each
+// other, so that reading one in a batch does not copy it.
+var knownTokens = func() map[string]string {
+	m := make(map[string]string)
+	for _, t := range []string{
+		http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete,
+		node.HeaderContentType, node.HeaderContentRange, node.HeaderRange, node.HeaderVersion,
+		node.HeaderSignature, node.HeaderSent, node.HeaderTo, node.HeaderCollision,
+		node.HeaderStartDelta, node.HeaderPopped, node.HeaderInstance, node.HeaderInstanceClash,
+		node.HeaderHeld, node.HeaderNextTimeFrom, wire.HeaderReason, wire.HeaderLocation,
+		wire.HeaderSequenceNumber, wire.HeaderRetryAfter, wire.HeaderDeadline, wire.HeaderTimerID,
+		"Content-Length",
+	} {
+		m[t] = t
+	}
+	return m
+}()
 
 // target reads a request target, which must be in origin form, and
 // returns it as net/http's server would hand it over: RequestURI of the

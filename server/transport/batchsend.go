@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/wire"
@@ -19,11 +20,63 @@ func batchTarget(req node.Request, kind int) string {
 	if kind != kindPeer || (req.Method != http.MethodPut && req.Method != http.MethodDelete) {
 		return ""
 	}
+	if t, ok := plainTarget(req.URL); ok {
+		return t
+	}
 	u, err := url.Parse(req.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "" // sent alone, where the round trip fails
 	}
 	return u.RequestURI()
+}
+
+// plainTarget returns the request target of rawURL without parsing it,
+// when it is plain enough for that to be what url.Parse and RequestURI
+// make of it: an http or https URL, a host name or IPv4 address with a
+// decimal port or none, a path from the first slash of characters that
+// need no escape, and a query if any of such characters and "=" and "&".
+// Every URL a node sends a peer is. Of any other it reports false.
+func plainTarget(rawURL string) (string, bool) {
+	rest, ok := strings.CutPrefix(rawURL, "http://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(rawURL, "https://"); !ok {
+			return "", false
+		}
+	}
+	slash := strings.IndexByte(rest, '/')
+	if slash < 0 || !plainAuthority(rest[:slash]) {
+		return "", false
+	}
+	target := rest[slash:]
+	path, query, _ := strings.Cut(target, "?")
+	if !plainChars(path, "/") || !plainChars(query, "=&") {
+		return "", false
+	}
+	return target, true
+}
+
+// plainAuthority reports whether a is a host of letters, digits, dots and
+// hyphens, followed by a colon and decimal digits or by nothing.
+func plainAuthority(a string) bool {
+	host, port, hasPort := strings.Cut(a, ":")
+	if host == "" || !plainChars(host, "") || hasPort && (port == "" || strings.Trim(port, "0123456789") != "") {
+		return false
+	}
+	return true
+}
+
+// plainChars reports whether s holds only unreserved characters (RFC 3986)
+// and those of extra.
+func plainChars(s, extra string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '~':
+		case strings.IndexByte(extra, c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // fill appends to buf, whose first request is taken from h's batched

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -418,5 +419,56 @@ func TestBatchOverLoopback(t *testing.T) {
 	}
 	if st := c.Stats(); st.PeerBatches != 1 || st.PeerBatched != 3 {
 		t.Errorf("stats %+v, want the 3 in one batch", st)
+	}
+}
+
+// TestPlainTarget proves the target read from a plain URL without parsing
+// it is the one url.Parse and RequestURI make of it, that a URL less
+// plain is left to them, and that a URL a node sends a peer is read
+// without an allocation.
+func TestPlainTarget(t *testing.T) {
+	for _, tt := range []struct {
+		url   string
+		plain bool
+	}{
+		{"http://127.0.0.1:7253/timers/0123456789abcdef0123456789abcdef", true},
+		{"https://node-2.example:443/timers/references?a=b&c=d", true},
+		{"http://h/timers?", true},
+		{"http://h/a//b/./c", true},
+		{"http://h:7253/x?a=b?c", false},
+		{"http://h", false},
+		{"http://h?x=1", false},
+		{"http://u@h/x", false},
+		{"http://h:/x", false},
+		{"http://h:8x/x", false},
+		{"http://:80/x", false},
+		{"http://[::1]:80/x", false},
+		{"http://h/a%2Fb", false},
+		{"http://h/a b", false},
+		{"http://h/x#f", false},
+		{"HTTP://h/x", false},
+		{"ftp://h/x", false},
+		{"http://h/x;y", false},
+	} {
+		got, ok := plainTarget(tt.url)
+		if ok != tt.plain {
+			t.Errorf("plainTarget(%q) plain = %v, want %v", tt.url, ok, tt.plain)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		u, err := url.Parse(tt.url)
+		if err != nil {
+			t.Errorf("url.Parse(%q): %v, yet plainTarget read it", tt.url, err)
+			continue
+		}
+		if want := u.RequestURI(); got != want {
+			t.Errorf("plainTarget(%q) = %q, want %q as RequestURI has it", tt.url, got, want)
+		}
+	}
+	req := node.Request{Method: http.MethodPut, URL: "http://127.0.0.1:7253/timers/0123456789abcdef0123456789abcdef"}
+	if n := testing.AllocsPerRun(10, func() { batchTarget(req, kindPeer) }); n != 0 {
+		t.Errorf("batchTarget of a node's URL allocated %v times, want 0", n)
 	}
 }

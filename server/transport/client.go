@@ -64,6 +64,8 @@ type Client struct {
 	closed  bool
 	workers sync.WaitGroup
 
+	deadlines sync.Pool // of *deadline, for round trips
+	jobs      sync.Pool // of *job: a worker pools the jobs it has served
 	results   *completions
 	stop      chan struct{} // closed by Close once every worker ended
 	delivered chan struct{} // closed when the delivering goroutine ended
@@ -103,6 +105,8 @@ func newClient(enter func(func()) bool, log *slog.Logger, lim limits, rt http.Ro
 		stop:      make(chan struct{}),
 		delivered: make(chan struct{}),
 	}
+	c.deadlines.New = func() any { return newDeadline(&c.deadlines) }
+	c.jobs.New = func() any { return new(job) }
 	c.metrics = newMetrics(c)
 	go c.deliver()
 	return c
@@ -133,7 +137,8 @@ func newTransport(dial func(context.Context, string, string) (net.Conn, error)) 
 // gets its own done, with its own response or error.
 func (c *Client) Send(req node.Request, timeout time.Duration, done func(node.Response, error)) {
 	key, kind := hostKey(req.URL), kindOf(req)
-	j := &job{req: req, kind: kind, timeout: timeout, done: done, target: batchTarget(req, kind)}
+	j := c.jobs.Get().(*job)
+	*j = job{req: req, kind: kind, timeout: timeout, done: done, target: batchTarget(req, kind)}
 	id := hostID{key: key, batch: j.target != ""}
 	if id.batch {
 		j.size = batchEntrySize(node.Request{Method: req.Method, URL: j.target, Header: req.Header, Body: req.Body})

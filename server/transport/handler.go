@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chronos-timer/chronos/node"
@@ -33,6 +34,7 @@ type Handler struct {
 	enter        func(f func()) bool
 	replyTimeout time.Duration
 	log          *slog.Logger
+	calls        sync.Pool // of *call
 }
 
 // NewHandler returns a Handler for core, entering it through enter, which
@@ -43,7 +45,9 @@ func NewHandler(core Core, enter func(f func()) bool, replyTimeout time.Duration
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{core: core, enter: enter, replyTimeout: replyTimeout, log: log}
+	h := &Handler{core: core, enter: enter, replyTimeout: replyTimeout, log: log}
+	h.calls.New = func() any { return newCall(h) }
+	return h
 }
 
 // ServeHTTP implements http.Handler.
@@ -57,31 +61,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, status, reason)
 		return
 	}
-	// Buffered so a reply that comes after the client left, or after the
-	// ceiling, never blocks the node; the channel is garbage then.
-	replies := make(chan node.Response, 1)
-	reply := func(resp node.Response) {
-		select {
-		case replies <- resp:
-		default:
-			h.log.Error("node replied twice", "method", req.Method, "url", req.URL)
-		}
-	}
-	if !h.enter(func() { h.core.Handle(req, reply) }) {
+	c := h.calls.Get().(*call)
+	c.start(req)
+	if !h.enter(c.handle) {
+		h.calls.Put(c.done()) // the node never saw it: nothing will reply
 		writeUnavailable(w, "node is stopping")
 		return
 	}
 	// Most replies are synchronous: take them without arming a timer.
 	select {
-	case resp := <-replies:
+	case resp := <-c.replies:
+		h.calls.Put(c.done())
 		h.writeResponse(w, resp)
 		return
 	default:
 	}
 	ceiling := time.NewTimer(h.replyTimeout)
 	defer ceiling.Stop()
+	// A call left waiting here is not reused: its reply may still come.
 	select {
-	case resp := <-replies:
+	case resp := <-c.replies:
+		h.calls.Put(c.done())
 		h.writeResponse(w, resp)
 	case <-r.Context().Done():
 		// The client went away; nothing to write to.
@@ -89,6 +89,70 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Warn("node did not reply in time", "method", req.Method, "url", req.URL, "timeout", h.replyTimeout)
 		writeUnavailable(w, fmt.Sprintf("no reply within %v", h.replyTimeout))
 	}
+}
+
+// call is one request's passage through the node: the request, the reply
+// function the node is handed with it, and the channel the reply comes
+// back on. The Handler pools calls so that a request allocates only its
+// reply function; a call is reused only once its reply was taken (or the
+// node never ran it), and the reply function is bound to the request it
+// was made for, so that a reply the node sends twice is logged, never
+// delivered to a later request.
+type call struct {
+	h       *Handler
+	replies chan node.Response // buffered: a reply never blocks the node
+	handle  func()             // c.run, bound once so entering allocates nothing
+
+	req   node.Request
+	reply func(node.Response)
+
+	mu       sync.Mutex
+	gen      uint64 // counts the requests the call has served
+	answered bool   // the request of gen has its reply
+}
+
+func newCall(h *Handler) *call {
+	c := &call{h: h, replies: make(chan node.Response, 1)}
+	c.handle = c.run
+	return c
+}
+
+// start readies c for req, a request of its own.
+func (c *call) start(req node.Request) {
+	c.mu.Lock()
+	c.gen++
+	gen := c.gen
+	c.answered = false
+	c.mu.Unlock()
+	c.req = req
+	method, url := req.Method, req.URL
+	c.reply = func(resp node.Response) {
+		if !c.deliver(gen, resp) {
+			c.h.log.Error("node replied twice", "method", method, "url", url)
+		}
+	}
+}
+
+// run hands the request to the node; it runs under the node lock.
+func (c *call) run() { c.h.core.Handle(c.req, c.reply) }
+
+// deliver passes on the reply to request gen if it is the first, and
+// reports whether it was.
+func (c *call) deliver(gen uint64, resp node.Response) bool {
+	c.mu.Lock()
+	first := gen == c.gen && !c.answered
+	c.answered = c.answered || first
+	c.mu.Unlock()
+	if first {
+		c.replies <- resp
+	}
+	return first
+}
+
+// done lets go of what c's request held, for the pool.
+func (c *call) done() *call {
+	c.req, c.reply = node.Request{}, nil
+	return c
 }
 
 // readRequest converts r into a node request. A non-zero status means the
@@ -170,6 +234,18 @@ func nodeHeader(hh http.Header) node.Header {
 	return h
 }
 
+// putHeader sets the fields of dst to the single values of src, every
+// value in one backing array rather than one a field, and returns the
+// array's spare room, for more values.
+func putHeader(dst http.Header, src node.Header, more int) []string {
+	vals := make([]string, 0, len(src)+more)
+	for k, v := range src {
+		vals = append(vals, v)
+		dst[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	return vals[len(vals):]
+}
+
 // writeResponse writes the node's reply.
 func (h *Handler) writeResponse(w http.ResponseWriter, resp node.Response) {
 	if resp.Status < 100 || resp.Status > 999 {
@@ -178,14 +254,8 @@ func (h *Handler) writeResponse(w http.ResponseWriter, resp node.Response) {
 		return
 	}
 	hdr := w.Header()
-	// One backing array for every field's value, not one a field.
-	vals := make([]string, 0, len(resp.Header)+1)
-	for k, v := range resp.Header {
-		vals = append(vals, v)
-		hdr[k] = vals[len(vals)-1 : len(vals) : len(vals)]
-	}
-	vals = append(vals, strconv.Itoa(len(resp.Body)))
-	hdr["Content-Length"] = vals[len(vals)-1:]
+	vals := putHeader(hdr, resp.Header, 1)
+	hdr["Content-Length"] = append(vals, strconv.Itoa(len(resp.Body)))
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/internal/chantest"
+	"github.com/chronos-timer/chronos/internal/logtest"
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/wire"
 )
@@ -231,5 +233,36 @@ func TestHandlerStoppedNode(t *testing.T) {
 	NewHandler(core, s.Do, chantest.Timeout, nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ping", nil))
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("status = %d, want 503", rec.Code)
+	}
+}
+
+// TestHandlerReplyTwice proves that a reply the node sends a second time,
+// after its request was answered and the Handler has served others, is
+// logged and reaches no later request: the Handler reuses what a request
+// used, but each reply function is bound to its own request.
+func TestHandlerReplyTwice(t *testing.T) {
+	s := newNodeLock()
+	var kept []func(node.Response)
+	core := &fakeCore{serial: s, t: t, respond: func(req node.Request, reply func(node.Response)) {
+		for _, old := range kept {
+			old(node.Response{Status: http.StatusTeapot}) // the node's bug
+		}
+		kept = append(kept, reply)
+		reply(node.Response{Status: http.StatusOK, Body: []byte(req.URL)})
+	}}
+	var logs logtest.Buffer
+	h := NewHandler(core, s.Do, chantest.Timeout, slog.New(slog.NewJSONHandler(&logs, nil)))
+	for i, path := range []string{"/ping", "/timers/a", "/timers/b"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusOK || rec.Body.String() != path {
+			t.Errorf("request %d: response %d %q, want 200 %q", i, rec.Code, rec.Body.String(), path)
+		}
+	}
+	if got := strings.Count(logs.String(), `"msg":"node replied twice"`); got != 3 {
+		t.Errorf("%d replies logged as second ones, want 3 (one, then two)\n%s", got, logs.String())
+	}
+	if !strings.Contains(logs.String(), `"url":"/ping"`) {
+		t.Errorf("log %s, want the second reply named by its own request's URL", logs.String())
 	}
 }

@@ -165,7 +165,9 @@ type host struct {
 	batch bool
 	// jobs is the queue, oldest first. Taking re-slices it, so appending
 	// reallocates only the requests still waiting, and a queue that never
-	// drains does not grow past about twice its length.
+	// drains does not grow past about twice its length; taking the last
+	// keeps the array from its start, so that a queue that holds one
+	// request at a time, as an idle peer's does, allocates nothing.
 	jobs    []*job
 	workers int
 	idle    int
@@ -196,16 +198,19 @@ func (h *host) pop() *job {
 	}
 	j := h.jobs[0]
 	h.jobs[0] = nil
-	h.jobs = h.jobs[1:]
-	if len(h.jobs) == 0 {
-		h.jobs = nil
+	if len(h.jobs) == 1 {
+		h.jobs = h.jobs[:0]
+	} else {
+		h.jobs = h.jobs[1:]
 	}
 	return j
 }
 
 // hostKey names the destination of rawURL as the transport's connection
 // pool does: scheme, host and port, the default port filled in. A URL it
-// cannot read has its own key; the round trip then fails.
+// cannot read has its own key; the round trip then fails. A URL that
+// already starts with its key (the usual callback, and every URL a node
+// sends a peer) is not copied.
 func hostKey(rawURL string) string {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
@@ -214,16 +219,23 @@ func hostKey(rawURL string) string {
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		rest = rest[:i]
 	}
+	prefix := len(scheme) + len("://") + len(rest)
 	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
-		rest = rest[i+1:]
+		rest, prefix = rest[i+1:], -1
 	}
-	scheme, rest = strings.ToLower(scheme), strings.ToLower(rest)
+	if s, r := strings.ToLower(scheme), strings.ToLower(rest); s != scheme || r != rest {
+		scheme, rest, prefix = s, r, -1
+	}
 	if i := strings.LastIndexByte(rest, ':'); i < 0 || i < strings.LastIndexByte(rest, ']') {
 		port := "80"
 		if scheme == "https" {
 			port = "443"
 		}
 		rest += ":" + port
+		prefix = -1
+	}
+	if prefix >= 0 {
+		return rawURL[:prefix]
 	}
 	return scheme + "://" + rest
 }

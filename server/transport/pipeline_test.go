@@ -296,11 +296,19 @@ func TestHostKey(t *testing.T) {
 		{"http://127.0.0.1:7253/timers", "http://127.0.0.1:7253"},
 		{"http://[::1]/cb", "http://[::1]:80"},
 		{"http://[::1]:99#f", "http://[::1]:99"},
+		{"HTTP://cb.test:80/x", "http://cb.test:80"},
+		{"http://u@cb.test:80/x", "http://cb.test:80"},
+		{"http://cb.test:8080", "http://cb.test:8080"},
 		{"not a url", "not a url"},
 	} {
 		if got := hostKey(tt.url); got != tt.want {
 			t.Errorf("hostKey(%q) = %q, want %q", tt.url, got, tt.want)
 		}
+	}
+	// A URL that starts with its key, as a callback or a peer's usually
+	// does, costs no copy.
+	if n := testing.AllocsPerRun(10, func() { hostKey("http://127.0.0.1:7253/timers/x") }); n != 0 {
+		t.Errorf("hostKey of a URL that starts with its key allocated %v times, want 0", n)
 	}
 }
 
@@ -388,4 +396,34 @@ func TestClientCompletionPanicClosesNode(t *testing.T) {
 		default:
 		}
 	})
+}
+
+// TestHostQueueOfOneAllocatesNothing proves a queue that holds one
+// request at a time, as an idle peer's does, reuses its array, and that
+// a longer one still hands its requests out oldest first.
+func TestHostQueueOfOneAllocatesNothing(t *testing.T) {
+	var h host
+	j := new(job)
+	h.push(j)
+	h.pop()
+	if n := testing.AllocsPerRun(10, func() {
+		h.push(j)
+		if got := h.pop(); got != j {
+			t.Fatalf("popped %p, want %p", got, j)
+		}
+	}); n != 0 {
+		t.Errorf("a push and a pop allocated %v times, want 0", n)
+	}
+	jobs := []*job{new(job), new(job), new(job)}
+	for _, j := range jobs {
+		h.push(j)
+	}
+	for i, want := range jobs {
+		if got := h.pop(); got != want {
+			t.Errorf("pop %d = %p, want %p", i, got, want)
+		}
+	}
+	if h.pop() != nil || h.waiting() != 0 {
+		t.Errorf("queue holds %d after every job was taken, want 0", h.waiting())
+	}
 }

@@ -31,7 +31,13 @@ func (c *Client) work(h *host) {
 			} else {
 				c.serveBatch(h, jobs)
 			}
-			clear(jobs)
+			// Served, a job is referred to by nothing else: its
+			// outcome holds its done function, not the job.
+			for i, j := range jobs {
+				*j = job{}
+				c.jobs.Put(j)
+				jobs[i] = nil
+			}
 			continue
 		}
 		idle.Reset(c.limits.idle)
@@ -155,9 +161,10 @@ func (c *Client) queueEnd(j *job) time.Time { return j.queued.Add(c.maxWait(j)) 
 func (c *Client) roundTrip(req node.Request, queueEnd time.Time, timeout time.Duration, limit int64) (node.Response, time.Duration, error) {
 	ctx, cancel := context.WithCancelCause(c.base)
 	defer cancel(nil)
-	d := startDeadline(cancel, queueEnd, timeout)
+	d := c.deadlines.Get().(*deadline)
+	d.start(cancel, queueEnd, timeout)
 	defer d.stop()
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: d.gotConn})
+	ctx = httptrace.WithClientTrace(ctx, &d.trace)
 	resp, err := c.exchange(ctx, req, limit)
 	return resp, d.took(), err
 }
@@ -170,9 +177,7 @@ func (c *Client) exchange(ctx context.Context, req node.Request, limit int64) (n
 	if err != nil {
 		return node.Response{}, fmt.Errorf("server: build %s %s: %w", req.Method, req.URL, err)
 	}
-	for k, v := range req.Header {
-		hr.Header[k] = []string{v}
-	}
+	putHeader(hr.Header, req.Header, 0)
 	// The transport itself: an http.Client would only copy the header
 	// for redirects, which are never followed (the node judges a 3xx).
 	hresp, err := rt.RoundTrip(hr)
@@ -223,30 +228,50 @@ func urlErrorOp(method string) string {
 // the end of its queue wait (past it the request is shed); from then on,
 // by its timeout, so the wait for a worker and a connection never counts
 // against the timeout.
+//
+// A Client pools its deadlines with their timer and their trace hook,
+// which would otherwise cost each round trip four allocations. One goes
+// back to the pool only if its timer was stopped before it fired: one
+// that fired, or is firing, may still read its fields, and is dropped.
 type deadline struct {
+	pool  *sync.Pool            // the Client's, it goes back to
+	timer *time.Timer           // runs d.expire; made once
+	trace httptrace.ClientTrace // GotConn is d.gotConn; made once
+
 	mu      sync.Mutex
-	timer   *time.Timer
+	cancel  context.CancelCauseFunc
 	written bool
 	wroteAt time.Time
 	timeout time.Duration
 }
 
-func startDeadline(cancel context.CancelCauseFunc, queueEnd time.Time, timeout time.Duration) *deadline {
-	d := &deadline{timeout: timeout}
+func newDeadline(pool *sync.Pool) *deadline {
+	d := &deadline{pool: pool}
+	d.trace.GotConn = d.gotConn
+	d.timer = time.AfterFunc(time.Hour, d.expire)
+	d.timer.Stop()
+	return d
+}
+
+// start arms d for a round trip that cancel cancels.
+func (d *deadline) start(cancel context.CancelCauseFunc, queueEnd time.Time, timeout time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	queueWait := time.Until(queueEnd)
-	d.timer = time.AfterFunc(queueWait, func() {
-		d.mu.Lock()
-		written := d.written
-		d.mu.Unlock()
-		if written {
-			cancel(fmt.Errorf("no response within %v of the request's writing: %w", timeout, context.DeadlineExceeded))
-			return
-		}
-		cancel(fmt.Errorf("%w: no connection within the queue wait limit", ErrShed))
-	})
-	return d
+	d.cancel, d.written, d.wroteAt, d.timeout = cancel, false, time.Time{}, timeout
+	d.timer.Reset(time.Until(queueEnd))
+}
+
+// expire cancels the round trip: shed if it never had its connection,
+// failed if it had one and no response within its timeout.
+func (d *deadline) expire() {
+	d.mu.Lock()
+	cancel, written, timeout := d.cancel, d.written, d.timeout
+	d.mu.Unlock()
+	if written {
+		cancel(fmt.Errorf("no response within %v of the request's writing: %w", timeout, context.DeadlineExceeded))
+		return
+	}
+	cancel(fmt.Errorf("%w: no connection within the queue wait limit", ErrShed))
 }
 
 // gotConn is the httptrace hook: the request has its connection and is
@@ -270,7 +295,16 @@ func (d *deadline) took() time.Duration {
 	return time.Since(d.wroteAt)
 }
 
-func (d *deadline) stop() { d.timer.Stop() }
+// stop ends the deadline, and pools it if its timer never fired.
+func (d *deadline) stop() {
+	if !d.timer.Stop() {
+		return
+	}
+	d.mu.Lock()
+	d.cancel = nil
+	d.mu.Unlock()
+	d.pool.Put(d)
+}
 
 // deliver hands the outcomes to the node, up to limits.batch of them under
 // one entry, until Close has stopped every worker and all are delivered.
