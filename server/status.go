@@ -1,6 +1,7 @@
 package server
 
 import (
+	"os"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,7 @@ func (s *Server) Status() observe.Status {
 		}
 		st.Instance, st.InstanceDerived = s.node.Instance()
 	})
+	st.PID = os.Getpid()
 	st.Peers = s.peers.Report()
 	return st
 }

@@ -214,7 +214,8 @@ func (p *Proc) AwaitReady(ctx context.Context, within time.Duration) error {
 }
 
 // askStatus asks the node's /status once, and returns nil if it answers
-// 200 with the node's own address.
+// 200 with the node's own address, from this process (a status without a
+// pid, as a fake node's, is taken on its address).
 func (p *Proc) askStatus(ctx context.Context, client *http.Client) error {
 	scheme := p.spec.Scheme
 	if scheme == "" {
@@ -234,6 +235,7 @@ func (p *Proc) askStatus(ctx context.Context, client *http.Client) error {
 	}
 	var st struct {
 		Address string `json:"address"`
+		PID     int    `json:"pid"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st); err != nil {
 		return fmt.Errorf("/status: %w", err)
@@ -244,6 +246,12 @@ func (p *Proc) askStatus(ctx context.Context, client *http.Client) error {
 	}
 	if st.Address != self {
 		return fmt.Errorf("/status is %s's, not %s's", st.Address, self)
+	}
+	if st.PID != 0 && st.PID != p.Pid() {
+		// Another process serves the address: one another test
+		// started on the same port a moment before, while this one
+		// finds its port taken and exits (ErrPortTaken).
+		return fmt.Errorf("/status is process %d's, not %d's", st.PID, p.Pid())
 	}
 	return nil
 }

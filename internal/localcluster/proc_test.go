@@ -63,6 +63,30 @@ func TestAwaitReadyAsksForTheNodesOwnAddress(t *testing.T) {
 	}
 }
 
+// TestAwaitReadyAsksForTheNodesOwnProcess proves that a process is not
+// ready while another process answers /status with the very address it
+// was given (another test's node that took the same port a moment
+// before, found on a loaded machine): the status names its pid, and only
+// the launched process's counts.
+func TestAwaitReadyAsksForTheNodesOwnProcess(t *testing.T) {
+	var pid atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"address":%q,"pid":%d}`, r.Host, pid.Load())
+	}))
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	p := script(t, addr, "exec sleep 1000")
+	pid.Store(int64(p.Pid()) + 1)
+	want := fmt.Sprintf("/status is process %d's, not %d's", p.Pid()+1, p.Pid())
+	if err := p.askStatus(context.Background(), http.DefaultClient); err == nil || err.Error() != want {
+		t.Errorf("ask answered by another process = %v, want %q", err, want)
+	}
+	pid.Store(int64(p.Pid()))
+	if err := p.askStatus(context.Background(), http.DefaultClient); err != nil {
+		t.Errorf("ask answered by the process itself = %v, want nil", err)
+	}
+}
+
 // TestAwaitReadyTellsATakenPort proves that a node that exits because its
 // port is taken fails AwaitReady with ErrPortTaken, so that the caller
 // starts it again on another port, and that another early exit does not.

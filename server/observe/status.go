@@ -18,10 +18,11 @@ const StatusPath = "/status"
 
 // Status is the JSON body of GET /status. Instance is the instance
 // number the node issues IDs with, InstanceDerived whether it was derived
-// from the membership; Peers the reachability of the other members and
+// from the membership; PID the serving process's ID; Peers the reachability of the other members and
 // the remote sites, as this node's requests to them found it.
 type Status struct {
 	Address         string       `json:"address"`
+	PID             int          `json:"pid"`
 	Version         string       `json:"version"`
 	Instance        int          `json:"instance"`
 	InstanceDerived bool         `json:"instance-derived"`
