@@ -48,7 +48,7 @@ type Node struct {
 	store     *Store
 	callbacks *CallbackPolicy
 	// hostVerdicts caches the policy's verdict per callback host
-	// (scheme://authority), at most maxCallbackHosts (see refuseRecord).
+	// (scheme://authority), at most maxCallbackHosts (see hostVerdict).
 	hostVerdicts map[string]error
 	// heldBytes is what the held records count against
 	// Limits.MaxHeldBytes (see recordBytes).

@@ -1,0 +1,80 @@
+package node
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chronos-timer/chronos/wire"
+)
+
+// The tests here bound the allocations of the paths every create and pop
+// takes. Allocation counts are deterministic, unlike timings: each bound
+// is what the path allocates today, which the code before exceeded.
+
+// heldRecord creates a timer of body on h's node and returns its record.
+func heldRecord(h *harness, body string) *Timer {
+	h.t.Helper()
+	id, _, err := wire.ParseWireID(h.create(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	t := h.node.store.Get(id)
+	if t == nil {
+		h.t.Fatalf("timer %d not held after its create", id)
+	}
+	return t
+}
+
+// TestApplyOfAHeldRecordAllocatesNothing proves that offering a replica a
+// record it already holds allocates nothing: the callback check's answer
+// is allocated only when it refuses (it used to escape on every apply).
+func TestApplyOfAHeldRecordAllocatesNothing(t *testing.T) {
+	h := newHarness(t)
+	c := *heldRecord(h, `{"timing":{"interval":600},`+okCallback+`}`)
+	if got := testing.AllocsPerRun(100, func() { h.node.apply(&c) }); got != 0 {
+		t.Errorf("apply of a held record: %v allocations, want 0", got)
+	}
+}
+
+// TestAllowedCallbackIsNotParsedAgain proves that a write's callback
+// whose scheme://authority the node has judged before is allowed on that
+// verdict, without parsing its URL again (the wire has), while a refused
+// one is still answered with the whole URI the client gave.
+func TestAllowedCallbackIsNotParsedAgain(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.CallbackHosts = []string{"client.example"} })
+	n := h.node
+	allowed := wire.Timer{URI: "http://client.example/cb?x=1"}
+	if _, refused := n.refuseCallback(allowed); refused {
+		t.Fatalf("refuseCallback(%q) refused, want allowed", allowed.URI)
+	}
+	if got := testing.AllocsPerRun(100, func() { n.refuseCallback(allowed) }); got != 0 {
+		t.Errorf("refuseCallback of a judged host: %v allocations, want 0", got)
+	}
+	refused := wire.Timer{URI: "http://other.example/cb?x=1"}
+	for range 2 { // the second time on the verdict kept
+		resp, ok := n.refuseCallback(refused)
+		if reason := resp.Header.Get(wire.HeaderReason); !ok || resp.Status != 400 || !strings.Contains(reason, refused.URI) {
+			t.Errorf("refuseCallback(%q) = %d %q, %v; want 400 naming the URI, true", refused.URI, resp.Status, reason, ok)
+		}
+	}
+}
+
+// TestCanonicalHost proves canonicalHost writes IP hosts as netip does,
+// leaves names alone, and copies nothing for a host already canonical,
+// as every callback to an IPv4 address is.
+func TestCanonicalHost(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"127.0.0.1", "127.0.0.1"},
+		{"::ffff:10.0.0.1", "10.0.0.1"},
+		{"0:0::1", "::1"},
+		{"fe80::1%eth0", "fe80::1%eth0"},
+		{"client.example", "client.example"},
+	} {
+		if got := canonicalHost(c.in); got != c.want {
+			t.Errorf("canonicalHost(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := testing.AllocsPerRun(100, func() { canonicalHost("127.0.0.1") }); got != 0 {
+		t.Errorf("canonicalHost of a canonical address: %v allocations, want 0", got)
+	}
+}
