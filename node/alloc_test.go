@@ -101,3 +101,25 @@ func TestPopOfALoneReplicaAllocationsAreBounded(t *testing.T) {
 		t.Errorf("a pop of a lone replica: %v allocations, want at most 15", got)
 	}
 }
+
+// TestCreateAllocationsAreBounded proves a create through a lone node
+// (rf 1) allocates what it keeps or answers, and no more: the write
+// with its record, the reply's header map (two) and Location, the
+// replica's copy and its callback part, and the wire's parse of the body
+// (the callback's URI and opaque data, and the URL check). The code
+// before took five more: the record apart from its write, the callback
+// policy's own parse of the URL and netip's errors for a host name, and
+// the apply's refusal.
+func TestCreateAllocationsAreBounded(t *testing.T) {
+	h := newHarness(t)
+	req := Request{Method: "POST", URL: "/timers", Header: Header{}, Body: []byte(`{"timing":{"interval":600},` + okCallback + `}`)}
+	status := 0
+	reply := func(r Response) { status = r.Status }
+	h.node.Handle(req, reply)
+	if got := testing.AllocsPerRun(100, func() { h.node.Handle(req, reply) }); got > 8 {
+		t.Errorf("a create: %v allocations, want at most 8", got)
+	}
+	if status != 200 {
+		t.Errorf("a create: status %d, want 200", status)
+	}
+}
