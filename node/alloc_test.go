@@ -1,6 +1,7 @@
 package node
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +122,26 @@ func TestCreateAllocationsAreBounded(t *testing.T) {
 	}
 	if status != 200 {
 		t.Errorf("a create: status %d, want 200", status)
+	}
+}
+
+// TestInternalPutAllocationsAreBounded proves the internal PUT every
+// replication message is builds its URL in one allocation and reuses
+// the node's instance header: what is left is the header map (two), the
+// URL, the stamp's time and the signature. The code before built the
+// wire ID and the instance header apart, two more.
+func TestInternalPutAllocationsAreBounded(t *testing.T) {
+	h := newHarness(t)
+	n, body := h.node, []byte(`{}`)
+	const peer, id, bloom = "10.0.0.2:7253", uint64(0x125f17c1cfd14000), uint64(0x8001)
+	req := n.internalPut(peer, id, bloom, body)
+	if want := "http://" + peer + "/timers/" + wire.FormatWireID(id, bloom); req.URL != want {
+		t.Errorf("internalPut URL = %q, want %q", req.URL, want)
+	}
+	if got, want := req.Header.Get(HeaderInstance), strconv.Itoa(n.instance)+" "+n.self; got != want {
+		t.Errorf("internalPut %s = %q, want %q", HeaderInstance, got, want)
+	}
+	if got := testing.AllocsPerRun(100, func() { n.internalPut(peer, id, bloom, body) }); got > 5 {
+		t.Errorf("internalPut: %v allocations, want at most 5", got)
 	}
 }

@@ -649,7 +649,7 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 		}
 		body = EncodeReplication(t, now)
 	}
-	req := n.internalPut(peer, wire.FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)), body)
+	req := n.internalPut(peer, t.ID, n.ring.Bloom(t.Placement.Replicas), body)
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		ok := n.countReplication(resp, err)
 		if n.logsTimers() {
