@@ -114,18 +114,31 @@ func (p *CallbackPolicy) check(host, port string) error {
 }
 
 // canonicalHost writes an IP host as netip does (IPv4-mapped addresses
-// unmapped), and leaves a name as it is.
+// unmapped), and leaves a name as it is. A host already written so is
+// returned as it is, without a copy.
 func canonicalHost(host string) string {
-	if ip, err := netip.ParseAddr(host); err == nil {
-		return ip.Unmap().String()
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	var buf [len("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255")]byte
+	if b := ip.Unmap().AppendTo(buf[:0]); string(b) != host {
+		return string(b)
 	}
 	return host
 }
 
 // refuseCallback answers 400 when the policy does not let spec's
-// callback be held. A tombstone has none.
+// callback be held. A tombstone has none. The verdict kept for the
+// callback's scheme://authority (hostVerdict) answers for a callback it
+// allows, so a create does not parse its URL again after the wire did;
+// a refusal, or a URI with no such part, is checked whole, so that the
+// answer names the URI the client gave.
 func (n *Node) refuseCallback(spec wire.Timer) (Response, bool) {
 	if deletes(spec) {
+		return Response{}, false
+	}
+	if host, _ := splitCallbackHost(spec.URI); host != "" && n.hostVerdict(host) == nil {
 		return Response{}, false
 	}
 	if err := n.callbacks.CheckURI(spec.URI); err != nil {
@@ -135,31 +148,43 @@ func (n *Node) refuseCallback(spec wire.Timer) (Response, bool) {
 	return Response{}, false
 }
 
-// refuseRecord answers 400 when t, a record about to enter the store,
-// is live with a callback the policy forbids: the one check every path
-// into the store shares (see apply). The verdict depends on the
-// callback's scheme and authority only, which records share interned, so
-// it is kept per interned host.
-func (n *Node) refuseRecord(t *Timer) (Response, bool) {
+// refuseRecord returns the 400 that refuses t, a record about to enter
+// the store, when it is live with a callback the policy forbids, or nil:
+// the one check every path into the store shares (see apply). Only a
+// refusal allocates its answer.
+func (n *Node) refuseRecord(t *Timer) *Response {
 	if t.State != Live {
-		return Response{}, false
+		return nil
 	}
 	if t.host == nil {
-		return n.refuseCallback(wire.Timer{URI: t.CallbackURI()})
+		if resp, refused := n.refuseCallback(wire.Timer{URI: t.CallbackURI()}); refused {
+			return &resp
+		}
+		return nil
 	}
-	err, ok := n.hostVerdicts[*t.host]
+	if err := n.hostVerdict(*t.host); err != nil {
+		n.stats.CallbacksRefused++
+		resp := badRequest(err.Error())
+		return &resp
+	}
+	return nil
+}
+
+// hostVerdict is the policy's verdict on a callback to host, its
+// scheme://authority (splitCallbackHost). The verdict depends on that
+// part only, which records share interned, so it is kept per host, at
+// most maxCallbackHosts of them; the key is a copy, so that a host cut
+// from a request's URI does not keep the request alive.
+func (n *Node) hostVerdict(host string) error {
+	err, ok := n.hostVerdicts[host]
 	if !ok {
 		if len(n.hostVerdicts) >= maxCallbackHosts {
 			clear(n.hostVerdicts)
 		}
-		err = n.callbacks.CheckURI(*t.host)
-		n.hostVerdicts[*t.host] = err
+		err = n.callbacks.CheckURI(host)
+		n.hostVerdicts[strings.Clone(host)] = err
 	}
-	if err != nil {
-		n.stats.CallbacksRefused++
-		return badRequest(err.Error()), true
-	}
-	return Response{}, false
+	return err
 }
 
 // hostList is the callback-host allow-list (Config.CallbackHosts).

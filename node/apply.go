@@ -90,8 +90,8 @@ func (n *Node) apply(t *Timer) applied {
 	if t.State == Live && slices.Contains(t.Placement.Replicas, n.self) {
 		// A record this replica would hold and pop: its own callback
 		// policy decides, whichever path brought it (allow.go).
-		if resp, refused := n.refuseRecord(t); refused {
-			return applied{refusal: &resp}
+		if refusal := n.refuseRecord(t); refusal != nil {
+			return applied{refusal: refusal}
 		}
 	}
 	existing := n.store.Get(t.ID)

@@ -113,12 +113,15 @@ func splitURL(url string) (host, target string) {
 	return rest, "/"
 }
 
-// internalPut builds the internal PUT of body to /timers/<wire> on host,
-// stamped and signed.
-func (n *Node) internalPut(host, wid string, body []byte) Request {
+// internalPut builds the internal PUT of body to /timers/<wire ID of id
+// and bloom> on host, stamped and signed. The URL is written in one go:
+// every replication message builds one.
+func (n *Node) internalPut(host string, id, bloom uint64, body []byte) Request {
+	var buf [128]byte
+	url := append(append(append(buf[:0], "http://"...), host...), "/timers/"...)
 	req := Request{
 		Method:  "PUT",
-		URL:     "http://" + host + "/timers/" + wid,
+		URL:     string(wire.AppendWireID(url, id, bloom)),
 		Header:  Header{HeaderContentType: "application/json"},
 		Body:    body,
 		MaxWait: ReplicaSkew,
@@ -133,7 +136,7 @@ func (n *Node) internalPut(host, wid string, body []byte) Request {
 // the request is handed to the network, never earlier: the stamp is what
 // bounds its age (TestInternalRequestsAreStampedWhenSent).
 func (n *Node) sign(req *Request) {
-	req.Header.Set(HeaderInstance, n.instanceHeader())
+	req.Header.Set(HeaderInstance, n.instanceHeader)
 	host, _ := splitURL(req.URL)
 	s := stamp{sent: n.nowMs(), to: n.destination(host)}
 	req.Header.Set(HeaderSent, strconv.FormatInt(s.sent, 10))

@@ -91,8 +91,11 @@ func InstanceFor(self string, configured int, m Membership) (int, error) {
 // it reports it again.
 const clashReported = time.Minute
 
-// instanceHeader is the HeaderInstance value of this node's requests.
-func (n *Node) instanceHeader() string { return strconv.Itoa(n.instance) + " " + n.self }
+// instanceHeaderOf is the HeaderInstance value of the requests of node
+// self with the instance number given.
+func instanceHeaderOf(instance int, self string) string {
+	return strconv.Itoa(instance) + " " + self
+}
 
 // senderInstance reads the HeaderInstance of a request.
 func senderInstance(req Request) (addr string, instance int, ok bool) {

@@ -42,13 +42,16 @@ type Node struct {
 	// prevRing is the ring of the view before the latest change of view
 	// (nil before the first): where the records a hand-off moves were
 	// placed before it (handOffTargets).
-	prevRing  *Ring
-	ids       idGen
-	instance  int
-	store     *Store
-	callbacks *CallbackPolicy
+	prevRing *Ring
+	ids      idGen
+	instance int
+	// instanceHeader is instanceHeaderOf this node, which every
+	// internal request carries: written when the number is set.
+	instanceHeader string
+	store          *Store
+	callbacks      *CallbackPolicy
 	// hostVerdicts caches the policy's verdict per callback host
-	// (scheme://authority), at most maxCallbackHosts (see refuseRecord).
+	// (scheme://authority), at most maxCallbackHosts (see hostVerdict).
 	hostVerdicts map[string]error
 	// heldBytes is what the held records count against
 	// Limits.MaxHeldBytes (see recordBytes).
@@ -184,23 +187,24 @@ func New(cfg Config) (*Node, error) {
 	instance, _ := InstanceFor(cfg.Address, cfg.InstanceID, cfg.Cluster.withSelf(cfg.Address))
 	callbacks, _ := cfg.CallbackPolicy()
 	n := &Node{
-		cfg:           cfg,
-		macs:          newMACs(cfg),
-		log:           log.With("node", cfg.Address),
-		self:          cfg.Address,
-		clock:         cfg.Clock,
-		net:           cfg.Network,
-		ids:           newIDGen(uint64(instance), cfg.MaxClockLead.Milliseconds()),
-		instance:      instance,
-		callbacks:     callbacks,
-		hostVerdicts:  map[string]error{},
-		placements:    map[string]*Placement{},
-		hosts:         hostTable{},
-		stats:         Stats{Tags: map[string]int{}},
-		repairBusy:    map[string]bool{},
-		clashes:       map[string]int64{},
-		peerInstances: map[string]int{},
-		probeHits:     make([]uint64, len(probeNames)),
+		cfg:            cfg,
+		macs:           newMACs(cfg),
+		log:            log.With("node", cfg.Address),
+		self:           cfg.Address,
+		clock:          cfg.Clock,
+		net:            cfg.Network,
+		ids:            newIDGen(uint64(instance), cfg.MaxClockLead.Milliseconds()),
+		instance:       instance,
+		instanceHeader: instanceHeaderOf(instance, cfg.Address),
+		callbacks:      callbacks,
+		hostVerdicts:   map[string]error{},
+		placements:     map[string]*Placement{},
+		hosts:          hostTable{},
+		stats:          Stats{Tags: map[string]int{}},
+		repairBusy:     map[string]bool{},
+		clashes:        map[string]int64{},
+		peerInstances:  map[string]int{},
+		probeHits:      make([]uint64, len(probeNames)),
 	}
 	n.store = NewStore(n.nowMs())
 	if cfg.Storage != nil {
@@ -243,6 +247,7 @@ func (n *Node) SetCluster(m Membership) error {
 		n.hit(probeClusterRenumbered)
 		n.log.Warn("instance number changed with the membership", "from", n.instance, "to", instance)
 		n.instance = instance
+		n.instanceHeader = instanceHeaderOf(instance, n.self)
 		n.ids.renumber(uint64(instance), n.nowMs())
 	}
 	prev, before := n.ring, n.cfg.Cluster

@@ -179,7 +179,9 @@ func (n *Node) pop(t *Timer) {
 	}
 	t.setPopMarks(missed|popBit(t.Seq, p), owed&^popBit(t.Seq, p))
 	popped := *t
-	n.logTimer("pop", &popped, "seq", p, "late", late)
+	if n.logsTimers() {
+		n.logTimer("pop", &popped, "seq", p, "late", late)
+	}
 	n.holdNext(t)
 	n.stats.Pops++
 	req := Request{
@@ -202,7 +204,9 @@ func (n *Node) pop(t *Timer) {
 		}
 		// The record may have moved on meanwhile (notices, later pops),
 		// but while it is this definition, it is the one to tell from.
-		n.logTimer("callback", &popped, "seq", p, "status", resp.Status)
+		if n.logsTimers() {
+			n.logTimer("callback", &popped, "seq", p, "status", resp.Status)
+		}
 		cur := n.store.Get(popped.ID)
 		if cur == nil || cur.Version != popped.Version || cur.State != Live {
 			cur = nil
@@ -260,8 +264,36 @@ func (n *Node) notifyPopped(t *Timer) {
 			notice.entomb()
 		}
 	}
+	if n.logsTimers() {
+		n.logTimer("notice", &notice, "seq", notice.Seq, "replicas", notice.Placement.Replicas)
+	}
+	if n.hasListeners(&notice) {
+		n.sendNotice(notice)
+	}
+}
+
+// hasListeners reports whether a notice of t goes anywhere: to a replica
+// other than this node, or to another site. A timer of one replica and
+// one site (rf 1, the default) has none, and its pops send no notice.
+func (n *Node) hasListeners(t *Timer) bool {
+	for _, peer := range t.Placement.Replicas {
+		if peer != n.self {
+			return true
+		}
+	}
+	for _, site := range n.cfg.RemoteSites {
+		if slices.Contains(t.Placement.Sites, site.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// sendNotice sends notice to the other replicas and sites. It takes its
+// own copy, which the answers' handlers share: notifyPopped's stays on
+// the stack when nobody is told.
+func (n *Node) sendNotice(notice Timer) {
 	now := n.nowMs()
-	n.logTimer("notice", &notice, "seq", notice.Seq, "replicas", notice.Placement.Replicas)
 	for _, peer := range notice.Placement.Replicas {
 		if peer != n.self {
 			n.replicate(peer, &notice, nil, now, func(_ bool, resp Response) { n.noticeAnswered(peer, &notice, resp) })

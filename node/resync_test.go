@@ -275,7 +275,9 @@ func TestScaleDownWorkedExample(t *testing.T) {
 	spec, _, err := wire.Parse(body)
 	require.NoError(t, err)
 	assert.NotEmpty(t, spec.URI, "a moved copy encoded")
-	put := c.nodes[nodeC].internalPut(nodeB, wid, body)
+	widID, widBloom, err := wire.ParseWireID(wid)
+	require.NoError(t, err)
+	put := c.nodes[nodeC].internalPut(nodeB, widID, widBloom, body)
 	put.URL = "/timers/" + wid
 	r = c.serve(nodeB, put)
 	assert.Equal(t, 200, r.Status, "%s", r.Body)

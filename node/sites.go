@@ -120,7 +120,7 @@ func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 	fwd := *t
 	fwd.Placement = &Placement{Sites: t.Placement.Sites}
 	n.stats.ReplicationsSent++
-	req := n.internalPut(site.Address, wire.FormatWireID(t.ID, 0), EncodeReplication(&fwd, n.nowMs()))
+	req := n.internalPut(site.Address, t.ID, 0, EncodeReplication(&fwd, n.nowMs()))
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		n.countReplication(resp, err)
 		if err == nil && resp.Status/100 != 5 {

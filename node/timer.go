@@ -420,7 +420,14 @@ func (t *Timer) bury(end int64) {
 // newTimer builds the record of one definition of timer id, its callback
 // host interned in hosts (nil: not shared).
 func newTimer(id, version uint64, spec wire.Timer, start int64, seq uint32, p *Placement, view uint64, hosts hostTable) *Timer {
-	t := &Timer{
+	t := makeTimer(id, version, spec, start, seq, p, view, hosts)
+	return &t
+}
+
+// makeTimer is newTimer for a record that lives inside another value
+// (write.rec).
+func makeTimer(id, version uint64, spec wire.Timer, start int64, seq uint32, p *Placement, view uint64, hosts hostTable) Timer {
+	t := Timer{
 		ID: id, Version: version, Start: start,
 		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
 		Seq: seq, RF: uint8(spec.ReplicationFactor),

@@ -15,6 +15,10 @@ import (
 // (docs/design.md 4.11): it answers once every target has answered, 2xx if at
 // least quorum replicas applied it.
 type write struct {
+	// rec is the record written. It lives as long as the write that
+	// waits for its answers, which hold it, so the two are one
+	// allocation; a replica holds a copy of its own (apply).
+	rec     Timer
 	reply   func(Response)
 	ok      Response
 	pending int
@@ -361,8 +365,10 @@ func (n *Node) inferRF(id, bloom uint64) int {
 // that may hold an older copy (alsoHolders).
 func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now int64, reply func(Response), tries int) {
 	var buf [wire.MaxReplicationFactor]string
-	t := newTimer(id, version, spec, n.startMs(), 0, n.placement(n.ring.AppendReplicas(buf[:0], id, spec.ReplicationFactor), n.sites()),
+	w := &write{reply: reply, deletes: deletes(spec)}
+	w.rec = makeTimer(id, version, spec, n.startMs(), 0, n.placement(n.ring.AppendReplicas(buf[:0], id, spec.ReplicationFactor), n.sites()),
 		n.ring.ViewID(), n.hosts)
+	t := &w.rec
 	replicas := t.Placement.Replicas // interned: never changed
 	targets := replicas
 	for _, old := range n.named(oldBloom) {
@@ -372,7 +378,8 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now i
 		}
 	}
 	targets = n.alsoHolders(t, targets)
-	w := &write{reply: reply, pending: len(targets), quorum: writeQuorum(len(replicas)), ok: Response{Status: 200, Header: Header{}}, deletes: deletes(spec)}
+	w.pending, w.quorum = len(targets), writeQuorum(len(replicas))
+	w.ok = Response{Status: 200, Header: Header{}}
 	if !deletes(spec) {
 		var loc [len("/timers/") + 32]byte
 		w.ok.Header[wire.HeaderLocation] = string(wire.AppendWireID(append(loc[:0], "/timers/"...), id, n.ring.Bloom(replicas)))
@@ -642,7 +649,7 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 		}
 		body = EncodeReplication(t, now)
 	}
-	req := n.internalPut(peer, wire.FormatWireID(t.ID, n.ring.Bloom(t.Placement.Replicas)), body)
+	req := n.internalPut(peer, t.ID, n.ring.Bloom(t.Placement.Replicas), body)
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		ok := n.countReplication(resp, err)
 		if n.logsTimers() {
