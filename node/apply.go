@@ -18,7 +18,11 @@ import (
 //   - within one definition, the record that has popped further wins: Seq
 //     orders pops, so a stale or duplicated pop notice changes nothing;
 //   - a tombstone of a definition beats that definition at any Seq (the
-//     final pop, or the record dropped by rebalancing) and is itself final.
+//     final pop, or the record dropped by rebalancing) and is itself final;
+//     a copy kept as moved away is the least final of them: the
+//     definition's end (a Tombstone of its version) replaces it, so that
+//     a stale live offer of the ended definition cannot take it back
+//     (movedBack).
 //
 // Records of one definition at one Seq may still differ in which pops
 // they know were missed; apply merges that knowledge (mergeMarks).
@@ -28,6 +32,8 @@ func Supersedes(existing, incoming *Timer) bool {
 		return true
 	case incoming.Version != existing.Version:
 		return incoming.Version > existing.Version
+	case existing.State == Moved:
+		return incoming.State == Tombstone
 	case existing.State != Live:
 		return false
 	case incoming.State != Live:

@@ -16,6 +16,7 @@ import (
 func TestSupersedes(t *testing.T) {
 	live := func(version uint64, seq uint32) *Timer { return &Timer{Version: version, Seq: seq} }
 	tomb := func(version uint64, seq uint32) *Timer { return &Timer{Version: version, Seq: seq, State: Tombstone} }
+	moved := func(version uint64, seq uint32) *Timer { return &Timer{Version: version, Seq: seq, State: Moved} }
 	cases := []struct {
 		name               string
 		existing, incoming *Timer
@@ -35,6 +36,10 @@ func TestSupersedes(t *testing.T) {
 		{"final pop seen before the last notice", live(1, 3), tomb(1, 2), true},
 		{"notice after the final pop", tomb(1, 3), live(1, 4), false},
 		{"duplicate tombstone", tomb(1, 3), tomb(1, 3), false},
+		{"end of a moved copy", moved(1, 2), tomb(1, 3), true},
+		{"moved copy of an ended definition", tomb(1, 3), moved(1, 2), false},
+		{"moved copy offered live", moved(1, 2), live(1, 3), false},
+		{"moved copy twice", moved(1, 2), moved(1, 3), false},
 	}
 	for _, tc := range cases {
 		if got := Supersedes(tc.existing, tc.incoming); got != tc.want {

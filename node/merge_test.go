@@ -24,6 +24,7 @@ func testEnv(now int64) *mergeEnv {
 		self: mergeNodes[0], now: now,
 		retryWindow:        2000,
 		replicationTimeout: 500 * time.Millisecond,
+		maxClockSkew:       DefaultMaxClockSkew.Milliseconds(),
 	}
 }
 
@@ -172,5 +173,31 @@ func TestTombstoneOfTheVersionWinsWhateverItsSequence(t *testing.T) {
 	r := merge(testEnv(now), held, *in)
 	if r.verdict != took || r.in.State != Tombstone {
 		t.Fatalf("verdict %v, state %v: want the tombstone taken", r.verdict, r.in.State)
+	}
+}
+
+// TestMovedCopyTakesItsDefinitionsEnd: a replica keeps its copy as moved
+// away, and the definition's end (the tombstone of its version, a
+// finished timer) reaches it: it takes the end, so that a stale live
+// record of the same definition placed back on it (a scale that returns,
+// a resync page from a copy that lagged) is not taken back (movedBack)
+// to pop again what was made. Kept as moved away, it was.
+func TestMovedCopyTakesItsDefinitionsEnd(t *testing.T) {
+	const now = int64(1_000_000)
+	env := testEnv(now)
+	spec := wire.Timer{Interval: 2 * time.Second, RepeatFor: 6 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 3}
+	p := &Placement{Replicas: mergeNodes[:3]}
+	moved := newTimer(7, 1, spec, now-7000, 1, p, mergeViews[0], nil)
+	moved.entombAs(Moved)
+	end := newTimer(7, 1, spec, now-7000, 3, p, mergeViews[1], nil)
+	end.entomb()
+	r := merge(env, moved, *end)
+	if r.verdict != took || r.in.State != Tombstone {
+		t.Fatalf("the end offered to a moved copy: verdict %d, state %d; want the tombstone taken", r.verdict, r.in.State)
+	}
+	held := r.in
+	stale := newTimer(7, 1, spec, now-7000, 1, p, mergeViews[2], nil)
+	if r := merge(env, &held, *stale); r.verdict == took {
+		t.Fatalf("a stale live copy of the ended definition taken back (state %d, seq %d)", r.in.State, r.in.Seq)
 	}
 }
