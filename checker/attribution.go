@@ -541,7 +541,14 @@ func (x *index) defWriteHit(op Op, d *def) (at time.Duration, hit, lagged bool) 
 	if hitBy() {
 		return op.Invoke, true, false
 	}
-	if x.missedAtSites(d, op.Node, ret, true, missed) && hitBy() {
+	lagged = x.missedAtSites(d, op.Node, ret, true, missed)
+	for _, s := range d.spans {
+		if x.queuedPastLag(s, op.Node, ret) && !missed[s.fault.Peers[0]] {
+			missed[s.fault.Peers[0]] = true
+			lagged = true
+		}
+	}
+	if lagged && hitBy() {
 		return op.Invoke, true, true
 	}
 	return never, false, false

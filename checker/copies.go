@@ -133,6 +133,21 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 	return lagged
 }
 
+// queuedPastLag reports whether span s is a message from node carrying
+// the record of its write, answered at b, to another site's node, that
+// waited in its receiver's inbound queue (a Queued fault, recorded as it
+// arrived) until past b+SiteLag: the site took the write later than the
+// lag allows, so a write it replaced may pop there meanwhile, as if the
+// message had been lost until then (scenarios/README.md C18: a relay
+// whose queue held an update's forward 1.8 s popped the replaced
+// definition meanwhile). It bounds no lateness: a copy the message
+// brings is held by its wait (heldFor), not lost.
+func (x *index) queuedPastLag(s span, node string, b time.Duration) bool {
+	q, record, ok := queuedWait(s.fault)
+	return ok && record && s.fault.Nodes[0] == node && !x.sameSite(node, s.fault.Peers[0]) &&
+		s.from <= b+x.o.SiteLag && s.from+q > b+x.o.SiteLag
+}
+
 // sentAt is when the message of span s was sent: a lost request is
 // recorded when it leaves its sender, after any wait for the sender's
 // overloaded CPU (an Overload fault on its link, see sendWaitOf), and a

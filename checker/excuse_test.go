@@ -532,6 +532,26 @@ func TestSitesWriteLagAndQuorum(t *testing.T) {
 			requireHas(t, vs, "G5")
 		}
 	}
+	// The same delete's forward reaches the other site's relay at once
+	// and waits in its inbound queue: past SiteLag after the answer, the
+	// relay took it that late, and the other site's pop of the deleted
+	// timer meanwhile is no violation; processed within SiteLag, it is.
+	for _, wait := range []time.Duration{SiteLag + 500*ms, SiteLag / 2} {
+		h := base(1, []Fault{{At: 2505 * ms, Kind: Queued, Nodes: []string{home}, Peers: []string{relay(sites)},
+			Detail: OverloadWaited + wait.String() + OverloadRecord, Timer: placedTimer}})
+		h.Ops = append(h.Ops, del(2, placedTimer, 2500*ms, 2510*ms, OK))
+		h.Ops[1].Node = home
+		h.Pops = pops(home, "a", 1, 2, 0)
+		h.Pops = append(h.Pops, pop(3*sec+2*sec+20*ms, away, "a", 3))
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		if vs := Check(h); wait > SiteLag {
+			requireNone(t, vs)
+		} else {
+			requireHas(t, vs, "G5")
+		}
+	}
 	// The relay stands still while the create is on its way to the other
 	// site, whose replica so gets it 3 s late and pops that late once the
 	// home replica has crashed. A pause of a node of no role holds
