@@ -81,9 +81,10 @@ func genLoneWriter(p *Plan, src Source, safety time.Duration) {
 // node may answer the create before its disk holds it: one that answers
 // before its changes are synced (mutation reply-before-durable) has its
 // answer reach the client while the crash takes the write from every
-// disk. (A full disk does not show it: the checker takes a crash on a
-// full disk to lose what the node acknowledged, as it must for a lying
-// one.)
+// disk. (A full disk would show it over seconds rather than
+// milliseconds, but the checker excuses a crash after a full disk as it
+// does one after a lying disk (checker/disk.go diskLost), though a node
+// sees a full disk and answers 503.)
 func genCrashAfterWrite(p *Plan, src Source, safety time.Duration) {
 	c := genTimerStep(p, src, OpCreate, "d1", time.Duration(src.IntN("synced-at", int(safety/time.Second)/2))*time.Second)
 	c.Interval, c.RepeatFor, c.Tag = 2*time.Second, 60*time.Second, ""
