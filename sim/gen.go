@@ -225,6 +225,7 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 	genLate(p, faults, safety)
 	genReachFaults(p, faults, safety)
 	genStale(p, faults, safety)
+	genLoss(p, faults, safety)
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
 }
