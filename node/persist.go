@@ -293,8 +293,12 @@ func appendFields(b []byte, t *Timer) []byte {
 	b = binary.AppendUvarint(b, uint64(e.Missed))
 	b = binary.AppendUvarint(b, uint64(e.Owed))
 	// A tombstone once kept the live record it replaced here (an
-	// informational copy); none does now, and a record that has one is
-	// read without it.
+	// informational copy, marked 1); none does now, and a record that
+	// has one is read without it. 2 marks the replicas that may lack the
+	// record (Lacking), which records written before it was kept lack.
+	if e.Lacking != 0 {
+		return binary.AppendUvarint(append(b, 2), uint64(e.Lacking))
+	}
 	return append(b, 0)
 }
 
@@ -364,7 +368,10 @@ func (n *Node) decodeFields(d *recordDecoder, id uint64, depth int) *Timer {
 	e.Buried = d.varint()
 	e.Replaced = Progress{Def: d.uint32(), Seq: d.uint32(), Start: d.varint(), Interval: d.millis(), RepeatFor: d.millis()}
 	e.Refused, e.Missed, e.Owed = d.uint32(), d.uint32(), d.uint32()
-	if d.byte() == 1 {
+	switch d.byte() {
+	case 2:
+		e.Lacking = d.uint32()
+	case 1:
 		// An informational copy written by an earlier build: read past.
 		if depth >= maxInfoDepth {
 			d.fail("records nested deeper than %d", maxInfoDepth)

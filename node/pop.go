@@ -222,13 +222,25 @@ func (n *Node) pop(t *Timer) {
 // That is the last replica, or a holder the placement leaves out (an old
 // replica handing the timer off, docs/design.md 4.8), which skew ranks
 // after every replica: shed there, a pop no new replica holds yet would
-// be lost, not left to anyone (TestHandOffHolderPopWaitsToBeSent).
+// be lost, not left to anyone (TestHandOffHolderPopWaitsToBeSent). So is
+// a replica whose later replicas may all lack the record: its write's
+// replication to them went unanswered (TestPopLeftToNoReplicaThatMayLackIt).
 func (n *Node) handOnAfter(t *Timer) time.Duration {
 	rank := slices.Index(t.Placement.Replicas, n.self)
 	site := max(slices.Index(t.Placement.Sites, n.cfg.LocalSite), 0)
 	if (rank < 0 || rank == len(t.Placement.Replicas)-1) && site >= len(t.Placement.Sites)-1 {
 		n.hit(probePopLastReplica)
 		return 0
+	}
+	if rank >= 0 && rank < 31 && site >= len(t.Placement.Sites)-1 && t.Extra != nil {
+		// Every replica ranked after this one may lack the record
+		// (Lacking): it pops last, as the last replica does.
+		all, upTo := uint32(1)<<len(t.Placement.Replicas)-1, uint32(1)<<(rank+1)-1
+		after := all &^ upTo
+		if after != 0 && t.Extra.Lacking&after == after {
+			n.hit(probePopLastHolder)
+			return 0
+		}
 	}
 	return ReplicaSkew
 }

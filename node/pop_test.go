@@ -2,8 +2,14 @@ package node
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestSlowCallbackKeepsTheSchedule shows that a replica sends a timer's
@@ -52,4 +58,32 @@ func reqsOf(ss []*sent) []Request {
 		out = append(out, s.req)
 	}
 	return out
+}
+
+// TestPopLeftToNoReplicaThatMayLackIt: a write, proxied by its primary,
+// could not place the timer on the backup (the replication went
+// unanswered: shed under load, in a case the sweep found). The primary
+// notes the backup may lack it, and does not leave a pop it cannot send
+// within the skew to that backup: it waits, as the last replica does.
+// Once the backup takes a message of the definition, the primary may
+// leave pops to it again.
+func TestPopLeftToNoReplicaThatMayLackIt(t *testing.T) {
+	ring := NewRing([]string{nodeA, nodeB})
+	id := uint64(1)
+	for !slices.Equal(ring.Replicas(id, 2), []string{nodeA, nodeB}) {
+		id++
+	}
+	wid := wire.FormatWireID(id, 0)
+	c := newCluster(t, nodeA, nodeB)
+	c.lose = func(host string, req Request) bool { return strings.Contains(host, nodeB) }
+	r := c.client(nodeA, "PUT", "/timers/"+wid, string(wire.Encode(wire.Timer{Interval: 10 * time.Second, RepeatFor: 30 * time.Second, URI: cb, ReplicationFactor: 2})))
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	held := c.nodes[nodeA].store.Get(id)
+	require.NotNil(t, held)
+	assert.Equal(t, time.Duration(0), c.nodes[nodeA].handOnAfter(held), "the primary's pops, with the backup lacking the timer")
+
+	c.lose = nil
+	c.advance(11*time.Second, 200) // pop 1, whose notice the backup takes
+	held = c.nodes[nodeA].store.Get(id)
+	assert.Equal(t, ReplicaSkew, c.nodes[nodeA].handOnAfter(held), "the primary's pops, once the backup took a notice")
 }

@@ -85,6 +85,9 @@ var (
 
 	// pop.go: pops, notices and the repair of stale replicas.
 	probeSkewRefused     = probe("pop/rank-skips-refusing")
+	probePopLastHolder   = probe("pop/later-replicas-may-lack-it")
+	probeLackingMarked   = probe("write/replica-may-lack-it")
+	probeLackingCleared  = probe("write/replica-holds-it-again")
 	probeAlarmMissedEnds = probe("pop/missed-record-ends")
 	probePopOwed         = probe("pop/owed-pop")
 	probeCallbackFailed  = probe("pop/callback-failed")

@@ -239,6 +239,13 @@ type TimerExtra struct {
 	// one, so the replicas ranked after them move up a rank instead of
 	// popping every pop 2 s late for good (scenarios/README.md I2).
 	Refused uint32
+	// Lacking marks, by position in Placement.Replicas, the replicas a
+	// write of this definition, proxied here, could not place it on (its
+	// replication went unanswered) and that have not answered a message
+	// of it since: they may not hold it. A replica does not leave a pop
+	// to replicas that may not hold it (handOnAfter): under load it would
+	// shed the pop for one nobody makes (scenarios/README.md N29).
+	Lacking uint32
 	// Missed marks, by distance below Seq (bit i is pop Seq-i), the pops
 	// up to Seq that were not made as far as this replica knows: its own
 	// callback failed, or a pop notice said the sender's had and no
@@ -289,7 +296,7 @@ func (t *Timer) setPopMarks(missed, owed uint32) {
 // empty reports whether e holds nothing, so that its record can do
 // without it.
 func (e *TimerExtra) empty() bool {
-	return len(e.Tags) == 0 && e.Buried == 0 && e.Replaced == (Progress{}) && e.Refused == 0 && e.Missed == 0 && e.Owed == 0
+	return len(e.Tags) == 0 && e.Buried == 0 && e.Replaced == (Progress{}) && e.Refused == 0 && e.Lacking == 0 && e.Missed == 0 && e.Owed == 0
 }
 
 // popBit is the bit of pop p in the marks of a record at seq, or 0 when p

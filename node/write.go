@@ -417,6 +417,7 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now i
 			w.buried = w.buried || ok && resp.Header.Get(HeaderHeld) == heldBuried
 			if resp.Status == 0 {
 				w.unanswered++
+				n.markLacking(t, peer, true)
 			}
 			if ok && !vouches(t, resp) {
 				n.hit(probeWriteNotHeld)
@@ -656,10 +657,41 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 			n.logTimer("replicated", t, "peer", peer, "status", resp.Status, "applied", ok)
 		}
 		n.startAnswered(t, resp)
+		if ok {
+			n.markLacking(t, peer, false)
+		}
 		if done != nil {
 			done(ok, resp)
 		}
 	})
+}
+
+// markLacking notes whether replica peer may lack t's definition, which
+// this node holds live (TimerExtra.Lacking): a write's replication to it
+// went unanswered (lacking), or it took a message of the definition.
+func (n *Node) markLacking(t *Timer, peer string, lacking bool) {
+	held := n.store.Get(t.ID)
+	if held == nil || held.Version != t.Version || held.State != Live {
+		return
+	}
+	i := slices.Index(held.Placement.Replicas, peer)
+	if i < 0 || i >= 32 || (held.Extra != nil && held.Extra.Lacking&(1<<i) != 0) == lacking {
+		return
+	}
+	e := TimerExtra{}
+	if held.Extra != nil {
+		e = *held.Extra
+	}
+	e.Lacking ^= 1 << i
+	held.Extra = nil
+	if !e.empty() {
+		held.Extra = &e // copied, never changed in place: snapshots share it
+	}
+	n.hitIf(lacking, probeLackingMarked)
+	n.hitIf(!lacking, probeLackingCleared)
+	if n.store.changed != nil {
+		n.store.changed(held.ID) // kept on disk with the record
+	}
 }
 
 // startAnswered takes the earlier start of t's definition that a peer
