@@ -114,6 +114,7 @@ var (
 	probeResyncPageFull    = probe("resync/page-continues")
 	probeResyncPlacedAlike = probe("resync/page-passes-over-unmoved")
 	probeReferenceMoved    = probe("resync/reference-moves-away")
+	probeReferenceOlder    = probe("resync/reference-older-than-held")
 	probeResyncKeepsRepop  = probe("resync/restart-keeps-repopulate")
 	probeResyncLeaving     = probe("resync/leaving-fetches-nothing")
 	probeResyncPageRetry   = probe("resync/page-asked-again")

@@ -62,10 +62,14 @@ const (
 	HeaderNextTimeFrom = "X-Chronos-Next-Time-From"
 )
 
-// reference is one entry of a DELETE /timers/references body.
+// reference is one entry of a DELETE /timers/references body. Version,
+// this implementation's extension (absent from the original's bodies),
+// is the version of the record the requester holds: a leaving node keeps
+// a newer one, which its hand-off brings the new replicas instead.
 type reference struct {
 	ID           string `json:"ID"`
 	ReplicaIndex int    `json:"ReplicaIndex"`
+	Version      uint64 `json:"Version,omitempty,string"`
 }
 
 type referencesBody struct {
@@ -296,6 +300,14 @@ func (n *Node) references(req Request, reply func(Response)) {
 		n.stats.ResyncReferences++
 		t := n.store.Get(ids[i])
 		if t == nil || r.ReplicaIndex != 0 {
+			continue
+		}
+		if r.Version != 0 && t.Version > r.Version {
+			// The new primary took an older version than this node
+			// holds (the newer write missed it): dropped, the newer
+			// version would be nowhere
+			// (TestLeavingNodeKeepsAVersionNewerThanTheReference).
+			n.hit(probeReferenceOlder)
 			continue
 		}
 		if t.State == Live && !slices.Contains(t.Placement.Replicas, n.self) {
@@ -627,6 +639,9 @@ func (n *Node) takePage(p *peerSync, entries []wire.PageEntry) []*dealtTimer {
 		}
 		if took || passed {
 			d.ReplicaIndex = rank
+			if held := n.store.Get(t.ID); held != nil {
+				d.Version = held.Version
+			}
 			dealt = append(dealt, d)
 		}
 	}

@@ -1267,3 +1267,46 @@ func TestResyncTellsOthersToDropOnlyWhatIsDurable(t *testing.T) {
 	held, _ = c.nodes[nodeC].Timer(id)
 	assert.Equal(t, Moved, held.State, "C's copy once B's take is durable")
 }
+
+// TestLeavingNodeKeepsAVersionNewerThanTheReference: C leaves three nodes,
+// and a timer on (C, A) moves to (B, A). An update reached C alone (A was
+// cut off; one acknowledgement of two is a quorum), so C holds a newer
+// version than A. A reference that names the older version (the new
+// primary took what A held, in a case the sweep found) does not make C
+// drop its copy: its hand-off brings the newer version to the new
+// replicas instead. A reference of that version, or one without a version
+// (the original's bodies have none), does.
+func TestLeavingNodeKeepsAVersionNewerThanTheReference(t *testing.T) {
+	before, after := NewRing([]string{nodeA, nodeB, nodeC}), NewRing([]string{nodeA, nodeB})
+	id := idMoving(before, after, []string{nodeC, nodeA}, []string{nodeB, nodeA})
+	wid := wire.FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
+	for _, tc := range []struct {
+		name    string
+		version func(older, newer uint64) uint64
+		want    State
+	}{
+		{"older version", func(older, _ uint64) uint64 { return older }, Live},
+		{"held version", func(_, newer uint64) uint64 { return newer }, Moved},
+		{"no version", func(uint64, uint64) uint64 { return 0 }, Moved},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, nodeA, nodeB, nodeC)
+			spec := wire.Timer{Interval: 30 * time.Second, RepeatFor: 60 * time.Second, URI: cb, ReplicationFactor: 2}
+			require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, string(wire.Encode(spec))).Status)
+			older, _ := c.nodes[nodeA].Timer(id)
+			c.lose = func(host string, _ Request) bool { return host == nodeA }
+			spec.Opaque = "newer"
+			require.Equal(t, 200, c.client(nodeC, "PUT", "/timers/"+wid, string(wire.Encode(spec))).Status)
+			newer, _ := c.nodes[nodeC].Timer(id)
+			require.Greater(t, newer.Version, older.Version)
+
+			require.NoError(t, c.nodes[nodeC].SetCluster(Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}))
+			body := referencesJSON([]reference{{ID: wire.FormatID(id), Version: tc.version(older.Version, newer.Version)}})
+			req := c.nodes[nodeA].referencesRequest(nodeC, body)
+			req.URL = "/timers/references"
+			require.Equal(t, 202, c.serve(nodeC, req).Status)
+			held, _ := c.nodes[nodeC].Timer(id)
+			assert.Equal(t, tc.want, held.State, "C's copy of version %d", held.Version)
+		})
+	}
+}
