@@ -395,21 +395,44 @@ func (n *Node) answeredRecord(id uint64, resp Response) (*Timer, bool) {
 // notice): a refusing replica will never pop this timer, so it no longer
 // counts in this replica's rank.
 func (n *Node) markRefusing(notice *Timer, from string, refusing bool) {
-	held := n.store.Get(notice.ID)
-	if held == nil || held.Version != notice.Version || held.State != Live {
+	held := n.markReplica(notice, from, refusing, func(e *TimerExtra) *uint32 { return &e.Refused })
+	if held == nil {
 		return
 	}
-	i := slices.Index(held.Placement.Replicas, from)
-	if i < 0 || i >= 32 || (held.Extra != nil && held.Extra.Refused&(1<<i) != 0) == refusing {
-		return
-	}
-	if held.Extra == nil {
-		held.Extra = &TimerExtra{}
-	}
-	held.Extra.Refused ^= 1 << i
 	n.hitIf(!refusing, probeRefusingCleared)
 	n.hitIf(refusing, probeRefusingMarked)
 	n.reschedule(held)
+}
+
+// markReplica sets or clears (on) the mark of replica peer, in the mask
+// of TimerExtra that field picks (Refused, Lacking: by position in
+// Placement.Replicas), on the record this node holds live of t's
+// definition. It returns that record when the mark changed, else nil.
+// Extra is copied, never changed in place: snapshots of a record (a pop
+// in flight, a notice) share it.
+func (n *Node) markReplica(t *Timer, peer string, on bool, field func(*TimerExtra) *uint32) *Timer {
+	held := n.store.Get(t.ID)
+	if held == nil || held.Version != t.Version || held.State != Live {
+		return nil
+	}
+	i := slices.Index(held.Placement.Replicas, peer)
+	if i < 0 || i >= 32 {
+		return nil
+	}
+	var e TimerExtra
+	if held.Extra != nil {
+		e = *held.Extra
+	}
+	mask := field(&e)
+	if (*mask&(1<<i) != 0) == on {
+		return nil
+	}
+	*mask ^= 1 << i
+	held.Extra = nil
+	if !e.empty() {
+		held.Extra = &e
+	}
+	return held
 }
 
 // spreadRepair passes a newer record learnt from a 409 answer to a pop

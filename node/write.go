@@ -670,22 +670,9 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 // this node holds live (TimerExtra.Lacking): a write's replication to it
 // went unanswered (lacking), or it took a message of the definition.
 func (n *Node) markLacking(t *Timer, peer string, lacking bool) {
-	held := n.store.Get(t.ID)
-	if held == nil || held.Version != t.Version || held.State != Live {
+	held := n.markReplica(t, peer, lacking, func(e *TimerExtra) *uint32 { return &e.Lacking })
+	if held == nil {
 		return
-	}
-	i := slices.Index(held.Placement.Replicas, peer)
-	if i < 0 || i >= 32 || (held.Extra != nil && held.Extra.Lacking&(1<<i) != 0) == lacking {
-		return
-	}
-	e := TimerExtra{}
-	if held.Extra != nil {
-		e = *held.Extra
-	}
-	e.Lacking ^= 1 << i
-	held.Extra = nil
-	if !e.empty() {
-		held.Extra = &e // copied, never changed in place: snapshots share it
 	}
 	n.hitIf(lacking, probeLackingMarked)
 	n.hitIf(!lacking, probeLackingCleared)
