@@ -419,15 +419,14 @@ func (n *Node) markReplica(t *Timer, peer string, on bool, field func(*TimerExtr
 	if i < 0 || i >= 32 {
 		return nil
 	}
+	if (held.Extra != nil && *field(held.Extra)&(1<<i) != 0) == on {
+		return nil // the common case, on every answer: nothing to copy
+	}
 	var e TimerExtra
 	if held.Extra != nil {
 		e = *held.Extra
 	}
-	mask := field(&e)
-	if (*mask&(1<<i) != 0) == on {
-		return nil
-	}
-	*mask ^= 1 << i
+	*field(&e) ^= 1 << i
 	held.Extra = nil
 	if !e.empty() {
 		held.Extra = &e
