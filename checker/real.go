@@ -362,7 +362,7 @@ func (r *realJudge) duplicate(d *def, k int, hi time.Duration, p Pop) {
 // during reports whether a fault touching d was active at t (from its
 // start to its end event, settle time left out).
 func during(d *def, t time.Duration) bool {
-	return slices.ContainsFunc(d.spans, func(s span) bool { return s.from <= t && t <= s.end })
+	return slices.ContainsFunc(d.spans, func(s *span) bool { return s.from <= t && t <= s.end })
 }
 
 // heldDelivery reports whether delivery p of pop k of d may have been
