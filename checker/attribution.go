@@ -574,7 +574,7 @@ func (x *index) defWriteHit(op Op, d *def) (at time.Duration, hit, lagged bool) 
 	}
 	missed := x.downNodes(d, op.Invoke, ret)
 	for _, s := range d.spans {
-		if lostRequest(s.fault) && s.from <= ret && s.to >= op.Invoke {
+		if s.from <= ret && s.to >= op.Invoke && lostRequest(s.fault) {
 			missed[s.fault.Peers[0]] = true
 		}
 	}

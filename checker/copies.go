@@ -82,7 +82,7 @@ func (x *index) missedWrite(d *def) map[string]bool {
 	missed := x.down(d, d.lo, min(d.hi, x.end), false)
 	addAll(missed, x.diskFaulty(d, d.lo, min(d.hi, x.end)))
 	for _, s := range d.spans {
-		if lostRequest(s.fault) && x.sentAt(d, s) <= min(d.hi, x.end) && s.to >= d.lo {
+		if s.to >= d.lo && lostRequest(s.fault) && x.sentAt(d, s) <= min(d.hi, x.end) {
 			addAll(missed, s.fault.Peers)
 		}
 	}
@@ -108,7 +108,7 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 	lagged := false
 	late := x.down(d, b, b+x.o.SiteLag, paused)
 	for _, s := range d.spans {
-		if lostRequest(s.fault) && x.sentAt(d, s) <= b+x.o.SiteLag && s.to >= b {
+		if s.to >= b && lostRequest(s.fault) && x.sentAt(d, s) <= b+x.o.SiteLag {
 			addAll(late, s.fault.Peers)
 		}
 	}
@@ -208,7 +208,7 @@ func (x *index) withoutCopy(d *def, k int, a, b time.Duration, failed bool) (all
 		for _, s := range d.spans {
 			// A lost request about the timer may have left its receiver
 			// without its copy until a later write or notice repairs it.
-			if lostRequest(s.fault) && s.from <= b && s.to >= a {
+			if s.from <= b && s.to >= a && lostRequest(s.fault) {
 				addAll(out, s.fault.Peers)
 			}
 		}
