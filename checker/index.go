@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"time"
 )
@@ -142,6 +143,10 @@ type index struct {
 	defsByTimer map[uint64][]*def
 	// factorsBefore memoises factorBefore, by op and seq.
 	factorsBefore map[[2]int]factors
+	// unjudged, when set, says why the history is too large to judge
+	// (Options.MaxAttributed): the index then holds no definitions, and the
+	// checks report only that, as a CHECK violation.
+	unjudged string
 	// verdicts and writeVerdicts are what the checks concluded, per pop
 	// and guarantee and per write (by Seq); coverage tallies them.
 	verdicts      map[popKey]*popVerdicts
@@ -157,6 +162,9 @@ func newIndex(h *History, o Options) *index {
 	lost := map[int]bool{}
 	for {
 		x := buildIndex(h, o, lost)
+		if x.unjudged != "" {
+			return x
+		}
 		more := false
 		for _, d := range x.defs {
 			if !lost[d.op.Seq] && x.mayFindNoTimer(d) {
@@ -230,11 +238,18 @@ func buildIndex(h *History, o Options, lost map[int]bool) *index {
 		}
 		d.bySeq[p.Seq] = append(d.bySeq[p.Seq], i)
 	}
+	attributed := 0
 	for _, d := range x.defs {
 		for _, idx := range d.bySeq {
 			sort.SliceStable(idx, func(i, j int) bool { return h.Pops[idx[i]].At < h.Pops[idx[j]].At })
 		}
 		x.attribute(d)
+		if attributed += len(d.spans); attributed > o.MaxAttributed {
+			x.unjudged = fmt.Sprintf("not judged: the faults attributed to the first %d of %d definitions already number %d, past the checker's bound of %d (Options.MaxAttributed); %d faults recorded",
+				slices.Index(x.defs, d)+1, len(x.defs), attributed, o.MaxAttributed, len(h.Faults))
+			x.defs, x.byOpaque, x.orphans = nil, map[string]*def{}, nil
+			return x
+		}
 	}
 	x.epochs()
 	for _, d := range x.defs {

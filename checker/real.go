@@ -165,6 +165,9 @@ func (o Options) JudgeReal(h *RealHistory, b RealBounds) RealVerdict {
 	}
 	vs, cov := o.Judge(&h.History)
 	x := newIndex(&h.History, o)
+	if x.unjudged != "" {
+		return RealVerdict{Violations: vs, Coverage: cov}
+	}
 	r := &realJudge{x: x, b: b, attempts: map[int][]Attempt{}, staleSeen: map[Pop]int{}, resurrected: map[Pop]bool{}}
 	for _, a := range h.Attempts {
 		r.attempts[a.Op] = append(r.attempts[a.Op], a)
