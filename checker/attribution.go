@@ -71,25 +71,58 @@ func (x *index) attribute(d *def) {
 			}
 		}
 	}
-	for _, s := range x.tl.spans {
+	sets := replicaSets{d: d}
+	for i := range x.tl.spans {
+		s := &x.tl.spans[i]
 		switch {
-		case !d.placed || x.affects(s.fault, d, d.replicaSetIn(s.from, s.to)):
+		case !d.placed || x.affects(s.fault, d, sets.in(s.from, s.to)):
 			d.spans = append(d.spans, s)
 		case x.affects(s.fault, d, d.nodes):
-			s.writeOnly = true
-			d.spans = append(d.spans, s)
+			d.spans = append(d.spans, x.tl.writeOnly(i))
 		}
 	}
-	d.spans = append(d.spans, d.moves...)
-	d.spans = append(d.spans, x.clockSpread(d)...)
-	d.spans = append(d.spans, x.tl.byTimer[d.timer]...)
+	d.spans = appendSpans(d.spans, d.moves)
+	d.spans = appendSpans(d.spans, x.clockSpread(d))
+	d.spans = appendSpans(d.spans, x.tl.byTimer[d.timer])
 	if d.shared = x.sharedID(d); d.shared {
 		// Excuse shared-id: another create was acknowledged under this
 		// timer's ID, so the two timers' replicas refuse each other's
 		// records and the survivor pops at whatever rank holds it.
-		d.spans = append(d.spans, span{from: 0, to: never, end: x.end, fault: Fault{Kind: sharedIDFault, Detail: "the twins may have issued this ID twice"}})
+		d.spans = append(d.spans, &span{from: 0, to: never, end: x.end, fault: Fault{Kind: sharedIDFault, Detail: "the twins may have issued this ID twice"}})
 	}
 	sort.SliceStable(d.spans, func(i, j int) bool { return d.spans[i].from < d.spans[j].from })
+}
+
+// appendSpans appends a pointer to each of spans to to. The spans are
+// shared, never changed: a definition's list of the faults that touch it
+// costs a pointer a fault, however large the fault (and a run may
+// record tens of thousands of message faults that touch every timer).
+func appendSpans(to []*span, spans []span) []*span {
+	for i := range spans {
+		to = append(to, &spans[i])
+	}
+	return to
+}
+
+// replicaSets is replicaSetIn for the spans of one definition,
+// memoised by the epochs a span runs through: without scales that is one
+// set for every span of the run.
+type replicaSets struct {
+	d    *def
+	sets map[[2]int]map[string]bool
+}
+
+func (r *replicaSets) in(a, b time.Duration) map[string]bool {
+	key := [2]int{r.d.epochAt(a), r.d.epochAt(b)}
+	if set, ok := r.sets[key]; ok {
+		return set
+	}
+	if r.sets == nil {
+		r.sets = map[[2]int]map[string]bool{}
+	}
+	set := r.d.replicaSetIn(a, b)
+	r.sets[key] = set
+	return set
 }
 
 // placement is d's replicas, in rank order: with one site, the timer's
@@ -450,7 +483,7 @@ func (x *index) writeHit(op Op) (time.Duration, bool) {
 func (x *index) writeHitBy(op Op) (at time.Duration, hit, lagged bool) {
 	ds := x.reachOf(op)
 	if len(ds) == 0 {
-		return x.spansHit(op, x.tl.spans)
+		return x.spansHit(op, x.allSpans())
 	}
 	at = never
 	for _, d := range ds {
@@ -514,7 +547,7 @@ func (x *index) defsOf(timer uint64) []*def {
 }
 
 // spansHit reports the first of spans that overlaps write op.
-func (x *index) spansHit(op Op, spans []span) (at time.Duration, hit, lagged bool) {
+func (x *index) spansHit(op Op, spans []*span) (at time.Duration, hit, lagged bool) {
 	ret := min(effReturn(op), x.end)
 	for _, s := range spans {
 		if s.from <= ret && s.to >= op.Invoke {
@@ -522,6 +555,15 @@ func (x *index) spansHit(op Op, spans []span) (at time.Duration, hit, lagged boo
 		}
 	}
 	return never, false, false
+}
+
+// allSpans is every span of the timeline, as spansHit takes them, listed
+// once per index.
+func (x *index) allSpans() []*span {
+	if x.tlSpans == nil {
+		x.tlSpans = appendSpans(make([]*span, 0, len(x.tl.spans)), x.tl.spans)
+	}
+	return x.tlSpans
 }
 
 // defWriteHit is writeHitBy for the copies of one definition d.
@@ -532,7 +574,7 @@ func (x *index) defWriteHit(op Op, d *def) (at time.Duration, hit, lagged bool) 
 	}
 	missed := x.downNodes(d, op.Invoke, ret)
 	for _, s := range d.spans {
-		if lostRequest(s.fault) && s.from <= ret && s.to >= op.Invoke {
+		if s.from <= ret && s.to >= op.Invoke && lostRequest(s.fault) {
 			missed[s.fault.Peers[0]] = true
 		}
 	}

@@ -254,7 +254,7 @@ type waitedMsg struct {
 // waitedRecord reads the message of span s when it carried d's record to
 // a node and waited: its receiver, when it was sent, and its waits for
 // its sender and in its receiver's queue.
-func (x *index) waitedRecord(d *def, s span) (to string, sent, w, q time.Duration, ok bool) {
+func (x *index) waitedRecord(d *def, s *span) (to string, sent, w, q time.Duration, ok bool) {
 	if w, record, ok := overloadWait(s.fault); ok && record {
 		return s.fault.Peers[0], s.from, x.leftAfter(s.fault, w), 0, true
 	}
@@ -666,7 +666,7 @@ func waitOf(f Fault) (w time.Duration, record, ok bool) {
 // more than the wait, and nothing for the messages the write's answer
 // waited for. A message that carried no record (a callback, a read), or
 // was sent outside the write, holds nothing of it.
-func overloadHeld(s span, w time.Duration, record bool, lo, ret time.Duration) time.Duration {
+func overloadHeld(s *span, w time.Duration, record bool, lo, ret time.Duration) time.Duration {
 	if !record || s.from < lo || s.from > ret {
 		return 0
 	}
@@ -685,7 +685,7 @@ func overloadHeld(s span, w time.Duration, record bool, lo, ret time.Duration) t
 // and by ret plus its recorded send wait (sendWaitOf), a network delay
 // and FaultFreeLate (a send wait too short to be recorded). A message
 // that carried no record, or arrived outside that, holds nothing of it.
-func (x *index) queuedHeld(d *def, s span, q time.Duration, record bool, ret time.Duration) time.Duration {
+func (x *index) queuedHeld(d *def, s *span, q time.Duration, record bool, ret time.Duration) time.Duration {
 	if !record || s.from < d.lo {
 		return 0
 	}
@@ -708,7 +708,7 @@ func (x *index) sendWaitOf(d *def, from, to string, record bool, t time.Duration
 // only to within "within" after it left (its receiver's unrecorded
 // waits included).
 func (x *index) sendWaitWithin(d *def, from, to string, record bool, t, within time.Duration) time.Duration {
-	for _, s := range d.spans {
+	for _, s := range d.onLink(Overload, from, to) {
 		w, rec, ok := overloadWait(s.fault)
 		if !ok || rec != record || s.fault.Nodes[0] != from || s.fault.Peers[0] != to {
 			continue

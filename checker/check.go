@@ -53,6 +53,9 @@ func (o Options) Judge(h *History) ([]Violation, Coverage) {
 	}
 	x := newIndex(h, o)
 	vs, _, placed := x.judge()
+	if x.unjudged != "" {
+		return vs, newCoverage()
+	}
 	cov := x.coverage()
 	cov.Placements = placed.judged
 	for e, n := range placed.excused {
@@ -65,6 +68,10 @@ func (o Options) Judge(h *History) ([]Violation, Coverage) {
 // coverage to tally, and returns the violations, sorted, what the
 // porcupine check found, and the placements G6 judged.
 func (x *index) judge() ([]Violation, LinearizabilityInfo, placedCount) {
+	if x.unjudged != "" {
+		return []Violation{{Guarantee: "CHECK", At: x.end, Message: x.unjudged}},
+			x.o.linearizable(x), placedCount{}
+	}
 	var vs []Violation
 	vs = append(vs, x.checkPops()...)
 	vs = append(vs, x.checkMissing()...)

@@ -171,7 +171,7 @@ func (x *index) placementOf(id uint64, t time.Duration, s Scale) (replicas []str
 // definitions (attribution.go), but for the scales that move it and
 // messages lost without naming it.
 func (x *index) placementFault(id uint64, a, b time.Duration) (Fault, bool) {
-	var spans []span
+	var spans []*span
 	for _, d := range x.defs {
 		if d.timer == id {
 			spans = append(spans, d.spans...)

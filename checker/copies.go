@@ -82,7 +82,7 @@ func (x *index) missedWrite(d *def) map[string]bool {
 	missed := x.down(d, d.lo, min(d.hi, x.end), false)
 	addAll(missed, x.diskFaulty(d, d.lo, min(d.hi, x.end)))
 	for _, s := range d.spans {
-		if lostRequest(s.fault) && x.sentAt(d, s) <= min(d.hi, x.end) && s.to >= d.lo {
+		if s.to >= d.lo && lostRequest(s.fault) && x.sentAt(d, s) <= min(d.hi, x.end) {
 			addAll(missed, s.fault.Peers)
 		}
 	}
@@ -108,7 +108,7 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 	lagged := false
 	late := x.down(d, b, b+x.o.SiteLag, paused)
 	for _, s := range d.spans {
-		if lostRequest(s.fault) && x.sentAt(d, s) <= b+x.o.SiteLag && s.to >= b {
+		if s.to >= b && lostRequest(s.fault) && x.sentAt(d, s) <= b+x.o.SiteLag {
 			addAll(late, s.fault.Peers)
 		}
 	}
@@ -142,7 +142,7 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 // whose queue held an update's forward 1.8 s popped the replaced
 // definition meanwhile). It bounds no lateness: a copy the message
 // brings is held by its wait (heldFor), not lost.
-func (x *index) queuedPastLag(s span, node string, b time.Duration) bool {
+func (x *index) queuedPastLag(s *span, node string, b time.Duration) bool {
 	q, record, ok := queuedWait(s.fault)
 	return ok && record && s.fault.Nodes[0] == node && !x.sameSite(node, s.fault.Peers[0]) &&
 		s.from <= b+x.o.SiteLag && s.from+q > b+x.o.SiteLag
@@ -160,14 +160,14 @@ func (x *index) queuedPastLag(s span, node string, b time.Duration) bool {
 // sent 10 s before). A refusal with no Age is dated by the wait in its
 // receiver's inbound queue (a Queued fault on the link whose wait ended
 // then), if any.
-func (x *index) sentAt(d *def, s span) time.Duration {
+func (x *index) sentAt(d *def, s *span) time.Duration {
 	f := s.fault
 	if f.Kind != Lost || len(f.Nodes) == 0 || len(f.Peers) == 0 {
 		return s.from
 	}
 	t := s.from // At less its Age (see buildTimeline)
 	if f.Age == 0 {
-		for _, o := range d.spans {
+		for _, o := range d.onLink(Queued, f.Nodes[0], f.Peers[0]) {
 			q, record, ok := queuedWait(o.fault)
 			if ok && record && o.fault.Nodes[0] == f.Nodes[0] && o.fault.Peers[0] == f.Peers[0] && o.from+q <= t && t <= o.from+q+x.h.MaxNetDelay {
 				t = o.from // when it arrived
@@ -208,7 +208,7 @@ func (x *index) withoutCopy(d *def, k int, a, b time.Duration, failed bool) (all
 		for _, s := range d.spans {
 			// A lost request about the timer may have left its receiver
 			// without its copy until a later write or notice repairs it.
-			if lostRequest(s.fault) && s.from <= b && s.to >= a {
+			if s.from <= b && s.to >= a && lostRequest(s.fault) {
 				addAll(out, s.fault.Peers)
 			}
 		}

@@ -18,7 +18,7 @@ const diskLostFault FaultKind = "disk-lost"
 
 // crashLoses reports whether crash s may have taken the copies its nodes
 // held.
-func (x *index) crashLoses(s span) bool {
+func (x *index) crashLoses(s *span) bool {
 	if !x.h.Storage {
 		return true
 	}

@@ -58,6 +58,9 @@ type timeline struct {
 	// which byTimer files by the timer they hit.
 	spans   []span
 	byTimer map[uint64][]span
+	// writeOnlys are the writeOnly twins of spans, by index, made as
+	// a definition first needs one (see writeOnly).
+	writeOnlys []*span
 	// pauses are the pause spans of each node, by start (for leftAfter,
 	// asked once per waited send).
 	pauses   map[string][]span
@@ -151,6 +154,20 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 	return tl
 }
 
+// writeOnly is spans[i] marked writeOnly, one copy shared by every
+// definition it touches so.
+func (tl *timeline) writeOnly(i int) *span {
+	if tl.writeOnlys == nil {
+		tl.writeOnlys = make([]*span, len(tl.spans))
+	}
+	if tl.writeOnlys[i] == nil {
+		s := tl.spans[i]
+		s.writeOnly = true
+		tl.writeOnlys[i] = &s
+	}
+	return tl.writeOnlys[i]
+}
+
 // horizon is when a fault with no end event stops counting.
 func (tl timeline) horizon(at, end time.Duration) time.Duration {
 	if tl.liveFrom > at {
@@ -231,7 +248,7 @@ func (x *index) down(d *def, a, b time.Duration, paused bool) map[string]bool {
 // cutFromTimer reports whether the far side of cut s holds d's callback
 // endpoint or a node that took a write of d while s lasted: its proxy, or
 // the node through which the write reached another site (relays).
-func (x *index) cutFromTimer(d *def, s span, far []string) bool {
+func (x *index) cutFromTimer(d *def, s *span, far []string) bool {
 	if slices.Contains(far, d.host) {
 		return true
 	}

@@ -38,21 +38,15 @@ func (o Options) WriteHTML(w io.Writer, h *History, vs []Violation, r ReportHead
 	// The checks leave their verdicts in x, from which the coverage and
 	// each pop's judged cell are drawn; the violations shown are vs.
 	_, info, _ := x.judge()
+	if x.unjudged != "" {
+		return x.writeUnjudged(w, vs, r)
+	}
 	viz, err := x.visualize(info, vs)
 	if err != nil {
 		return fmt.Errorf("checker: porcupine visualization: %w", err)
 	}
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Chronos seed %d</title>\n%s</head><body>\n", r.Seed, htmlStyle)
-	fmt.Fprintf(b, "<h1>Chronos checker report, seed %d</h1>\n", r.Seed)
-	writeVerdict(b, vs, r)
-	fmt.Fprintf(b, "<table class=\"hdr\">\n")
-	for _, kv := range [][2]string{{"fault mix", r.FaultMix}, {"trace hash", r.TraceHash},
-		{"replay", r.ReplayCommand}, {"history", x.summary()}, {"violations", countByGuarantee(vs)}} {
-		fmt.Fprintf(b, "<tr><th>%s</th><td class=\"msg\"><code>%s</code></td></tr>\n", kv[0], esc(orNone(kv[1])))
-	}
-	fmt.Fprintf(b, "</table>\n")
-	writeViolationTable(b, vs)
+	x.writeHead(b, vs, r)
 	x.writeTimelines(b, vs)
 	x.writeCoverage(b)
 	x.writeTimers(b, vs, r.Trace)
@@ -67,6 +61,31 @@ func (o Options) WriteHTML(w io.Writer, h *History, vs []Violation, r ReportHead
 		fmt.Fprintf(b, "</pre>\n")
 	}
 	fmt.Fprintf(b, "</body></html>\n")
+	return b.Flush()
+}
+
+// writeHead writes the page's head, the run's header, the verdict and
+// the violations.
+func (x *index) writeHead(b *bufio.Writer, vs []Violation, r ReportHeader) {
+	fmt.Fprintf(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Chronos seed %d</title>\n%s</head><body>\n", r.Seed, htmlStyle)
+	fmt.Fprintf(b, "<h1>Chronos checker report, seed %d</h1>\n", r.Seed)
+	writeVerdict(b, vs, r)
+	fmt.Fprintf(b, "<table class=\"hdr\">\n")
+	for _, kv := range [][2]string{{"fault mix", r.FaultMix}, {"trace hash", r.TraceHash},
+		{"replay", r.ReplayCommand}, {"history", x.summary()}, {"violations", countByGuarantee(vs)}} {
+		fmt.Fprintf(b, "<tr><th>%s</th><td class=\"msg\"><code>%s</code></td></tr>\n", kv[0], esc(orNone(kv[1])))
+	}
+	fmt.Fprintf(b, "</table>\n")
+	writeViolationTable(b, vs)
+}
+
+// writeUnjudged is WriteHTML's page for a history too large to judge
+// (Options.MaxAttributed): the header and the violations, which say so. The
+// timelines and timer sections would be as large as what was not judged.
+func (x *index) writeUnjudged(w io.Writer, vs []Violation, r ReportHeader) error {
+	b := bufio.NewWriter(w)
+	x.writeHead(b, vs, r)
+	fmt.Fprintf(b, "<p>%s</p>\n</body></html>\n", esc(x.unjudged))
 	return b.Flush()
 }
 

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"time"
 )
@@ -73,11 +74,42 @@ type def struct {
 	nodes    map[string]bool
 	holders  map[string]bool // startHolders' cache
 	// spans are the faults that touch d, by start (see attribute).
-	spans []span
+	spans []*span
+	// links files the spans of waits by kind and link (onLink).
+	links map[link][]*span
 	// missed and failures cache missedWrite and copyFailures, once spans
 	// are known.
 	missed   map[string]bool
 	failures *copyFailures
+}
+
+// link is a kind of wait on the link from one node to another.
+type link struct {
+	kind     FaultKind
+	from, to string
+}
+
+// onLink is d's spans of the waits of kind (Overload or Queued) on the
+// link from "from" to "to" (their first node and peer), in the order of
+// d.spans. The checks that look for the wait behind one message (a
+// send's wait for its sender, a refusal's in its receiver's queue) ask
+// it once per message: scanning every span each time made them
+// quadratic in a run's message faults (a run whose every message between
+// two nodes was refused for its age took minutes).
+func (d *def) onLink(kind FaultKind, from, to string) []*span {
+	if kind != Overload && kind != Queued {
+		panic(fmt.Sprintf("checker: onLink files waits only, asked for %q", kind))
+	}
+	if d.links == nil {
+		d.links = map[link][]*span{}
+		for _, s := range d.spans {
+			if f := s.fault; (f.Kind == Overload || f.Kind == Queued) && len(f.Nodes) > 0 && len(f.Peers) > 0 {
+				k := link{f.Kind, f.Nodes[0], f.Peers[0]}
+				d.links[k] = append(d.links[k], s)
+			}
+		}
+	}
+	return d.links[link{kind, from, to}]
 }
 
 // due returns the window pop k falls due in.
@@ -103,12 +135,18 @@ type index struct {
 	// fault first hit a write of that partition (see epochs).
 	keyOf map[int]string
 	taint map[string]time.Duration
+	// tlSpans points at tl's spans (allSpans).
+	tlSpans []*span
 	// disks is each node's disk history (diskFaults).
 	disks map[string]*nodeDisk
 	// defsByTimer is the definitions by timer (defsOf).
 	defsByTimer map[uint64][]*def
 	// factorsBefore memoises factorBefore, by op and seq.
 	factorsBefore map[[2]int]factors
+	// unjudged, when set, says why the history is too large to judge
+	// (Options.MaxAttributed): the index then holds no definitions, and the
+	// checks report only that, as a CHECK violation.
+	unjudged string
 	// verdicts and writeVerdicts are what the checks concluded, per pop
 	// and guarantee and per write (by Seq); coverage tallies them.
 	verdicts      map[popKey]*popVerdicts
@@ -124,6 +162,9 @@ func newIndex(h *History, o Options) *index {
 	lost := map[int]bool{}
 	for {
 		x := buildIndex(h, o, lost)
+		if x.unjudged != "" {
+			return x
+		}
 		more := false
 		for _, d := range x.defs {
 			if !lost[d.op.Seq] && x.mayFindNoTimer(d) {
@@ -197,11 +238,18 @@ func buildIndex(h *History, o Options, lost map[int]bool) *index {
 		}
 		d.bySeq[p.Seq] = append(d.bySeq[p.Seq], i)
 	}
+	attributed := 0
 	for _, d := range x.defs {
 		for _, idx := range d.bySeq {
 			sort.SliceStable(idx, func(i, j int) bool { return h.Pops[idx[i]].At < h.Pops[idx[j]].At })
 		}
 		x.attribute(d)
+		if attributed += len(d.spans); attributed > o.MaxAttributed {
+			x.unjudged = fmt.Sprintf("not judged: the faults attributed to the first %d of %d definitions already number %d, past the checker's bound of %d (Options.MaxAttributed); %d faults recorded",
+				slices.Index(x.defs, d)+1, len(x.defs), attributed, o.MaxAttributed, len(h.Faults))
+			x.defs, x.byOpaque, x.orphans = nil, map[string]*def{}, nil
+			return x
+		}
 	}
 	x.epochs()
 	for _, d := range x.defs {

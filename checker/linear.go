@@ -115,6 +115,9 @@ func (o Options) Linearizable(h *History) (bool, LinearizabilityInfo) {
 }
 
 func (o Options) linearizable(x *index) LinearizabilityInfo {
+	if x.unjudged != "" {
+		return LinearizabilityInfo{Model: Model(), Result: porcupine.Unknown, Note: x.unjudged}
+	}
 	ops, excluded := x.linOps()
 	info := LinearizabilityInfo{Model: Model(), Operations: len(ops), Excluded: excluded}
 	info.Partitions = len(partitionByKey(ops))

@@ -165,6 +165,9 @@ func (o Options) JudgeReal(h *RealHistory, b RealBounds) RealVerdict {
 	}
 	vs, cov := o.Judge(&h.History)
 	x := newIndex(&h.History, o)
+	if x.unjudged != "" {
+		return RealVerdict{Violations: vs, Coverage: cov}
+	}
 	r := &realJudge{x: x, b: b, attempts: map[int][]Attempt{}, staleSeen: map[Pop]int{}, resurrected: map[Pop]bool{}}
 	for _, a := range h.Attempts {
 		r.attempts[a.Op] = append(r.attempts[a.Op], a)
@@ -362,7 +365,7 @@ func (r *realJudge) duplicate(d *def, k int, hi time.Duration, p Pop) {
 // during reports whether a fault touching d was active at t (from its
 // start to its end event, settle time left out).
 func during(d *def, t time.Duration) bool {
-	return slices.ContainsFunc(d.spans, func(s span) bool { return s.from <= t && t <= s.end })
+	return slices.ContainsFunc(d.spans, func(s *span) bool { return s.from <= t && t <= s.end })
 }
 
 // heldDelivery reports whether delivery p of pop k of d may have been

@@ -229,7 +229,7 @@ func (x *index) keptBy(s Op, d *def, popper string, b time.Duration) bool {
 	ret := min(effReturn(s), x.end)
 	missed := x.down(d, s.Invoke, ret, false)
 	for _, sp := range d.spans {
-		if lostRequest(sp.fault) && sp.from <= ret && sp.to >= s.Invoke {
+		if sp.from <= ret && sp.to >= s.Invoke && lostRequest(sp.fault) {
 			addAll(missed, sp.fault.Peers)
 		}
 	}

@@ -47,7 +47,12 @@ type Result struct {
 	Plan      *Plan
 	History   *checker.History
 	TraceHash uint64
-	Events    uint64
+	// RunHash is the trace hash before the run's last event, which
+	// hashes the checker's count of violations: what every run of the
+	// plan shares, checked or not (SkipCheck). Equal to TraceHash when a
+	// panic ended the run.
+	RunHash uint64
+	Events  uint64
 	// Violations are the checkers' findings plus the simulator's own
 	// protocol checks (guarantee "API").
 	Violations []checker.Violation
@@ -197,6 +202,9 @@ func Run(p *Plan, opts Options) (res *Result) {
 			w.tr.note("PANIC %v", r)
 		}
 		res.TraceHash, res.Events = w.tr.h, w.loop.Processed()
+		if res.Panic != "" {
+			res.RunHash = res.TraceHash
+		}
 	}()
 	if err := p.Validate(); err != nil {
 		panic(err)
@@ -459,6 +467,7 @@ func (w *world) finish(res *Result) {
 	}
 	res.ScenarioErrors = w.scenarioErrs
 	res.Unmet = append(append(append([]string{}, w.scenarioErrs...), w.stepUnmet...), w.expectations(res)...)
+	res.RunHash = w.tr.h
 	w.tr.event("end", "", "", int64(len(res.Violations)))
 }
 

@@ -22,3 +22,30 @@ func TestPrintedTraceKeepsHash(t *testing.T) {
 			printed.TraceHash, printed.Events, quiet.TraceHash, quiet.Events)
 	}
 }
+
+// TestUncheckedReplayKeepsRunHash proves what the sweep's determinism
+// check rests on: a run whose history is not judged (SkipCheck, the
+// sweep's second run) leaves the run hash of one that is, though not its
+// trace hash, whose last event hashes the checker's count of violations.
+// The plan breaks guarantees, so that the two counts differ.
+func TestUncheckedReplayKeepsRunHash(t *testing.T) {
+	p := loadScenario(t, scenarioDir+"/burst-slow-endpoint.scenario")
+	checked, unchecked := Run(p, Options{}), Run(p, Options{SkipCheck: true})
+	if len(checked.Violations) == len(unchecked.Violations) {
+		t.Fatalf("got %d violations checked and unchecked; the test proves nothing", len(checked.Violations))
+	}
+	if checked.TraceHash == unchecked.TraceHash {
+		t.Fatalf("got trace %016x checked and unchecked, want them apart by the violation count", checked.TraceHash)
+	}
+	if checked.RunHash != unchecked.RunHash || checked.Events != unchecked.Events || checked.RunHash == 0 {
+		t.Errorf("checked: run hash %016x (%d events), unchecked: %016x (%d events); want one nonzero hash",
+			checked.RunHash, checked.Events, unchecked.RunHash, unchecked.Events)
+	}
+	o := SeedOutcome{Plan: p, Result: checked, ReplayHash: unchecked.RunHash, ReplayEvents: unchecked.Events}
+	if !o.Deterministic() {
+		t.Errorf("got %s, want the outcome deterministic", o.Line())
+	}
+	if o.ReplayHash++; o.Deterministic() {
+		t.Errorf("a replay with another run hash: got deterministic, want not")
+	}
+}

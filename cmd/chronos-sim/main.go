@@ -5,6 +5,9 @@
 //	chronos-sim replay -seed S | -scenario F                    one run, printing the trace
 //	chronos-sim shrink -seed S | -scenario F [-out F]           write a minimal failing scenario
 //
+// Every command takes -cpuprofile F and -memprofile F: a CPU profile of the
+// command and a profile of its allocations, for go tool pprof.
+//
 // The last line of run and replay gives the seed, the trace hash (the same
 // for both) and the result. A run with violations, failed or expected by
 // its scenario, writes the failure report and the HTML report.
@@ -17,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -66,10 +70,17 @@ func main() {
 	html := fs.String("html", "", "run: where to write the HTML report of a run with violations (default chronos-sim-<seed>.html)")
 	out := fs.String("out", "", "shrink: scenario file to write (default scenarios/shrunk-<seed>.scenario)")
 	logs := fs.Bool("log", false, "replay: print the nodes' debug logs among the events, at virtual time")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof)")
+	memProfile := fs.String("memprofile", "", "write a heap profile, taken when the command ends, to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
+		os.Exit(2)
+	}
+	stop, err := startProfiles(*cpuProfile, *memProfile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chronos-sim:", err)
 		os.Exit(2)
 	}
 	var code int
@@ -83,7 +94,40 @@ func main() {
 	case "shrink":
 		code = shrink(*seed, *scenario, *out)
 	}
+	if err := stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "chronos-sim:", err)
+		code = max(code, 2)
+	}
 	os.Exit(code)
+}
+
+// startProfiles starts a CPU profile into cpuPath, if set; the function it
+// returns stops it and writes a heap profile into memPath, if set, so that
+// a slow or greedy run (docs/simulator.md, "Limits") can be looked at with
+// go tool pprof.
+func startProfiles(cpuPath, memPath string) (stop func() error, err error) {
+	var cpu *os.File
+	if cpuPath != "" {
+		if cpu, err = os.Create(cpuPath); err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(cpu); err != nil {
+			cpu.Close()
+			return nil, err
+		}
+	}
+	return func() error {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			if err := cpu.Close(); err != nil {
+				return err
+			}
+		}
+		if memPath == "" {
+			return nil
+		}
+		return writeFile(memPath, func(w io.Writer) error { return pprof.Lookup("allocs").WriteTo(w, 0) })
+	}, nil
 }
 
 // findCommand returns the command called name.
