@@ -670,8 +670,8 @@ type dealtTimer struct {
 // runs then. A leaving node drops its copy on the primary's reference;
 // told while a new backup missed the timer, it would leave the primary's
 // copy the only one, and a crash of the primary would lose the timer for
-// good: restarted, it repopulates from its peers, and none holds it (seed
-// 7070). Kept, the leaving node's copy is offered again to the primary's
+// good: restarted, it repopulates from its peers, and none holds it (a
+// scale the simulator found; probe resync/reference-withheld). Kept, the leaving node's copy is offered again to the primary's
 // start-up resync, and to the resync the operator runs again for the
 // failed send.
 //
