@@ -311,7 +311,7 @@ func (n *Node) sendNotice(notice Timer) {
 			n.replicate(peer, &notice, nil, now, func(_ bool, resp Response) { n.noticeAnswered(peer, &notice, resp) })
 		}
 	}
-	n.forwardToSites(&notice, now)
+	n.forwardToSites(&notice)
 }
 
 // noticeAnswered learns from a replica's answer to a pop notice: a newer

@@ -33,18 +33,18 @@ const (
 	MaxResyncPage = 1000
 	// ResyncPageTimeout bounds one GET /timers round trip.
 	ResyncPageTimeout = 5 * time.Second
-	// maxResyncAttempts bounds how often a page is asked for before the
-	// peer is given up on for this resync: the peer may be down, cut off,
-	// or not yet reloaded to the same membership (it answers 400 or 404
-	// until it is). The waits between attempts double from
-	// resyncRetryBase up to resyncRetryMax, about two minutes in all.
-	maxResyncAttempts = 8
-	resyncRetryBase   = time.Second
-	resyncRetryMax    = 30 * time.Second
 	// maxResyncSends bounds the attempts of one replication, tombstone or
 	// references message a resync sends.
 	maxResyncSends = 3
 )
+
+// pageRetry is how often a page is asked for before the peer is given up
+// on for this resync: the peer may be down, cut off, or not yet reloaded
+// to the same membership (it answers 400 or 404 until it is). The waits
+// double from 1 s up to 30 s, about two minutes in all, each drawn with
+// jitter, so that the members of a cluster a reload reached at once do
+// not all ask a slow peer again at the same moment.
+var pageRetry = retryPolicy{attempts: 8, base: time.Second, max: 30 * time.Second}
 
 // Query parameters and headers of the resync API.
 const (
@@ -526,14 +526,14 @@ func (n *Node) pageDone(p *peerSync) {
 func (n *Node) retryPage(p *peerSync, err error) {
 	p.attempts++
 	n.hit(probeResyncPageRetry)
-	if p.attempts >= maxResyncAttempts {
+	wait, ok := pageRetry.again(p.attempts, &n.rand)
+	if !ok {
 		n.hit(probeResyncGiveUp)
 		n.log.Warn("resync: giving up on a peer", "peer", p.addr, "attempts", p.attempts,
 			"pages", p.pages, "timers", p.received, "err", err)
 		n.peerDone(p, false)
 		return
 	}
-	wait := min(resyncRetryBase<<(p.attempts-1), resyncRetryMax)
 	n.log.Info("resync: page failed; asking again", "peer", p.addr, "in", wait, "err", err)
 	n.clock.AfterFunc(wait, func() { n.fetchPage(p) })
 }
@@ -670,8 +670,8 @@ type dealtTimer struct {
 // runs then. A leaving node drops its copy on the primary's reference;
 // told while a new backup missed the timer, it would leave the primary's
 // copy the only one, and a crash of the primary would lose the timer for
-// good: restarted, it repopulates from its peers, and none holds it (seed
-// 7070). Kept, the leaving node's copy is offered again to the primary's
+// good: restarted, it repopulates from its peers, and none holds it (a
+// scale the simulator found; probe resync/reference-withheld). Kept, the leaving node's copy is offered again to the primary's
 // start-up resync, and to the resync the operator runs again for the
 // failed send.
 //
@@ -883,14 +883,10 @@ func (n *Node) heldLive(t *Timer) *Timer {
 }
 
 // resyncSend sends held (its state now) to peer for p's page, again up to
-// maxResyncSends times while it fails; failed runs if every attempt
-// failed (counted in SendFailures, for the operator to run it again).
-//
-// A peer that answers 409 with the same definition keeps it as moved away
-// and does not take it back under its view: it has not reloaded for this
-// scale yet (see replicaPut). It is sent the timer again after a growing
-// wait, as a page is asked for again, while the page waits: once the
-// timer is placed under the new view, no resync offers it again.
+// maxResyncSends times while it gets no answer; failed runs if every
+// attempt failed (counted in SendFailures). Any answer ends it: a peer
+// not yet reloaded for this scale keeps the record as moved away, and
+// repair brings it back once the views agree (4.8 in docs/design.md).
 func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int, failed func()) {
 	p.sends++
 	n.replicate(peer, held, nil, n.nowMs(), func(ok bool, resp Response) {

@@ -944,6 +944,12 @@ func TestScaleKeepsTheEarliestStartOfAnOldReplicaLeftBehind(t *testing.T) {
 	c.join(nodeD, grown)
 	c.reloadLast(nodeC, grown)
 	c.requirePlaced([]uint64{id}, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+	// Steps of 100 ms from the create, so that a pop on time reads as
+	// a whole step: how long the resync took moves the phase.
+	if off := c.clock.now.Sub(start) % (100 * time.Millisecond); off != 0 {
+		c.clock.advance(100*time.Millisecond - off)
+		c.settle()
+	}
 	var at []time.Duration
 	for c.clock.now.Sub(start) < 100*time.Second {
 		for _, p := range c.advance(100*time.Millisecond, 200) {

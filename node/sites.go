@@ -94,7 +94,7 @@ func (n *Node) repairSite(t *Timer, answer Response, from string) {
 // forwardToSites sends t to every other site it is replicated to, for that
 // site to place on its own replicas. Remote sites are not waited for: a
 // client write is acknowledged by its local replicas.
-func (n *Node) forwardToSites(t *Timer, now int64) {
+func (n *Node) forwardToSites(t *Timer) {
 	for _, site := range n.cfg.RemoteSites {
 		if slices.Contains(t.Placement.Sites, site.Name) {
 			n.forwardToSite(site, t, 1)

@@ -390,7 +390,7 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now i
 	if n.logsTimers() {
 		n.logTimer(writeStep(t), t, "replicas", replicas, "targets", targets)
 	}
-	n.forwardToSites(t, now)
+	n.forwardToSites(t)
 	var body []byte // encoded once, for the first peer
 	for _, peer := range targets {
 		// Only the timer's replicas count towards the quorum: an old

@@ -11,6 +11,7 @@
 //	chronos-load -nodes 3 -rf 2 -timers 20000 -window 1s
 //	chronos-load -targets 127.0.0.1:7253 -timers 5000
 //	chronos-load -hold -timers 1000000
+//	chronos-load -hold -nodes 3 -rf 2 -timers 1000000 -join 1
 //
 // With -hold it measures memory only: the timers are due an hour ahead,
 // each with its own callback URI and a 20-byte opaque (a realistic
@@ -18,7 +19,9 @@
 // record once the creates are answered. With -linger d a burst run reads
 // the nodes' RSS again d after the pops, to show whether the memory the
 // burst took is returned. -memory-limit sets the started nodes' soft
-// memory limit ([limits] memory_limit).
+// memory limit ([limits] memory_limit). With -join n, n more nodes then
+// join the cluster, and it reports how long until every node's resync
+// has completed, beside the creates' rate in the same run.
 //
 // With -pops k each timer pops k times, one interval apart (repeat-for is
 // k intervals), and the sink counts every (timer, X-Sequence-Number) pair:
@@ -79,6 +82,7 @@ func main() {
 	flag.DurationVar(&o.crashAfter, "crash-after", 5*time.Second, "with -crash: how long after the creates are answered the nodes are killed")
 	flag.DurationVar(&o.restartAfter, "restart-after", time.Second, "with -crash: how long after the kill the nodes start again")
 	flag.StringVar(&o.profile, "profile", "", "`folder` to write each started node's CPU profile of the creates and pops (node<i>-cpu.pprof) and allocation profile (node<i>-allocs.pprof) to, for go tool pprof")
+	flag.IntVar(&o.join, "join", 0, "with -hold: once the timers are created, start this many nodes more as joining members, have the others reload, and report how long until every node's resync has completed (GET /status)")
 	flag.DurationVar(&o.spread, "spread", 0, "whole seconds: timer i falls due -lead + (i mod (spread+1s)) after its create, so the timers fall due across the spread (default 0: all at -lead)")
 	flag.Parse()
 	if err := o.check(); err != nil {
@@ -111,6 +115,9 @@ type options struct {
 	// profile, when set, is the folder the started nodes' profiles are
 	// written to (profile.go).
 	profile string
+	// join is how many nodes join the started cluster once -hold's
+	// timers are created (join.go).
+	join int
 }
 
 func (o *options) check() error {
@@ -141,6 +148,8 @@ func (o *options) check() error {
 		return fmt.Errorf("-crash %q: want one or all", o.crash)
 	case o.crash != "" && (o.targets != "" || o.hold):
 		return fmt.Errorf("-crash with -targets or -hold: the tool crashes only nodes it starts, whose timers pop")
+	case o.join != 0 && (!o.hold || o.targets != "" || o.join < 0 || o.nodes+o.join > 16):
+		return fmt.Errorf("-join %d: want -hold, no -targets, and at most 16 nodes in all", o.join)
 	case o.spread < 0 || o.spread%time.Second != 0:
 		return fmt.Errorf("-spread %v: want whole seconds", o.spread)
 	}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +80,38 @@ func TestLoadOneNode(t *testing.T) {
 	}
 }
 
+// TestLoadJoin runs -join end to end on real nodes on loopback: two nodes
+// hold rf 2 timers, a third joins, and once every node's resync has
+// completed each timer is live on exactly two nodes, the new one holding
+// its share.
+func TestLoadJoin(t *testing.T) {
+	bin := proctest.Chronos(t)
+	joinLimit = 2 * time.Minute // well under the test binary's timeout
+	o := options{nodes: 2, rf: 2, timers: 300, window: time.Second, concurrency: 16, bin: bin, pops: 1, hold: true, join: 1}
+	if err := o.check(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := run(o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.created != o.timers || rep.join == nil || len(rep.join.status) != 3 {
+		t.Fatalf("created %d of %d, join %+v: want all created and three nodes' status", rep.created, o.timers, rep.join)
+	}
+	held := 0
+	for _, st := range rep.join.status {
+		held += st.Timers
+	}
+	if newcomer := rep.join.status[2].Timers; held != o.timers*o.rf || newcomer == 0 {
+		t.Errorf("%d live records on the nodes, %d on the new one: want %d, some on the new one", held, newcomer, o.timers*o.rf)
+	}
+	var out strings.Builder
+	rep.write(&out)
+	if !strings.Contains(out.String(), "join:") {
+		t.Errorf("report has no join line:\n%s", out.String())
+	}
+}
+
 // TestAddOutbound proves the tool reads the outbound counters and the
 // batch counters from the Prometheus text format and ignores every other
 // line.
@@ -117,6 +150,9 @@ func TestOptionsRefuseBadMemoryFlags(t *testing.T) {
 		t.Fatalf("-hold -memory-limit 300MiB: got %v, want accepted", err)
 	}
 	for name, mutate := range map[string]func(*options){
+		"join without hold":    func(o *options) { o.join = 1 },
+		"join with targets":    func(o *options) { o.hold, o.join, o.targets = true, 1, "127.0.0.1:7253" },
+		"join past 16 nodes":   func(o *options) { o.hold, o.nodes, o.join = true, 10, 7 },
 		"linger with hold":     func(o *options) { o.hold, o.linger = true, time.Second },
 		"limit with targets":   func(o *options) { o.targets, o.memoryLimit = "127.0.0.1:7253", "1GiB" },
 		"limit with a section": func(o *options) { o.memoryLimit = "1GiB\n[cluster]" },

@@ -47,6 +47,8 @@ type report struct {
 	// rssPopped is the nodes' summed RSS once the pops are counted, and
 	// rssLinger the same after -linger (0 when not measured).
 	rssPopped, rssLinger int64
+	// join is what -join measured (nil without it).
+	join *joinResult
 }
 
 // keptPace reports whether the creates kept to their slots in the window
@@ -73,6 +75,9 @@ func (r *report) write(w io.Writer) {
 		fmt.Fprintf(w, "chronos-load: %d node(s), rf %d, %d timers held (due in %d s)\n", r.nodes, o.rf, o.timers, holdSecs)
 		fmt.Fprintf(w, "creates:   %d of %d accepted, %.0f/s\n", r.created, o.timers, rate(r.created, r.createTime))
 		r.writeMemory(w)
+		if r.join != nil {
+			r.writeJoin(w)
+		}
 		return
 	}
 	fmt.Fprintf(w, "chronos-load: %d node(s), rf %d, %d timers due within %v, %d pop(s) each", r.nodes, o.rf, o.timers, o.window, o.pops)

@@ -126,6 +126,11 @@ func run(o options, log io.Writer) (*report, error) {
 	}
 	rep.records = rep.created * min(o.rf, len(targets))
 	if o.hold {
+		if o.join > 0 {
+			if rep.join, err = join(o, c, log); err != nil {
+				return nil, err
+			}
+		}
 		return rep, nil
 	}
 	if o.crash != "" {

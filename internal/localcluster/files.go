@@ -35,11 +35,12 @@ func (f nodeFiles) args(inMemory bool) []string {
 		"--shared-config-file=", "--dns-config-file=", "--storage-dir=" + storage}
 }
 
-// files lists the paths under dir of each node of addrs.
-func (o Options) files(dir string, addrs []string) []nodeFiles {
+// files lists the paths under dir of each node of addrs, the first of
+// them node number first+1.
+func (o Options) files(dir string, addrs []string, first int) []nodeFiles {
 	out := make([]nodeFiles, len(addrs))
 	for i, a := range addrs {
-		name := fmt.Sprintf("node%d", i+1)
+		name := fmt.Sprintf("node%d", first+i+1)
 		d := filepath.Join(dir, name)
 		out[i] = nodeFiles{name: name, addr: a, dir: d, local: filepath.Join(d, "chronos.conf"), cluster: filepath.Join(dir, ClusterFileName)}
 	}
@@ -47,20 +48,41 @@ func (o Options) files(dir string, addrs []string) []nodeFiles {
 }
 
 // writeFiles writes the cluster file, with a new random key, and each
-// node's own file. The files hold the key, so only their owner may read
-// them.
-func (o Options) writeFiles(nodes []nodeFiles) error {
-	key := make([]byte, 16)
-	if _, err := rand.Read(key); err != nil {
-		return fmt.Errorf("localcluster: cluster key: %w", err)
+// node's own file, and returns the key. The files hold the key, so only
+// their owner may read them.
+func (o Options) writeFiles(nodes []nodeFiles) (string, error) {
+	raw := make([]byte, 16)
+	if _, err := rand.Read(raw); err != nil {
+		return "", fmt.Errorf("localcluster: cluster key: %w", err)
 	}
+	key := hex.EncodeToString(raw)
+	if err := writeClusterFile(nodes[0].cluster, addrsOf(nodes), nil, key); err != nil {
+		return "", err
+	}
+	return key, o.writeNodeFiles(nodes, 0, addrsOf(nodes))
+}
+
+// writeClusterFile writes the cluster file at path: nodes as steady
+// members, joining as joining ones.
+func writeClusterFile(path string, nodes, joining []string, key string) error {
+	if err := os.WriteFile(path, []byte(clusterFile(nodes, joining, key)), 0o600); err != nil {
+		return fmt.Errorf("localcluster: %w", err)
+	}
+	return nil
+}
+
+// addrsOf lists the addresses of nodes.
+func addrsOf(nodes []nodeFiles) []string {
 	addrs := make([]string, len(nodes))
 	for i, n := range nodes {
 		addrs[i] = n.addr
 	}
-	if err := os.WriteFile(nodes[0].cluster, []byte(clusterFile(addrs, hex.EncodeToString(key))), 0o600); err != nil {
-		return fmt.Errorf("localcluster: %w", err)
-	}
+	return addrs
+}
+
+// writeNodeFiles writes each node's own file; first is the index of
+// nodes[0] in the cluster of all, for NodeConf.
+func (o Options) writeNodeFiles(nodes []nodeFiles, first int, all []string) error {
 	level := o.LogLevel
 	if level == 0 {
 		level = 2
@@ -71,7 +93,7 @@ func (o Options) writeFiles(nodes []nodeFiles) error {
 		}
 		conf := localFile(n, level)
 		if o.NodeConf != nil {
-			conf += "\n" + o.NodeConf(i, addrs)
+			conf += "\n" + o.NodeConf(first+i, all)
 		}
 		if err := os.WriteFile(n.local, []byte(conf), 0o600); err != nil {
 			return fmt.Errorf("localcluster: %w", err)
@@ -82,7 +104,7 @@ func (o Options) writeFiles(nodes []nodeFiles) error {
 
 // clusterFile is the cluster file every node reads: the membership and
 // the key.
-func clusterFile(addrs []string, key string) string {
+func clusterFile(addrs, joining []string, key string) string {
 	var b strings.Builder
 	b.WriteString("# Written by `chronos cluster`: the membership of a local cluster, read\n" +
 		"# by every node. Edit it and send `chronos cluster` SIGHUP to change it; see\n" +
@@ -90,6 +112,9 @@ func clusterFile(addrs []string, key string) string {
 		"[cluster]\n")
 	for _, a := range addrs {
 		fmt.Fprintf(&b, "node = %s\n", a)
+	}
+	for _, a := range joining {
+		fmt.Fprintf(&b, "joining = %s\n", a)
 	}
 	b.WriteString("# Signs the requests between nodes; new for every run of the command.\n")
 	fmt.Fprintf(&b, "key = %s\n", key)

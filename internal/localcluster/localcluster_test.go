@@ -70,8 +70,8 @@ func TestFiles(t *testing.T) {
 	var keys []string
 	for run := range 2 {
 		dir := t.TempDir()
-		files := o.files(dir, o.addrs())
-		if err := o.writeFiles(files); err != nil {
+		files := o.files(dir, o.addrs(), 0)
+		if _, err := o.writeFiles(files); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{"127.0.0.1:8100", "127.0.0.1:8101", "127.0.0.1:8102", "127.0.0.1:8103"}

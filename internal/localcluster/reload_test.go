@@ -87,7 +87,7 @@ func fakeCluster(t *testing.T, n int, out *watched) *Cluster {
 		t.Fatal(err)
 	}
 	o := Options{Nodes: n, BasePort: DefaultBasePort, Bin: bin}
-	c := &Cluster{opts: o, dir: dir, out: newLines(out), files: o.files(dir, o.addrs()), reported: map[*Proc]bool{}}
+	c := &Cluster{opts: o, dir: dir, out: newLines(out), files: o.files(dir, o.addrs(), 0), reported: map[*Proc]bool{}}
 	for _, f := range c.files {
 		p, err := c.launch(f)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 type Cluster struct {
 	opts  Options
 	dir   string
+	key   string // the cluster file's, hex
 	out   *lines
 	sink  *sink
 	files []nodeFiles
@@ -67,13 +68,13 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 
 // start runs the cluster of o on addrs, its files in dir.
 func start(ctx context.Context, o Options, dir string, addrs []string) (*Cluster, error) {
-	files := o.files(dir, addrs)
-	if err := o.writeFiles(files); err != nil {
+	files := o.files(dir, addrs, 0)
+	key, err := o.writeFiles(files)
+	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{opts: o, dir: dir, out: newLines(o.Out), files: files, reported: map[*Proc]bool{}}
+	c := &Cluster{opts: o, dir: dir, key: key, out: newLines(o.Out), files: files, reported: map[*Proc]bool{}}
 	if o.Sink != "" {
-		var err error
 		if c.sink, err = startSink(o.Sink, c.out); err != nil {
 			return nil, err
 		}
@@ -264,4 +265,88 @@ func (c *Cluster) printUsage() {
 	}
 	b.WriteString("Stop every node:   Ctrl-C, or kill <this command's pid>\n\n")
 	c.out.printf("%s", b.String())
+}
+
+// Join grows the cluster by n nodes, the first step of a scale up
+// (docs/operations.md): it starts them with the cluster file naming the
+// running nodes as steady and themselves as joining, waits until they
+// serve, and then has the running nodes reload that file. Each node's
+// resync then moves the timers the new ring places on the new nodes;
+// GET /status says when it has completed. The last step, every node
+// steady, is Settle. With BasePort 0 the new nodes take free loopback
+// ports, and others if one finds its port taken; otherwise they follow
+// the running ones.
+func (c *Cluster) Join(ctx context.Context, n int) error {
+	if n < 1 || len(c.files)+n > MaxNodes {
+		return fmt.Errorf("localcluster: join %d nodes to %d: the cluster holds 1..%d", n, len(c.files), MaxNodes)
+	}
+	steady := c.Addrs()
+	try := func(addrs []string) error {
+		files := c.opts.files(c.dir, addrs, len(c.files))
+		if err := writeClusterFile(files[0].cluster, steady, addrs, c.key); err != nil {
+			return err
+		}
+		if err := c.opts.writeNodeFiles(files, len(c.files), slices.Concat(steady, addrs)); err != nil {
+			return err
+		}
+		var started []*Proc
+		for _, f := range files {
+			p, err := c.launch(f)
+			if err == nil {
+				started = append(started, p)
+				err = p.AwaitReady(ctx, readyTimeout)
+			}
+			if err != nil {
+				for _, p := range started {
+					_ = p.Stop(stopTimeout)
+				}
+				return fmt.Errorf("%w (configuration and logs in %s)", err, c.dir)
+			}
+		}
+		c.mu.Lock()
+		c.files = append(c.files, files...)
+		c.nodes = append(c.nodes, started...)
+		c.mu.Unlock()
+		return nil
+	}
+	var err error
+	if c.opts.BasePort != 0 {
+		addrs := make([]string, n)
+		for i := range addrs {
+			addrs[i] = c.opts.addr(len(c.files) + i)
+		}
+		err = try(addrs)
+	} else {
+		err = OnFreeAddrs(n, try)
+	}
+	if err != nil {
+		// The running nodes were not asked to reload: the file says
+		// what they run again.
+		return errors.Join(err, writeClusterFile(c.files[0].cluster, steady, nil, c.key))
+	}
+	return c.signalAll(steady)
+}
+
+// Settle ends a scale: it writes the cluster file with every node steady
+// and has every node reload it.
+func (c *Cluster) Settle() error {
+	addrs := c.Addrs()
+	if err := writeClusterFile(c.files[0].cluster, addrs, nil, c.key); err != nil {
+		return err
+	}
+	return c.signalAll(addrs)
+}
+
+// signalAll has the running nodes among addrs reload their files.
+func (c *Cluster) signalAll(addrs []string) error {
+	if reloadSignal == nil {
+		return errors.New("localcluster: this system has no signal to reload a node with")
+	}
+	var errs []error
+	for _, p := range c.Nodes() {
+		if slices.Contains(addrs, p.Addr()) && !p.Exited() {
+			errs = append(errs, p.Signal(reloadSignal))
+		}
+	}
+	return errors.Join(errs...)
 }
