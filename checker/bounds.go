@@ -28,8 +28,20 @@ func (x *index) rankBound(d *def) time.Duration {
 // worst rank delay, to the latest bound. A fault around the previous pop
 // still counts: a replica that missed the popped notice is only set right
 // by the next pop's notice, so until then the timer runs on a backup's
-// schedule.
+// schedule. While a scale moves the timer (see handOff) the latest bound
+// is one rank later: the node that held it before pops after every new
+// replica, so a fault on it up to its turn touches the pop too (a holder
+// that crashed just before its turn and popped at its restart).
 func (x *index) window(d *def, k int) (a, b time.Duration) {
+	a, b = x.rankWindow(d, k)
+	if hand, _ := x.handOff(d, k); hand > 0 {
+		b += hand
+	}
+	return a, b
+}
+
+// rankWindow is window without a move's extra rank.
+func (x *index) rankWindow(d *def, k int) (a, b time.Duration) {
 	lo, hi := d.due(k)
 	r := x.rankBound(d)
 	return lo - d.op.Spec.Interval - r, hi + r
@@ -83,7 +95,7 @@ func (x *index) lateBoundOf(d *def, k int, failed bool) (time.Duration, bool) {
 // ReplicaSkew past the last rank (node/repair.go handOff,
 // docs/design.md 4.8). 0 when no move meets the window.
 func (x *index) handOff(d *def, k int) (time.Duration, FaultKind) {
-	a, b := x.window(d, k)
+	a, b := x.rankWindow(d, k)
 	for _, s := range d.moves {
 		if s.from <= b && s.to >= a {
 			return x.o.ReplicaSkew, s.fault.Kind
