@@ -284,7 +284,7 @@ func (w *world) boot(m *machine) {
 			// its age window tells it nothing.
 			w.twins.served(m.addr, from, req)
 		}
-		held := w.heldRecords(nd)
+		held, shed, answered := w.heldRecords(nd), shedCount(nd), false
 		nd.Handle(req, func(resp node.Response) {
 			// A node's answers enter the history only where the
 			// simulator's own state justifies them (a refusal by age,
@@ -292,11 +292,15 @@ func (w *world) boot(m *machine) {
 			// collision answer never does: which timers may share an
 			// ID the checker takes from the twins the plan configured
 			// (sim/twins.go).
+			answered = true
 			w.ageRefusal(m, from, sent, req, resp)
 			w.fullRefusal(m, nd, held, from, sent, req, resp)
 			w.aheadRefusal(m, from, sent, req, resp)
 			reply(resp)
 		})
+		if !answered {
+			w.ownRefusal(m, nd, held, shed, sent, req)
+		}
 	}, true)
 	m.clock.inc = m.ep.Incarnation()
 	// Configured as production configures a node: its address, the
