@@ -28,20 +28,8 @@ func (x *index) rankBound(d *def) time.Duration {
 // worst rank delay, to the latest bound. A fault around the previous pop
 // still counts: a replica that missed the popped notice is only set right
 // by the next pop's notice, so until then the timer runs on a backup's
-// schedule. While a scale moves the timer (see handOff) the latest bound
-// is one rank later: the node that held it before pops after every new
-// replica, so a fault on it up to its turn touches the pop too (a holder
-// that crashed just before its turn and popped at its restart).
+// schedule.
 func (x *index) window(d *def, k int) (a, b time.Duration) {
-	a, b = x.rankWindow(d, k)
-	if hand, _ := x.handOff(d, k); hand > 0 {
-		b += hand
-	}
-	return a, b
-}
-
-// rankWindow is window without a move's extra rank.
-func (x *index) rankWindow(d *def, k int) (a, b time.Duration) {
 	lo, hi := d.due(k)
 	r := x.rankBound(d)
 	return lo - d.op.Spec.Interval - r, hi + r
@@ -72,6 +60,17 @@ func (x *index) lateBoundOf(d *def, k int, failed bool) (time.Duration, bool) {
 			addAll(strict, x.failedPop(d, k))
 		}
 	}
+	if hand, _ := x.handOff(d, k); hand > 0 {
+		// The holders a move takes the timer off pop after every new
+		// replica, one rank past the window: down in that turn, they
+		// were unable too (a holder that crashed just before its turn
+		// and popped at its restart).
+		for n := range x.downNodes(d, b, b+hand) {
+			if x.leftBy(d, n, a, b) {
+				out[n], strict[n] = true, true
+			}
+		}
+	}
 	if len(out) > 0 && x.allLost(d, strict, a, b) {
 		return 0, false
 	}
@@ -95,13 +94,33 @@ func (x *index) lateBoundOf(d *def, k int, failed bool) (time.Duration, bool) {
 // ReplicaSkew past the last rank (node/repair.go handOff,
 // docs/design.md 4.8). 0 when no move meets the window.
 func (x *index) handOff(d *def, k int) (time.Duration, FaultKind) {
-	a, b := x.rankWindow(d, k)
+	a, b := x.window(d, k)
 	for _, s := range d.moves {
 		if s.from <= b && s.to >= a {
 			return x.o.ReplicaSkew, s.fault.Kind
 		}
 	}
 	return 0, ""
+}
+
+// leftBy reports whether node n held d before a scale whose move meets
+// [a, b] and is no replica of it after: a holder the move takes the
+// timer off, which keeps its copy live and pops after every new replica
+// (see handOff).
+func (x *index) leftBy(d *def, n string, a, b time.Duration) bool {
+	for _, s := range x.h.Scales {
+		end := x.end
+		if s.End != 0 {
+			end = s.End + x.o.FaultSettle
+		}
+		if s.Start > b || end < a {
+			continue
+		}
+		if slices.Contains(Replicas(s.Before, d.timer, d.rf), n) && !slices.Contains(Replicas(s.After, d.timer, d.rf), n) {
+			return true
+		}
+	}
+	return false
 }
 
 // heldFor is how long a write's replication may have been held up: from

@@ -254,8 +254,8 @@ func TestPopMovedByAScaleMayTakeOneRankMore(t *testing.T) {
 // and pops at its restart, late by the outage, as no holder was able to
 // pop before (the shape of fresh seeds of the scale mix, where the old
 // holder crashed 0.6 s and 0.4 s before its turn). A crash after its
-// turn, when it could have popped, or of a member that holds no copy,
-// excuses nothing.
+// turn, when it could have popped, of a member that holds no copy, or of
+// the new replica, whose turn was over, excuses nothing.
 func TestHolderDownInItsHandOffTurnPopsAtItsRestart(t *testing.T) {
 	members := []string{"n1", "n2", "n3", "n4"}
 	old := Replicas(members, placedTimer, 1)[0]
@@ -277,6 +277,7 @@ func TestHolderDownInItsHandOffTurnPopsAtItsRestart(t *testing.T) {
 		{"holder down in its turn", old, 10*sec + skew/2, ""},
 		{"holder down after its turn", old, 10*sec + skew + 500*ms, "G3"},
 		{"a member of no role down", bystander, 10*sec + skew/2, "G3"},
+		{"the new replica down in the holder's turn", neu, 10*sec + skew/2, "G3"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := &History{
