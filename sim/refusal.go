@@ -129,20 +129,22 @@ func (w *world) fullRefusal(m *machine, nd *node.Node, delivered int, from strin
 }
 
 // ownRefusal judges a node's refusal, at its limit, of its own copy of a
-// record an internal PUT brought it when the node answers only later: a
-// site's relay placing a record another site forwarded applies it to
-// itself at once and answers once its site's other replicas have (node's
-// placeFromSite), with an answer about them all, so fullRefusal never
-// sees its own refusal. The node refused it if it shed a request while
-// it handled this one (its apply is synchronous; shed is the count
-// before, see shedCount). The copy is lost as fullRefusal's is, and is
-// recorded as a lost request from the node to itself: the checker weighs
-// the node as one that missed the write, and nothing about the site's
-// other replicas. The refusal must be justified by what the node held,
-// as fullRefusal's: otherwise it is an API violation.
-func (w *world) ownRefusal(m *machine, nd *node.Node, delivered int, shed uint64, sent time.Duration, req node.Request) {
+// record an internal PUT brought it, when its answer, resp, is about
+// more than that copy: a site's relay placing a record another site
+// forwarded applies it to itself at once and answers once its site's
+// other replicas have (node's placeFromSite), with an answer about them
+// all, so fullRefusal never sees its own refusal. The node refused it if
+// it shed a record while it handled this request (its apply is
+// synchronous: shed, see shedCount). The copy is lost as fullRefusal's
+// is, and is recorded as a lost request from the node to itself: the
+// checker weighs the node as one that missed the write, and nothing
+// about the site's other replicas. The refusal must be justified by
+// what the node held, as fullRefusal's: otherwise it is an API
+// violation. An answer that is the refusal itself is fullRefusal's.
+func (w *world) ownRefusal(m *machine, nd *node.Node, delivered int, shed bool, sent time.Duration, req node.Request, resp node.Response) {
 	timer := timerOfURL(req.URL)
-	if req.Method != "PUT" || req.Header.Get(node.HeaderSent) == "" || timer == 0 || shedCount(nd) == shed {
+	if !shed || req.Method != "PUT" || req.Header.Get(node.HeaderSent) == "" || timer == 0 ||
+		resp.Status == 503 && strings.HasPrefix(resp.Header.Get(wire.HeaderReason), "node holds ") {
 		return
 	}
 	cfg := node.DefaultConfig()
