@@ -60,6 +60,17 @@ func (x *index) lateBoundOf(d *def, k int, failed bool) (time.Duration, bool) {
 			addAll(strict, x.failedPop(d, k))
 		}
 	}
+	if hand, _ := x.handOff(d, k); hand > 0 {
+		// The holders a move takes the timer off pop after every new
+		// replica, one rank past the window: down in that turn, they
+		// were unable too (a holder that crashed just before its turn
+		// and popped at its restart).
+		for n := range x.downNodes(d, b, b+hand) {
+			if x.leftBy(d, n, a, b) {
+				out[n], strict[n] = true, true
+			}
+		}
+	}
 	if len(out) > 0 && x.allLost(d, strict, a, b) {
 		return 0, false
 	}
@@ -90,6 +101,26 @@ func (x *index) handOff(d *def, k int) (time.Duration, FaultKind) {
 		}
 	}
 	return 0, ""
+}
+
+// leftBy reports whether node n held d before a scale whose move meets
+// [a, b] and is no replica of it after: a holder the move takes the
+// timer off, which keeps its copy live and pops after every new replica
+// (see handOff).
+func (x *index) leftBy(d *def, n string, a, b time.Duration) bool {
+	for _, s := range x.h.Scales {
+		end := x.end
+		if s.End != 0 {
+			end = s.End + x.o.FaultSettle
+		}
+		if s.Start > b || end < a {
+			continue
+		}
+		if slices.Contains(Replicas(s.Before, d.timer, d.rf), n) && !slices.Contains(Replicas(s.After, d.timer, d.rf), n) {
+			return true
+		}
+	}
+	return false
 }
 
 // heldFor is how long a write's replication may have been held up: from

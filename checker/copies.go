@@ -82,13 +82,33 @@ func (x *index) missedWrite(d *def) map[string]bool {
 	missed := x.down(d, d.lo, min(d.hi, x.end), false)
 	addAll(missed, x.diskFaulty(d, d.lo, min(d.hi, x.end)))
 	for _, s := range d.spans {
-		if s.to >= d.lo && lostRequest(s.fault) && x.sentAt(d, s) <= min(d.hi, x.end) {
+		if s.to >= d.lo && lostRequest(s.fault) && !ownRefusal(s.fault) && x.sentAt(d, s) <= min(d.hi, x.end) {
 			addAll(missed, s.fault.Peers)
 		}
 	}
 	x.missedAtSites(d, d.op.Node, min(d.hi, x.end), false, missed)
+	// A node that refused its own copy missed the write, and only it:
+	// a relay placed the forward on its site all the same. Another
+	// site's relay takes it up to SiteLag after the answer.
+	lag := time.Duration(0)
+	if len(x.h.Sites) > 1 {
+		lag = x.o.SiteLag
+	}
+	for _, s := range d.spans {
+		if ownRefusal(s.fault) && x.sentAt(d, s) <= min(d.hi, x.end)+lag && s.to >= d.lo {
+			addAll(missed, s.fault.Peers)
+		}
+	}
 	d.missed = missed
 	return missed
+}
+
+// ownRefusal reports a node's refusal of its own copy of a record it was
+// placing (a site's relay at its limit, sim/refusal.go ownRefusal),
+// recorded as a lost request from the node to itself: the node missed
+// the write, the rest of its site did not.
+func ownRefusal(f Fault) bool {
+	return f.Kind == Lost && len(f.Nodes) == 1 && len(f.Peers) == 1 && f.Nodes[0] == f.Peers[0]
 }
 
 // missedAtSites adds to missed what a write that node took and answered at
@@ -108,7 +128,7 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 	lagged := false
 	late := x.down(d, b, b+x.o.SiteLag, paused)
 	for _, s := range d.spans {
-		if s.to >= b && lostRequest(s.fault) && x.sentAt(d, s) <= b+x.o.SiteLag {
+		if s.to >= b && lostRequest(s.fault) && !ownRefusal(s.fault) && x.sentAt(d, s) <= b+x.o.SiteLag {
 			addAll(late, s.fault.Peers)
 		}
 	}

@@ -736,3 +736,63 @@ func TestReplicaCrashedInTheLivenessPhaseIsUnable(t *testing.T) {
 		}
 	}
 }
+
+// TestSitesRelayRefusingItsOwnCopy is the shape of a fresh seed of the
+// sites and storage mixes (G2): rf 2 in each site, every node full but
+// the write's primary. The home backup refuses its copy at its limit, and
+// the other site's relay refuses its own copy as it places the forward
+// (recorded as a lost request from itself to itself, sim/refusal.go
+// ownRefusal) and its replication to its site's other replica is refused
+// too; the endpoint refuses every pop from the primary, the only holder:
+// all-replicas-failed. Without the relay's refusal the relay holds a copy
+// and owes the pops; the same refusal on a node of no role takes no
+// copy; and a relay that refused only its own copy still placed the
+// forward on its site's other replica, which owes the pops: an own
+// refusal is no forward the site missed.
+func TestSitesRelayRefusingItsOwnCopy(t *testing.T) {
+	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	local := Replicas(sites[0], placedTimer, 2)
+	rel, other := relay(sites), sites[1][1]
+	for _, c := range []struct {
+		name     string
+		own      string // the node that refused its own copy ("": none)
+		siteLost bool   // the relay's replication to other refused too
+		want     string
+	}{
+		{"relay refused its own copy", rel, true, ""},
+		{"relay took its copy", "", true, "G2"},
+		{"a node of no role refused its own", "n9", true, "G2"},
+		{"relay refused only its own copy", rel, false, "G2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+				Ops: []Op{write(1, Create, placedTimer, "a", 3*sec, 9*sec, 0, 10*ms, OK)},
+				End: 60 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+				Faults: []Fault{
+					{At: 0, Kind: FailCallback, Nodes: []string{"http://client/cb"}},
+					{At: 4 * ms, Kind: Lost, Nodes: []string{local[0]}, Peers: []string{local[1]}, Timer: placedTimer, Detail: "refused at its limit", Age: 2 * ms},
+				},
+			}
+			h.Ops[0].Node = local[0]
+			if c.own != "" {
+				h.Faults = append(h.Faults, Fault{At: 3 * ms, Kind: Lost, Nodes: []string{c.own}, Peers: []string{c.own}, Timer: placedTimer,
+					Detail: "refused its own copy at its limit", Age: 1 * ms})
+			}
+			if c.siteLost {
+				h.Faults = append(h.Faults, Fault{At: 5 * ms, Kind: Lost, Nodes: []string{rel}, Peers: []string{other}, Timer: placedTimer,
+					Detail: "refused at its limit", Age: 2 * ms})
+			}
+			for k := 1; k <= 3; k++ {
+				p := pop(time.Duration(k)*3*sec+20*ms, local[0], "a", k)
+				p.Timer, p.Answered = placedTimer, 503
+				h.Pops = append(h.Pops, p)
+			}
+			vs, cov := DefaultOptions().Judge(h)
+			requireWant(t, vs, c.want, "never delivered")
+			if c.want == "" && cov.Excused[ExAllFailed] == 0 {
+				t.Errorf("excuses %v, want %s", cov.Excused, ExAllFailed)
+			}
+		})
+	}
+}

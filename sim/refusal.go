@@ -128,6 +128,50 @@ func (w *world) fullRefusal(m *machine, nd *node.Node, delivered int, from strin
 	}
 }
 
+// ownRefusal judges a node's refusal, at its limit, of its own copy of a
+// record an internal PUT brought it, when its answer, resp, is about
+// more than that copy: a site's relay placing a record another site
+// forwarded applies it to itself at once and answers once its site's
+// other replicas have (node's placeFromSite), with an answer about them
+// all, so fullRefusal never sees its own refusal. The node refused it if
+// it shed a record while it handled this request (its apply is
+// synchronous: shed, see shedCount). The copy is lost as fullRefusal's
+// is, and is recorded as a lost request from the node to itself: the
+// checker weighs the node as one that missed the write, and nothing
+// about the site's other replicas. The refusal must be justified by
+// what the node held, as fullRefusal's: otherwise it is an API
+// violation. An answer that is the refusal itself is fullRefusal's.
+func (w *world) ownRefusal(m *machine, nd *node.Node, delivered int, shed bool, sent time.Duration, req node.Request, resp node.Response) {
+	timer := timerOfURL(req.URL)
+	if !shed || req.Method != "PUT" || req.Header.Get(node.HeaderSent) == "" || timer == 0 ||
+		resp.Status == 503 && strings.HasPrefix(resp.Header.Get(wire.HeaderReason), "node holds ") {
+		return
+	}
+	cfg := node.DefaultConfig()
+	w.plan.Node.configure(&cfg)
+	st := nd.Stats()
+	held := max(delivered, w.heldRecords(nd))
+	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Age: w.loop.Now() - sent, Kind: checker.Lost,
+		Nodes: []string{m.addr}, Peers: []string{m.addr}, Timer: timer,
+		Detail: fmt.Sprintf("refused its own copy at its limit: holds %d records, %d bytes", held, st.HeldBytes)})
+	if held < cfg.Limits.MaxTimers && st.HeldBytes+int64(len(req.Body)+node.RecordOverheadBytes) <= cfg.Limits.MaxHeldBytes {
+		msg := fmt.Sprintf("%s refused its own copy of %s %s at its limit, but it holds %d of %d records and %d of %d bytes",
+			m.addr, req.Method, req.URL, held, cfg.Limits.MaxTimers, st.HeldBytes, cfg.Limits.MaxHeldBytes)
+		w.apiErrs = append(w.apiErrs, checker.Violation{Guarantee: "API", At: w.loop.Now(), Timer: timer, Message: msg})
+		w.tr.note("API violation: %s", msg)
+	}
+}
+
+// shedCount is how many requests node nd has refused at its limits on
+// records (count or bytes); 0 for no node.
+func shedCount(nd *node.Node) uint64 {
+	if nd == nil {
+		return 0
+	}
+	st := nd.Stats()
+	return st.ShedTimers + st.ShedBytes
+}
+
 // aheadRefusal judges a node's 400 to a replication message whose version
 // its clock dates more than twice MaxClockLead ahead (node's replicaPut):
 // the version was issued by a clock that had stepped that far ahead of

@@ -292,7 +292,12 @@ func (w *world) boot(m *machine) {
 			// its age window tells it nothing.
 			w.twins.served(m.addr, from, req)
 		}
-		held := w.heldRecords(nd)
+		held, shed := w.heldRecords(nd), shedCount(nd)
+		// Once Handle has returned (returned), shedHere says whether
+		// the node shed a record while handling req: its applies are
+		// synchronous, its answer may come later (see ownRefusal).
+		returned, shedHere := false, false
+		var early *node.Response
 		nd.Handle(req, func(resp node.Response) {
 			// A node's answers enter the history only where the
 			// simulator's own state justifies them (a refusal by age,
@@ -303,8 +308,17 @@ func (w *world) boot(m *machine) {
 			w.ageRefusal(m, from, sent, req, resp)
 			w.fullRefusal(m, nd, held, from, sent, req, resp)
 			w.aheadRefusal(m, from, sent, req, resp)
+			if returned {
+				w.ownRefusal(m, nd, held, shedHere, sent, req, resp)
+			} else {
+				early = &resp
+			}
 			reply(resp)
 		})
+		returned, shedHere = true, shedCount(nd) != shed
+		if early != nil {
+			w.ownRefusal(m, nd, held, shedHere, sent, req, *early)
+		}
 	}, true)
 	m.clock.inc = m.ep.Incarnation()
 	// Configured as production configures a node: its address, the
