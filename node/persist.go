@@ -20,7 +20,8 @@ import (
 // the driver's word that they are durable before it answers.
 //
 // Every change of a held record passes through the store (Store.Put,
-// Store.Remove, a pop): the store marks the record's ID, and the marked
+// Store.Remove, a pop), or is made in place and marked the same way
+// (changedInPlace): the store marks the record's ID, and the marked
 // records are encoded and handed to the Storage at the next barrier, or
 // at the latest persistLazily after the first mark. So progress (sequence
 // numbers, missed pops) reaches the disk lazily: a restart may repeat the
@@ -85,6 +86,19 @@ func (n *Node) mark(id uint64) {
 			p.alarm = false
 			n.whenDurable(func(error) {})
 		})
+	}
+}
+
+// changedInPlace notes that t, if it is the record held under its ID,
+// changed without passing through the store (a pop made, marks merged,
+// a replica marked): it reaches the disk as any change does. Without it
+// the disk kept the pop as missed, which a pop counts as while its
+// callback is in flight, and a restart told the other replicas so: one
+// that had not attempted it popped it again
+// (TestRestartKnowsThePopsItMade).
+func (n *Node) changedInPlace(t *Timer) {
+	if n.store.changed != nil && n.store.Get(t.ID) == t {
+		n.store.changed(t.ID)
 	}
 }
 

@@ -185,6 +185,33 @@ func TestRestartPopsWhatIsLeft(t *testing.T) {
 	}
 }
 
+// TestRestartKnowsThePopsItMade proves that a pop whose callback
+// succeeded reaches the disk as made. A pop counts as missed while its
+// callback is in flight, and the lazy flush may write it so; the success
+// that follows changes the record in place, and must be written too, or a
+// restart reads the pop back as missed and tells the other replicas to
+// make it again.
+func TestRestartKnowsThePopsItMade(t *testing.T) {
+	disk := newMemStorage()
+	h := newHarness(t, func(c *Config) { c.Storage = disk })
+	id := mustID(t, h.create(timerJSON(10, 30, "http://cb/x", "data")))
+	h.clock.advance(10 * time.Second) // pop 1 is sent; its callback waits
+	h.clock.advance(persistLazily)    // the lazy flush writes it as missed
+	if got := h.pops("http://cb/", 200); len(got) != 1 {
+		t.Fatalf("pops by 11 s: got %d, want 1", len(got))
+	}
+	h.clock.advance(persistLazily)
+
+	h2 := restarted(t, h, disk, time.Second)
+	got, ok := h2.node.Timer(id)
+	if !ok {
+		t.Fatal("restored node holds no record of the timer")
+	}
+	if missed, owed := got.popMarks(); got.Seq != 1 || missed != 0 || owed != 0 {
+		t.Fatalf("restored record: got sequence %d, missed %b, owed %b; want 1, 0, 0", got.Seq, missed, owed)
+	}
+}
+
 // restarted is a node restarted from disk on h's machine, after d.
 func restarted(t *testing.T, h *harness, disk *memStorage, d time.Duration) *harness {
 	t.Helper()

@@ -676,9 +676,7 @@ func (n *Node) markLacking(t *Timer, peer string, lacking bool) {
 	}
 	n.hitIf(lacking, probeLackingMarked)
 	n.hitIf(!lacking, probeLackingCleared)
-	if n.store.changed != nil {
-		n.store.changed(held.ID) // kept on disk with the record
-	}
+	n.changedInPlace(held) // kept on disk with the record
 }
 
 // startAnswered takes the earlier start of t's definition that a peer
