@@ -388,8 +388,8 @@ func above(from, seq uint32) uint32 {
 // existing made or remembers (remember), for a retry of that one to come.
 func keepProgress(window int64, existing, t *Timer, probes *probeHits) {
 	prior, own := existing.progress(), true
-	if prior.Def != t.def && existing.Extra != nil {
-		prior, own = existing.Extra.Replaced, false
+	if p, ok := existing.remembered(t.def); ok && prior.Def != t.def {
+		prior, own = p, false
 	}
 	if t.State == Live && t.def != 0 && prior.Def == t.def &&
 		!carry(window, prior, t, probes) && existing.Version != t.Version && sameWrite(window, prior, t) {
@@ -398,26 +398,34 @@ func keepProgress(window int64, existing, t *Timer, probes *probeHits) {
 	remember(existing, t, probes)
 }
 
-// remember gives t, the record that replaces existing, the progress of a
-// definition other than its own: the pops existing made of its own, else
-// the ones existing remembers of the definition it replaced. A record
-// that took the place of another without passing on what it remembered
-// lost it for good: the first try of a one-shot popped, a concurrent
-// write replaced it, that write's retry replaced the concurrent one, and
-// the first write's retry then popped again (TestRetryAboveARetryDoesNotPopAgain).
+// remember gives t, the record that replaces existing, the progress of
+// the definitions other than its own that existing made pops of or
+// remembers, for a retry of one of them to come. A record that took the
+// place of another without passing on what it remembered lost it for
+// good: the first try of a one-shot popped, a concurrent write replaced
+// it, that write's retry replaced the concurrent one, and the first
+// write's retry then popped again (TestRetryAboveARetryDoesNotPopAgain);
+// and a tombstone replacing a tombstone forgot the pops of a one-shot
+// update, popped, then deleted twice.
 func remember(existing, t *Timer, probes *probeHits) {
-	switch {
-	case existing.Seq > 0 && existing.def != 0 && existing.def != t.def:
+	var ps []Progress
+	if existing.Seq > 0 && existing.def != 0 && existing.def != t.def {
 		probes.hit(probeKeepProgressReplace)
-		t.replaced(existing.progress())
-	case existing.Extra != nil && existing.Extra.Replaced.Def != 0 && existing.Extra.Replaced.Def != t.def:
-		probes.hit(probeKeepProgressPass)
-		// existing made no pop of its own to remember, but still
-		// remembers the pops of the definition it replaced: pass
-		// them on, or a tombstone replacing a tombstone forgets
-		// them, and a retry of that definition pops again (a
-		// one-shot update, popped, then two deletes).
-		t.replaced(existing.Extra.Replaced)
+		ps = append(ps, existing.progress())
+	}
+	if existing.Extra != nil {
+		passed := len(ps)
+		for _, p := range existing.Extra.Replaced {
+			if p.Def != t.def {
+				ps = append(ps, p)
+			}
+		}
+		if len(ps) > passed {
+			probes.hit(probeKeepProgressPass)
+		}
+	}
+	if len(ps) > 0 {
+		t.replaced(ps...)
 	}
 }
 

@@ -282,3 +282,39 @@ func TestRetryAboveARetryDoesNotPopAgain(t *testing.T) {
 		t.Errorf("the first write's retry, landing last: pops %d again", pop)
 	}
 }
+
+// TestRetriesOfThreeRacingWritesDoNotPopAgain: three client writes of
+// one timer race through three proxies, each retried above the others'
+// versions. The replica popped the first write's one-shot, then the
+// second's; the third write's retry replaced the second, and the first
+// and second writes' retries land last: each must find the pop it made
+// remembered, though two other definitions were written between.
+func TestRetriesOfThreeRacingWritesDoNotPopAgain(t *testing.T) {
+	const now = int64(1_000_000)
+	env := testEnv(now)
+	p := &Placement{Replicas: mergeNodes[:3]}
+	spec := func(opaque string) wire.Timer {
+		return wire.Timer{URI: "http://cb.example/cb", Opaque: opaque, ReplicationFactor: 3}
+	}
+	offer := func(held *Timer, version uint64, opaque string, start int64, seq uint32) Timer {
+		t.Helper()
+		in := newTimer(7, version, spec(opaque), start, seq, p, mergeViews[0], nil)
+		if seq > 0 {
+			in.entomb() // a one-shot's pop notice
+		}
+		r := merge(env, held, *in)
+		if r.verdict != took {
+			t.Fatalf("version %d (%s): verdict %d, want it taken", version, opaque, r.verdict)
+		}
+		return r.in
+	}
+	held := offer(nil, 1, "first", now-50, 1)
+	held = offer(&held, 2, "second", now-40, 1)
+	held = offer(&held, 3, "third", now-30, 0)
+	for i, w := range []string{"first", "second"} {
+		held = offer(&held, uint64(4+i), w, now-20+int64(i), 0)
+		if pop, ok := held.nextPop(); ok {
+			t.Errorf("the %s write's retry, landing after the third write: pops %d again", w, pop)
+		}
+	}
+}

@@ -255,8 +255,10 @@ func (n *Node) Snapshot(cur SnapshotCursor, limit int, fn func(id uint64, rec []
 
 // recordVersion is the version of the record encoding AppendRecord
 // writes. A decoder reads every version up to its own, so an upgrade
-// reads what the build before it wrote.
-const recordVersion = 1
+// reads what the build before it wrote. Version 2 keeps a list of the
+// progress of replaced definitions (TimerExtra.Replaced), where version
+// 1 kept one.
+const recordVersion = 2
 
 // AppendRecord appends the encoding of t (all of it but its place in the
 // store) to b: a version byte, then the fields in a fixed order, integers
@@ -297,12 +299,14 @@ func appendFields(b []byte, t *Timer) []byte {
 		b = binary.AppendVarint(appendRecString(b, tag.Type), int64(tag.Count))
 	}
 	b = binary.AppendVarint(b, e.Buried)
-	r := e.Replaced
-	b = binary.AppendUvarint(b, uint64(r.Def))
-	b = binary.AppendUvarint(b, uint64(r.Seq))
-	b = binary.AppendVarint(b, r.Start)
-	b = binary.AppendVarint(b, r.Interval.Milliseconds())
-	b = binary.AppendVarint(b, r.RepeatFor.Milliseconds())
+	b = binary.AppendUvarint(b, uint64(len(e.Replaced)))
+	for _, r := range e.Replaced {
+		b = binary.AppendUvarint(b, uint64(r.Def))
+		b = binary.AppendUvarint(b, uint64(r.Seq))
+		b = binary.AppendVarint(b, r.Start)
+		b = binary.AppendVarint(b, r.Interval.Milliseconds())
+		b = binary.AppendVarint(b, r.RepeatFor.Milliseconds())
+	}
 	b = binary.AppendUvarint(b, uint64(e.Refused))
 	b = binary.AppendUvarint(b, uint64(e.Missed))
 	b = binary.AppendUvarint(b, uint64(e.Owed))
@@ -340,7 +344,7 @@ func (n *Node) decodeRecord(id uint64, rec []byte) (*Timer, error) {
 		}
 		return nil, errRecord
 	}
-	d := recordDecoder{b: rec[1:]}
+	d := recordDecoder{b: rec[1:], version: rec[0]}
 	t := n.decodeFields(&d, id, 0)
 	if d.err == nil && len(d.b) != 0 {
 		d.err = fmt.Errorf("%w: %d bytes after it", errRecord, len(d.b))
@@ -380,7 +384,7 @@ func (n *Node) decodeFields(d *recordDecoder, id uint64, depth int) *Timer {
 		}
 	}
 	e.Buried = d.varint()
-	e.Replaced = Progress{Def: d.uint32(), Seq: d.uint32(), Start: d.varint(), Interval: d.millis(), RepeatFor: d.millis()}
+	e.Replaced = d.replaced()
 	e.Refused, e.Missed, e.Owed = d.uint32(), d.uint32(), d.uint32()
 	switch d.byte() {
 	case 2:
@@ -400,8 +404,29 @@ func (n *Node) decodeFields(d *recordDecoder, id uint64, depth int) *Timer {
 // recordDecoder reads a record's fields; the first error sticks and every
 // later read returns zero.
 type recordDecoder struct {
-	b   []byte
-	err error
+	b       []byte
+	err     error
+	version byte
+}
+
+// replaced reads TimerExtra.Replaced: one progress, none when its
+// definition is 0, in version 1; a count and as many in later versions.
+func (d *recordDecoder) replaced() []Progress {
+	k := 1
+	if d.version > 1 {
+		if k = d.count(); k > MaxReplaced {
+			d.fail("%d replaced definitions, more than %d", k, MaxReplaced)
+			return nil
+		}
+	}
+	var ps []Progress
+	for range k {
+		p := Progress{Def: d.uint32(), Seq: d.uint32(), Start: d.varint(), Interval: d.millis(), RepeatFor: d.millis()}
+		if p.Def != 0 && d.err == nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps
 }
 
 func (d *recordDecoder) fail(format string, args ...any) {
