@@ -152,6 +152,7 @@ func (n *Node) mergeEnv(now int64) mergeEnv {
 func (n *Node) update(held, to *Timer, reschedule bool) {
 	if !reschedule {
 		held.assign(to)
+		n.changedInPlace(held)
 		return
 	}
 	n.release(held)

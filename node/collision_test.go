@@ -1,7 +1,9 @@
 package node
 
 import (
+	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -371,4 +373,70 @@ func TestStaleNoticeOfAFinishedTimerDoesNotPopAgain(t *testing.T) {
 		t.Fatalf("got pops %v, want going's 2 and 3 only", got)
 	}
 	c.requireCounts(one[0])
+}
+
+// TestRetryKeepsTheStartOfTheFirstTry: a proxy, itself a replica, writes
+// an update whose replication meets a newer version, and writes it again
+// above it. Between the two tries the proxy's clock stepped ahead, and it
+// popped the first try's one pop at once. The retry is the same client
+// write: it keeps the first try's start, so the proxy knows the pop it
+// made, and the peer is sent the same start; dated by the stepped clock
+// anew, it was a write of its own, and the proxy popped it again.
+func TestRetryKeepsTheStartOfTheFirstTry(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Cluster = Membership{Nodes: []string{c.Address, testPeer}} })
+	var replies []Response
+	reply := func(r Response) { replies = append(replies, r) }
+	// answer answers the first request pending to the peer, the write's
+	// replication, with status, and the others (pop notices) with 200.
+	answer := func(status int, header Header) *sent {
+		t.Helper()
+		puts := h.net.take("http://" + testPeer)
+		if len(puts) == 0 {
+			t.Fatal("no request to the peer, want the write's replication")
+		}
+		puts[0].done(Response{Status: status, Header: header}, nil)
+		for _, s := range puts[1:] {
+			s.done(Response{Status: 200, Header: Header{HeaderHeld: "live"}}, nil)
+		}
+		return puts[0]
+	}
+	body := `{"timing":{"interval":3,"repeat-for":3},"callback":{"http":{"uri":"` + cb + `","opaque":"x"}},"reliability":{"replication-factor":2}}`
+	h.node.Handle(Request{Method: "POST", URL: "/timers", Header: Header{}, Body: []byte(body)}, reply)
+	answer(200, Header{HeaderHeld: "live"})
+	if len(replies) != 1 || replies[0].Status != 200 {
+		t.Fatalf("create: got %+v, want one 200", replies)
+	}
+	url := replies[0].Header.Get(wire.HeaderLocation)
+	id := mustID(t, strings.TrimPrefix(url, "/timers/"))
+
+	h.node.Handle(Request{Method: "PUT", URL: url, Header: Header{}, Body: []byte(body)}, reply)
+	first, _ := h.node.Timer(id)
+	h.clock.advance(5 * time.Second) // the proxy's clock steps ahead
+	if got := seqs(h.drainPops(cb, 200)); !slices.Equal(got, []string{"1:x"}) {
+		t.Fatalf("pops of the first try after the step: got %v, want [1:x]", got)
+	}
+	answer(409, Header{HeaderVersion: strconv.FormatUint(first.Version+1, 10)})
+	retry := answer(200, Header{HeaderHeld: "live"})
+	if len(replies) != 2 || replies[1].Status != 200 {
+		t.Fatalf("update: got %+v, want a 200 after the create's", replies)
+	}
+	var sent struct {
+		Timing struct {
+			Delta   int64  `json:"start-time-delta"`
+			Version string `json:"version"`
+		} `json:"timing"`
+	}
+	if err := json.Unmarshal(retry.req.Body, &sent); err != nil {
+		t.Fatalf("the retry's replication: %v", err)
+	}
+	if v, _ := strconv.ParseUint(sent.Timing.Version, 10, 64); v <= first.Version+1 {
+		t.Fatalf("the retry's replication: got version %s, want one above %d", sent.Timing.Version, first.Version+1)
+	}
+	if got, want := h.node.nowMs()+sent.Timing.Delta, first.Start; got != want {
+		t.Errorf("the retry's start: got %d, want the first try's %d", got, want)
+	}
+	h.clock.advance(time.Minute)
+	if got := seqs(h.drainPops(cb, 200)); len(got) != 0 {
+		t.Fatalf("pops of the retry: got %v, want none (the first try made its pop)", got)
+	}
 }

@@ -382,31 +382,61 @@ func above(from, seq uint32) uint32 {
 // version, whether the replica still holds that version or the concurrent
 // write has replaced it meanwhile (Extra.Replaced). A later PUT of the
 // same definition has a start of its own, further off, and starts over.
-// Otherwise it notes existing's progress in t, for such a retry to come.
 // A pop whose callback failed here counts as made: one attempt per
-// replica per pop, the next replica's turn is the redundancy.
+// replica per pop, the next replica's turn is the redundancy. Whatever
+// t is, it then remembers the progress of another definition that
+// existing made or remembers (remember), for a retry of that one to come.
 func keepProgress(window int64, existing, t *Timer, probes *probeHits) {
-	prior := existing.progress()
-	if prior.Def != t.def && existing.Extra != nil {
-		prior = existing.Extra.Replaced
+	prior, own := existing.progress(), true
+	if p, ok := existing.remembered(t.def); ok && prior.Def != t.def {
+		prior, own = p, false
 	}
-	if t.State != Live || t.def == 0 || prior.Def != t.def {
-		switch {
-		case existing.Seq > 0 && existing.def != 0 && existing.def != t.def:
-			probes.hit(probeKeepProgressReplace)
-			t.replaced(existing.progress())
-		case existing.Extra != nil && existing.Extra.Replaced.Def != 0 && existing.Extra.Replaced.Def != t.def:
-			probes.hit(probeKeepProgressPass)
-			// existing made no pop of its own to remember, but still
-			// remembers the pops of the definition it replaced: pass
-			// them on, or a tombstone replacing a tombstone forgets
-			// them, and a retry of that definition pops again (a
-			// one-shot update, popped, then two deletes).
-			t.replaced(existing.Extra.Replaced)
+	if t.State == Live && t.def != 0 && prior.Def == t.def &&
+		!carry(window, prior, t, probes) && existing.Version != t.Version && sameWrite(window, prior, t) {
+		owedOnce(existing, own, prior.Seq, t, probes)
+	}
+	remember(existing, t, probes)
+}
+
+// remember gives t, the record that replaces existing, the progress of
+// the definitions other than its own that existing made pops of or
+// remembers, for a retry of one of them to come. A record that took the
+// place of another without passing on what it remembered lost it for
+// good: the first try of a one-shot popped, a concurrent write replaced
+// it, that write's retry replaced the concurrent one, and the first
+// write's retry then popped again (TestRetryAboveARetryDoesNotPopAgain);
+// and a tombstone replacing a tombstone forgot the pops of a one-shot
+// update, popped, then deleted twice.
+func remember(existing, t *Timer, probes *probeHits) {
+	var ps []Progress
+	if existing.Seq > 0 && existing.def != 0 && existing.def != t.def {
+		probes.hit(probeKeepProgressReplace)
+		ps = append(ps, existing.progress())
+	}
+	if existing.Extra != nil {
+		passed := len(ps)
+		for _, p := range existing.Extra.Replaced {
+			if p.Def != t.def {
+				ps = append(ps, p)
+			}
 		}
-		return
+		if len(ps) > passed {
+			probes.hit(probeKeepProgressPass)
+		}
 	}
-	carry(window, prior, t, probes)
+	if len(ps) > 0 {
+		t.replaced(ps...)
+	}
+}
+
+// sameWrite reports whether t and prior are one client write: one
+// definition, written again by a proxy within window ms (see carry).
+func sameWrite(window int64, prior Progress, t *Timer) bool {
+	if prior.Def != t.def || prior.Interval != t.Interval || prior.RepeatFor != t.RepeatFor {
+		return false
+	}
+	d := t.Start - prior.Start
+	return d >= -window && d <= window
 }
 
 // carry gives t, a write of definition prior.Def, the pops of prior when
@@ -417,11 +447,7 @@ func keepProgress(window int64, existing, t *Timer, probes *probeHits) {
 // taken both ways: the same definition written twice so close together
 // is one write to the client too.
 func carry(window int64, prior Progress, t *Timer, probes *probeHits) bool {
-	switch {
-	case prior.Def != t.def || prior.Seq <= t.Seq || prior.Interval != t.Interval || prior.RepeatFor != t.RepeatFor:
-		return false
-	}
-	if d := t.Start - prior.Start; d < -window || d > window {
+	if prior.Seq <= t.Seq || !sameWrite(window, prior, t) {
 		return false
 	}
 	missed, owed := t.popMarks()
@@ -429,6 +455,32 @@ func carry(window int64, prior Progress, t *Timer, probes *probeHits) bool {
 	t.Start, t.Seq = prior.Start, prior.Seq
 	probes.hit(probeKeepProgressCarry)
 	return true
+}
+
+// owedOnce gives t, a try of the client write existing holds or
+// remembers (own: existing is of that write itself) that is as far as
+// or ahead of existing's pops up to seq, the marks of one write: of the
+// pops up to seq, t owes here only those existing owes, and tells of as
+// missed only those existing does not know were made. Records of one
+// version merge their marks so (mergeMarks); a retry's record is of
+// another version, and the notice of a later pop, which says this pop
+// was missed by its sender, had this replica pop again what it had
+// popped of the first try (TestRetryAheadOwesNoPopOfTheFirstTry). Of a
+// write existing only remembers, no marks are kept: every pop up to seq
+// counts as attempted here.
+func owedOnce(existing *Timer, own bool, seq uint32, t *Timer, probes *probeHits) {
+	missed, owed := t.popMarks()
+	upTo := ^above(seq, t.Seq)
+	exMissed, exOwed := ^uint32(0), uint32(0)
+	if own {
+		m, o := existing.popMarks()
+		exMissed, exOwed = shiftMarks(m, existing.Seq, t.Seq), shiftMarks(o, existing.Seq, t.Seq)
+	}
+	keepMissed, keepOwed := missed&^(upTo&^exMissed), owed&^(upTo&^exOwed)
+	if keepMissed != missed || keepOwed != owed {
+		probes.hit(probeKeepProgressOwedOnce)
+		t.setPopMarks(keepMissed, keepOwed)
+	}
 }
 
 // outlive keeps tombstone alive until the last pop of stale, a definition

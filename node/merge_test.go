@@ -201,3 +201,120 @@ func TestMovedCopyTakesItsDefinitionsEnd(t *testing.T) {
 		t.Fatalf("a stale live copy of the ended definition taken back (state %d, seq %d)", r.in.State, r.in.Seq)
 	}
 }
+
+// TestRetryAheadOwesNoPopOfTheFirstTry: a replica popped pop 1 of a
+// client write's first try; the proxy's retry of the write (another
+// version, the same definition and start) reaches it ahead, in the
+// notice of a replica that says pops 1 and 2 were missed there. The two
+// versions are one write: the replica owes pop 2, which it has not
+// attempted, and not pop 1, which it made (nor does it tell of pop 1 as
+// missed); a pop it owes under the first try it still owes. A write it
+// only remembers (a concurrent write replaced the first try) counts as
+// attempted up to the pops it remembers.
+func TestRetryAheadOwesNoPopOfTheFirstTry(t *testing.T) {
+	const now = int64(1_000_000)
+	p := &Placement{Replicas: mergeNodes[:3]}
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 2 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 3}
+	other := spec
+	other.Opaque = "concurrent"
+	retry := func() Timer {
+		in := newTimer(7, 3, spec, now-2490, 2, p, mergeViews[0], nil)
+		in.setPopMarks(0b11, 0b11)
+		return *in
+	}
+	for _, tc := range []struct {
+		name                 string
+		held                 *Timer
+		wantMissed, wantOwed uint32
+	}{
+		{"first try made pop 1", newTimer(7, 1, spec, now-2500, 1, p, mergeViews[0], nil), 0b01, 0b01},
+		{"first try owes pop 1", func() *Timer {
+			h := newTimer(7, 1, spec, now-2500, 1, p, mergeViews[0], nil)
+			h.setPopMarks(1, 1)
+			return h
+		}(), 0b11, 0b11},
+		{"first try remembered", func() *Timer {
+			h := newTimer(7, 2, other, now-2000, 0, p, mergeViews[0], nil)
+			first := newTimer(7, 1, spec, now-2500, 1, p, mergeViews[0], nil)
+			h.replaced(first.progress())
+			return h
+		}(), 0b11, 0b01},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := merge(testEnv(now), tc.held, retry())
+			if r.verdict != took {
+				t.Fatalf("verdict %d, want the retry taken", r.verdict)
+			}
+			if missed, owed := r.in.popMarks(); r.in.Seq != 2 || missed != tc.wantMissed || owed != tc.wantOwed {
+				t.Errorf("retry taken at sequence %d, missed %b, owed %b; want 2, %b, %b", r.in.Seq, missed, owed, tc.wantMissed, tc.wantOwed)
+			}
+		})
+	}
+}
+
+// TestRetryAboveARetryDoesNotPopAgain: two client writes of one timer
+// race, each retried above the other. The replica popped the first
+// write's one-shot, and the second write replaced it, remembering that
+// pop; the second write's own retry then replaces the second write, and
+// must pass the memory on, or the first write's retry, landing last,
+// pops again what was popped.
+func TestRetryAboveARetryDoesNotPopAgain(t *testing.T) {
+	const now = int64(1_000_000)
+	env := testEnv(now)
+	p := &Placement{Replicas: mergeNodes[:3]}
+	first := wire.Timer{URI: "http://cb.example/cb", Opaque: "first", ReplicationFactor: 3}
+	second := first
+	second.Opaque = "second"
+	popped := newTimer(7, 1, first, now-40, 1, p, mergeViews[0], nil)
+	popped.entomb()
+	held := *popped
+	for i, w := range []struct {
+		spec  wire.Timer
+		start int64
+	}{{second, now - 30}, {second, now - 20}, {first, now - 10}} {
+		r := merge(env, &held, *newTimer(7, uint64(i+2), w.spec, w.start, 0, p, mergeViews[0], nil))
+		if r.verdict != took {
+			t.Fatalf("write %d (%s): verdict %d, want it taken", i+2, w.spec.Opaque, r.verdict)
+		}
+		held = r.in
+	}
+	if pop, ok := held.nextPop(); ok {
+		t.Errorf("the first write's retry, landing last: pops %d again", pop)
+	}
+}
+
+// TestRetriesOfThreeRacingWritesDoNotPopAgain: three client writes of
+// one timer race through three proxies, each retried above the others'
+// versions. The replica popped the first write's one-shot, then the
+// second's; the third write's retry replaced the second, and the first
+// and second writes' retries land last: each must find the pop it made
+// remembered, though two other definitions were written between.
+func TestRetriesOfThreeRacingWritesDoNotPopAgain(t *testing.T) {
+	const now = int64(1_000_000)
+	env := testEnv(now)
+	p := &Placement{Replicas: mergeNodes[:3]}
+	spec := func(opaque string) wire.Timer {
+		return wire.Timer{URI: "http://cb.example/cb", Opaque: opaque, ReplicationFactor: 3}
+	}
+	offer := func(held *Timer, version uint64, opaque string, start int64, seq uint32) Timer {
+		t.Helper()
+		in := newTimer(7, version, spec(opaque), start, seq, p, mergeViews[0], nil)
+		if seq > 0 {
+			in.entomb() // a one-shot's pop notice
+		}
+		r := merge(env, held, *in)
+		if r.verdict != took {
+			t.Fatalf("version %d (%s): verdict %d, want it taken", version, opaque, r.verdict)
+		}
+		return r.in
+	}
+	held := offer(nil, 1, "first", now-50, 1)
+	held = offer(&held, 2, "second", now-40, 1)
+	held = offer(&held, 3, "third", now-30, 0)
+	for i, w := range []string{"first", "second"} {
+		held = offer(&held, uint64(4+i), w, now-20+int64(i), 0)
+		if pop, ok := held.nextPop(); ok {
+			t.Errorf("the %s write's retry, landing after the third write: pops %d again", w, pop)
+		}
+	}
+}

@@ -20,7 +20,8 @@ import (
 // the driver's word that they are durable before it answers.
 //
 // Every change of a held record passes through the store (Store.Put,
-// Store.Remove, a pop): the store marks the record's ID, and the marked
+// Store.Remove, a pop), or is made in place and marked the same way
+// (changedInPlace): the store marks the record's ID, and the marked
 // records are encoded and handed to the Storage at the next barrier, or
 // at the latest persistLazily after the first mark. So progress (sequence
 // numbers, missed pops) reaches the disk lazily: a restart may repeat the
@@ -85,6 +86,19 @@ func (n *Node) mark(id uint64) {
 			p.alarm = false
 			n.whenDurable(func(error) {})
 		})
+	}
+}
+
+// changedInPlace notes that t, if it is the record held under its ID,
+// changed without passing through the store (a pop made, marks merged,
+// a replica marked): it reaches the disk as any change does. Without it
+// the disk kept the pop as missed, which a pop counts as while its
+// callback is in flight, and a restart told the other replicas so: one
+// that had not attempted it popped it again
+// (TestRestartKnowsThePopsItMade).
+func (n *Node) changedInPlace(t *Timer) {
+	if n.store.changed != nil && n.store.Get(t.ID) == t {
+		n.store.changed(t.ID)
 	}
 }
 
@@ -241,8 +255,10 @@ func (n *Node) Snapshot(cur SnapshotCursor, limit int, fn func(id uint64, rec []
 
 // recordVersion is the version of the record encoding AppendRecord
 // writes. A decoder reads every version up to its own, so an upgrade
-// reads what the build before it wrote.
-const recordVersion = 1
+// reads what the build before it wrote. Version 2 keeps a list of the
+// progress of replaced definitions (TimerExtra.Replaced), where version
+// 1 kept one.
+const recordVersion = 2
 
 // AppendRecord appends the encoding of t (all of it but its place in the
 // store) to b: a version byte, then the fields in a fixed order, integers
@@ -283,12 +299,14 @@ func appendFields(b []byte, t *Timer) []byte {
 		b = binary.AppendVarint(appendRecString(b, tag.Type), int64(tag.Count))
 	}
 	b = binary.AppendVarint(b, e.Buried)
-	r := e.Replaced
-	b = binary.AppendUvarint(b, uint64(r.Def))
-	b = binary.AppendUvarint(b, uint64(r.Seq))
-	b = binary.AppendVarint(b, r.Start)
-	b = binary.AppendVarint(b, r.Interval.Milliseconds())
-	b = binary.AppendVarint(b, r.RepeatFor.Milliseconds())
+	b = binary.AppendUvarint(b, uint64(len(e.Replaced)))
+	for _, r := range e.Replaced {
+		b = binary.AppendUvarint(b, uint64(r.Def))
+		b = binary.AppendUvarint(b, uint64(r.Seq))
+		b = binary.AppendVarint(b, r.Start)
+		b = binary.AppendVarint(b, r.Interval.Milliseconds())
+		b = binary.AppendVarint(b, r.RepeatFor.Milliseconds())
+	}
 	b = binary.AppendUvarint(b, uint64(e.Refused))
 	b = binary.AppendUvarint(b, uint64(e.Missed))
 	b = binary.AppendUvarint(b, uint64(e.Owed))
@@ -326,7 +344,7 @@ func (n *Node) decodeRecord(id uint64, rec []byte) (*Timer, error) {
 		}
 		return nil, errRecord
 	}
-	d := recordDecoder{b: rec[1:]}
+	d := recordDecoder{b: rec[1:], version: rec[0]}
 	t := n.decodeFields(&d, id, 0)
 	if d.err == nil && len(d.b) != 0 {
 		d.err = fmt.Errorf("%w: %d bytes after it", errRecord, len(d.b))
@@ -366,7 +384,7 @@ func (n *Node) decodeFields(d *recordDecoder, id uint64, depth int) *Timer {
 		}
 	}
 	e.Buried = d.varint()
-	e.Replaced = Progress{Def: d.uint32(), Seq: d.uint32(), Start: d.varint(), Interval: d.millis(), RepeatFor: d.millis()}
+	e.Replaced = d.replaced()
 	e.Refused, e.Missed, e.Owed = d.uint32(), d.uint32(), d.uint32()
 	switch d.byte() {
 	case 2:
@@ -386,8 +404,29 @@ func (n *Node) decodeFields(d *recordDecoder, id uint64, depth int) *Timer {
 // recordDecoder reads a record's fields; the first error sticks and every
 // later read returns zero.
 type recordDecoder struct {
-	b   []byte
-	err error
+	b       []byte
+	err     error
+	version byte
+}
+
+// replaced reads TimerExtra.Replaced: one progress, none when its
+// definition is 0, in version 1; a count and as many in later versions.
+func (d *recordDecoder) replaced() []Progress {
+	k := 1
+	if d.version > 1 {
+		if k = d.count(); k > MaxReplaced {
+			d.fail("%d replaced definitions, more than %d", k, MaxReplaced)
+			return nil
+		}
+	}
+	var ps []Progress
+	for range k {
+		p := Progress{Def: d.uint32(), Seq: d.uint32(), Start: d.varint(), Interval: d.millis(), RepeatFor: d.millis()}
+		if p.Def != 0 && d.err == nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps
 }
 
 func (d *recordDecoder) fail(format string, args ...any) {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"slices"
@@ -139,8 +140,8 @@ func setSample(v reflect.Value, n *Node) bool {
 		v.Set(reflect.ValueOf(&TimerExtra{Missed: 3, Owed: 1}))
 	case []wire.Tag:
 		v.Set(reflect.ValueOf([]wire.Tag{{Type: "a", Count: 2}, {Type: "b", Count: 1}}))
-	case Progress:
-		v.Set(reflect.ValueOf(Progress{Def: 9, Seq: 4, Start: 1e12, Interval: time.Second, RepeatFor: 5 * time.Second}))
+	case []Progress:
+		v.Set(reflect.ValueOf([]Progress{{Def: 9, Seq: 4, Start: 1e12, Interval: time.Second, RepeatFor: 5 * time.Second}, {Def: 3, Seq: 1, Start: -7}}))
 	case *Timer:
 		info := &Timer{ID: 77, Version: 5, Seq: 2, Placement: n.placement([]string{"a:1"}, nil)}
 		info.Extra = &TimerExtra{Tags: []wire.Tag{{Type: "x", Count: 1}}}
@@ -182,6 +183,33 @@ func TestRestartPopsWhatIsLeft(t *testing.T) {
 	}
 	if !slices.Equal(seqs, []string{"2", "3"}) {
 		t.Fatalf("restored node popped sequence numbers %v, want [2 3]", seqs)
+	}
+}
+
+// TestRestartKnowsThePopsItMade proves that a pop whose callback
+// succeeded reaches the disk as made. A pop counts as missed while its
+// callback is in flight, and the lazy flush may write it so; the success
+// that follows changes the record in place, and must be written too, or a
+// restart reads the pop back as missed and tells the other replicas to
+// make it again.
+func TestRestartKnowsThePopsItMade(t *testing.T) {
+	disk := newMemStorage()
+	h := newHarness(t, func(c *Config) { c.Storage = disk })
+	id := mustID(t, h.create(timerJSON(10, 30, "http://cb/x", "data")))
+	h.clock.advance(10 * time.Second) // pop 1 is sent; its callback waits
+	h.clock.advance(persistLazily)    // the lazy flush writes it as missed
+	if got := h.pops("http://cb/", 200); len(got) != 1 {
+		t.Fatalf("pops by 11 s: got %d, want 1", len(got))
+	}
+	h.clock.advance(persistLazily)
+
+	h2 := restarted(t, h, disk, time.Second)
+	got, ok := h2.node.Timer(id)
+	if !ok {
+		t.Fatal("restored node holds no record of the timer")
+	}
+	if missed, owed := got.popMarks(); got.Seq != 1 || missed != 0 || owed != 0 {
+		t.Fatalf("restored record: got sequence %d, missed %b, owed %b; want 1, 0, 0", got.Seq, missed, owed)
 	}
 }
 
@@ -352,5 +380,33 @@ func TestRestoredRecordsArePlacedUnderTheCurrentView(t *testing.T) {
 	}
 	if want := NewRing(grown.Nodes).Replicas(id, 2); !slices.Equal(got.Placement.Replicas, want) {
 		t.Errorf("restored on %v, want the current view's %v", got.Placement.Replicas, want)
+	}
+}
+
+// TestVersionOneRecordReadsItsReplacedProgress proves that a record
+// written by a build before the list of replaced definitions (record
+// version 1, one progress kept) is read back with that progress as the
+// list's one entry.
+func TestVersionOneRecordReadsItsReplacedProgress(t *testing.T) {
+	h := newHarness(t)
+	p := Progress{Def: 9, Seq: 2, Start: 1e12, Interval: time.Second, RepeatFor: 3 * time.Second}
+	rec := &Timer{ID: 77, Version: 5, Placement: h.node.placement([]string{"a:1"}, nil)}
+	bare := AppendRecord(nil, rec)
+	rec.replaced(p)
+	v2 := AppendRecord(nil, rec)
+	// Version 2 writes, where the record without Extra ends, Extra's
+	// mark (1), no tags (0), no buried end (0), then the count of
+	// replaced definitions (1) that version 1 did not write.
+	at := len(bare) - 1
+	if !bytes.Equal(v2[:at], bare[:at]) || !bytes.Equal(v2[at:at+4], []byte{1, 0, 0, 1}) {
+		t.Fatalf("version 2 record %x does not extend %x as this test expects", v2, bare)
+	}
+	v1 := slices.Concat([]byte{1}, v2[1:at+3], v2[at+4:])
+	got, err := h.node.decodeRecord(77, v1)
+	if err != nil {
+		t.Fatalf("decode version 1: %v", err)
+	}
+	if got.Extra == nil || !slices.Equal(got.Extra.Replaced, []Progress{p}) {
+		t.Fatalf("version 1 record read with extra %+v, want replaced [%+v]", got.Extra, p)
 	}
 }

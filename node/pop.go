@@ -258,6 +258,7 @@ func (n *Node) popMade(cur, popped *Timer, p uint32) {
 	missed, owed := from.popMarks()
 	from.setPopMarks(missed&^popBit(from.Seq, p), owed&^popBit(from.Seq, p))
 	if from == cur {
+		n.changedInPlace(cur)
 		if _, more := cur.nextPop(); !more {
 			n.reschedule(cur) // a finished record with nothing missed now ends
 		}

@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"strings"
 	"time"
 
@@ -228,11 +229,17 @@ type TimerExtra struct {
 	// this record must outlive it
 	// (TestTombstoneOfShortUpdateOutlivesTheOldDefinition).
 	Buried int64
-	// Replaced is the pop progress of the definition this record
-	// replaced, when that one had popped: a proxy that retries its write
-	// above this record's version brings that definition back, and it
-	// must not pop again what it popped (see Node.keepProgress).
-	Replaced Progress
+	// Replaced is the pop progress of the definitions this record
+	// replaced, or the records before it replaced, when those had
+	// popped: one per definition, the latest first, at most
+	// MaxReplaced. A proxy that retries its write above this record's
+	// version brings that definition back, and it must not pop again
+	// what it popped (see keepProgress). Writes that race each retry
+	// above the others, so one is not enough: the third write's record
+	// took the place of the second's memory of the first, and the
+	// first write's retry popped again (TestRetriesOfThreeRacingWritesDoNotPopAgain).
+	// Never changed in place: records that share Extra share it.
+	Replaced []Progress
 	// Refused marks, by position in Placement.Replicas, the replicas
 	// that answered a pop notice with a collision: they hold another
 	// timer under this ID (two nodes issued it) and will never pop this
@@ -296,7 +303,7 @@ func (t *Timer) setPopMarks(missed, owed uint32) {
 // empty reports whether e holds nothing, so that its record can do
 // without it.
 func (e *TimerExtra) empty() bool {
-	return len(e.Tags) == 0 && e.Buried == 0 && e.Replaced == (Progress{}) && e.Refused == 0 && e.Lacking == 0 && e.Missed == 0 && e.Owed == 0
+	return len(e.Tags) == 0 && e.Buried == 0 && len(e.Replaced) == 0 && e.Refused == 0 && e.Lacking == 0 && e.Missed == 0 && e.Owed == 0
 }
 
 // popBit is the bit of pop p in the marks of a record at seq, or 0 when p
@@ -399,15 +406,46 @@ func (t *Timer) lastDue() int64 {
 	return end
 }
 
-// replaced records the progress of the definition t replaces (see
-// TimerExtra.Replaced).
-func (t *Timer) replaced(p Progress) {
+// MaxReplaced bounds how many other definitions' progress a record
+// remembers (TimerExtra.Replaced): as many client writes of one timer
+// racing each other within a retry window.
+const MaxReplaced = 4
+
+// replaced records the progress of definitions t replaces, the latest
+// first, ahead of what it remembers already (see TimerExtra.Replaced):
+// one per definition, the latest, and at most MaxReplaced.
+func (t *Timer) replaced(ps ...Progress) {
 	var e TimerExtra
 	if t.Extra != nil {
 		e = *t.Extra
 	}
-	e.Replaced = p
-	t.Extra = &e
+	list := make([]Progress, 0, min(len(ps)+len(e.Replaced), MaxReplaced))
+	for _, p := range slices.Concat(ps, e.Replaced) {
+		if len(list) < MaxReplaced && p.Def != 0 && !slices.ContainsFunc(list, func(q Progress) bool { return q.Def == p.Def }) {
+			list = append(list, p)
+		}
+	}
+	e.Replaced = nil
+	if len(list) > 0 {
+		e.Replaced = list
+	}
+	t.Extra = nil
+	if !e.empty() {
+		t.Extra = &e
+	}
+}
+
+// remembered returns the progress of definition def that t remembers
+// (TimerExtra.Replaced), if any.
+func (t *Timer) remembered(def uint32) (Progress, bool) {
+	if t.Extra != nil {
+		for _, p := range t.Extra.Replaced {
+			if p.Def == def {
+				return p, true
+			}
+		}
+	}
+	return Progress{}, false
 }
 
 // bury records that t replaced a definition due until end. The extra

@@ -192,7 +192,7 @@ func (n *Node) create(body []byte, reply func(Response)) {
 	if spec.ReplicationFactor == 0 {
 		spec.ReplicationFactor = wire.DefaultReplicationFactor
 	}
-	n.write(id, id, spec, 0, now, reply, 0)
+	n.write(id, id, spec, 0, now, n.startMs(), reply, 0)
 }
 
 // put serves PUT /timers/<id>: a client update (or create with a chosen
@@ -341,7 +341,7 @@ func (n *Node) clientWrite(id, bloom uint64, spec wire.Timer, reply func(Respons
 		reply(refused)
 		return
 	}
-	n.write(id, version, spec, bloom, now, reply, 0)
+	n.write(id, version, spec, bloom, now, n.startMs(), reply, 0)
 }
 
 // inferRF returns the replication factor of a timer a client did not give
@@ -362,11 +362,12 @@ func (n *Node) inferRF(id, bloom uint64) int {
 // write sends a new definition of id to its replicas under today's
 // cluster, and to the nodes the old bloom filter names so that old
 // replicas drop their copy (passive rebalancing), and to the other nodes
-// that may hold an older copy (alsoHolders).
-func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now int64, reply func(Response), tries int) {
+// that may hold an older copy (alsoHolders). The definition starts at
+// start: now, for a client write's first try.
+func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, start int64, reply func(Response), tries int) {
 	var buf [wire.MaxReplicationFactor]string
 	w := &write{reply: reply, deletes: deletes(spec)}
-	w.rec = makeTimer(id, version, spec, n.startMs(), 0, n.placement(n.ring.AppendReplicas(buf[:0], id, spec.ReplicationFactor), n.sites()),
+	w.rec = makeTimer(id, version, spec, start, 0, n.placement(n.ring.AppendReplicas(buf[:0], id, spec.ReplicationFactor), n.sites()),
 		n.ring.ViewID(), n.hosts)
 	t := &w.rec
 	replicas := t.Placement.Replicas // interned: never changed
@@ -555,7 +556,12 @@ func (n *Node) replaceOwnCopy(t *Timer) {
 // whose ID another timer holds (two nodes issued the ID, or a client chose
 // it) withdraws the copies it left and starts again under a fresh ID, so a
 // collision never overwrites a timer; any other write goes again above the
-// newer version a replica reported.
+// newer version a replica reported. Either way it is the same client
+// write, and keeps the first try's start: replicas tell the tries of one
+// write by their starts (sameWrite), and a retry dated by the proxy's
+// clock anew, after that clock had stepped, was a write of its own, whose
+// pops the replica that had popped the first try made again
+// (TestRetryKeepsTheStartOfTheFirstTry).
 func (n *Node) rewrite(t *Timer, spec wire.Timer, oldBloom uint64, targets []string, w *write, reply func(Response), tries int) {
 	now := n.nowMs()
 	create := t.Version == t.ID
@@ -583,7 +589,7 @@ func (n *Node) rewrite(t *Timer, spec wire.Timer, oldBloom uint64, targets []str
 	if create {
 		id = version
 	}
-	n.write(id, version, spec, oldBloom, now, reply, tries+1)
+	n.write(id, version, spec, oldBloom, now, t.Start, reply, tries+1)
 }
 
 // withdraw sends targets the tombstone of a create that collided. It
@@ -676,9 +682,7 @@ func (n *Node) markLacking(t *Timer, peer string, lacking bool) {
 	}
 	n.hitIf(lacking, probeLackingMarked)
 	n.hitIf(!lacking, probeLackingCleared)
-	if n.store.changed != nil {
-		n.store.changed(held.ID) // kept on disk with the record
-	}
+	n.changedInPlace(held) // kept on disk with the record
 }
 
 // startAnswered takes the earlier start of t's definition that a peer
