@@ -78,6 +78,9 @@ type def struct {
 	// are known.
 	missed   map[string]bool
 	failures *copyFailures
+	// movedLoss caches lostInMove, once movedLossSet.
+	movedLoss    time.Duration
+	movedLossSet bool
 }
 
 // due returns the window pop k falls due in.
@@ -105,6 +108,8 @@ type index struct {
 	taint map[string]time.Duration
 	// disks is each node's disk history (diskFaults).
 	disks map[string]*nodeDisk
+	// carried is History.Carried by timer (carriedBeyond).
+	carried map[uint64][]Carried
 	// defsByTimer is the definitions by timer (defsOf).
 	defsByTimer map[uint64][]*def
 	// factorsBefore memoises factorBefore, by op and seq.

@@ -129,6 +129,9 @@ type world struct {
 	// twins records a shared-instance plan's misconfiguration (nil in
 	// any other plan).
 	twins *twins
+	// carriedTo is which nodes a message carrying each timer's record
+	// has reached (carried.go).
+	carriedTo map[carryKey]bool
 }
 
 // machine is one simulated server: its clock outlives the nodes that run
@@ -285,6 +288,7 @@ func (w *world) boot(m *machine) {
 			w.twins.served(m.addr, from, req)
 		}
 		held := w.heldRecords(nd)
+		w.carriedIn(m.addr, &req)
 		nd.Handle(req, func(resp node.Response) {
 			// A node's answers enter the history only where the
 			// simulator's own state justifies them (a refusal by age,
@@ -332,7 +336,7 @@ func (w *world) boot(m *machine) {
 		cfg.InstanceID = n
 	}
 	cfg.Clock = m.clock
-	cfg.Network = w.twins.network(m)
+	cfg.Network = carryNet{w: w, net: w.twins.network(m), self: m.addr}
 	cfg.Logger = w.opts.Logger
 	var kept []recovered
 	if m.disk != nil {
