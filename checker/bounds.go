@@ -243,20 +243,56 @@ func (x *index) heldByWait(d *def, late map[string]bool, since map[string]lateCo
 	inbounds := map[string]bool{}
 	var held time.Duration
 	inbound := false
+	hold := func(n string, h time.Duration, in bool, sent time.Duration) {
+		if h > holds[n] {
+			holds[n], inbounds[n] = h, in
+		}
+		if holds[n] > held {
+			held, inbound = holds[n], inbounds[n]
+		}
+		late[n] = true
+		since[n] = since[n].add(sent, holds[n])
+	}
 	for _, m := range msgs {
-		if !x.lacksCopy(d, cf, m.to, m.sent) {
-			continue
+		h, in := holds[m.from]+m.w, m.inbound || inbounds[m.from]
+		lacks := x.lacksCopy(d, cf, m.to, m.sent)
+		if lacks {
+			hold(m.to, h, in, m.sent)
 		}
-		if h := holds[m.from] + m.w; h > holds[m.to] {
-			holds[m.to], inbounds[m.to] = h, m.inbound || inbounds[m.from]
+		// Another site's relay that holds no copy of its own places
+		// what it takes on its site's replicas at once, by a message
+		// too quick to be recorded: a replica there without a copy
+		// takes the start the relay took.
+		if lacks || !slices.Contains(d.replicas, m.to) {
+			for _, r := range x.relayedTo(d, m.to) {
+				if x.lacksCopy(d, cf, r, m.sent) {
+					hold(r, h, in, m.sent)
+				}
+			}
 		}
-		if holds[m.to] > held {
-			held, inbound = holds[m.to], inbounds[m.to]
-		}
-		late[m.to] = true
-		since[m.to] = since[m.to].add(m.sent, holds[m.to])
 	}
 	return held, inbound
+}
+
+// relayedTo is the replicas of d that relay, when it is the address
+// node of another site than the one of the node that took d's write,
+// places d on: the others of its site. Nil for any other node.
+func (x *index) relayedTo(d *def, relay string) []string {
+	if len(x.h.Sites) <= 1 {
+		return nil
+	}
+	var out []string
+	for _, site := range x.h.Sites {
+		if len(site) == 0 || site[0] != relay || slices.Contains(site, d.op.Node) {
+			continue
+		}
+		for _, r := range d.replicas {
+			if r != relay && slices.Contains(site, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // waitedRecords is every record message of d that waited, read once per

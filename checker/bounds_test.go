@@ -878,3 +878,67 @@ func TestRelayForwardThatWaitedHoldsItsSite(t *testing.T) {
 		})
 	}
 }
+
+// TestRelayWithoutACopyPassesItsHoldToItsSite proves another site's
+// replica that missed the write is held by the waits of the message that
+// brought the record to its relay, when the relay holds no copy of its
+// own: the write's forward to the relay is shed, so the home replica's
+// notice of pop 1 brings the other site the timer, but it waits 1.8 s for
+// the home replica's CPU, and the relay places it on its site's replica
+// at once, too quickly to be recorded. With the home replica shedding its
+// later callbacks (its backlog outlasting the faults, into the liveness
+// phase), the other site's replica pops them at its site's rank, 1.8 s
+// late. The same wait on a message to a node of no role holds nothing,
+// nor one to a relay whose site had the write (the shed forward was
+// another timer's): G7.
+func TestRelayWithoutACopyPassesItsHoldToItsSite(t *testing.T) {
+	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
+	if away == sites[1][0] {
+		sites[1][0], sites[1][1] = sites[1][1], sites[1][0] // the relay is not the replica
+	}
+	other := sites[0][0]
+	if other == home {
+		other = sites[0][1]
+	}
+	cases := []struct {
+		name string
+		to   string
+		shed uint64 // the timer whose forward to the relay was shed
+		want string
+	}{
+		{"notice to the relay", relay(sites), placedTimer, ""},
+		{"notice to a node of no role", other, placedTimer, "G7"},
+		{"the site had the write", relay(sites), placedTimer + 1, "G7"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+				Ops: []Op{write(1, Create, placedTimer, "a", 6*sec, 30*sec, 0, 10*ms, OK)},
+				End: 45 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms, LivenessFrom: 10 * sec,
+				Faults: []Fault{{At: 10 * ms, Kind: Overload, Nodes: []string{home}, Peers: []string{relay(sites)},
+					Detail: ShedDetail, Timer: c.shed},
+					{At: 6030 * ms, Kind: Overload, Nodes: []string{home}, Peers: []string{c.to},
+						Detail: "waited=1.8s record", Timer: placedTimer}},
+			}
+			h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = home, 1
+			first := pop(6*sec+20*ms, home, "a", 1)
+			first.Timer = placedTimer
+			h.Pops = append(h.Pops, first)
+			for k := 2; k <= 5; k++ {
+				h.Faults = append(h.Faults, Fault{At: time.Duration(6*k) * sec, Kind: Overload, Nodes: []string{home}, Peers: []string{"client"},
+					Detail: ShedDetail, Timer: placedTimer})
+				p := pop(time.Duration(6*k)*sec+2*sec+1800*ms+20*ms, away, "a", k)
+				p.Timer = placedTimer
+				h.Pops = append(h.Pops, p)
+			}
+			vs := Check(h)
+			if c.want == "" {
+				requireNone(t, vs)
+			} else {
+				requireHas(t, vs, c.want)
+			}
+		})
+	}
+}

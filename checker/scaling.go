@@ -140,3 +140,78 @@ func (x *index) placeEpochs(d *def) {
 	d.rfMin = d.rf
 	d.quorum = ackQuorum(len(at))
 }
+
+// lostInMove is when a scale that moved d lost every copy of it, never
+// when none did. Excuse lost-in-move: while a scale moves a timer its old
+// holders pop it only after every new replica's turn (node's handOff),
+// and they hand it to the new replicas through messages that carry its
+// record. When every node of the placement before the move crashed
+// (taking its copy: no storage, or a disk fault) during the move, all of
+// them down at once, and no message carrying the record had reached any
+// other node by then (History.Carried), no node held the timer: its pops
+// from then on, and a pop due before whose deadline the crash came, are
+// not owed. A message to a new replica, a node of the old placement that
+// kept its copy, or a crash outside the move ends the excuse.
+func (x *index) lostInMove(d *def) time.Duration {
+	if !d.movedLossSet {
+		d.movedLoss, d.movedLossSet = x.movedLossOf(d), true
+	}
+	return d.movedLoss
+}
+
+// movedLossOf computes lostInMove.
+func (x *index) movedLossOf(d *def) time.Duration {
+	if !d.placed || d.shared || d.home == nil {
+		return never
+	}
+	for _, m := range d.moves {
+		if m.from < d.hi {
+			continue // written while the scale ran: placed by either view
+		}
+		old := d.epochs[d.epochAt(m.from-1)].ranked
+		if old == nil {
+			continue
+		}
+		if c, ok := x.allCrashed(d, old, m.from, m.to); ok && !x.carriedBeyond(d.timer, old, c) {
+			return c
+		}
+	}
+	return never
+}
+
+// allCrashed reports the moment every node of old was down at once by
+// crashes in [from, to] that took their copies (crashLoses): the last of
+// those crashes, each node's first in the span.
+func (x *index) allCrashed(d *def, old []string, from, to time.Duration) (time.Duration, bool) {
+	at, back := time.Duration(0), never
+	for _, n := range old {
+		crashed := false
+		for _, s := range d.spans {
+			if s.fault.Kind == Crash && slices.Contains(s.fault.Nodes, n) && s.from >= from && s.from <= to && x.crashLoses(s) {
+				at, back, crashed = max(at, s.from), min(back, s.end), true
+				break
+			}
+		}
+		if !crashed {
+			return 0, false
+		}
+	}
+	return at, at < back
+}
+
+// carriedBeyond reports whether a message carrying timer's record reached
+// a node outside old by c.
+func (x *index) carriedBeyond(timer uint64, old []string, c time.Duration) bool {
+	if x.carried == nil {
+		x.carried = map[uint64][]Carried{}
+		for _, r := range x.h.Carried {
+			x.carried[r.Timer] = append(x.carried[r.Timer], r)
+		}
+	}
+	for _, r := range x.carried[timer] {
+		if r.At <= c && !slices.Contains(old, r.Node) {
+			return true
+		}
+	}
+	return false
+}

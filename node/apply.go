@@ -282,6 +282,9 @@ func (n *Node) received(id uint64, spec wire.Timer, r *wire.Replication, start i
 		t.def = r.Definition
 	} else {
 		t.setPopMarks(r.Missed, r.Missed)
+		// The replicas the sender knows may lack the definition; this
+		// node, which has it now, is not one of them.
+		t.setLacking(markOf(p.Replicas, r.Lacking, n.self))
 	}
 	return t
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/chronos-timer/chronos/wire"
@@ -61,7 +62,34 @@ func AppendReplication(b []byte, t *Timer, now int64) []byte {
 		Replicas:       t.Placement.Replicas,
 		Sites:          t.Placement.Sites,
 	}
+	var lacking [wire.MaxReplicationFactor]string
+	if t.State == Live && t.Extra != nil && t.Extra.Lacking != 0 {
+		r.Lacking = appendMarked(lacking[:0], t.Placement.Replicas, t.Extra.Lacking)
+	}
 	return wire.AppendReplication(b, &d, &r)
+}
+
+// appendMarked appends to out the replicas whose bit mask marks (by
+// position, as TimerExtra's masks do).
+func appendMarked(out, replicas []string, mask uint32) []string {
+	for i, r := range replicas {
+		if i < 32 && mask&(1<<i) != 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// markOf is the mask, by position in replicas, of the nodes names lists;
+// names outside replicas, and skip, are left out.
+func markOf(replicas, names []string, skip string) uint32 {
+	var mask uint32
+	for i, r := range replicas {
+		if i < 32 && r != skip && slices.Contains(names, r) {
+			mask |= 1 << i
+		}
+	}
+	return mask
 }
 
 // startOf is the start, on this node's clock, that a replication body's

@@ -283,6 +283,28 @@ func (r *mergeResult) converge(h, t *Timer) {
 	if h.State == Live && t.State == Live && mergeMarks(h, t, &r.probeHits) {
 		r.change(h, true)
 	}
+	if h.State == Live && t.State == Live && mergeLacking(h, t) {
+		r.hit(probeLackingLearnt)
+		r.change(h, true) // kept on disk with the record
+	}
+}
+
+// mergeLacking gives both live records of one definition every replica
+// either marks as may lack it (TimerExtra.Lacking), whichever is held
+// afterwards, and reports whether existing changed. Both are placed under
+// this node's view, so their marks are by the same positions. A mark
+// this node cleared on the replica's own answer may come back from a
+// sender that has not heard from it yet: a replica marked wrongly waits
+// for its pop instead of shedding it, one marked by none sheds a pop that
+// nobody makes (scenarios/README.md N29).
+func mergeLacking(existing, incoming *Timer) bool {
+	ex, in := existing.lacking(), incoming.lacking()
+	incoming.setLacking(ex | in)
+	if in&^ex == 0 {
+		return false
+	}
+	existing.setLacking(ex | in)
+	return true
 }
 
 // teach is what a record that does not win leaves on h, the held one

@@ -318,3 +318,30 @@ func TestRetriesOfThreeRacingWritesDoNotPopAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestLackingMarkSurvivesANoticeTaken: a replica that knows a later
+// replica may lack the timer (TimerExtra.Lacking) keeps knowing it when
+// it takes a pop notice of the same definition that carries no mark,
+// and learns the marks a notice carries: the mark is what keeps it from
+// shedding a pop nobody would make after it. Taken with the notice, it
+// was lost, and the proxy shed every pop (scenarios/README.md N29).
+func TestLackingMarkSurvivesANoticeTaken(t *testing.T) {
+	const now = int64(1_000_000)
+	p := &Placement{Replicas: mergeNodes[:3]}
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 10 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 3}
+	held := newTimer(7, 1, spec, now-1500, 0, p, mergeViews[0], nil)
+	held.setLacking(1 << 2)
+	notice := newTimer(7, 1, spec, now-1500, 1, p, mergeViews[0], nil)
+	r := merge(testEnv(now), held, *notice)
+	if r.verdict != took || r.in.lacking() != 1<<2 {
+		t.Fatalf("notice taken: verdict %d, lacking %b; want it taken with lacking %b", r.verdict, r.in.lacking(), 1<<2)
+	}
+
+	unmarked := newTimer(7, 1, spec, now-1500, 1, p, mergeViews[0], nil)
+	marked := newTimer(7, 1, spec, now-1500, 1, p, mergeViews[0], nil)
+	marked.setLacking(1 << 1)
+	r = merge(testEnv(now), unmarked, *marked)
+	if got := r.after(unmarked).lacking(); got != 1<<1 || !r.heldChanged {
+		t.Fatalf("a notice of the held sequence marking a replica: lacking %b (held changed %v); want %b", got, r.heldChanged, 1<<1)
+	}
+}

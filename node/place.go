@@ -1,6 +1,10 @@
 package node
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/chronos-timer/chronos/wire"
+)
 
 // Placement is derived, never merged. Whatever view a record arrives
 // placed under, a node places it on the replicas its own view gives the
@@ -26,7 +30,27 @@ func (n *Node) placeNow(t *Timer) {
 	if t.Placement != nil && slices.Equal(t.Placement.Replicas, n.replicaBuf) {
 		return // already where this view places it
 	}
+	before := t.Placement
 	t.Placement = n.placement(n.replicaBuf, sites)
+	if before != nil && t.Extra != nil && (t.Extra.Lacking != 0 || t.Extra.Refused != 0) {
+		// The marks of replicas are by position: they follow each
+		// replica to its place in the new list, or go with it.
+		n.hit(probePlacedMarks)
+		e := *t.Extra
+		e.Lacking = remark(before.Replicas, t.Placement.Replicas, e.Lacking)
+		e.Refused = remark(before.Replicas, t.Placement.Replicas, e.Refused)
+		t.Extra = nil
+		if !e.empty() {
+			t.Extra = &e // copied, never changed in place: snapshots share it
+		}
+	}
+}
+
+// remark moves mask, marks by position in from, to the positions the
+// same nodes have in to; a node to does not list loses its mark.
+func remark(from, to []string, mask uint32) uint32 {
+	var buf [wire.MaxReplicationFactor]string
+	return markOf(to, appendMarked(buf[:0], from, mask), "")
 }
 
 // placeAll places every record held again after a change of view. A

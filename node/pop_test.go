@@ -87,3 +87,33 @@ func TestPopLeftToNoReplicaThatMayLackIt(t *testing.T) {
 	held = c.nodes[nodeA].store.Get(id)
 	assert.Equal(t, ReplicaSkew, c.nodes[nodeA].handOnAfter(held), "the primary's pops, once the backup took a notice")
 }
+
+// TestProxyTellsReplicasWhichMayLackIt: a proxy that is no replica of the
+// timer tells the replicas that took its write which replicas did not
+// (reliability.lacking), so the primary does not leave its pops to a
+// backup that never took the timer; once the backup answers one of its
+// messages, the primary leaves them to it again. Without the word, the
+// primary shed every pop for a backup that held nothing under load
+// (scenarios/README.md N29).
+func TestProxyTellsReplicasWhichMayLackIt(t *testing.T) {
+	ring := NewRing([]string{nodeA, nodeB, nodeC})
+	id := uint64(1)
+	for !slices.Equal(ring.Replicas(id, 2), []string{nodeA, nodeB}) {
+		id++
+	}
+	wid := wire.FormatWireID(id, 0)
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	c.lose = func(host string, req Request) bool { return strings.Contains(host, nodeB) }
+	r := c.client(nodeC, "PUT", "/timers/"+wid, string(wire.Encode(wire.Timer{Interval: 10 * time.Second, RepeatFor: 30 * time.Second, URI: cb, ReplicationFactor: 2})))
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	require.Nil(t, c.nodes[nodeC].store.Get(id), "the proxy is no replica")
+	held := c.nodes[nodeA].store.Get(id)
+	require.NotNil(t, held)
+	assert.Equal(t, time.Duration(0), c.nodes[nodeA].handOnAfter(held), "the primary's pops, told the backup lacks the timer")
+
+	c.lose = nil
+	c.advance(11*time.Second, 200) // pop 1, whose notice the backup takes
+	held = c.nodes[nodeA].store.Get(id)
+	assert.Equal(t, ReplicaSkew, c.nodes[nodeA].handOnAfter(held), "the primary's pops, once the backup took a notice")
+	assert.Zero(t, c.nodes[nodeB].store.Get(id).lacking(), "the backup's marks: it holds the timer")
+}

@@ -246,12 +246,15 @@ type TimerExtra struct {
 	// one, so the replicas ranked after them move up a rank instead of
 	// popping every pop 2 s late for good (scenarios/README.md I2).
 	Refused uint32
-	// Lacking marks, by position in Placement.Replicas, the replicas a
-	// write of this definition, proxied here, could not place it on (its
-	// replication went unanswered) and that have not answered a message
-	// of it since: they may not hold it. A replica does not leave a pop
-	// to replicas that may not hold it (handOnAfter): under load it would
-	// shed the pop for one nobody makes (scenarios/README.md N29).
+	// Lacking marks, by position in Placement.Replicas, the replicas
+	// that may not hold this definition: a write of it could not place
+	// it on them (its replication went unanswered, or was not taken),
+	// as the write's proxy found and told the replicas that took it
+	// (reliability.lacking, which every message of the definition
+	// carries on), and they have not answered this node a message of it
+	// since. A replica does not leave a pop to replicas that may not
+	// hold it (handOnAfter): under load it would shed the pop for one
+	// nobody makes (scenarios/README.md N29).
 	Lacking uint32
 	// Missed marks, by distance below Seq (bit i is pop Seq-i), the pops
 	// up to Seq that were not made as far as this replica knows: its own
@@ -298,6 +301,30 @@ func (t *Timer) setPopMarks(missed, owed uint32) {
 	}
 	t.Extra = new(TimerExtra)
 	*t.Extra = e
+}
+
+// lacking returns t's Lacking mark.
+func (t *Timer) lacking() uint32 {
+	if t.Extra == nil {
+		return 0
+	}
+	return t.Extra.Lacking
+}
+
+// setLacking sets t's Lacking mark, copying Extra as setPopMarks does.
+func (t *Timer) setLacking(mask uint32) {
+	if t.lacking() == mask {
+		return
+	}
+	var e TimerExtra
+	if t.Extra != nil {
+		e = *t.Extra
+	}
+	e.Lacking = mask
+	t.Extra = nil
+	if !e.empty() {
+		t.Extra = &e
+	}
 }
 
 // empty reports whether e holds nothing, so that its record can do

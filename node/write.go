@@ -49,6 +49,12 @@ type write struct {
 	// expired, its notices meeting nothing.
 	deletes, buried bool
 	unanswered      int
+	// vouched and lacking mark, by position in rec's replicas, the
+	// other replicas that hold a live write and those that may not
+	// (unanswered, or answered without taking it): the first are told
+	// of the second (tellLacking).
+	vouched, lacking uint32
+	n                *Node
 	// again, if its node is set, writes again after a newer version or
 	// a collision.
 	again writeAgain
@@ -132,6 +138,9 @@ func (w *write) done(applied bool, resp Response) {
 	}
 	if w.pending > 0 {
 		return
+	}
+	if w.newer == 0 && !w.collided {
+		w.n.tellLacking(w)
 	}
 	switch {
 	case (w.newer != 0 || w.collided) && w.again.n != nil:
@@ -366,7 +375,7 @@ func (n *Node) inferRF(id, bloom uint64) int {
 // start: now, for a client write's first try.
 func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, start int64, reply func(Response), tries int) {
 	var buf [wire.MaxReplicationFactor]string
-	w := &write{reply: reply, deletes: deletes(spec)}
+	w := &write{n: n, reply: reply, deletes: deletes(spec)}
 	w.rec = makeTimer(id, version, spec, start, 0, n.placement(n.ring.AppendReplicas(buf[:0], id, spec.ReplicationFactor), n.sites()),
 		n.ring.ViewID(), n.hosts)
 	t := &w.rec
@@ -418,12 +427,19 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, 
 			w.buried = w.buried || ok && resp.Header.Get(HeaderHeld) == heldBuried
 			if resp.Status == 0 {
 				w.unanswered++
-				n.markLacking(t, peer, true)
 			}
 			if ok && !vouches(t, resp) {
 				n.hit(probeWriteNotHeld)
 				w.elsewhere++
 				ok = false
+			}
+			if i := slices.Index(replicas, peer); i >= 0 && i < 32 {
+				switch {
+				case ok:
+					w.vouched |= 1 << i
+				case resp.Status != 409: // a 409 holds a newer record, or another timer's
+					w.lacking |= 1 << i
+				}
 			}
 			w.done(counts && ok, resp)
 		})
@@ -670,6 +686,39 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 			done(ok, resp)
 		}
 	})
+}
+
+// tellLacking passes on what a live write found once every target
+// answered: the replicas that may lack it (write.lacking) are marked on
+// this node's copy, if it is one, and the replicas that took it are sent
+// the record again with those marked (reliability.lacking), so that none
+// of them leaves a pop to a replica that may not hold the timer
+// (handOnAfter). A proxy that is no replica has no pop to make: without
+// the word, a replica that took its write shed each pop for the next
+// one, which had never taken it (scenarios/README.md N29).
+func (n *Node) tellLacking(w *write) {
+	t := &w.rec
+	if t.State != Live || w.lacking == 0 {
+		return
+	}
+	replicas := t.Placement.Replicas
+	for i, peer := range replicas {
+		if w.lacking&(1<<i) != 0 {
+			n.markLacking(t, peer, true)
+		}
+	}
+	if w.vouched == 0 {
+		return
+	}
+	n.hit(probeLackingTold)
+	told := *t
+	told.setLacking(w.lacking)
+	now := n.nowMs()
+	for i, peer := range replicas {
+		if w.vouched&(1<<i) != 0 {
+			n.replicate(peer, &told, nil, now, nil)
+		}
+	}
 }
 
 // markLacking notes whether replica peer may lack t's definition, which

@@ -72,6 +72,8 @@ func FuzzParseBody(f *testing.F) {
 	f.Add([]byte(`{"timing":{"interval":5},"callback":{"http":{"uri":"http:\/\/a\/","opaque":"\ud83d\ude00\u0000\n\"\\"}}}`))
 	f.Add(AppendReplication(nil, &Timer{Interval: 2 * time.Second, ReplicationFactor: 3},
 		&Replication{Version: 5, Sites: []string{"s1", "s2"}}))
+	f.Add(AppendReplication(nil, &Timer{Interval: time.Second, RepeatFor: time.Second, URI: "http://a/"},
+		&Replication{Replicas: []string{"a:1", "b:2"}, Lacking: []string{"b:2"}}))
 	f.Add([]byte(`{"timing":{"interval":5},"callback":{"http":{"uri":"http://a:0/"}}}`))
 	f.Add([]byte(`{"timing":{"interval":5},"callback":{"http":{"uri":"http://a:70000/"}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -118,7 +120,7 @@ func checkStringsUTF8(t *testing.T, spec Timer, repl *Replication) {
 		strs = append(strs, tag.Type)
 	}
 	if repl != nil {
-		strs = append(append(strs, repl.Replicas...), repl.Sites...)
+		strs = append(append(append(strs, repl.Replicas...), repl.Sites...), repl.Lacking...)
 	}
 	for _, s := range strs {
 		if !utf8.ValidString(s) {
@@ -158,6 +160,10 @@ func checkAsStdlibReads(t *testing.T, body []byte, spec Timer, repl *Replication
 		for i, s := range repl.Sites {
 			k := fmt.Sprint("site ", i)
 			want[k], got[k] = s, jsonAt(doc, "reliability", "sites", i)
+		}
+		for i, s := range repl.Lacking {
+			k := fmt.Sprint("lacking ", i)
+			want[k], got[k] = s, jsonAt(doc, "reliability", "lacking", i)
 		}
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -202,7 +208,8 @@ func checkReencoded(t *testing.T, spec Timer, repl *Replication) {
 	if repl2 == nil || repl2.StartTimeDelta != repl.StartTimeDelta || repl2.Seq != repl.Seq ||
 		repl2.Version != repl.Version || repl2.ViewID != repl.ViewID ||
 		repl2.Definition != repl.Definition || repl2.Missed != repl.Missed ||
-		!slices.Equal(repl2.Replicas, repl.Replicas) || !slices.Equal(repl2.Sites, repl.Sites) {
+		!slices.Equal(repl2.Replicas, repl.Replicas) || !slices.Equal(repl2.Sites, repl.Sites) ||
+		!slices.Equal(repl2.Lacking, repl.Lacking) {
 		t.Fatalf("re-encoded replication:\n got %+v\nwant %+v", repl2, repl)
 	}
 }
@@ -244,7 +251,7 @@ const (
 	// exactInternalBody uses every internal member.
 	exactInternalBody = `{"timing":{"interval":5,"start-time-delta":-500,"sequence-number":2,"version":"9"},` +
 		`"callback":{"http":{"uri":"http://a/"}},` +
-		`"reliability":{"cluster-view-id":"4","replicas":["a:1"],"sites":["s1","s2"]}}`
+		`"reliability":{"cluster-view-id":"4","replicas":["a:1"],"sites":["s1","s2"],"lacking":["a:1"]}}`
 )
 
 // TestBodyKeysExact proves keys match exactly, as the original parser's
@@ -255,7 +262,7 @@ const (
 func TestBodyKeysExact(t *testing.T) {
 	client := Timer{Interval: 5 * time.Second, RepeatFor: 50 * time.Second, URI: "http://a/", Opaque: "x", ReplicationFactor: 3, Tags: []Tag{{"CALL", 2}}}
 	internal := Timer{Interval: 5 * time.Second, RepeatFor: 5 * time.Second, URI: "http://a/"}
-	repl := Replication{StartTimeDelta: -500 * time.Millisecond, Seq: 2, Version: 9, ViewID: 4, Replicas: []string{"a:1"}, Sites: []string{"s1", "s2"}}
+	repl := Replication{StartTimeDelta: -500 * time.Millisecond, Seq: 2, Version: 9, ViewID: 4, Replicas: []string{"a:1"}, Sites: []string{"s1", "s2"}, Lacking: []string{"a:1"}}
 	with := func(s Timer, f func(*Timer)) *Timer { f(&s); return &s }
 	withRepl := func(r Replication, f func(*Replication)) *Replication { f(&r); return &r }
 	cases := []struct {
@@ -287,6 +294,7 @@ func TestBodyKeysExact(t *testing.T) {
 		{exactInternalBody, "version", "Version", "", &internal, withRepl(repl, func(r *Replication) { r.Version = 0 })},
 		{exactInternalBody, "cluster-view-id", "Cluster-View-Id", "", &internal, withRepl(repl, func(r *Replication) { r.ViewID = 0 })},
 		{exactInternalBody, "sites", "Sites", "", &internal, withRepl(repl, func(r *Replication) { r.Sites = nil })},
+		{exactInternalBody, "lacking", "Lacking", "", &internal, withRepl(repl, func(r *Replication) { r.Lacking = nil })},
 	}
 	for _, tc := range cases {
 		t.Run(tc.as, func(t *testing.T) {
@@ -549,6 +557,7 @@ type refReliability struct {
 	ClusterViewID     string    `json:"cluster-view-id,omitempty"`
 	Replicas          *[]string `json:"replicas,omitempty"`
 	Sites             []string  `json:"sites,omitempty"`
+	Lacking           []string  `json:"lacking,omitempty"`
 	ReplicationFactor int       `json:"replication-factor,omitempty"`
 }
 
@@ -587,7 +596,7 @@ func refReplication(t *Timer, r *Replication) []byte {
 			Version: strconv.FormatUint(r.Version, 10), Definition: r.Definition, Missed: r.Missed},
 		Callback: map[string]*refCallback{},
 		Reliability: &refReliability{ClusterViewID: strconv.FormatUint(r.ViewID, 10),
-			Replicas: &replicas, Sites: r.Sites, ReplicationFactor: t.ReplicationFactor},
+			Replicas: &replicas, Sites: r.Sites, Lacking: r.Lacking, ReplicationFactor: t.ReplicationFactor},
 	}
 	if t.URI != "" {
 		b.Callback["http"] = &refCallback{URI: t.URI, Opaque: t.Opaque}
@@ -637,12 +646,15 @@ func TestEncodeMatchesReference(t *testing.T) {
 		if got, want := Encode(spec), refSpec(spec); !slices.Equal(got, want) {
 			t.Fatalf("Encode(%+v)\n got %s\nwant %s", spec, got, want)
 		}
-		var replicas, sites []string
+		var replicas, sites, lacking []string
 		for i := range rapid.IntRange(-1, 3).Draw(t, "replicas") {
 			replicas = append(replicas, anyString(t, fmt.Sprint("replica ", i)))
 		}
 		for i := range rapid.IntRange(0, 3).Draw(t, "sites") {
 			sites = append(sites, anyString(t, fmt.Sprint("site ", i)))
+		}
+		for i := range rapid.IntRange(0, 2).Draw(t, "lacking") {
+			lacking = append(lacking, anyString(t, fmt.Sprint("lacking ", i)))
 		}
 		if rapid.Bool().Draw(t, "tombstone") {
 			spec.URI, spec.Opaque = "", ""
@@ -652,7 +664,7 @@ func TestEncodeMatchesReference(t *testing.T) {
 			StartTimeDelta: time.Duration(rapid.Int64Range(math.MinInt64/int64(time.Millisecond), math.MaxInt64/int64(time.Millisecond)).Draw(t, "delta")) * time.Millisecond,
 			Seq:            rapid.Uint32().Draw(t, "seq"), Version: rapid.Uint64().Draw(t, "version"),
 			ViewID: rapid.Uint64().Draw(t, "view"), Definition: rapid.Uint32().Draw(t, "def"),
-			Missed: rapid.Uint32().Draw(t, "missed"), Replicas: replicas, Sites: sites,
+			Missed: rapid.Uint32().Draw(t, "missed"), Replicas: replicas, Sites: sites, Lacking: lacking,
 		}
 		if got, want := AppendReplication(nil, &spec, r), refReplication(&spec, r); !slices.Equal(got, want) {
 			t.Fatalf("AppendReplication(%+v, %+v)\n got %s\nwant %s", spec, r, got, want)

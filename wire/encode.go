@@ -43,7 +43,8 @@ func Encode(t Timer) []byte {
 // AppendReplication appends to b the internal PUT body (api.md, "internal
 // API") of definition t with the replication state r, which Parse reads
 // back as t and r. A Timer with no URI travels as a tombstone: an empty
-// callback. Definition and Missed are omitted when 0, Sites when empty;
+// callback. Definition and Missed are omitted when 0, Sites and Lacking
+// when empty;
 // the replica list is always there (an empty one forwards the timer to
 // another site), and t's replication factor, when not 0, travels in
 // reliability after it.
@@ -79,6 +80,10 @@ func AppendReplication(b []byte, t *Timer, r *Replication) []byte {
 	if len(r.Sites) > 0 {
 		b = append(b, `,"sites":`...)
 		b = AppendStrings(b, r.Sites)
+	}
+	if len(r.Lacking) > 0 {
+		b = append(b, `,"lacking":`...)
+		b = AppendStrings(b, r.Lacking)
 	}
 	if t.ReplicationFactor != 0 {
 		b = append(b, `,"replication-factor":`...)

@@ -46,6 +46,7 @@ type rawBody struct {
 	ClusterViewID     rawValue // internal
 	Replicas          rawValue // internal: its presence makes a body internal
 	Sites             rawValue // internal
+	Lacking           rawValue // internal
 	Statistics        rawValue
 }
 
@@ -135,6 +136,8 @@ func (r *rawBody) decodeReliability(v rawValue) error {
 			r.Replicas = it.val
 		case "sites":
 			r.Sites = it.val
+		case "lacking":
+			r.Lacking = it.val
 		}
 	}
 	return nil
@@ -440,6 +443,12 @@ func parseReplication(w *rawBody) (*Replication, error) {
 	// site: the receiving node places it on its own cluster.
 	if len(r.Replicas) == 0 && len(r.Sites) == 0 || len(r.Replicas) > MaxReplicationFactor {
 		return nil, badf("reliability.replicas must list 1 to %d nodes", MaxReplicationFactor)
+	}
+	if r.Lacking, err = stringList(w.Lacking, "reliability.lacking"); err != nil {
+		return nil, err
+	}
+	if len(r.Lacking) > MaxReplicationFactor {
+		return nil, badf("reliability.lacking must list at most %d nodes", MaxReplicationFactor)
 	}
 	if w.StartTimeDelta != nil {
 		delta, err := intField(w.StartTimeDelta, "timing.start-time-delta", -MaxTimingSeconds*1000, MaxTimingSeconds*1000)

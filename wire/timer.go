@@ -66,6 +66,10 @@ type Replication struct {
 	Missed   uint32
 	Replicas []string
 	Sites    []string
+	// Lacking names the replicas the sender knows may not hold the
+	// definition: a write's replication to them went unanswered or was
+	// not taken. Absent (nil) in the original's bodies.
+	Lacking []string
 }
 
 // ErrInvalid is wrapped by Validate's errors, and by a Timer's
