@@ -33,14 +33,6 @@ const (
 	// ExCopiesLost: a fault may have removed every copy before the pop
 	// fell due (as many replicas as hold it crashed).
 	ExCopiesLost Excuse = "copies-lost"
-	// ExLostInMove: a scale moved the timer, and every node that held
-	// it before the move crashed, taking its copy, before any message
-	// carrying its record reached another node (History.Carried): the
-	// new replicas never held it, and the old holders, which pop after
-	// every new replica while they hand a moved timer off (a rank later
-	// than the pop's window), may not have made a pop due just before
-	// the crash (lostInMove).
-	ExLostInMove Excuse = "lost-in-move"
 	// ExDiskLost: in a history with storage, where a crash takes no
 	// copy, disk faults did: a disk that lied or was full before the
 	// crash, or was found corrupt and wiped at the restart (diskLost).

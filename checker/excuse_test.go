@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -39,17 +38,6 @@ func placed(t *testing.T) (h *History, primary, backup, other string) {
 		h.Pops[i].Timer = placedTimer
 	}
 	return h, r[0], r[1], other
-}
-
-// joiner is a node that, joining members, becomes a replica of
-// placedTimer (rf 2).
-func joiner(members []string) string {
-	for i := 6; ; i++ {
-		n := fmt.Sprintf("n%d", i)
-		if slices.Contains(Replicas(append(slices.Clone(members), n), placedTimer, 2), n) {
-			return n
-		}
-	}
 }
 
 // handOver makes the backup deliver pops from..10, each at its rank (2 s
@@ -231,39 +219,6 @@ func TestEveryExcuseIsNeededAndBounded(t *testing.T) {
 			// pops 3 and on at its rank.
 			h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: pickTimer(rel)},
 				{At: 2500 * ms, Kind: Crash, Nodes: []string{p}}}
-			h.Pops = h.Pops[:2]
-		}},
-		{ExLostInMove, "G2", func(h *History, p, b, o string, rel bool) {
-			// A scale-up moves the timer onto a joining node, and both
-			// old replicas crash at 6 s, after pop 3's window but
-			// before its deadline, which the hand-off's rank sets (the
-			// old holders pop after the new replicas): no message had
-			// carried the timer to the joining node, so no copy is
-			// left and pop 3 is lost with the rest. Moved: a message
-			// had carried the record to the joining node, which owes
-			// pop 3 at its rank.
-			joining := joiner(h.Members)
-			h.Scales = []Scale{{Kind: ScaleUp, Start: 2 * sec, End: 12 * sec, Before: h.Members, After: append(slices.Clone(h.Members), joining)}}
-			h.Faults = []Fault{{At: 2 * sec, Kind: ScaleUp, Nodes: []string{joining}},
-				{At: 6 * sec, Kind: Crash, Nodes: []string{p}}, {At: 6 * sec, Kind: Crash, Nodes: []string{b}}}
-			h.Pops = h.Pops[:2]
-			if !rel {
-				h.Carried = []Carried{{At: 2500 * ms, Node: joining, Timer: placedTimer}}
-			}
-		}},
-		{ExLostInMove, "G2", func(h *History, p, b, o string, rel bool) {
-			// As above. Moved: the backup crashes at 7.5 s, past pop
-			// 3's deadline: the backup, which held the timer until
-			// then, owed pop 3 (and the primary, up then, pops 4 and
-			// on are the crash's).
-			joining := joiner(h.Members)
-			backupCrash := 6 * sec
-			if !rel {
-				backupCrash = 7500 * ms
-			}
-			h.Scales = []Scale{{Kind: ScaleUp, Start: 2 * sec, End: 12 * sec, Before: h.Members, After: append(slices.Clone(h.Members), joining)}}
-			h.Faults = []Fault{{At: 2 * sec, Kind: ScaleUp, Nodes: []string{joining}},
-				{At: 6 * sec, Kind: Crash, Nodes: []string{p}}, {At: backupCrash, Kind: Crash, Nodes: []string{b}}}
 			h.Pops = h.Pops[:2]
 		}},
 		{ExDiskLost, "G2", func(h *History, p, b, o string, rel bool) {

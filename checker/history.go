@@ -257,23 +257,6 @@ type History struct {
 	// Clashes are the moments a twin surely learned that it shares its
 	// number, from what the network handed it (see Clash).
 	Clashes []Clash
-	// Carried lists, per timer and node, the first moment the network
-	// delivered the node a message carrying the timer's record: an
-	// internal PUT to /timers/<wire ID> (a replication, pop notice,
-	// hand-off or push), the 409 answer to one, which carries a newer
-	// record back, or a resync page that lists the timer. Taken from
-	// what the network delivered, never from what a node said, and
-	// whatever the node then did with it: a node no message of a timer
-	// ever reached cannot hold it (see lostInMove).
-	Carried []Carried
-}
-
-// Carried is the first delivery of a message carrying Timer's record to
-// Node.
-type Carried struct {
-	At    time.Duration
-	Node  string
-	Timer uint64
 }
 
 // Clash is a moment twin Node surely learned that another member shares

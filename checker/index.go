@@ -81,9 +81,6 @@ type def struct {
 	// are known.
 	missed   map[string]bool
 	failures *copyFailures
-	// movedLoss caches lostInMove, once movedLossSet.
-	movedLoss    time.Duration
-	movedLossSet bool
 }
 
 // link is a kind of wait on the link from one node to another.
@@ -142,8 +139,6 @@ type index struct {
 	tlSpans []*span
 	// disks is each node's disk history (diskFaults).
 	disks map[string]*nodeDisk
-	// carried is History.Carried by timer (carriedBeyond).
-	carried map[uint64][]Carried
 	// defsByTimer is the definitions by timer (defsOf).
 	defsByTimer map[uint64][]*def
 	// factorsBefore memoises factorBefore, by op and seq.

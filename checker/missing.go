@@ -83,8 +83,6 @@ func (x *index) owed(d *def, k int, bound time.Duration, ok, liveness bool) verd
 		return excused(ExUnknownWrite)
 	case !ok:
 		return excused(x.unable(d, k, liveness))
-	case x.lostInMove(d) <= by:
-		return excused(ExLostInMove)
 	case lo >= d.lossFrom:
 		return excused(x.lossExcuse())
 	case by > x.end:

@@ -134,9 +134,6 @@ type world struct {
 	// twins records a shared-instance plan's misconfiguration (nil in
 	// any other plan).
 	twins *twins
-	// carriedTo is which nodes a message carrying each timer's record
-	// has reached (carried.go).
-	carriedTo map[carryKey]bool
 }
 
 // machine is one simulated server: its clock outlives the nodes that run
@@ -296,7 +293,6 @@ func (w *world) boot(m *machine) {
 			w.twins.served(m.addr, from, req)
 		}
 		held, shed := w.heldRecords(nd), shedCount(nd)
-		w.carriedIn(m.addr, &req)
 		// Once Handle has returned (returned), shedHere says whether
 		// the node shed a record while handling req: its applies are
 		// synchronous, its answer may come later (see ownRefusal).
@@ -358,7 +354,7 @@ func (w *world) boot(m *machine) {
 		cfg.InstanceID = n
 	}
 	cfg.Clock = m.clock
-	cfg.Network = carryNet{w: w, net: w.twins.network(m), self: m.addr}
+	cfg.Network = w.twins.network(m)
 	cfg.Logger = w.opts.Logger
 	var kept []recovered
 	if m.disk != nil {
