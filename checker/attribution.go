@@ -276,7 +276,7 @@ func (x *index) clockSpread(d *def) []span {
 const startSpreadFault FaultKind = "start-spread"
 
 // startSpread is the wait that set d's replicas' starts apart, for pop k
-// (scenarios/README.md C8, seed 500015): a replica rebuilds the start
+// (scenarios/README.md C8): a replica rebuilds the start
 // when it processes the write's replication, so one whose message waited
 // w starts w later than the proxy that took the write, however early the
 // client had its answer; past spreadMargin its pop meets the next rank's

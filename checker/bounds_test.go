@@ -524,7 +524,7 @@ func TestHoldsAddUpAlongAPath(t *testing.T) {
 	}
 }
 
-// TestRequestLostAfterItsSendWaitWasSentInTheWrite is seed 357021: a
+// TestRequestLostAfterItsSendWaitWasSentInTheWrite is a sweep's find: a
 // request is recorded lost when it leaves its sender, after its wait for
 // the sender's CPU, so one the write sent may be lost long after the
 // client had its answer. The backup missed the write: when the primary
@@ -552,7 +552,7 @@ func TestRequestLostAfterItsSendWaitWasSentInTheWrite(t *testing.T) {
 	}
 }
 
-// TestRequestRefusedAfterItsInboundWaitWasSentInTheWrite is seed 170: a
+// TestRequestRefusedAfterItsInboundWaitWasSentInTheWrite is a sweep's find: a
 // full replica's refusal is recorded (a lost request) when it processed
 // the request, after its wait in its inbound queue, so the replication
 // of a write it refused after the client had its answer was still the
@@ -586,8 +586,8 @@ func TestRequestRefusedAfterItsInboundWaitWasSentInTheWrite(t *testing.T) {
 	}
 }
 
-// TestHandOffThatWaitedStartsTheNewReplicaLate is seeds 361030 and
-// 362383: a scale moves an rf 1 timer from the member it removes to
+// TestHandOffThatWaitedStartsTheNewReplicaLate is a class two fresh
+// seeds found: a scale moves an rf 1 timer from the member it removes to
 // another, and the hand-off that brings the new replica its copy waits
 // 0.5 s for the old one's CPU, so the new replica rebuilds the start that
 // late and, the old copy gone, pops late by it for good. No wait, a pop
@@ -685,7 +685,7 @@ func TestHandOffThatWaitedAfterTheOldReplicaPopped(t *testing.T) {
 	}
 }
 
-// TestLateCopyKeepsItsHoldWhileItsNoticesTimeOut is seed 358018: the
+// TestLateCopyKeepsItsHoldWhileItsNoticesTimeOut is a sweep's find: the
 // primary missed the write (its replication was lost), the backup pops 1
 // at its rank and its notice, waiting 1.5 s for its CPU, brings the
 // primary a copy that starts 1.5 s late. The backup kept the true start

@@ -173,9 +173,10 @@ func (x *index) queuedPastLag(s *span, node string, b time.Duration) bool {
 // overloaded CPU (an Overload fault on its link, see sendWaitOf), and a
 // request its receiver refused (at its limit, by age) when the receiver
 // processed it, its Age before that, so one sent while the write ran may
-// be lost or refused long after (seed 357021: the forward to the other
-// site waited 1.17 s, then was lost; seed 170: a full backup refused the
-// replication it processed 0.94 s late, after the client's answer; and
+// be lost or refused long after (TestRequestLostAfterItsSendWaitWasSentInTheWrite:
+// the forward to the other site waited 1.17 s, then was lost;
+// TestRequestRefusedAfterItsInboundWaitWasSentInTheWrite: a full backup
+// refused the replication it processed 0.94 s late, after the client's answer; and
 // another site's relay, paused, refused by its age a forward it had been
 // sent 10 s before). A refusal with no Age is dated by the wait in its
 // receiver's inbound queue (a Queued fault on the link whose wait ended

@@ -202,6 +202,34 @@ func TestMovedCopyTakesItsDefinitionsEnd(t *testing.T) {
 	}
 }
 
+// TestMovedBackKeepsThePopsItsCopyKnew: a scale moved a timer off this
+// node after its copy had reached pop 2, and a later scale moves it back;
+// the live record that brings it back comes from a replica that knows
+// only pop 1 (it missed the notice of pop 2). The node takes the record
+// back at the sequence its moved copy knew, so it does not make pop 2
+// again, and it owes none of the pops its copy had reached, whatever the
+// sender says it missed. (movedBack and keepProgress both carry the
+// sequence: the test holds the behaviour, not one of the two.)
+func TestMovedBackKeepsThePopsItsCopyKnew(t *testing.T) {
+	const now = int64(1_000_000)
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 5 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 3}
+	p := &Placement{Replicas: mergeNodes[:3]}
+	moved := newTimer(7, 1, spec, now-2500, 2, p, mergeViews[0], nil)
+	moved.entombAs(Moved)
+	back := newTimer(7, 1, spec, now-2500, 1, p, mergeViews[1], nil)
+	back.setPopMarks(0b1, 0b1) // pop 2 missed there, and owed
+	r := merge(testEnv(now), moved, *back)
+	if r.verdict != took || r.in.State != Live {
+		t.Fatalf("moved back: verdict %d, state %d; want the live record taken", r.verdict, r.in.State)
+	}
+	if next, ok := r.in.nextPop(); r.in.Seq != 2 || !ok || next != 3 {
+		t.Errorf("taken at sequence %d, next pop %d (%v); want 2 and pop 3 next", r.in.Seq, next, ok)
+	}
+	if missed, owed := r.in.popMarks(); owed != 0 {
+		t.Errorf("owes %b (missed %b); want nothing of the pops its moved copy had reached", owed, missed)
+	}
+}
+
 // TestRetryAheadOwesNoPopOfTheFirstTry: a replica popped pop 1 of a
 // client write's first try; the proxy's retry of the write (another
 // version, the same definition and start) reaches it ahead, in the
