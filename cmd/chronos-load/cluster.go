@@ -74,10 +74,13 @@ func (c *cluster) restart(i int) error {
 }
 
 // stop ends the processes (SIGTERM, then SIGKILL after a bound) and
-// removes the cluster's folder.
-func (c *cluster) stop() {
+// removes the cluster's folder, unless the run failed: the error names
+// the folder, whose logs say why.
+func (c *cluster) stop(failed bool) {
 	_ = c.Stop()
-	os.RemoveAll(c.Dir())
+	if !failed {
+		os.RemoveAll(c.Dir())
+	}
 }
 
 // pids lists the processes, in address order.

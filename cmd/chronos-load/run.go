@@ -31,7 +31,7 @@ type timerRec struct {
 }
 
 // run performs one measurement.
-func run(o options, log io.Writer) (*report, error) {
+func run(o options, log io.Writer) (rep *report, err error) {
 	sk, err := startSink(o.timers, o.pops, o.sinkWorkers, o.sinkService)
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func run(o options, log io.Writer) (*report, error) {
 		if c, pprof, err = startCluster(bin, o.nodes, o.memoryLimit, o.storage, o.profile != ""); err != nil {
 			return nil, err
 		}
-		defer c.stop()
+		defer func() { c.stop(err != nil) }()
 		if o.profile != "" {
 			// Deferred after the stop, so it runs first: the nodes
 			// still serve their profiles.
@@ -67,7 +67,7 @@ func run(o options, log io.Writer) (*report, error) {
 		targets, pids = c.Addrs(), c.pids()
 		fmt.Fprintf(log, "started %d node(s): %s\n", len(targets), strings.Join(targets, " "))
 	}
-	rep := &report{opts: o, nodes: len(targets)}
+	rep = &report{opts: o, nodes: len(targets)}
 	rssBefore := sumRSS(pids)
 	if !o.hold {
 		// The create baselines, in the same run and next to the creates
