@@ -157,6 +157,9 @@ func (n *Node) resyncPage(req Request) Response {
 			paramClusterViewID, q.view, n.ring.ViewID()))
 	}
 	now := n.nowMs()
+	if q.current && q.fromMs == 0 && q.requester != n.self {
+		n.markRepopulating(q.requester, now)
+	}
 	// Room for a full page of typical records (about 400 bytes each), so
 	// that the body is not copied as it grows.
 	body := append(make([]byte, 0, 64+q.limit*512), `{"timers":[`...)
@@ -199,6 +202,31 @@ func (n *Node) resyncPage(req Request) Response {
 	}
 	n.stats.ResyncPagesServed++
 	return resp
+}
+
+// markRepopulating marks peer as may lack (TimerExtra.Lacking) every
+// live record held that names it a replica and has pops to come: it asks
+// for the timers placed under the current view too (paramCurrentView),
+// which a node does at start-up, so it may hold none of them: restarted
+// without its store, or with one that missed what was written while it
+// was down. Until it answers a message of a definition, a replica before
+// it does not leave that timer's pops to it (handOnAfter): under load
+// every replica before a restarted one shed its pop for the next, and the
+// pop was left to a node that held nothing (scenarios/README.md N31). It
+// marks on the first page only: a later one asks from where the
+// requester has got to, and the marks stand until answers clear them.
+func (n *Node) markRepopulating(peer string, now int64) {
+	var held []*Timer
+	n.store.AscendFrom(0, func(t *Timer) bool {
+		if t.State == Live && slices.Contains(t.Placement.Replicas, peer) && !n.popsPast(t, now) {
+			held = append(held, t)
+		}
+		return true
+	})
+	n.hitIf(len(held) > 0, probeLackingRepopulating)
+	for _, t := range held {
+		n.markLacking(t, peer, true)
+	}
 }
 
 // placedAlike reports whether t, a live record held, was placed by its
