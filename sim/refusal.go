@@ -111,21 +111,8 @@ func (w *world) fullRefusal(m *machine, nd *node.Node, delivered int, from strin
 	if resp.Status != 503 || req.Header.Get(node.HeaderSent) == "" || !strings.HasPrefix(reason, "node holds ") {
 		return
 	}
-	cfg := node.DefaultConfig()
-	w.plan.Node.configure(&cfg)
-	st := nd.Stats()
-	held := max(delivered, w.heldRecords(nd))
-	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Age: w.loop.Now() - sent, Kind: checker.Lost,
-		Nodes: []string{from}, Peers: []string{m.addr}, Timer: timerOfURL(req.URL),
-		Detail: fmt.Sprintf("refused at its limit: holds %d records, %d bytes", held, st.HeldBytes)})
-	// A record past the byte budget needs more room than the held bytes
-	// leave: the request's body bounds the record's bytes from above.
-	if held < cfg.Limits.MaxTimers && st.HeldBytes+int64(len(req.Body)+node.RecordOverheadBytes) <= cfg.Limits.MaxHeldBytes {
-		msg := fmt.Sprintf("%s refused %s %s from %s at its limit (%q), but it holds %d of %d records and %d of %d bytes",
-			m.addr, req.Method, req.URL, from, reason, held, cfg.Limits.MaxTimers, st.HeldBytes, cfg.Limits.MaxHeldBytes)
-		w.apiErrs = append(w.apiErrs, checker.Violation{Guarantee: "API", At: w.loop.Now(), Timer: timerOfURL(req.URL), Message: msg})
-		w.tr.note("API violation: %s", msg)
-	}
+	w.refusedAtLimit(m, nd, delivered, from, sent, req, timerOfURL(req.URL), "refused at its limit",
+		fmt.Sprintf("%s refused %s %s from %s at its limit (%q)", m.addr, req.Method, req.URL, from, reason))
 }
 
 // ownRefusal judges a node's refusal, at its limit, of its own copy of a
@@ -147,16 +134,27 @@ func (w *world) ownRefusal(m *machine, nd *node.Node, delivered int, shed bool, 
 		resp.Status == 503 && strings.HasPrefix(resp.Header.Get(wire.HeaderReason), "node holds ") {
 		return
 	}
+	w.refusedAtLimit(m, nd, delivered, m.addr, sent, req, timer, "refused its own copy at its limit",
+		fmt.Sprintf("%s refused its own copy of %s %s at its limit", m.addr, req.Method, req.URL))
+}
+
+// refusedAtLimit records node m's refusal at its limit of the record req
+// brought it from from (m itself for its own copy) as a lost request,
+// and an API violation when what m held does not justify it: fewer
+// records than its limit, and room for the record within its bytes.
+func (w *world) refusedAtLimit(m *machine, nd *node.Node, delivered int, from string, sent time.Duration, req node.Request, timer uint64, what, refused string) {
 	cfg := node.DefaultConfig()
 	w.plan.Node.configure(&cfg)
 	st := nd.Stats()
 	held := max(delivered, w.heldRecords(nd))
 	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Age: w.loop.Now() - sent, Kind: checker.Lost,
-		Nodes: []string{m.addr}, Peers: []string{m.addr}, Timer: timer,
-		Detail: fmt.Sprintf("refused its own copy at its limit: holds %d records, %d bytes", held, st.HeldBytes)})
+		Nodes: []string{from}, Peers: []string{m.addr}, Timer: timer,
+		Detail: fmt.Sprintf("%s: holds %d records, %d bytes", what, held, st.HeldBytes)})
+	// A record past the byte budget needs more room than the held bytes
+	// leave: the request's body bounds the record's bytes from above.
 	if held < cfg.Limits.MaxTimers && st.HeldBytes+int64(len(req.Body)+node.RecordOverheadBytes) <= cfg.Limits.MaxHeldBytes {
-		msg := fmt.Sprintf("%s refused its own copy of %s %s at its limit, but it holds %d of %d records and %d of %d bytes",
-			m.addr, req.Method, req.URL, held, cfg.Limits.MaxTimers, st.HeldBytes, cfg.Limits.MaxHeldBytes)
+		msg := fmt.Sprintf("%s, but it holds %d of %d records and %d of %d bytes",
+			refused, held, cfg.Limits.MaxTimers, st.HeldBytes, cfg.Limits.MaxHeldBytes)
 		w.apiErrs = append(w.apiErrs, checker.Violation{Guarantee: "API", At: w.loop.Now(), Timer: timer, Message: msg})
 		w.tr.note("API violation: %s", msg)
 	}
