@@ -699,9 +699,9 @@ type dealtTimer struct {
 // told while a new backup missed the timer, it would leave the primary's
 // copy the only one, and a crash of the primary would lose the timer for
 // good: restarted, it repopulates from its peers, and none holds it (a
-// scale the simulator found; probe resync/reference-withheld). Kept, the leaving node's copy is offered again to the primary's
-// start-up resync, and to the resync the operator runs again for the
-// failed send.
+// scale the simulator found; probe resync/reference-withheld). Kept, the
+// leaving node's copy is offered again to the primary's start-up resync,
+// and to the resync the operator runs again for the failed send.
 //
 // For the same reason neither word leaves before what the page made this
 // node take is durable: a node that keeps its records on disk takes a
