@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,19 +20,16 @@ import (
 const waitCeiling = 30 * time.Second
 
 // fakeNode is a shell script that stands for a node: it prints "reloaded"
-// on each SIGHUP and exits 0 on SIGTERM, as chronos does. It naps in
-// short foreground sleeps rather than blocking in wait: a shell (dash is
-// /bin/sh on Debian) that takes a trapped signal just before it blocks in
-// wait runs the trap only once the waited child exits, and a SIGHUP that
-// landed there was never answered on a loaded machine. A trap now runs
-// within one nap. The sleeps hold none of its output open, so that its
-// exit ends the output at once (the harness waits pipeDelay for the
-// output after an exit).
+// on each SIGHUP and exits 0 on SIGTERM, as chronos does. Its sleep holds
+// none of its output open, so that its exit ends the output at once,
+// however late the sleep is killed on a loaded machine (the harness
+// waits pipeDelay for the output after an exit).
 const fakeNode = `#!/bin/sh
 trap 'echo reloaded' HUP
-trap 'exit 0' TERM
+trap 'kill $s; exit 0' TERM
+sleep 1000 >/dev/null 2>&1 & s=$!
 echo serving
-while :; do sleep 0.05 >/dev/null 2>&1; done
+while :; do wait $s && exit 1; done
 `
 
 // watched is the cluster's output: it keeps every line, tells each
@@ -89,6 +87,12 @@ func fakeCluster(t *testing.T, n int, out *watched) *Cluster {
 	if err := os.WriteFile(bin, []byte(fakeNode), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// A shell cannot trap a signal that was ignored when it started
+	// (POSIX), and a test run under nohup, as a detached CI run may be,
+	// hands its children SIGHUP ignored. A handler in this process makes
+	// them start with the default again (exec resets handled signals,
+	// not ignored ones).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	o := Options{Nodes: n, BasePort: DefaultBasePort, Bin: bin}
 	c := &Cluster{opts: o, dir: dir, out: newLines(out), files: o.files(dir, o.addrs(), 0), reported: map[*Proc]bool{}}
 	for _, f := range c.files {
