@@ -51,7 +51,12 @@ func (o Options) Judge(h *History) ([]Violation, Coverage) {
 	if h == nil {
 		return nil, newCoverage()
 	}
-	x := newIndex(h, o)
+	return newIndex(h, o).judgeWithCoverage()
+}
+
+// judgeWithCoverage is Judge on an index built already: JudgeReal judges
+// R1-R3 on the same index instead of building it twice.
+func (x *index) judgeWithCoverage() ([]Violation, Coverage) {
 	vs, _, placed := x.judge()
 	if x.unjudged != "" {
 		return vs, newCoverage()

@@ -163,8 +163,8 @@ func (o Options) JudgeReal(h *RealHistory, b RealBounds) RealVerdict {
 	if err := b.Validate(); err != nil {
 		panic(err)
 	}
-	vs, cov := o.Judge(&h.History)
 	x := newIndex(&h.History, o)
+	vs, cov := x.judgeWithCoverage()
 	if x.unjudged != "" {
 		return RealVerdict{Violations: vs, Coverage: cov}
 	}
