@@ -26,7 +26,11 @@ func WriteScenario(w io.Writer, p *Plan) error {
 			o.NodeWorkers, o.NodeServiceTime, o.NodeSendTime, o.EndpointWorkers, o.EndpointServiceTime)
 	}
 	if o := p.Node; o != (NodeOptions{}) {
-		fmt.Fprintf(&b, "node resync-page=%d max-timers=%d max-in-flight=%d\n", o.ResyncPage, o.MaxTimers, o.MaxInFlight)
+		fmt.Fprintf(&b, "node resync-page=%d max-timers=%d max-in-flight=%d", o.ResyncPage, o.MaxTimers, o.MaxInFlight)
+		if o.MaxHeldBytes > 0 {
+			fmt.Fprintf(&b, " max-held-bytes=%d", o.MaxHeldBytes)
+		}
+		b.WriteString("\n")
 	}
 	for _, i := range slices.Sorted(maps.Keys(p.Addrs)) {
 		fmt.Fprintf(&b, "address n%d %s\n", i, p.Addrs[i])

@@ -61,16 +61,18 @@ type Plan struct {
 type NodeOptions struct {
 	// ResyncPage is the timers a resync asks for a page (node.Config).
 	ResyncPage int
-	// MaxTimers and MaxInFlight are the node's limits (node.Limits).
+	// MaxTimers, MaxInFlight and MaxHeldBytes are the node's limits
+	// (node.Limits).
 	MaxTimers, MaxInFlight int
+	MaxHeldBytes           int64
 }
 
 func (o NodeOptions) validate() error {
 	switch {
 	case o.ResyncPage < 0 || o.ResyncPage > node.MaxResyncPage:
 		return fmt.Errorf("sim: plan node resync-page %d not in 0..%d", o.ResyncPage, node.MaxResyncPage)
-	case o.MaxTimers < 0 || o.MaxInFlight < 0:
-		return fmt.Errorf("sim: plan node max-timers %d and max-in-flight %d must not be negative", o.MaxTimers, o.MaxInFlight)
+	case o.MaxTimers < 0 || o.MaxInFlight < 0 || o.MaxHeldBytes < 0:
+		return fmt.Errorf("sim: plan node max-timers %d, max-in-flight %d and max-held-bytes %d must not be negative", o.MaxTimers, o.MaxInFlight, o.MaxHeldBytes)
 	}
 	return nil
 }
@@ -84,6 +86,9 @@ func (o NodeOptions) configure(cfg *node.Config) {
 	}
 	if o.MaxInFlight > 0 {
 		cfg.Limits.MaxInFlight = o.MaxInFlight
+	}
+	if o.MaxHeldBytes > 0 {
+		cfg.Limits.MaxHeldBytes = o.MaxHeldBytes
 	}
 }
 

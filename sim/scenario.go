@@ -123,16 +123,22 @@ func parseNet(o *netsim.Options, kv []string) error {
 	return nil
 }
 
-// parseNodeOptions: resync-page=<n> max-timers=<n> max-in-flight=<n>.
+// parseNodeOptions: resync-page=<n> max-timers=<n> max-in-flight=<n>
+// max-held-bytes=<n>.
 func parseNodeOptions(o *NodeOptions, kv []string) error {
 	ints := map[string]*int{"resync-page": &o.ResyncPage, "max-timers": &o.MaxTimers, "max-in-flight": &o.MaxInFlight}
 	for _, a := range kv {
 		k, v, _ := strings.Cut(a, "=")
-		if ints[k] == nil {
+		var err error
+		switch {
+		case k == "max-held-bytes":
+			o.MaxHeldBytes, err = strconv.ParseInt(v, 10, 64)
+		case ints[k] != nil:
+			*ints[k], err = strconv.Atoi(v)
+		default:
 			return fmt.Errorf("unknown node option %q", k)
 		}
-		var err error
-		if *ints[k], err = strconv.Atoi(v); err != nil {
+		if err != nil {
 			return err
 		}
 	}
