@@ -287,6 +287,11 @@ func (r *mergeResult) converge(h, t *Timer) {
 		r.hit(probeLackingLearnt)
 		r.change(h, true) // kept on disk with the record
 	}
+	if h.State == Live && t.State == Live && h.sitesLacking()&^t.sitesLacking() != 0 {
+		// Only this node knows which sites its forward missed: a
+		// record of the definition taken over its copy keeps that.
+		t.setSitesLacking(t.sitesLacking() | h.sitesLacking())
+	}
 }
 
 // mergeLacking gives both live records of one definition every replica
