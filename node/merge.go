@@ -287,6 +287,11 @@ func (r *mergeResult) converge(h, t *Timer) {
 		r.hit(probeLackingLearnt)
 		r.change(h, true) // kept on disk with the record
 	}
+	if h.State == Live && t.State == Live && h.sitesLacking()&^t.sitesLacking() != 0 {
+		// Only this node knows which sites its forward missed: a
+		// record of the definition taken over its copy keeps that.
+		t.setSitesLacking(t.sitesLacking() | h.sitesLacking())
+	}
 }
 
 // mergeLacking gives both live records of one definition every replica
@@ -525,10 +530,16 @@ func outlive(tombstone, stale *Timer) bool {
 // rebuilds the start from start-time-delta when a message is processed,
 // so a message that was held up (a paused node, a clogged link) makes it
 // late by the delay, never early; without this the lateness would spread
-// through pop notices and stay for good.
+// through pop notices and stay for good. A moved-away copy learns it
+// too: it is the definition's copy on a node not yet reloaded for a
+// scale, the hand-off of the replica that took the write on time may
+// reach it there, and the copy placed back takes its start (movedBack);
+// left late, the replicas a scale moved the timer to popped late by a
+// hold for the rest of its life (TestMovedCopyLearnsTheEarliestStart).
+// A tombstone keeps its own start, by which its life is measured.
 func earliestStart(existing, incoming *Timer) bool {
 	changed := false
-	if incoming.Start < existing.Start && existing.State == Live {
+	if incoming.Start < existing.Start && existing.State != Tombstone {
 		existing.Start = incoming.Start
 		changed = true
 	}

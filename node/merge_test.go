@@ -202,6 +202,38 @@ func TestMovedCopyTakesItsDefinitionsEnd(t *testing.T) {
 	}
 }
 
+// TestMovedCopyLearnsTheEarliestStart: a node whose view is not yet
+// reloaded for a scale keeps the hand-offs it is sent as moved copies. The
+// first comes from a replica that took the write late (its start late by
+// the hold), the second from the replica that took it on time. Once
+// reloaded, the node takes the definition back from a resync page that
+// carries the late start again: it pops at the earliest start its moved
+// copy learnt, not late by the hold for the rest of the timer's life
+// (scenarios/README.md N32).
+func TestMovedCopyLearnsTheEarliestStart(t *testing.T) {
+	const now = int64(1_000_000)
+	env := testEnv(now)
+	spec := wire.Timer{Interval: time.Hour, RepeatFor: 2 * time.Hour, URI: "http://cb.example/cb", ReplicationFactor: 2}
+	elsewhere := &Placement{Replicas: mergeNodes[2:4]}
+	here := &Placement{Replicas: mergeNodes[:2]}
+	const onTime, late = now - 6000, now - 4000
+	moved := newTimer(7, 1, spec, late, 0, elsewhere, mergeViews[0], nil)
+	moved.entombAs(Moved)
+	r := merge(env, moved, *newTimer(7, 1, spec, onTime, 0, elsewhere, mergeViews[0], nil))
+	held := r.after(moved)
+	if held.State != Moved || held.Start != onTime {
+		t.Fatalf("moved copy offered the earlier start: state %d start %d, want moved at %d", held.State, held.Start, onTime)
+	}
+	back := newTimer(7, 1, spec, late, 0, here, mergeViews[1], nil)
+	r = merge(env, held, *back)
+	if r.verdict != took || r.in.State != Live {
+		t.Fatalf("placed back: verdict %d, state %d; want the live record taken", r.verdict, r.in.State)
+	}
+	if r.in.Start != onTime {
+		t.Errorf("taken back with start %d, want the earliest, %d (late by %d ms)", r.in.Start, onTime, r.in.Start-onTime)
+	}
+}
+
 // TestMovedBackKeepsThePopsItsCopyKnew: a scale moved a timer off this
 // node after its copy had reached pop 2, and a later scale moves it back;
 // the live record that brings it back comes from a replica that knows

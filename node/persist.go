@@ -313,8 +313,13 @@ func appendFields(b []byte, t *Timer) []byte {
 	// A tombstone once kept the live record it replaced here (an
 	// informational copy, marked 1); none does now, and a record that
 	// has one is read without it. 2 marks the replicas that may lack the
-	// record (Lacking), which records written before it was kept lack.
-	if e.Lacking != 0 {
+	// record (Lacking), which records written before it was kept lack; 3
+	// marks those and the sites that may lack it (SitesLacking).
+	switch {
+	case e.SitesLacking != 0:
+		b = binary.AppendUvarint(append(b, 3), uint64(e.Lacking))
+		return binary.AppendUvarint(b, uint64(e.SitesLacking))
+	case e.Lacking != 0:
 		return binary.AppendUvarint(append(b, 2), uint64(e.Lacking))
 	}
 	return append(b, 0)
@@ -387,6 +392,8 @@ func (n *Node) decodeFields(d *recordDecoder, id uint64, depth int) *Timer {
 	e.Replaced = d.replaced()
 	e.Refused, e.Missed, e.Owed = d.uint32(), d.uint32(), d.uint32()
 	switch d.byte() {
+	case 3:
+		e.Lacking, e.SitesLacking = d.uint32(), d.uint32()
 	case 2:
 		e.Lacking = d.uint32()
 	case 1:

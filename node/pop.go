@@ -225,22 +225,37 @@ func (n *Node) pop(t *Timer) {
 // be lost, not left to anyone (TestHandOffHolderPopWaitsToBeSent). So is
 // a replica whose later replicas may all lack the record: its write's
 // replication to them went unanswered (TestPopLeftToNoReplicaThatMayLackIt).
+// At a site before the last, the last holder of the site leaves its pop
+// to the later sites, unless this node's forward has reached none of
+// them (SitesLacking): they may not hold the timer either
+// (TestPopLeftToNoSiteThatMayLackIt).
 func (n *Node) handOnAfter(t *Timer) time.Duration {
 	rank := slices.Index(t.Placement.Replicas, n.self)
 	site := max(slices.Index(t.Placement.Sites, n.cfg.LocalSite), 0)
-	if (rank < 0 || rank == len(t.Placement.Replicas)-1) && site >= len(t.Placement.Sites)-1 {
+	lastSite := site >= len(t.Placement.Sites)-1
+	lastHere := rank < 0 || rank == len(t.Placement.Replicas)-1
+	if lastHere && lastSite {
 		n.hit(probePopLastReplica)
 		return 0
 	}
-	if rank >= 0 && rank < 31 && site >= len(t.Placement.Sites)-1 && t.Extra != nil {
+	if t.Extra == nil || rank >= 31 || len(t.Placement.Sites) > 31 {
+		return ReplicaSkew
+	}
+	if !lastHere {
 		// Every replica ranked after this one may lack the record
-		// (Lacking): it pops last, as the last replica does.
+		// (Lacking): it pops last at its site, as the last replica does.
 		all, upTo := uint32(1)<<len(t.Placement.Replicas)-1, uint32(1)<<(rank+1)-1
 		after := all &^ upTo
-		if after != 0 && t.Extra.Lacking&after == after {
-			n.hit(probePopLastHolder)
-			return 0
-		}
+		lastHere = t.Extra.Lacking&after == after
+	}
+	if lastHere && !lastSite {
+		all, upTo := uint32(1)<<len(t.Placement.Sites)-1, uint32(1)<<(site+1)-1
+		after := all &^ upTo
+		lastSite = t.Extra.SitesLacking&after == after
+	}
+	if lastHere && lastSite {
+		n.hit(probePopLastHolder)
+		return 0
 	}
 	return ReplicaSkew
 }
@@ -412,11 +427,17 @@ func (n *Node) markRefusing(notice *Timer, from string, refusing bool) {
 // Extra is copied, never changed in place: snapshots of a record (a pop
 // in flight, a notice) share it.
 func (n *Node) markReplica(t *Timer, peer string, on bool, field func(*TimerExtra) *uint32) *Timer {
+	return n.markAt(t, func(p *Placement) int { return slices.Index(p.Replicas, peer) }, on, field)
+}
+
+// markAt is markReplica for the position index finds in the held
+// record's placement (SitesLacking: a site's, in Placement.Sites).
+func (n *Node) markAt(t *Timer, index func(*Placement) int, on bool, field func(*TimerExtra) *uint32) *Timer {
 	held := n.store.Get(t.ID)
 	if held == nil || held.Version != t.Version || held.State != Live {
 		return nil
 	}
-	i := slices.Index(held.Placement.Replicas, peer)
+	i := index(held.Placement)
 	if i < 0 || i >= 32 {
 		return nil
 	}

@@ -43,6 +43,52 @@ func TestPutAfterDeleteCreatesWithItsOwnFactor(t *testing.T) {
 	}
 }
 
+// TestUpdateThroughAStaleTombstoneLearnsTheFactor: an rf 3 timer
+// finishes, and every replica holds its tombstone. One of them is cut
+// off while an update with factor 3 makes the timer live again on the
+// other two. An update without a factor through the cut-off node must
+// not take the default from its stale tombstone and be acknowledged on
+// its own copy (one of two is a quorum): the timer is live with factor
+// 3, and that copy alone is lost with its node. Its replicas did not
+// answer, so the factor is unknown (503); once they answer, the update
+// keeps factor 3.
+func TestUpdateThroughAStaleTombstoneLearnsTheFactor(t *testing.T) {
+	c := newCluster(t, three...)
+	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":1,"repeat-for":1},"callback":{"http":{"uri":"`+cb+`","opaque":"first"}},"reliability":{"replication-factor":3}}`)
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	id := mustID(t, wid)
+	wantPops(t, c.advance(3*time.Second, 200), "1:first")
+	cut := NewRing(three).Replicas(id, wire.DefaultReplicationFactor)[0]
+	var other string
+	for _, a := range three {
+		if a != cut {
+			other = a
+		}
+	}
+	for _, a := range three {
+		if tm, ok := c.nodes[a].Timer(id); !ok || tm.State != Tombstone {
+			t.Fatalf("%s after the last pop: %v (held %v), want the tombstone", a, tm.State, ok)
+		}
+	}
+	c.down[cut] = true
+	again := `{"timing":{"interval":60},"callback":{"http":{"uri":"` + cb + `","opaque":"again"}},"reliability":{"replication-factor":3}}`
+	if r := c.client(other, "PUT", "/timers/"+wid, again); r.Status != 200 {
+		t.Fatalf("rf 3 update while %s is cut off: %d %s", cut, r.Status, r.Body)
+	}
+	update := `{"timing":{"interval":30},"callback":{"http":{"uri":"` + cb + `","opaque":"new"}}}`
+	if r := c.client(cut, "PUT", "/timers/"+wid, update); r.Status != 503 {
+		t.Fatalf("update without a factor through the cut-off tombstone holder: %d %s, want 503 (factor unknown)", r.Status, r.Body)
+	}
+	c.down[cut] = false
+	c.advance(time.Second, 200)
+	if r := c.client(cut, "PUT", "/timers/"+wid, update); r.Status != 200 {
+		t.Fatalf("the same update once the replicas answer: %d %s", r.Status, r.Body)
+	}
+	if got := c.holders(wid); !slices.Equal(got, sorted(three)) {
+		t.Errorf("held live by %v, want the factor's three replicas %v", got, sorted(three))
+	}
+}
+
 // TestUpdateWithAFactorReachesTheDefaultsReplicas: a PUT without a factor
 // may have created a deleted timer again on the default's replicas, and a
 // later update that gives a smaller factor, through a node that holds no

@@ -124,10 +124,12 @@ func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		n.countReplication(resp, err)
 		if err == nil && resp.Status/100 != 5 {
+			n.markSiteLacking(t, site.Name, false)
 			n.startAnswered(t, resp)
 			n.siteAnswered(t.ID, resp)
 			return
 		}
+		n.markSiteLacking(t, site.Name, true)
 		wait, ok := siteRetry.again(attempt, &n.rand)
 		if !ok {
 			n.hit(probeSiteGiveUp)
@@ -142,6 +144,17 @@ func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 			n.forwardToSite(site, held, attempt+1)
 		})
 	})
+}
+
+// markSiteLacking notes whether site may lack t's definition, which this
+// node holds live (TimerExtra.SitesLacking): its forward there went
+// unanswered (lacking), or the site answered one.
+func (n *Node) markSiteLacking(t *Timer, site string, lacking bool) {
+	held := n.markAt(t, func(p *Placement) int { return slices.Index(p.Sites, site) }, lacking,
+		func(e *TimerExtra) *uint32 { return &e.SitesLacking })
+	if held != nil {
+		n.changedInPlace(held) // kept on disk with the record
+	}
 }
 
 // siteAnswered learns from another site's answer to a forward: a 409 with

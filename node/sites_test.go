@@ -228,6 +228,46 @@ func TestSiteForwardIsSentAgain(t *testing.T) {
 	}
 }
 
+// TestPopLeftToNoSiteThatMayLackIt: the last replica of the first site,
+// which took the write, leaves its pops to the other site only once its
+// forward there was answered. While the forward goes unanswered the other
+// site may not hold the timer, and a pop shed for it under load is made
+// by nobody (scenarios/README.md N34).
+func TestPopLeftToNoSiteThatMayLackIt(t *testing.T) {
+	c, a, b := newSites(t)
+	ring := NewRing(a)
+	id := uint64(1)
+	for !slices.Equal(ring.Replicas(id, 2), a) {
+		id++
+	}
+	wid := wire.FormatWireID(id, 0)
+	c.lose = func(host string, _ Request) bool { return host == b[0] }
+	r := c.client(a[1], "PUT", "/timers/"+wid, `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
+	if r.Status != 200 {
+		t.Fatalf("PUT via %s: %d %s", a[1], r.Status, r.Body)
+	}
+	last, first := c.nodes[a[1]].store.Get(id), c.nodes[a[0]].store.Get(id)
+	if last == nil || first == nil {
+		t.Fatalf("held by %v, want %v", c.holders(wid), a)
+	}
+	if got := c.nodes[a[1]].handOnAfter(last); got != 0 {
+		t.Errorf("the site's last replica, its forward unanswered: hands on after %v, want 0 (its pops wait)", got)
+	}
+	if got := c.nodes[a[0]].handOnAfter(first); got != ReplicaSkew {
+		t.Errorf("the site's first replica: hands on after %v, want %v", got, ReplicaSkew)
+	}
+
+	c.lose = nil
+	c.advance(3*time.Second, 200) // the forward, sent again, is answered
+	if got := c.holders(wid); !slices.Equal(got, sorted(append(slices.Clone(a), b...))) {
+		t.Fatalf("held by %v after the forward was sent again, want both sites", got)
+	}
+	if got := c.nodes[a[1]].handOnAfter(c.nodes[a[1]].store.Get(id)); got != ReplicaSkew {
+		t.Errorf("the site's last replica, once the other site answered: hands on after %v, want %v", got, ReplicaSkew)
+	}
+}
+
 // TestAnotherSitesEarlierStartIsTaken proves a node takes the earlier
 // start of its definition that another site answers a forward with, as
 // it takes one a replica of its own site answers a notice with: a site

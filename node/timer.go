@@ -256,6 +256,14 @@ type TimerExtra struct {
 	// hold it (handOnAfter): under load it would shed the pop for one
 	// nobody makes (scenarios/README.md N29).
 	Lacking uint32
+	// SitesLacking marks, by position in Placement.Sites, the other
+	// sites this node's forward of the definition has not reached: no
+	// answer came (or a 5xx) since the last one that did. Unlike
+	// Lacking, only the forwarding node knows it. The last holder of a
+	// site does not leave a pop to later sites that may all lack the
+	// timer (handOnAfter): under load it shed each pop for a site that
+	// had never taken it.
+	SitesLacking uint32
 	// Missed marks, by distance below Seq (bit i is pop Seq-i), the pops
 	// up to Seq that were not made as far as this replica knows: its own
 	// callback failed, or a pop notice said the sender's had and no
@@ -321,6 +329,33 @@ func (t *Timer) setLacking(mask uint32) {
 		e = *t.Extra
 	}
 	e.Lacking = mask
+	t.setExtra(e)
+}
+
+// sitesLacking returns t's SitesLacking mark.
+func (t *Timer) sitesLacking() uint32 {
+	if t.Extra == nil {
+		return 0
+	}
+	return t.Extra.SitesLacking
+}
+
+// setSitesLacking sets t's SitesLacking mark, copying Extra as
+// setPopMarks does.
+func (t *Timer) setSitesLacking(mask uint32) {
+	if t.sitesLacking() == mask {
+		return
+	}
+	var e TimerExtra
+	if t.Extra != nil {
+		e = *t.Extra
+	}
+	e.SitesLacking = mask
+	t.setExtra(e)
+}
+
+// setExtra gives t a copy of e, or none when e holds nothing.
+func (t *Timer) setExtra(e TimerExtra) {
 	t.Extra = nil
 	if !e.empty() {
 		t.Extra = &e
@@ -330,7 +365,7 @@ func (t *Timer) setLacking(mask uint32) {
 // empty reports whether e holds nothing, so that its record can do
 // without it.
 func (e *TimerExtra) empty() bool {
-	return len(e.Tags) == 0 && e.Buried == 0 && len(e.Replaced) == 0 && e.Refused == 0 && e.Lacking == 0 && e.Missed == 0 && e.Owed == 0
+	return len(e.Tags) == 0 && e.Buried == 0 && len(e.Replaced) == 0 && e.Refused == 0 && e.Lacking == 0 && e.SitesLacking == 0 && e.Missed == 0 && e.Owed == 0
 }
 
 // popBit is the bit of pop p in the marks of a record at seq, or 0 when p

@@ -232,10 +232,13 @@ func (n *Node) put(wid string, req Request, reply func(Response)) {
 		reply(resp)
 		return
 	}
-	// Only a live timer has a factor an update keeps; one this node
-	// holds deleted or finished is created again by a PUT, with the
-	// factor it gives or the default (api.md), whatever its tombstone
-	// says. A Moved record says neither: the timer moved to other
+	// Only a live timer has a factor an update keeps; one deleted or
+	// finished is created again by a PUT, with the factor it gives or
+	// the default (api.md), whatever its tombstone says. A tombstone
+	// held here says the timer ended only as far as this node heard: a
+	// later write this node missed may have made it live again on its
+	// other replicas, with its factor, so it is one copy among theirs
+	// (learnRF). A Moved record says neither: the timer moved to other
 	// replicas, live or not, so this node knows no more of it than one
 	// that holds nothing.
 	held := n.store.Get(id)
@@ -250,10 +253,7 @@ func (n *Node) put(wid string, req Request, reply func(Response)) {
 	}
 	switch {
 	case spec.ReplicationFactor != 0:
-	case held != nil && !live:
-		n.hit(probeRecreateDefaultRF)
-		spec.ReplicationFactor = wire.DefaultReplicationFactor
-	case held == nil:
+	case !live:
 		// Only the timer's replicas know whether it is live, and with
 		// which factor: the nodes its ID names and the default's.
 		n.hit(probeLearnRF)
@@ -268,20 +268,31 @@ func (n *Node) put(wid string, req Request, reply func(Response)) {
 }
 
 // learnRF serves an update that gives no replication factor through a
-// node that holds no copy of the timer. Neither the default nor the count
-// of the nodes the ID's bloom names is sound: the timer may have a larger
-// factor (its other replicas would go on popping the old definition), or
-// have been deleted (a PUT then creates it again, with the default). So
-// the node first reads the copies of the nodes the ID names and of the
-// default's replicas (the ring ranks every node per ID, so they head the
-// replica list of every larger factor too). The update keeps the factor
-// of the newest copy if it is live; if a tombstone is the newest, or no
-// node holds any copy, it is a create, with the default; if a node that
-// may hold it live did not answer, the factor is unknown and the client
-// is told to retry.
+// node that holds no live copy of the timer. Neither the default nor the
+// count of the nodes the ID's bloom names is sound: the timer may have a
+// larger factor (its other replicas would go on popping the old
+// definition), or have been deleted (a PUT then creates it again, with
+// the default). So the node first reads the copies of the nodes the ID
+// names and of the replicas of the default, or of the larger factor of
+// a tombstone it holds (the ring ranks every node per ID, so they head
+// the replica list of every larger factor too), its own among them. The
+// update keeps the factor of the newest copy if it is
+// live; if every node answered and a tombstone is the newest, or none
+// holds any copy, it is a create, with the default; if a node that may
+// hold it live did not answer, the factor is unknown and the client is
+// told to retry. A tombstone newest among some answers is no proof: a
+// node cut off from an rf 3 update of a finished timer held its
+// tombstone, took the default, acknowledged the update on its own copy
+// (one of two is a quorum) and lost it in a crash, while the other two
+// replicas held the timer live with factor 3
+// (TestUpdateThroughAStaleTombstoneLearnsTheFactor).
 func (n *Node) learnRF(id, bloom uint64, wid string, spec wire.Timer, reply func(Response)) {
 	nodes := n.named(bloom)
-	for _, r := range n.ring.Replicas(id, wire.DefaultReplicationFactor) {
+	rf := wire.DefaultReplicationFactor
+	if held := n.store.Get(id); held != nil && held.State != Moved && int(held.RF) > rf {
+		rf = int(held.RF) // a tombstone's factor: its replicas may hold it live again
+	}
+	for _, r := range n.ring.Replicas(id, rf) {
 		if !slices.Contains(nodes, r) {
 			nodes = append(nodes, r)
 		}
@@ -293,10 +304,11 @@ func (n *Node) learnRF(id, bloom uint64, wid string, spec wire.Timer, reply func
 		case newest != nil && newest.State == Live:
 			n.hit(probeLearnRFCopy)
 			spec.ReplicationFactor = newest.replicationFactor()
-		case newest != nil || everyone:
+		case everyone:
 			// Deleted or finished (a tombstone is the newest copy), or
 			// held nowhere: the PUT creates the timer, with the default.
-			n.hit(probeLearnRFDefault)
+			n.hitIf(newest != nil, probeRecreateDefaultRF)
+			n.hitIf(newest == nil, probeLearnRFDefault)
 			spec.ReplicationFactor = wire.DefaultReplicationFactor
 		default:
 			// A node that may hold the timer live did not answer.
