@@ -142,6 +142,7 @@ func (n *Node) onAlarm(gen uint64) {
 		n.count(t, -1)
 		switch _, more := t.nextPop(); {
 		case t.State != Live:
+			n.lackingTombstone(t, now)
 		case more:
 			n.pop(t)
 		default:
@@ -156,6 +157,37 @@ func (n *Node) onAlarm(gen uint64) {
 	if due, ok := n.store.NextDue(); ok {
 		n.armAt(due)
 	}
+}
+
+// lackingTombstone holds t, a tombstone whose life is over, again while
+// a replica of its timer may lack it (TimerExtra.Lacking), up to
+// MaxLackingHold past its last due time: that replica may hold an older
+// definition, and its notice of a pop, once it is reachable again, must
+// meet the tombstone (or a repair round push it there, whose answer
+// clears the mark). Dropped, the newer record was nowhere, and the
+// stale replica's notice brought the replaced definition back on the
+// replica that had taken the write
+// (TestTombstoneOutlivesItsLifeWhileAReplicaMayLackIt).
+func (n *Node) lackingTombstone(t *Timer, now int64) {
+	if t.State != Tombstone || t.lacking() == 0 {
+		return
+	}
+	end := t.lastDue() + n.maxSkew(t).Milliseconds() + MaxLackingHold.Milliseconds()
+	if now >= end {
+		return
+	}
+	n.hit(probeLackingTombstoneKept)
+	n.hold(t, min(now+n.lackingRecheck().Milliseconds(), end))
+}
+
+// lackingRecheck is how long a tombstone kept for a replica that may lack
+// it waits before it is looked at again: a repair round's interval, in
+// which one round with that replica pushes it there.
+func (n *Node) lackingRecheck() time.Duration {
+	if n.cfg.RepairInterval > 0 {
+		return n.cfg.RepairInterval
+	}
+	return DefaultRepairInterval
 }
 
 // pop sends t's next callback (the lowest pop it owes, else pop Seq+1)
@@ -413,7 +445,10 @@ func (n *Node) markRefusing(notice *Timer, from string, refusing bool) {
 // in flight, a notice) share it.
 func (n *Node) markReplica(t *Timer, peer string, on bool, field func(*TimerExtra) *uint32) *Timer {
 	held := n.store.Get(t.ID)
-	if held == nil || held.Version != t.Version || held.State != Live {
+	if held == nil || held.Version != t.Version || held.State == Moved || held.State == Tombstone && on {
+		// A mark is set on a live record only; a tombstone keeps the
+		// marks it had, and clears one when that replica takes a
+		// message of it (lackingTombstone).
 		return nil
 	}
 	i := slices.Index(held.Placement.Replicas, peer)
