@@ -708,6 +708,40 @@ func TestTombstoneOutlivesItsLifeWhileAReplicaMayLackIt(t *testing.T) {
 	}
 }
 
+// TestTombstoneForgetsAReplicaThatTookIt: the replica a tombstone was
+// kept for took a message of it (a repair round's push, answered 200):
+// its mark is cleared on the tombstone, which then lives its own life and
+// no longer, and a stale notice after that is taken as before.
+func TestTombstoneForgetsAReplicaThatTookIt(t *testing.T) {
+	place := &Placement{Replicas: three[:2]}
+	const id = 1 << 30
+	c := newCluster(t, three...)
+	node := c.nodes[three[0]]
+	c.down[three[1]] = true
+	start := node.nowMs()
+	update := *withCallback(&Timer{ID: id, Version: id + 1, Start: start, Interval: time.Second, RepeatFor: 2 * time.Second, RF: 2, Placement: place}, cb, "y")
+	update.setLacking(0b10)
+	var r Response
+	node.Handle(asPeer(node, Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(id, 0),
+		Body: EncodeReplication(&update, node.nowMs())}, three[2]), func(got Response) { r = got })
+	if r.Status != 200 {
+		t.Fatalf("the update: got %d (%s)", r.Status, r.Body)
+	}
+	c.advance(time.Minute, 200)
+	held, ok := node.Timer(id)
+	if !ok || held.State != Tombstone || held.lacking() == 0 {
+		t.Fatalf("after its pops: held %+v (%v), want its tombstone marking the other replica (marks %b)", held, ok, held.lacking())
+	}
+	node.markLacking(&held, three[1], false) // the other replica took it
+	if held, _ := node.Timer(id); held.lacking() != 0 {
+		t.Fatalf("mark after the other replica took it: %b, want none", held.lacking())
+	}
+	c.advance(time.Minute, 200)
+	if held, ok := node.Timer(id); ok {
+		t.Errorf("a minute later: held %+v, want the tombstone gone at the end of its life", held)
+	}
+}
+
 // TestTombstoneOfShortUpdateOutlivesTheOldDefinition is the shape
 // of a case the sweep found: an update cuts a long timer down to two quick pops while one
 // replica is cut off. The update's tombstone must last until the old

@@ -428,7 +428,7 @@ func (n *Node) answeredRecord(id uint64, resp Response) (*Timer, bool) {
 // notice): a refusing replica will never pop this timer, so it no longer
 // counts in this replica's rank.
 func (n *Node) markRefusing(notice *Timer, from string, refusing bool) {
-	held := n.markReplica(notice, from, refusing, func(e *TimerExtra) *uint32 { return &e.Refused })
+	held := n.markReplica(notice, from, refusing, false, func(e *TimerExtra) *uint32 { return &e.Refused })
 	if held == nil {
 		return
 	}
@@ -440,15 +440,14 @@ func (n *Node) markRefusing(notice *Timer, from string, refusing bool) {
 // markReplica sets or clears (on) the mark of replica peer, in the mask
 // of TimerExtra that field picks (Refused, Lacking: by position in
 // Placement.Replicas), on the record this node holds live of t's
-// definition. It returns that record when the mark changed, else nil.
-// Extra is copied, never changed in place: snapshots of a record (a pop
-// in flight, a notice) share it.
-func (n *Node) markReplica(t *Timer, peer string, on bool, field func(*TimerExtra) *uint32) *Timer {
+// definition, or, when tomb is set and the mark is cleared, on its
+// tombstone (which keeps the marks it had as a live record: see
+// lackingTombstone). It returns that record when the mark changed, else
+// nil. Extra is copied, never changed in place: snapshots of a record (a
+// pop in flight, a notice) share it.
+func (n *Node) markReplica(t *Timer, peer string, on, tomb bool, field func(*TimerExtra) *uint32) *Timer {
 	held := n.store.Get(t.ID)
-	if held == nil || held.Version != t.Version || held.State == Moved || held.State == Tombstone && on {
-		// A mark is set on a live record only; a tombstone keeps the
-		// marks it had, and clears one when that replica takes a
-		// message of it (lackingTombstone).
+	if held == nil || held.Version != t.Version || held.State != Live && !(held.State == Tombstone && tomb && !on) {
 		return nil
 	}
 	i := slices.Index(held.Placement.Replicas, peer)
