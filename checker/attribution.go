@@ -44,6 +44,9 @@ func (x *index) attribute(d *def) {
 		for _, m := range x.h.Members {
 			d.nodes[m] = true
 		}
+		if d.timer != 0 && len(x.h.Sites) <= 1 {
+			d.moves = x.movesOfFactors(d)
+		}
 	case len(x.h.Scales) > 0 && len(x.h.Sites) <= 1:
 		d.placed = true
 		x.placeEpochs(d)

@@ -247,6 +247,47 @@ func TestPopMovedByAScaleMayTakeOneRankMore(t *testing.T) {
 	requireHas(t, Check(history(4, 2*skew-200*ms)), "G3", "late")
 }
 
+// TestPopOfAFactorLeftToTheNodeMovedByAScale: the same move for a timer
+// whose factor the history leaves to the node (an rf 1 one-shot, ended,
+// then updated without a factor: 1 or the default 2). Placed by neither
+// factor, its pops still take the hand-off's rank when the scale moves it
+// under one: a pop due in the move is excused (fault-window/scale-up) one
+// ReplicaSkew past the worst rank, and no later; a pop due after the move
+// is held to the bound.
+func TestPopOfAFactorLeftToTheNodeMovedByAScale(t *testing.T) {
+	history := func(k int, late time.Duration) *History {
+		h, after, _ := scaled(t)
+		first := Replicas(h.Members, placedTimer, 1)
+		h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor, h.Ops[0].Spec.ReplicationFactor = 0, 0, 1
+		h.Ops[0].Node = first[0]
+		h.Pops = []Pop{{At: 20 * ms, Node: first[0], URI: "http://client/cb", Opaque: "a", Seq: 1, Answered: 200, Timer: placedTimer}}
+		up := write(2, Update, placedTimer, "b", 6*sec, 24*sec, sec, sec+10*ms, OK)
+		up.Node, up.Spec.ReplicationFactor = first[0], 0
+		h.Ops = append(h.Ops, up)
+		for seq := 1; seq <= 4; seq++ {
+			at := sec + time.Duration(seq)*6*sec + 20*ms
+			if seq == k {
+				at = sec + time.Duration(seq)*6*sec + late
+			}
+			h.Pops = append(h.Pops, Pop{At: at, Node: after[0], URI: "http://client/cb", Opaque: "b", Seq: seq, Answered: 200, Timer: placedTimer})
+		}
+		h.Held = nil
+		h.End = 40 * sec
+		return h
+	}
+	if d := newIndex(history(1, 0), DefaultOptions()).byOpaque["b"]; !d.rfUnknown || d.placed {
+		t.Fatalf("the update: factor unknown %v, placed %v; want unknown and unplaced", d.rfUnknown, d.placed)
+	}
+	skew := DefaultOptions().ReplicaSkew
+	vs, cov := DefaultOptions().Judge(history(1, 2*skew-200*ms))
+	requireNone(t, vs)
+	if cov.Excused[ExFault+"/"+Excuse(ScaleUp)] == 0 {
+		t.Errorf("excuses %v, want %s/%s", cov.Excused, ExFault, ScaleUp)
+	}
+	requireHas(t, Check(history(1, 2*skew+500*ms)), "G3", "late")
+	requireHas(t, Check(history(4, 2*skew-200*ms)), "G3", "late")
+}
+
 // TestHolderDownInItsHandOffTurnPopsAtItsRestart: a scale moves an rf 1
 // timer off the member it removes, and the hand-off that would bring the
 // new replica its copy is lost, so the old holder keeps the pop for its

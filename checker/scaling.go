@@ -51,6 +51,29 @@ func (x *index) epochsOf(id uint64, rf int) ([]epoch, []span) {
 	return out, moves
 }
 
+// movesOfFactors is the spans of the scales that move timer d under
+// any factor in d's range (rfMin..rf), for a write whose factor the
+// history leaves to the node: it is placed by none of them, but a scale
+// that moves it under one gives its pops the hand-off's rank (handOff)
+// as it does a placed timer's. Without it a pop due in the move, made by
+// the new replica at its reload 0.9 s after the due time, was held to the
+// fault-free bound (TestPopOfAFactorLeftToTheNodeMovedByAScale).
+func (x *index) movesOfFactors(d *def) []span {
+	var out []span
+	for rf := max(d.rfMin, 1); rf <= d.rf; rf++ {
+		_, moves := x.epochsOf(d.timer, rf)
+		for _, m := range moves {
+			i := slices.IndexFunc(out, func(s span) bool { return s.from == m.from })
+			if i < 0 {
+				out = append(out, m)
+				continue
+			}
+			out[i].fault.Nodes = union(out[i].fault.Nodes, m.fault.Nodes)
+		}
+	}
+	return out
+}
+
 // union is a's nodes, then b's not in a.
 func union(a, b []string) []string {
 	out := slices.Clone(a)

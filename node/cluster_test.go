@@ -655,6 +655,93 @@ func TestTombstoneOutlivesStaleDefinition(t *testing.T) {
 	}
 }
 
+// TestTombstoneOutlivesItsLifeWhileAReplicaMayLackIt is the shape of a
+// case a sweep found: a replica that had restarted empty took a short
+// update while the timer's other replica, cut off, kept popping the older
+// definition it alone held. The update's write could not reach that
+// replica (it is marked as may lack it), and its tombstone buried nothing
+// known here, so it lived its least life only; the other replica's notice
+// after the heal then brought the replaced definition back. The tombstone
+// now stays while a replica may lack it, so the notice is answered 409;
+// without the mark, once that replica took a message of the update (which
+// clears it), or past MaxLackingHold, it lives its life as before.
+func TestTombstoneOutlivesItsLifeWhileAReplicaMayLackIt(t *testing.T) {
+	place := &Placement{Replicas: three[:2]}
+	const id = 1 << 30
+	for _, tc := range []struct {
+		name    string
+		lacking uint32
+		reached bool // the update's pop notices reach the other replica
+		after   time.Duration
+		want    int
+	}{
+		{"the other replica may lack it", 0b10, false, time.Minute, 409},
+		{"no replica lacks it", 0, false, time.Minute, 200},
+		{"the other replica took its notices", 0b10, true, time.Minute, 200},
+		{"past MaxLackingHold", 0b10, false, MaxLackingHold + time.Minute, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, three...)
+			node := c.nodes[three[0]]
+			send := func(rec Timer) Response {
+				var got Response
+				node.Handle(asPeer(node, Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(rec.ID, 0),
+					Body: EncodeReplication(&rec, node.nowMs())}, three[1]), func(r Response) { got = r })
+				return got
+			}
+			c.down[three[1]] = !tc.reached
+			start := node.nowMs()
+			update := *withCallback(&Timer{ID: id, Version: id + 1, Start: start, Interval: time.Second, RepeatFor: 2 * time.Second, RF: 2, Placement: place}, cb, "y")
+			update.setLacking(tc.lacking)
+			if r := send(update); r.Status != 200 {
+				t.Fatalf("the update: got %d (%s)", r.Status, r.Body)
+			}
+			if got := seqs(c.advance(tc.after, 200)); !slices.Equal(got, []string{"1:y", "2:y"}) {
+				t.Fatalf("pops of the update: got %v, want its two", got)
+			}
+			old := *withCallback(&Timer{ID: id, Version: id, Start: start - 10_000, Interval: 30 * time.Second, RepeatFor: 10 * time.Hour,
+				Seq: uint32((node.nowMs() - start + 10_000) / 30_000), RF: 2, Placement: place}, cb, "x")
+			if r := send(old); r.Status != tc.want {
+				t.Fatalf("the other replica's notice of the older definition: got %d, want %d", r.Status, tc.want)
+			}
+		})
+	}
+}
+
+// TestTombstoneForgetsAReplicaThatTookIt: the replica a tombstone was
+// kept for took a message of it (a repair round's push, answered 200):
+// its mark is cleared on the tombstone, which then lives its own life and
+// no longer, and a stale notice after that is taken as before.
+func TestTombstoneForgetsAReplicaThatTookIt(t *testing.T) {
+	place := &Placement{Replicas: three[:2]}
+	const id = 1 << 30
+	c := newCluster(t, three...)
+	node := c.nodes[three[0]]
+	c.down[three[1]] = true
+	start := node.nowMs()
+	update := *withCallback(&Timer{ID: id, Version: id + 1, Start: start, Interval: time.Second, RepeatFor: 2 * time.Second, RF: 2, Placement: place}, cb, "y")
+	update.setLacking(0b10)
+	var r Response
+	node.Handle(asPeer(node, Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(id, 0),
+		Body: EncodeReplication(&update, node.nowMs())}, three[2]), func(got Response) { r = got })
+	if r.Status != 200 {
+		t.Fatalf("the update: got %d (%s)", r.Status, r.Body)
+	}
+	c.advance(time.Minute, 200)
+	held, ok := node.Timer(id)
+	if !ok || held.State != Tombstone || held.lacking() == 0 {
+		t.Fatalf("after its pops: held %+v (%v), want its tombstone marking the other replica (marks %b)", held, ok, held.lacking())
+	}
+	node.markLacking(&held, three[1], false) // the other replica took it
+	if held, _ := node.Timer(id); held.lacking() != 0 {
+		t.Fatalf("mark after the other replica took it: %b, want none", held.lacking())
+	}
+	c.advance(time.Minute, 200)
+	if held, ok := node.Timer(id); ok {
+		t.Errorf("a minute later: held %+v, want the tombstone gone at the end of its life", held)
+	}
+}
+
 // TestTombstoneOfShortUpdateOutlivesTheOldDefinition is the shape
 // of a case the sweep found: an update cuts a long timer down to two quick pops while one
 // replica is cut off. The update's tombstone must last until the old

@@ -46,6 +46,10 @@ func newIDGen(instance uint64, leadMs int64) idGen {
 // idMs returns the time field of an ID: milliseconds since idEpochMs.
 func idMs(id uint64) int64 { return int64(id >> (instanceBits + seqBits)) }
 
+// instanceOf returns the instance field of an ID: the number of the node
+// that issued it.
+func instanceOf(id uint64) uint64 { return id >> seqBits & (1<<instanceBits - 1) }
+
 // next returns a fresh ID for wall time nowMs. ok is false only when the
 // ID space is used up: the clock (or the last ID) is at its end, in 2159.
 func (g *idGen) next(nowMs int64) (id uint64, ok bool) {

@@ -340,7 +340,7 @@ func (r *mergeResult) teach(env *mergeEnv, h, t *Timer) {
 		r.hit(probeApplyOlderReplaced)
 		h.replaced(told)
 		r.change(h, false)
-	case h.State == Live && carry(env.retryWindow, told, h, &r.probeHits):
+	case h.State == Live && carry(env.retryWindow, told, t.Version, h, &r.probeHits):
 		r.hit(probeApplyOlderCarried)
 		// The sender popped the first try of the write this replica
 		// holds the retry of.
@@ -414,12 +414,14 @@ func above(from, seq uint32) uint32 {
 // t is, it then remembers the progress of another definition that
 // existing made or remembers (remember), for a retry of that one to come.
 func keepProgress(window int64, existing, t *Timer, probes *probeHits) {
-	prior, own := existing.progress(), true
+	prior, own, priorVersion := existing.progress(), true, existing.Version
 	if p, ok := existing.remembered(t.def); ok && prior.Def != t.def {
-		prior, own = p, false
+		// A remembered definition's version is not kept: its tries are
+		// told by their starts alone.
+		prior, own, priorVersion = p, false, 0
 	}
 	if t.State == Live && t.def != 0 && prior.Def == t.def &&
-		!carry(window, prior, t, probes) && existing.Version != t.Version && sameWrite(window, prior, t) {
+		!carry(window, prior, priorVersion, t, probes) && existing.Version != t.Version && sameWrite(window, prior, priorVersion, t) {
 		owedOnce(existing, own, prior.Seq, t, probes)
 	}
 	remember(existing, t, probes)
@@ -456,13 +458,34 @@ func remember(existing, t *Timer, probes *probeHits) {
 	}
 }
 
-// sameWrite reports whether t and prior are one client write: one
-// definition, written again by a proxy within window ms (see carry).
-func sameWrite(window int64, prior Progress, t *Timer) bool {
+// sameWrite reports whether t and prior, of version priorVersion (0:
+// unknown), are one client write: one definition, written again by a
+// proxy within window ms (see carry). Two things tell it, either enough:
+// starts within window ms of each other, and versions one proxy issued
+// within window ms of its own clock (oneProxysTries).
+func sameWrite(window int64, prior Progress, priorVersion uint64, t *Timer) bool {
 	if prior.Def != t.def || prior.Interval != t.Interval || prior.RepeatFor != t.RepeatFor {
 		return false
 	}
 	d := t.Start - prior.Start
+	return d >= -window && d <= window || oneProxysTries(window, priorVersion, t.Version)
+}
+
+// oneProxysTries reports whether versions a and b were issued by one
+// node (the instance number in each) within window ms of each other on
+// its clock, as the tries of one client write are (rewrite). A start is
+// rebuilt on every node that passes the record on, each by its own clock,
+// and a clock stepped between (a jump, or set right) moves every start
+// its node holds by the step: two tries of one write that reached a
+// replica by different roads can arrive with starts seconds apart, and
+// the replica popped a pop of the first try again under the second
+// (TestTriesWithStartsAStepApartAreOneWrite). A version travels as it was
+// issued, dated by the one clock that issued both.
+func oneProxysTries(window int64, a, b uint64) bool {
+	if a == 0 || b == 0 || instanceOf(a) != instanceOf(b) {
+		return false
+	}
+	d := idMs(a) - idMs(b)
 	return d >= -window && d <= window
 }
 
@@ -473,8 +496,8 @@ func sameWrite(window int64, prior Progress, t *Timer) bool {
 // were rebuilt from deltas on nodes whose clocks differ, so the window is
 // taken both ways: the same definition written twice so close together
 // is one write to the client too.
-func carry(window int64, prior Progress, t *Timer, probes *probeHits) bool {
-	if prior.Seq <= t.Seq || !sameWrite(window, prior, t) {
+func carry(window int64, prior Progress, priorVersion uint64, t *Timer, probes *probeHits) bool {
+	if prior.Seq <= t.Seq || !sameWrite(window, prior, priorVersion, t) {
 		return false
 	}
 	missed, owed := t.popMarks()

@@ -405,3 +405,57 @@ func TestLackingMarkSurvivesANoticeTaken(t *testing.T) {
 		t.Fatalf("a notice of the held sequence marking a replica: lacking %b (held changed %v); want %b", got, r.heldChanged, 1<<1)
 	}
 }
+
+// TestTriesWithStartsAStepApartAreOneWrite: a replica popped pop 1 of a
+// client write's try; another try of the write (a version the same proxy
+// issued 45 ms later on its clock) reaches it by another road, its start
+// rebuilt on nodes whose clocks stepped meanwhile, seconds after the
+// held one's, and in a pop notice of a try it made, older than the one
+// it holds. The tries are one write, told by their versions: the replica
+// does not pop pop 1 again, whichever it holds. A version of the same
+// definition from another node, or from the same node minutes later, with
+// the start as far off, is a write of its own and starts over.
+func TestTriesWithStartsAStepApartAreOneWrite(t *testing.T) {
+	const now = int64(1_000_000)
+	env := testEnv(now)
+	p := &Placement{Replicas: mergeNodes[:3]}
+	spec := wire.Timer{Interval: 15 * time.Second, RepeatFor: 30 * time.Second, URI: "http://cb.example/cb", Opaque: "x", ReplicationFactor: 3}
+	version := func(instance uint64, ms int64) uint64 {
+		g := newIDGen(instance, 0)
+		v, _ := g.next(idEpochMs + ms)
+		return v
+	}
+	const issued = int64(500_000)
+	first := version(5, issued)
+	popped := func() *Timer { return newTimer(7, first, spec, now-15_500, 1, p, mergeViews[0], nil) }
+	for _, tc := range []struct {
+		name    string
+		version uint64
+		wantSeq uint32
+	}{
+		{"the proxy's retry", version(5, issued+45), 1},
+		{"another proxy's write", version(6, issued+45), 0},
+		{"the proxy's write minutes later", version(5, issued+180_000), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			later := newTimer(7, tc.version, spec, now-15_500+3_165, 0, p, mergeViews[0], nil)
+			r := merge(env, popped(), *later)
+			if r.verdict != took {
+				t.Fatalf("verdict %d, want the later version taken", r.verdict)
+			}
+			if r.in.Seq != tc.wantSeq {
+				t.Errorf("taken at sequence %d, want %d", r.in.Seq, tc.wantSeq)
+			}
+			// The other order: the later version is held when the pop
+			// notice of the earlier one arrives.
+			held := *newTimer(7, tc.version, spec, now-15_500+3_165, 0, p, mergeViews[0], nil)
+			r = merge(env, &held, *popped())
+			if r.verdict != older {
+				t.Fatalf("the earlier try's notice: verdict %d, want older", r.verdict)
+			}
+			if got := r.after(&held).Seq; got != tc.wantSeq {
+				t.Errorf("after the earlier try's notice: held at sequence %d, want %d", got, tc.wantSeq)
+			}
+		})
+	}
+}

@@ -20,6 +20,15 @@ import (
 // would not outlast a delayed replication message.
 const TombstoneMin = 10 * time.Second
 
+// MaxLackingHold bounds how long past its life a tombstone is kept while
+// a replica of its timer may lack it (TimerExtra.Lacking: the write's
+// replication to it went unanswered). Such a replica may hold an older
+// definition and pop it whenever it is reachable again; the tombstone
+// must still be there to answer its notice, or to be pushed to it by a
+// repair round (lackingTombstone). A replica that stays away longer than
+// this may bring the older definition back.
+const MaxLackingHold = time.Hour
+
 // Node is one Chronos node: the replicating proxy and the local timer
 // wheel. It is single-threaded: the driver calls Handle, alarm callbacks and
 // network completions one at a time, never concurrently.

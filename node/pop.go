@@ -142,6 +142,7 @@ func (n *Node) onAlarm(gen uint64) {
 		n.count(t, -1)
 		switch _, more := t.nextPop(); {
 		case t.State != Live:
+			n.lackingTombstone(t, now)
 		case more:
 			n.pop(t)
 		default:
@@ -156,6 +157,37 @@ func (n *Node) onAlarm(gen uint64) {
 	if due, ok := n.store.NextDue(); ok {
 		n.armAt(due)
 	}
+}
+
+// lackingTombstone holds t, a tombstone whose life is over, again while
+// a replica of its timer may lack it (TimerExtra.Lacking), up to
+// MaxLackingHold past its last due time: that replica may hold an older
+// definition, and its notice of a pop, once it is reachable again, must
+// meet the tombstone (or a repair round push it there, whose answer
+// clears the mark). Dropped, the newer record was nowhere, and the
+// stale replica's notice brought the replaced definition back on the
+// replica that had taken the write
+// (TestTombstoneOutlivesItsLifeWhileAReplicaMayLackIt).
+func (n *Node) lackingTombstone(t *Timer, now int64) {
+	if t.State != Tombstone || t.lacking() == 0 {
+		return
+	}
+	end := t.lastDue() + n.maxSkew(t).Milliseconds() + MaxLackingHold.Milliseconds()
+	if now >= end {
+		return
+	}
+	n.hit(probeLackingTombstoneKept)
+	n.hold(t, min(now+n.lackingRecheck().Milliseconds(), end))
+}
+
+// lackingRecheck is how long a tombstone kept for a replica that may lack
+// it waits before it is looked at again: a repair round's interval, in
+// which one round with that replica pushes it there.
+func (n *Node) lackingRecheck() time.Duration {
+	if n.cfg.RepairInterval > 0 {
+		return n.cfg.RepairInterval
+	}
+	return DefaultRepairInterval
 }
 
 // pop sends t's next callback (the lowest pop it owes, else pop Seq+1)
@@ -411,7 +443,7 @@ func (n *Node) answeredRecord(id uint64, resp Response) (*Timer, bool) {
 // notice): a refusing replica will never pop this timer, so it no longer
 // counts in this replica's rank.
 func (n *Node) markRefusing(notice *Timer, from string, refusing bool) {
-	held := n.markReplica(notice, from, refusing, func(e *TimerExtra) *uint32 { return &e.Refused })
+	held := n.markReplica(notice, from, refusing, false, func(e *TimerExtra) *uint32 { return &e.Refused })
 	if held == nil {
 		return
 	}
@@ -423,18 +455,20 @@ func (n *Node) markRefusing(notice *Timer, from string, refusing bool) {
 // markReplica sets or clears (on) the mark of replica peer, in the mask
 // of TimerExtra that field picks (Refused, Lacking: by position in
 // Placement.Replicas), on the record this node holds live of t's
-// definition. It returns that record when the mark changed, else nil.
-// Extra is copied, never changed in place: snapshots of a record (a pop
-// in flight, a notice) share it.
-func (n *Node) markReplica(t *Timer, peer string, on bool, field func(*TimerExtra) *uint32) *Timer {
-	return n.markAt(t, func(p *Placement) int { return slices.Index(p.Replicas, peer) }, on, field)
+// definition, or, when tomb is set and the mark is cleared, on its
+// tombstone (which keeps the marks it had as a live record: see
+// lackingTombstone). It returns that record when the mark changed, else
+// nil. Extra is copied, never changed in place: snapshots of a record (a
+// pop in flight, a notice) share it.
+func (n *Node) markReplica(t *Timer, peer string, on, tomb bool, field func(*TimerExtra) *uint32) *Timer {
+	return n.markAt(t, func(p *Placement) int { return slices.Index(p.Replicas, peer) }, on, tomb, field)
 }
 
 // markAt is markReplica for the position index finds in the held
 // record's placement (SitesLacking: a site's, in Placement.Sites).
-func (n *Node) markAt(t *Timer, index func(*Placement) int, on bool, field func(*TimerExtra) *uint32) *Timer {
+func (n *Node) markAt(t *Timer, index func(*Placement) int, on, tomb bool, field func(*TimerExtra) *uint32) *Timer {
 	held := n.store.Get(t.ID)
-	if held == nil || held.Version != t.Version || held.State != Live {
+	if held == nil || held.Version != t.Version || held.State != Live && !(held.State == Tombstone && tomb && !on) {
 		return nil
 	}
 	i := index(held.Placement)

@@ -150,7 +150,7 @@ func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 // node holds live (TimerExtra.SitesLacking): its forward there went
 // unanswered (lacking), or the site answered one.
 func (n *Node) markSiteLacking(t *Timer, site string, lacking bool) {
-	held := n.markAt(t, func(p *Placement) int { return slices.Index(p.Sites, site) }, lacking,
+	held := n.markAt(t, func(p *Placement) int { return slices.Index(p.Sites, site) }, lacking, false,
 		func(e *TimerExtra) *uint32 { return &e.SitesLacking })
 	if held != nil {
 		n.changedInPlace(held) // kept on disk with the record

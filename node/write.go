@@ -735,9 +735,10 @@ func (n *Node) tellLacking(w *write) {
 
 // markLacking notes whether replica peer may lack t's definition, which
 // this node holds live (TimerExtra.Lacking): a write's replication to it
-// went unanswered (lacking), or it took a message of the definition.
+// went unanswered (lacking), or it took a message of the definition,
+// which clears the mark on the definition's tombstone too.
 func (n *Node) markLacking(t *Timer, peer string, lacking bool) {
-	held := n.markReplica(t, peer, lacking, func(e *TimerExtra) *uint32 { return &e.Lacking })
+	held := n.markReplica(t, peer, lacking, true, func(e *TimerExtra) *uint32 { return &e.Lacking })
 	if held == nil {
 		return
 	}
