@@ -12,8 +12,9 @@ import (
 // coverage probes, node/probe.go): updates without a replication factor,
 // updates and deletes by a bare ID, resyncs of many pages, overload and
 // scales that return to an earlier membership or run
-// during long faults, restarts in the middle of a resync, and timers with
-// more replicas than members created during a scale. It draws from work
+// during long faults, restarts in the middle of a resync, timers with
+// more replicas than members created during a scale, and busy timers on
+// a slow endpoint through a scale's return (genBusyThrough). It draws from work
 // after every other draw of the plan, so that it moves no earlier choice:
 // a seed's plan is the one it had before, with these additions.
 func genReach(p *Plan, work Source, safety time.Duration) {
@@ -33,11 +34,16 @@ func genReach(p *Plan, work Source, safety time.Duration) {
 	if p.enabled(mixLoad) && work.IntN("overload", 3) == 0 {
 		genOverload(p, work)
 	}
+	var returnAt time.Duration
 	if p.enabled(mixScale) {
-		genScaleReach(p, work, safety)
+		returnAt = genScaleReach(p, work, safety)
 	}
 	genLimits(p, work)
 	genRenumber(p, work)
+	if returnAt > 0 {
+		// Drawn last, so that it moves no earlier choice.
+		genBusyThrough(p, work, returnAt)
+	}
 }
 
 // genRenumber gives, in one plan in four that scales up and never down
@@ -122,8 +128,9 @@ func genOverload(p *Plan, work Source) {
 // or A,B,C -> A,B -> A,B,C), with faults around it; a member down longer
 // than a resync asks a peer for; a restart of a staying member while its
 // resync runs; and a timer created during the scale with more replicas
-// than members. A long outage pushes the liveness phase past its end.
-func genScaleReach(p *Plan, work Source, safety time.Duration) {
+// than members. A long outage pushes the liveness phase past its end. It
+// returns when the scale back starts, 0 for none.
+func genScaleReach(p *Plan, work Source, safety time.Duration) (returnAt time.Duration) {
 	var last *Step
 	for i := range p.Steps {
 		if p.Steps[i].Op == OpScaleUp || p.Steps[i].Op == OpScaleDown {
@@ -131,7 +138,7 @@ func genScaleReach(p *Plan, work Source, safety time.Duration) {
 		}
 	}
 	if last == nil {
-		return
+		return 0
 	}
 	scale := *last
 	members, _ := p.scaledMembers()
@@ -144,6 +151,7 @@ func genScaleReach(p *Plan, work Source, safety time.Duration) {
 		p.Steps = append(p.Steps, back)
 		genScaleFaults(p, work, back.At, safety)
 		p.End = max(p.End, back.At+genScaleRunway)
+		returnAt = back.At
 	}
 	staying := slices.DeleteFunc(slices.Clone(members), func(m int) bool { return slices.Contains(scale.Side, fmt.Sprintf("n%d", m)) })
 	if len(staying) > 1 && work.IntN("scale-restart", 3) == 0 {
@@ -170,6 +178,7 @@ func genScaleReach(p *Plan, work Source, safety time.Duration) {
 		p.Steps = append(p.Steps, s)
 		p.End = max(p.End, s.At+s.span()+genSettle)
 	}
+	return returnAt
 }
 
 // genScaleOutage is how long genScaleReach keeps a member down: longer
@@ -239,4 +248,40 @@ func genReachFaults(p *Plan, faults Source, safety time.Duration) {
 			p.End = max(p.End, s.At+s.span()+step+genSettle)
 		}
 	}
+}
+
+// genBusyThrough adds, to a plan that scales back to an earlier
+// membership, 8 to 20 timers of factor 2 or 3 that pop every second from
+// 6 to 15 s before the return until well after it, on a callback
+// endpoint of their own that is slow (1 to 1.9 s, within the callback
+// timeout) from 1 to 5 s before the return until 3 to 10 s after it: a
+// busy service whose endpoint slows while the cluster scales. A replica
+// tells the others of a pop only once its callback has answered, so
+// while the endpoint is slow they know one pop fewer than the popping
+// replica; a hand-off or a page from that replica carries the pop. A
+// member that has not reloaded yet keeps such a record as moved away;
+// once it reloads and the timer is placed back on it, the first record
+// it is offered may be a replica's that knows one pop fewer, and the
+// copy brought back keeps the pop it knew (apply/moved-back-keeps-pops,
+// node/merge.go movedBack).
+func genBusyThrough(p *Plan, work Source, at time.Duration) {
+	if p.Callbacks == MaxCallbacks {
+		return
+	}
+	// An endpoint of their own, so that the slow one touches no other
+	// timer of the plan: the checker excuses what a fault touched.
+	p.Callbacks++
+	cb := p.Callbacks
+	from := at - time.Duration(6+work.IntN("busy-before", 10))*time.Second
+	for i := range 8 + work.IntN("busy", 13) {
+		s := genTimerStep(p, work, OpCreate, fmt.Sprintf("m%d", i+1), from+time.Duration(i)*100*time.Millisecond)
+		s.Interval, s.RepeatFor, s.RF, s.ID, s.Callback = time.Second, time.Duration(30+work.IntN("busy-for", 31))*time.Second, 2+work.IntN("busy-rf", 2), 0, cb
+		p.Steps = append(p.Steps, s)
+		p.End = max(p.End, s.At+s.span()+genSettle)
+	}
+	side := []string{fmt.Sprintf("c%d", cb)}
+	p.Steps = append(p.Steps,
+		Step{At: at - time.Duration(1+work.IntN("busy-slow-at", 5))*time.Second, Op: OpSlow, Side: side,
+			Delta: time.Duration(10+work.IntN("busy-slow", 10)) * 100 * time.Millisecond},
+		Step{At: at + time.Duration(3+work.IntN("busy-ok", 8))*time.Second, Op: OpCallbackOK, Side: side})
 }
