@@ -910,41 +910,61 @@ func (n *Node) heldLive(t *Timer) *Timer {
 	return held
 }
 
-// resyncSend sends held (its state now) to peer for p's page, again up to
+// resyncSend sends held (its state when the send leaves) to peer for p's
+// page, through peer's window of bulk sends (flow.go), again up to
 // maxResyncSends times while it gets no answer; failed runs if every
 // attempt failed (counted in SendFailures). Any answer ends it: a peer
 // not yet reloaded for this scale keeps the record as moved away, and
 // repair brings it back once the views agree (4.8 in docs/design.md).
+// A send whose resync was superseded while it waited for room is not
+// sent.
 func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int, failed func()) {
 	p.sends++
-	n.replicate(peer, held, nil, n.nowMs(), func(ok bool, resp Response) {
-		switch {
-		case ok || !n.current(p.run):
-		case resp.Status == 0 && attempt < maxResyncSends:
-			n.hit(probeResyncSendAgain)
-			n.resyncSend(p, peer, held, attempt+1, failed)
-		case resp.Status == 0:
-			n.hit(probeResyncSendFailed)
-			p.run.status.SendFailures++
-			failed()
+	n.bulkSend(peer, func(finish func(ok bool)) {
+		if !n.current(p.run) {
+			finish(true)
+			n.sendDone(p)
+			return
 		}
-		n.sendDone(p)
+		n.replicate(peer, held, nil, n.nowMs(), func(ok bool, resp Response) {
+			finish(resp.Status != 0)
+			switch {
+			case ok || !n.current(p.run):
+			case resp.Status == 0 && attempt < maxResyncSends:
+				n.hit(probeResyncSendAgain)
+				n.resyncSend(p, peer, held, attempt+1, failed)
+			case resp.Status == 0:
+				n.hit(probeResyncSendFailed)
+				p.run.status.SendFailures++
+				failed()
+			}
+			n.sendDone(p)
+		})
 	})
 }
 
 // sendReferences sends a DELETE /timers/references body to a leaving
-// node for p's page, again up to maxResyncSends times while it fails.
+// node for p's page, through its window of bulk sends, again up to
+// maxResyncSends times while it fails.
 func (n *Node) sendReferences(p *peerSync, peer string, body []byte, attempt int) {
 	p.sends++
-	n.send(n.referencesRequest(peer, body), n.cfg.ReplicationTimeout, func(resp Response, err error) {
-		ok := err == nil && resp.Status == 202
-		if !ok && attempt < maxResyncSends && n.current(p.run) {
-			n.hit(probeResyncRefsAgain)
-			n.sendReferences(p, peer, body, attempt+1)
-		} else if !ok {
-			p.run.status.SendFailures++
+	n.bulkSend(peer, func(finish func(ok bool)) {
+		if !n.current(p.run) {
+			finish(true)
+			n.sendDone(p)
+			return
 		}
-		n.sendDone(p)
+		n.send(n.referencesRequest(peer, body), n.cfg.ReplicationTimeout, func(resp Response, err error) {
+			finish(err == nil)
+			ok := err == nil && resp.Status == 202
+			if !ok && attempt < maxResyncSends && n.current(p.run) {
+				n.hit(probeResyncRefsAgain)
+				n.sendReferences(p, peer, body, attempt+1)
+			} else if !ok {
+				p.run.status.SendFailures++
+			}
+			n.sendDone(p)
+		})
 	})
 }
 

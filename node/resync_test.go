@@ -1316,3 +1316,28 @@ func TestLeavingNodeKeepsAVersionNewerThanTheReference(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinCompletesOnASlowReceiver joins a fourth node to three that hold
+// thousands of timers, over a network whose receivers take only a few
+// dozen messages from each sender at a time and fail the rest, as the
+// production driver sheds what waits past its MaxWait: every resync,
+// hand-offs included, still completes with no send given up, and every
+// timer ends on its replicas, because a resync and a hand-off send at
+// most a window at a time to a peer (flow.go).
+func TestJoinCompletesOnASlowReceiver(t *testing.T) {
+	const timers = 3000
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	fillCluster(c, timers, 2)
+	c.takes = 2 * bulkWindowStart
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	c.reload(grown)
+	for _, a := range slices.Sorted(maps.Keys(c.nodes)) {
+		s := c.nodes[a].ResyncStatus()
+		assert.False(t, s.Running, a)
+		assert.Empty(t, s.Failed, "%s's resync gave up on", a)
+		assert.Zero(t, s.SendFailures, "%s's resync send failures", a)
+	}
+	assert.Positive(t, c.nodes[nodeD].Stats().Timers, "timers on the joining node")
+	c.requirePlacedSample(timers, 2, []string{nodeA, nodeB, nodeC, nodeD})
+}
