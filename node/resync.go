@@ -31,6 +31,13 @@ const (
 	DefaultResyncPage = 100
 	// MaxResyncPage bounds the Range a requester may ask for.
 	MaxResyncPage = 1000
+	// maxResyncPageBytes bounds the timers of one page by their bytes as
+	// well: a page ends once its body has passed this, at the end of
+	// the millisecond, so that a page of large timers stays well within
+	// the body a driver reads of an answer (wire.MaxBodyBytes), as a
+	// page of the largest Range of typical timers (about 400 bytes
+	// each) does.
+	maxResyncPageBytes = wire.MaxBodyBytes / 2
 	// ResyncPageTimeout bounds one GET /timers round trip.
 	ResyncPageTimeout = 5 * time.Second
 	// maxResyncSends bounds the attempts of one replication, tombstone or
@@ -130,9 +137,10 @@ func parseResyncQuery(target, rangeHeader string) (resyncQuery, error) {
 // requester will hold a replica of under the requested view, in due order
 // from time-from. Timers already placed under that view are passed over
 // (their writer placed them), unless the requester asks for them too
-// (paramCurrentView). A page holds Range timers, and then the rest of the
-// timers due in the same millisecond, so that the next page's time-from
-// moves strictly on: paging can never repeat a page forever.
+// (paramCurrentView). A page holds Range timers, or fewer whose body
+// passed maxResyncPageBytes, and then the rest of the timers due in the
+// same millisecond, so that the next page's time-from moves strictly on:
+// paging can never repeat a page forever.
 func (n *Node) resyncGet(req Request, reply func(Response)) {
 	if n.refuseInternal(req, reply) {
 		return
@@ -165,7 +173,7 @@ func (n *Node) resyncPage(req Request) Response {
 	body := append(make([]byte, 0, 64+q.limit*512), `{"timers":[`...)
 	count, more, last := 0, false, int64(0)
 	n.store.AscendFrom(q.fromMs, func(held *Timer) bool {
-		if count >= q.limit && held.due > last {
+		if (count >= q.limit || len(body) >= maxResyncPageBytes) && held.due > last {
 			n.hit(probeResyncPageFull)
 			more = true
 			return false

@@ -1341,3 +1341,37 @@ func TestJoinCompletesOnASlowReceiver(t *testing.T) {
 	assert.Positive(t, c.nodes[nodeD].Stats().Timers, "timers on the joining node")
 	c.requirePlacedSample(timers, 2, []string{nodeA, nodeB, nodeC, nodeD})
 }
+
+// TestResyncPageEndsAtItsByteBound proves a page of large timers ends
+// once its body has passed maxResyncPageBytes (at the end of its last
+// millisecond), however many timers its Range asks for, so that a page
+// is always within the body a driver reads; following the pages still
+// yields every timer once.
+func TestResyncPageEndsAtItsByteBound(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB)
+	opaque := strings.Repeat("x", 32<<10)
+	const timers = 40
+	for i := range timers {
+		c.clock.advance(time.Millisecond)
+		body := wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 30 * time.Second, URI: cb, Opaque: opaque + strconv.Itoa(i), ReplicationFactor: 2})
+		require.Equal(t, 200, c.client(nodeA, "POST", "/timers", string(body)).Status)
+	}
+	view := c.nodes[nodeA].ring.ViewID()
+	seen, from, pages := 0, "", 0
+	for {
+		req := Request{Method: "GET", URL: resyncURL(nodeB, view, "&include-current-view=true"+from), Header: Header{HeaderRange: strconv.Itoa(MaxResyncPage)}}
+		r := c.serve(nodeA, req)
+		require.Contains(t, []int{200, 206}, r.Status, "%s", r.Body)
+		assert.Less(t, len(r.Body), maxResyncPageBytes+len(opaque)+4096, "a page's body")
+		var page resyncPage
+		require.NoError(t, json.Unmarshal(r.Body, &page))
+		seen += len(page.Timers)
+		pages++
+		if r.Status == 200 {
+			break
+		}
+		from = "&time-from=" + r.Header.Get(HeaderNextTimeFrom)
+	}
+	assert.Equal(t, timers, seen, "timers paged")
+	assert.Greater(t, pages, 1, "pages of timers whose bodies pass the bound")
+}
