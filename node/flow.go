@@ -11,14 +11,16 @@ package node
 // Limits.MaxInFlight, so client writes were refused with 503 meanwhile.
 //
 // So a node hands the driver at most a window of bulk sends per peer and
-// holds the rest back, stamping each only as it leaves. The window is
-// additive-increase, multiplicative-decrease on the answers: it grows by
-// one each time a window's worth of sends to the peer was answered, and
-// halves when one fails (an error: shed, timed out, or cut off), so the
-// sends go at the pace the receiver answers them, and a receiver too slow
-// for the window it reached soon gets fewer at once. A failed send is
-// the caller's to send again (resyncSend, handOffPush); it waits for room
-// like any other.
+// holds the rest back, stamping each only as it leaves. The window moves
+// on the answers, as TCP's congestion window does: it starts at two
+// batches of the production driver's two workers a peer, grows by one
+// with each send answered (doubling every round trip) until a send to
+// the peer first fails, then by one each time a window's worth was
+// answered; it halves when a send fails (an error: shed, timed out, or
+// cut off), once for the sends under way then. So the sends go at the pace the receiver answers them, and a
+// receiver too slow for the window it reached soon gets fewer at once. A
+// failed send is the caller's to send again (resyncSend, handOffPush);
+// it waits for room like any other.
 //
 // | operation          | cost                                     |
 // | ------------------ | ---------------------------------------- |
@@ -31,22 +33,32 @@ package node
 
 // Bulk send limits.
 const (
-	// bulkWindowStart is a peer's window when its sends start: as many
-	// as two batches of the production driver carry (two workers a
-	// peer), so an idle receiver is kept busy from the first answer.
-	bulkWindowStart = 64
+	// bulkWindowStart is a peer's window when its sends start: two
+	// batches for each of the production driver's two workers a peer
+	// (server/transport: 64 requests a batch), so a receiver that keeps
+	// up is kept busy from the first answer.
+	bulkWindowStart = 256
 	// bulkWindowMax bounds a peer's window. At a receiver that takes
-	// 1,000 messages a second, a full window waits a quarter of a
-	// second in the driver, well within ReplicaSkew.
-	bulkWindowMax = 256
+	// 2,000 messages a second from the sender, a full window waits a
+	// second in the driver, within ReplicaSkew (MaxWait); a slower one
+	// sheds some, and the window halves.
+	bulkWindowMax = 2048
 )
 
 // bulkPeer is the flow control of the bulk sends to one peer.
 type bulkPeer struct {
 	window   int
 	inFlight int
-	// acked counts the sends answered since the window last grew.
-	acked int
+	// acked counts the sends answered since the window last grew;
+	// failed is set once a send to the peer failed, which ends the
+	// window's doubling.
+	acked  int
+	failed bool
+	// epoch counts the window's halvings: the failures of sends started
+	// before the latest one halve it no further, so that one burst of
+	// failures (a stall at the receiver) halves it once, as a round
+	// trip's losses halve TCP's window once.
+	epoch int
 	// held are the sends waiting for room, oldest first; each starts
 	// one send and calls its finish once with the outcome.
 	held []func(finish func(ok bool))
@@ -74,28 +86,34 @@ func (n *Node) bulkSend(peer string, send func(finish func(ok bool))) {
 // startBulk starts one of b's sends.
 func (n *Node) startBulk(peer string, b *bulkPeer, send func(finish func(ok bool))) {
 	b.inFlight++
-	finished := false
+	finished, epoch := false, b.epoch
 	send(func(ok bool) {
 		if finished {
 			panic("node: a bulk send to " + peer + " finished twice")
 		}
 		finished = true
-		n.bulkAnswered(peer, b, ok)
+		n.bulkAnswered(peer, b, ok, epoch)
 	})
 }
 
-// bulkAnswered takes the outcome of one of b's sends: it moves the
-// window, then starts the sends held back that now have room.
-func (n *Node) bulkAnswered(peer string, b *bulkPeer, ok bool) {
+// bulkAnswered takes the outcome of one of b's sends, started in the
+// window's epoch: it moves the window, then starts the sends held back
+// that now have room.
+func (n *Node) bulkAnswered(peer string, b *bulkPeer, ok bool, epoch int) {
 	b.inFlight--
-	if ok {
+	switch {
+	case !ok && epoch == b.epoch:
+		b.acked, b.failed = 0, true
+		b.window = max(b.window/2, 1)
+		b.epoch++
+	case !ok:
+	case !b.failed:
+		b.window = min(b.window+1, bulkWindowMax)
+	default:
 		if b.acked++; b.acked >= b.window {
 			b.acked = 0
 			b.window = min(b.window+1, bulkWindowMax)
 		}
-	} else {
-		b.acked = 0
-		b.window = max(b.window/2, 1)
 	}
 	for len(b.held) > 0 && b.inFlight < b.window {
 		send := b.held[0]

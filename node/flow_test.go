@@ -7,77 +7,105 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBulkSendsKeepToTheWindow proves the flow control of bulk sends: at
-// most a window of them is under way to a peer, the rest start in order
-// as answers make room, a failure halves the window and a window's worth
-// of answers widens it by one, a peer's sends leave another peer's alone,
-// and the peer's state is dropped once nothing is left to it.
-func TestBulkSendsKeepToTheWindow(t *testing.T) {
-	n := &Node{}
-	var started []int
-	var finishes []func(bool)
-	send := func(i int) func(func(bool)) {
-		return func(finish func(bool)) {
-			started = append(started, i)
-			finishes = append(finishes, finish)
-		}
-	}
-	for i := range 3 * bulkWindowStart {
-		n.bulkSend("p", send(i))
-	}
-	require.Len(t, started, bulkWindowStart, "sends started at once")
-	n.bulkSend("q", send(-1))
-	assert.Len(t, started, bulkWindowStart+1, "another peer's send waits for nothing")
-	finishes[bulkWindowStart](true)
-
-	// A failure halves the window: the next answers start nothing while
-	// as many as the window are under way.
-	finishes[0](false)
-	assert.Equal(t, bulkWindowStart/2, n.bulk["p"].window)
-	for i := 1; i < bulkWindowStart/2; i++ {
-		finishes[i](true)
-	}
-	assert.Len(t, started, bulkWindowStart+1, "sends started while as many as the narrowed window were under way")
-	// The answer that makes room is the window's worth that widens it
-	// by one: two sends start, the oldest held first.
-	finishes[bulkWindowStart/2](true)
-	assert.Equal(t, bulkWindowStart/2+1, n.bulk["p"].window)
-	require.Len(t, started, bulkWindowStart+3, "sends started once the window had room")
-	assert.Equal(t, []int{bulkWindowStart, bulkWindowStart + 1}, started[bulkWindowStart+1:])
-
-	// Answer everything; each answer starts what it has room for, in
-	// order, and the window grows by one a window's worth of answers.
-	for next := bulkWindowStart/2 + 1; next < len(finishes); next++ {
-		if next == bulkWindowStart {
-			continue // q's, answered above
-		}
-		finishes[next](true)
-	}
-	require.Len(t, started, 3*bulkWindowStart+1, "every send started")
-	for i, s := range started[bulkWindowStart+1:] {
-		assert.Equal(t, bulkWindowStart+i, s, "sends start in the order they were made")
-	}
-	assert.Empty(t, n.bulk, "peers with nothing under way are forgotten")
-	assert.Panics(t, func() { finishes[0](true) }, "a send finished twice")
+// bulkProbe drives a node's bulk sends by hand: each send it makes is
+// recorded when it starts, with its finish.
+type bulkProbe struct {
+	n        *Node
+	started  []int
+	finishes []func(bool)
+	answered map[int]bool
 }
 
-// TestBulkWindowGrowsToItsBound proves that a peer that answers every send
-// has its window widened by one a window's worth of answers, up to
-// bulkWindowMax and no further.
-func TestBulkWindowGrowsToItsBound(t *testing.T) {
-	n := &Node{}
-	var pending []func(bool)
-	for range 200_000 {
-		n.bulkSend("p", func(finish func(bool)) { pending = append(pending, finish) })
+func (p *bulkProbe) send(peer string, i int) {
+	p.n.bulkSend(peer, func(finish func(bool)) {
+		p.started = append(p.started, i)
+		p.finishes = append(p.finishes, finish)
+	})
+}
+
+// answer answers the k-th send started.
+func (p *bulkProbe) answer(k int, ok bool) {
+	p.answered[k] = true
+	p.finishes[k](ok)
+}
+
+// TestBulkSendsKeepToTheWindow proves the flow control of bulk sends: at
+// most a window of them is under way to a peer, the rest start in order
+// as answers make room, each answer widens the window by one until a
+// failure halves it, a peer's sends leave another peer's alone, and the
+// peer's state is dropped once nothing is left to it.
+func TestBulkSendsKeepToTheWindow(t *testing.T) {
+	p := &bulkProbe{n: &Node{}, answered: map[int]bool{}}
+	for i := range 4 * bulkWindowStart {
+		p.send("p", i)
 	}
-	b := n.bulk["p"]
-	widest := 0
-	for len(pending) > 0 {
-		f := pending[0]
-		pending = pending[1:]
-		f(true)
-		widest = max(widest, b.window)
-		assert.LessOrEqual(t, b.inFlight, b.window)
+	require.Len(t, p.started, bulkWindowStart, "sends started at once")
+	p.send("q", -1)
+	require.Len(t, p.started, bulkWindowStart+1, "another peer's send waits for nothing")
+	p.answer(bulkWindowStart, true)
+	assert.NotContains(t, p.n.bulk, "q", "a peer with nothing under way")
+
+	// An answer while the window doubles makes room for two.
+	p.answer(0, true)
+	assert.Equal(t, bulkWindowStart+1, p.n.bulk["p"].window)
+	require.Len(t, p.started, bulkWindowStart+3)
+	assert.Equal(t, []int{bulkWindowStart, bulkWindowStart + 1}, p.started[bulkWindowStart+1:], "the oldest held sends start first")
+
+	// A failure halves the window: answers start nothing while as many
+	// as the window are under way, and then widen it by one a window.
+	p.answer(1, false)
+	b := p.n.bulk["p"]
+	half := (bulkWindowStart + 1) / 2
+	assert.Equal(t, half, b.window)
+	for k := 2; k < half; k++ {
+		p.answer(k, true)
 	}
-	assert.Equal(t, bulkWindowMax, widest)
+	require.Greater(t, b.inFlight, half)
+	assert.Len(t, p.started, bulkWindowStart+3, "sends started while as many as the narrowed window were under way")
+	assert.Equal(t, half, b.window, "the window after fewer than a window's worth of answers")
+
+	// Answer everything; each answer starts what it has room for, in
+	// order.
+	for k := 0; k < len(p.finishes); k++ {
+		if !p.answered[k] {
+			p.answer(k, true)
+		}
+	}
+	require.Len(t, p.started, 4*bulkWindowStart+1, "every send started")
+	for i, s := range p.started[bulkWindowStart+1:] {
+		assert.Equal(t, bulkWindowStart+i, s, "sends start in the order they were made")
+	}
+	assert.Empty(t, p.n.bulk, "peers with nothing under way are forgotten")
+	assert.Panics(t, func() { p.finishes[0](true) }, "a send finished twice")
+}
+
+// TestBulkWindowStaysWithinItsBounds proves that a peer that answers every
+// send has its window widened up to bulkWindowMax and no further, that an
+// answer starts sends only into the room the window has, and that a peer
+// that fails every send is sent one at a time.
+func TestBulkWindowStaysWithinItsBounds(t *testing.T) {
+	for _, ok := range []bool{true, false} {
+		n := &Node{}
+		var pending []func(bool)
+		for range 50_000 {
+			n.bulkSend("p", func(finish func(bool)) { pending = append(pending, finish) })
+		}
+		b := n.bulk["p"]
+		widest, narrowest := 0, bulkWindowMax
+		for len(pending) > 0 {
+			f := pending[0]
+			pending = pending[1:]
+			before := b.inFlight
+			f(ok)
+			widest, narrowest = max(widest, b.window), min(narrowest, b.window)
+			// An answer starts sends only into room the window has.
+			require.LessOrEqual(t, b.inFlight, max(b.window, before-1))
+		}
+		assert.Empty(t, n.bulk, "every send answered")
+		if ok {
+			assert.Equal(t, bulkWindowMax, widest)
+		} else {
+			assert.Equal(t, 1, narrowest)
+		}
+	}
 }

@@ -1318,17 +1318,18 @@ func TestLeavingNodeKeepsAVersionNewerThanTheReference(t *testing.T) {
 }
 
 // TestJoinCompletesOnASlowReceiver joins a fourth node to three that hold
-// thousands of timers, over a network whose receivers take only a few
-// dozen messages from each sender at a time and fail the rest, as the
-// production driver sheds what waits past its MaxWait: every resync,
-// hand-offs included, still completes with no send given up, and every
-// timer ends on its replicas, because a resync and a hand-off send at
-// most a window at a time to a peer (flow.go).
+// thousands of timers, over a network whose receivers take only half a
+// starting window of messages from each sender at a time and fail the
+// rest, as the production driver sheds what waits past its MaxWait:
+// every resync, hand-offs included, still completes with no send given
+// up, and every timer ends on its replicas, because a resync and a
+// hand-off send at most a window at a time to a peer, and the window
+// halves where sends fail (flow.go).
 func TestJoinCompletesOnASlowReceiver(t *testing.T) {
-	const timers = 3000
+	const timers = 6000
 	c := newCluster(t, nodeA, nodeB, nodeC)
 	fillCluster(c, timers, 2)
-	c.takes = 2 * bulkWindowStart
+	c.takes = bulkWindowStart / 2
 	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
 	c.join(nodeD, grown)
 	c.reload(grown)
@@ -1339,6 +1340,7 @@ func TestJoinCompletesOnASlowReceiver(t *testing.T) {
 		assert.Zero(t, s.SendFailures, "%s's resync send failures", a)
 	}
 	assert.Positive(t, c.nodes[nodeD].Stats().Timers, "timers on the joining node")
+	assert.Positive(t, c.shed, "messages the slow receivers failed")
 	c.requirePlacedSample(timers, 2, []string{nodeA, nodeB, nodeC, nodeD})
 }
 
