@@ -12,15 +12,15 @@ package node
 //
 // So a node hands the driver at most a window of bulk sends per peer and
 // holds the rest back, stamping each only as it leaves. The window moves
-// on the answers, as TCP's congestion window does: it starts at two
-// batches of the production driver's two workers a peer, grows by one
-// with each send answered (doubling every round trip) until a send to
-// the peer first fails, then by one each time a window's worth was
-// answered; it halves when a send fails (an error: shed, timed out, or
-// cut off), once for the sends under way then. So the sends go at the pace the receiver answers them, and a
-// receiver too slow for the window it reached soon gets fewer at once. A
-// failed send is the caller's to send again (resyncSend, handOffPush);
-// it waits for room like any other.
+// on the answers, as TCP's congestion window does: it starts at about a
+// resync page's sends, grows by one with each send answered (doubling
+// every round trip) until a send to the peer first fails, then by one
+// each time a window's worth was answered; it halves when a send fails
+// (an error: shed, timed out, or cut off), once for the sends under way
+// then. So the sends go at the pace the receiver answers them, and a
+// receiver too slow for the window it reached soon gets fewer at once.
+// A failed send is the caller's to send again (resyncSend,
+// handOffPush); it waits for room like any other.
 //
 // | operation          | cost                                     |
 // | ------------------ | ---------------------------------------- |
@@ -33,16 +33,17 @@ package node
 
 // Bulk send limits.
 const (
-	// bulkWindowStart is a peer's window when its sends start: two
-	// batches for each of the production driver's two workers a peer
-	// (server/transport: 64 requests a batch), so a receiver that keeps
-	// up is kept busy from the first answer.
-	bulkWindowStart = 256
+	// bulkWindowStart is a peer's window when its sends start: the
+	// sends of about one resync page of MaxResyncPage timers, so that a
+	// receiver that keeps up never has a page wait on the window (its
+	// messages then arrive before the same timers' pages from other
+	// peers, which would each be taken and passed on again).
+	bulkWindowStart = 1024
 	// bulkWindowMax bounds a peer's window. At a receiver that takes
-	// 2,000 messages a second from the sender, a full window waits a
-	// second in the driver, within ReplicaSkew (MaxWait); a slower one
+	// 2,000 messages a second from the sender, a full window waits two
+	// seconds in the driver, its MaxWait (ReplicaSkew); a slower one
 	// sheds some, and the window halves.
-	bulkWindowMax = 2048
+	bulkWindowMax = 4096
 )
 
 // bulkPeer is the flow control of the bulk sends to one peer.
