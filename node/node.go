@@ -99,8 +99,6 @@ type Node struct {
 	// bulk is the flow control of the bulk sends (resync and hand-off)
 	// under way, per peer (flow.go).
 	bulk map[string]*bulkPeer
-	// sendCalls are the answered sends kept for reuse (send).
-	sendCalls []*sendCall
 }
 
 // Stats are the node's plain counters, read by the production adapter's
@@ -470,50 +468,14 @@ func (n *Node) noteShed(counter *uint64, reason string) {
 // for it.
 func (n *Node) send(req Request, timeout time.Duration, done func(Response, error)) {
 	n.inFlight++
-	var c *sendCall
-	if k := len(n.sendCalls); k > 0 {
-		c, n.sendCalls = n.sendCalls[k-1], n.sendCalls[:k-1]
-	} else {
-		c = &sendCall{n: n}
-		c.finish = c.answered
-	}
-	c.internal, c.done, c.pending = req.Header.Get(HeaderInstance) != "", done, true
-	n.net.Send(req, timeout, c.finish)
-}
-
-// maxSendCalls bounds the sendCalls a node keeps for reuse: the sends a
-// burst of pops has in flight at once, beyond which the rest are left
-// to the collector.
-const maxSendCalls = 1024
-
-// sendCall is one send in flight: what its answer does besides calling
-// done. A node reuses them (Node.sendCalls), with the answer function
-// bound once, so that a send allocates no closure of its own around its
-// caller's; the driver calls done exactly once (Network), after which
-// the call is free.
-type sendCall struct {
-	n        *Node
-	finish   func(Response, error) // c.answered, bound once
-	done     func(Response, error)
-	internal bool
-	pending  bool
-}
-
-// answered takes the answer to c's send.
-func (c *sendCall) answered(resp Response, err error) {
-	if !c.pending {
-		panic("node: a send was answered twice")
-	}
-	n, internal, done := c.n, c.internal, c.done
-	c.done, c.pending = nil, false
-	if len(n.sendCalls) < maxSendCalls {
-		n.sendCalls = append(n.sendCalls, c)
-	}
-	n.inFlight--
-	if internal && err == nil {
-		n.clashTold(resp)
-	}
-	done(resp, err)
+	internal := req.Header.Get(HeaderInstance) != ""
+	n.net.Send(req, timeout, func(resp Response, err error) {
+		n.inFlight--
+		if internal && err == nil {
+			n.clashTold(resp)
+		}
+		done(resp, err)
+	})
 }
 
 func text(status int, body string) Response {
