@@ -22,6 +22,18 @@ package node
 // A failed send is the caller's to send again (resyncSend,
 // handOffPush); it waits for room like any other.
 //
+// A peer that is down or cut off answers nothing, and each failed round
+// of sends halves its window: once the window is down to one send and
+// bulkGiveUp sends to it in a row have failed, the sends held back for
+// it are dropped at once, each told so (its drop), as is every bulk send
+// made to it while sends to it are still under way. A slow peer answers
+// some of each round, and never gets there. One at a time, each failing only at
+// its timeout, a hand-off of a hundred thousand copies to a down node
+// would take days, and each repair round would queue it again behind
+// itself. Once nothing is under way the peer is forgotten, and the next
+// bulk send to it (the resync's or the repair round's own retry) starts
+// afresh.
+//
 // | operation          | cost                                     |
 // | ------------------ | ---------------------------------------- |
 // | bulkSend           | O(1): one append when the window is full |
@@ -44,6 +56,10 @@ const (
 	// seconds in the driver, its MaxWait (ReplicaSkew); a slower one
 	// sheds some, and the window halves.
 	bulkWindowMax = 4096
+	// bulkGiveUp is how many sends to a peer in a row may fail, its
+	// window down to one, before the rest held back for it are dropped:
+	// about ten timeouts to halve the window there, and eight more.
+	bulkGiveUp = 8
 )
 
 // bulkPeer is the flow control of the bulk sends to one peer.
@@ -60,15 +76,30 @@ type bulkPeer struct {
 	// failures (a stall at the receiver) halves it once, as a round
 	// trip's losses halve TCP's window once.
 	epoch int
-	// held are the sends waiting for room, oldest first; each starts
-	// one send and calls its finish once with the outcome.
-	held []func(finish func(ok bool))
+	// failing counts the sends to the peer that failed since one
+	// was last answered.
+	failing int
+	// held are the sends waiting for room, oldest first.
+	held []bulkJob
+}
+
+// givenUp reports whether sends to b's peer fail whatever the window:
+// at one send at a time, bulkGiveUp have failed in a row.
+func (b *bulkPeer) givenUp() bool { return b.window == 1 && b.failing >= bulkGiveUp }
+
+// bulkJob is a bulk send: send starts it and calls its finish once with
+// the outcome; drop, instead, tells its caller it was given up on
+// unsent.
+type bulkJob struct {
+	send func(finish func(ok bool))
+	drop func()
 }
 
 // bulkSend starts send now when peer's window has room, or once answers
 // to the earlier bulk sends to peer make room; send must call finish
-// exactly once, with whether the peer answered.
-func (n *Node) bulkSend(peer string, send func(finish func(ok bool))) {
+// exactly once, with whether the peer answered. When the node gives up
+// on the peer first (bulkGiveUp), drop is called instead of send.
+func (n *Node) bulkSend(peer string, send func(finish func(ok bool)), drop func()) {
 	if n.bulk == nil {
 		n.bulk = map[string]*bulkPeer{}
 	}
@@ -77,11 +108,14 @@ func (n *Node) bulkSend(peer string, send func(finish func(ok bool))) {
 		b = &bulkPeer{window: bulkWindowStart}
 		n.bulk[peer] = b
 	}
-	if b.inFlight >= b.window {
-		b.held = append(b.held, send)
-		return
+	switch {
+	case b.givenUp():
+		drop()
+	case b.inFlight >= b.window:
+		b.held = append(b.held, bulkJob{send, drop})
+	default:
+		n.startBulk(peer, b, send)
 	}
-	n.startBulk(peer, b, send)
 }
 
 // startBulk starts one of b's sends.
@@ -102,6 +136,10 @@ func (n *Node) startBulk(peer string, b *bulkPeer, send func(finish func(ok bool
 // that now have room.
 func (n *Node) bulkAnswered(peer string, b *bulkPeer, ok bool, epoch int) {
 	b.inFlight--
+	b.failing++
+	if ok {
+		b.failing = 0
+	}
 	switch {
 	case !ok && epoch == b.epoch:
 		b.acked, b.failed = 0, true
@@ -116,11 +154,18 @@ func (n *Node) bulkAnswered(peer string, b *bulkPeer, ok bool, epoch int) {
 			b.window = min(b.window+1, bulkWindowMax)
 		}
 	}
+	if b.givenUp() && len(b.held) > 0 {
+		held := b.held
+		b.held = nil
+		for _, j := range held {
+			j.drop()
+		}
+	}
 	for len(b.held) > 0 && b.inFlight < b.window {
-		send := b.held[0]
-		b.held[0] = nil
+		j := b.held[0]
+		b.held[0] = bulkJob{}
 		b.held = b.held[1:]
-		n.startBulk(peer, b, send)
+		n.startBulk(peer, b, j.send)
 	}
 	if len(b.held) == 0 && b.inFlight == 0 && n.bulk[peer] == b {
 		delete(n.bulk, peer)

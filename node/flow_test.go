@@ -14,13 +14,14 @@ type bulkProbe struct {
 	started  []int
 	finishes []func(bool)
 	answered map[int]bool
+	dropped  []int
 }
 
 func (p *bulkProbe) send(peer string, i int) {
 	p.n.bulkSend(peer, func(finish func(bool)) {
 		p.started = append(p.started, i)
 		p.finishes = append(p.finishes, finish)
-	})
+	}, func() { p.dropped = append(p.dropped, i) })
 }
 
 // answer answers the k-th send started.
@@ -82,13 +83,15 @@ func TestBulkSendsKeepToTheWindow(t *testing.T) {
 // TestBulkWindowStaysWithinItsBounds proves that a peer that answers every
 // send has its window widened up to bulkWindowMax and no further, that an
 // answer starts sends only into the room the window has, and that a peer
-// that fails every send is sent one at a time.
+// that fails every send is sent one at a time before the sends held back
+// for it are dropped.
 func TestBulkWindowStaysWithinItsBounds(t *testing.T) {
 	for _, ok := range []bool{true, false} {
 		n := &Node{}
 		var pending []func(bool)
+		dropped := 0
 		for range 50_000 {
-			n.bulkSend("p", func(finish func(bool)) { pending = append(pending, finish) })
+			n.bulkSend("p", func(finish func(bool)) { pending = append(pending, finish) }, func() { dropped++ })
 		}
 		b := n.bulk["p"]
 		widest, narrowest := 0, bulkWindowMax
@@ -104,8 +107,39 @@ func TestBulkWindowStaysWithinItsBounds(t *testing.T) {
 		assert.Empty(t, n.bulk, "every send answered")
 		if ok {
 			assert.Equal(t, bulkWindowMax, widest)
+			assert.Zero(t, dropped)
 		} else {
 			assert.Equal(t, 1, narrowest)
+			assert.Positive(t, dropped, "sends held back for a peer that failed every one")
 		}
 	}
+}
+
+// TestBulkSendsToAFailingPeerAreDropped proves that a peer that fails
+// every send has its window halved round after round, and once it is
+// down to one send and bulkGiveUp sends in a row have failed, the sends
+// held back for it are dropped at once; once nothing is under way the
+// peer starts afresh with a full window.
+func TestBulkSendsToAFailingPeerAreDropped(t *testing.T) {
+	const sends = 100_000
+	p := &bulkProbe{n: &Node{}, answered: map[int]bool{}}
+	for i := range sends {
+		p.send("p", i)
+	}
+	rounds := 0
+	for len(p.dropped) == 0 {
+		require.Less(t, rounds, 100, "rounds of failures without giving up")
+		rounds++
+		for k, n := 0, len(p.finishes); k < n; k++ {
+			if !p.answered[k] {
+				p.answer(k, false)
+			}
+		}
+	}
+	assert.Equal(t, sends, len(p.started)+len(p.dropped), "every send started or dropped")
+	assert.Less(t, len(p.started), 3*bulkWindowStart, "sends started to a peer that failed them all")
+	assert.Empty(t, p.n.bulk, "the peer forgotten once nothing is under way")
+	started := len(p.started)
+	p.send("p", -2)
+	assert.Len(t, p.started, started+1, "a send once the peer is forgotten")
 }

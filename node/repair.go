@@ -419,8 +419,9 @@ func (n *Node) handOff(done func(all bool)) {
 // handOffPush pushes placed, a copy a hand-off ends, to peer through the
 // peer's window of bulk sends (flow.go), again up to maxResyncSends
 // times while it gets no answer and the copy is still held, then calls
-// done with the last outcome. A hand-off sends one message for each
-// record it moves, and a slow receiver takes them at its own pace.
+// done with the last outcome (no answer, when it was given up on
+// unsent). A hand-off sends one message for each record it moves, and a
+// slow receiver takes them at its own pace.
 func (n *Node) handOffPush(peer string, placed *Timer, attempt int, done func(ok bool, resp Response)) {
 	n.bulkSend(peer, func(finish func(ok bool)) {
 		n.replicate(peer, placed, nil, n.nowMs(), func(ok bool, resp Response) {
@@ -431,7 +432,7 @@ func (n *Node) handOffPush(peer string, placed *Timer, attempt int, done func(ok
 			}
 			done(ok, resp)
 		})
-	})
+	}, func() { done(false, Response{}) })
 }
 
 // copyOf is the record this node holds of placed's timer when it is

@@ -925,7 +925,8 @@ func (n *Node) heldLive(t *Timer) *Timer {
 // not yet reloaded for this scale keeps the record as moved away, and
 // repair brings it back once the views agree (4.8 in docs/design.md).
 // A send whose resync was superseded while it waited for room is not
-// sent.
+// sent, and one given up on unsent (bulkGiveUp) fails as one that got no
+// answer.
 func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int, failed func()) {
 	p.sends++
 	n.bulkSend(peer, func(finish func(ok bool)) {
@@ -948,6 +949,14 @@ func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int, fa
 			}
 			n.sendDone(p)
 		})
+	}, func() {
+		// Given up on unsent: the peer failed every send lately.
+		if n.current(p.run) {
+			n.hit(probeResyncSendFailed)
+			p.run.status.SendFailures++
+			failed()
+		}
+		n.sendDone(p)
 	})
 }
 
@@ -973,6 +982,11 @@ func (n *Node) sendReferences(p *peerSync, peer string, body []byte, attempt int
 			}
 			n.sendDone(p)
 		})
+	}, func() {
+		if n.current(p.run) {
+			p.run.status.SendFailures++
+		}
+		n.sendDone(p)
 	})
 }
 
