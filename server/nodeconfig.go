@@ -34,11 +34,6 @@ func nodeConfig(c config.Node, clk node.Clock, nw node.Network, log *slog.Logger
 		nc.Limits.MaxTimers = c.MaxTimers
 	}
 	nc.Limits.MaxHeldBytes = timerBudget(c)
-	// A resync asks for the largest pages (a page is bounded by bytes
-	// as well): each page is a round trip and a barrier before the
-	// next, and a join of 200,000 timers paged 100 at a time spent its
-	// time waiting on them (docs/design.md 5).
-	nc.ResyncPage = node.MaxResyncPage
 	nc.CallbackHosts = c.CallbackHosts
 	nc.OwnAddresses = ownAddresses(c.BindAddress, c.BindPort)
 	nc.Clock = clk
