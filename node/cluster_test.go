@@ -40,6 +40,13 @@ type cluster struct {
 	// timers takes thousands of rounds, and its hand-off sends a message
 	// for each timer it moves in one.
 	rounds, pending int
+	// takes, if set, is how many node-to-node messages a receiver takes
+	// from one sender in a round of settle: the rest of that sender's
+	// messages to it pending in the round fail, as the production
+	// driver sheds what waits past its MaxWait for a slow receiver.
+	takes int
+	// shed counts the messages takes failed.
+	shed int
 }
 
 func (c *cluster) watched(s *sent, to string, status int, lost bool) {
@@ -166,8 +173,17 @@ func (c *cluster) settleLosing(lose func(host string, req Request) bool) {
 			c.t.Fatalf("settle: still %d requests pending after %d rounds (a message storm?), first: %s",
 				len(reqs), round-1, pendingSummary(reqs, 10))
 		}
+		taken := map[[2]string]int{}
 		for _, s := range reqs {
 			host, path, _ := strings.Cut(strings.TrimPrefix(s.req.URL, "http://"), "/")
+			pair := [2]string{s.from, host}
+			taken[pair]++
+			if c.takes > 0 && taken[pair] > c.takes {
+				c.shed++
+				c.watched(s, host, 0, true)
+				s.done(Response{}, errUnreachable)
+				continue
+			}
 			if c.down[host] || lose != nil && lose(host, s.req) {
 				c.watched(s, host, 0, true)
 				s.done(Response{}, errUnreachable)

@@ -58,6 +58,8 @@
 //     fetched from the peers, taken, passed on, and references.
 //   - repair.go: anti-entropy every RepairInterval, and the hand-off of
 //     records placed elsewhere.
+//   - flow.go: the window per peer that the sends of a resync and a
+//     hand-off keep to.
 //   - timer.go, store.go: the held record and the timing wheel.
 //   - persist.go: what the node hands its Storage, the record encoding,
 //     and the restore of a restarted node.

@@ -105,6 +105,9 @@ type Node struct {
 	// probeHits counts the passes through each coverage probe (probe.go).
 	probeHits []uint64
 	persist   persist
+	// bulk is the flow control of the bulk sends (resync and hand-off)
+	// under way, per peer (flow.go).
+	bulk map[string]*bulkPeer
 }
 
 // Stats are the node's plain counters, read by the production adapter's

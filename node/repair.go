@@ -379,7 +379,7 @@ func (n *Node) handOff(done func(all bool)) {
 			done(allOK)
 		}
 	}
-	now, view := n.nowMs(), n.ring.ViewID()
+	view := n.ring.ViewID()
 	for _, t := range out {
 		placed := n.placedNow(t)
 		targets := n.handOffTargets(placed)
@@ -390,7 +390,7 @@ func (n *Node) handOff(done func(all bool)) {
 		n.logTimer("hand off", placed, "replicas", targets)
 		n.stats.RepairHandoffs++
 		for _, peer := range targets {
-			n.replicate(peer, placed, nil, now, func(ok bool, resp Response) {
+			n.handOffPush(peer, placed, 1, func(ok bool, resp Response) {
 				// The replica holds it (live, for a live record), or
 				// something newer: a later version (409), or the
 				// tombstone of this one (the definition ended there
@@ -414,6 +414,25 @@ func (n *Node) handOff(done func(all bool)) {
 		}
 	}
 	finish(true)
+}
+
+// handOffPush pushes placed, a copy a hand-off ends, to peer through the
+// peer's window of bulk sends (flow.go), again up to maxResyncSends
+// times while it gets no answer and the copy is still held, then calls
+// done with the last outcome (no answer, when it was given up on
+// unsent). A hand-off sends one message for each record it moves, and a
+// slow receiver takes them at its own pace.
+func (n *Node) handOffPush(peer string, placed *Timer, attempt int, done func(ok bool, resp Response)) {
+	n.bulkSend(peer, func(finish func(ok bool)) {
+		n.replicate(peer, placed, nil, n.nowMs(), func(ok bool, resp Response) {
+			finish(resp.Status != 0)
+			if resp.Status == 0 && attempt < maxResyncSends && n.copyOf(placed) != nil {
+				n.handOffPush(peer, placed, attempt+1, done)
+				return
+			}
+			done(ok, resp)
+		})
+	}, func() { done(false, Response{}) })
 }
 
 // copyOf is the record this node holds of placed's timer when it is

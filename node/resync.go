@@ -31,6 +31,13 @@ const (
 	DefaultResyncPage = 100
 	// MaxResyncPage bounds the Range a requester may ask for.
 	MaxResyncPage = 1000
+	// maxResyncPageBytes bounds the timers of one page by their bytes as
+	// well: a page ends once its body has passed this, at the end of
+	// the millisecond, so that a page of large timers stays well within
+	// the body a driver reads of an answer (wire.MaxBodyBytes), as a
+	// page of the largest Range of typical timers (about 400 bytes
+	// each) does.
+	maxResyncPageBytes = wire.MaxBodyBytes / 2
 	// ResyncPageTimeout bounds one GET /timers round trip.
 	ResyncPageTimeout = 5 * time.Second
 	// maxResyncSends bounds the attempts of one replication, tombstone or
@@ -130,9 +137,10 @@ func parseResyncQuery(target, rangeHeader string) (resyncQuery, error) {
 // requester will hold a replica of under the requested view, in due order
 // from time-from. Timers already placed under that view are passed over
 // (their writer placed them), unless the requester asks for them too
-// (paramCurrentView). A page holds Range timers, and then the rest of the
-// timers due in the same millisecond, so that the next page's time-from
-// moves strictly on: paging can never repeat a page forever.
+// (paramCurrentView). A page holds Range timers, or fewer whose body
+// passed maxResyncPageBytes, and then the rest of the timers due in the
+// same millisecond, so that the next page's time-from moves strictly on:
+// paging can never repeat a page forever.
 func (n *Node) resyncGet(req Request, reply func(Response)) {
 	if n.refuseInternal(req, reply) {
 		return
@@ -165,7 +173,7 @@ func (n *Node) resyncPage(req Request) Response {
 	body := append(make([]byte, 0, 64+q.limit*512), `{"timers":[`...)
 	count, more, last := 0, false, int64(0)
 	n.store.AscendFrom(q.fromMs, func(held *Timer) bool {
-		if count >= q.limit && held.due > last {
+		if (count >= q.limit || len(body) >= maxResyncPageBytes) && held.due > last {
 			n.hit(probeResyncPageFull)
 			more = true
 			return false
@@ -910,20 +918,40 @@ func (n *Node) heldLive(t *Timer) *Timer {
 	return held
 }
 
-// resyncSend sends held (its state now) to peer for p's page, again up to
+// resyncSend sends held (its state when the send leaves) to peer for p's
+// page, through peer's window of bulk sends (flow.go), again up to
 // maxResyncSends times while it gets no answer; failed runs if every
 // attempt failed (counted in SendFailures). Any answer ends it: a peer
 // not yet reloaded for this scale keeps the record as moved away, and
 // repair brings it back once the views agree (4.8 in docs/design.md).
+// A send whose resync was superseded while it waited for room is not
+// sent, and one given up on unsent (bulkGiveUp) fails as one that got no
+// answer.
 func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int, failed func()) {
 	p.sends++
-	n.replicate(peer, held, nil, n.nowMs(), func(ok bool, resp Response) {
-		switch {
-		case ok || !n.current(p.run):
-		case resp.Status == 0 && attempt < maxResyncSends:
-			n.hit(probeResyncSendAgain)
-			n.resyncSend(p, peer, held, attempt+1, failed)
-		case resp.Status == 0:
+	n.bulkSend(peer, func(finish func(ok bool)) {
+		if !n.current(p.run) {
+			finish(true)
+			n.sendDone(p)
+			return
+		}
+		n.replicate(peer, held, nil, n.nowMs(), func(ok bool, resp Response) {
+			finish(resp.Status != 0)
+			switch {
+			case ok || !n.current(p.run):
+			case resp.Status == 0 && attempt < maxResyncSends:
+				n.hit(probeResyncSendAgain)
+				n.resyncSend(p, peer, held, attempt+1, failed)
+			case resp.Status == 0:
+				n.hit(probeResyncSendFailed)
+				p.run.status.SendFailures++
+				failed()
+			}
+			n.sendDone(p)
+		})
+	}, func() {
+		// Given up on unsent: the peer failed every send lately.
+		if n.current(p.run) {
 			n.hit(probeResyncSendFailed)
 			p.run.status.SendFailures++
 			failed()
@@ -933,15 +961,29 @@ func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int, fa
 }
 
 // sendReferences sends a DELETE /timers/references body to a leaving
-// node for p's page, again up to maxResyncSends times while it fails.
+// node for p's page, through its window of bulk sends, again up to
+// maxResyncSends times while it fails.
 func (n *Node) sendReferences(p *peerSync, peer string, body []byte, attempt int) {
 	p.sends++
-	n.send(n.referencesRequest(peer, body), n.cfg.ReplicationTimeout, func(resp Response, err error) {
-		ok := err == nil && resp.Status == 202
-		if !ok && attempt < maxResyncSends && n.current(p.run) {
-			n.hit(probeResyncRefsAgain)
-			n.sendReferences(p, peer, body, attempt+1)
-		} else if !ok {
+	n.bulkSend(peer, func(finish func(ok bool)) {
+		if !n.current(p.run) {
+			finish(true)
+			n.sendDone(p)
+			return
+		}
+		n.send(n.referencesRequest(peer, body), n.cfg.ReplicationTimeout, func(resp Response, err error) {
+			finish(err == nil)
+			ok := err == nil && resp.Status == 202
+			if !ok && attempt < maxResyncSends && n.current(p.run) {
+				n.hit(probeResyncRefsAgain)
+				n.sendReferences(p, peer, body, attempt+1)
+			} else if !ok {
+				p.run.status.SendFailures++
+			}
+			n.sendDone(p)
+		})
+	}, func() {
+		if n.current(p.run) {
 			p.run.status.SendFailures++
 		}
 		n.sendDone(p)

@@ -1316,3 +1316,64 @@ func TestLeavingNodeKeepsAVersionNewerThanTheReference(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinCompletesOnASlowReceiver joins a fourth node to three that hold
+// thousands of timers, over a network whose receivers take only half a
+// starting window of messages from each sender at a time and fail the
+// rest, as the production driver sheds what waits past its MaxWait:
+// every resync, hand-offs included, still completes with no send given
+// up, and every timer ends on its replicas, because a resync and a
+// hand-off send at most a window at a time to a peer, and the window
+// halves where sends fail (flow.go).
+func TestJoinCompletesOnASlowReceiver(t *testing.T) {
+	const timers = 6000
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	fillCluster(c, timers, 2)
+	c.takes = bulkWindowStart / 2
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	c.reload(grown)
+	for _, a := range slices.Sorted(maps.Keys(c.nodes)) {
+		s := c.nodes[a].ResyncStatus()
+		assert.False(t, s.Running, a)
+		assert.Empty(t, s.Failed, "%s's resync gave up on", a)
+		assert.Zero(t, s.SendFailures, "%s's resync send failures", a)
+	}
+	assert.Positive(t, c.nodes[nodeD].Stats().Timers, "timers on the joining node")
+	assert.Positive(t, c.shed, "messages the slow receivers failed")
+	c.requirePlacedSample(timers, 2, []string{nodeA, nodeB, nodeC, nodeD})
+}
+
+// TestResyncPageEndsAtItsByteBound proves a page of large timers ends
+// once its body has passed maxResyncPageBytes (at the end of its last
+// millisecond), however many timers its Range asks for, so that a page
+// is always within the body a driver reads; following the pages still
+// yields every timer once.
+func TestResyncPageEndsAtItsByteBound(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB)
+	opaque := strings.Repeat("x", 32<<10)
+	const timers = 40
+	for i := range timers {
+		c.clock.advance(time.Millisecond)
+		body := wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 30 * time.Second, URI: cb, Opaque: opaque + strconv.Itoa(i), ReplicationFactor: 2})
+		require.Equal(t, 200, c.client(nodeA, "POST", "/timers", string(body)).Status)
+	}
+	view := c.nodes[nodeA].ring.ViewID()
+	seen, from, pages := 0, "", 0
+	for {
+		req := Request{Method: "GET", URL: resyncURL(nodeB, view, "&include-current-view=true"+from), Header: Header{HeaderRange: strconv.Itoa(MaxResyncPage)}}
+		r := c.serve(nodeA, req)
+		require.Contains(t, []int{200, 206}, r.Status, "%s", r.Body)
+		assert.Less(t, len(r.Body), maxResyncPageBytes+len(opaque)+4096, "a page's body")
+		var page resyncPage
+		require.NoError(t, json.Unmarshal(r.Body, &page))
+		seen += len(page.Timers)
+		pages++
+		if r.Status == 200 {
+			break
+		}
+		from = "&time-from=" + r.Header.Get(HeaderNextTimeFrom)
+	}
+	assert.Equal(t, timers, seen, "timers paged")
+	assert.Greater(t, pages, 1, "pages of timers whose bodies pass the bound")
+}

@@ -307,8 +307,27 @@ func (t *Timer) setPopMarks(missed, owed uint32) {
 		t.Extra = nil // most records have no extra parts: keep them small
 		return
 	}
+	if e.onlyMissed(1) {
+		// The mark of a pop in flight on a record with no other extra
+		// part, as every pop sets it: shared, never changed in place.
+		t.Extra = &popInFlight
+		return
+	}
 	t.Extra = new(TimerExtra)
 	*t.Extra = e
+}
+
+// popInFlight is the Extra of a record whose only extra part is the
+// Missed mark of its latest pop, still in flight (pop sets it until the
+// callback succeeds). Extra is never changed in place, so every such
+// record shares this one and a pop allocates none
+// (TestPopInFlightMarkIsShared).
+var popInFlight = TimerExtra{Missed: 1}
+
+// onlyMissed reports whether e holds nothing but the Missed mark missed.
+func (e *TimerExtra) onlyMissed(missed uint32) bool {
+	return e.Missed == missed && e.Owed == 0 && len(e.Tags) == 0 && e.Buried == 0 &&
+		len(e.Replaced) == 0 && e.Refused == 0 && e.Lacking == 0
 }
 
 // lacking returns t's Lacking mark.

@@ -336,6 +336,9 @@ func parseHTTP(v rawValue, t *Timer) error {
 // decimal digits, but takes 0 and any number above 65535 too. An empty
 // port ("http://h:/") is the scheme's, as RFC 3986 has it.
 func checkURI(uri string) error {
+	if plainURI(uri) {
+		return nil // what url.Parse accepts, without its allocation
+	}
 	u, err := url.Parse(uri)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return badf("callback.http.uri %q is not an absolute http or https URL", uri)
@@ -347,6 +350,53 @@ func checkURI(uri string) error {
 	}
 	return nil
 }
+
+// plainURI reports whether uri is a callback URL of the plain form almost
+// every client sends, which checkURI accepts: "http" or "https", "://",
+// a host of lower-case letters, digits, dots and hyphens, an optional
+// port of 1 to 65535 without leading zeros, and an optional path and
+// query of unreserved characters, '/', '=' and '&'. Anything else (upper
+// case, escapes, user info, IPv6 literals, fragments) is left to
+// url.Parse. A create parses its callback once; url.Parse allocated the
+// URL it returns. TestPlainURIAgreesWithURLParse holds the two together.
+func plainURI(uri string) bool {
+	rest, ok := strings.CutPrefix(uri, "http://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(uri, "https://"); !ok {
+			return false
+		}
+	}
+	i := 0
+	for i < len(rest) && (isLowerAlnum(rest[i]) || rest[i] == '.' || rest[i] == '-') {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	if i < len(rest) && rest[i] == ':' {
+		j, port := i+1, 0
+		for j < len(rest) && '0' <= rest[j] && rest[j] <= '9' && j-i <= 5 {
+			port = port*10 + int(rest[j]-'0')
+			j++
+		}
+		if j == i+1 || rest[i+1] == '0' || port > 65535 {
+			return false
+		}
+		i = j
+	}
+	if i < len(rest) && rest[i] != '/' && rest[i] != '?' {
+		return false
+	}
+	for ; i < len(rest); i++ {
+		c := rest[i]
+		if !isLowerAlnum(c) && !('A' <= c && c <= 'Z') && !strings.ContainsRune("-._~/?=&", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func isLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
 
 func parseTags(st rawValue) ([]Tag, error) {
 	if st == nil {
