@@ -55,7 +55,9 @@
 //     the repair of stale replicas they bring.
 //   - sites.go: forwarding to and placing from other sites.
 //   - resync.go: active rebalancing when the membership changes: pages
-//     fetched from the peers, taken, passed on, and references.
+//     fetched from the peers, taken, passed on, and references sent.
+//   - resyncserve.go: the pages a node serves (GET /timers) and the
+//     references it takes (DELETE /timers/references).
 //   - repair.go: anti-entropy every RepairInterval, and the hand-off of
 //     records placed elsewhere.
 //   - flow.go: the window per peer that the sends of a resync and a

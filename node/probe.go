@@ -113,7 +113,7 @@ var (
 	probeSiteGiveUp     = probe("site/forward-given-up")
 	probeSiteStartDelta = probe("site/relay-answers-earlier-start")
 
-	// resync.go: active rebalancing.
+	// resync.go, resyncserve.go: active rebalancing.
 	probeResyncNotMember   = probe("resync/page-requester-not-member")
 	probeResyncOtherView   = probe("resync/page-other-view")
 	probeResyncPageFull    = probe("resync/page-continues")
