@@ -225,18 +225,34 @@ func TestPopMovedByAScaleMayTakeOneRankMore(t *testing.T) {
 			t.Fatalf("the scale does not move the timer")
 		}
 		h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 6*sec, 24*sec
-		h.Pops = nil
-		for seq := 1; seq <= 4; seq++ {
-			at := time.Duration(seq)*6*sec + 20*ms
-			if seq == k {
-				at = time.Duration(seq)*6*sec + late
-			}
-			h.Pops = append(h.Pops, Pop{At: at, Node: after[0], URI: "http://client/cb", Opaque: "a", Seq: seq, Answered: 200, Timer: placedTimer})
-		}
+		h.Pops = movedPops(nil, after[0], "a", 0, k, late)
 		h.Held = nil
 		h.End = 40 * sec
 		return h
 	}
+	requireMoveTakesOneRank(t, history)
+}
+
+// movedPops appends to pops the four pops of definition opaque due every
+// 6 s from start, made by node 20 ms after each is due, but pop k, made
+// late after it is due.
+func movedPops(pops []Pop, node, opaque string, start time.Duration, k int, late time.Duration) []Pop {
+	for seq := 1; seq <= 4; seq++ {
+		at := start + time.Duration(seq)*6*sec + 20*ms
+		if seq == k {
+			at = start + time.Duration(seq)*6*sec + late
+		}
+		pops = append(pops, Pop{At: at, Node: node, URI: "http://client/cb", Opaque: opaque, Seq: seq, Answered: 200, Timer: placedTimer})
+	}
+	return pops
+}
+
+// requireMoveTakesOneRank holds the histories history(k, late) makes to
+// a scale's move: pop 1, due in it, excused (fault-window/scale-up) up to
+// one ReplicaSkew past the worst rank and late beyond; pop 4, due after
+// it, held to the bound.
+func requireMoveTakesOneRank(t *testing.T, history func(k int, late time.Duration) *History) {
+	t.Helper()
 	skew := DefaultOptions().ReplicaSkew
 	vs, cov := DefaultOptions().Judge(history(1, 2*skew-200*ms))
 	requireNone(t, vs)
@@ -264,13 +280,7 @@ func TestPopOfAFactorLeftToTheNodeMovedByAScale(t *testing.T) {
 		up := write(2, Update, placedTimer, "b", 6*sec, 24*sec, sec, sec+10*ms, OK)
 		up.Node, up.Spec.ReplicationFactor = first[0], 0
 		h.Ops = append(h.Ops, up)
-		for seq := 1; seq <= 4; seq++ {
-			at := sec + time.Duration(seq)*6*sec + 20*ms
-			if seq == k {
-				at = sec + time.Duration(seq)*6*sec + late
-			}
-			h.Pops = append(h.Pops, Pop{At: at, Node: after[0], URI: "http://client/cb", Opaque: "b", Seq: seq, Answered: 200, Timer: placedTimer})
-		}
+		h.Pops = movedPops(h.Pops, after[0], "b", sec, k, late)
 		h.Held = nil
 		h.End = 40 * sec
 		return h
@@ -278,14 +288,7 @@ func TestPopOfAFactorLeftToTheNodeMovedByAScale(t *testing.T) {
 	if d := newIndex(history(1, 0), DefaultOptions()).byOpaque["b"]; !d.rfUnknown || d.placed {
 		t.Fatalf("the update: factor unknown %v, placed %v; want unknown and unplaced", d.rfUnknown, d.placed)
 	}
-	skew := DefaultOptions().ReplicaSkew
-	vs, cov := DefaultOptions().Judge(history(1, 2*skew-200*ms))
-	requireNone(t, vs)
-	if cov.Excused[ExFault+"/"+Excuse(ScaleUp)] == 0 {
-		t.Errorf("excuses %v, want %s/%s", cov.Excused, ExFault, ScaleUp)
-	}
-	requireHas(t, Check(history(1, 2*skew+500*ms)), "G3", "late")
-	requireHas(t, Check(history(4, 2*skew-200*ms)), "G3", "late")
+	requireMoveTakesOneRank(t, history)
 }
 
 // TestHolderDownInItsHandOffTurnPopsAtItsRestart: a scale moves an rf 1

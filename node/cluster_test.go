@@ -648,12 +648,7 @@ func TestReadRepairReachesEveryReplica(t *testing.T) {
 func TestTombstoneOutlivesStaleDefinition(t *testing.T) {
 	c := newCluster(t, three...)
 	node := c.nodes[three[0]]
-	send := func(rec Timer) Response {
-		var got Response
-		node.Handle(asPeer(node, Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(rec.ID, 0),
-			Body: EncodeReplication(&rec, node.nowMs())}, three[1]), func(r Response) { got = r })
-		return got
-	}
+	send := func(rec Timer) Response { return replicateFrom(node, three[1], rec) }
 	place := &Placement{Replicas: three}
 	const id = 1 << 30
 	start := node.nowMs()
@@ -699,12 +694,7 @@ func TestTombstoneOutlivesItsLifeWhileAReplicaMayLackIt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster(t, three...)
 			node := c.nodes[three[0]]
-			send := func(rec Timer) Response {
-				var got Response
-				node.Handle(asPeer(node, Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(rec.ID, 0),
-					Body: EncodeReplication(&rec, node.nowMs())}, three[1]), func(r Response) { got = r })
-				return got
-			}
+			send := func(rec Timer) Response { return replicateFrom(node, three[1], rec) }
 			c.down[three[1]] = !tc.reached
 			start := node.nowMs()
 			update := *withCallback(&Timer{ID: id, Version: id + 1, Start: start, Interval: time.Second, RepeatFor: 2 * time.Second, RF: 2, Placement: place}, cb, "y")

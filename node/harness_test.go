@@ -157,6 +157,15 @@ func asPeer(n *Node, req Request, from string) Request {
 	return req
 }
 
+// replicateFrom hands n rec as the replication PUT peer from sends it
+// now, and returns n's answer.
+func replicateFrom(n *Node, from string, rec Timer) Response {
+	var got Response
+	n.Handle(asPeer(n, Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(rec.ID, 0),
+		Body: EncodeReplication(&rec, n.nowMs())}, from), func(r Response) { got = r })
+	return got
+}
+
 // send hands req to the node, as a peer's (asPeer), and returns the
 // reply, which must come at once.
 func (h *harness) send(req Request) Response {
