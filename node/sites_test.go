@@ -272,7 +272,7 @@ func TestPopLeftToNoSiteThatMayLackIt(t *testing.T) {
 // has reached nobody, nor has one its node lost by restarting before the
 // answer came. The last holder of the first site pops last (its pops
 // wait) from the write on, across a restart, until the other site answers
-// a message of the definition (scenarios/README.md N35).
+// a message of the definition (scenarios/README.md N36).
 func TestPopLeftToNoSiteItsForwardHasNotReached(t *testing.T) {
 	disk := newMemStorage()
 	h := newHarness(t, func(c *Config) {
