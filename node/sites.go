@@ -102,6 +102,18 @@ func (n *Node) forwardToSites(t *Timer) {
 	}
 }
 
+// remoteSitesOf marks, by position in p.Sites, the other sites this node
+// forwards a record placed by p to (forwardToSites).
+func (n *Node) remoteSitesOf(p *Placement) uint32 {
+	var mask uint32
+	for i, site := range p.Sites {
+		if i < 32 && site != n.cfg.LocalSite && slices.ContainsFunc(n.cfg.RemoteSites, func(r Site) bool { return r.Name == site }) {
+			mask |= 1 << i
+		}
+	}
+	return mask
+}
+
 // siteRetry is how often a forward to another site is sent again while
 // that site gives no answer (or a 5xx): a forward is the only way a
 // site hears of a write, and a site that missed a delete pops the

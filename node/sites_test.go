@@ -268,6 +268,51 @@ func TestPopLeftToNoSiteThatMayLackIt(t *testing.T) {
 	}
 }
 
+// TestPopLeftToNoSiteItsForwardHasNotReached: a forward still in flight
+// has reached nobody, nor has one its node lost by restarting before the
+// answer came. The last holder of the first site pops last (its pops
+// wait) from the write on, across a restart, until the other site answers
+// a message of the definition (scenarios/README.md N36).
+func TestPopLeftToNoSiteItsForwardHasNotReached(t *testing.T) {
+	disk := newMemStorage()
+	h := newHarness(t, func(c *Config) {
+		c.RemoteSites = []Site{{Name: "site2", Address: otherSite}}
+		c.Storage = disk
+	})
+	id := mustID(t, h.create(timerJSON(10, 60, cb, "x")))
+	if fwd := h.net.take("http://" + otherSite); len(fwd) != 1 {
+		t.Fatalf("got %d forwards to the other site, want 1", len(fwd))
+	}
+	held := h.node.store.Get(id)
+	if got := h.node.handOnAfter(held); got != 0 {
+		t.Errorf("the site's only replica, its forward unanswered: hands on after %v, want 0 (its pops wait)", got)
+	}
+	h.clock.advance(persistLazily)
+
+	h2 := restarted(t, h, disk, time.Second)
+	after := h2.node.store.Get(id)
+	if after == nil {
+		t.Fatal("restored node holds no record of the timer")
+	}
+	if got := h2.node.handOnAfter(after); got != 0 {
+		t.Errorf("restarted before the forward's answer: hands on after %v, want 0 (its pops wait)", got)
+	}
+	h2.clock.advance(10 * time.Second) // pop 1, and its notice to the other site
+	if got := h2.pops(cb, 200); len(got) != 1 {
+		t.Fatalf("pops by 11 s: got %d, want 1", len(got))
+	}
+	notices := h2.net.take("http://" + otherSite)
+	if len(notices) == 0 {
+		t.Fatal("no notice of pop 1 went to the other site")
+	}
+	for _, n := range notices {
+		n.done(Response{Status: 200, Header: Header{}}, nil)
+	}
+	if got := h2.node.handOnAfter(h2.node.store.Get(id)); got != ReplicaSkew {
+		t.Errorf("once the other site answered: hands on after %v, want %v", got, ReplicaSkew)
+	}
+}
+
 // TestAnotherSitesEarlierStartIsTaken proves a node takes the earlier
 // start of its definition that another site answers a forward with, as
 // it takes one a replica of its own site answers a notice with: a site

@@ -258,7 +258,11 @@ type TimerExtra struct {
 	Lacking uint32
 	// SitesLacking marks, by position in Placement.Sites, the other
 	// sites this node's forward of the definition has not reached: no
-	// answer came (or a 5xx) since the last one that did. Unlike
+	// answer came (or a 5xx) since the last one that did, or none yet.
+	// The write marks every other site before its forward leaves, so
+	// that a forward in flight, or lost with this node in a crash,
+	// counts as not reached; an answer to any message of the definition
+	// forwarded there (the write's, a pop notice's) clears it. Unlike
 	// Lacking, only the forwarding node knows it. The last holder of a
 	// site does not leave a pop to later sites that may all lack the
 	// timer (handOnAfter): under load it shed each pop for a site that
