@@ -63,6 +63,10 @@ type applied struct {
 	// refusal, with ok false, is the answer to a record the node may not
 	// hold: its callback policy forbids the callback, or it is full.
 	refusal *Response
+	// dropped, with took, are the replicas of the live record the taken
+	// one replaced that the taken one's placement leaves out (see
+	// droppedReplicas).
+	dropped []string
 }
 
 // collides reports whether incoming and existing, two records under one
@@ -130,10 +134,34 @@ func (n *Node) apply(t *Timer) applied {
 	*t = r.in
 	buriedLive := t.State == Tombstone && existing != nil &&
 		(existing.State == Live || existing.State == Tombstone && existing.lastDue() > existing.Start)
+	dropped := droppedReplicas(existing, t, n.self)
 	n.release(existing)
 	n.holdNext(t)
 	n.repairNeeded()
-	return applied{ok: true, took: true, buriedLive: buriedLive}
+	return applied{ok: true, took: true, buriedLive: buriedLive, dropped: dropped}
+}
+
+// droppedReplicas returns the replicas of existing, a live record that
+// t replaces, that t's placement leaves out, this node aside. Both are
+// placed by this node's view, so they differ only when the two writes
+// gave the timer different replication factors: a write that learnt its
+// factor while another write changed it (an update without a factor read
+// the timer ended, and took the default, while a concurrent update made
+// it live again with a larger factor). The replicas left out hold the
+// replaced definition live, and no writer knows them: they are told of
+// t, or they pop the replaced definition until a repair round reaches
+// them (TestReplacedRecordReachesTheReplicasItsFactorDrops).
+func droppedReplicas(existing, t *Timer, self string) []string {
+	if existing == nil || existing.State != Live || existing.Placement == nil || t.Placement == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range existing.Placement.Replicas {
+		if r != self && !slices.Contains(t.Placement.Replicas, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // mergeEnv is what merge may know of this node, now.
@@ -219,6 +247,16 @@ func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, reply
 		// hear of the record until a repair round; pass it on now.
 		n.hit(probeForwardOtherView)
 		n.forward(t, r.Replicas)
+	}
+	if len(a.dropped) > 0 {
+		// The replicas of the definition this record replaced that its
+		// factor leaves out (droppedReplicas): they keep it as moved
+		// away, which ends their live copy.
+		n.hit(probeTellDropped)
+		now := n.nowMs()
+		for _, peer := range a.dropped {
+			n.replicate(peer, t, nil, now, nil)
+		}
 	}
 	resp := text(200, "OK")
 	held := n.store.Get(id)

@@ -851,3 +851,41 @@ func TestUpdateByBareChosenIDReachesEveryReplica(t *testing.T) {
 	got := c.advance(12*time.Second, 200)
 	wantPops(t, got, "1:new", "2:new")
 }
+
+// TestReplacedRecordReachesTheReplicasItsFactorDrops: a write that learnt
+// its factor while a concurrent update changed it (an update without a
+// factor that read the timer ended and took the default) replaces an rf 3
+// definition with an rf 2 one on the replicas of rf 2. The third replica
+// of the definition replaced is in no writer's placement: the replica
+// that takes the write tells it, and it keeps the write as moved away
+// instead of popping the replaced definition until a repair round.
+func TestReplacedRecordReachesTheReplicasItsFactorDrops(t *testing.T) {
+	c := newCluster(t, three...)
+	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":30,"repeat-for":600},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":3}}`)
+	id, _, err := wire.ParseWireID(strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/"))
+	if r.Status != 200 || err != nil {
+		t.Fatalf("create: %d %v", r.Status, err)
+	}
+	c.settle()
+	two := c.nodes[three[0]].ring.Replicas(id, 2)
+	dropped := three[slices.IndexFunc(three, func(a string) bool { return !slices.Contains(two, a) })]
+	held, _ := c.nodes[two[0]].Timer(id)
+	up := *withCallback(&Timer{ID: id, Version: held.Version + 1, Start: c.nodes[two[0]].nowMs(), Interval: time.Minute, RepeatFor: time.Hour,
+		RF: 2, Placement: &Placement{Replicas: two}}, cb, "y")
+	for i, r := range two {
+		if resp := replicateFrom(c.nodes[r], two[1-i], up); resp.Status != 200 {
+			t.Fatalf("the rf 2 write to %s: got %d (%s)", r, resp.Status, resp.Body)
+		}
+	}
+	c.settle()
+	got, ok := c.nodes[dropped].Timer(id)
+	if !ok || got.Version != up.Version || got.State == Live {
+		t.Fatalf("the replica rf 2 leaves out holds %+v (%v); want the rf 2 write, not live", got, ok)
+	}
+	for _, p := range seqs(c.advance(10*time.Minute, 200)) {
+		if strings.HasSuffix(p, ":x") {
+			t.Fatalf("pop %s of the replaced definition", p)
+		}
+	}
+}

@@ -153,6 +153,7 @@ var (
 	probeShedTimers        = probe("shed/max-timers")
 	probeShedInFlight      = probe("shed/max-in-flight")
 	probeForwardOtherView  = probe("replica/forwards-other-view")
+	probeTellDropped       = probe("replica/tells-dropped-replicas")
 	probePlacedAway        = probe("place/reload-leaves-live-copy-to-hand-off")
 	probePlacedMarks       = probe("place/marks-follow-their-replicas")
 	probeInstanceClash     = probe("cluster/instance-clash-detected")
