@@ -97,6 +97,10 @@ type Node struct {
 	// added holds: handOff pushes them no more. A change of view empties
 	// it (placeAll).
 	tombsHanded map[uint64]uint64
+	// handing are the records a hand-off is pushing, by ID: a later
+	// hand-off of the same copy waits for that push's outcome instead
+	// of pushing it again (handOff).
+	handing map[uint64]*handingOff
 	// clashes are the other nodes known to use this node's instance
 	// number, with until when (ms); peerInstances the number each peer
 	// was last heard with (instance.go).

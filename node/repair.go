@@ -355,6 +355,13 @@ func (n *Node) placedNow(t *Timer) *Timer {
 // failure, never once all the replicas hold it (tombsHanded). done, if
 // not nil, is called once every push is answered: with whether every
 // record was handed off.
+//
+// A repair round hands off again while an earlier hand-off (the resync's,
+// or the round before's) may still be pushing the same copies through
+// the peer's window (flow.go): pushed again, each waited there twice. A
+// copy whose push under the same view is under way is not pushed again;
+// this hand-off takes that push's outcome (handing,
+// TestHandOffAgainWaitsForThePushUnderWay).
 func (n *Node) handOff(done func(all bool)) {
 	var out []*Timer
 	var handed map[uint64]uint64
@@ -382,9 +389,13 @@ func (n *Node) handOff(done func(all bool)) {
 	view := n.ring.ViewID()
 	for _, t := range out {
 		placed := n.placedNow(t)
+		pendingAll++
+		if n.joinHandOff(placed, finish) {
+			continue
+		}
+		finish := n.startHandingOff(placed, finish)
 		targets := n.handOffTargets(placed)
 		pending, all := len(targets), true
-		pendingAll++
 		n.hit(probeHandOff)
 		n.hitIf(placed.State == Tombstone, probeHandOffTombstone)
 		n.logTimer("hand off", placed, "replicas", targets)
@@ -414,6 +425,50 @@ func (n *Node) handOff(done func(all bool)) {
 		}
 	}
 	finish(true)
+}
+
+// handingOff is a copy a hand-off is pushing: its version, state and
+// view, and the hand-offs waiting for the push's outcome.
+type handingOff struct {
+	version uint64
+	state   State
+	view    uint64
+	first   func(ok bool)
+	more    []func(ok bool)
+}
+
+// joinHandOff makes finish wait for the push under way of placed's copy,
+// if one is, and reports whether one is.
+func (n *Node) joinHandOff(placed *Timer, finish func(ok bool)) bool {
+	h := n.handing[placed.ID]
+	if h == nil || h.version != placed.Version || h.state != placed.State || h.view != placed.ViewID {
+		return false
+	}
+	h.more = append(h.more, finish)
+	return true
+}
+
+// startHandingOff notes the push of placed's copy under way, finish
+// waiting for its outcome, and returns what ends it (handOffDone).
+func (n *Node) startHandingOff(placed *Timer, finish func(ok bool)) func(ok bool) {
+	h := &handingOff{version: placed.Version, state: placed.State, view: placed.ViewID, first: finish}
+	if n.handing == nil {
+		n.handing = map[uint64]*handingOff{}
+	}
+	n.handing[placed.ID] = h
+	return func(ok bool) { n.handOffDone(placed.ID, h, ok) }
+}
+
+// handOffDone ends the push h of timer id with its outcome, told to every
+// hand-off waiting for it.
+func (n *Node) handOffDone(id uint64, h *handingOff, ok bool) {
+	if n.handing[id] == h {
+		delete(n.handing, id)
+	}
+	h.first(ok)
+	for _, w := range h.more {
+		w(ok)
+	}
 }
 
 // handOffPush pushes placed, a copy a hand-off ends, to peer through the

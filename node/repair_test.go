@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/chronos-timer/chronos/wire"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // newRepairingCluster is a cluster whose nodes run repair rounds.
@@ -302,4 +305,37 @@ func TestHandOffEndsOnAReplicaThatHoldsTheDefinitionEnded(t *testing.T) {
 	if tm, ok := c.nodes[leaving].Timer(mustID(t, wid)); ok && tm.State == Live {
 		t.Errorf("the leaving node still holds the ended definition live")
 	}
+}
+
+// TestHandOffAgainWaitsForThePushUnderWay proves handOff's rule: a
+// hand-off made while an earlier one still pushes the same copy to its
+// new replica sends it no second time, and learns that push's outcome.
+func TestHandOffAgainWaitsForThePushUnderWay(t *testing.T) {
+	before := NewRing([]string{nodeA, nodeB, nodeC})
+	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
+	id := idMoving(before, after, []string{nodeC, nodeA}, []string{nodeD, nodeA})
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	wid := wire.FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
+	body := wire.Encode(wire.Timer{Interval: 10 * time.Minute, RepeatFor: 10 * time.Minute, URI: cb, Opaque: "x", ReplicationFactor: 2})
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, string(body)).Status)
+
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	require.NoError(t, c.nodes[nodeC].SetCluster(grown))
+	var outcomes []bool
+	for range 2 {
+		c.nodes[nodeC].handOff(func(all bool) { outcomes = append(outcomes, all) })
+	}
+	pushes := 0
+	for _, s := range c.net.out {
+		if s.from == nodeC && s.req.Method == "PUT" && strings.HasPrefix(s.req.URL, "http://"+nodeD+"/timers/"+wire.FormatID(id)) {
+			pushes++
+		}
+	}
+	assert.Equal(t, 1, pushes, "pushes of the copy to D under way")
+	assert.Empty(t, outcomes, "hand-offs ended before the push was answered")
+	c.settle()
+	assert.Equal(t, []bool{true, true}, outcomes, "the hand-offs' outcomes")
+	held, _ := c.nodes[nodeC].Timer(id)
+	assert.Equal(t, Moved, held.State, "C's copy once D holds it")
 }

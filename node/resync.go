@@ -350,7 +350,18 @@ func (n *Node) takePage(p *peerSync, entries []wire.PageEntry) []*dealtTimer {
 			continue
 		}
 		d := &dealtTimer{reference: reference{ID: wire.FormatID(t.ID)}}
+		offered, offeredLive := t.Version, t.State == Live
 		rank, took, passed := n.rebalance(t, old, func(peer string, held *Timer, replicate bool) {
+			if !replicate && peer == p.addr && offeredLive && held.Version == offered {
+				// The page's server holds this definition live under
+				// this view: the record would arrive there as the same
+				// definition placed elsewhere, which it keeps live
+				// (merge's rule 1: no tombstone), and its own hand-off
+				// ends that copy once the added replicas hold it
+				// (handOff). A page of a newer record than the one
+				// served still sends it (spreadNewer).
+				return
+			}
 			if !replicate {
 				// A rebalancing tombstone waits for the page's
 				// barrier (referDealt).

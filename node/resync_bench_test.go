@@ -21,7 +21,14 @@ import (
 //
 //   - vs-apply: that rate over the rate at which the same node takes the
 //     same records straight into its store (apply) in the same run, the
-//     baseline of a resync that did nothing but store.
+//     baseline of a resync that did nothing but store;
+//
+//   - the messages the join sent, counted as the harness delivers them
+//     (joinMessages): pages, PUTs to the joining node and to the old
+//     ones, references; and of the PUTs, the ones each kind of send
+//     made, from the nodes' counters: a page's pass-ons (passon) and
+//     rebalancing tombstones (tombstone), and a hand-off's pushes
+//     (handoff, one a record and target).
 //
 //     go test -run '^$' -bench ResyncJoin -benchtime 1x ./node
 func BenchmarkResyncJoin(b *testing.B) {
@@ -33,6 +40,7 @@ func BenchmarkResyncJoin(b *testing.B) {
 			var took time.Duration
 			var taken uint64
 			var applyRate float64
+			var msgs joinMessages
 			for range b.N {
 				b.StopTimer()
 				c := newClusterWith(b, nil, nodeA, nodeB, nodeC)
@@ -42,11 +50,14 @@ func BenchmarkResyncJoin(b *testing.B) {
 				grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
 				c.join(nodeD, grown)
 				c.settle()
+				before := msgs.watch(c, nodeD)
 				b.StartTimer()
 				start := time.Now()
 				c.reload(grown)
 				took += time.Since(start)
 				b.StopTimer()
+				c.watch = nil
+				msgs.sends(c, before)
 				taken += c.nodes[nodeD].ResyncStatus().Taken
 				c.requirePlacedSample(n, 2, []string{nodeA, nodeB, nodeC, nodeD})
 				applyRate = applyBaseline(c.nodes[nodeD])
@@ -55,6 +66,7 @@ func BenchmarkResyncJoin(b *testing.B) {
 			b.ReportMetric(took.Seconds()/float64(b.N), "resync-s")
 			b.ReportMetric(perSec, "taken/s")
 			b.ReportMetric(perSec/applyRate, "vs-apply")
+			msgs.report(b)
 		})
 	}
 }
@@ -117,4 +129,79 @@ func applyBaseline(n *Node) float64 {
 		fresh.apply(t)
 	}
 	return float64(len(records)) / time.Since(start).Seconds()
+}
+
+// joinMessages counts the messages of a join, summed over a benchmark's
+// runs: by what the harness delivered (page, put-new to the joining node,
+// put-old to the others, refs) and, of the PUTs, by the send that made
+// them, read from the nodes' counters (passon, tombstone, handoff).
+type joinMessages struct {
+	page, putNew, putOld, refs, other    uint64
+	passOn, tombstone, handOff, pushSent uint64
+}
+
+// watch counts the messages c delivers from now on, joining being the
+// node that joins, and returns the nodes' counters before them.
+func (m *joinMessages) watch(c *cluster, joining string) map[string]joinCounters {
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		switch {
+		case to == "":
+		case s.req.Method == "GET":
+			m.page++
+		case s.req.Method == "DELETE":
+			m.refs++
+		case s.req.Method != "PUT":
+			m.other++
+		case to == joining:
+			m.putNew++
+		default:
+			m.putOld++
+		}
+	}
+	before := map[string]joinCounters{}
+	for a, n := range c.nodes {
+		before[a] = countersOf(n)
+	}
+	return before
+}
+
+// joinCounters are the counters of one node that say which send made a
+// PUT.
+// A resync's counters start again with each run: runs tells whether
+// they are of the same run.
+type joinCounters struct{ runs, passOn, tombstone, handOff, sent uint64 }
+
+func countersOf(n *Node) joinCounters {
+	r, s := n.ResyncStatus(), n.Stats()
+	return joinCounters{r.Runs, r.Replicated, r.Tombstoned, s.RepairHandoffs, s.ReplicationsSent}
+}
+
+// sends adds what each node's counters grew by since before.
+func (m *joinMessages) sends(c *cluster, before map[string]joinCounters) {
+	for a, n := range c.nodes {
+		now, was := countersOf(n), before[a]
+		if now.runs > was.runs+1 {
+			panic("joinMessages: a node resynced twice in one join")
+		}
+		if now.runs != was.runs {
+			was.passOn, was.tombstone = 0, 0
+		}
+		m.passOn += now.passOn - was.passOn
+		m.tombstone += now.tombstone - was.tombstone
+		m.handOff += now.handOff - was.handOff
+		m.pushSent += now.sent - was.sent
+	}
+}
+
+// report reports the counts per run.
+func (m *joinMessages) report(b *testing.B) {
+	per := func(v uint64) float64 { return float64(v) / float64(b.N) }
+	b.ReportMetric(per(m.page), "pages")
+	b.ReportMetric(per(m.putNew), "put-new")
+	b.ReportMetric(per(m.putOld), "put-old")
+	b.ReportMetric(per(m.refs), "refs")
+	b.ReportMetric(per(m.passOn), "passon")
+	b.ReportMetric(per(m.tombstone), "tombstone")
+	b.ReportMetric(per(m.handOff), "handoff-records")
+	b.ReportMetric(per(m.pushSent), "puts-sent")
 }

@@ -1377,3 +1377,39 @@ func TestResyncPageEndsAtItsByteBound(t *testing.T) {
 	assert.Equal(t, timers, seen, "timers paged")
 	assert.Greater(t, pages, 1, "pages of timers whose bodies pass the bound")
 }
+
+// TestResyncSendsNoTombstoneAnOldReplicasHandOffMakesNeedless proves the
+// rule of takePage: a page's server that offered the record the joining
+// node passes on, live, is not sent that record as the rebalancing
+// tombstone (it would keep it live: merge's rule 1), and its own hand-off
+// still ends its copy, which pops no more.
+func TestResyncSendsNoTombstoneAnOldReplicasHandOffMakesNeedless(t *testing.T) {
+	before := NewRing([]string{nodeA, nodeB, nodeC})
+	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
+	id := idMoving(before, after, []string{nodeC, nodeA}, []string{nodeD, nodeA})
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	wid := wire.FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
+	body := wire.Encode(wire.Timer{Interval: 10 * time.Minute, RepeatFor: 10 * time.Minute, URI: cb, Opaque: "x", ReplicationFactor: 2})
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, string(body)).Status)
+
+	toC := map[string]int{}
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if to == nodeC && s.req.Method == "PUT" {
+			toC[s.from]++
+		}
+	}
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	c.reload(grown)
+	assert.Empty(t, toC, "PUTs to C, the old replica that served the page, by sender")
+	var tombstoned uint64
+	for _, n := range c.nodes {
+		tombstoned += n.ResyncStatus().Tombstoned
+	}
+	assert.Zero(t, tombstoned, "rebalancing tombstones sent")
+	held, _ := c.nodes[nodeC].Timer(id)
+	assert.Equal(t, Moved, held.State, "C's copy after its hand-off")
+	c.requirePlaced([]uint64{id}, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+	pops := c.advance(11*time.Minute, 200)
+	assert.Len(t, pops, 1, "pops of the one due time")
+}
