@@ -218,9 +218,11 @@ func (n *Node) aheadOfClock(version uint64) bool {
 	return false
 }
 
-// replicaPut applies a replication message from another node, or places a
-// timer forwarded from another site on this site's replicas.
-func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, reply func(Response)) {
+// replicaPut applies a replication message from another node, from, or
+// places a timer forwarded from another site on this site's replicas. A
+// replica that sends a live record holds it: the node it sent it to may
+// leave a pop to it (Timer.heard).
+func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, from string, reply func(Response)) {
 	n.stats.ReplicationsReceived++
 	if n.aheadOfClock(r.Version) {
 		reply(badRequest(fmt.Sprintf("timing.version %d is dated %d ms after this node's clock, more than twice MaxClockLead ahead",
@@ -260,6 +262,9 @@ func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, reply
 	}
 	resp := text(200, "OK")
 	held := n.store.Get(id)
+	if t.State == Live {
+		n.markHeard(t, from)
+	}
 	switch {
 	case held != nil && held.Version == t.Version && held.State == Live && slices.Contains(held.Placement.Replicas, n.self):
 		resp.Header[HeaderHeld] = "live"

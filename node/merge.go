@@ -292,6 +292,10 @@ func (r *mergeResult) converge(h, t *Timer) {
 		// record of the definition taken over its copy keeps that.
 		t.setSitesLacking(t.sitesLacking() | h.sitesLacking())
 	}
+	// What this node heard from the other holders stays with the
+	// record it keeps of the definition, whichever that is.
+	h.heard, h.heardSites = h.heard|t.heard, h.heardSites|t.heardSites
+	t.heard, t.heardSites = h.heard, h.heardSites
 }
 
 // mergeLacking gives both live records of one definition every replica

@@ -32,6 +32,9 @@ func (n *Node) placeNow(t *Timer) {
 	}
 	before := t.Placement
 	t.Placement = n.placement(n.replicaBuf, sites)
+	if before != nil {
+		t.heard = remark(before.Replicas, t.Placement.Replicas, t.heard)
+	}
 	if before != nil && t.Extra != nil && (t.Extra.Lacking != 0 || t.Extra.Refused != 0) {
 		// The marks of replicas are by position: they follow each
 		// replica to its place in the new list, or go with it.

@@ -248,48 +248,46 @@ func (n *Node) pop(t *Timer) {
 }
 
 // handOnAfter is how long a pop of t may wait to be sent before it is
-// better left to the next replica, which pops it ReplicaSkew after this
-// one: a pop sent later would most likely be made twice. The last to
-// pop, at the last site, has nobody to leave it to: 0, its pop waits.
-// That is the last replica, or a holder the placement leaves out (an old
-// replica handing the timer off, docs/design.md 4.8), which skew ranks
-// after every replica: shed there, a pop no new replica holds yet would
-// be lost, not left to anyone (TestHandOffHolderPopWaitsToBeSent). So is
-// a replica whose later replicas may all lack the record: its write's
-// replication to them went unanswered (TestPopLeftToNoReplicaThatMayLackIt).
-// At a site before the last, the last holder of the site leaves its pop
-// to the later sites, unless this node's forward has reached none of
-// them (SitesLacking): they may not hold the timer either
-// (TestPopLeftToNoSiteThatMayLackIt).
+// better left to the next holder, which pops it ReplicaSkew after this
+// one: a pop sent later would most likely be made twice. A pop is left
+// only to a later holder this node knows holds the definition: a replica
+// ranked after it at its site, or a site after its own, that answered
+// this node a message of it (Timer.heard, Timer.heardSites) and is not
+// marked since as may lack it (TimerExtra.Lacking: a write or a
+// repopulating request said it may not hold it; SitesLacking). Without
+// such word, this holder pops last, 0: its pop waits. Leaving a pop
+// unless it had heard that a later holder lacked the timer shed it for
+// one that never took it when that word was lost or came after the
+// pop's decision (scenarios/README.md N29, N34, N36, and
+// TestPopLeftOnlyToAHolderHeardFrom). The last holder, at the last site,
+// and a holder the placement leaves out (an old replica handing the timer
+// off, docs/design.md 4.8, which skew ranks after every replica), have
+// nobody to leave it to (TestHandOffHolderPopWaitsToBeSent).
 func (n *Node) handOnAfter(t *Timer) time.Duration {
 	rank := slices.Index(t.Placement.Replicas, n.self)
 	site := max(slices.Index(t.Placement.Sites, n.cfg.LocalSite), 0)
-	lastSite := site >= len(t.Placement.Sites)-1
-	lastHere := rank < 0 || rank == len(t.Placement.Replicas)-1
-	if lastHere && lastSite {
+	if (rank < 0 || rank == len(t.Placement.Replicas)-1) && site >= len(t.Placement.Sites)-1 {
 		n.hit(probePopLastReplica)
 		return 0
 	}
-	if t.Extra == nil || rank >= 31 || len(t.Placement.Sites) > 31 {
+	if len(t.Placement.Replicas) > 31 || len(t.Placement.Sites) > 31 {
 		return ReplicaSkew
 	}
-	if !lastHere {
-		// Every replica ranked after this one may lack the record
-		// (Lacking): it pops last at its site, as the last replica does.
-		all, upTo := uint32(1)<<len(t.Placement.Replicas)-1, uint32(1)<<(rank+1)-1
-		after := all &^ upTo
-		lastHere = t.Extra.Lacking&after == after
+	var replicas uint32
+	if rank >= 0 {
+		replicas = laterThan(rank, len(t.Placement.Replicas)) & t.heard &^ t.lacking()
 	}
-	if lastHere && !lastSite {
-		all, upTo := uint32(1)<<len(t.Placement.Sites)-1, uint32(1)<<(site+1)-1
-		after := all &^ upTo
-		lastSite = t.Extra.SitesLacking&after == after
-	}
-	if lastHere && lastSite {
+	sites := laterThan(site, len(t.Placement.Sites)) & t.heardSites &^ t.sitesLacking()
+	if replicas == 0 && sites == 0 {
 		n.hit(probePopLastHolder)
 		return 0
 	}
 	return ReplicaSkew
+}
+
+// laterThan marks the positions after i in a list of count.
+func laterThan(i, count int) uint32 {
+	return (uint32(1)<<count - 1) &^ (uint32(1)<<(i+1) - 1)
 }
 
 // popMade records that pop p was made and tells the other replicas, from

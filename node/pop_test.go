@@ -118,6 +118,43 @@ func TestProxyTellsReplicasWhichMayLackIt(t *testing.T) {
 	assert.Zero(t, c.nodes[nodeB].store.Get(id).lacking(), "the backup's marks: it holds the timer")
 }
 
+// TestPopLeftOnlyToAHolderHeardFrom: a replica leaves a pop to a later
+// one only once it knows that one holds the definition, from a message of
+// it the later replica answered or sent; not merely unless it was told
+// that one may lack it. The write's replication to the last replica went
+// unanswered, and the proxy's word of it to the middle replica was lost
+// too: the middle replica, never told, must not leave its pops to a
+// replica that holds nothing (scenarios/README.md N29's third road, seen
+// under load as a pop nobody made). Once the last replica answers it, it
+// may.
+func TestPopLeftOnlyToAHolderHeardFrom(t *testing.T) {
+	ring := NewRing([]string{nodeA, nodeB, nodeC})
+	id := uint64(1)
+	for !slices.Equal(ring.Replicas(id, 3), []string{nodeA, nodeB, nodeC}) {
+		id++
+	}
+	wid := wire.FormatWireID(id, 0)
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	c.lose = func(host string, req Request) bool {
+		return strings.Contains(host, nodeC) || strings.Contains(host, nodeB) && strings.Contains(string(req.Body), `"lacking"`)
+	}
+	r := c.client(nodeA, "PUT", "/timers/"+wid, string(wire.Encode(wire.Timer{Interval: 10 * time.Second, RepeatFor: 30 * time.Second, URI: cb, ReplicationFactor: 3})))
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	a, b := c.nodes[nodeA].store.Get(id), c.nodes[nodeB].store.Get(id)
+	require.NotNil(t, a)
+	require.NotNil(t, b)
+	require.Nil(t, c.nodes[nodeC].store.Get(id), "the last replica took nothing")
+	require.Zero(t, b.lacking(), "the middle replica was never told who may lack the timer")
+	assert.Equal(t, ReplicaSkew, c.nodes[nodeA].handOnAfter(a), "the primary's pops: the middle replica answered its write")
+	assert.Equal(t, time.Duration(0), c.nodes[nodeB].handOnAfter(b), "the middle replica's pops, never having heard from the last")
+
+	c.lose = nil
+	c.nodes[nodeB].replicate(nodeC, b, nil, c.nodes[nodeB].nowMs(), nil)
+	c.advance(time.Second, 200)
+	require.NotNil(t, c.nodes[nodeC].store.Get(id), "the last replica took the middle one's message")
+	assert.Equal(t, ReplicaSkew, c.nodes[nodeB].handOnAfter(c.nodes[nodeB].store.Get(id)), "the middle replica's pops, once the last answered it")
+}
+
 // TestRepopulatingReplicaMayLackItsTimers: a replica that asks for the
 // timers placed under the current view too (include-current-view), as a
 // node does at start-up, may hold none of them: it restarted without its

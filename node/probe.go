@@ -88,6 +88,7 @@ var (
 	probeSkewRefused          = probe("pop/rank-skips-refusing")
 	probePopLastHolder        = probe("pop/later-replicas-may-lack-it")
 	probeLackingMarked        = probe("write/replica-may-lack-it")
+	probeHolderHeard          = probe("write/replica-heard-holding-it")
 	probeLackingCleared       = probe("write/replica-holds-it-again")
 	probeLackingTold          = probe("write/replicas-told-who-may-lack-it")
 	probeLackingLearnt        = probe("apply/learnt-who-may-lack-it")

@@ -137,6 +137,9 @@ func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 		n.countReplication(resp, err)
 		if err == nil && resp.Status/100 != 5 {
 			n.markSiteLacking(t, site.Name, false)
+			if resp.Status/100 == 2 {
+				n.markSiteHeard(t, site.Name)
+			}
 			n.startAnswered(t, resp)
 			n.siteAnswered(t.ID, resp)
 			return
@@ -156,6 +159,18 @@ func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 			n.forwardToSite(site, held, attempt+1)
 		})
 	})
+}
+
+// markSiteHeard notes that site took a forward of t's definition, on
+// the record this node holds live of it (Timer.heardSites).
+func (n *Node) markSiteHeard(t *Timer, site string) {
+	held := n.store.Get(t.ID)
+	if held == nil || held.Version != t.Version || held.State != Live {
+		return
+	}
+	if i := slices.Index(held.Placement.Sites, site); i >= 0 && i < 32 {
+		held.heardSites |= 1 << i
+	}
 }
 
 // markSiteLacking notes whether site may lack t's definition, which this

@@ -380,3 +380,78 @@ func TestRecordTooFarAheadIsNotTakenFromAnAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayPopsLastUntilItsReplicaAnswers: the other site's relay, which
+// placed a forwarded timer on its site's replicas, leaves no pop to the
+// replica after it while its replication there has no answer: the pop
+// is decided when it is due, and an answer that failed later would not
+// decide it again (scenarios/README.md N34, the relay's pops). Once that
+// replica answers, the relay leaves its pops to it.
+func TestRelayPopsLastUntilItsReplicaAnswers(t *testing.T) {
+	c, a, b := newSites(t)
+	ring := NewRing(b)
+	id := uint64(1)
+	for !slices.Equal(ring.Replicas(id, 2), b) {
+		id++
+	}
+	wid := wire.FormatWireID(id, 0)
+	c.lose = func(host string, _ Request) bool { return host == b[1] }
+	r := c.client(a[0], "PUT", "/timers/"+wid, `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
+	if r.Status != 200 {
+		t.Fatalf("PUT via %s: %d %s", a[0], r.Status, r.Body)
+	}
+	c.advance(100*time.Millisecond, 50) // the forward reaches the relay
+	relay := c.nodes[b[0]].store.Get(id)
+	if relay == nil {
+		t.Fatalf("held by %v, want the relay %s among them", c.holders(wid), b[0])
+	}
+	if got := c.nodes[b[0]].handOnAfter(relay); got != 0 {
+		t.Errorf("the relay, its replication unanswered: hands on after %v, want 0 (its pops wait)", got)
+	}
+
+	c.lose = nil
+	c.nodes[b[0]].replicate(b[1], relay, nil, c.nodes[b[0]].nowMs(), nil)
+	c.advance(time.Second, 200)
+	if got := c.nodes[b[0]].handOnAfter(c.nodes[b[0]].store.Get(id)); got != ReplicaSkew {
+		t.Errorf("the relay, once its replica answered: hands on after %v, want %v", got, ReplicaSkew)
+	}
+}
+
+// TestLastHolderOfASiteThatDidNotForwardPopsLast: only the forwarding node
+// hears the other site answer its forward. The last replica of the first
+// site, which took the write from the primary, leaves no pop to the other
+// site until that site answers it a message of the definition (its
+// first pop notice): it has no word that the site holds the timer
+// (scenarios/README.md N34, a last replica that was not the proxy).
+func TestLastHolderOfASiteThatDidNotForwardPopsLast(t *testing.T) {
+	c, a, b := newSites(t)
+	ring := NewRing(a)
+	id := uint64(1)
+	for !slices.Equal(ring.Replicas(id, 2), a) {
+		id++
+	}
+	wid := wire.FormatWireID(id, 0)
+	r := c.client(a[0], "PUT", "/timers/"+wid, `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
+	if r.Status != 200 {
+		t.Fatalf("PUT via %s: %d %s", a[0], r.Status, r.Body)
+	}
+	c.advance(time.Second, 200)
+	if got := c.holders(wid); !slices.Equal(got, sorted(append(slices.Clone(a), b...))) {
+		t.Fatalf("held by %v, want both sites", got)
+	}
+	if got := c.nodes[a[0]].handOnAfter(c.nodes[a[0]].store.Get(id)); got != ReplicaSkew {
+		t.Errorf("the primary: hands on after %v, want %v", got, ReplicaSkew)
+	}
+	if got := c.nodes[a[1]].handOnAfter(c.nodes[a[1]].store.Get(id)); got != 0 {
+		t.Errorf("the site's last replica, never answered by the other site: hands on after %v, want 0 (its pops wait)", got)
+	}
+
+	held := c.nodes[a[1]].store.Get(id)
+	c.nodes[a[1]].forwardToSites(held)
+	c.advance(time.Second, 200)
+	if got := c.nodes[a[1]].handOnAfter(c.nodes[a[1]].store.Get(id)); got != ReplicaSkew {
+		t.Errorf("the site's last replica, once the other site answered it: hands on after %v, want %v", got, ReplicaSkew)
+	}
+}

@@ -105,6 +105,16 @@ type Timer struct {
 	// fingerprints are two timers whose IDs collided. It sits here to use
 	// the padding after slot.
 	def uint32
+
+	// heard and heardSites mark, by position in Placement.Replicas and
+	// Placement.Sites, the replicas and other sites this node knows hold
+	// this definition: one of them answered this node a message of it
+	// (a write's replication, a pop notice, a forward). Only this node
+	// knows them: they are neither sent nor kept on disk, and a record
+	// that knows nothing (taken from a message, loaded after a restart)
+	// knows none holds it. A holder leaves a pop to later holders only
+	// when it knows one of them holds the definition (handOnAfter).
+	heard, heardSites uint32
 }
 
 // CallbackURI returns the URI the timer's callback is sent to ("" for a

@@ -221,7 +221,8 @@ func (n *Node) put(wid string, req Request, reply func(Response)) {
 		if n.refuseInternal(req, reply) {
 			return
 		}
-		n.replicaPut(id, spec, repl, reply)
+		from, _, _ := senderInstance(req)
+		n.replicaPut(id, spec, repl, from, reply)
 		return
 	}
 	if resp, refused := n.refuseCallback(spec); refused {
@@ -701,6 +702,7 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 		n.startAnswered(t, resp)
 		if ok {
 			n.markLacking(t, peer, false)
+			n.markHeard(t, peer)
 		}
 		if done != nil {
 			done(ok, resp)
@@ -753,6 +755,19 @@ func (n *Node) markLacking(t *Timer, peer string, lacking bool) {
 	n.hitIf(lacking, probeLackingMarked)
 	n.hitIf(!lacking, probeLackingCleared)
 	n.changedInPlace(held) // kept on disk with the record
+}
+
+// markHeard notes that replica peer took a message of t's definition,
+// on the record this node holds live of it (Timer.heard).
+func (n *Node) markHeard(t *Timer, peer string) {
+	held := n.store.Get(t.ID)
+	if held == nil || held.Version != t.Version || held.State != Live {
+		return
+	}
+	if i := slices.Index(held.Placement.Replicas, peer); i >= 0 && i < 32 && held.heard&(1<<i) == 0 {
+		n.hit(probeHolderHeard)
+		held.heard |= 1 << i
+	}
 }
 
 // startAnswered takes the earlier start of t's definition that a peer
