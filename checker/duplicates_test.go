@@ -109,3 +109,37 @@ func TestRestartFromDiskRepeatsAPopAtALaterPopsTime(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaThatLeftAndJoinedAgainForgot proves a replica that attempted
+// a pop (its callback failed), was stopped by a scale-down and came back
+// by a later scale-up as a new node may attempt that pop again: a record
+// it is given marks the pop missed, and it holds nothing of what it did
+// before it left (docs/design.md 4.7). A scale-down that completes only
+// after the second attempt excuses nothing: G4.
+func TestReplicaThatLeftAndJoinedAgainForgot(t *testing.T) {
+	for _, left := range []bool{true, false} {
+		h := healthy()
+		first := h.Pops[2] // pop 3
+		h.Pops[2].Answered = 500
+		again := first.At + 900*ms
+		h.Pops = append(h.Pops[:3], pop(again, "n1", "a", 3))
+		h.Pops = append(h.Pops, pops("n1", "a", 4, 5, 0)...)
+		down := first.At + 100*ms
+		if !left {
+			down = again + 100*ms
+		}
+		h.Scales = []Scale{
+			{Kind: ScaleDown, Start: down - 50*ms, End: down, Before: []string{"n1", "n2"}, After: []string{"n2"}},
+			{Kind: ScaleUp, Start: down + 50*ms, End: down + 200*ms, Before: []string{"n2"}, After: []string{"n2", "n1"}},
+		}
+		vs, cov := DefaultOptions().Judge(h)
+		if !left {
+			requireHas(t, requireOnly(t, vs, "G4"), "G4", "pop 3 delivered twice by n1")
+			continue
+		}
+		requireNone(t, vs)
+		if cov.Excused[ExForgot] == 0 {
+			t.Errorf("forgot excused nothing: %v", cov.Excused)
+		}
+	}
+}
