@@ -283,24 +283,70 @@ const startSpreadFault FaultKind = "start-spread"
 // when it processes the write's replication, so one whose message waited
 // w starts w later than the proxy that took the write, however early the
 // client had its answer; past spreadMargin its pop meets the next rank's
-// (a duplicate, G4) until the notices of the first pop bring every
-// replica the earliest start. So it touches only the pops due before the
-// timer's first successful delivery, and only with such a wait on a
-// record message of the write (sent while it ran: see waitedRecord).
+// (a duplicate, G4) until a notice brings it the earliest start. So it
+// touches the pops due before the timer's first successful delivery, and
+// later ones only while the late replica was not set right (see
+// spreadLasts), and only with such a wait on a record message of the
+// write (sent while it ran: see waitedRecord).
 func (x *index) startSpread(d *def, k int) (Fault, bool) {
 	lo, _ := d.due(k)
-	if oks := x.copyFailures(d).oks; len(oks) > 0 && lo > oks[0].At {
-		return Fault{}, false
-	}
+	oks := x.copyFailures(d).oks
+	afterFirst := len(oks) > 0 && lo > oks[0].At
 	ret := min(d.hi, x.end)
+	var ms []waitedMsg
+	spread := map[string]bool{}
 	for _, m := range x.waitedRecords(d) {
 		if !d.nodes[m.to] && d.placed || m.sent < d.lo || m.sent > ret || m.w+m.q <= x.spreadMargin() {
+			continue
+		}
+		ms, spread[m.to] = append(ms, m), true
+	}
+	for _, m := range ms {
+		if afterFirst && !x.spreadLasts(d, m.to, spread, lo) {
 			continue
 		}
 		return Fault{At: m.at, Kind: startSpreadFault, Nodes: []string{m.from}, Peers: []string{m.to},
 			Detail: "the write's replication waited " + (m.w + m.q).String(), Timer: d.timer}, true
 	}
 	return Fault{}, false
+}
+
+// spreadLasts reports whether replica r, whose copy of d started late
+// (one of spread, the replicas a waited replication set apart), may
+// still hold that start when a pop falls due at lo: no successful pop
+// made a healthy delay before lo set it right. The node takes the
+// earliest start a record of the definition brings (docs/design.md
+// 4.15), so r is set right by the notice of a pop from a replica the
+// write reached in time, unless a cut or loss kept that notice from r
+// (noticeKept) or it waited, so that r rebuilt its start late by the wait
+// (noticeWaited); or by the answer to r's own notice from such a
+// replica that kept its copy, unless the notice or the answer was lost
+// (replyLost). When every replica of the placement was set apart, none
+// holds the true start to hand on, and the pops after the first
+// delivery are judged as before it was known: not excused by the spread
+// (TestStartSpreadLastsWhileItsNoticesAreKept).
+func (x *index) spreadLasts(d *def, r string, spread map[string]bool, lo time.Duration) bool {
+	ranked := d.rankedIn(d.lo, lo)
+	if !d.placed || d.shared || !slices.ContainsFunc(ranked, func(q string) bool { return !spread[q] }) {
+		return false
+	}
+	for _, p := range x.copyFailures(d).oks {
+		if p.At+x.healthyLate() >= lo {
+			break
+		}
+		if p.Node != r && !spread[p.Node] && !x.noticeKept(d, p.Node, r, p.At) && !x.noticeWaited(d, p.Node, r, p.At) {
+			return false
+		}
+		if p.Node != r {
+			continue
+		}
+		for _, q := range ranked {
+			if q != r && !spread[q] && x.keptCopy(d, q, p.At) && !x.noticeKept(d, r, q, p.At) && !x.replyLost(d, q, r, p.At) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // spreadMargin is how far the clocks of a timer's nodes may move apart in

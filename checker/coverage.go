@@ -92,7 +92,9 @@ const (
 	ExSiteLag Excuse = "site-lag"
 	// ExForgot: a replica attempted a pop twice (G4) after it may have
 	// forgotten the first attempt: it crashed between the two (a
-	// restarted node holds nothing of what it did), or the timer's
+	// restarted node holds nothing of what it did), a scale-down stopped
+	// it between the two (it came back by a later scale-up as a new
+	// node), or the timer's
 	// tombstone had expired on its clock by the second (a replica paused
 	// meanwhile may bring the finished timer back with its stale copy).
 	ExForgot Excuse = "forgot"

@@ -109,3 +109,80 @@ func TestRestartFromDiskRepeatsAPopAtALaterPopsTime(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaThatLeftAndJoinedAgainForgot proves a replica that attempted
+// a pop (its callback failed), was stopped by a scale-down and came back
+// by a later scale-up as a new node may attempt that pop again: a record
+// it is given marks the pop missed, and it holds nothing of what it did
+// before it left (docs/design.md 4.7). A scale-down that completes only
+// after the second attempt excuses nothing: G4.
+func TestReplicaThatLeftAndJoinedAgainForgot(t *testing.T) {
+	for _, left := range []bool{true, false} {
+		h := healthy()
+		first := h.Pops[2] // pop 3
+		h.Pops[2].Answered = 500
+		again := first.At + 900*ms
+		h.Pops = append(h.Pops[:3], pop(again, "n1", "a", 3))
+		h.Pops = append(h.Pops, pops("n1", "a", 4, 5, 0)...)
+		down := first.At + 100*ms
+		if !left {
+			down = again + 100*ms
+		}
+		h.Scales = []Scale{
+			{Kind: ScaleDown, Start: down - 50*ms, End: down, Before: []string{"n1", "n2"}, After: []string{"n2"}},
+			{Kind: ScaleUp, Start: down + 50*ms, End: down + 200*ms, Before: []string{"n2"}, After: []string{"n2", "n1"}},
+		}
+		vs, cov := DefaultOptions().Judge(h)
+		if !left {
+			requireHas(t, requireOnly(t, vs, "G4"), "G4", "pop 3 delivered twice by n1")
+			continue
+		}
+		requireNone(t, vs)
+		if cov.Excused[ExForgot] == 0 {
+			t.Errorf("forgot excused nothing: %v", cov.Excused)
+		}
+	}
+}
+
+// TestStartSpreadLastsWhileItsNoticesAreKept proves a start a waited
+// replication set apart excuses the duplicates of later pops too while
+// no notice handed the late replica the true start: the backup takes the
+// write, its replication to the primary waits 1.95 s, so the primary
+// pops each pop as the backup's rank comes; the notices of pop 1 both
+// ways are lost, so pop 2 meets the backup's rank again. The same pops
+// with the notices through (the primary took the backup's start, and
+// should have popped 2 s before the backup) are a duplicate with no
+// fault around it (G4).
+func TestStartSpreadLastsWhileItsNoticesAreKept(t *testing.T) {
+	for _, lost := range []bool{true, false} {
+		h, p, b, _ := placed(t)
+		h.Ops[0].Node, h.Ops[0].Return = b, 1960*ms
+		h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+		h.End = 70 * sec
+		h.Faults = []Fault{{At: 5 * ms, Kind: Overload, Nodes: []string{b}, Peers: []string{p},
+			Detail: "waited=1.95s record", Timer: placedTimer}}
+		if lost {
+			h.Faults = append(h.Faults,
+				Fault{At: 11952 * ms, Kind: Lost, Nodes: []string{p}, Peers: []string{b}, Timer: placedTimer},
+				Fault{At: 12022 * ms, Kind: Lost, Nodes: []string{b}, Peers: []string{p}, Timer: placedTimer})
+		}
+		h.Pops = h.Pops[:6]
+		for k := range h.Pops {
+			h.Pops[k].At = time.Duration(k+1)*10*sec + 1950*ms
+		}
+		for k := 1; k <= 2; k++ {
+			dup := pop(time.Duration(k)*10*sec+2020*ms, b, "a", k)
+			dup.Timer = placedTimer
+			h.Pops = append(h.Pops, dup)
+		}
+		vs, cov := DefaultOptions().Judge(h)
+		if !lost {
+			requireHas(t, requireOnly(t, vs, "G4"), "G4", "pop 2 delivered 2 times with no fault around it")
+			continue
+		}
+		requireNone(t, vs)
+		if cov.Excused[ExFault+"/"+Excuse(startSpreadFault)] == 0 {
+			t.Errorf("start-spread excused nothing: %v", cov.Excused)
+		}
+	}
+}
