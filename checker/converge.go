@@ -25,7 +25,8 @@ import (
 // (fault-window/<kind>). A finished timer is not live and not judged.
 // Messages lost on their way without naming a timer (resync pages) are
 // not faults of the placement: the resync retries them, and the operator
-// runs it again until nothing failed.
+// runs it again until nothing failed. Nor are a callback endpoint's
+// faults (slow, failing): they cost pops, never a copy.
 
 // checkPlacements judges every snapshot of what the nodes held.
 func (x *index) checkPlacements() ([]Violation, placedCount) {
@@ -185,7 +186,7 @@ func (x *index) placementFault(id uint64, a, b time.Duration) (Fault, bool) {
 	}
 	for _, s := range spans {
 		f := s.fault
-		if f.Kind == ScaleUp || f.Kind == ScaleDown || isMessageFault(f.Kind) && f.Timer == 0 {
+		if f.Kind == ScaleUp || f.Kind == ScaleDown || isMessageFault(f.Kind) && f.Timer == 0 || isCallbackFault(f.Kind) {
 			continue
 		}
 		if s.from <= b && s.to >= a {
@@ -193,4 +194,12 @@ func (x *index) placementFault(id uint64, a, b time.Duration) (Fault, bool) {
 		}
 	}
 	return Fault{}, false
+}
+
+// isCallbackFault reports the faults of a callback endpoint: they change
+// whether and when a pop is delivered, never which nodes hold the timer
+// (a failed or slow callback costs that pop on that replica and the copy
+// goes on, docs/design.md 4.7), so they excuse no placement.
+func isCallbackFault(k FaultKind) bool {
+	return k == SlowCallback || k == FailCallback
 }

@@ -346,3 +346,21 @@ func TestHolderDownInItsHandOffTurnPopsAtItsRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestCallbackFaultsExcuseNoPlacement shows that a slow or failing
+// callback endpoint of the timer during the scale excuses no missing
+// replica: it changes whether a pop is delivered, never which nodes hold
+// the timer, so G6 judges the placement as without it.
+func TestCallbackFaultsExcuseNoPlacement(t *testing.T) {
+	for _, kind := range []FaultKind{SlowCallback, FailCallback} {
+		t.Run(string(kind), func(t *testing.T) {
+			h, after, _ := scaled(t)
+			cb := h.Ops[0].Spec.URI
+			h.Faults = []Fault{{At: 6 * sec, Kind: kind, Nodes: []string{cb}, Detail: "delay=3s"},
+				{At: 7 * sec, Kind: CallbackOK, Nodes: []string{cb}}}
+			requireNone(t, Check(h))
+			delete(h.Held[0].Live, after[1])
+			requireHas(t, Check(h), "G6", "holds no copy", after[1])
+		})
+	}
+}
