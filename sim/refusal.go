@@ -24,11 +24,16 @@ import (
 // than MaxMessageAge. A node that refuses a fresh request between
 // agreeing clocks breaks the protocol: that is an API violation, never
 // an excuse, and nothing of it enters the history.
-func (w *world) ageRefusal(m *machine, from string, sent time.Duration, req node.Request, resp node.Response) {
+//
+// apparent and outside are outsideAgeWindow's verdict when the request
+// arrived, the instant the node dated it: an answer the node's service
+// time delays comes on a clock that has moved on, and a request dated
+// just past MaxClockSkew ahead on arrival is within it a few milliseconds
+// later (scenarios/c26-age-refusal-judged-on-arrival.scenario).
+func (w *world) ageRefusal(m *machine, from string, sent, apparent time.Duration, outside bool, req node.Request, resp node.Response) {
 	if resp.Status != 403 {
 		return
 	}
-	apparent, outside := outsideAgeWindow(m, req)
 	if !outside {
 		return // within the window, or not stamped: refused for another reason
 	}

@@ -286,7 +286,10 @@ func (w *world) boot(m *machine) {
 	var nd *node.Node
 	m.ep = w.net.Listen(m.addr, func(from string, sent time.Duration, req node.Request, reply func(node.Response)) {
 		req.Remote = from // the connection's source, as production sets it
-		if _, refused := outsideAgeWindow(m, req); !refused {
+		// The node dates req as it arrives (node's admit), and may
+		// answer later: the window is judged at the same instant.
+		apparent, outside := outsideAgeWindow(m, req)
+		if !outside {
 			// A node learns a peer's instance number only from a
 			// request it admits (node's admit): one it dates out of
 			// its age window tells it nothing.
@@ -305,7 +308,7 @@ func (w *world) boot(m *machine) {
 			// collision answer never does: which timers may share an
 			// ID the checker takes from the twins the plan configured
 			// (sim/twins.go).
-			w.ageRefusal(m, from, sent, req, resp)
+			w.ageRefusal(m, from, sent, apparent, outside, req, resp)
 			w.fullRefusal(m, nd, held, from, sent, req, resp)
 			w.aheadRefusal(m, from, sent, req, resp)
 			if returned {
