@@ -157,6 +157,17 @@ func asPeer(n *Node, req Request, from string) Request {
 	return req
 }
 
+// idPlacedOn returns the first timer ID that a ring of members places,
+// at the factor of len(replicas), on replicas in that order.
+func idPlacedOn(members, replicas []string) uint64 {
+	ring := NewRing(members)
+	id := uint64(1)
+	for !slices.Equal(ring.Replicas(id, len(replicas)), replicas) {
+		id++
+	}
+	return id
+}
+
 // replicateFrom hands n rec as the replication PUT peer from sends it
 // now, and returns n's answer.
 func replicateFrom(n *Node, from string, rec Timer) Response {

@@ -68,11 +68,7 @@ func reqsOf(ss []*sent) []Request {
 // Once the backup takes a message of the definition, the primary may
 // leave pops to it again.
 func TestPopLeftToNoReplicaThatMayLackIt(t *testing.T) {
-	ring := NewRing([]string{nodeA, nodeB})
-	id := uint64(1)
-	for !slices.Equal(ring.Replicas(id, 2), []string{nodeA, nodeB}) {
-		id++
-	}
+	id := idPlacedOn([]string{nodeA, nodeB}, []string{nodeA, nodeB})
 	wid := wire.FormatWireID(id, 0)
 	c := newCluster(t, nodeA, nodeB)
 	c.lose = func(host string, req Request) bool { return strings.Contains(host, nodeB) }
@@ -96,11 +92,7 @@ func TestPopLeftToNoReplicaThatMayLackIt(t *testing.T) {
 // primary shed every pop for a backup that held nothing under load
 // (scenarios/README.md N29).
 func TestProxyTellsReplicasWhichMayLackIt(t *testing.T) {
-	ring := NewRing([]string{nodeA, nodeB, nodeC})
-	id := uint64(1)
-	for !slices.Equal(ring.Replicas(id, 2), []string{nodeA, nodeB}) {
-		id++
-	}
+	id := idPlacedOn([]string{nodeA, nodeB, nodeC}, []string{nodeA, nodeB})
 	wid := wire.FormatWireID(id, 0)
 	c := newCluster(t, nodeA, nodeB, nodeC)
 	c.lose = func(host string, req Request) bool { return strings.Contains(host, nodeB) }
@@ -128,11 +120,7 @@ func TestProxyTellsReplicasWhichMayLackIt(t *testing.T) {
 // under load as a pop nobody made). Once the last replica answers it, it
 // may.
 func TestPopLeftOnlyToAHolderHeardFrom(t *testing.T) {
-	ring := NewRing([]string{nodeA, nodeB, nodeC})
-	id := uint64(1)
-	for !slices.Equal(ring.Replicas(id, 3), []string{nodeA, nodeB, nodeC}) {
-		id++
-	}
+	id := idPlacedOn([]string{nodeA, nodeB, nodeC}, []string{nodeA, nodeB, nodeC})
 	wid := wire.FormatWireID(id, 0)
 	c := newCluster(t, nodeA, nodeB, nodeC)
 	c.lose = func(host string, req Request) bool {
@@ -164,11 +152,7 @@ func TestPopLeftOnlyToAHolderHeardFrom(t *testing.T) {
 // that held nothing (scenarios/README.md N31). A resync page without
 // include-current-view marks nothing.
 func TestRepopulatingReplicaMayLackItsTimers(t *testing.T) {
-	ring := NewRing([]string{nodeA, nodeB})
-	id := uint64(1)
-	for !slices.Equal(ring.Replicas(id, 2), []string{nodeA, nodeB}) {
-		id++
-	}
+	id := idPlacedOn([]string{nodeA, nodeB}, []string{nodeA, nodeB})
 	wid := wire.FormatWireID(id, 0)
 	c := newCluster(t, nodeA, nodeB)
 	r := c.client(nodeA, "PUT", "/timers/"+wid, string(wire.Encode(wire.Timer{Interval: 10 * time.Second, RepeatFor: 30 * time.Second, URI: cb, ReplicationFactor: 2})))

@@ -235,18 +235,10 @@ func TestSiteForwardIsSentAgain(t *testing.T) {
 // by nobody (scenarios/README.md N34).
 func TestPopLeftToNoSiteThatMayLackIt(t *testing.T) {
 	c, a, b := newSites(t)
-	ring := NewRing(a)
-	id := uint64(1)
-	for !slices.Equal(ring.Replicas(id, 2), a) {
-		id++
-	}
+	id := idPlacedOn(a, a)
 	wid := wire.FormatWireID(id, 0)
 	c.lose = func(host string, _ Request) bool { return host == b[0] }
-	r := c.client(a[1], "PUT", "/timers/"+wid, `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
-		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
-	if r.Status != 200 {
-		t.Fatalf("PUT via %s: %d %s", a[1], r.Status, r.Body)
-	}
+	putEvery10s(t, c, a[1], wid)
 	last, first := c.nodes[a[1]].store.Get(id), c.nodes[a[0]].store.Get(id)
 	if last == nil || first == nil {
 		t.Fatalf("held by %v, want %v", c.holders(wid), a)
@@ -389,18 +381,10 @@ func TestRecordTooFarAheadIsNotTakenFromAnAnswer(t *testing.T) {
 // replica answers, the relay leaves its pops to it.
 func TestRelayPopsLastUntilItsReplicaAnswers(t *testing.T) {
 	c, a, b := newSites(t)
-	ring := NewRing(b)
-	id := uint64(1)
-	for !slices.Equal(ring.Replicas(id, 2), b) {
-		id++
-	}
+	id := idPlacedOn(b, b)
 	wid := wire.FormatWireID(id, 0)
 	c.lose = func(host string, _ Request) bool { return host == b[1] }
-	r := c.client(a[0], "PUT", "/timers/"+wid, `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
-		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
-	if r.Status != 200 {
-		t.Fatalf("PUT via %s: %d %s", a[0], r.Status, r.Body)
-	}
+	putEvery10s(t, c, a[0], wid)
 	c.advance(100*time.Millisecond, 50) // the forward reaches the relay
 	relay := c.nodes[b[0]].store.Get(id)
 	if relay == nil {
@@ -426,17 +410,9 @@ func TestRelayPopsLastUntilItsReplicaAnswers(t *testing.T) {
 // (scenarios/README.md N34, a last replica that was not the proxy).
 func TestLastHolderOfASiteThatDidNotForwardPopsLast(t *testing.T) {
 	c, a, b := newSites(t)
-	ring := NewRing(a)
-	id := uint64(1)
-	for !slices.Equal(ring.Replicas(id, 2), a) {
-		id++
-	}
+	id := idPlacedOn(a, a)
 	wid := wire.FormatWireID(id, 0)
-	r := c.client(a[0], "PUT", "/timers/"+wid, `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
-		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
-	if r.Status != 200 {
-		t.Fatalf("PUT via %s: %d %s", a[0], r.Status, r.Body)
-	}
+	putEvery10s(t, c, a[0], wid)
 	c.advance(time.Second, 200)
 	if got := c.holders(wid); !slices.Equal(got, sorted(append(slices.Clone(a), b...))) {
 		t.Fatalf("held by %v, want both sites", got)
@@ -453,5 +429,16 @@ func TestLastHolderOfASiteThatDidNotForwardPopsLast(t *testing.T) {
 	c.advance(time.Second, 200)
 	if got := c.nodes[a[1]].handOnAfter(c.nodes[a[1]].store.Get(id)); got != ReplicaSkew {
 		t.Errorf("the site's last replica, once the other site answered it: hands on after %v, want %v", got, ReplicaSkew)
+	}
+}
+
+// putEvery10s writes timer wid through via, every 10 s for a minute, rf
+// 2, and fails t unless it is acknowledged.
+func putEvery10s(t *testing.T, c *cluster, via, wid string) {
+	t.Helper()
+	r := c.client(via, "PUT", "/timers/"+wid, `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
+	if r.Status != 200 {
+		t.Fatalf("PUT via %s: %d %s", via, r.Status, r.Body)
 	}
 }
