@@ -294,8 +294,8 @@ func (r *mergeResult) converge(h, t *Timer) {
 	}
 	// What this node heard from the other holders stays with the
 	// record it keeps of the definition, whichever that is.
-	h.heard, h.heardSites = h.heard|t.heard, h.heardSites|t.heardSites
-	t.heard, t.heardSites = h.heard, h.heardSites
+	h.heard |= t.heard
+	t.heard = h.heard
 }
 
 // mergeLacking gives both live records of one definition every replica

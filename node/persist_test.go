@@ -78,9 +78,9 @@ func (s *memStorage) restore(t *testing.T, n *Node) {
 // TimerExtra without a place in the record fails here.
 func TestRecordRoundTripsEveryField(t *testing.T) {
 	h := newHarness(t)
-	// heard and heardSites are what this node heard since it started:
+	// heard is what this node heard since it started:
 	// never kept, a record loaded knows none.
-	skip := map[string]bool{"due": true, "prev": true, "next": true, "slot": true, "ID": true, "heard": true, "heardSites": true}
+	skip := map[string]bool{"due": true, "prev": true, "next": true, "slot": true, "ID": true, "heard": true}
 	base := func() *Timer {
 		return &Timer{ID: 77, Placement: h.node.placement([]string{"a:1"}, nil)}
 	}

@@ -33,7 +33,9 @@ func (n *Node) placeNow(t *Timer) {
 	before := t.Placement
 	t.Placement = n.placement(n.replicaBuf, sites)
 	if before != nil {
-		t.heard = remark(before.Replicas, t.Placement.Replicas, t.heard)
+		// Sites are not moved by a view: their marks stay as they are.
+		replicas := remark(before.Replicas, t.Placement.Replicas, t.heardReplicas()) & (1<<heardReplicaBits - 1)
+		t.heard = uint16(t.heardSites()<<heardReplicaBits | replicas)
 	}
 	if before != nil && t.Extra != nil && (t.Extra.Lacking != 0 || t.Extra.Refused != 0) {
 		// The marks of replicas are by position: they follow each

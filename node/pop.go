@@ -252,7 +252,7 @@ func (n *Node) pop(t *Timer) {
 // one: a pop sent later would most likely be made twice. A pop is left
 // only to a later holder this node knows holds the definition: a replica
 // ranked after it at its site, or a site after its own, that answered
-// this node a message of it (Timer.heard, Timer.heardSites) and is not
+// this node a message of it (Timer.heard) and is not
 // marked since as may lack it (TimerExtra.Lacking: a write or a
 // repopulating request said it may not hold it; SitesLacking). Without
 // such word, this holder pops last, 0: its pop waits. Leaving a pop
@@ -275,9 +275,9 @@ func (n *Node) handOnAfter(t *Timer) time.Duration {
 	}
 	var replicas uint32
 	if rank >= 0 {
-		replicas = laterThan(rank, len(t.Placement.Replicas)) & t.heard &^ t.lacking()
+		replicas = laterThan(rank, len(t.Placement.Replicas)) & t.heardReplicas() &^ t.lacking()
 	}
-	sites := laterThan(site, len(t.Placement.Sites)) & t.heardSites &^ t.sitesLacking()
+	sites := laterThan(site, len(t.Placement.Sites)) & t.heardSites() &^ t.sitesLacking()
 	if replicas == 0 && sites == 0 {
 		n.hit(probePopLastHolder)
 		return 0

@@ -162,15 +162,13 @@ func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 }
 
 // markSiteHeard notes that site took a forward of t's definition, on
-// the record this node holds live of it (Timer.heardSites).
+// the record this node holds live of it (Timer.heard).
 func (n *Node) markSiteHeard(t *Timer, site string) {
 	held := n.store.Get(t.ID)
 	if held == nil || held.Version != t.Version || held.State != Live {
 		return
 	}
-	if i := slices.Index(held.Placement.Sites, site); i >= 0 && i < 32 {
-		held.heardSites |= 1 << i
-	}
+	held.markSiteHeardAt(slices.Index(held.Placement.Sites, site))
 }
 
 // markSiteLacking notes whether site may lack t's definition, which this

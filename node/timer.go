@@ -79,6 +79,20 @@ type Timer struct {
 	// RF is the replication factor the client asked for, which may be
 	// more than the cluster had nodes for.
 	RF uint8
+	// heard marks the later holders this node knows hold this
+	// definition: one of them answered this node a message of it (a
+	// write's replication, a pop notice, a forward). Bits 0 to 11 are
+	// replicas, by position in Placement.Replicas; bits 12 to 15 sites,
+	// by position in Placement.Sites (heardReplicas, heardSites). A
+	// holder past those positions is never marked, so it counts as not
+	// heard from: a pop waits rather than be left to it, the safe side.
+	// Only this node knows them: they are neither sent nor kept on disk,
+	// and a record that knows nothing (taken from a message, loaded after
+	// a restart) knows none holds it. A holder leaves a pop to later
+	// holders only when it knows one of them holds the definition
+	// (handOnAfter). It sits in the padding after RF, so that a Timer
+	// stays 128 bytes, one size class (docs/design.md 5.1).
+	heard uint16
 	// Placement is the interned, ordered replica list (primary first) and
 	// the sites the timer is replicated to.
 	Placement *Placement
@@ -105,16 +119,37 @@ type Timer struct {
 	// fingerprints are two timers whose IDs collided. It sits here to use
 	// the padding after slot.
 	def uint32
+}
 
-	// heard and heardSites mark, by position in Placement.Replicas and
-	// Placement.Sites, the replicas and other sites this node knows hold
-	// this definition: one of them answered this node a message of it
-	// (a write's replication, a pop notice, a forward). Only this node
-	// knows them: they are neither sent nor kept on disk, and a record
-	// that knows nothing (taken from a message, loaded after a restart)
-	// knows none holds it. A holder leaves a pop to later holders only
-	// when it knows one of them holds the definition (handOnAfter).
-	heard, heardSites uint32
+// Positions in Timer.heard.
+const (
+	heardReplicaBits = 12
+	heardSiteBits    = 4
+)
+
+// heardReplicas is the mask of the replicas, by position, this node
+// heard hold t's definition.
+func (t *Timer) heardReplicas() uint32 { return uint32(t.heard) & (1<<heardReplicaBits - 1) }
+
+// heardSites is the mask of the sites, by position, this node heard hold
+// t's definition.
+func (t *Timer) heardSites() uint32 { return uint32(t.heard) >> heardReplicaBits }
+
+// markHeardAt marks replica position i as heard; false when i is past
+// what heard keeps, or already marked.
+func (t *Timer) markHeardAt(i int) bool {
+	if i < 0 || i >= heardReplicaBits || t.heard&(1<<i) != 0 {
+		return false
+	}
+	t.heard |= 1 << i
+	return true
+}
+
+// markSiteHeardAt marks site position i as heard, when heard keeps it.
+func (t *Timer) markSiteHeardAt(i int) {
+	if i >= 0 && i < heardSiteBits {
+		t.heard |= 1 << (heardReplicaBits + i)
+	}
 }
 
 // CallbackURI returns the URI the timer's callback is sent to ("" for a

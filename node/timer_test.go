@@ -4,9 +4,20 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/chronos-timer/chronos/wire"
 )
+
+// TestTimerIsOneSizeClass: a held record is one 128-byte allocation
+// (docs/design.md 5.1); a field added to Timer takes padding or the
+// place of another, or every held timer costs the next size class, 16
+// bytes more.
+func TestTimerIsOneSizeClass(t *testing.T) {
+	if size := unsafe.Sizeof(Timer{}); size > 128 {
+		t.Fatalf("a Timer is %d bytes, want at most 128", size)
+	}
+}
 
 // withCallback sets t's callback, with no host sharing, for tests that
 // build records by hand.

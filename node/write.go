@@ -764,9 +764,8 @@ func (n *Node) markHeard(t *Timer, peer string) {
 	if held == nil || held.Version != t.Version || held.State != Live {
 		return
 	}
-	if i := slices.Index(held.Placement.Replicas, peer); i >= 0 && i < 32 && held.heard&(1<<i) == 0 {
+	if held.markHeardAt(slices.Index(held.Placement.Replicas, peer)) {
 		n.hit(probeHolderHeard)
-		held.heard |= 1 << i
 	}
 }
 
