@@ -170,3 +170,18 @@ func TestPopInFlightMarkIsShared(t *testing.T) {
 		t.Errorf("popInFlight = %+v, changed in place", popInFlight)
 	}
 }
+
+// TestPopInFlightKeepsEveryOtherPart: the shared popInFlight stands only
+// for a record with no other extra part; a record with any (here the
+// sites its forward has not reached) keeps it through its pop's mark.
+func TestPopInFlightKeepsEveryOtherPart(t *testing.T) {
+	for _, e := range []TimerExtra{{SitesLacking: 0b10}, {Lacking: 0b10}, {Refused: 0b10}, {Buried: 1}} {
+		rec := &Timer{Extra: &e}
+		rec.setPopMarks(1, 0)
+		if rec.Extra == &popInFlight {
+			t.Errorf("record with %+v took the shared popInFlight, losing the part", e)
+		} else if rec.Extra.Missed != 1 || rec.Extra.SitesLacking != e.SitesLacking || rec.Extra.Lacking != e.Lacking {
+			t.Errorf("record with %+v holds %+v after its pop's mark", e, *rec.Extra)
+		}
+	}
+}

@@ -374,9 +374,12 @@ func (t *Timer) setPopMarks(missed, owed uint32) {
 var popInFlight = TimerExtra{Missed: 1}
 
 // onlyMissed reports whether e holds nothing but the Missed mark missed.
+// It asks empty of the rest, so that a part added to TimerExtra is never
+// dropped for the shared popInFlight.
 func (e *TimerExtra) onlyMissed(missed uint32) bool {
-	return e.Missed == missed && e.Owed == 0 && len(e.Tags) == 0 && e.Buried == 0 &&
-		len(e.Replaced) == 0 && e.Refused == 0 && e.Lacking == 0
+	rest := *e
+	rest.Missed = 0
+	return e.Missed == missed && rest.empty()
 }
 
 // lacking returns t's Lacking mark.
