@@ -383,45 +383,42 @@ func (e *TimerExtra) onlyMissed(missed uint32) bool {
 }
 
 // lacking returns t's Lacking mark.
-func (t *Timer) lacking() uint32 {
-	if t.Extra == nil {
-		return 0
-	}
-	return t.Extra.Lacking
-}
+func (t *Timer) lacking() uint32 { return t.mask(func(e *TimerExtra) *uint32 { return &e.Lacking }) }
 
-// setLacking sets t's Lacking mark, copying Extra as setPopMarks does.
-func (t *Timer) setLacking(mask uint32) {
-	if t.lacking() == mask {
-		return
-	}
-	var e TimerExtra
-	if t.Extra != nil {
-		e = *t.Extra
-	}
-	e.Lacking = mask
-	t.setExtra(e)
+// setLacking sets t's Lacking mark.
+func (t *Timer) setLacking(m uint32) {
+	t.setMask(func(e *TimerExtra) *uint32 { return &e.Lacking }, m)
 }
 
 // sitesLacking returns t's SitesLacking mark.
 func (t *Timer) sitesLacking() uint32 {
+	return t.mask(func(e *TimerExtra) *uint32 { return &e.SitesLacking })
+}
+
+// setSitesLacking sets t's SitesLacking mark.
+func (t *Timer) setSitesLacking(m uint32) {
+	t.setMask(func(e *TimerExtra) *uint32 { return &e.SitesLacking }, m)
+}
+
+// mask returns the mask of Extra that field picks, 0 with no Extra.
+func (t *Timer) mask(field func(*TimerExtra) *uint32) uint32 {
 	if t.Extra == nil {
 		return 0
 	}
-	return t.Extra.SitesLacking
+	return *field(t.Extra)
 }
 
-// setSitesLacking sets t's SitesLacking mark, copying Extra as
+// setMask sets the mask of Extra that field picks, copying Extra as
 // setPopMarks does.
-func (t *Timer) setSitesLacking(mask uint32) {
-	if t.sitesLacking() == mask {
+func (t *Timer) setMask(field func(*TimerExtra) *uint32, m uint32) {
+	if t.mask(field) == m {
 		return
 	}
 	var e TimerExtra
 	if t.Extra != nil {
 		e = *t.Extra
 	}
-	e.SitesLacking = mask
+	*field(&e) = m
 	t.setExtra(e)
 }
 
