@@ -164,11 +164,9 @@ func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 // markSiteHeard notes that site took a forward of t's definition, on
 // the record this node holds live of it (Timer.heard).
 func (n *Node) markSiteHeard(t *Timer, site string) {
-	held := n.store.Get(t.ID)
-	if held == nil || held.Version != t.Version || held.State != Live {
-		return
+	if held := n.heldLive(t); held != nil {
+		held.markSiteHeardAt(slices.Index(held.Placement.Sites, site))
 	}
-	held.markSiteHeardAt(slices.Index(held.Placement.Sites, site))
 }
 
 // markSiteLacking notes whether site may lack t's definition, which this

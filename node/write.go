@@ -760,11 +760,7 @@ func (n *Node) markLacking(t *Timer, peer string, lacking bool) {
 // markHeard notes that replica peer took a message of t's definition,
 // on the record this node holds live of it (Timer.heard).
 func (n *Node) markHeard(t *Timer, peer string) {
-	held := n.store.Get(t.ID)
-	if held == nil || held.Version != t.Version || held.State != Live {
-		return
-	}
-	if held.markHeardAt(slices.Index(held.Placement.Replicas, peer)) {
+	if held := n.heldLive(t); held != nil && held.markHeardAt(slices.Index(held.Placement.Replicas, peer)) {
 		n.hit(probeHolderHeard)
 	}
 }
