@@ -25,12 +25,12 @@ import (
 // agreeing clocks breaks the protocol: that is an API violation, never
 // an excuse, and nothing of it enters the history.
 //
-// apparent and outside are outsideAgeWindow's verdict when the request
-// arrived, the instant the node dated it: an answer the node's service
+// apparent and outside are outsideAgeWindow's verdict, and skew m's
+// clock offset, when the request arrived, the instant the node dated it: an answer the node's service
 // time delays comes on a clock that has moved on, and a request dated
 // just past MaxClockSkew ahead on arrival is within it a few milliseconds
 // later (scenarios/c26-age-refusal-judged-on-arrival.scenario).
-func (w *world) ageRefusal(m *machine, from string, sent, apparent time.Duration, outside bool, req node.Request, resp node.Response) {
+func (w *world) ageRefusal(m *machine, from string, sent, apparent, skew time.Duration, outside bool, req node.Request, resp node.Response) {
 	if resp.Status != 403 {
 		return
 	}
@@ -42,14 +42,14 @@ func (w *world) ageRefusal(m *machine, from string, sent, apparent time.Duration
 		return
 	}
 	cfg := node.DefaultConfig()
-	apart := m.clock.Skew() - sender.clock.Skew()
+	apart := skew - sender.clock.Skew()
 	// The sender's clock may have moved since it sent: it had one of the
 	// offsets it has had, and the extremes are the ones that explain the
 	// most (the clocks furthest apart, the longest transit).
 	lo, hi := sender.clock.SkewRange()
 	justified := false
 	for _, off := range []time.Duration{lo, hi} {
-		apartThen := m.clock.Skew() - off
+		apartThen := skew - off
 		transit := apparent - apartThen // the request's age on true time
 		justified = justified || apartThen.Abs() > cfg.MaxClockSkew-refusalSlack || transit > cfg.MaxMessageAge-refusalSlack
 	}

@@ -289,6 +289,7 @@ func (w *world) boot(m *machine) {
 		// The node dates req as it arrives (node's admit), and may
 		// answer later: the window is judged at the same instant.
 		apparent, outside := outsideAgeWindow(m, req)
+		skew := m.clock.Skew()
 		if !outside {
 			// A node learns a peer's instance number only from a
 			// request it admits (node's admit): one it dates out of
@@ -308,7 +309,7 @@ func (w *world) boot(m *machine) {
 			// collision answer never does: which timers may share an
 			// ID the checker takes from the twins the plan configured
 			// (sim/twins.go).
-			w.ageRefusal(m, from, sent, apparent, outside, req, resp)
+			w.ageRefusal(m, from, sent, apparent, skew, outside, req, resp)
 			w.fullRefusal(m, nd, held, from, sent, req, resp)
 			w.aheadRefusal(m, from, sent, req, resp)
 			if returned {
