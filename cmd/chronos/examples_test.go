@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/chronos-timer/chronos/internal/localcluster"
 	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/node"
 )
@@ -209,25 +210,23 @@ var examplePort = regexp.MustCompile(`\b\d{4,5}\b`)
 func moveExamples(t *testing.T) *movedExamples {
 	t.Helper()
 	m := &movedExamples{root: t.TempDir(), ports: map[string]string{}}
-	var held []net.Listener
+	var ports []string
 	for _, s := range exampleSetups() {
 		for _, n := range s.nodes {
 			_, port, _ := net.SplitHostPort(n.load(t).ListenAddress())
-			if _, ok := m.ports[port]; ok {
-				continue
+			if !slices.Contains(ports, port) {
+				ports = append(ports, port)
 			}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			held = append(held, ln) // held until every port is drawn, so that none is drawn twice
-			m.ports[port] = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 		}
 	}
-	for _, ln := range held {
-		ln.Close()
+	addrs, err := localcluster.FreeAddrs(len(ports))
+	if err != nil {
+		t.Fatal(err)
 	}
-	err := filepath.WalkDir(examplesDir, func(path string, d fs.DirEntry, err error) error {
+	for i, port := range ports {
+		_, m.ports[port], _ = net.SplitHostPort(addrs[i])
+	}
+	err = filepath.WalkDir(examplesDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}

@@ -13,10 +13,8 @@ package proctest
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -124,35 +122,14 @@ func FreeAddr(t testing.TB) string {
 	return addrs[0]
 }
 
-// maxPortTries bounds FreePorts' search for a run of free ports.
-const maxPortTries = 100
-
 // FreePorts returns the first of n consecutive loopback ports that were
 // all free a moment ago, for a command that takes a base port and the
 // ports after it (chronos cluster -base-port).
 func FreePorts(t testing.TB, n int) int {
 	t.Helper()
-	for range maxPortTries {
-		first, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := first.Addr().(*net.TCPAddr).Port
-		held := []net.Listener{first}
-		for i := 1; i < n && base+i <= 65535; i++ {
-			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i)))
-			if err != nil {
-				break
-			}
-			held = append(held, ln)
-		}
-		for _, ln := range held {
-			ln.Close()
-		}
-		if len(held) == n {
-			return base
-		}
+	base, err := localcluster.FreeRun(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("found no %d consecutive free loopback ports in %d tries", n, maxPortTries)
-	return 0
+	return base
 }
