@@ -942,3 +942,46 @@ func TestRelayWithoutACopyPassesItsHoldToItsSite(t *testing.T) {
 		})
 	}
 }
+
+// TestNoticeThroughAPausedRelayRevivesNothing proves that a pop notice to
+// a replica at another site, which reaches it through that site's address
+// node, brings its copy back only when the relay passed it on (seed
+// 735724): rf 1 at each of two sites, the home replica restarted empty,
+// the other site's replica popped at its site's rank, and the home
+// site's relay was paused, so nothing reached the home replica and the
+// later pops are owed at the other site's rank. With the relay up, the
+// first notice refilled the home replica, and the same pops are late.
+func TestNoticeThroughAPausedRelayRevivesNothing(t *testing.T) {
+	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	home := Replicas(sites[0], placedTimer, 1)[0]
+	if home == sites[0][0] {
+		sites[0][0], sites[0][1] = sites[0][1], sites[0][0] // the relay is not the replica
+	}
+	away := Replicas(sites[1], placedTimer, 1)[0]
+	for _, paused := range []bool{true, false} {
+		t.Run(map[bool]string{true: "relay paused", false: "relay up"}[paused], func(t *testing.T) {
+			h := &History{
+				Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+				Ops: []Op{write(1, Create, placedTimer, "a", 5*sec, 30*sec, 0, 10*ms, OK)},
+				End: 45 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+				Faults: []Fault{{At: sec, Kind: Crash, Nodes: []string{home}}, {At: 2 * sec, Kind: Restart, Nodes: []string{home}}},
+			}
+			if paused {
+				h.Faults = append(h.Faults, Fault{At: 3 * sec, Kind: Pause, Nodes: []string{sites[0][0]}},
+					Fault{At: 40 * sec, Kind: Resume, Nodes: []string{sites[0][0]}})
+			}
+			h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = home, 1
+			for k := 1; k <= 6; k++ {
+				p := pop(time.Duration(5*k)*sec+2*sec+20*ms, away, "a", k)
+				p.Timer = placedTimer
+				h.Pops = append(h.Pops, p)
+			}
+			vs := Check(h)
+			if paused {
+				requireNone(t, vs)
+			} else {
+				requireHas(t, vs, "G3")
+			}
+		})
+	}
+}

@@ -408,8 +408,36 @@ func (x *index) copyFailures(d *def) *copyFailures {
 
 // noticeKept reports whether the popped notice node "from" sent at t may
 // not have reached node "to": a cut between them around t, or a lost
-// request about the timer from one to the other around t.
+// request about the timer from one to the other around t. A notice to a
+// node of another site goes to that site's address node, which passes it
+// on (docs/design.md 4.10): it may not have reached "to" when either hop
+// was kept, the relay down or paused among them.
 func (x *index) noticeKept(d *def, from, to string, t time.Duration) bool {
+	if from == to {
+		return false
+	}
+	if relay, ok := x.relayBetween(from, to); ok {
+		return x.hopKept(d, from, relay, t) || x.hopKept(d, relay, to, t)
+	}
+	return x.hopKept(d, from, to, t)
+}
+
+// relayBetween is the address node of to's site, when a message from
+// "from" reaches to through it: the two are at different sites and to
+// is not that site's address node itself.
+func (x *index) relayBetween(from, to string) (string, bool) {
+	if len(x.h.Sites) <= 1 {
+		return "", false
+	}
+	i, j := x.siteOf(from), x.siteOf(to)
+	if i < 0 || j < 0 || i == j || len(x.h.Sites[j]) == 0 || x.h.Sites[j][0] == to {
+		return "", false
+	}
+	return x.h.Sites[j][0], true
+}
+
+// hopKept is noticeKept for one hop, from one node to the next.
+func (x *index) hopKept(d *def, from, to string, t time.Duration) bool {
 	if from == to {
 		return false
 	}

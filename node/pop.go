@@ -167,16 +167,21 @@ func (n *Node) onAlarm(gen uint64) {
 // clears the mark). Dropped, the newer record was nowhere, and the
 // stale replica's notice brought the replaced definition back on the
 // replica that had taken the write
-// (TestTombstoneOutlivesItsLifeWhileAReplicaMayLackIt).
+// (TestTombstoneOutlivesItsLifeWhileAReplicaMayLackIt). So for another
+// site that may lack it (TimerExtra.SitesLacking: a delete's forward not
+// answered, or answered 503 by a relay one of whose replicas did not
+// answer): that site's replica's notices come to this site
+// (TestDeleteTombstoneStaysWhileAnotherSiteMayLackIt).
 func (n *Node) lackingTombstone(t *Timer, now int64) {
-	if t.State != Tombstone || t.lacking() == 0 {
+	if t.State != Tombstone || t.lacking() == 0 && t.sitesLacking() == 0 {
 		return
 	}
 	end := t.lastDue() + n.maxSkew(t).Milliseconds() + MaxLackingHold.Milliseconds()
 	if now >= end {
 		return
 	}
-	n.hit(probeLackingTombstoneKept)
+	n.hitIf(t.lacking() != 0, probeLackingTombstoneKept)
+	n.hitIf(t.sitesLacking() != 0, probeTombstoneSiteKept)
 	n.hold(t, min(now+n.lackingRecheck().Milliseconds(), end))
 }
 

@@ -38,11 +38,22 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 		case earliest < t.Start && resp.Status/100 == 2:
 			resp.Header[HeaderStartDelta] = strconv.FormatInt(earliest-n.nowMs(), 10)
 			n.hit(probeSiteStartDelta)
+		case resp.Status == 503 && t.State != Live:
+			n.hit(probeSiteDeleteUnsure)
 		}
 		reply(resp)
-	}, quorum: 1, ok: text(200, "OK")}
+	}, quorum: 1, ok: text(200, "OK"), deletes: t.State != Live}
 	doneFrom := func(peer string) func(bool, Response) {
 		return func(ok bool, resp Response) {
+			// A forwarded tombstone is answered as a delete is
+			// (docs/design.md 4.5): one that buried nothing here stands
+			// for the site only when every node it was sent to answered;
+			// otherwise 503, and the forwarding node keeps its own
+			// tombstone while this site may lack it (lackingTombstone).
+			w.buried = w.buried || ok && resp.Header.Get(HeaderHeld) == heldBuried
+			if peer != n.self && resp.Status == 0 {
+				w.unanswered++
+			}
 			if delta, err := strconv.ParseInt(resp.Header.Get(HeaderStartDelta), 10, 64); err == nil {
 				earliest = min(earliest, n.startMs()+delta)
 			}
@@ -58,12 +69,22 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 	// Older copies at this site hear of it as a local write's would
 	// (alsoHolders), but only the site's replicas count for its answer.
 	targets := n.alsoHolders(t, r.Replicas)
+	if held := n.store.Get(id); !slices.Contains(targets, n.self) && refutes(held, t) {
+		// This node holds a newer record than the one forwarded without
+		// being its replica here: a delete or an update it proxied, its
+		// tombstone kept while the forwarding site may lack it. The
+		// stale record's sender is repaired by it, as by a replica's.
+		n.hit(probeSiteRelayRefutes)
+		a := n.notApplied(applied{newer: held})
+		newer, newest, from = &a, held.Version, n.self
+	}
 	w.pending = len(targets)
 	for _, peer := range targets {
 		counts := slices.Contains(r.Replicas, peer)
 		if peer == n.self {
 			local := *t
 			a := n.apply(&local)
+			w.buried = w.buried || a.buriedLive
 			if held := n.store.Get(id); held != nil && held.Version == t.Version && held.def == t.def {
 				earliest = min(earliest, held.Start)
 			}
@@ -74,6 +95,14 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 			doneFrom(peer)(counts && ok && vouches(t, resp), resp)
 		})
 	}
+}
+
+// refutes reports whether held, the record this node holds of a timer,
+// is a newer definition than t, a record of it another site forwarded:
+// a later version, of the same timer, not a copy kept as moved away
+// (which stands for no definition of its own).
+func refutes(held, t *Timer) bool {
+	return held != nil && held.State != Moved && held.Version > t.Version && !collides(held, t)
 }
 
 // repairSite passes the newer record a replica here (from) answered a
@@ -171,9 +200,10 @@ func (n *Node) markSiteHeard(t *Timer, site string) {
 
 // markSiteLacking notes whether site may lack t's definition, which this
 // node holds live (TimerExtra.SitesLacking): its forward there went
-// unanswered (lacking), or the site answered one.
+// unanswered (lacking), or the site answered one, which clears the mark
+// on the definition's tombstone too (a delete's: see lackingTombstone).
 func (n *Node) markSiteLacking(t *Timer, site string, lacking bool) {
-	held := n.markAt(t, func(p *Placement) int { return slices.Index(p.Sites, site) }, lacking, false,
+	held := n.markAt(t, func(p *Placement) int { return slices.Index(p.Sites, site) }, lacking, true,
 		func(e *TimerExtra) *uint32 { return &e.SitesLacking })
 	if held != nil {
 		n.changedInPlace(held) // kept on disk with the record

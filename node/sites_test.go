@@ -442,3 +442,64 @@ func putEvery10s(t *testing.T, c *cluster, via, wid string) {
 		t.Fatalf("PUT via %s: %d %s", via, r.Status, r.Body)
 	}
 }
+
+// TestDeleteTombstoneStaysWhileAnotherSiteMayLackIt is fresh seed 734770
+// (scenarios/README.md fresh-2): an rf 1 timer held at the west site by
+// b1 alone (the east never took its forward), deleted through the east's
+// a0 while b1 was down. No tombstone buried anything, and the west's
+// relay b0 could not place its own on b1. Three rules keep the deleted
+// definition from coming back once b1 returns after every tombstone's
+// own life: the relay answers the forwarded delete 503 since a node it
+// sent it to did not answer (docs/design.md 4.5 at a relay); the
+// forwarding node keeps its tombstone while that site may lack it
+// (SitesLacking, lackingTombstone); and the relay, no replica of the
+// timer at its site, answers b1's notice from that tombstone (refutes).
+// So b1's first pop is its last; without any one of them b1's notice met
+// nothing, the east took the deleted definition and b1 popped it to its
+// end.
+func TestDeleteTombstoneStaysWhileAnotherSiteMayLackIt(t *testing.T) {
+	c, a, b := newSites(t)
+	east, west := NewRing(a), NewRing(b)
+	id := uint64(1)
+	for east.Replicas(id, 1)[0] != a[1] || west.Replicas(id, 1)[0] != b[1] {
+		id++
+	}
+	rec := *withCallback(&Timer{ID: id, Version: id, Start: c.nodes[b[1]].nowMs(), Interval: time.Minute, RepeatFor: 4 * time.Minute,
+		RF: 1, Placement: &Placement{Replicas: []string{b[1]}, Sites: []string{"west", "east"}}}, cb, "x")
+	if r := replicateFrom(c.nodes[b[1]], b[0], rec); r.Status != 200 {
+		t.Fatalf("b1 taking the timer: got %d (%s)", r.Status, r.Body)
+	}
+	c.down[b[1]] = true
+	if r := c.client(a[0], "DELETE", "/timers/"+wire.FormatWireID(id, 0), ""); r.Status != 200 {
+		t.Fatalf("DELETE via %s: got %d (%s), want 200", a[0], r.Status, r.Body)
+	}
+	c.advance(50*time.Second, 200) // every tombstone's own life, and every forward sent again
+	c.down[b[1]] = false
+	if got := seqs(c.advance(4*time.Minute, 200)); !slices.Equal(got, []string{"1:x"}) {
+		t.Fatalf("pops of the deleted timer once b1 is back: got %v, want its one repairing pop", got)
+	}
+}
+
+// TestDeleteTombstoneForgetsASiteThatTookIt: the other site answered the
+// delete's forward (its relay placed it on every node it sent it to), so
+// the forwarding node's tombstone keeps no mark of it and ends at the end
+// of its own life, as every tombstone does that nobody may lack.
+func TestDeleteTombstoneForgetsASiteThatTookIt(t *testing.T) {
+	c, a, _ := newSites(t)
+	r := c.client(a[0], "POST", "/timers", `{"timing":{"interval":60,"repeat-for":240},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":1}}`)
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	if r := c.client(a[0], "DELETE", "/timers/"+wid, ""); r.Status != 200 {
+		t.Fatalf("DELETE via %s: got %d (%s), want 200", a[0], r.Status, r.Body)
+	}
+	id := mustID(t, wid)
+	if held, ok := c.nodes[a[0]].Timer(id); !ok || held.sitesLacking() != 0 {
+		t.Fatalf("after the delete: %s holds %+v (%v), want its tombstone with no site marked", a[0], held, ok)
+	}
+	c.advance(5*time.Minute, 200)
+	for addr, n := range c.nodes {
+		if held, ok := n.Timer(id); ok {
+			t.Errorf("%s still holds %+v after every tombstone's life", addr, held)
+		}
+	}
+}

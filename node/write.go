@@ -413,14 +413,15 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, 
 	if n.logsTimers() {
 		n.logTimer(writeStep(t), t, "replicas", replicas, "targets", targets)
 	}
-	if t.State == Live {
-		// Until another site answers a message of the definition, it
-		// may not hold it (TimerExtra.SitesLacking): a forward in
-		// flight, or one this node lost by restarting before its
-		// answer, has reached nobody. The mark goes with the record
-		// this node applies below, and on disk with it.
-		t.setSitesLacking(n.remoteSitesOf(t.Placement))
-	}
+	// Until another site answers a message of the definition, it may
+	// not hold it (TimerExtra.SitesLacking): a forward in flight, or one
+	// this node lost by restarting before its answer, has reached
+	// nobody. The mark goes with the record this node applies below,
+	// and on disk with it. A delete's tombstone carries it too: it is
+	// kept while another site may lack it (lackingTombstone), whose
+	// replica may hold the deleted definition and pop it once it is
+	// back, its notices coming here.
+	t.setSitesLacking(n.remoteSitesOf(t.Placement))
 	n.forwardToSites(t)
 	var body []byte // encoded once, for the first peer
 	for _, peer := range targets {
