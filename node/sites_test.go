@@ -444,7 +444,7 @@ func putEvery10s(t *testing.T, c *cluster, via, wid string) {
 }
 
 // TestDeleteTombstoneStaysWhileAnotherSiteMayLackIt is fresh seed 734770
-// (scenarios/README.md fresh-2): an rf 1 timer held at the west site by
+// (scenarios/README.md N39): an rf 1 timer held at the west site by
 // b1 alone (the east never took its forward), deleted through the east's
 // a0 while b1 was down. No tombstone buried anything, and the west's
 // relay b0 could not place its own on b1. Three rules keep the deleted
