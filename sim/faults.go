@@ -179,6 +179,11 @@ func (w *world) messageFault(what string, kind checker.FaultKind, from, to strin
 	}
 	if req != nil {
 		f.Timer = timerOfRequest(req)
+		if seq := req.Header.Get(wire.HeaderSequenceNumber); seq != "" && timerOfURL(req.URL) == 0 {
+			// A callback: the checker counts a lost one as its
+			// replica's failed attempt of that pop.
+			f.Detail = strings.TrimSpace(f.Detail + " " + checker.CallbackDetail + seq)
+		}
 		if !strings.Contains(req.URL, "://"+to+"/") {
 			f.Detail = strings.TrimSpace(f.Detail + " " + checker.ReplyDetail)
 		}
