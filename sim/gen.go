@@ -222,6 +222,7 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 		genStorage(p, faults, safety)
 	}
 	genReach(p, work, safety)
+	genRecreate(p, work)
 	genLate(p, faults, safety)
 	genReachFaults(p, faults, safety)
 	genStale(p, faults, safety)
