@@ -367,19 +367,17 @@ func TestCallbackFaultsExcuseNoPlacement(t *testing.T) {
 
 // TestWriteFaultExcusesPlacementOnlyNearTheScale shows the bounds of G6's
 // fault-window/write: an update of the timer whose replication to a
-// replica was lost excuses a replica without a copy at the snapshot when
-// the update ran within the placement's window (its return, plus
-// FaultSettle as for every fault, at or after FaultSettle before the
-// scale's start), and not when it returned a millisecond before that:
-// every member runs a repair round a second after the scale's reload,
-// which mends what the lost message left, so a copy still missing then
-// is G6's to report. Without the lost message the update excuses
-// nothing, so the excuse is what passes the first history.
+// replica was lost excuses a replica without a copy at the snapshot
+// until a repair round must have mended it (RepairRound after the update
+// and the lost message settled), counted to the placement's window
+// (FaultSettle before the scale's start); an update a millisecond
+// earlier excuses nothing. Without the lost message the update excuses
+// nothing either, so the excuse is what passes the first history.
 func TestWriteFaultExcusesPlacementOnlyNearTheScale(t *testing.T) {
 	build := func(ret time.Duration, lost bool) *History {
 		h, after, _ := scaled(t)
-		h.Scales[0].Start, h.Scales[0].End = 40*sec, 43*sec
-		h.Held[0].At, h.End = 43*sec, 60*sec
+		h.Scales[0].Start, h.Scales[0].End = 80*sec, 83*sec
+		h.Held[0].At, h.End = 83*sec, 100*sec
 		old := Replicas(h.Members, placedTimer, 2)
 		u := write(2, Update, placedTimer, "b", 3600*sec, 3600*sec, ret-10*ms, ret, OK)
 		u.Node = old[0]
@@ -391,7 +389,7 @@ func TestWriteFaultExcusesPlacementOnlyNearTheScale(t *testing.T) {
 		return h
 	}
 	settle := DefaultOptions().FaultSettle
-	first := 40*sec - 2*settle // the earliest return the window counts
+	first := 80*sec - 2*settle - RepairRound // the earliest return the window counts
 	requireNone(t, Check(build(first, true)))
 	requireHas(t, Check(build(first, false)), "G6", "holds no copy")
 	requireHas(t, Check(build(first-ms, true)), "G6", "holds no copy")
