@@ -2,6 +2,7 @@ package checker
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -984,4 +985,32 @@ func TestNoticeThroughAPausedRelayRevivesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLostCallbackIsItsReplicasFailedAttempt shows how a callback request
+// lost on its way to the endpoint (sim's lose step) is judged: its
+// replica tried the pop once and failed it, with no pop in the history
+// to show for it, so the next replica's pop at its own rank is on time
+// (G3), as after a refused callback. The same history without the lost
+// request, or with one of another pop, holds the primary to pop 2: the
+// backup's pop is late.
+func TestLostCallbackIsItsReplicasFailedAttempt(t *testing.T) {
+	build := func(lost bool, seq int) *History {
+		h := healthy()
+		replicas, _ := placeHealthy(h)
+		h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor, h.End = 10*sec, 30*sec, 40*sec
+		h.Pops = nil
+		for k := 1; k <= 3; k++ {
+			h.Pops = append(h.Pops, pop(time.Duration(k)*10*sec+20*ms, replicas[0], "a", k))
+		}
+		h.Pops[1].Node, h.Pops[1].At = replicas[1], h.Pops[1].At+ReplicaSkew
+		if lost {
+			h.Faults = []Fault{{At: 20 * sec, Kind: Lost, Nodes: []string{replicas[0]}, Peers: []string{"client"},
+				Timer: h.Ops[0].Timer, Detail: CallbackDetail + strconv.Itoa(seq)}}
+		}
+		return h
+	}
+	requireNone(t, Check(build(true, 2)))
+	requireHas(t, Check(build(false, 2)), "G3", "pop 2")
+	requireHas(t, Check(build(true, 3)), "G3", "pop 2")
 }

@@ -22,7 +22,9 @@ import (
 // copy since its write (ExCopiesLost), a fault that touched it between
 // the scale's start and the snapshot, or any time since its first write
 // for a deleted timer, or one that kept a write of it from a replica
-// (fault-window/<kind>). A finished timer is not live and not judged.
+// (fault-window/<kind>; fault-window/write until a repair round, at
+// most RepairRound after the write and the faults on it ended, has
+// mended the replica it missed). A finished timer is not live and not judged.
 // Messages lost on their way without naming a timer (resync pages) are
 // not faults of the placement: the resync retries them, and the operator
 // runs it again until nothing failed. Nor are a callback endpoint's
@@ -168,7 +170,8 @@ func (x *index) placementOf(id uint64, t time.Duration, s Scale) (replicas []str
 }
 
 // placementFault is the first fault that touched timer id in [a, b], or
-// kept a write of it from a replica: one of the faults attributed to its
+// kept from a replica a write of it that no repair round can have mended
+// by a: one of the faults attributed to its
 // definitions (attribution.go), but for the scales that move it and
 // messages lost without naming it.
 func (x *index) placementFault(id uint64, a, b time.Duration) (Fault, bool) {
@@ -180,7 +183,22 @@ func (x *index) placementFault(id uint64, a, b time.Duration) (Fault, bool) {
 	}
 	sort.SliceStable(spans, func(i, j int) bool { return spans[i].from < spans[j].from })
 	for _, op := range x.byTimer[id] {
-		if at, hit := x.writeHit(op); hit && at <= b {
+		// A write a fault kept from a replica leaves it without the
+		// write until a repair round mends it: one that comes after
+		// the write and after the faults on it ended (their settle
+		// time included), RepairRound at the latest. A write mended so
+		// before the window excuses nothing there.
+		at, hit := x.writeHit(op)
+		if !hit || at > b {
+			continue
+		}
+		until := effReturn(op) + x.o.FaultSettle
+		for _, s := range spans {
+			if s.from <= effReturn(op) && s.to >= op.Invoke {
+				until = max(until, s.to)
+			}
+		}
+		if until+RepairRound >= a {
 			return Fault{At: at, Kind: "write"}, true
 		}
 	}

@@ -364,3 +364,66 @@ func TestCallbackFaultsExcuseNoPlacement(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteFaultExcusesPlacementOnlyNearTheScale shows the bounds of G6's
+// fault-window/write: an update of the timer whose replication to a
+// replica was lost excuses a replica without a copy at the snapshot
+// until a repair round must have mended it (RepairRound after the update
+// and the lost message settled), counted to the placement's window
+// (FaultSettle before the scale's start); an update a millisecond
+// earlier excuses nothing. Without the lost message the update excuses
+// nothing either, so the excuse is what passes the first history.
+func TestWriteFaultExcusesPlacementOnlyNearTheScale(t *testing.T) {
+	build := func(ret time.Duration, lost bool) *History {
+		h, after, _ := scaled(t)
+		h.Scales[0].Start, h.Scales[0].End = 80*sec, 83*sec
+		h.Held[0].At, h.End = 83*sec, 100*sec
+		old := Replicas(h.Members, placedTimer, 2)
+		u := write(2, Update, placedTimer, "b", 3600*sec, 3600*sec, ret-10*ms, ret, OK)
+		u.Node = old[0]
+		h.Ops = append(h.Ops, u)
+		if lost {
+			h.Faults = []Fault{{At: ret - 9*ms, Kind: Lost, Nodes: []string{old[0]}, Peers: []string{old[1]}, Timer: placedTimer}}
+		}
+		delete(h.Held[0].Live, after[1])
+		return h
+	}
+	settle := DefaultOptions().FaultSettle
+	first := 80*sec - 2*settle - RepairRound // the earliest return the window counts
+	requireNone(t, Check(build(first, true)))
+	requireHas(t, Check(build(first, false)), "G6", "holds no copy")
+	requireHas(t, Check(build(first-ms, true)), "G6", "holds no copy")
+}
+
+// TestUpdateAfterAMissedDeleteMayKeepTheFactor shows the factors G6 allows
+// an update that gives none after a delete: the default, as the update
+// creates the deleted timer again (api.md), or, when a lost message may
+// have kept the delete from a replica, also the deleted definition's
+// factor, which that replica's live copy gives the update (a node cannot
+// tell a copy that missed a delete from a live timer). Held by the three
+// replicas of factor 3 after a scale, the timer passes with the lost
+// message and is a G6 violation without it.
+func TestUpdateAfterAMissedDeleteMayKeepTheFactor(t *testing.T) {
+	build := func(lost bool) *History {
+		h, _, _ := scaled(t)
+		h.Ops[0].Spec.ReplicationFactor = 3
+		h.Scales[0].Start, h.Scales[0].End = 40*sec, 43*sec
+		h.Held[0].At, h.End = 43*sec, 60*sec
+		old := Replicas(h.Members, placedTimer, 3)
+		d := del(2, placedTimer, 10*sec, 10*sec+10*ms, OK)
+		d.Node = old[0]
+		u := write(3, Update, placedTimer, "b", 3600*sec, 3600*sec, 20*sec, 20*sec+10*ms, OK)
+		u.Node, u.Spec.ReplicationFactor = old[2], 0
+		h.Ops = append(h.Ops, d, u)
+		if lost {
+			h.Faults = []Fault{{At: 10*sec + ms, Kind: Lost, Nodes: []string{old[0]}, Peers: []string{old[2]}, Timer: placedTimer}}
+		}
+		h.Held[0].Live = map[string][]uint64{}
+		for _, n := range Replicas(h.Scales[0].After, placedTimer, 3) {
+			h.Held[0].Live[n] = []uint64{placedTimer}
+		}
+		return h
+	}
+	requireNone(t, Check(build(true)))
+	requireHas(t, Check(build(false)), "G6", "stale copy")
+}

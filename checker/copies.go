@@ -3,6 +3,7 @@ package checker
 import (
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -260,7 +261,37 @@ func (x *index) failedPop(d *def, k int) []string {
 			out = append(out, p.Node)
 		}
 	}
-	return append(out, x.cutFromEndpoint(d, k)...)
+	out = append(out, x.cutFromEndpoint(d, k)...)
+	return append(out, x.lostCallbacks(d, k)...)
+}
+
+// lostCallbacks is the nodes whose callback request of pop k of d was
+// lost on its way to the endpoint: each tried the pop once and failed
+// it, with no pop in the history to show for it (the endpoint never saw
+// the request), as a node cut off from the endpoint does.
+func (x *index) lostCallbacks(d *def, k int) []string {
+	var out []string
+	for _, sp := range d.spans {
+		if seq, ok := lostCallback(sp.fault, d.host); ok && seq == k && (!d.placed || slices.Contains(d.replicas, sp.fault.Nodes[0])) {
+			out = append(out, sp.fault.Nodes[0])
+		}
+	}
+	return out
+}
+
+// lostCallback reports the pop whose callback request to host fault f
+// lost, if f is such a loss: a request, not its answer.
+func lostCallback(f Fault, host string) (seq int, ok bool) {
+	if f.Kind != Lost || len(f.Peers) == 0 || f.Peers[0] != host || len(f.Nodes) == 0 || strings.Contains(f.Detail, ReplyDetail) {
+		return 0, false
+	}
+	_, v, found := strings.Cut(f.Detail, CallbackDetail)
+	if !found {
+		return 0, false
+	}
+	v, _, _ = strings.Cut(v, " ")
+	seq, err := strconv.Atoi(v)
+	return seq, err == nil
 }
 
 // cutFromEndpoint is the nodes that may have been cut off from d's

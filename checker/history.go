@@ -183,6 +183,11 @@ const (
 // response: the request itself arrived.
 const ReplyDetail = "reply"
 
+// CallbackDetail marks, in a message fault's Detail, a fault that hit a
+// pop's callback request, followed by its sequence number
+// ("callback-seq=3").
+const CallbackDetail = "callback-seq="
+
 // ShedDetail is the Detail of an Overload fault whose message was shed,
 // never sent; OverloadWaited starts that of one whose message waited,
 // followed by how long ("waited=120ms"), and OverloadRecord ends it when

@@ -156,25 +156,66 @@ type index struct {
 // newIndex attributes every pop to its definition. Where an update
 // without a factor may have found its timer's every copy lost
 // (mayFindNoTimer), the index is built again with the default among that
-// update's factors: a factor changes the update's placement, and all
-// that is judged from it. Each round only adds factors, so the rounds end.
+// update's factors, and where it may have found a live copy a delete
+// missed (mayFindMissedDelete), with that copy's factor: a factor changes
+// the update's placement, and all that is judged from it. Each round only
+// adds factors, so the rounds end.
 func newIndex(h *History, o Options) *index {
-	lost := map[int]bool{}
+	extra := map[int]factors{}
 	for {
-		x := buildIndex(h, o, lost)
+		x := buildIndex(h, o, extra)
 		if x.unjudged != "" {
 			return x
 		}
 		more := false
+		add := func(seq int, f factors) {
+			if e, ok := extra[seq]; !ok {
+				extra[seq], more = f, true
+			} else if g := e.or(f); g != e {
+				extra[seq], more = g, true
+			}
+		}
 		for _, d := range x.defs {
-			if !lost[d.op.Seq] && x.mayFindNoTimer(d) {
-				lost[d.op.Seq], more = true, true
+			if x.mayFindNoTimer(d) {
+				add(d.op.Seq, one(x.o.DefaultReplicationFactor))
+			}
+			if f, ok := x.mayFindMissedDelete(d); ok {
+				add(d.op.Seq, f)
 			}
 		}
 		if !more {
 			return x
 		}
 	}
+}
+
+// mayFindMissedDelete reports the factors d, an update without a factor,
+// may have found its timer with when the write before it was a delete
+// that a fault may have kept from a replica (writeHit): that replica
+// still holds the deleted definition live, and an update through it, or
+// one that reads its copy, keeps that definition's factor, as a node
+// cannot tell a timer it missed the delete of from a live one (docs/
+// design.md 4.5). The delete's own factor otherwise is the default
+// (factorLeft).
+func (x *index) mayFindMissedDelete(d *def) (factors, bool) {
+	if d.op.Kind != Update || d.op.Spec.ReplicationFactor > 0 {
+		return factors{}, false
+	}
+	ops := x.byTimer[d.op.Timer]
+	for i := len(ops) - 1; i >= 0; i-- {
+		w := ops[i]
+		switch {
+		case w.Seq >= d.op.Seq || w.Outcome == Failed:
+		case w.Kind == Delete && w.Outcome == OK && w.Return <= d.op.Invoke:
+			if _, hit := x.writeHit(w); hit {
+				return x.factorBefore(d.op, w.Seq), true
+			}
+			return factors{}, false
+		default:
+			return factors{}, false
+		}
+	}
+	return factors{}, false
 }
 
 // mayFindNoTimer reports whether d, an update without a factor, may have
@@ -202,9 +243,10 @@ func (x *index) mayFindNoTimer(d *def) bool {
 	return false
 }
 
-// buildIndex is newIndex's one round: lost lists the updates, by Seq,
-// that may have found no timer and so may have taken the default factor.
-func buildIndex(h *History, o Options, lost map[int]bool) *index {
+// buildIndex is newIndex's one round: extra gives the updates, by Seq,
+// that may have found no timer (and so may have taken the default
+// factor) or a copy a delete missed, the factors that adds.
+func buildIndex(h *History, o Options, extra map[int]factors) *index {
 	x := &index{h: h, o: o, end: historyEnd(h), byOpaque: map[string]*def{}, byTimer: map[uint64][]Op{}, endpoints: map[string]bool{},
 		verdicts: map[popKey]*popVerdicts{}, writeVerdicts: map[int]verdict{}}
 	x.tl = buildTimeline(h, x.end, o.FaultSettle)
@@ -225,7 +267,7 @@ func buildIndex(h *History, o Options, lost map[int]bool) *index {
 		if _, dup := x.byOpaque[op.Spec.Opaque]; dup {
 			continue // the first attempt with an opaque owns it
 		}
-		d := x.newDef(op, lost[op.Seq])
+		d := x.newDef(op, extra[op.Seq])
 		x.endpoints[d.host] = true
 		x.defs = append(x.defs, d)
 		x.byOpaque[op.Spec.Opaque] = d
@@ -260,16 +302,16 @@ func buildIndex(h *History, o Options, lost map[int]bool) *index {
 	return x
 }
 
-// newDef makes op's definition; lost adds the default to its factors
-// (see mayFindNoTimer).
-func (x *index) newDef(op Op, lost bool) *def {
+// newDef makes op's definition; extra, when set, adds to its factors
+// (see newIndex).
+func (x *index) newDef(op Op, extra factors) *def {
 	d := &def{op: op, lo: op.Invoke, hi: op.Return, host: hostOf(op.Spec.URI), bySeq: map[int][]int{}}
 	if op.Outcome == Unknown || d.hi < d.lo {
 		d.hi = x.end
 	}
 	f := x.writtenRF(op)
-	if lost {
-		f = f.or(one(x.o.DefaultReplicationFactor))
+	if extra != (factors{}) {
+		f = f.or(extra)
 	}
 	d.rfMin, d.rf, d.rfUnknown = f.lo, f.hi, f.lo != f.hi
 	d.quorum = ackQuorum(d.rfMin)

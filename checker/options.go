@@ -57,6 +57,12 @@ const (
 	// simulator lets a wait pass unrecorded, and a page per
 	// node.Config.RepairPage records of it (see repopulatedBy).
 	RepopulateBound = 3 * time.Second
+	// RepairRound is the longest a node waits between two repair rounds
+	// (node.DefaultRepairInterval, which its jitter draws from half to
+	// whole): a replica a write missed is mended by a round that comes
+	// after the write and after the fault that kept it from the replica
+	// ended (see placementFault).
+	RepairRound = 30 * time.Second
 	// ReplicationTimeout is how long a node waits for the answer to a
 	// request it sends another node (node.Config's default): a request
 	// that waited about as long in its receiver's inbound queue was

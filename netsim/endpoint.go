@@ -173,6 +173,11 @@ func (n *Network) transmit(from, to string, req *node.Request, deliver func()) {
 	if n.keep(l, req, deliver) {
 		return
 	}
+	if n.loses(l, req) {
+		n.stats.Lost++
+		n.trace("lost", from, to, req, 0)
+		return
+	}
 	noisy := n.noisy(from, to)
 	if noisy && n.opts.LossRate > 0 && n.rng.Float64() < n.opts.LossRate {
 		n.stats.Lost++

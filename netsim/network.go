@@ -98,6 +98,8 @@ type Network struct {
 	holding  map[link]bool
 	held     []heldMsg
 	captured map[link][]captured
+	// lose are the single losses waiting for their request (lose.go).
+	lose []loseRule
 }
 
 // New returns an empty network drawing every decision from rng (the

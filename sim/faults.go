@@ -56,6 +56,8 @@ func (w *world) step(written Step) {
 			}
 		}
 		w.fault(checker.Clog, w.hosts(s.Side), w.hosts(s.Peers), "hold")
+	case OpLose:
+		w.lose(s)
 	case OpReplay:
 		for _, a := range w.hosts(s.Side) {
 			for _, b := range w.hosts(s.Peers) {
@@ -164,7 +166,8 @@ func timerOfRequest(req *node.Request) uint64 {
 }
 
 // messageFault records one message the network's noise hit, naming the
-// timer its request was about (internal requests name it in their path),
+// timer its request was about (internal requests name it in their path,
+// callbacks in their X-Chronos-Timer header),
 // so that the checker excuses only that timer, not the whole cluster.
 func (w *world) messageFault(what string, kind checker.FaultKind, from, to string, req *node.Request, n int64) {
 	f := checker.Fault{At: w.loop.Now(), Kind: kind, Nodes: []string{from}, Peers: []string{to}}
@@ -175,12 +178,49 @@ func (w *world) messageFault(what string, kind checker.FaultKind, from, to strin
 		f.Detail = what + "=" + time.Duration(n).String()
 	}
 	if req != nil {
-		f.Timer = timerOfURL(req.URL)
+		f.Timer = timerOfRequest(req)
+		if seq := req.Header.Get(wire.HeaderSequenceNumber); seq != "" && timerOfURL(req.URL) == 0 {
+			// A callback: the checker counts a lost one as its
+			// replica's failed attempt of that pop.
+			f.Detail = strings.TrimSpace(f.Detail + " " + checker.CallbackDetail + seq)
+		}
 		if !strings.Contains(req.URL, "://"+to+"/") {
 			f.Detail = strings.TrimSpace(f.Detail + " " + checker.ReplyDetail)
 		}
 	}
 	w.hist.Faults = append(w.hist.Faults, f)
+}
+
+// lose has the network lose one request about step s's timer on each of
+// its links (netsim Lose). The timer is the one its label names when the
+// step fires, or the ID its create chose; a step before an ID is known
+// loses nothing and is an error of the scenario. The loss reaches the history as a
+// lost message naming the timer, as random loss does (messageFault).
+func (w *world) lose(s Step) {
+	id := w.chosenID(s.Timer)
+	if ref := w.timers[s.Timer]; ref != nil {
+		id = ref.id
+	}
+	if id == 0 {
+		w.scenarioError(s, fmt.Errorf("lose: the ID of timer %s is not known yet", s.Timer))
+		return
+	}
+	match := func(req *node.Request) bool { return timerOfRequest(req) == id }
+	for _, a := range w.hosts(s.Side) {
+		for _, b := range w.hosts(s.Peers) {
+			w.net.Lose(a, b, match, s.Count, w.loop.Now()+s.For)
+		}
+	}
+}
+
+// chosenID is the ID a create step of timer label chose, 0 if none did.
+func (w *world) chosenID(label string) uint64 {
+	for _, s := range w.plan.Steps {
+		if s.Op == OpCreate && s.Timer == label && s.ID != 0 {
+			return s.ID
+		}
+	}
+	return 0
 }
 
 // timerOfURL is the unique ID named by a /timers/<wire ID> URL, 0 if none.

@@ -78,6 +78,12 @@ func (s Step) String() string {
 			t += " bare"
 		}
 		return t
+	case OpLose:
+		t := fmt.Sprintf("lose %s -> %s timer=%s", strings.Join(s.Side, " "), strings.Join(s.Peers, " "), s.Timer)
+		if s.Count > 0 {
+			t += fmt.Sprintf(" skip=%d", s.Count)
+		}
+		return t + fmt.Sprintf(" for=%v", s.For)
 	case OpPartition, OpClog, OpHold, OpReplay:
 		sep := "|"
 		if s.OneWay {

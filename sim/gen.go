@@ -222,10 +222,13 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 		genStorage(p, faults, safety)
 	}
 	genReach(p, work, safety)
+	genRecreate(p, work)
 	genLate(p, faults, safety)
 	genReachFaults(p, faults, safety)
 	genStale(p, faults, safety)
 	genLoss(p, faults, safety)
+	genRetryAhead(p, faults, safety)
+	genTwinRestart(p, faults)
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
 }

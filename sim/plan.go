@@ -132,6 +132,11 @@ const (
 	// sent For or more ago (netsim late.go).
 	OpHold   Op = "hold"
 	OpReplay Op = "replay"
+	// OpLose loses one request about timer Timer on each link from Side
+	// to Peers: the one after Count earlier ones about it, sent within
+	// For (netsim lose.go). A link that otherwise works loses that one
+	// message, as a connection reset does.
+	OpLose Op = "lose"
 )
 
 // Step is one scheduled action. Node, callback and client numbers are
@@ -325,6 +330,10 @@ func (p *Plan) validateStep(s Step) error {
 			return err
 		}
 	case OpHeal:
+	case OpLose:
+		if s.Timer == "" || s.Count < 0 || s.For <= 0 || !s.OneWay || len(s.Side) == 0 || len(s.Peers) == 0 {
+			return fmt.Errorf("want: lose <hosts> -> <hosts> timer=<timer> [skip=<n>] for=<duration>")
+		}
 	case OpScaleUp, OpScaleDown:
 		if len(s.Side) == 0 || len(s.Peers) > 0 {
 			return fmt.Errorf("want: %s n<i> [n<j> ...]", s.Op)

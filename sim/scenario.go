@@ -217,7 +217,7 @@ func (p *Plan) parseStep(f []string) error {
 	case OpCrash, OpRestart, OpPause, OpResume, OpJump, OpDrift, OpSlow, OpFail, OpCallbackOK,
 		OpDiskFull, OpDiskLie, OpDiskOK, OpDiskCorrupt:
 		err = parseHostStep(&s, args)
-	case OpPartition, OpClog, OpHold, OpReplay:
+	case OpPartition, OpClog, OpHold, OpReplay, OpLose:
 		err = parseCutStep(&s, args)
 	case OpExpect:
 		s.Check, err = parseCheck(args)
@@ -319,6 +319,14 @@ func parseCutStep(s *Step, args []string) error {
 				return fmt.Errorf("two separators")
 			}
 			sep, s.OneWay, side = true, a == "->", &s.Peers
+		case s.Op == OpLose && strings.HasPrefix(a, "timer="):
+			s.Timer = strings.TrimPrefix(a, "timer=")
+		case s.Op == OpLose && strings.HasPrefix(a, "skip="):
+			n, err := strconv.Atoi(strings.TrimPrefix(a, "skip="))
+			if err != nil {
+				return err
+			}
+			s.Count = n
 		case strings.HasPrefix(a, "for=") || strings.HasPrefix(a, "older="):
 			_, v, _ := strings.Cut(a, "=")
 			d, err := time.ParseDuration(v)
@@ -338,6 +346,9 @@ func parseCutStep(s *Step, args []string) error {
 	}
 	if s.Op == OpHold && !s.OneWay {
 		return fmt.Errorf("want: hold <hosts> -> <hosts>")
+	}
+	if s.Op == OpLose && (!s.OneWay || s.Timer == "" || s.For <= 0) {
+		return fmt.Errorf("want: lose <hosts> -> <hosts> timer=<timer> [skip=<n>] for=<duration>")
 	}
 	if s.Op == OpReplay && !s.OneWay {
 		return fmt.Errorf("want: replay <hosts> -> <hosts> [older=<duration>]")
