@@ -147,6 +147,7 @@ var (
 	probeHandOff          = probe("repair/handed-off")
 	probeHandOffDone      = probe("repair/hand-off-moved-away")
 	probeHandOffTombstone = probe("repair/hand-off-tombstone")
+	probeHandOffAgain     = probe("repair/hand-off-again")
 	probeMovedBackOwes    = probe("apply/moved-back-owes-nothing-made")
 
 	// node.go: membership and limits.
@@ -172,11 +173,13 @@ func (n *Node) hits(h *probeHits) {
 func (n *Node) hit(p probeID) { n.probeHits[p]++ }
 
 // hitIf counts one pass through probe p when cond holds: for a rare case
-// that shares its branch with a common one.
-func (n *Node) hitIf(cond bool, p probeID) {
+// that shares its branch with a common one. It returns cond, for a
+// branch decided by a callback (sendRetried's again).
+func (n *Node) hitIf(cond bool, p probeID) bool {
 	if cond {
 		n.probeHits[p]++
 	}
+	return cond
 }
 
 // ProbeNames returns the name of every coverage probe, in declaration

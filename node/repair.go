@@ -401,7 +401,7 @@ func (n *Node) handOff(done func(all bool)) {
 		n.logTimer("hand off", placed, "replicas", targets)
 		n.stats.RepairHandoffs++
 		for _, peer := range targets {
-			n.handOffPush(peer, placed, 1, func(ok bool, resp Response) {
+			n.handOffPush(peer, placed, func(ok bool, resp Response) {
 				// The replica holds it (live, for a live record), or
 				// something newer: a later version (409), or the
 				// tombstone of this one (the definition ended there
@@ -472,22 +472,24 @@ func (n *Node) handOffDone(id uint64, h *handingOff, ok bool) {
 }
 
 // handOffPush pushes placed, a copy a hand-off ends, to peer through the
-// peer's window of bulk sends (flow.go), again up to maxResyncSends
-// times while it gets no answer and the copy is still held, then calls
-// done with the last outcome (no answer, when it was given up on
-// unsent). A hand-off sends one message for each record it moves, and a
-// slow receiver takes them at its own pace.
-func (n *Node) handOffPush(peer string, placed *Timer, attempt int, done func(ok bool, resp Response)) {
-	n.bulkSend(peer, func(finish func(ok bool)) {
-		n.replicate(peer, placed, nil, n.nowMs(), func(ok bool, resp Response) {
-			finish(resp.Status != 0)
-			if resp.Status == 0 && attempt < maxResyncSends && n.copyOf(placed) != nil {
-				n.handOffPush(peer, placed, attempt+1, done)
+// peer's window of bulk sends (flow.go), again under bulkRetry while it
+// gets no answer and the copy is still held, then calls done with the
+// last outcome (no answer, when it was given up on unsent). A hand-off
+// sends one message for each record it moves, and a slow receiver takes
+// them at its own pace.
+func (n *Node) handOffPush(peer string, placed *Timer, done func(ok bool, resp Response)) {
+	var ok bool
+	var resp Response
+	n.sendRetried(peer, bulkRetry, func(finish func(tryOutcome, bool)) {
+		n.replicate(peer, placed, nil, n.nowMs(), func(rok bool, rresp Response) {
+			ok, resp = rok, rresp
+			if resp.Status == 0 {
+				finish(tryFailed, false)
 				return
 			}
-			done(ok, resp)
+			finish(tryDone, true)
 		})
-	}, func() { done(false, Response{}) })
+	}, func() bool { return n.hitIf(n.copyOf(placed) != nil, probeHandOffAgain) }, func(tryOutcome) { done(ok, resp) })
 }
 
 // copyOf is the record this node holds of placed's timer when it is
