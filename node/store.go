@@ -232,9 +232,9 @@ func (s *Store) AscendFrom(from int64, fn func(*Timer) bool) {
 // hold them: a function of the store's history, so deterministic, but
 // not pop order. For a caller that only sums what it visits or orders
 // what it keeps itself (repair's digests and lists, heldFor), it spares
-// AscendFrom's sort of every bucket, which a repair round pays once a
-// page: a third of a full scan's time at 100,000 timers. fn must not
-// change the store.
+// AscendFrom's sort of every bucket; most of a walk's cost is reaching
+// the records, scattered in memory, either way (BenchmarkStoreScan).
+// fn must not change the store.
 func (s *Store) Each(fn func(*Timer)) {
 	mods := s.mods
 	visit := func(t *Timer) {
