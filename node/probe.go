@@ -139,18 +139,20 @@ var (
 	probeResyncRefused     = probe("resync/refused-at-limit")
 
 	// repair.go: replicas compared and repaired.
-	probeRepairQuiet      = probe("repair/quiet-round-skipped")
-	probeRepairPush       = probe("repair/pushed-newer")
-	probeRepairWant       = probe("repair/asked-for-newer")
-	probeRepairGive       = probe("repair/gave-what-was-asked")
-	probeRepairPage       = probe("repair/next-page")
-	probeRepairOtherView  = probe("repair/peer-on-other-view")
-	probeRepairRetry      = probe("repair/asked-again")
-	probeRepairGiveUp     = probe("repair/peer-given-up")
-	probeHandOff          = probe("repair/handed-off")
-	probeHandOffDone      = probe("repair/hand-off-moved-away")
-	probeHandOffTombstone = probe("repair/hand-off-tombstone")
-	probeMovedBackOwes    = probe("apply/moved-back-owes-nothing-made")
+	probeRepairQuiet       = probe("repair/quiet-round-skipped")
+	probeRepairAfterResync = probe("repair/pages-wait-for-resync")
+	probeRepairPush        = probe("repair/pushed-newer")
+	probeRepairWant        = probe("repair/asked-for-newer")
+	probeRepairGive        = probe("repair/gave-what-was-asked")
+	probeRepairPage        = probe("repair/next-page")
+	probeRepairOtherView   = probe("repair/peer-on-other-view")
+	probeRepairRetry       = probe("repair/asked-again")
+	probeRepairGiveUp      = probe("repair/peer-given-up")
+	probeHandOff           = probe("repair/handed-off")
+	probeHandOffDone       = probe("repair/hand-off-moved-away")
+	probeHandOffTombstone  = probe("repair/hand-off-tombstone")
+	probeHandOffAgain      = probe("repair/hand-off-again")
+	probeMovedBackOwes     = probe("apply/moved-back-owes-nothing-made")
 
 	// node.go: membership and limits.
 	probeClusterRenumbered = probe("cluster/instance-renumbered")
@@ -175,11 +177,13 @@ func (n *Node) hits(h *probeHits) {
 func (n *Node) hit(p probeID) { n.probeHits[p]++ }
 
 // hitIf counts one pass through probe p when cond holds: for a rare case
-// that shares its branch with a common one.
-func (n *Node) hitIf(cond bool, p probeID) {
+// that shares its branch with a common one. It returns cond, for a
+// branch decided by a callback (sendRetried's again).
+func (n *Node) hitIf(cond bool, p probeID) bool {
 	if cond {
 		n.probeHits[p]++
 	}
+	return cond
 }
 
 // ProbeNames returns the name of every coverage probe, in declaration

@@ -54,8 +54,11 @@ const (
 	// repairBuckets is how many ranges of IDs a digest covers.
 	repairBuckets = 64
 	// MaxRepairEntries bounds the records one answer lists; the rest
-	// come in the next page (Config.RepairPage may set it lower).
-	MaxRepairEntries = 2000
+	// come in the next page (Config.RepairPage may set it lower). Each
+	// page costs the answering node a walk of its store, so a page is
+	// as long as keeps its body within half of wire.MaxBodyBytes
+	// (TestRepairPageFitsItsBody), as a resync page is.
+	MaxRepairEntries = 5000
 	// repairTimeout bounds one round trip.
 	repairTimeout = 5 * time.Second
 )
@@ -141,6 +144,14 @@ func (n *Node) scheduleRepair(d time.Duration) {
 	})
 }
 
+// resyncFinished starts a round soon after a resync ends, the round that
+// was not run while it ran: it finds what the resync's lost messages
+// and given-up peers left behind.
+func (n *Node) resyncFinished() {
+	n.repairNeeded()
+	n.scheduleRepair(repairAfterReload)
+}
+
 // repairNeeded notes that the replicas may differ: a record changed
 // here, or a message between nodes failed. A node whose records and
 // messages are all as they were skips its periodic round: what the
@@ -156,7 +167,7 @@ func (n *Node) repairRound() {
 	for _, peer := range n.repairPeers() {
 		if !n.repairBusy[peer] {
 			n.repairBusy[peer] = true
-			n.repairWith(peer, view, 0, 1)
+			n.repairWith(peer, view, 0, nil, 1)
 		}
 	}
 	n.handOff(nil)
@@ -164,29 +175,36 @@ func (n *Node) repairRound() {
 
 // heldFor calls fn for every record this node holds whose replicas under
 // its view include peer: whether this node is one of them too (else it
-// is a record to hand off).
+// is a record to hand off). The order is the store's (Store.Each), not
+// pop order: a caller that sends what it visits orders it first.
 func (n *Node) heldFor(peer string, fn func(t *Timer, mine bool)) {
-	n.store.Ascend(func(t *Timer) bool {
+	n.store.Each(func(t *Timer) {
 		if t.State == Moved {
-			return true
+			return
 		}
 		reps := t.Placement.Replicas
 		if slices.Contains(reps, peer) {
 			fn(t, slices.Contains(reps, n.self))
 		}
-		return true
 	})
 }
 
 // repairWith asks peer for one page of a round under view: the records
-// of IDs above after (0: from the first).
-func (n *Node) repairWith(peer string, view, after uint64, attempt int) {
-	var digests [repairBuckets]uint64
-	n.heldFor(peer, func(t *Timer, mine bool) {
-		if mine && t.State == Live {
-			digests[repairBucket(t.ID)] += repairHash(t.ID, t.Version)
-		}
-	})
+// of IDs above after (0: from the first). digests are the round's, nil
+// on its first page: they are taken once a round, not once a page, as
+// each costs a walk of the whole store, and a round that starts with
+// every bucket differing (a node joined, empty) has a page for every
+// MaxRepairEntries records. A record that changed since they were taken
+// has set repairNeeded, so the next round compares it again.
+func (n *Node) repairWith(peer string, view, after uint64, digests *[repairBuckets]uint64, attempt int) {
+	if digests == nil {
+		digests = new([repairBuckets]uint64)
+		n.heldFor(peer, func(t *Timer, mine bool) {
+			if mine && t.State == Live {
+				digests[repairBucket(t.ID)] += repairHash(t.ID, t.Version)
+			}
+		})
+	}
 	body := repairDigestBody{View: strconv.FormatUint(view, 10), From: n.self, Digests: make([]string, repairBuckets)}
 	for i, d := range digests {
 		body.Digests[i] = fmt.Sprintf("%016x", d)
@@ -220,14 +238,26 @@ func (n *Node) repairWith(peer string, view, after uint64, attempt int) {
 					delete(n.repairBusy, peer)
 					return
 				}
-				n.repairWith(peer, view, after, attempt+1)
+				n.repairWith(peer, view, after, digests, attempt+1)
 			})
 			return
 		}
 		through, ok := n.repairAnswered(peer, after, ans)
+		if ok && through > after && n.resyncStatus.Running {
+			// The resync moves what the next pages would list, record
+			// by record, and each page costs the peer a walk of its
+			// store: in a join every range differs, and a round would
+			// page through every record the two share. The round
+			// ends at its first page; the one after the resync
+			// (resyncFinished) pages through.
+			n.hit(probeRepairAfterResync)
+			n.repairNeeded()
+			delete(n.repairBusy, peer)
+			return
+		}
 		if ok && through > after {
 			n.hit(probeRepairPage)
-			n.repairWith(peer, view, through, 1)
+			n.repairWith(peer, view, through, digests, 1)
 			return
 		}
 		delete(n.repairBusy, peer)
@@ -301,6 +331,7 @@ func (n *Node) repairAnswered(peer string, after uint64, ans repairAnswer) (thro
 		}
 	}
 	slices.Sort(want) // map order must not reach the network
+	slices.SortFunc(push, byDueThenID)
 	if len(push)+len(want) > 0 {
 		n.repairNeeded() // check again next round that it took
 	}
@@ -401,7 +432,7 @@ func (n *Node) handOff(done func(all bool)) {
 		n.logTimer("hand off", placed, "replicas", targets)
 		n.stats.RepairHandoffs++
 		for _, peer := range targets {
-			n.handOffPush(peer, placed, 1, func(ok bool, resp Response) {
+			n.handOffPush(peer, placed, func(ok bool, resp Response) {
 				// The replica holds it (live, for a live record), or
 				// something newer: a later version (409), or the
 				// tombstone of this one (the definition ended there
@@ -472,22 +503,24 @@ func (n *Node) handOffDone(id uint64, h *handingOff, ok bool) {
 }
 
 // handOffPush pushes placed, a copy a hand-off ends, to peer through the
-// peer's window of bulk sends (flow.go), again up to maxResyncSends
-// times while it gets no answer and the copy is still held, then calls
-// done with the last outcome (no answer, when it was given up on
-// unsent). A hand-off sends one message for each record it moves, and a
-// slow receiver takes them at its own pace.
-func (n *Node) handOffPush(peer string, placed *Timer, attempt int, done func(ok bool, resp Response)) {
-	n.bulkSend(peer, func(finish func(ok bool)) {
-		n.replicate(peer, placed, nil, n.nowMs(), func(ok bool, resp Response) {
-			finish(resp.Status != 0)
-			if resp.Status == 0 && attempt < maxResyncSends && n.copyOf(placed) != nil {
-				n.handOffPush(peer, placed, attempt+1, done)
+// peer's window of bulk sends (flow.go), again under bulkRetry while it
+// gets no answer and the copy is still held, then calls done with the
+// last outcome (no answer, when it was given up on unsent). A hand-off
+// sends one message for each record it moves, and a slow receiver takes
+// them at its own pace.
+func (n *Node) handOffPush(peer string, placed *Timer, done func(ok bool, resp Response)) {
+	var ok bool
+	var resp Response
+	n.sendRetried(peer, bulkRetry, func(finish func(tryOutcome, bool)) {
+		n.replicate(peer, placed, nil, n.nowMs(), func(rok bool, rresp Response) {
+			ok, resp = rok, rresp
+			if resp.Status == 0 {
+				finish(tryFailed, false)
 				return
 			}
-			done(ok, resp)
+			finish(tryDone, true)
 		})
-	}, func() { done(false, Response{}) })
+	}, func() bool { return n.hitIf(n.copyOf(placed) != nil, probeHandOffAgain) }, func(tryOutcome) { done(ok, resp) })
 }
 
 // copyOf is the record this node holds of placed's timer when it is
@@ -604,20 +637,6 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 			return
 		}
 	}
-	var mine [repairBuckets]uint64
-	n.heldFor(body.From, func(t *Timer, me bool) {
-		if me && t.State == Live {
-			mine[repairBucket(t.ID)] += repairHash(t.ID, t.Version)
-		}
-	})
-	ans := repairAnswer{Buckets: []int{}, Entries: []repairEntry{}}
-	differ := map[int]bool{}
-	for i := range mine {
-		if mine[i] != theirs[i] {
-			differ[i] = true
-			ans.Buckets = append(ans.Buckets, i)
-		}
-	}
 	var after uint64
 	if body.After != "" {
 		if after, err = wire.ParseID(body.After); err != nil {
@@ -625,17 +644,40 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 			return
 		}
 	}
+	// One walk of the store takes both the digests and the records the
+	// page may list, by bucket: a walk costs about a microsecond a held
+	// record (the records are scattered in memory), and a round that
+	// starts with every bucket differing has a page for every
+	// MaxRepairEntries records.
+	var mine [repairBuckets]uint64
+	var held [repairBuckets][]*Timer
+	n.heldFor(body.From, func(t *Timer, me bool) {
+		if !me {
+			return
+		}
+		b := repairBucket(t.ID)
+		if t.State == Live {
+			mine[b] += repairHash(t.ID, t.Version)
+		}
+		if t.ID > after {
+			held[b] = append(held[b], t)
+		}
+	})
+	ans := repairAnswer{Buckets: []int{}, Entries: []repairEntry{}}
 	var listed []*Timer
-	if len(differ) > 0 {
-		n.heldFor(body.From, func(t *Timer, me bool) {
-			if me && differ[repairBucket(t.ID)] && t.ID > after {
-				listed = append(listed, t)
-			}
-		})
+	for i := range mine {
+		if mine[i] != theirs[i] {
+			ans.Buckets = append(ans.Buckets, i)
+			listed = append(listed, held[i]...)
+		}
+	}
+	page := cmp.Or(n.cfg.RepairPage, MaxRepairEntries)
+	more := len(listed) > page
+	if more {
+		listed = lowestIDs(listed, page)
 	}
 	slices.SortFunc(listed, func(a, b *Timer) int { return cmp.Compare(a.ID, b.ID) })
-	if page := cmp.Or(n.cfg.RepairPage, MaxRepairEntries); len(listed) > page {
-		listed = listed[:page]
+	if more {
 		ans.Through = wire.FormatID(listed[len(listed)-1].ID)
 	}
 	for _, t := range listed {
@@ -651,6 +693,41 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 		panic("node: encoding a repair answer: " + err.Error())
 	}
 	reply(Response{Status: 200, Header: Header{HeaderContentType: "application/json"}, Body: b})
+}
+
+// lowestIDs returns the k timers of ts (k < len(ts)) with the lowest
+// IDs, in no order, reordering ts: a page of a long answer sorts only what
+// it lists. It keeps the k lowest seen in a max-heap on ID, so it costs
+// O(len(ts) log k) at worst and about len(ts) when most IDs are above
+// the heap's top, where sorting all of ts cost O(len(ts) log len(ts)).
+func lowestIDs(ts []*Timer, k int) []*Timer {
+	h := ts[:k]
+	down := func(i int) {
+		for {
+			c := 2*i + 1
+			if c >= k {
+				return
+			}
+			if c+1 < k && h[c+1].ID > h[c].ID {
+				c++
+			}
+			if h[i].ID >= h[c].ID {
+				return
+			}
+			h[i], h[c] = h[c], h[i]
+			i = c
+		}
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for _, t := range ts[k:] {
+		if t.ID < h[0].ID {
+			h[0] = t
+			down(0)
+		}
+	}
+	return h
 }
 
 // repairGive pushes the records a peer asked for in a round.

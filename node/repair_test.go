@@ -1,8 +1,10 @@
 package node
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 )
 
 // newRepairingCluster is a cluster whose nodes run repair rounds.
@@ -338,4 +341,117 @@ func TestHandOffAgainWaitsForThePushUnderWay(t *testing.T) {
 	assert.Equal(t, []bool{true, true}, outcomes, "the hand-offs' outcomes")
 	held, _ := c.nodes[nodeC].Timer(id)
 	assert.Equal(t, Moved, held.State, "C's copy once D holds it")
+}
+
+// TestRepairTakesItsDigestsOnceARound: every page of a round carries the
+// digests its first page took, though the asker's records change between
+// the pages (a restarted replica being refilled by its peers' rounds): a
+// page costs no walk of the asker's whole store for them.
+func TestRepairTakesItsDigestsOnceARound(t *testing.T) {
+	c := newClusterWith(t, func(_ string, cfg *Config) {
+		cfg.RepairInterval, cfg.RepairPage = DefaultRepairInterval, 16
+	}, three...)
+	for i := range 200 {
+		createVia(t, c, three[i%3], `{"timing":{"interval":600},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":2}}`)
+	}
+	victim, peer := three[1], three[0]
+	var digests [][]string
+	c.lose = func(host string, req Request) bool {
+		var body repairDigestBody
+		if host == peer && strings.HasSuffix(req.URL, repairPath) && json.Unmarshal(req.Body, &body) == nil &&
+			body.From == victim && len(body.Digests) > 0 {
+			digests = append(digests, body.Digests)
+		}
+		return false
+	}
+	c.restart(victim)
+	c.advance(5*time.Second, 200)
+	require.Greater(t, len(digests), 1, "pages of the restarted replica's round with %s", peer)
+	require.Positive(t, c.nodes[victim].Stats().Timers, "the restarted replica refilled")
+	for i, d := range digests[1:] {
+		assert.Equal(t, digests[0], d, "page %d's digests", i+2)
+	}
+}
+
+// TestLowestIDsKeepsThePage proves lowestIDs returns exactly the k
+// timers of lowest ID, whatever the order they come in.
+func TestLowestIDsKeepsThePage(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		ids := rapid.SliceOfNDistinct(rapid.Uint64(), 2, 200, func(v uint64) uint64 { return v }).Draw(t, "ids")
+		k := rapid.IntRange(1, len(ids)-1).Draw(t, "k")
+		var ts []*Timer
+		for _, id := range ids {
+			ts = append(ts, &Timer{ID: id})
+		}
+		var got []uint64
+		for _, tm := range lowestIDs(ts, k) {
+			got = append(got, tm.ID)
+		}
+		slices.Sort(got)
+		slices.Sort(ids)
+		if !slices.Equal(got, ids[:k]) {
+			t.Fatalf("lowestIDs(%d) = %v, want %v", k, got, ids[:k])
+		}
+	})
+}
+
+// TestRepairPageFitsItsBody proves a repair answer of MaxRepairEntries
+// of the longest entries, every bucket listed, stays within half of
+// wire.MaxBodyBytes, as a resync page does.
+func TestRepairPageFitsItsBody(t *testing.T) {
+	ans := repairAnswer{Through: wire.FormatID(^uint64(0))}
+	for i := range repairBuckets {
+		ans.Buckets = append(ans.Buckets, i)
+	}
+	for range MaxRepairEntries {
+		ans.Entries = append(ans.Entries, repairEntry{ID: wire.FormatID(^uint64(0)),
+			Version: strconv.FormatUint(^uint64(0), 10), State: wire.StateTombstone, Seq: ^uint32(0)})
+	}
+	b, err := json.Marshal(&ans)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(b), wire.MaxBodyBytes/2)
+}
+
+// TestRepairPagesWaitForTheResync: while a node's resync runs, its
+// repair rounds end at their first page (the resync moves what the later
+// pages would list, each page a walk of the peer's store), and a round
+// starts soon after the resync ends.
+func TestRepairPagesWaitForTheResync(t *testing.T) {
+	c := newClusterWith(t, func(_ string, cfg *Config) {
+		cfg.RepairInterval, cfg.RepairPage = DefaultRepairInterval, 4
+	}, nodeA, nodeB, nodeC)
+	c.createMany(40, 2, 600, 600)
+	c.advance(5*time.Second, 200)
+	var pages []time.Time
+	c.watch = func(s *sent, _ string, _ int, _ bool) {
+		var body repairDigestBody
+		if s.from == nodeA && strings.HasSuffix(s.req.URL, repairPath) && json.Unmarshal(s.req.Body, &body) == nil && len(body.Digests) > 0 {
+			pages = append(pages, c.clock.now)
+			assert.Empty(t, body.After, "a next page asked while the resync ran")
+		}
+	}
+	// nodeA restarts empty; its resync's pages go unanswered, and only
+	// its own rounds would refill it: every range differs.
+	c.lose = func(host string, req Request) bool {
+		return host == nodeA && strings.HasSuffix(req.URL, repairPath) || host != nodeA && req.Method == "GET"
+	}
+	c.restart(nodeA)
+	a := c.nodes[nodeA]
+	a.Resync(false)
+	c.advance(2*DefaultRepairInterval, 200)
+	require.True(t, a.ResyncStatus().Running, "the resync still asks")
+	require.NotEmpty(t, pages, "no round while the resync ran")
+	require.Positive(t, a.probeHits[probeRepairAfterResync], "no round stopped at its first page")
+	c.watch, c.lose = nil, nil
+	var after []time.Time
+	c.watch = func(s *sent, _ string, _ int, _ bool) {
+		if s.from == nodeA && strings.HasSuffix(s.req.URL, repairPath) {
+			after = append(after, c.clock.now)
+		}
+	}
+	c.advance(5*time.Minute, 200)
+	s := a.ResyncStatus()
+	require.False(t, s.Running)
+	require.NotEmpty(t, after, "no round after the resync")
+	assert.Less(t, after[0].Sub(s.Finished), 3*time.Second, "the first round after the resync's end")
 }

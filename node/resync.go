@@ -303,6 +303,7 @@ func (n *Node) finishResync(run *resyncRun) {
 	s := &n.resyncStatus
 	s.Running = false
 	s.Finished = n.clock.Now()
+	n.resyncFinished()
 	state, level := "completed", slog.LevelInfo
 	if s.Refused > 0 && !slices.Contains(s.Failed, n.self) {
 		// As a failed hand-off does, the node names itself: what kept
@@ -370,7 +371,7 @@ func (n *Node) takePage(p *peerSync, entries []wire.PageEntry) []*dealtTimer {
 				return
 			}
 			s.Replicated++
-			n.resyncSend(p, peer, held, 1, func() { d.missed = true })
+			n.resyncSend(p, peer, held, func() { d.missed = true })
 		})
 		if n.logsTimers() {
 			n.logTimer("resync", t, "from", p.addr, "rank", rank, "took", took, "passed_newer", passed)
@@ -445,12 +446,12 @@ func (n *Node) referDealt(p *peerSync, dealt []*dealtTimer, then func()) {
 			p.taking = true
 			for _, d := range drops {
 				if held := n.store.Get(d.id); held != nil {
-					n.resyncSend(p, d.peer, held, 1, func() {})
+					n.resyncSend(p, d.peer, held, func() {})
 				}
 			}
 			for _, l := range n.cfg.Cluster.Leaving {
 				if l != n.self && body != nil {
-					n.sendReferences(p, l, body, 1)
+					n.sendReferences(p, l, body)
 				}
 			}
 			p.taking = false
@@ -624,39 +625,33 @@ func (n *Node) heldLive(t *Timer) *Timer {
 }
 
 // resyncSend sends held (its state when the send leaves) to peer for p's
-// page, through peer's window of bulk sends (flow.go), again up to
-// maxResyncSends times while it gets no answer; failed runs if every
-// attempt failed (counted in SendFailures). Any answer ends it: a peer
-// not yet reloaded for this scale keeps the record as moved away, and
-// repair brings it back once the views agree (4.8 in docs/design.md).
-// A send whose resync was superseded while it waited for room is not
+// page, through peer's window of bulk sends (flow.go), again under
+// bulkRetry while it gets no answer; failed runs if every attempt failed
+// (counted in SendFailures). Any answer ends it: a peer not yet reloaded
+// for this scale keeps the record as moved away, and repair brings it
+// back once the views agree (4.8 in docs/design.md). A send whose resync
+// was superseded while it waited (for room, or to be sent again) is not
 // sent, and one given up on unsent (bulkGiveUp) fails as one that got no
 // answer.
-func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int, failed func()) {
+func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, failed func()) {
 	p.sends++
-	n.bulkSend(peer, func(finish func(ok bool)) {
+	n.sendRetried(peer, bulkRetry, func(finish func(tryOutcome, bool)) {
 		if !n.current(p.run) {
-			finish(true)
-			n.sendDone(p)
+			finish(tryDropped, true)
 			return
 		}
 		n.replicate(peer, held, nil, n.nowMs(), func(ok bool, resp Response) {
-			finish(resp.Status != 0)
 			switch {
-			case ok || !n.current(p.run):
-			case resp.Status == 0 && attempt < maxResyncSends:
-				n.hit(probeResyncSendAgain)
-				n.resyncSend(p, peer, held, attempt+1, failed)
-			case resp.Status == 0:
-				n.hit(probeResyncSendFailed)
-				p.run.status.SendFailures++
-				failed()
+			case !n.current(p.run):
+				finish(tryDropped, resp.Status != 0)
+			case !ok && resp.Status == 0:
+				finish(tryFailed, false)
+			default:
+				finish(tryDone, true)
 			}
-			n.sendDone(p)
 		})
-	}, func() {
-		// Given up on unsent: the peer failed every send lately.
-		if n.current(p.run) {
+	}, func() bool { return n.hitIf(n.current(p.run), probeResyncSendAgain) }, func(out tryOutcome) {
+		if out == tryFailed && n.current(p.run) {
 			n.hit(probeResyncSendFailed)
 			p.run.status.SendFailures++
 			failed()
@@ -666,29 +661,27 @@ func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, attempt int, fa
 }
 
 // sendReferences sends a DELETE /timers/references body to a leaving
-// node for p's page, through its window of bulk sends, again up to
-// maxResyncSends times while it fails.
-func (n *Node) sendReferences(p *peerSync, peer string, body []byte, attempt int) {
+// node for p's page, through its window of bulk sends, again under
+// bulkRetry while it fails.
+func (n *Node) sendReferences(p *peerSync, peer string, body []byte) {
 	p.sends++
-	n.bulkSend(peer, func(finish func(ok bool)) {
+	n.sendRetried(peer, bulkRetry, func(finish func(tryOutcome, bool)) {
 		if !n.current(p.run) {
-			finish(true)
-			n.sendDone(p)
+			finish(tryDropped, true)
 			return
 		}
 		n.send(n.referencesRequest(peer, body), n.cfg.ReplicationTimeout, func(resp Response, err error) {
-			finish(err == nil)
-			ok := err == nil && resp.Status == 202
-			if !ok && attempt < maxResyncSends && n.current(p.run) {
-				n.hit(probeResyncRefsAgain)
-				n.sendReferences(p, peer, body, attempt+1)
-			} else if !ok {
-				p.run.status.SendFailures++
+			switch {
+			case err == nil && resp.Status == 202:
+				finish(tryDone, true)
+			case !n.current(p.run):
+				finish(tryDropped, err == nil)
+			default:
+				finish(tryFailed, err == nil)
 			}
-			n.sendDone(p)
 		})
-	}, func() {
-		if n.current(p.run) {
+	}, func() bool { return n.hitIf(n.current(p.run), probeResyncRefsAgain) }, func(out tryOutcome) {
+		if out == tryFailed && n.current(p.run) {
 			p.run.status.SendFailures++
 		}
 		n.sendDone(p)

@@ -228,6 +228,36 @@ func (s *Store) AscendFrom(from int64, fn func(*Timer) bool) {
 	visit(appendDueFrom(scratch, s.far.ts, from))
 }
 
+// Each calls fn for every timer held, once each, in the order the tiers
+// hold them: a function of the store's history, so deterministic, but
+// not pop order. For a caller that only sums what it visits or orders
+// what it keeps itself (repair's digests and lists, heldFor), it spares
+// AscendFrom's sort of every bucket; most of a walk's cost is reaching
+// the records, scattered in memory, either way (BenchmarkStoreScan).
+// fn must not change the store.
+func (s *Store) Each(fn func(*Timer)) {
+	mods := s.mods
+	visit := func(t *Timer) {
+		fn(t)
+		if s.mods != mods {
+			storeBug("Each callback modified the store")
+		}
+	}
+	for _, t := range s.overdue.ts {
+		visit(t)
+	}
+	for _, l := range []*level{&s.fine, &s.coarse} {
+		for i := l.next(0); i >= 0; i = l.after(i) {
+			for t := l.head[i]; t != nil; t = t.next {
+				visit(t)
+			}
+		}
+	}
+	for _, t := range s.far.ts {
+		visit(t)
+	}
+}
+
 // place files t (not held by any tier) into the tier its due time selects.
 func (s *Store) place(t *Timer) {
 	d := t.due

@@ -330,3 +330,25 @@ func BenchmarkStoreRecords(b *testing.B) {
 	b.ReportMetric(perTimer-float64(payload)/n, "bytes/timer-beyond-payload")
 	b.ReportMetric(float64(reflect.TypeFor[Timer]().Size()), "bytes/Timer")
 }
+
+// BenchmarkStoreScan times one full walk of a store of 1M timers due
+// within the hour: Each (the store's order, what repair's heldFor
+// walks) beside Ascend (pop order, each bucket sorted), its baseline in
+// the same run.
+func BenchmarkStoreScan(b *testing.B) {
+	f := newStoreFixture(b, storeBenchSizes[0])
+	var sum uint64
+	b.Run("each", func(b *testing.B) {
+		for range b.N {
+			f.s.Each(func(t *Timer) { sum += t.ID })
+		}
+	})
+	b.Run("ascend", func(b *testing.B) {
+		for range b.N {
+			f.s.Ascend(func(t *Timer) bool { sum += t.ID; return true })
+		}
+	})
+	if sum == 0 {
+		b.Fatal("nothing visited")
+	}
+}

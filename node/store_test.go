@@ -214,6 +214,9 @@ func TestStoreModel(t *testing.T) {
 				}
 				checkStoreAscend(t, s, m, from, rapid.IntRange(0, 50).Draw(t, "stopAfter"))
 			},
+			"each": func(t *rapid.T) {
+				checkStoreEach(t, s, m)
+			},
 			"": func(t *rapid.T) {
 				m.checkAgree(t, s)
 				checkStoreInvariants(t, s)
@@ -307,6 +310,21 @@ func checkStoreAscend(t rapid.TB, s *Store, m *storeModel, from int64, stopAfter
 	})
 	if !slices.Equal(got, want) {
 		t.Fatalf("Ascend visited %v, want %v", storeTimerList(got), storeTimerList(want))
+	}
+}
+
+// checkStoreEach checks that Each visits every timer of the model once.
+func checkStoreEach(t rapid.TB, s *Store, m *storeModel) {
+	t.Helper()
+	var want, got []uint64
+	for _, tm := range m.timers {
+		want = append(want, tm.ID)
+	}
+	s.Each(func(tm *Timer) { got = append(got, tm.ID) })
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("Each visited %v, want %v", got, want)
 	}
 }
 

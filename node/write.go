@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/chronos-timer/chronos/wire"
 
@@ -633,8 +634,8 @@ func (n *Node) rewrite(t *Timer, spec wire.Timer, oldBloom uint64, targets []str
 // withdraw sends targets the tombstone of a create that collided. It
 // buries only the same definition (see collides): where the other timer
 // is held, it is refused. A copy it fails to reach would pop under the old
-// ID for good, so each peer is sent it again until it answers, up to
-// maxWithdrawAttempts times.
+// ID for good, so each peer is sent it again until it answers, under
+// withdrawRetry.
 func (n *Node) withdraw(t *Timer, targets []string, now int64) {
 	tomb := *t
 	tomb.entomb()
@@ -648,14 +649,24 @@ func (n *Node) withdraw(t *Timer, targets []string, now int64) {
 	}
 }
 
-// maxWithdrawAttempts bounds how often a withdrawal is sent to one peer.
-const maxWithdrawAttempts = 5
+// withdrawRetry is how often a withdrawal is sent to one peer that does
+// not take it, and after what waits: five tries in all, the waits
+// doubling from about half a second.
+var withdrawRetry = retryPolicy{attempts: 5, base: 500 * time.Millisecond, max: 4 * time.Second}
 
+// withdrawFrom sends peer tomb, the withdrawal of a create that
+// collided, and again under withdrawRetry while peer neither takes it
+// nor refuses it for holding the other timer (409).
 func (n *Node) withdrawFrom(peer string, tomb *Timer, attempt int) {
 	n.replicate(peer, tomb, nil, n.nowMs(), func(ok bool, resp Response) {
-		if !ok && resp.Status != 409 && attempt < maxWithdrawAttempts {
-			n.hit(probeWithdrawAgain)
-			n.withdrawFrom(peer, tomb, attempt+1)
+		if ok || resp.Status == 409 {
+			return
+		}
+		if wait, again := withdrawRetry.again(attempt, &n.rand); again {
+			n.clock.AfterFunc(wait, func() {
+				n.hit(probeWithdrawAgain)
+				n.withdrawFrom(peer, tomb, attempt+1)
+			})
 		}
 	})
 }

@@ -33,14 +33,15 @@ type cluster struct {
 // memory limit other than "" goes into each node's [limits]
 // memory_limit; with storage each keeps its timers in its folder, else
 // in memory; pprof gives each a free loopback address to serve its
-// profiles on ([debug] pprof_address), in the order of pprof's result.
-func startCluster(bin string, n int, memoryLimit string, storage, profiles bool) (c *cluster, pprof []string, err error) {
+// profiles on ([debug] pprof_address), in the order of pprof's result,
+// and as many more to the join nodes that may join it later.
+func startCluster(bin string, n, join int, memoryLimit string, storage, profiles bool) (c *cluster, pprof []string, err error) {
 	dir, err := os.MkdirTemp("", "chronos-load-")
 	if err != nil {
 		return nil, nil, err
 	}
 	if profiles {
-		if pprof, err = localcluster.FreeAddrs(n); err != nil {
+		if pprof, err = localcluster.FreeAddrs(n + join); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -21,7 +21,11 @@
 // burst took is returned. -memory-limit sets the started nodes' soft
 // memory limit ([limits] memory_limit). With -join n, n more nodes then
 // join the cluster, and it reports how long until every node's resync
-// has completed, beside the creates' rate in the same run.
+// has completed, beside the creates' rate in the same run, and the
+// joining node's own resync time (its "resync finished" line's took)
+// beside the time the creates of the same timers took, with the load
+// average at the join's start and end; with -profile the profiles then
+// cover the join only, the joining nodes' included.
 //
 // With -pops k each timer pops k times, one interval apart (repeat-for is
 // k intervals), and the sink counts every (timer, X-Sequence-Number) pair:

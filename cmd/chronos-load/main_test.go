@@ -83,11 +83,13 @@ func TestLoadOneNode(t *testing.T) {
 // TestLoadJoin runs -join end to end on real nodes on loopback: two nodes
 // hold rf 2 timers, a third joins, and once every node's resync has
 // completed each timer is live on exactly two nodes, the new one holding
-// its share.
+// its share; the joining node's own resync time is reported, and with
+// -profile every node, the joining one too, is profiled during the join.
 func TestLoadJoin(t *testing.T) {
 	bin := proctest.Chronos(t)
 	joinLimit = 2 * time.Minute // well under the test binary's timeout
-	o := options{nodes: 2, rf: 2, timers: 300, window: time.Second, concurrency: 16, bin: bin, pops: 1, hold: true, join: 1}
+	profileSegment = time.Second
+	o := options{nodes: 2, rf: 2, timers: 300, window: time.Second, concurrency: 16, bin: bin, pops: 1, hold: true, join: 1, profile: t.TempDir()}
 	if err := o.check(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,10 +107,18 @@ func TestLoadJoin(t *testing.T) {
 	if newcomer := rep.join.status[2].Timers; held != o.timers*o.rf || newcomer == 0 {
 		t.Errorf("%d live records on the nodes, %d on the new one: want %d, some on the new one", held, newcomer, o.timers*o.rf)
 	}
+	if rep.join.joinerTook <= 0 || rep.join.load[1] == "" {
+		t.Errorf("the joining node's resync took %v, load average %q: want both measured", rep.join.joinerTook, rep.join.load)
+	}
 	var out strings.Builder
 	rep.write(&out)
-	if !strings.Contains(out.String(), "join:") {
-		t.Errorf("report has no join line:\n%s", out.String())
+	if !strings.Contains(out.String(), "join:") || !strings.Contains(out.String(), "resync:") {
+		t.Errorf("report has no join or resync line:\n%s", out.String())
+	}
+	for _, name := range []string{"node2-cpu-00.pprof", "node0-allocs.pprof"} {
+		if _, err := os.Stat(filepath.Join(o.profile, name)); err != nil {
+			t.Errorf("the join's profiles: %v", err)
+		}
 	}
 }
 

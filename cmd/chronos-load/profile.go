@@ -31,25 +31,30 @@ type profiles struct {
 // segment, until finish.
 func startProfiles(dir string, addrs []string, log io.Writer) *profiles {
 	p := &profiles{dir: dir, addrs: addrs, log: log}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		fmt.Fprintln(log, "profiles:", err)
+	p.start()
+	return p
+}
+
+// start starts the CPU segments of every node at p's addrs, until finish.
+func (p *profiles) start() {
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		fmt.Fprintln(p.log, "profiles:", err)
 		p.done.Store(true)
-		return p
+		return
 	}
-	for i, a := range addrs {
+	for i, a := range p.addrs {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
 			for k := 0; !p.done.Load(); k++ {
 				url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", a, int(profileSegment/time.Second))
 				if err := p.fetch(url, fmt.Sprintf("node%d-cpu-%02d.pprof", i, k)); err != nil {
-					fmt.Fprintln(log, "profiles:", err)
+					fmt.Fprintln(p.log, "profiles:", err)
 					return
 				}
 			}
 		}()
 	}
-	return p
 }
 
 // finish waits for the CPU segments under way, then fetches each node's

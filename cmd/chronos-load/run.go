@@ -40,6 +40,7 @@ func run(o options, log io.Writer) (rep *report, err error) {
 	targets := splitTargets(o.targets)
 	var pids []int
 	var c *cluster
+	var prof *profiles // with -join, started at the join
 	if len(targets) == 0 {
 		bin := o.bin
 		if bin == "" {
@@ -54,14 +55,19 @@ func run(o options, log io.Writer) (rep *report, err error) {
 			}
 		}
 		var pprof []string
-		if c, pprof, err = startCluster(bin, o.nodes, o.memoryLimit, o.storage, o.profile != ""); err != nil {
+		if c, pprof, err = startCluster(bin, o.nodes, o.join, o.memoryLimit, o.storage, o.profile != ""); err != nil {
 			return nil, err
 		}
 		defer func() { c.stop(err != nil) }()
-		if o.profile != "" {
+		if o.profile != "" && o.join > 0 {
+			// A join is profiled from the join on (join.go); the
+			// deferred finish runs before the stop.
+			prof = &profiles{dir: o.profile, addrs: pprof, log: log}
+			defer prof.finish()
+		} else if o.profile != "" {
 			// Deferred after the stop, so it runs first: the nodes
 			// still serve their profiles.
-			prof := startProfiles(o.profile, pprof, log)
+			prof = startProfiles(o.profile, pprof, log)
 			defer prof.finish()
 		}
 		targets, pids = c.Addrs(), c.pids()
@@ -127,7 +133,7 @@ func run(o options, log io.Writer) (rep *report, err error) {
 	rep.records = rep.created * min(o.rf, len(targets))
 	if o.hold {
 		if o.join > 0 {
-			if rep.join, err = join(o, c, log); err != nil {
+			if rep.join, err = join(o, c, prof, log); err != nil {
 				return nil, err
 			}
 		}
