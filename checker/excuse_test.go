@@ -796,3 +796,31 @@ func TestSitesRelayRefusingItsOwnCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestCallbackACrashTookWhileItWaited proves that a callback that waited
+// for its overloaded sender, whose sender crashed before it left, was
+// never sent: its replica made the pop and failed it, and with rf 1 the
+// pop is lost, excused as all-replicas-down (scenarios/README.md g2-1,
+// fresh seed 1100094: 59 pops of a burst lost so, the crash 0.9 s after
+// their due times, past their bound). Bounded: a crash after the
+// callback left, or a wait of another timer's callback, excuses nothing.
+func TestCallbackACrashTookWhileItWaited(t *testing.T) {
+	build := func(crash time.Duration, timer uint64) *History {
+		h, p, _, _ := placed(t)
+		h.Storage = true // the restart keeps the copy, and the pops go on
+		h.Ops[0].Spec.ReplicationFactor = 1
+		// Pop 3, made on time, waits 900 ms to be written.
+		h.Faults = []Fault{{At: 3 * sec, Kind: Overload, Nodes: []string{p}, Peers: []string{"client"},
+			Detail: OverloadWaited + "900ms", Timer: timer},
+			{At: crash, Kind: Crash, Nodes: []string{p}}, {At: crash + 200*ms, Kind: Restart, Nodes: []string{p}}}
+		h.Pops = slices.Delete(h.Pops, 2, 3)
+		return h
+	}
+	vs, cov := DefaultOptions().Judge(build(3800*ms, placedTimer))
+	requireNone(t, vs)
+	if cov.Excused[ExAllDown] == 0 {
+		t.Errorf("the lost callback was not excused as %s: got %v", ExAllDown, cov.Excused)
+	}
+	requireHas(t, Check(build(3950*ms, placedTimer)), "G2", "pop 3")
+	requireHas(t, Check(build(3800*ms, placedTimer+1)), "G2", "pop 3")
+}

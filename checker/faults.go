@@ -63,7 +63,10 @@ type timeline struct {
 	writeOnlys []*span
 	// pauses are the pause spans of each node, by start (for leftAfter,
 	// asked once per waited send).
-	pauses   map[string][]span
+	pauses map[string][]span
+	// crashes are the crash times of each node, in order (for
+	// crashedWaiting, asked once per waited callback).
+	crashes  map[string][]time.Duration
 	liveFrom time.Duration
 	// clocks holds each node's clock changes, for lag.
 	clocks map[string][]clockChange
@@ -142,6 +145,14 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 		}
 		sp := span{from: f.At, to: to + settle, end: to, fault: f}
 		tl.spans = append(tl.spans, sp)
+		if f.Kind == Crash {
+			if tl.crashes == nil {
+				tl.crashes = map[string][]time.Duration{}
+			}
+			for _, n := range f.Nodes {
+				tl.crashes[n] = append(tl.crashes[n], f.At)
+			}
+		}
 		if f.Kind == Pause {
 			if tl.pauses == nil {
 				tl.pauses = map[string][]span{}
@@ -225,8 +236,9 @@ func (x *index) down(d *def, a, b time.Duration, paused bool) map[string]bool {
 			// The sender's backlog shed its pop of d, or held or shed
 			// the notice that would have spared the next replica its
 			// turn. A callback that waited was made, and arrives late
-			// by its wait (sendWait).
-			if _, record, ok := overloadWait(s.fault); !ok || record || !slices.Contains(s.fault.Peers, d.host) {
+			// by its wait (sendWait), unless its sender crashed before
+			// it left: the crash took it from the queue, never sent.
+			if w, record, ok := overloadWait(s.fault); !ok || record || !slices.Contains(s.fault.Peers, d.host) || x.crashedWaiting(s.fault, w) {
 				addAll(seen, s.fault.Nodes)
 			}
 		case Partition, Clog:
@@ -243,6 +255,26 @@ func (x *index) down(d *def, a, b time.Duration, paused bool) map[string]bool {
 		}
 	}
 	return seen
+}
+
+// crashedWaiting reports whether the sender of Overload fault f, whose
+// message waited w for its sender's CPU, crashed before the message left
+// (see leftAfter): a crash drops the work its process had queued (netsim
+// Crash), so the message was never sent, as a shed one. A pop whose
+// callback died so was made and failed on that replica, once, as one
+// whose callback the network lost (docs/design.md 4.7: a restart from
+// disk reads the attempt back and does not make it again).
+func (x *index) crashedWaiting(f Fault, w time.Duration) bool {
+	if len(f.Nodes) == 0 {
+		return false
+	}
+	left := f.At + x.leftAfter(f, w)
+	for _, c := range x.tl.crashes[f.Nodes[0]] {
+		if c >= f.At && c <= left {
+			return true
+		}
+	}
+	return false
 }
 
 // cutFromTimer reports whether the far side of cut s holds d's callback

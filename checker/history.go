@@ -153,10 +153,10 @@ const (
 	Late FaultKind = "late"
 	// Overload: the sender's CPU was overloaded, and the message waited
 	// to be written longer than the simulator lets pass unnoticed
-	// (Detail: how long) or was shed, never sent (Detail: ShedDetail). A
-	// burst beyond what a node can send within the backup skew costs
-	// duplicates and lateness (docs/design.md section 5), on the timers
-	// whose messages waited.
+	// (Detail: how long until it left, its own write included) or was
+	// shed, never sent (Detail: ShedDetail). A burst beyond what a node
+	// can send within the backup skew costs duplicates and lateness
+	// (docs/design.md section 5), on the timers whose messages waited.
 	Overload FaultKind = "overload"
 	// Queued: the receiver's CPU was overloaded, and the message (from
 	// Nodes[0] to Peers[0]) waited in its inbound queue, after it

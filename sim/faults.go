@@ -109,14 +109,17 @@ var messageFaults = map[string]checker.FaultKind{
 const overloadWait = 50 * time.Millisecond
 
 // overloadFault records a send that waited longer than overloadWait for
-// its sender's CPU (wait > 0) or was shed (wait 0).
+// its sender's CPU (wait > 0) or was shed (wait 0). The history records
+// how long the message took to leave: its wait for a worker and then its
+// own write (NodeSendTime), the moment the checker reads as the one it
+// left (leftAfter). A crash in its write takes it, as one in its wait.
 func (w *world) overloadFault(from, to string, req *node.Request, wait time.Duration) {
 	detail := checker.ShedDetail
 	if wait > 0 {
 		if wait <= overloadWait {
 			return
 		}
-		detail = checker.OverloadWaited + wait.String()
+		detail = checker.OverloadWaited + (wait + w.plan.Net.NodeSendTime).String()
 		if carriesRecord(req) {
 			detail += checker.OverloadRecord
 		}

@@ -1,0 +1,60 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronos-timer/chronos/checker"
+	"github.com/chronos-timer/chronos/netsim"
+	"github.com/chronos-timer/chronos/node"
+)
+
+// TestOverloadRecordsTheWaitUntilTheMessageLeft proves that an Overload
+// fault's recorded wait ends when its message left its sender (what the
+// checker's leftAfter reads), its own write included, not when the
+// sender's CPU began to write it: a crash in the write takes the message
+// (scenarios/README.md g2-1, where 6 ms of write told a callback the
+// crash took from one that had left).
+func TestOverloadRecordsTheWaitUntilTheMessageLeft(t *testing.T) {
+	opts := netsim.DefaultOptions()
+	opts.NodeWorkers, opts.NodeSendTime = 1, 6*time.Millisecond
+	w := &world{plan: &Plan{Net: opts}}
+	net, err := netsim.New(opts, &w.loop, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	net.SetTracer(func(what, from, to string, req *node.Request, n int64) {
+		if what == "queued" || what == "shed" {
+			w.overloadFault(from, to, req, time.Duration(n))
+		}
+	})
+	left := map[string]time.Duration{}
+	net.Listen("b", func(_ string, sent time.Duration, req node.Request, reply func(node.Response)) {
+		left[req.URL] = sent
+		reply(node.Response{Status: 200})
+	}, false)
+	a := net.Listen("a", nil, true)
+	for i := range 20 {
+		a.Send(node.Request{Method: "POST", URL: fmt.Sprintf("http://b/cb/%d", i)}, time.Second, func(node.Response, error) {})
+	}
+	w.loop.Run()
+	if len(w.hist.Faults) == 0 {
+		t.Fatal("no send waited long enough to be recorded")
+	}
+	for i, f := range w.hist.Faults {
+		v, ok := strings.CutPrefix(f.Detail, checker.OverloadWaited)
+		wait, err := time.ParseDuration(v)
+		if !ok || err != nil {
+			t.Fatalf("fault %d: detail %q", i, f.Detail)
+		}
+		// The faults come in send order, after the first sends, whose
+		// waits the 50 ms threshold leaves unrecorded.
+		target := fmt.Sprintf("/cb/%d", 20-len(w.hist.Faults)+i)
+		if got, want := f.At+wait, left[target]; got != want {
+			t.Errorf("%s: recorded as left at %v (%v + %v), left at %v", target, got, f.At, wait, want)
+		}
+	}
+}
