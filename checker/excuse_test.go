@@ -800,7 +800,7 @@ func TestSitesRelayRefusingItsOwnCopy(t *testing.T) {
 // TestCallbackACrashTookWhileItWaited proves that a callback that waited
 // for its overloaded sender, whose sender crashed before it left, was
 // never sent: its replica made the pop and failed it, and with rf 1 the
-// pop is lost, excused as all-replicas-down (scenarios/README.md g2-1,
+// pop is lost, excused as all-replicas-down (scenarios/README.md C30,
 // fresh seed 1100094: 59 pops of a burst lost so, the crash 0.9 s after
 // their due times, past their bound). Bounded: a crash after the
 // callback left, or a wait of another timer's callback, excuses nothing.

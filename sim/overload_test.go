@@ -16,7 +16,7 @@ import (
 // fault's recorded wait ends when its message left its sender (what the
 // checker's leftAfter reads), its own write included, not when the
 // sender's CPU began to write it: a crash in the write takes the message
-// (scenarios/README.md g2-1, where 6 ms of write told a callback the
+// (scenarios/README.md C30, where 6 ms of write told a callback the
 // crash took from one that had left).
 func TestOverloadRecordsTheWaitUntilTheMessageLeft(t *testing.T) {
 	opts := netsim.DefaultOptions()
