@@ -42,7 +42,7 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 			n.hit(probeSiteDeleteUnsure)
 		}
 		reply(resp)
-	}, quorum: 1, ok: text(200, "OK"), deletes: t.State != Live}
+	}, quorum: 1, ok: text(200, "OK"), deletes: t.State != Live, n: n, rec: *t}
 	doneFrom := func(peer string) func(bool, Response) {
 		return func(ok bool, resp Response) {
 			// A forwarded tombstone is answered as a delete is
@@ -92,7 +92,21 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 			continue
 		}
 		n.replicate(peer, t, nil, now, func(ok bool, resp Response) {
-			doneFrom(peer)(counts && ok && vouches(t, resp), resp)
+			ok = ok && vouches(t, resp)
+			// The relay marks its site's replicas its placement could
+			// not reach as a write's proxy does (write.lacking,
+			// tellLacking): the end of the definition (an update's
+			// last pop) must stay while one of them may hold an older
+			// one (TestUpdatesEndStaysWhileAReplicaOfTheRelaysSiteMayLackIt).
+			if i := slices.Index(t.Placement.Replicas, peer); i >= 0 && i < 32 {
+				switch {
+				case ok:
+					w.vouched |= 1 << i
+				case resp.Status != 409:
+					w.lacking |= 1 << i
+				}
+			}
+			doneFrom(peer)(counts && ok, resp)
 		})
 	}
 }
