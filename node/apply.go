@@ -323,6 +323,9 @@ func (n *Node) received(id uint64, spec wire.Timer, r *wire.Replication, start i
 	t := newTimer(id, r.Version, spec, start, r.Seq, p, view, n.hosts)
 	if deletes(spec) {
 		t.def = r.Definition
+		// The other sites the sender knows may lack the tombstone
+		// (tellSitesLacking); never this node's own.
+		t.setSitesLacking(markOf(p.Sites, r.SitesLacking, n.cfg.LocalSite))
 	} else {
 		t.setPopMarks(r.Missed, r.Missed)
 		// The replicas the sender knows may lack the definition; this

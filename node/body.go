@@ -47,6 +47,19 @@ func EncodeReplication(t *Timer, now int64) []byte {
 // AppendReplication appends EncodeReplication(t, now) to b, so that a
 // resync page writes each record in place.
 func AppendReplication(b []byte, t *Timer, now int64) []byte {
+	return appendReplication(b, t, now, false)
+}
+
+// encodeSitesLacking is EncodeReplication of t, a tombstone, naming the
+// other sites t's SitesLacking marks (reliability.sites-lacking): only
+// the word a node sends its site's replicas once its forward of the
+// tombstone failed (tellSitesLacking). Every other message leaves the
+// mark out: set when a write's forward leaves, it means nothing yet.
+func encodeSitesLacking(t *Timer, now int64) []byte {
+	return appendReplication(make([]byte, 0, 320), t, now, true)
+}
+
+func appendReplication(b []byte, t *Timer, now int64, sitesLacking bool) []byte {
 	missed, _ := t.popMarks()
 	if t.State != Live {
 		missed = 0
@@ -65,6 +78,9 @@ func AppendReplication(b []byte, t *Timer, now int64) []byte {
 	var lacking [wire.MaxReplicationFactor]string
 	if t.State == Live && t.Extra != nil && t.Extra.Lacking != 0 {
 		r.Lacking = appendMarked(lacking[:0], t.Placement.Replicas, t.Extra.Lacking)
+	}
+	if sitesLacking && t.State == Tombstone {
+		r.SitesLacking = appendMarked(nil, t.Placement.Sites, t.sitesLacking())
 	}
 	return wire.AppendReplication(b, &d, &r)
 }

@@ -292,6 +292,27 @@ func (r *mergeResult) converge(h, t *Timer) {
 		// record of the definition taken over its copy keeps that.
 		t.setSitesLacking(t.sitesLacking() | h.sitesLacking())
 	}
+	if h.State == Live && t.State == Tombstone && (h.lacking()&^t.lacking() != 0 || h.sitesLacking()&^t.sitesLacking() != 0) {
+		// The definition's end (another holder's last pop) takes over
+		// a copy that knew who may lack the definition: its tombstone
+		// keeps that, and stays while one of them may
+		// (lackingTombstone). Without it a replica that had marked a
+		// replica as may lack the definition forgot it at the end
+		// (TestUpdatesEndStaysWhileAReplicaOfTheRelaysSiteMayLackIt).
+		r.hit(probeTombstoneKeepsLacking)
+		t.setLacking(t.lacking() | h.lacking())
+		t.setSitesLacking(t.sitesLacking() | h.sitesLacking())
+	}
+	if h.State == Tombstone && t.State == Tombstone && t.sitesLacking()&^h.sitesLacking() != 0 {
+		// Another node of this site told that a site may lack the
+		// tombstone (tellSitesLacking): it is kept here too, where
+		// that site's notices may arrive (lackingTombstone).
+		r.hit(probeTombstoneSiteLearnt)
+		m := h.sitesLacking() | t.sitesLacking()
+		h.setSitesLacking(m)
+		t.setSitesLacking(m)
+		r.change(h, false) // kept on disk with the record
+	}
 	// What this node heard from the other holders stays with the
 	// record it keeps of the definition, whichever that is.
 	h.heard |= t.heard

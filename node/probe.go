@@ -107,15 +107,18 @@ var (
 	probeRefusingCleared      = probe("notice/refusing-cleared")
 
 	// sites.go: other sites.
-	probeSiteNewer         = probe("site/relay-answers-newer")
-	probeSiteAnswered      = probe("site/newer-placed")
-	probeSiteNotReplica    = probe("site/newer-passed-on")
-	probeSiteAgain         = probe("site/forward-again")
-	probeSiteGiveUp        = probe("site/forward-given-up")
-	probeSiteStartDelta    = probe("site/relay-answers-earlier-start")
-	probeSiteRelayRefutes  = probe("site/relay-refutes-from-its-own-copy")
-	probeSiteDeleteUnsure  = probe("site/relay-delete-not-vouched")
-	probeTombstoneSiteKept = probe("tombstone/kept-while-a-site-may-lack-it")
+	probeSiteNewer             = probe("site/relay-answers-newer")
+	probeSiteAnswered          = probe("site/newer-placed")
+	probeSiteNotReplica        = probe("site/newer-passed-on")
+	probeSiteAgain             = probe("site/forward-again")
+	probeSiteGiveUp            = probe("site/forward-given-up")
+	probeSiteStartDelta        = probe("site/relay-answers-earlier-start")
+	probeSiteRelayRefutes      = probe("site/relay-refutes-from-its-own-copy")
+	probeSiteDeleteUnsure      = probe("site/relay-delete-not-vouched")
+	probeTombstoneSiteKept     = probe("tombstone/kept-while-a-site-may-lack-it")
+	probeTombstoneSiteTold     = probe("site/tells-replicas-a-site-may-lack-it")
+	probeTombstoneSiteLearnt   = probe("tombstone/site-lacking-learnt")
+	probeTombstoneKeepsLacking = probe("tombstone/end-keeps-who-may-lack-it")
 
 	// resync.go, resyncserve.go: active rebalancing.
 	probeResyncNotMember   = probe("resync/page-requester-not-member")

@@ -42,7 +42,7 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 			n.hit(probeSiteDeleteUnsure)
 		}
 		reply(resp)
-	}, quorum: 1, ok: text(200, "OK"), deletes: t.State != Live}
+	}, quorum: 1, ok: text(200, "OK"), deletes: t.State != Live, n: n, rec: *t}
 	doneFrom := func(peer string) func(bool, Response) {
 		return func(ok bool, resp Response) {
 			// A forwarded tombstone is answered as a delete is
@@ -92,7 +92,21 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 			continue
 		}
 		n.replicate(peer, t, nil, now, func(ok bool, resp Response) {
-			doneFrom(peer)(counts && ok && vouches(t, resp), resp)
+			ok = ok && vouches(t, resp)
+			// The relay marks its site's replicas its placement could
+			// not reach as a write's proxy does (write.lacking,
+			// tellLacking): the end of the definition (an update's
+			// last pop) must stay while one of them may hold an older
+			// one (TestUpdatesEndStaysWhileAReplicaOfTheRelaysSiteMayLackIt).
+			if i := slices.Index(t.Placement.Replicas, peer); i >= 0 && i < 32 {
+				switch {
+				case ok:
+					w.vouched |= 1 << i
+				case resp.Status != 409:
+					w.lacking |= 1 << i
+				}
+			}
+			doneFrom(peer)(counts && ok, resp)
 		})
 	}
 }
@@ -174,6 +188,9 @@ func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 			return
 		}
 		n.markSiteLacking(t, site.Name, true)
+		if attempt == 1 {
+			n.tellSitesLacking(t, site.Name)
+		}
 		wait, ok := siteRetry.again(attempt, &n.rand)
 		if !ok {
 			n.hit(probeSiteGiveUp)
@@ -188,6 +205,35 @@ func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 			n.forwardToSite(site, held, attempt+1)
 		})
 	})
+}
+
+// tellSitesLacking tells the other replicas at this site of t, a
+// tombstone this node holds marked as may be lacking at site (a delete it
+// proxied, whose forward there failed), that the site may lack it
+// (reliability.sites-lacking): they keep theirs while it is marked too
+// (lackingTombstone). The other site's notices come to its relay here,
+// which places them on the timer's replicas; a node that is neither
+// would be the only one to keep the tombstone, and the replicas, theirs
+// ended, took the deleted definition back from the first stale notice
+// (TestDeleteThroughANonRelayStaysWhereTheOtherSitesNoticesArrive).
+func (n *Node) tellSitesLacking(t *Timer, site string) {
+	held := n.store.Get(t.ID)
+	if held == nil || held.State != Tombstone || held.Version != t.Version {
+		return
+	}
+	if i := slices.Index(held.Placement.Sites, site); i < 0 || i >= 32 || held.sitesLacking()&(1<<i) == 0 {
+		return
+	}
+	n.hit(probeTombstoneSiteTold)
+	told := *held
+	told.ViewID = n.ring.ViewID() // held records are placed under this node's view (place.go)
+	now := n.nowMs()
+	body := encodeSitesLacking(&told, now)
+	for _, peer := range told.Placement.Replicas {
+		if peer != n.self {
+			n.replicate(peer, &told, body, now, nil)
+		}
+	}
 }
 
 // markSiteHeard notes that site took a forward of t's definition, on

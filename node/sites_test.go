@@ -458,10 +458,20 @@ func putEvery10s(t *testing.T, c *cluster, via, wid string) {
 // nothing, the east took the deleted definition and b1 popped it to its
 // end.
 func TestDeleteTombstoneStaysWhileAnotherSiteMayLackIt(t *testing.T) {
+	deleteWhileTheWestsHolderIsDown(t, 1, 0)
+}
+
+// deleteWhileTheWestsHolderIsDown is TestDeleteTombstoneStaysWhileAnotherSiteMayLackIt
+// with the timer's replica at the east a[east] and the delete made
+// through a[via]: an rf 1 timer held at the west by b1 alone, deleted
+// while b1 is down, must pop once more only (b1's repairing pop) once b1
+// is back after every tombstone's own life.
+func deleteWhileTheWestsHolderIsDown(t *testing.T, east, via int) {
+	t.Helper()
 	c, a, b := newSites(t)
-	east, west := NewRing(a), NewRing(b)
+	eastRing, westRing := NewRing(a), NewRing(b)
 	id := uint64(1)
-	for east.Replicas(id, 1)[0] != a[1] || west.Replicas(id, 1)[0] != b[1] {
+	for eastRing.Replicas(id, 1)[0] != a[east] || westRing.Replicas(id, 1)[0] != b[1] {
 		id++
 	}
 	rec := *withCallback(&Timer{ID: id, Version: id, Start: c.nodes[b[1]].nowMs(), Interval: time.Minute, RepeatFor: 4 * time.Minute,
@@ -470,8 +480,8 @@ func TestDeleteTombstoneStaysWhileAnotherSiteMayLackIt(t *testing.T) {
 		t.Fatalf("b1 taking the timer: got %d (%s)", r.Status, r.Body)
 	}
 	c.down[b[1]] = true
-	if r := c.client(a[0], "DELETE", "/timers/"+wire.FormatWireID(id, 0), ""); r.Status != 200 {
-		t.Fatalf("DELETE via %s: got %d (%s), want 200", a[0], r.Status, r.Body)
+	if r := c.client(a[via], "DELETE", "/timers/"+wire.FormatWireID(id, 0), ""); r.Status != 200 {
+		t.Fatalf("DELETE via %s: got %d (%s), want 200", a[via], r.Status, r.Body)
 	}
 	c.advance(50*time.Second, 200) // every tombstone's own life, and every forward sent again
 	c.down[b[1]] = false
@@ -501,5 +511,50 @@ func TestDeleteTombstoneForgetsASiteThatTookIt(t *testing.T) {
 		if held, ok := n.Timer(id); ok {
 			t.Errorf("%s still holds %+v after every tombstone's life", addr, held)
 		}
+	}
+}
+
+// TestDeleteThroughANonRelayStaysWhereTheOtherSitesNoticesArrive is N39's
+// first gap (scenarios/README.md): the same delete made through a1, a node
+// of the east that is neither its relay (a0, the address the west knows)
+// nor the timer's replica there (a0 too). Only a1's forward learnt that
+// the west may lack the delete, so only a1 kept its tombstone; b1's
+// notice came to a0, whose own tombstone (it buried nothing) had lived its
+// life, and a0 took the deleted definition.
+func TestDeleteThroughANonRelayStaysWhereTheOtherSitesNoticesArrive(t *testing.T) {
+	deleteWhileTheWestsHolderIsDown(t, 0, 1)
+}
+
+// TestUpdatesEndStaysWhileAReplicaOfTheRelaysSiteMayLackIt is N39's second
+// gap (scenarios/README.md): the west's b1 alone holds D, an older
+// definition (b0 restarted empty, the east never took D's forward), and
+// is down when an update U made through the east ends it. The west's
+// relay b0 placed U on itself and could not place it on b1, yet marked
+// nobody as may lack it, and every holder of U (none had held D) forgot
+// its end after its own life. b1, back, popped D, and its notices brought
+// D back at both sites. b1's first pop is the one D may still make; here
+// b0's kept tombstone reaches b1 first (its repair round), and D makes
+// none.
+func TestUpdatesEndStaysWhileAReplicaOfTheRelaysSiteMayLackIt(t *testing.T) {
+	c, a, b := newSites(t)
+	id := uint64(1) << 40
+	west := NewRing(b).Replicas(id, 2)
+	old := *withCallback(&Timer{ID: id, Version: id, Start: c.nodes[b[1]].nowMs(), Interval: time.Minute, RepeatFor: 4 * time.Minute,
+		RF: 2, Placement: &Placement{Replicas: west, Sites: []string{"west", "east"}}}, cb, "x")
+	if r := replicateFrom(c.nodes[b[1]], b[0], old); r.Status != 200 {
+		t.Fatalf("b1 taking the timer: got %d (%s)", r.Status, r.Body)
+	}
+	c.down[b[1]] = true
+	r := c.client(a[0], "PUT", "/timers/"+wire.FormatWireID(id, 0), `{"timing":{"interval":10,"repeat-for":10},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"y"}},"reliability":{"replication-factor":2}}`)
+	if r.Status != 200 {
+		t.Fatalf("the update via %s: got %d (%s), want 200", a[0], r.Status, r.Body)
+	}
+	if got := seqs(c.advance(50*time.Second, 200)); !slices.Equal(got, []string{"1:y"}) {
+		t.Fatalf("pops of the update: got %v, want its one", got)
+	}
+	c.down[b[1]] = false
+	if got := seqs(c.advance(4*time.Minute, 200)); len(got) > 1 {
+		t.Fatalf("pops of the replaced definition once b1 is back: got %v, want at most b1's one repairing pop", got)
 	}
 }

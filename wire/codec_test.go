@@ -120,7 +120,7 @@ func checkStringsUTF8(t *testing.T, spec Timer, repl *Replication) {
 		strs = append(strs, tag.Type)
 	}
 	if repl != nil {
-		strs = append(append(append(strs, repl.Replicas...), repl.Sites...), repl.Lacking...)
+		strs = append(append(append(append(strs, repl.Replicas...), repl.Sites...), repl.Lacking...), repl.SitesLacking...)
 	}
 	for _, s := range strs {
 		if !utf8.ValidString(s) {
@@ -164,6 +164,10 @@ func checkAsStdlibReads(t *testing.T, body []byte, spec Timer, repl *Replication
 		for i, s := range repl.Lacking {
 			k := fmt.Sprint("lacking ", i)
 			want[k], got[k] = s, jsonAt(doc, "reliability", "lacking", i)
+		}
+		for i, s := range repl.SitesLacking {
+			k := fmt.Sprint("sites lacking ", i)
+			want[k], got[k] = s, jsonAt(doc, "reliability", "sites-lacking", i)
 		}
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -209,7 +213,7 @@ func checkReencoded(t *testing.T, spec Timer, repl *Replication) {
 		repl2.Version != repl.Version || repl2.ViewID != repl.ViewID ||
 		repl2.Definition != repl.Definition || repl2.Missed != repl.Missed ||
 		!slices.Equal(repl2.Replicas, repl.Replicas) || !slices.Equal(repl2.Sites, repl.Sites) ||
-		!slices.Equal(repl2.Lacking, repl.Lacking) {
+		!slices.Equal(repl2.Lacking, repl.Lacking) || !slices.Equal(repl2.SitesLacking, repl.SitesLacking) {
 		t.Fatalf("re-encoded replication:\n got %+v\nwant %+v", repl2, repl)
 	}
 }
@@ -251,7 +255,7 @@ const (
 	// exactInternalBody uses every internal member.
 	exactInternalBody = `{"timing":{"interval":5,"start-time-delta":-500,"sequence-number":2,"version":"9"},` +
 		`"callback":{"http":{"uri":"http://a/"}},` +
-		`"reliability":{"cluster-view-id":"4","replicas":["a:1"],"sites":["s1","s2"],"lacking":["a:1"]}}`
+		`"reliability":{"cluster-view-id":"4","replicas":["a:1"],"sites":["s1","s2"],"lacking":["a:1"],"sites-lacking":["s2"]}}`
 )
 
 // TestBodyKeysExact proves keys match exactly, as the original parser's
@@ -262,7 +266,7 @@ const (
 func TestBodyKeysExact(t *testing.T) {
 	client := Timer{Interval: 5 * time.Second, RepeatFor: 50 * time.Second, URI: "http://a/", Opaque: "x", ReplicationFactor: 3, Tags: []Tag{{"CALL", 2}}}
 	internal := Timer{Interval: 5 * time.Second, RepeatFor: 5 * time.Second, URI: "http://a/"}
-	repl := Replication{StartTimeDelta: -500 * time.Millisecond, Seq: 2, Version: 9, ViewID: 4, Replicas: []string{"a:1"}, Sites: []string{"s1", "s2"}, Lacking: []string{"a:1"}}
+	repl := Replication{StartTimeDelta: -500 * time.Millisecond, Seq: 2, Version: 9, ViewID: 4, Replicas: []string{"a:1"}, Sites: []string{"s1", "s2"}, Lacking: []string{"a:1"}, SitesLacking: []string{"s2"}}
 	with := func(s Timer, f func(*Timer)) *Timer { f(&s); return &s }
 	withRepl := func(r Replication, f func(*Replication)) *Replication { f(&r); return &r }
 	cases := []struct {
@@ -295,6 +299,7 @@ func TestBodyKeysExact(t *testing.T) {
 		{exactInternalBody, "cluster-view-id", "Cluster-View-Id", "", &internal, withRepl(repl, func(r *Replication) { r.ViewID = 0 })},
 		{exactInternalBody, "sites", "Sites", "", &internal, withRepl(repl, func(r *Replication) { r.Sites = nil })},
 		{exactInternalBody, "lacking", "Lacking", "", &internal, withRepl(repl, func(r *Replication) { r.Lacking = nil })},
+		{exactInternalBody, "sites-lacking", "Sites-Lacking", "", &internal, withRepl(repl, func(r *Replication) { r.SitesLacking = nil })},
 	}
 	for _, tc := range cases {
 		t.Run(tc.as, func(t *testing.T) {
@@ -558,6 +563,7 @@ type refReliability struct {
 	Replicas          *[]string `json:"replicas,omitempty"`
 	Sites             []string  `json:"sites,omitempty"`
 	Lacking           []string  `json:"lacking,omitempty"`
+	SitesLacking      []string  `json:"sites-lacking,omitempty"`
 	ReplicationFactor int       `json:"replication-factor,omitempty"`
 }
 
@@ -596,7 +602,7 @@ func refReplication(t *Timer, r *Replication) []byte {
 			Version: strconv.FormatUint(r.Version, 10), Definition: r.Definition, Missed: r.Missed},
 		Callback: map[string]*refCallback{},
 		Reliability: &refReliability{ClusterViewID: strconv.FormatUint(r.ViewID, 10),
-			Replicas: &replicas, Sites: r.Sites, Lacking: r.Lacking, ReplicationFactor: t.ReplicationFactor},
+			Replicas: &replicas, Sites: r.Sites, Lacking: r.Lacking, SitesLacking: r.SitesLacking, ReplicationFactor: t.ReplicationFactor},
 	}
 	if t.URI != "" {
 		b.Callback["http"] = &refCallback{URI: t.URI, Opaque: t.Opaque}
@@ -656,6 +662,10 @@ func TestEncodeMatchesReference(t *testing.T) {
 		for i := range rapid.IntRange(0, 2).Draw(t, "lacking") {
 			lacking = append(lacking, anyString(t, fmt.Sprint("lacking ", i)))
 		}
+		var sitesLacking []string
+		for i := range rapid.IntRange(0, len(sites)).Draw(t, "sites lacking") {
+			sitesLacking = append(sitesLacking, anyString(t, fmt.Sprint("sites lacking ", i)))
+		}
 		if rapid.Bool().Draw(t, "tombstone") {
 			spec.URI, spec.Opaque = "", ""
 		}
@@ -665,6 +675,7 @@ func TestEncodeMatchesReference(t *testing.T) {
 			Seq:            rapid.Uint32().Draw(t, "seq"), Version: rapid.Uint64().Draw(t, "version"),
 			ViewID: rapid.Uint64().Draw(t, "view"), Definition: rapid.Uint32().Draw(t, "def"),
 			Missed: rapid.Uint32().Draw(t, "missed"), Replicas: replicas, Sites: sites, Lacking: lacking,
+			SitesLacking: sitesLacking,
 		}
 		if got, want := AppendReplication(nil, &spec, r), refReplication(&spec, r); !slices.Equal(got, want) {
 			t.Fatalf("AppendReplication(%+v, %+v)\n got %s\nwant %s", spec, r, got, want)

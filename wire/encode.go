@@ -43,8 +43,8 @@ func Encode(t Timer) []byte {
 // AppendReplication appends to b the internal PUT body (api.md, "internal
 // API") of definition t with the replication state r, which Parse reads
 // back as t and r. A Timer with no URI travels as a tombstone: an empty
-// callback. Definition and Missed are omitted when 0, Sites and Lacking
-// when empty;
+// callback. Definition and Missed are omitted when 0, Sites, Lacking and
+// SitesLacking when empty;
 // the replica list is always there (an empty one forwards the timer to
 // another site), and t's replication factor, when not 0, travels in
 // reliability after it.
@@ -84,6 +84,10 @@ func AppendReplication(b []byte, t *Timer, r *Replication) []byte {
 	if len(r.Lacking) > 0 {
 		b = append(b, `,"lacking":`...)
 		b = AppendStrings(b, r.Lacking)
+	}
+	if len(r.SitesLacking) > 0 {
+		b = append(b, `,"sites-lacking":`...)
+		b = AppendStrings(b, r.SitesLacking)
 	}
 	if t.ReplicationFactor != 0 {
 		b = append(b, `,"replication-factor":`...)

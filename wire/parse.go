@@ -47,6 +47,7 @@ type rawBody struct {
 	Replicas          rawValue // internal: its presence makes a body internal
 	Sites             rawValue // internal
 	Lacking           rawValue // internal
+	SitesLacking      rawValue // internal
 	Statistics        rawValue
 }
 
@@ -138,6 +139,8 @@ func (r *rawBody) decodeReliability(v rawValue) error {
 			r.Sites = it.val
 		case "lacking":
 			r.Lacking = it.val
+		case "sites-lacking":
+			r.SitesLacking = it.val
 		}
 	}
 	return nil
@@ -477,6 +480,10 @@ func parseTag(v rawValue, i int) (Tag, error) {
 	return Tag{Type: t, Count: int(c)}, nil
 }
 
+// maxSitesLacking bounds reliability.sites-lacking: a node marks the
+// sites by position in a 32-bit mask.
+const maxSitesLacking = 32
+
 // parseReplication validates the internal members. To add one, give it a
 // field in rawBody, a case in decodeTiming or decodeReliability, and a
 // check here.
@@ -499,6 +506,12 @@ func parseReplication(w *rawBody) (*Replication, error) {
 	}
 	if len(r.Lacking) > MaxReplicationFactor {
 		return nil, badf("reliability.lacking must list at most %d nodes", MaxReplicationFactor)
+	}
+	if r.SitesLacking, err = stringList(w.SitesLacking, "reliability.sites-lacking"); err != nil {
+		return nil, err
+	}
+	if len(r.SitesLacking) > maxSitesLacking {
+		return nil, badf("reliability.sites-lacking must list at most %d sites", maxSitesLacking)
 	}
 	if w.StartTimeDelta != nil {
 		delta, err := intField(w.StartTimeDelta, "timing.start-time-delta", -MaxTimingSeconds*1000, MaxTimingSeconds*1000)

@@ -70,6 +70,11 @@ type Replication struct {
 	// definition: a write's replication to them went unanswered or was
 	// not taken. Absent (nil) in the original's bodies.
 	Lacking []string
+	// SitesLacking names the other sites the sender knows may not hold
+	// the record, a tombstone: its forward there went unanswered or was
+	// answered 5xx. A receiver keeps its tombstone while one is named.
+	// Absent (nil) in the original's bodies.
+	SitesLacking []string
 }
 
 // ErrInvalid is wrapped by Validate's errors, and by a Timer's
