@@ -143,7 +143,7 @@ var (
 
 	// repair.go: replicas compared and repaired.
 	probeRepairQuiet       = probe("repair/quiet-round-skipped")
-	probeRepairAfterResync = probe("repair/pages-wait-for-resync")
+	probeRepairAfterResync = probe("repair/round-waits-for-resync")
 	probeRepairPush        = probe("repair/pushed-newer")
 	probeRepairWant        = probe("repair/asked-for-newer")
 	probeRepairGive        = probe("repair/gave-what-was-asked")

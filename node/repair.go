@@ -135,9 +135,16 @@ func (n *Node) scheduleRepair(d time.Duration) {
 			return
 		}
 		n.repairAlarm = nil
-		if n.repairDirty {
+		switch {
+		case n.resyncStatus.Running:
+			// The resync moves what a round would, record by record;
+			// a round now would page through every record it has not
+			// moved yet (each page a walk of the store). The round
+			// follows the resync's end instead (resyncFinished).
+			n.hit(probeRepairAfterResync)
+		case n.repairDirty:
 			n.repairRound()
-		} else {
+		default:
 			n.hit(probeRepairQuiet)
 		}
 		n.scheduleRepair(n.cfg.RepairInterval)
@@ -243,18 +250,6 @@ func (n *Node) repairWith(peer string, view, after uint64, digests *[repairBucke
 			return
 		}
 		through, ok := n.repairAnswered(peer, after, ans)
-		if ok && through > after && n.resyncStatus.Running {
-			// The resync moves what the next pages would list, record
-			// by record, and each page costs the peer a walk of its
-			// store: in a join every range differs, and a round would
-			// page through every record the two share. The round
-			// ends at its first page; the one after the resync
-			// (resyncFinished) pages through.
-			n.hit(probeRepairAfterResync)
-			n.repairNeeded()
-			delete(n.repairBusy, peer)
-			return
-		}
 		if ok && through > after {
 			n.hit(probeRepairPage)
 			n.repairWith(peer, view, through, digests, 1)

@@ -412,46 +412,32 @@ func TestRepairPageFitsItsBody(t *testing.T) {
 	assert.LessOrEqual(t, len(b), wire.MaxBodyBytes/2)
 }
 
-// TestRepairPagesWaitForTheResync: while a node's resync runs, its
-// repair rounds end at their first page (the resync moves what the later
-// pages would list, each page a walk of the peer's store), and a round
-// starts soon after the resync ends.
-func TestRepairPagesWaitForTheResync(t *testing.T) {
-	c := newClusterWith(t, func(_ string, cfg *Config) {
-		cfg.RepairInterval, cfg.RepairPage = DefaultRepairInterval, 4
-	}, nodeA, nodeB, nodeC)
-	c.createMany(40, 2, 600, 600)
+// TestRepairRoundWaitsForTheResync: a node runs no repair round while its
+// resync runs (the resync moves the records a round would page through,
+// each page a walk of the store), and runs one soon after the resync
+// ends.
+func TestRepairRoundWaitsForTheResync(t *testing.T) {
+	c := newRepairingCluster(t, nodeA, nodeB, nodeC)
+	c.createMany(10, 2, 600, 600)
 	c.advance(5*time.Second, 200)
-	var pages []time.Time
-	c.watch = func(s *sent, _ string, _ int, _ bool) {
-		var body repairDigestBody
-		if s.from == nodeA && strings.HasSuffix(s.req.URL, repairPath) && json.Unmarshal(s.req.Body, &body) == nil && len(body.Digests) > 0 {
-			pages = append(pages, c.clock.now)
-			assert.Empty(t, body.After, "a next page asked while the resync ran")
-		}
-	}
-	// nodeA restarts empty; its resync's pages go unanswered, and only
-	// its own rounds would refill it: every range differs.
-	c.lose = func(host string, req Request) bool {
-		return host == nodeA && strings.HasSuffix(req.URL, repairPath) || host != nodeA && req.Method == "GET"
-	}
-	c.restart(nodeA)
-	a := c.nodes[nodeA]
-	a.Resync(false)
-	c.advance(2*DefaultRepairInterval, 200)
-	require.True(t, a.ResyncStatus().Running, "the resync still asks")
-	require.NotEmpty(t, pages, "no round while the resync ran")
-	require.Positive(t, a.probeHits[probeRepairAfterResync], "no round stopped at its first page")
-	c.watch, c.lose = nil, nil
-	var after []time.Time
+	var rounds []time.Time
 	c.watch = func(s *sent, _ string, _ int, _ bool) {
 		if s.from == nodeA && strings.HasSuffix(s.req.URL, repairPath) {
-			after = append(after, c.clock.now)
+			rounds = append(rounds, c.clock.now)
 		}
 	}
+	// nodeC does not answer nodeA's pages: the resync keeps asking.
+	c.lose = func(host string, req Request) bool { return host == nodeC && req.Method == "GET" }
+	a := c.nodes[nodeA]
+	a.Resync(false)
+	a.repairNeeded()
+	c.advance(2*DefaultRepairInterval, 200)
+	require.True(t, a.ResyncStatus().Running, "the resync still asks nodeC")
+	assert.Empty(t, rounds, "repair messages sent while the resync ran")
+	c.lose = nil
 	c.advance(5*time.Minute, 200)
 	s := a.ResyncStatus()
 	require.False(t, s.Running)
-	require.NotEmpty(t, after, "no round after the resync")
-	assert.Less(t, after[0].Sub(s.Finished), 3*time.Second, "the first round after the resync's end")
+	require.NotEmpty(t, rounds, "no round after the resync")
+	assert.Less(t, rounds[0].Sub(s.Finished), 3*time.Second, "the first round after the resync's end")
 }
