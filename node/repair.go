@@ -135,28 +135,13 @@ func (n *Node) scheduleRepair(d time.Duration) {
 			return
 		}
 		n.repairAlarm = nil
-		switch {
-		case n.resyncStatus.Running:
-			// The resync moves what a round would, record by record;
-			// a round now would page through every record it has not
-			// moved yet (each page a walk of the store). The round
-			// follows the resync's end instead (resyncFinished).
-			n.hit(probeRepairAfterResync)
-		case n.repairDirty:
+		if n.repairDirty {
 			n.repairRound()
-		default:
+		} else {
 			n.hit(probeRepairQuiet)
 		}
 		n.scheduleRepair(n.cfg.RepairInterval)
 	})
-}
-
-// resyncFinished starts a round soon after a resync ends, the round that
-// was not run while it ran: it finds what the resync's lost messages
-// and given-up peers left behind.
-func (n *Node) resyncFinished() {
-	n.repairNeeded()
-	n.scheduleRepair(repairAfterReload)
 }
 
 // repairNeeded notes that the replicas may differ: a record changed

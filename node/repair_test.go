@@ -411,33 +411,3 @@ func TestRepairPageFitsItsBody(t *testing.T) {
 	require.NoError(t, err)
 	assert.LessOrEqual(t, len(b), wire.MaxBodyBytes/2)
 }
-
-// TestRepairRoundWaitsForTheResync: a node runs no repair round while its
-// resync runs (the resync moves the records a round would page through,
-// each page a walk of the store), and runs one soon after the resync
-// ends.
-func TestRepairRoundWaitsForTheResync(t *testing.T) {
-	c := newRepairingCluster(t, nodeA, nodeB, nodeC)
-	c.createMany(10, 2, 600, 600)
-	c.advance(5*time.Second, 200)
-	var rounds []time.Time
-	c.watch = func(s *sent, _ string, _ int, _ bool) {
-		if s.from == nodeA && strings.HasSuffix(s.req.URL, repairPath) {
-			rounds = append(rounds, c.clock.now)
-		}
-	}
-	// nodeC does not answer nodeA's pages: the resync keeps asking.
-	c.lose = func(host string, req Request) bool { return host == nodeC && req.Method == "GET" }
-	a := c.nodes[nodeA]
-	a.Resync(false)
-	a.repairNeeded()
-	c.advance(2*DefaultRepairInterval, 200)
-	require.True(t, a.ResyncStatus().Running, "the resync still asks nodeC")
-	assert.Empty(t, rounds, "repair messages sent while the resync ran")
-	c.lose = nil
-	c.advance(5*time.Minute, 200)
-	s := a.ResyncStatus()
-	require.False(t, s.Running)
-	require.NotEmpty(t, rounds, "no round after the resync")
-	assert.Less(t, rounds[0].Sub(s.Finished), 3*time.Second, "the first round after the resync's end")
-}

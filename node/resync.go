@@ -303,7 +303,6 @@ func (n *Node) finishResync(run *resyncRun) {
 	s := &n.resyncStatus
 	s.Running = false
 	s.Finished = n.clock.Now()
-	n.resyncFinished()
 	state, level := "completed", slog.LevelInfo
 	if s.Refused > 0 && !slices.Contains(s.Failed, n.self) {
 		// As a failed hand-off does, the node names itself: what kept
