@@ -173,30 +173,35 @@ func (c *cluster) settleLosing(lose func(host string, req Request) bool) {
 			c.t.Fatalf("settle: still %d requests pending after %d rounds (a message storm?), first: %s",
 				len(reqs), round-1, pendingSummary(reqs, 10))
 		}
-		taken := map[[2]string]int{}
-		for _, s := range reqs {
-			host, path, _ := strings.Cut(strings.TrimPrefix(s.req.URL, "http://"), "/")
-			pair := [2]string{s.from, host}
-			taken[pair]++
-			if c.takes > 0 && taken[pair] > c.takes {
-				c.shed++
-				c.watched(s, host, 0, true)
-				s.done(Response{}, errUnreachable)
-				continue
-			}
-			if c.down[host] || lose != nil && lose(host, s.req) {
-				c.watched(s, host, 0, true)
-				s.done(Response{}, errUnreachable)
-				continue
-			}
-			in := s.req
-			in.URL = "/" + path
-			in.Remote = s.from
-			c.nodes[host].Handle(in, func(r Response) {
-				c.watched(s, host, r.Status, false)
-				s.done(r, nil)
-			})
+		c.deliver(reqs, lose)
+	}
+}
+
+// deliver hands each of reqs to its node, as one round of settle does.
+func (c *cluster) deliver(reqs []*sent, lose func(host string, req Request) bool) {
+	taken := map[[2]string]int{}
+	for _, s := range reqs {
+		host, path, _ := strings.Cut(strings.TrimPrefix(s.req.URL, "http://"), "/")
+		pair := [2]string{s.from, host}
+		taken[pair]++
+		if c.takes > 0 && taken[pair] > c.takes {
+			c.shed++
+			c.watched(s, host, 0, true)
+			s.done(Response{}, errUnreachable)
+			continue
 		}
+		if c.down[host] || lose != nil && lose(host, s.req) {
+			c.watched(s, host, 0, true)
+			s.done(Response{}, errUnreachable)
+			continue
+		}
+		in := s.req
+		in.URL = "/" + path
+		in.Remote = s.from
+		c.nodes[host].Handle(in, func(r Response) {
+			c.watched(s, host, r.Status, false)
+			s.done(r, nil)
+		})
 	}
 }
 

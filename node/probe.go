@@ -60,6 +60,7 @@ var (
 
 	// write.go: client writes on the proxy.
 	probeWriteRetryNewer     = probe("write/retried-above-newer")
+	probeRetryLearnsFactor   = probe("write/retry-learns-the-factor-again")
 	probeWriteRFChange       = probe("write/rf-change-refused")
 	probeLearnRF             = probe("rf/learned-from-copies")
 	probeRecreateDefaultRF   = probe("rf/recreate-takes-default")

@@ -166,3 +166,39 @@ func TestUpdateThroughAMovedCopyKeepsTheFactor(t *testing.T) {
 	}
 	wantPops(t, c.advance(25*time.Second, 200), "1:new")
 }
+
+// TestRetryAboveANewerVersionLearnsTheFactorAgain (seed 1400105): an
+// update without a factor learns it from the copies, and when a replica
+// answers that it holds a newer version, the write goes again above it.
+// That version is a write the factor was not learnt from: here an rf 3
+// timer had ended, so the update read tombstones and took the default,
+// 2; a concurrent update with factor 3 made it live again, newer; the
+// retry kept 2, replaced the rf 3 definition, and the third replica held
+// nothing. A retry learns the factor again.
+func TestRetryAboveANewerVersionLearnsTheFactorAgain(t *testing.T) {
+	c := newCluster(t, three...)
+	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":1,"repeat-for":1},"callback":{"http":{"uri":"`+cb+`","opaque":"first"}},"reliability":{"replication-factor":3}}`)
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	wantPops(t, c.advance(3*time.Second, 200), "1:first")
+	bare, given := three[1], three[2]
+	var got *Response
+	update := `{"timing":{"interval":30},"callback":{"http":{"uri":"` + cb + `","opaque":"bare"}}}`
+	c.nodes[bare].Handle(Request{Method: "PUT", URL: "/timers/" + wid, Header: Header{}, Body: []byte(update)}, func(r Response) { got = &r })
+	c.deliver(c.net.take("http://10."), nil) // its reads: every copy a tombstone
+	puts := c.net.take("http://10.")         // its write, with the default, held back
+	if len(puts) == 0 || got != nil {
+		t.Fatalf("after its reads the update sent %d messages and answered %v, want its write in flight", len(puts), got)
+	}
+	c.clock.advance(time.Millisecond)
+	if r := c.client(given, "PUT", "/timers/"+wid, `{"timing":{"interval":60},"callback":{"http":{"uri":"`+cb+`","opaque":"given"}},"reliability":{"replication-factor":3}}`); r.Status != 200 {
+		t.Fatalf("rf 3 update: %d %s", r.Status, r.Body)
+	}
+	c.deliver(puts, nil)
+	c.settle()
+	if got == nil || got.Status != 200 {
+		t.Fatalf("the update without a factor: %v, want 200", got)
+	}
+	if h := c.holders(wid); !slices.Equal(h, sorted(three)) {
+		t.Errorf("held live by %v, want the factor's three replicas %v", h, sorted(three))
+	}
+}

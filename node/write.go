@@ -71,6 +71,9 @@ type writeAgain struct {
 	oldBloom uint64
 	targets  []string
 	tries    int
+	// factorLeft: the client gave no factor, and the write's was learnt
+	// from what the node held or read before it went out (factorThen).
+	factorLeft bool
 }
 
 // writeQuorum is how many of a timer's n replicas must apply a client write
@@ -146,7 +149,7 @@ func (w *write) done(applied bool, resp Response) {
 	switch {
 	case (w.newer != 0 || w.collided) && w.again.n != nil:
 		a := w.again
-		a.n.rewrite(a.t, a.spec, a.oldBloom, a.targets, w, w.reply, a.tries)
+		a.n.rewrite(a, w)
 	case w.applied >= w.quorum && (!w.deletes || w.buried || w.unanswered == 0):
 		w.reply(w.ok)
 	case w.applied >= w.quorum:
@@ -202,7 +205,7 @@ func (n *Node) create(body []byte, reply func(Response)) {
 	if spec.ReplicationFactor == 0 {
 		spec.ReplicationFactor = wire.DefaultReplicationFactor
 	}
-	n.write(id, id, spec, 0, now, n.startMs(), reply, 0)
+	n.write(id, id, spec, 0, now, n.startMs(), reply, 0, false)
 }
 
 // put serves PUT /timers/<id>: a client update (or create with a chosen
@@ -253,20 +256,30 @@ func (n *Node) put(wid string, req Request, reply func(Response)) {
 		reply(badRequest("reliability.replication-factor cannot be changed from " + strconv.Itoa(int(held.RF))))
 		return
 	}
-	switch {
-	case spec.ReplicationFactor != 0:
-	case !live:
-		// Only the timer's replicas know whether it is live, and with
-		// which factor: the nodes its ID names and the default's.
+	left := spec.ReplicationFactor == 0
+	n.factorThen(id, bloom, wid, spec, reply, func(spec wire.Timer) {
+		n.clientWrite(id, bloom, spec, reply, left)
+	})
+}
+
+// factorThen calls then with spec, its replication factor learnt if the
+// client gave none: a live copy held here keeps its own (inferRF);
+// otherwise only the timer's replicas know whether it is live, and with
+// which factor, and learnRF reads them.
+func (n *Node) factorThen(id, bloom uint64, wid string, spec wire.Timer, reply func(Response), then func(wire.Timer)) {
+	if spec.ReplicationFactor != 0 {
+		then(spec)
+		return
+	}
+	if held := n.store.Get(id); held == nil || held.State != Live {
 		n.hit(probeLearnRF)
 		n.hitIf(bloom == 0, probeBareIDUpdate)
-		n.learnRF(id, bloom, wid, spec, reply)
+		n.learnRF(id, bloom, wid, spec, reply, then)
 		return
-	default:
-		n.hit(probeUpdateInferredRF)
-		spec.ReplicationFactor = n.inferRF(id, bloom)
 	}
-	n.clientWrite(id, bloom, spec, reply)
+	n.hit(probeUpdateInferredRF)
+	spec.ReplicationFactor = n.inferRF(id, bloom)
+	then(spec)
 }
 
 // learnRF serves an update that gives no replication factor through a
@@ -288,7 +301,7 @@ func (n *Node) put(wid string, req Request, reply func(Response)) {
 // (one of two is a quorum) and lost it in a crash, while the other two
 // replicas held the timer live with factor 3
 // (TestUpdateThroughAStaleTombstoneLearnsTheFactor).
-func (n *Node) learnRF(id, bloom uint64, wid string, spec wire.Timer, reply func(Response)) {
+func (n *Node) learnRF(id, bloom uint64, wid string, spec wire.Timer, reply func(Response), then func(wire.Timer)) {
 	nodes := n.named(bloom)
 	rf := wire.DefaultReplicationFactor
 	if held := n.store.Get(id); held != nil && held.State != Moved && int(held.RF) > rf {
@@ -318,7 +331,7 @@ func (n *Node) learnRF(id, bloom uint64, wid string, spec wire.Timer, reply func
 			reply(unavailable("not every node that may hold the timer answered, so its replication factor is unknown: retry, or give reliability.replication-factor"))
 			return
 		}
-		n.clientWrite(id, bloom, spec, reply)
+		then(spec)
 	})
 }
 
@@ -351,12 +364,13 @@ func (n *Node) remove(wid string, reply func(Response)) {
 		rf = wire.MaxReplicationFactor
 	}
 	spec := wire.Timer{ReplicationFactor: rf} // no URI: a deletion
-	n.clientWrite(id, bloom, spec, reply)
+	n.clientWrite(id, bloom, spec, reply, false)
 }
 
 // clientWrite issues a version for an update or delete of id that orders
-// after the timer's creation and everything this node has seen.
-func (n *Node) clientWrite(id, bloom uint64, spec wire.Timer, reply func(Response)) {
+// after the timer's creation and everything this node has seen;
+// factorLeft says the client gave no factor (writeAgain).
+func (n *Node) clientWrite(id, bloom uint64, spec wire.Timer, reply func(Response), factorLeft bool) {
 	now := n.nowMs()
 	n.ids.observeID(id, now)
 	version, ok, refused := n.nextID(now)
@@ -364,7 +378,7 @@ func (n *Node) clientWrite(id, bloom uint64, spec wire.Timer, reply func(Respons
 		reply(refused)
 		return
 	}
-	n.write(id, version, spec, bloom, now, n.startMs(), reply, 0)
+	n.write(id, version, spec, bloom, now, n.startMs(), reply, 0, factorLeft)
 }
 
 // inferRF returns the replication factor of a timer a client did not give
@@ -387,7 +401,7 @@ func (n *Node) inferRF(id, bloom uint64) int {
 // replicas drop their copy (passive rebalancing), and to the other nodes
 // that may hold an older copy (alsoHolders). The definition starts at
 // start: now, for a client write's first try.
-func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, start int64, reply func(Response), tries int) {
+func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, start int64, reply func(Response), tries int, factorLeft bool) {
 	var buf [wire.MaxReplicationFactor]string
 	w := &write{n: n, reply: reply, deletes: deletes(spec)}
 	w.rec = makeTimer(id, version, spec, start, 0, n.placement(n.ring.AppendReplicas(buf[:0], id, spec.ReplicationFactor), n.sites()),
@@ -409,7 +423,7 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, 
 		w.ok.Header[wire.HeaderLocation] = string(wire.AppendWireID(append(loc[:0], "/timers/"...), id, n.ring.Bloom(replicas)))
 	}
 	if tries < maxWriteRetries {
-		w.again = writeAgain{n: n, t: t, spec: spec, oldBloom: oldBloom, targets: targets, tries: tries}
+		w.again = writeAgain{n: n, t: t, spec: spec, oldBloom: oldBloom, targets: targets, tries: tries, factorLeft: factorLeft}
 	}
 	if n.logsTimers() {
 		n.logTimer(writeStep(t), t, "replicas", replicas, "targets", targets)
@@ -601,34 +615,57 @@ func (n *Node) replaceOwnCopy(t *Timer) {
 // clock anew, after that clock had stepped, was a write of its own, whose
 // pops the replica that had popped the first try made again
 // (TestRetryKeepsTheStartOfTheFirstTry).
-func (n *Node) rewrite(t *Timer, spec wire.Timer, oldBloom uint64, targets []string, w *write, reply func(Response), tries int) {
+func (n *Node) rewrite(a writeAgain, w *write) {
+	t, reply := a.t, w.reply
 	now := n.nowMs()
-	create := t.Version == t.ID
-	if create {
+	if t.Version == t.ID {
 		n.hit(probeRewriteCollision)
 		n.stats.IDCollisions++
 		n.log.Warn("timer ID already held by another timer; creating under a fresh ID",
 			"timer", n.wireID(t), "instance", n.instance)
-		n.withdraw(t, targets, now)
+		n.withdraw(t, a.targets, now)
 		// The other node shares this one's instance number and, having
 		// met the collision in the same millisecond, would issue the same
 		// fresh ID: a stride of the sequence that differs between nodes
 		// breaks the lockstep.
 		n.ids.skip(uint64(murmur3.SeedStringSum32(0, n.self)&0xff) + 1)
-	} else {
-		n.hit(probeWriteRetryNewer)
-		n.ids.observe(max(w.newer, t.Version), now)
+		n.writeAbove(a, a.spec, reply)
+		return
 	}
+	n.hit(probeWriteRetryNewer)
+	n.ids.observe(max(w.newer, t.Version), now)
+	if !a.factorLeft || deletes(a.spec) {
+		n.writeAbove(a, a.spec, reply)
+		return
+	}
+	// The newer version is a write the factor was not learnt from: a
+	// concurrent update that gave one, or made the timer live again. An
+	// update without a factor keeps the newest copy's, so it is learnt
+	// again, now that the node holds or can read that version; the one
+	// learnt before, from a tombstone the newer write replaced, made
+	// the timer rf 2 where it was rf 3, and its third replica held
+	// nothing after a scale (TestRetryAboveANewerVersionLearnsTheFactorAgain).
+	n.hit(probeRetryLearnsFactor)
+	spec := a.spec
+	spec.ReplicationFactor = 0
+	wid := wire.FormatWireID(t.ID, a.oldBloom)
+	n.factorThen(t.ID, a.oldBloom, wid, spec, reply, func(spec wire.Timer) { n.writeAbove(a, spec, reply) })
+}
+
+// writeAbove writes a's timer again as spec, under a version issued
+// now, with the first try's start.
+func (n *Node) writeAbove(a writeAgain, spec wire.Timer, reply func(Response)) {
+	now := n.nowMs()
 	version, ok, refused := n.nextID(now)
 	if !ok {
 		reply(refused)
 		return
 	}
-	id := t.ID
-	if create {
-		id = version
+	id := a.t.ID
+	if a.t.Version == a.t.ID {
+		id = version // a create under a fresh ID
 	}
-	n.write(id, version, spec, oldBloom, now, t.Start, reply, tries+1)
+	n.write(id, version, spec, a.oldBloom, now, a.t.Start, reply, a.tries+1, a.factorLeft)
 }
 
 // withdraw sends targets the tombstone of a create that collided. It
