@@ -95,6 +95,7 @@ var (
 	probeLackingLearnt        = probe("apply/learnt-who-may-lack-it")
 	probeLackingRepopulating  = probe("resync/repopulating-replica-may-lack-it")
 	probeLackingTombstoneKept = probe("tombstone/kept-while-a-replica-may-lack-it")
+	probeLackingDeleteMarked  = probe("write/delete-replica-may-lack-it")
 	probeAlarmMissedEnds      = probe("pop/missed-record-ends")
 	probePopOwed              = probe("pop/owed-pop")
 	probeCallbackFailed       = probe("pop/callback-failed")
@@ -145,6 +146,7 @@ var (
 	// repair.go: replicas compared and repaired.
 	probeRepairQuiet      = probe("repair/quiet-round-skipped")
 	probeRepairPush       = probe("repair/pushed-newer")
+	probeRepairLacking    = probe("repair/pushed-what-the-peer-may-lack")
 	probeRepairWant       = probe("repair/asked-for-newer")
 	probeRepairGive       = probe("repair/gave-what-was-asked")
 	probeRepairPage       = probe("repair/next-page")

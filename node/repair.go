@@ -191,11 +191,19 @@ func (n *Node) heldFor(peer string, fn func(t *Timer, mine bool)) {
 func (n *Node) repairWith(peer string, view, after uint64, digests *[repairBuckets]uint64, attempt int) {
 	if digests == nil {
 		digests = new([repairBuckets]uint64)
+		var lacking []*Timer
 		n.heldFor(peer, func(t *Timer, mine bool) {
-			if mine && t.State == Live {
+			switch {
+			case mine && t.State == Live:
 				digests[repairBucket(t.ID)] += repairHash(t.ID, t.Version)
+			case mine && t.State == Tombstone && t.lacking() != 0:
+				// heldFor's peer is one of t's replicas.
+				if i := slices.Index(t.Placement.Replicas, peer); i < 32 && t.lacking()&(1<<i) != 0 {
+					lacking = append(lacking, t)
+				}
 			}
 		})
+		n.repairLacking(peer, lacking)
 	}
 	body := repairDigestBody{View: strconv.FormatUint(view, 10), From: n.self, Digests: make([]string, repairBuckets)}
 	for i, d := range digests {
@@ -242,6 +250,27 @@ func (n *Node) repairWith(peer string, view, after uint64, digests *[repairBucke
 		}
 		delete(n.repairBusy, peer)
 	})
+}
+
+// repairLacking pushes peer the tombstones this node holds that mark it
+// as may lack them (markTombstoneLacking: the delete's replication did
+// not reach it), once a round, whatever the digests say: the peer may
+// hold the deleted timer live under a smaller factor, its record placed
+// on no node that took the delete, and then no digest of either side
+// lists it. Its answer (a 200, or a 409: it holds something newer)
+// clears the mark.
+func (n *Node) repairLacking(peer string, tombs []*Timer) {
+	slices.SortFunc(tombs, byDueThenID)
+	now := n.nowMs()
+	for _, t := range tombs {
+		n.hit(probeRepairLacking)
+		n.stats.RepairPushes++
+		n.replicate(peer, n.placedNow(t), nil, now, func(ok bool, resp Response) {
+			if !ok && resp.Status == 409 && resp.Header.Get(HeaderCollision) == "" {
+				n.markLacking(t, peer, false)
+			}
+		})
+	}
 }
 
 // repairRequest is the signed POST /timers/repair of body to peer.

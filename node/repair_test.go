@@ -411,3 +411,35 @@ func TestRepairPageFitsItsBody(t *testing.T) {
 	require.NoError(t, err)
 	assert.LessOrEqual(t, len(b), wire.MaxBodyBytes/2)
 }
+
+// TestRepairPushesADeleteTheReplicaMissed: a delete by the bare ID through
+// a node without a copy goes to every member (the factor is unknown), and
+// the rf 1 timer's one replica misses it. That replica's record places
+// the timer on itself alone, so its notices meet nobody and no digest of
+// either side lists it; the delete's proxy marks on its tombstone that the
+// replica may lack it, and its next round pushes it there whatever the
+// digests say (scenarios/README.md N43).
+func TestRepairPushesADeleteTheReplicaMissed(t *testing.T) {
+	c := newRepairingCluster(t, three...)
+	wid := createVia(t, c, three[0], `{"timing":{"interval":120},"callback":{"http":{"uri":"`+cb+`","opaque":"old"}},"reliability":{"replication-factor":1}}`)
+	id := mustID(t, wid)
+	holder := NewRing(three).Replicas(id, 1)[0]
+	proxy := three[0]
+	if proxy == holder {
+		proxy = three[1]
+	}
+	require.Nil(t, c.nodes[proxy].store.Get(id), "the proxy holds no copy")
+	c.lose = func(host string, req Request) bool { return host == holder }
+	c.client(proxy, "DELETE", "/timers/"+wire.FormatWireID(id, 0), "")
+	c.lose = nil
+	require.Positive(t, c.nodes[proxy].probeHits[probeDeleteEveryMember])
+	require.Equal(t, Live, c.nodes[holder].store.Get(id).State, "the replica missed the delete")
+	c.advance(2*DefaultRepairInterval, 200)
+	held := c.nodes[holder].store.Get(id)
+	require.NotNil(t, held)
+	assert.Equal(t, Tombstone, held.State, "the replica still holds the deleted timer live")
+	assert.Positive(t, c.nodes[proxy].probeHits[probeRepairLacking])
+	if p := c.nodes[proxy].store.Get(id); p != nil {
+		assert.Zero(t, p.lacking(), "the replica's answer clears the mark")
+	}
+}

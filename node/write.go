@@ -769,6 +769,10 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 // one, which had never taken it (scenarios/README.md N29).
 func (n *Node) tellLacking(w *write) {
 	t := &w.rec
+	if t.State == Tombstone && w.lacking != 0 {
+		n.markTombstoneLacking(t, w.lacking)
+		return
+	}
 	if t.State != Live || w.lacking == 0 {
 		return
 	}
@@ -790,6 +794,39 @@ func (n *Node) tellLacking(w *write) {
 			n.replicate(peer, &told, nil, now, nil)
 		}
 	}
+}
+
+// markTombstoneLacking marks, on the tombstone this node holds of a delete
+// it wrote (t), the replicas the delete's replication did not reach
+// (lacking, by position in t's placement). A repair round pushes the
+// tombstone to each of them whatever the digests say (repairLacking), and
+// it is kept past its life until their answer clears the mark
+// (lackingTombstone): a replica that missed the delete may hold the timer
+// live under a smaller factor than the delete's (a delete by a bare ID
+// goes to every member), and then its record places the timer on no node
+// that took the delete, so neither its pop notices nor a round's digests
+// (each side's of the records it places on both) ever meet the tombstone
+// (scenarios/README.md N43).
+func (n *Node) markTombstoneLacking(t *Timer, lacking uint32) {
+	held := n.store.Get(t.ID)
+	if held == nil || held.Version != t.Version || held.State != Tombstone {
+		return
+	}
+	m := held.lacking()
+	for i, peer := range t.Placement.Replicas {
+		if lacking&(1<<i) == 0 || peer == n.self {
+			continue
+		}
+		if j := slices.Index(held.Placement.Replicas, peer); j >= 0 && j < 32 {
+			m |= 1 << j
+		}
+	}
+	if m == held.lacking() {
+		return
+	}
+	n.hit(probeLackingDeleteMarked)
+	held.setLacking(m)
+	n.changedInPlace(held) // kept on disk with the record
 }
 
 // markLacking notes whether replica peer may lack t's definition, which
