@@ -314,13 +314,8 @@ func TestHandOffEndsOnAReplicaThatHoldsTheDefinitionEnded(t *testing.T) {
 // hand-off made while an earlier one still pushes the same copy to its
 // new replica sends it no second time, and learns that push's outcome.
 func TestHandOffAgainWaitsForThePushUnderWay(t *testing.T) {
-	before := NewRing([]string{nodeA, nodeB, nodeC})
-	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
-	id := idMoving(before, after, []string{nodeC, nodeA}, []string{nodeD, nodeA})
-	c := newCluster(t, nodeA, nodeB, nodeC)
-	wid := wire.FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
-	body := wire.Encode(wire.Timer{Interval: 10 * time.Minute, RepeatFor: 10 * time.Minute, URI: cb, Opaque: "x", ReplicationFactor: 2})
-	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, string(body)).Status)
+	c, id, wid := clusterWithMovingTimer(t)
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, movingDef("x")).Status)
 
 	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
 	c.join(nodeD, grown)

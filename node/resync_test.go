@@ -869,14 +869,8 @@ func TestResyncPagesMoveOn(t *testing.T) {
 // passes the update on to C, which then keeps it as a tombstone instead
 // of popping the replaced definition.
 func TestResyncAgainRepairsAnOldReplicaThatMissedAnUpdate(t *testing.T) {
-	before := NewRing([]string{nodeA, nodeB, nodeC})
-	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
-	id := idMoving(before, after, []string{nodeC, nodeA}, []string{nodeD, nodeA})
-	c := newCluster(t, nodeA, nodeB, nodeC)
-	wid := wire.FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
-	def := func(opaque string) string {
-		return string(wire.Encode(wire.Timer{Interval: 10 * time.Minute, RepeatFor: 10 * time.Minute, URI: cb, Opaque: opaque, ReplicationFactor: 2}))
-	}
+	c, id, wid := clusterWithMovingTimer(t)
+	def := movingDef
 	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, def("v1")).Status)
 
 	c.down[nodeC] = true
@@ -1384,13 +1378,8 @@ func TestResyncPageEndsAtItsByteBound(t *testing.T) {
 // tombstone (it would keep it live: merge's rule 1), and its own hand-off
 // still ends its copy, which pops no more.
 func TestResyncSendsNoTombstoneAnOldReplicasHandOffMakesNeedless(t *testing.T) {
-	before := NewRing([]string{nodeA, nodeB, nodeC})
-	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
-	id := idMoving(before, after, []string{nodeC, nodeA}, []string{nodeD, nodeA})
-	c := newCluster(t, nodeA, nodeB, nodeC)
-	wid := wire.FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
-	body := wire.Encode(wire.Timer{Interval: 10 * time.Minute, RepeatFor: 10 * time.Minute, URI: cb, Opaque: "x", ReplicationFactor: 2})
-	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, string(body)).Status)
+	c, id, wid := clusterWithMovingTimer(t)
+	require.Equal(t, 200, c.client(nodeB, "PUT", "/timers/"+wid, movingDef("x")).Status)
 
 	toC := map[string]int{}
 	c.watch = func(s *sent, to string, _ int, _ bool) {
@@ -1412,4 +1401,19 @@ func TestResyncSendsNoTombstoneAnOldReplicasHandOffMakesNeedless(t *testing.T) {
 	c.requirePlaced([]uint64{id}, []string{nodeA, nodeB, nodeC, nodeD}, 2)
 	pops := c.advance(11*time.Minute, 200)
 	assert.Len(t, pops, 1, "pops of the one due time")
+}
+
+// clusterWithMovingTimer starts nodes A, B and C, and returns an ID whose
+// rf 2 replicas are C and A, and D and A once D joins, with its wire ID
+// under the three-node view. movingDef is a definition to write there.
+func clusterWithMovingTimer(t *testing.T) (c *cluster, id uint64, wid string) {
+	before := NewRing([]string{nodeA, nodeB, nodeC})
+	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
+	id = idMoving(before, after, []string{nodeC, nodeA}, []string{nodeD, nodeA})
+	return newCluster(t, nodeA, nodeB, nodeC), id, wire.FormatWireID(id, before.Bloom([]string{nodeC, nodeA}))
+}
+
+// movingDef is an rf 2 definition, ten minutes apart, with opaque data.
+func movingDef(opaque string) string {
+	return string(wire.Encode(wire.Timer{Interval: 10 * time.Minute, RepeatFor: 10 * time.Minute, URI: cb, Opaque: opaque, ReplicationFactor: 2}))
 }
