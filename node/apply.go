@@ -321,6 +321,7 @@ func (n *Node) fromReplication(id uint64, spec wire.Timer, r *wire.Replication) 
 // this replica knows (mergeMarks).
 func (n *Node) received(id uint64, spec wire.Timer, r *wire.Replication, start int64, p *Placement, view uint64) *Timer {
 	t := newTimer(id, r.Version, spec, start, r.Seq, p, view, n.hosts)
+	t.setFirstTry(r.FirstTry)
 	if deletes(spec) {
 		t.def = r.Definition
 		// The other sites the sender knows may lack the tombstone

@@ -75,6 +75,9 @@ func appendReplication(b []byte, t *Timer, now int64, sitesLacking bool) []byte 
 		Replicas:       t.Placement.Replicas,
 		Sites:          t.Placement.Sites,
 	}
+	if first := t.firstTry(); first != t.Version {
+		r.FirstTry = first
+	}
 	var lacking [wire.MaxReplicationFactor]string
 	if t.State == Live && t.Extra != nil && t.Extra.Lacking != 0 {
 		r.Lacking = appendMarked(lacking[:0], t.Placement.Replicas, t.Extra.Lacking)

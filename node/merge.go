@@ -314,9 +314,16 @@ func (r *mergeResult) converge(h, t *Timer) {
 		r.change(h, false) // kept on disk with the record
 	}
 	// What this node heard from the other holders stays with the
-	// record it keeps of the definition, whichever that is.
+	// record it keeps of the definition, whichever that is, and so
+	// does the write's first try (a sender that does not name it).
 	h.heard |= t.heard
 	t.heard = h.heard
+	if t.firstTry() == t.Version {
+		t.setFirstTry(h.firstTry())
+	} else if h.firstTry() == h.Version {
+		h.setFirstTry(t.firstTry())
+		r.change(h, false) // kept on disk with the record
+	}
 }
 
 // mergeLacking gives both live records of one definition every replica
@@ -386,7 +393,7 @@ func settle(t *Timer) {
 
 // progress is how far t's definition popped.
 func (t *Timer) progress() Progress {
-	return Progress{Def: t.def, Seq: t.Seq, Start: t.Start, Interval: t.Interval, RepeatFor: t.RepeatFor}
+	return Progress{Def: t.def, Seq: t.Seq, Start: t.Start, Interval: t.Interval, RepeatFor: t.RepeatFor, FirstTry: t.firstTry()}
 }
 
 // movedBack reports whether t, a live record of which this node is a
@@ -445,8 +452,9 @@ func keepProgress(window int64, existing, t *Timer, probes *probeHits) {
 		// told by their starts alone.
 		prior, own, priorVersion = p, false, 0
 	}
-	if t.State == Live && t.def != 0 && prior.Def == t.def &&
-		!carry(window, prior, priorVersion, t, probes) && existing.Version != t.Version && sameWrite(window, prior, priorVersion, t) {
+	if t.State == Live && t.def != 0 && prior.Def == t.def && existing.Version != t.Version &&
+		sameWrite(window, prior, priorVersion, t) {
+		carry(window, prior, priorVersion, t, probes)
 		owedOnce(existing, own, prior.Seq, t, probes)
 	}
 	remember(existing, t, probes)
@@ -484,13 +492,25 @@ func remember(existing, t *Timer, probes *probeHits) {
 }
 
 // sameWrite reports whether t and prior, of version priorVersion (0:
-// unknown), are one client write: one definition, written again by a
-// proxy within window ms (see carry). Two things tell it, either enough:
-// starts within window ms of each other, and versions one proxy issued
-// within window ms of its own clock (oneProxysTries).
+// unknown), are one client write: one definition, and either a retry
+// that names the other's first try (TimerExtra.FirstTry), or written
+// again by a proxy within window ms (see carry). The name is the rule:
+// starts are rebuilt by the clock of every node that passes a record on,
+// the receiver's own included, and a retry above a newer version is
+// dated by that version, not by its proxy's clock, so a replica whose
+// clock was stepped between the tries held them with starts seconds
+// apart and versions issued 2.2 s apart, and popped a pop of the first
+// try again under the retry (TestRetryIsOneWriteWhateverTheClocks). For
+// records that name no first try (a sender's build that did not send
+// one), two things tell it, either enough: starts within window ms of
+// each other, and versions one proxy issued within window ms of its own
+// clock (oneProxysTries).
 func sameWrite(window int64, prior Progress, priorVersion uint64, t *Timer) bool {
 	if prior.Def != t.def || prior.Interval != t.Interval || prior.RepeatFor != t.RepeatFor {
 		return false
+	}
+	if prior.FirstTry != 0 && prior.FirstTry == t.firstTry() {
+		return true
 	}
 	d := t.Start - prior.Start
 	return d >= -window && d <= window || oneProxysTries(window, priorVersion, t.Version)
@@ -533,14 +553,17 @@ func carry(window int64, prior Progress, priorVersion uint64, t *Timer, probes *
 }
 
 // owedOnce gives t, a try of the client write existing holds or
-// remembers (own: existing is of that write itself) that is as far as
-// or ahead of existing's pops up to seq, the marks of one write: of the
+// remembers (own: existing is of that write itself), carried to
+// existing's pops up to seq or ahead of them, the marks of one write: of the
 // pops up to seq, t owes here only those existing owes, and tells of as
 // missed only those existing does not know were made. Records of one
 // version merge their marks so (mergeMarks); a retry's record is of
 // another version, and the notice of a later pop, which says this pop
 // was missed by its sender, had this replica pop again what it had
-// popped of the first try (TestRetryAheadOwesNoPopOfTheFirstTry). Of a
+// popped of the first try (TestRetryAheadOwesNoPopOfTheFirstTry); a
+// try behind, carried, kept the pops its sender had missed as owed here,
+// and this replica, which had made them of the first try, made them
+// again (TestRetryBehindOwesNoPopOfTheFirstTry). Of a
 // write existing only remembers, no marks are kept: every pop up to seq
 // counts as attempted here.
 func owedOnce(existing *Timer, own bool, seq uint32, t *Timer, probes *probeHits) {

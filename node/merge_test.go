@@ -459,3 +459,86 @@ func TestTriesWithStartsAStepApartAreOneWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryIsOneWriteWhateverTheClocks: a proxy's write met a newer
+// version and was written again above it, so the retry's version is
+// dated by that version (2.2 s after the first try's), and this replica's
+// clock was stepped between the tries, so the retry's start, rebuilt on
+// arrival, is 3.4 s after the first try's. Neither starts nor versions
+// tell the tries as one write; the retry's name of its first try does,
+// in both orders, and without it they are two writes.
+func TestRetryIsOneWriteWhateverTheClocks(t *testing.T) {
+	const now = int64(1_000_000)
+	env := testEnv(now)
+	p := &Placement{Replicas: mergeNodes[:2]}
+	spec := wire.Timer{Interval: 2 * time.Second, RepeatFor: 8 * time.Second, URI: "http://cb.example/cb", Opaque: "x", ReplicationFactor: 2}
+	version := func(instance uint64, ms int64) uint64 {
+		g := newIDGen(instance, 0)
+		v, _ := g.next(idEpochMs + ms)
+		return v
+	}
+	const issued = int64(500_000)
+	first, retryVersion := version(4, issued), version(4, issued+2_200)
+	popped := func() *Timer { return newTimer(7, first, spec, now-4_500, 2, p, mergeViews[0], nil) }
+	retry := func(named bool) *Timer {
+		r := newTimer(7, retryVersion, spec, now-4_500+3_400, 0, p, mergeViews[0], nil)
+		if named {
+			r.setFirstTry(first)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name    string
+		named   bool
+		wantSeq uint32
+	}{
+		{"the retry names its first try", true, 2},
+		{"a write that names none", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := merge(env, popped(), *retry(tc.named))
+			if r.verdict != took {
+				t.Fatalf("verdict %d, want the retry taken", r.verdict)
+			}
+			if r.in.Seq != tc.wantSeq {
+				t.Errorf("retry taken at sequence %d, want %d", r.in.Seq, tc.wantSeq)
+			}
+			if got := r.in.firstTry(); tc.named && got != first {
+				t.Errorf("retry taken naming first try %d, want %d", got, first)
+			}
+			// The other order: the retry is held when the pop notice of
+			// the first try arrives.
+			held := *retry(tc.named)
+			r = merge(env, &held, *popped())
+			if r.verdict != older {
+				t.Fatalf("the first try's notice: verdict %d, want older", r.verdict)
+			}
+			if got := r.after(&held).Seq; got != tc.wantSeq {
+				t.Errorf("after the first try's notice: held at sequence %d, want %d", got, tc.wantSeq)
+			}
+		})
+	}
+}
+
+// TestRetryBehindOwesNoPopOfTheFirstTry: this replica made pops 1 to 4
+// of the first try; the retry's record arrives with pop 3, telling that
+// its sender missed pop 1. Carried to pop 4, the retry must not owe pop
+// 1 here: this replica made it, and one attempt per replica per pop
+// (G4); nor tell of it as missed, as this replica knows it was made.
+func TestRetryBehindOwesNoPopOfTheFirstTry(t *testing.T) {
+	const now = int64(1_000_000)
+	p := &Placement{Replicas: mergeNodes[:2]}
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 6 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 2}
+	held := newTimer(7, 1, spec, now-4_500, 4, p, mergeViews[0], nil)
+	in := newTimer(7, 3, spec, now-4_490, 3, p, mergeViews[0], nil)
+	in.setFirstTry(1)
+	in.setPopMarks(0b100, 0b100) // pop 1, two below 3
+	r := merge(testEnv(now), held, *in)
+	if r.verdict != took {
+		t.Fatalf("verdict %d, want the retry taken", r.verdict)
+	}
+	missed, owed := r.in.popMarks()
+	if r.in.Seq != 4 || owed != 0 || missed != 0 {
+		t.Errorf("retry taken at sequence %d, missed %b, owed %b; want 4, 0, 0", r.in.Seq, missed, owed)
+	}
+}

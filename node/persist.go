@@ -257,8 +257,9 @@ func (n *Node) Snapshot(cur SnapshotCursor, limit int, fn func(id uint64, rec []
 // writes. A decoder reads every version up to its own, so an upgrade
 // reads what the build before it wrote. Version 2 keeps a list of the
 // progress of replaced definitions (TimerExtra.Replaced), where version
-// 1 kept one.
-const recordVersion = 2
+// 1 kept one. Version 3 adds the first try of the client write a retry's
+// record is of (TimerExtra.FirstTry), and of each replaced definition's.
+const recordVersion = 3
 
 // AppendRecord appends the encoding of t (all of it but its place in the
 // store) to b: a version byte, then the fields in a fixed order, integers
@@ -301,11 +302,7 @@ func appendFields(b []byte, t *Timer) []byte {
 	b = binary.AppendVarint(b, e.Buried)
 	b = binary.AppendUvarint(b, uint64(len(e.Replaced)))
 	for _, r := range e.Replaced {
-		b = binary.AppendUvarint(b, uint64(r.Def))
-		b = binary.AppendUvarint(b, uint64(r.Seq))
-		b = binary.AppendVarint(b, r.Start)
-		b = binary.AppendVarint(b, r.Interval.Milliseconds())
-		b = binary.AppendVarint(b, r.RepeatFor.Milliseconds())
+		b = appendReplacedProgress(b, r)
 	}
 	b = binary.AppendUvarint(b, uint64(e.Refused))
 	b = binary.AppendUvarint(b, uint64(e.Missed))
@@ -318,11 +315,23 @@ func appendFields(b []byte, t *Timer) []byte {
 	switch {
 	case e.SitesLacking != 0:
 		b = binary.AppendUvarint(append(b, 3), uint64(e.Lacking))
-		return binary.AppendUvarint(b, uint64(e.SitesLacking))
+		b = binary.AppendUvarint(b, uint64(e.SitesLacking))
 	case e.Lacking != 0:
-		return binary.AppendUvarint(append(b, 2), uint64(e.Lacking))
+		b = binary.AppendUvarint(append(b, 2), uint64(e.Lacking))
+	default:
+		b = append(b, 0)
 	}
-	return append(b, 0)
+	return binary.AppendUvarint(b, e.FirstTry)
+}
+
+// appendReplacedProgress appends one replaced definition's progress.
+func appendReplacedProgress(b []byte, p Progress) []byte {
+	b = binary.AppendUvarint(b, uint64(p.Def))
+	b = binary.AppendUvarint(b, uint64(p.Seq))
+	b = binary.AppendVarint(b, p.Start)
+	b = binary.AppendVarint(b, p.Interval.Milliseconds())
+	b = binary.AppendVarint(b, p.RepeatFor.Milliseconds())
+	return binary.AppendUvarint(b, p.FirstTry)
 }
 
 func appendRecString(b []byte, s string) []byte {
@@ -404,6 +413,9 @@ func (n *Node) decodeFields(d *recordDecoder, id uint64, depth int) *Timer {
 		}
 		n.decodeFields(d, id, depth+1)
 	}
+	if d.version >= 3 {
+		e.FirstTry = d.uvarint()
+	}
 	t.Extra = e
 	return t
 }
@@ -429,6 +441,9 @@ func (d *recordDecoder) replaced() []Progress {
 	var ps []Progress
 	for range k {
 		p := Progress{Def: d.uint32(), Seq: d.uint32(), Start: d.varint(), Interval: d.millis(), RepeatFor: d.millis()}
+		if d.version >= 3 {
+			p.FirstTry = d.uvarint()
+		}
 		if p.Def != 0 && d.err == nil {
 			ps = append(ps, p)
 		}

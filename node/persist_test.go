@@ -281,8 +281,11 @@ func TestRecordWithAnInformationalCopyIsReadPast(t *testing.T) {
 	h := newHarness(t)
 	rec := &Timer{ID: 1, Version: 2, State: Moved, Placement: h.node.placement([]string{"a:1"}, nil),
 		Extra: &TimerExtra{Buried: 5}}
+	// Record version 2, which ends at the mark that version 3 follows
+	// with the first try (0 here).
 	b := AppendRecord(nil, rec)
-	b = appendFields(append(b[:len(b)-1], 1), &Timer{ID: 1, Version: 2, Placement: h.node.placement([]string{"b:1"}, nil)})
+	b[0] = 2
+	b = appendFields(append(b[:len(b)-2], 1), &Timer{ID: 1, Version: 2, Placement: h.node.placement([]string{"b:1"}, nil)})
 	got, err := h.node.decodeRecord(1, b)
 	if err != nil {
 		t.Fatalf("decode: %v", err)
@@ -396,20 +399,54 @@ func TestVersionOneRecordReadsItsReplacedProgress(t *testing.T) {
 	rec := &Timer{ID: 77, Version: 5, Placement: h.node.placement([]string{"a:1"}, nil)}
 	bare := AppendRecord(nil, rec)
 	rec.replaced(p)
-	v2 := AppendRecord(nil, rec)
-	// Version 2 writes, where the record without Extra ends, Extra's
+	v3 := AppendRecord(nil, rec)
+	// Version 3 writes, where the record without Extra ends, Extra's
 	// mark (1), no tags (0), no buried end (0), then the count of
-	// replaced definitions (1) that version 1 did not write.
-	at := len(bare) - 1
-	if !bytes.Equal(v2[:at], bare[:at]) || !bytes.Equal(v2[at:at+4], []byte{1, 0, 0, 1}) {
-		t.Fatalf("version 2 record %x does not extend %x as this test expects", v2, bare)
+	// replaced definitions (1) that version 1 did not write, the
+	// progress with its first try (0) that versions 1 and 2 did not
+	// write, and, last, the record's own first try (0), nor that.
+	at, end := len(bare)-1, len(bare)-1+4+len(appendReplacedProgress(nil, p))
+	if !bytes.Equal(v3[:at], bare[:at]) || !bytes.Equal(v3[at:at+4], []byte{1, 0, 0, 1}) ||
+		v3[end-1] != 0 || v3[len(v3)-1] != 0 {
+		t.Fatalf("version 3 record %x does not extend %x as this test expects", v3, bare)
 	}
-	v1 := slices.Concat([]byte{1}, v2[1:at+3], v2[at+4:])
+	v1 := slices.Concat([]byte{1}, v3[1:at+3], v3[at+4:end-1], v3[end:len(v3)-1])
 	got, err := h.node.decodeRecord(77, v1)
 	if err != nil {
 		t.Fatalf("decode version 1: %v", err)
 	}
 	if got.Extra == nil || !slices.Equal(got.Extra.Replaced, []Progress{p}) {
 		t.Fatalf("version 1 record read with extra %+v, want replaced [%+v]", got.Extra, p)
+	}
+}
+
+// TestFirstTryIsKeptOnTheWireAndOnDisk proves that a retry's name of its
+// first try (TimerExtra.FirstTry), and that of a definition it remembers,
+// survive the internal PUT body and the record on disk: a replica that
+// received the retry, or restarted from its disk, still knows it as one
+// write with the first try (sameWrite).
+func TestFirstTryIsKeptOnTheWireAndOnDisk(t *testing.T) {
+	h := newHarness(t)
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 3 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 2}
+	rec := newTimer(77, 9, spec, 1e12, 1, h.node.placement([]string{"a:1", "b:1"}, nil), 5, nil)
+	rec.setFirstTry(4)
+	rec.replaced(Progress{Def: 3, Seq: 2, Start: 1e12 - 10, Interval: time.Second, RepeatFor: 2 * time.Second, FirstTry: 2})
+	got, err := h.node.decodeRecord(77, AppendRecord(nil, rec))
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if got.firstTry() != 4 || !slices.Equal(got.Extra.Replaced, rec.Extra.Replaced) {
+		t.Errorf("from disk: first try %d, replaced %+v; want 4, %+v", got.firstTry(), got.Extra.Replaced, rec.Extra.Replaced)
+	}
+	wspec, r, err := wire.Parse(EncodeReplication(rec, 1e12))
+	if err != nil {
+		t.Fatalf("wire.Parse: %v", err)
+	}
+	if in := h.node.fromReplication(77, wspec, r); in.firstTry() != 4 {
+		t.Errorf("from the wire: first try %d, want 4", in.firstTry())
+	}
+	first := newTimer(77, 4, spec, 1e12, 1, h.node.placement([]string{"a:1", "b:1"}, nil), 5, nil)
+	if _, r, _ := wire.Parse(EncodeReplication(first, 1e12)); r == nil || r.FirstTry != 0 {
+		t.Errorf("a first try's body names a first try: %+v", r)
 	}
 }

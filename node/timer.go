@@ -285,6 +285,12 @@ type TimerExtra struct {
 	// first write's retry popped again (TestRetriesOfThreeRacingWritesDoNotPopAgain).
 	// Never changed in place: records that share Extra share it.
 	Replaced []Progress
+	// FirstTry is the version of the first try of the client write this
+	// record is a retry of (rewrite), 0 when the record is its write's
+	// first try: a replica knows the tries of one write by it, whatever
+	// the clocks that rebuilt their starts and dated their versions
+	// (sameWrite).
+	FirstTry uint64
 	// Refused marks, by position in Placement.Replicas, the replicas
 	// that answered a pop notice with a collision: they hold another
 	// timer under this ID (two nodes issued it) and will never pop this
@@ -433,7 +439,7 @@ func (t *Timer) setExtra(e TimerExtra) {
 // empty reports whether e holds nothing, so that its record can do
 // without it.
 func (e *TimerExtra) empty() bool {
-	return len(e.Tags) == 0 && e.Buried == 0 && len(e.Replaced) == 0 && e.Refused == 0 && e.Lacking == 0 && e.SitesLacking == 0 && e.Missed == 0 && e.Owed == 0
+	return len(e.Tags) == 0 && e.Buried == 0 && len(e.Replaced) == 0 && e.Refused == 0 && e.Lacking == 0 && e.SitesLacking == 0 && e.Missed == 0 && e.Owed == 0 && e.FirstTry == 0
 }
 
 // popBit is the bit of pop p in the marks of a record at seq, or 0 when p
@@ -471,12 +477,40 @@ func (t *Timer) dueAt(p uint32) int64 {
 }
 
 // Progress is how far one definition of a timer popped: its fingerprint,
-// timing, start and sequence number.
+// timing, start and sequence number, and the first try of the client
+// write it is of (Timer.firstTry; 0 when not known).
 type Progress struct {
 	Def                 uint32
 	Seq                 uint32
 	Start               int64
 	Interval, RepeatFor time.Duration
+	FirstTry            uint64
+}
+
+// firstTry is the version of the first try of the client write t is of:
+// TimerExtra.FirstTry for a retry, t's own version otherwise.
+func (t *Timer) firstTry() uint64 {
+	if t.Extra != nil && t.Extra.FirstTry != 0 {
+		return t.Extra.FirstTry
+	}
+	return t.Version
+}
+
+// setFirstTry records that t is a retry of the client write whose first
+// try is version v (0, or t's own version: t is the first try).
+func (t *Timer) setFirstTry(v uint64) {
+	if v == t.Version {
+		v = 0
+	}
+	var e TimerExtra
+	if t.Extra != nil {
+		e = *t.Extra
+	}
+	if e.FirstTry == v {
+		return
+	}
+	e.FirstTry = v
+	t.setExtra(e)
 }
 
 // Placement is an ordered replica list (primary first, then backups) plus

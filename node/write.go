@@ -205,7 +205,7 @@ func (n *Node) create(body []byte, reply func(Response)) {
 	if spec.ReplicationFactor == 0 {
 		spec.ReplicationFactor = wire.DefaultReplicationFactor
 	}
-	n.write(id, id, spec, 0, now, n.startMs(), reply, 0, false)
+	n.write(id, id, spec, 0, now, n.startMs(), reply, 0, 0, false)
 }
 
 // put serves PUT /timers/<id>: a client update (or create with a chosen
@@ -378,7 +378,7 @@ func (n *Node) clientWrite(id, bloom uint64, spec wire.Timer, reply func(Respons
 		reply(refused)
 		return
 	}
-	n.write(id, version, spec, bloom, now, n.startMs(), reply, 0, factorLeft)
+	n.write(id, version, spec, bloom, now, n.startMs(), reply, 0, 0, factorLeft)
 }
 
 // inferRF returns the replication factor of a timer a client did not give
@@ -401,7 +401,7 @@ func (n *Node) inferRF(id, bloom uint64) int {
 // replicas drop their copy (passive rebalancing), and to the other nodes
 // that may hold an older copy (alsoHolders). The definition starts at
 // start: now, for a client write's first try.
-func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, start int64, reply func(Response), tries int, factorLeft bool) {
+func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, start int64, reply func(Response), tries int, firstTry uint64, factorLeft bool) {
 	var buf [wire.MaxReplicationFactor]string
 	w := &write{n: n, reply: reply, deletes: deletes(spec)}
 	w.rec = makeTimer(id, version, spec, start, 0, n.placement(n.ring.AppendReplicas(buf[:0], id, spec.ReplicationFactor), n.sites()),
@@ -422,6 +422,7 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, 
 		var loc [len("/timers/") + 32]byte
 		w.ok.Header[wire.HeaderLocation] = string(wire.AppendWireID(append(loc[:0], "/timers/"...), id, n.ring.Bloom(replicas)))
 	}
+	t.setFirstTry(firstTry)
 	if tries < maxWriteRetries {
 		w.again = writeAgain{n: n, t: t, spec: spec, oldBloom: oldBloom, targets: targets, tries: tries, factorLeft: factorLeft}
 	}
@@ -610,11 +611,12 @@ func (n *Node) replaceOwnCopy(t *Timer) {
 // it) withdraws the copies it left and starts again under a fresh ID, so a
 // collision never overwrites a timer; any other write goes again above the
 // newer version a replica reported. Either way it is the same client
-// write, and keeps the first try's start: replicas tell the tries of one
-// write by their starts (sameWrite), and a retry dated by the proxy's
-// clock anew, after that clock had stepped, was a write of its own, whose
-// pops the replica that had popped the first try made again
-// (TestRetryKeepsTheStartOfTheFirstTry).
+// write: it names the first try's version (TimerExtra.FirstTry), by which
+// replicas know the tries as one write (sameWrite), and keeps the first
+// try's start, by which replicas of an earlier build still tell them: a
+// retry dated by the proxy's clock anew, after that clock had stepped,
+// was a write of its own to them, whose pops the replica that had popped
+// the first try made again (TestRetryKeepsTheStartOfTheFirstTry).
 func (n *Node) rewrite(a writeAgain, w *write) {
 	t, reply := a.t, w.reply
 	now := n.nowMs()
@@ -653,7 +655,7 @@ func (n *Node) rewrite(a writeAgain, w *write) {
 }
 
 // writeAbove writes a's timer again as spec, under a version issued
-// now, with the first try's start.
+// now, with the first try's start and version.
 func (n *Node) writeAbove(a writeAgain, spec wire.Timer, reply func(Response)) {
 	now := n.nowMs()
 	version, ok, refused := n.nextID(now)
@@ -661,11 +663,11 @@ func (n *Node) writeAbove(a writeAgain, spec wire.Timer, reply func(Response)) {
 		reply(refused)
 		return
 	}
-	id := a.t.ID
+	id, first := a.t.ID, a.t.firstTry()
 	if a.t.Version == a.t.ID {
-		id = version // a create under a fresh ID
+		id, first = version, 0 // a create under a fresh ID: another timer's ID and write
 	}
-	n.write(id, version, spec, a.oldBloom, now, a.t.Start, reply, a.tries+1, a.factorLeft)
+	n.write(id, version, spec, a.oldBloom, now, a.t.Start, reply, a.tries+1, first, a.factorLeft)
 }
 
 // withdraw sends targets the tombstone of a create that collided. It

@@ -211,7 +211,7 @@ func checkReencoded(t *testing.T, spec Timer, repl *Replication) {
 	// An empty site list and an absent one are the same placement.
 	if repl2 == nil || repl2.StartTimeDelta != repl.StartTimeDelta || repl2.Seq != repl.Seq ||
 		repl2.Version != repl.Version || repl2.ViewID != repl.ViewID ||
-		repl2.Definition != repl.Definition || repl2.Missed != repl.Missed ||
+		repl2.Definition != repl.Definition || repl2.Missed != repl.Missed || repl2.FirstTry != repl.FirstTry ||
 		!slices.Equal(repl2.Replicas, repl.Replicas) || !slices.Equal(repl2.Sites, repl.Sites) ||
 		!slices.Equal(repl2.Lacking, repl.Lacking) || !slices.Equal(repl2.SitesLacking, repl.SitesLacking) {
 		t.Fatalf("re-encoded replication:\n got %+v\nwant %+v", repl2, repl)
@@ -556,6 +556,7 @@ type refTiming struct {
 	Version        string  `json:"version,omitempty"`
 	Definition     uint32  `json:"definition,omitempty"`
 	Missed         uint32  `json:"missed,omitempty"`
+	FirstTry       uint64  `json:"first-try,omitempty,string"`
 }
 
 type refReliability struct {
@@ -599,7 +600,7 @@ func refReplication(t *Timer, r *Replication) []byte {
 	b := refBody{
 		Timing: refTiming{Interval: int64(t.Interval / time.Second), RepeatFor: int64(t.RepeatFor / time.Second),
 			StartTimeDelta: &delta, SequenceNumber: &seq,
-			Version: strconv.FormatUint(r.Version, 10), Definition: r.Definition, Missed: r.Missed},
+			Version: strconv.FormatUint(r.Version, 10), Definition: r.Definition, Missed: r.Missed, FirstTry: r.FirstTry},
 		Callback: map[string]*refCallback{},
 		Reliability: &refReliability{ClusterViewID: strconv.FormatUint(r.ViewID, 10),
 			Replicas: &replicas, Sites: r.Sites, Lacking: r.Lacking, SitesLacking: r.SitesLacking, ReplicationFactor: t.ReplicationFactor},
@@ -675,7 +676,7 @@ func TestEncodeMatchesReference(t *testing.T) {
 			Seq:            rapid.Uint32().Draw(t, "seq"), Version: rapid.Uint64().Draw(t, "version"),
 			ViewID: rapid.Uint64().Draw(t, "view"), Definition: rapid.Uint32().Draw(t, "def"),
 			Missed: rapid.Uint32().Draw(t, "missed"), Replicas: replicas, Sites: sites, Lacking: lacking,
-			SitesLacking: sitesLacking,
+			SitesLacking: sitesLacking, FirstTry: rapid.Uint64().Draw(t, "first try"),
 		}
 		if got, want := AppendReplication(nil, &spec, r), refReplication(&spec, r); !slices.Equal(got, want) {
 			t.Fatalf("AppendReplication(%+v, %+v)\n got %s\nwant %s", spec, r, got, want)

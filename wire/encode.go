@@ -43,7 +43,7 @@ func Encode(t Timer) []byte {
 // AppendReplication appends to b the internal PUT body (api.md, "internal
 // API") of definition t with the replication state r, which Parse reads
 // back as t and r. A Timer with no URI travels as a tombstone: an empty
-// callback. Definition and Missed are omitted when 0, Sites, Lacking and
+// callback. Definition, Missed and FirstTry are omitted when 0, Sites, Lacking and
 // SitesLacking when empty;
 // the replica list is always there (an empty one forwards the timer to
 // another site), and t's replication factor, when not 0, travels in
@@ -67,6 +67,11 @@ func AppendReplication(b []byte, t *Timer, r *Replication) []byte {
 	if r.Missed != 0 {
 		b = append(b, `,"missed":`...)
 		b = strconv.AppendUint(b, uint64(r.Missed), 10)
+	}
+	if r.FirstTry != 0 {
+		b = append(b, `,"first-try":"`...)
+		b = strconv.AppendUint(b, r.FirstTry, 10)
+		b = append(b, '"')
 	}
 	b = append(b, `},"callback":{`...)
 	if t.URI != "" {

@@ -40,6 +40,7 @@ type rawBody struct {
 	Version        rawValue // timing, internal
 	Definition     rawValue // timing, internal
 	Missed         rawValue // timing, internal
+	FirstTry       rawValue // timing, internal
 	Callback       rawValue
 	// ReplicationFactor and the rest are members of reliability.
 	ReplicationFactor rawValue
@@ -118,6 +119,8 @@ func (t *rawBody) decodeTiming(v rawValue) error {
 			t.Definition = it.val
 		case "missed":
 			t.Missed = it.val
+		case "first-try":
+			t.FirstTry = it.val
 		}
 	}
 	return nil
@@ -529,6 +532,11 @@ func parseReplication(w *rawBody) (*Replication, error) {
 	}
 	if w.Version != nil {
 		if r.Version, err = uintField(w.Version, "timing.version"); err != nil {
+			return nil, err
+		}
+	}
+	if w.FirstTry != nil {
+		if r.FirstTry, err = uintField(w.FirstTry, "timing.first-try"); err != nil {
 			return nil, err
 		}
 	}

@@ -63,7 +63,14 @@ type Replication struct {
 	Definition uint32
 	// Missed marks the pops up to Seq the sender knows were not made; 0
 	// when absent.
-	Missed   uint32
+	Missed uint32
+	// FirstTry is the version of the first try of the client write the
+	// record is a retry of: a proxy whose write met a newer version
+	// writes it again above that one, and the replicas know the tries
+	// as one write by it, whatever their clocks. 0 when absent: the
+	// record is its write's first try, or the sender's build did not
+	// send it (the original's bodies never do).
+	FirstTry uint64
 	Replicas []string
 	Sites    []string
 	// Lacking names the replicas the sender knows may not hold the
