@@ -453,7 +453,7 @@ func keepProgress(window int64, existing, t *Timer, probes *probeHits) {
 		prior, own, priorVersion = p, false, 0
 	}
 	if t.State == Live && t.def != 0 && prior.Def == t.def && existing.Version != t.Version &&
-		sameWrite(window, prior, priorVersion, t) {
+		sameWrite(window, prior, priorVersion, t, probes) {
 		carry(window, prior, priorVersion, t, probes)
 		owedOnce(existing, own, prior.Seq, t, probes)
 	}
@@ -505,15 +505,17 @@ func remember(existing, t *Timer, probes *probeHits) {
 // one), two things tell it, either enough: starts within window ms of
 // each other, and versions one proxy issued within window ms of its own
 // clock (oneProxysTries).
-func sameWrite(window int64, prior Progress, priorVersion uint64, t *Timer) bool {
+func sameWrite(window int64, prior Progress, priorVersion uint64, t *Timer, probes *probeHits) bool {
 	if prior.Def != t.def || prior.Interval != t.Interval || prior.RepeatFor != t.RepeatFor {
 		return false
 	}
-	if prior.FirstTry != 0 && prior.FirstTry == t.firstTry() {
+	d := t.Start - prior.Start
+	byClock := d >= -window && d <= window || oneProxysTries(window, priorVersion, t.Version)
+	if !byClock && prior.FirstTry != 0 && prior.FirstTry == t.firstTry() {
+		probes.hit(probeSameWriteByName)
 		return true
 	}
-	d := t.Start - prior.Start
-	return d >= -window && d <= window || oneProxysTries(window, priorVersion, t.Version)
+	return byClock
 }
 
 // oneProxysTries reports whether versions a and b were issued by one
@@ -542,7 +544,7 @@ func oneProxysTries(window int64, a, b uint64) bool {
 // taken both ways: the same definition written twice so close together
 // is one write to the client too.
 func carry(window int64, prior Progress, priorVersion uint64, t *Timer, probes *probeHits) bool {
-	if prior.Seq <= t.Seq || !sameWrite(window, prior, priorVersion, t) {
+	if prior.Seq <= t.Seq || !sameWrite(window, prior, priorVersion, t, probes) {
 		return false
 	}
 	missed, owed := t.popMarks()

@@ -50,6 +50,10 @@ var (
 	probeKeepProgressReplace  = probe("progress/replaced-remembered")
 	probeKeepProgressPass     = probe("progress/replaced-passed-on")
 	probeKeepProgressOwedOnce = probe("progress/retry-ahead-owes-once")
+	// A retry known as its write's try by the first try it names alone:
+	// neither its start nor its version's date was within the retry
+	// window (sameWrite).
+	probeSameWriteByName = probe("progress/same-write-by-first-try")
 	probeEarliestStart        = probe("start/earliest-taken")
 	probeMergeAhead           = probe("marks/incoming-ahead")
 	probeMergeTrim            = probe("marks/held-trimmed")
