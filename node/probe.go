@@ -50,6 +50,7 @@ var (
 	probeKeepProgressReplace  = probe("progress/replaced-remembered")
 	probeKeepProgressPass     = probe("progress/replaced-passed-on")
 	probeKeepProgressOwedOnce = probe("progress/retry-ahead-owes-once")
+	probeKeepProgressBehind   = probe("progress/retry-behind-owes-once")
 	probeEarliestStart        = probe("start/earliest-taken")
 	probeMergeAhead           = probe("marks/incoming-ahead")
 	probeMergeTrim            = probe("marks/held-trimmed")
