@@ -541,7 +541,7 @@ func carry(window int64, prior Progress, priorVersion uint64, t *Timer, probes *
 // (mergeMarks' rule for records of one version): a pop this replica sent
 // and whose callback was still in flight, told of as missed by t's
 // sender, was popped again here (scenarios/README.md crash-1,
-// TestRetryBehindOwesNoPopOfTheFirstTry), and a pop in flight above
+// TestRetryBehindKeepsThisReplicasMarks), and a pop in flight above
 // t.Seq lost its mark, so a later notice would tell of it as made even
 // if its callback failed. Of a write existing only remembers no marks
 // are kept: every pop up to prior.Seq counts as attempted here and made,

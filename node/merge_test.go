@@ -312,7 +312,7 @@ func TestRetryAheadOwesNoPopOfTheFirstTry(t *testing.T) {
 	}
 }
 
-// TestRetryBehindOwesNoPopOfTheFirstTry: a replica popped pops 1 and 2
+// TestRetryBehindKeepsThisReplicasMarks: a replica popped pops 1 and 2
 // of a client write's first try; the proxy's retry of the write (another
 // version, the same definition and start) reaches it behind, at pop 1,
 // from a replica whose callback of pop 1 failed, so it tells of pop 1 as
@@ -323,7 +323,7 @@ func TestRetryAheadOwesNoPopOfTheFirstTry(t *testing.T) {
 // counts as attempted and made up to the pops it remembers. Seed 1501905
 // (scenarios/README.md crash-1): the retry's marks were the sender's, and
 // the replica popped pop 1 again while its first callback was in flight.
-func TestRetryBehindOwesNoPopOfTheFirstTry(t *testing.T) {
+func TestRetryBehindKeepsThisReplicasMarks(t *testing.T) {
 	const now = int64(1_000_000)
 	p := &Placement{Replicas: mergeNodes[:3]}
 	spec := wire.Timer{Interval: time.Second, RepeatFor: 4 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 3}
