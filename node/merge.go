@@ -449,12 +449,12 @@ func keepProgress(window int64, existing, t *Timer, probes *probeHits) {
 	prior, own, priorVersion := existing.progress(), true, existing.Version
 	if p, ok := existing.remembered(t.def); ok && prior.Def != t.def {
 		// A remembered definition's version is not kept: its tries are
-		// told by their starts alone.
+		// told by their starts and the first try they name.
 		prior, own, priorVersion = p, false, 0
 	}
 	if t.State == Live && t.def != 0 && prior.Def == t.def && existing.Version != t.Version &&
-		sameWrite(window, prior, priorVersion, t, probes) {
-		carry(window, prior, priorVersion, t, probes)
+		sameWrite(window, prior, priorVersion, t, probes) &&
+		!carryOwn(window, existing, own, prior, priorVersion, t, probes) {
 		owedOnce(existing, own, prior.Seq, t, probes)
 	}
 	remember(existing, t, probes)
@@ -554,18 +554,48 @@ func carry(window int64, prior Progress, priorVersion uint64, t *Timer, probes *
 	return true
 }
 
+// carryOwn is carry for a record t that replaces existing, the record
+// this replica holds: the pops t carries over are of the same write as
+// existing's (own) or as one it remembers, prior. t's marks are its
+// sender's, who tells as missed (and so owed here) what it did not make;
+// of the pops up to prior.Seq this replica attempted what existing does
+// not owe. So t takes existing's marks, less the pops t knows were made
+// (mergeMarks' rule for records of one version): a pop this replica sent
+// and whose callback was still in flight, told of as missed by t's
+// sender, was popped again here (scenarios/README.md N45,
+// TestRetryBehindKeepsThisReplicasMarks), and a pop in flight above
+// t.Seq lost its mark, so a later notice would tell of it as made even
+// if its callback failed. Of a write existing only remembers no marks
+// are kept: every pop up to prior.Seq counts as attempted here and made,
+// as owedOnce counts it.
+func carryOwn(window int64, existing *Timer, own bool, prior Progress, priorVersion uint64, t *Timer, probes *probeHits) bool {
+	inMissed, inOwed := t.popMarks()
+	inSeq := t.Seq
+	if !carry(window, prior, priorVersion, t, probes) {
+		return false
+	}
+	missed, owed := shiftMarks(inMissed, inSeq, t.Seq), uint32(0)
+	if own {
+		exMissed, exOwed := existing.popMarks()
+		missed, owed = trimMarks(exMissed, exOwed, t.Seq, inMissed, inSeq)
+	}
+	if shiftMarks(inOwed, inSeq, t.Seq) != owed || shiftMarks(inMissed, inSeq, t.Seq) != missed {
+		probes.hit(probeKeepProgressBehind)
+	}
+	t.setPopMarks(missed, owed)
+	return true
+}
+
 // owedOnce gives t, a try of the client write existing holds or
-// remembers (own: existing is of that write itself), carried to
-// existing's pops up to seq or ahead of them, the marks of one write: of the
+// remembers (own: existing is of that write itself) that is as far as
+// or ahead of existing's pops up to seq, the marks of one write: of the
 // pops up to seq, t owes here only those existing owes, and tells of as
 // missed only those existing does not know were made. Records of one
 // version merge their marks so (mergeMarks); a retry's record is of
 // another version, and the notice of a later pop, which says this pop
 // was missed by its sender, had this replica pop again what it had
-// popped of the first try (TestRetryAheadOwesNoPopOfTheFirstTry); a
-// try behind, carried, kept the pops its sender had missed as owed here,
-// and this replica, which had made them of the first try, made them
-// again (TestRetryBehindOwesNoPopOfTheFirstTry). Of a
+// popped of the first try (TestRetryAheadOwesNoPopOfTheFirstTry; a try
+// behind is carryOwn's). Of a
 // write existing only remembers, no marks are kept: every pop up to seq
 // counts as attempted here.
 func owedOnce(existing *Timer, own bool, seq uint32, t *Timer, probes *probeHits) {
@@ -638,20 +668,21 @@ func mergeMarks(existing, incoming *Timer, probes *probeHits) bool {
 		incoming.setPopMarks(inMissed&(below|exMissed), inMissed&(below|exOwed))
 		return false
 	}
-	// Incoming tells of no pop above existing.Seq: pops above its own
-	// Seq it knows nothing of.
-	keep := shiftMarks(inMissed, incoming.Seq, existing.Seq)
-	if d := existing.Seq - incoming.Seq; d < MissedWindow {
-		keep |= 1<<d - 1
-	} else {
-		keep = ^uint32(0)
-	}
-	if exMissed&keep != exMissed || exOwed&keep != exOwed {
+	if missed, owed := trimMarks(exMissed, exOwed, existing.Seq, inMissed, incoming.Seq); missed != exMissed || owed != exOwed {
 		probes.hit(probeMergeTrim)
-		existing.setPopMarks(exMissed&keep, exOwed&keep)
+		existing.setPopMarks(missed, owed)
 		return true
 	}
 	return false
+}
+
+// trimMarks is what a record's marks (missed, owed at seq) keep of a
+// record of the same pops that is behind it, whose missed marks are
+// inMissed at inSeq <= seq: a pop the other knows was made was made, and
+// of the pops above inSeq the other knows nothing.
+func trimMarks(missed, owed, seq, inMissed, inSeq uint32) (uint32, uint32) {
+	keep := shiftMarks(inMissed, inSeq, seq) | above(inSeq, seq)
+	return missed & keep, owed & keep
 }
 
 // assign gives t every field of src but the store's bookkeeping, so that a

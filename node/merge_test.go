@@ -312,6 +312,58 @@ func TestRetryAheadOwesNoPopOfTheFirstTry(t *testing.T) {
 	}
 }
 
+// TestRetryBehindKeepsThisReplicasMarks: a replica popped pops 1 and 2
+// of a client write's first try; the proxy's retry of the write (another
+// version, the same definition and start) reaches it behind, at pop 1,
+// from a replica whose callback of pop 1 failed, so it tells of pop 1 as
+// missed. The retry takes the first try's pops, and with them this
+// replica's marks: a pop it attempted is not owed (its callback still in
+// flight it stays missed, so that no notice tells of it as made before
+// it is), and a pop the sender made is made. A write it only remembers
+// counts as attempted and made up to the pops it remembers. Seed 1501905
+// (scenarios/README.md N45): the retry's marks were the sender's, and
+// the replica popped pop 1 again while its first callback was in flight.
+func TestRetryBehindKeepsThisReplicasMarks(t *testing.T) {
+	const now = int64(1_000_000)
+	p := &Placement{Replicas: mergeNodes[:3]}
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 4 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 3}
+	other := spec
+	other.Opaque = "concurrent"
+	first := func(missed, owed uint32) *Timer {
+		h := newTimer(7, 1, spec, now-2500, 2, p, mergeViews[0], nil)
+		h.setPopMarks(missed, owed)
+		return h
+	}
+	for _, tc := range []struct {
+		name                 string
+		held                 *Timer
+		senderMissed         uint32 // the retry's missed marks at its pop 1
+		wantMissed, wantOwed uint32
+	}{
+		{"callbacks of the first try in flight", first(0b11, 0), 1, 0b11, 0},
+		{"the first try made both pops", first(0, 0), 1, 0, 0},
+		{"the first try owes pop 1", first(0b10, 0b10), 1, 0b10, 0b10},
+		{"the sender made pop 1", first(0b11, 0), 0, 0b01, 0},
+		{"the first try remembered", func() *Timer {
+			h := newTimer(7, 2, other, now-2000, 0, p, mergeViews[0], nil)
+			h.replaced(first(0, 0).progress())
+			return h
+		}(), 1, 0b10, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			retry := newTimer(7, 3, spec, now-2490, 1, p, mergeViews[0], nil)
+			retry.setPopMarks(tc.senderMissed, tc.senderMissed)
+			r := merge(testEnv(now), tc.held, *retry)
+			if r.verdict != took {
+				t.Fatalf("verdict %d, want the retry taken", r.verdict)
+			}
+			if missed, owed := r.in.popMarks(); r.in.Seq != 2 || missed != tc.wantMissed || owed != tc.wantOwed {
+				t.Errorf("retry taken at sequence %d, missed %b, owed %b; want 2, %b, %b", r.in.Seq, missed, owed, tc.wantMissed, tc.wantOwed)
+			}
+		})
+	}
+}
+
 // TestRetryAboveARetryDoesNotPopAgain: two client writes of one timer
 // race, each retried above the other. The replica popped the first
 // write's one-shot, and the second write replaced it, remembering that
@@ -517,28 +569,5 @@ func TestRetryIsOneWriteWhateverTheClocks(t *testing.T) {
 				t.Errorf("after the first try's notice: held at sequence %d, want %d", got, tc.wantSeq)
 			}
 		})
-	}
-}
-
-// TestRetryBehindOwesNoPopOfTheFirstTry: this replica made pops 1 to 4
-// of the first try; the retry's record arrives with pop 3, telling that
-// its sender missed pop 1. Carried to pop 4, the retry must not owe pop
-// 1 here: this replica made it, and one attempt per replica per pop
-// (G4); nor tell of it as missed, as this replica knows it was made.
-func TestRetryBehindOwesNoPopOfTheFirstTry(t *testing.T) {
-	const now = int64(1_000_000)
-	p := &Placement{Replicas: mergeNodes[:2]}
-	spec := wire.Timer{Interval: time.Second, RepeatFor: 6 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 2}
-	held := newTimer(7, 1, spec, now-4_500, 4, p, mergeViews[0], nil)
-	in := newTimer(7, 3, spec, now-4_490, 3, p, mergeViews[0], nil)
-	in.setFirstTry(1)
-	in.setPopMarks(0b100, 0b100) // pop 1, two below 3
-	r := merge(testEnv(now), held, *in)
-	if r.verdict != took {
-		t.Fatalf("verdict %d, want the retry taken", r.verdict)
-	}
-	missed, owed := r.in.popMarks()
-	if r.in.Seq != 4 || owed != 0 || missed != 0 {
-		t.Errorf("retry taken at sequence %d, missed %b, owed %b; want 4, 0, 0", r.in.Seq, missed, owed)
 	}
 }

@@ -240,12 +240,12 @@ func (n *Node) pop(t *Timer) {
 			return
 		}
 		// The record may have moved on meanwhile (notices, later pops),
-		// but while it is this definition, it is the one to tell from.
+		// but while it holds this pop, it is the one to tell from.
 		if n.logsTimers() {
 			n.logTimer("callback", &popped, "seq", p, "status", resp.Status)
 		}
 		cur := n.store.Get(popped.ID)
-		if cur == nil || cur.Version != popped.Version || cur.State != Live {
+		if cur == nil || cur.State != Live || !holdsPop(cur, &popped, p) {
 			cur = nil
 		}
 		n.popMade(cur, &popped, p)
@@ -293,6 +293,22 @@ func (n *Node) handOnAfter(t *Timer) time.Duration {
 // laterThan marks the positions after i in a list of count.
 func laterThan(i, count int) uint32 {
 	return (uint32(1)<<count - 1) &^ (uint32(1)<<(i+1) - 1)
+}
+
+// holdsPop reports whether cur, the record held now, holds pop p of
+// popped, the record a pop was sent from: the same version, or another
+// version of the same definition that has reached p, on the same start
+// or naming the same first try (one write), as a retry of the write
+// that took the first try's pops does (carry):
+// its pop p is the same callback at the same due time. The retry kept
+// the pop's mark as missed while its callback was in flight; left there
+// once it succeeded, every later notice told of the pop as missed, and a
+// replica that had not attempted it popped it again
+// (TestPopMadeUnderTheFirstTryCountsForTheRetry).
+func holdsPop(cur, popped *Timer, p uint32) bool {
+	return cur.Version == popped.Version ||
+		cur.def != 0 && cur.def == popped.def && p <= cur.Seq &&
+			(cur.Start == popped.Start || cur.firstTry() == popped.firstTry())
 }
 
 // popMade records that pop p was made and tells the other replicas, from

@@ -173,3 +173,65 @@ func TestRepopulatingReplicaMayLackItsTimers(t *testing.T) {
 	c.advance(11*time.Second, 200) // pop 1, whose notice the backup takes
 	assert.Equal(t, ReplicaSkew, a.handOnAfter(a.store.Get(id)), "the primary's pops, once the backup took a notice")
 }
+
+// TestPopMadeUnderTheFirstTryCountsForTheRetry: a replica sent pops 1
+// and 2 of a client write's first try, and the proxy's retry of the
+// write (another version, the same definition and start) arrived behind
+// them while their callbacks were in flight, from a replica whose own pop
+// 1 failed. The replica pops neither again. Once their callbacks succeed
+// the retry it holds knows both were made, so no later notice tells of
+// them as missed (which has a replica that did not attempt them pop them
+// again); once they fail, it tells of both as missed, so that the next
+// replica pops them (docs/design.md 4.7), pop 2 included, which the
+// retry's sender knew nothing of.
+func TestPopMadeUnderTheFirstTryCountsForTheRetry(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		status     int
+		wantMissed uint32
+	}{
+		{"callbacks answered 200", 200, 0},
+		{"callbacks failed", 503, 0b11},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, three...)
+			node := c.nodes[three[0]]
+			c.down[three[1]], c.down[three[2]] = true, true
+			id := idPlacedOn(three, three)
+			place := &Placement{Replicas: three}
+			first := *withCallback(&Timer{ID: id, Version: 1 << 30, Start: node.nowMs(), Interval: time.Second, RepeatFor: 4 * time.Second, RF: 3, Placement: place}, cb, "x")
+			require.Equal(t, 200, replicateFrom(node, three[1], first).Status, "the first try")
+			c.clock.advance(2100 * time.Millisecond)
+			c.settle()
+			sent := c.net.take(cb)
+			require.Len(t, sent, 2, "callbacks by pop 2's due time")
+
+			retry := first
+			retry.Version++
+			retry.Seq = 1
+			retry.setPopMarks(1, 1) // the sender's pop 1 failed
+			require.Equal(t, 200, replicateFrom(node, three[1], retry).Status, "the retry")
+			c.clock.advance(100 * time.Millisecond)
+			c.settle()
+			require.Empty(t, c.net.take(cb), "a pop again while its callback is in flight")
+
+			for _, s := range sent {
+				s.done(Response{Status: tc.status}, nil)
+			}
+			c.settle()
+			got, ok := node.Timer(id)
+			require.True(t, ok)
+			missed, owed := got.popMarks()
+			assert.Equal(t, [3]uint64{retry.Version, 2, uint64(tc.wantMissed)}, [3]uint64{got.Version, uint64(got.Seq), uint64(missed)},
+				"the retry held (version, sequence, missed) once the callbacks were answered")
+			assert.Zero(t, owed)
+			c.clock.advance(2 * time.Second)
+			c.settle()
+			var seqs []string
+			for _, s := range c.net.take(cb) {
+				seqs = append(seqs, s.req.Header.Get(wire.HeaderSequenceNumber))
+			}
+			assert.Equal(t, []string{"3", "4"}, seqs, "the pops that follow")
+		})
+	}
+}

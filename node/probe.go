@@ -50,17 +50,18 @@ var (
 	probeKeepProgressReplace  = probe("progress/replaced-remembered")
 	probeKeepProgressPass     = probe("progress/replaced-passed-on")
 	probeKeepProgressOwedOnce = probe("progress/retry-ahead-owes-once")
+	probeKeepProgressBehind   = probe("progress/retry-behind-owes-once")
 	// A retry known as its write's try by the first try it names alone:
 	// neither its start nor its version's date was within the retry
 	// window (sameWrite).
-	probeSameWriteByName = probe("progress/same-write-by-first-try")
-	probeEarliestStart        = probe("start/earliest-taken")
-	probeMergeAhead           = probe("marks/incoming-ahead")
-	probeMergeTrim            = probe("marks/held-trimmed")
-	probeReplicaAhead         = probe("replica/version-too-far-ahead")
-	probeReplicaFromSite      = probe("replica/placed-from-site")
-	probeReplicaStartDelta    = probe("replica/answers-earlier-start")
-	probeReplicaPopped        = probe("replica/answers-popped")
+	probeSameWriteByName   = probe("progress/same-write-by-first-try")
+	probeEarliestStart     = probe("start/earliest-taken")
+	probeMergeAhead        = probe("marks/incoming-ahead")
+	probeMergeTrim         = probe("marks/held-trimmed")
+	probeReplicaAhead      = probe("replica/version-too-far-ahead")
+	probeReplicaFromSite   = probe("replica/placed-from-site")
+	probeReplicaStartDelta = probe("replica/answers-earlier-start")
+	probeReplicaPopped     = probe("replica/answers-popped")
 
 	// write.go: client writes on the proxy.
 	probeWriteRetryNewer     = probe("write/retried-above-newer")
