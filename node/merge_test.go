@@ -472,22 +472,17 @@ func TestTriesWithStartsAStepApartAreOneWrite(t *testing.T) {
 	env := testEnv(now)
 	p := &Placement{Replicas: mergeNodes[:3]}
 	spec := wire.Timer{Interval: 15 * time.Second, RepeatFor: 30 * time.Second, URI: "http://cb.example/cb", Opaque: "x", ReplicationFactor: 3}
-	version := func(instance uint64, ms int64) uint64 {
-		g := newIDGen(instance, 0)
-		v, _ := g.next(idEpochMs + ms)
-		return v
-	}
 	const issued = int64(500_000)
-	first := version(5, issued)
+	first := versionAt(5, issued)
 	popped := func() *Timer { return newTimer(7, first, spec, now-15_500, 1, p, mergeViews[0], nil) }
 	for _, tc := range []struct {
 		name    string
 		version uint64
 		wantSeq uint32
 	}{
-		{"the proxy's retry", version(5, issued+45), 1},
-		{"another proxy's write", version(6, issued+45), 0},
-		{"the proxy's write minutes later", version(5, issued+180_000), 0},
+		{"the proxy's retry", versionAt(5, issued+45), 1},
+		{"another proxy's write", versionAt(6, issued+45), 0},
+		{"the proxy's write minutes later", versionAt(5, issued+180_000), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			later := newTimer(7, tc.version, spec, now-15_500+3_165, 0, p, mergeViews[0], nil)
@@ -524,13 +519,8 @@ func TestRetryIsOneWriteWhateverTheClocks(t *testing.T) {
 	env := testEnv(now)
 	p := &Placement{Replicas: mergeNodes[:2]}
 	spec := wire.Timer{Interval: 2 * time.Second, RepeatFor: 8 * time.Second, URI: "http://cb.example/cb", Opaque: "x", ReplicationFactor: 2}
-	version := func(instance uint64, ms int64) uint64 {
-		g := newIDGen(instance, 0)
-		v, _ := g.next(idEpochMs + ms)
-		return v
-	}
 	const issued = int64(500_000)
-	first, retryVersion := version(4, issued), version(4, issued+2_200)
+	first, retryVersion := versionAt(4, issued), versionAt(4, issued+2_200)
 	popped := func() *Timer { return newTimer(7, first, spec, now-4_500, 2, p, mergeViews[0], nil) }
 	retry := func(named bool) *Timer {
 		r := newTimer(7, retryVersion, spec, now-4_500+3_400, 0, p, mergeViews[0], nil)
@@ -570,4 +560,12 @@ func TestRetryIsOneWriteWhateverTheClocks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// versionAt is the first version a node of instance number instance
+// issues at ms past the ID epoch on its clock.
+func versionAt(instance uint64, ms int64) uint64 {
+	g := newIDGen(instance, 0)
+	v, _ := g.next(idEpochMs + ms)
+	return v
 }
