@@ -12,8 +12,10 @@ import (
 // where the node may have forgotten the timer: a crash between the two
 // attempts, a scale-down that stopped it between them (it joined again
 // later as a new node, holding nothing of what it did), or a second attempt after the timer's last pop was due plus
-// the tombstone's life, on the node's clock (a replica that was paused
-// meanwhile may bring the finished timer back with its stale copy).
+// the tombstone's life, on the node's clock, less what the clocks of the
+// nodes that held the definition's start gained (a replica that was
+// paused meanwhile may bring the finished timer back with its stale
+// copy).
 //
 // Its verdict is strict unless a replica did attempt the pop twice and
 // was excused: ExForgot, or ExSharedID for a pop under a withdrawn ID.
@@ -26,8 +28,13 @@ func (x *index) checkRetries(d *def, seq int) (verdict, Violation, bool) {
 		q, seen := last[p.Node]
 		// A clock that moved ahead ends the tombstone early in true time,
 		// also one that stepped ahead before the first attempt and back
-		// since (latestLocal).
-		gain := x.tl.gain(p.Node, q.At, p.At)
+		// since (latestLocal). So does the clock of any node that held
+		// the definition's start (forward, as G1 counts it): the
+		// tombstone's life is measured from the start the replica
+		// holds, and a start handed on by a holder whose clock gained
+		// is early by that gain (the earliest start wins), so the
+		// tombstone ends early by it too.
+		gain := max(x.tl.gain(p.Node, q.At, p.At), x.forward(d, d.lo, p.At))
 		local := max(p.At+gain, x.tl.latestLocal(p.Node, q.At, p.At))
 		forgot := local >= lastDue+x.o.TombstoneLife || x.crashedBetween(p.Node, q.At, p.At) || x.leftBetween(p.Node, q.At, p.At)
 		// A pop under an ID that collided is of the first write of a

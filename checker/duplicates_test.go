@@ -186,3 +186,47 @@ func TestStartSpreadLastsWhileItsNoticesAreKept(t *testing.T) {
 		}
 	}
 }
+
+// TestTombstoneEndedEarlyByAStartHoldersClock proves a replica whose
+// tombstone ended early because a start it took came from a holder
+// whose clock had stepped ahead may make a pop again (forgot): the
+// backup's clock steps 3 s ahead after the create, the primary takes
+// the start the backup hands on (the earliest start wins), 3 s early in
+// true time, and its tombstone, measured from it, ends 3 s before the
+// last due time plus its life; a replica paused meanwhile brings the
+// finished timer back, and the primary pops pop 10 again 2 s before
+// that. Stepped on a node that never held the start, or 4 s before the
+// life's end, the second attempt is G4 (scenarios/README.md C31).
+func TestTombstoneEndedEarlyByAStartHoldersClock(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		holder  bool
+		early   time.Duration
+		violate bool
+	}{
+		{"a holder's step", true, 2 * sec, false},
+		{"past the holder's step", true, 4 * sec, true},
+		{"a step on a node without the start", false, 2 * sec, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, other := placed(t)
+			stepped := other
+			if c.holder {
+				stepped = b
+			}
+			h.Faults = []Fault{{At: 500 * ms, Kind: ClockJump, Nodes: []string{stepped}, Detail: "+3s"}}
+			again := pop(10*sec+TombstoneLife-c.early, p, "a", 10)
+			again.Timer = placedTimer
+			h.Pops = append(h.Pops, again)
+			vs, cov := DefaultOptions().Judge(h)
+			if c.violate {
+				requireHas(t, requireOnly(t, vs, "G4"), "G4", "pop 10 delivered twice by "+p)
+				return
+			}
+			requireNone(t, vs)
+			if cov.Excused[ExForgot] == 0 {
+				t.Errorf("forgot excused nothing: %v", cov.Excused)
+			}
+		})
+	}
+}
