@@ -438,3 +438,118 @@ func TestRepairPushesADeleteTheReplicaMissed(t *testing.T) {
 		assert.Zero(t, p.lacking(), "the replica's answer clears the mark")
 	}
 }
+
+// TestRepairPushesOfMarkedRecordsAreCapped: a proxy whose deletes missed a
+// replica that is down holds many tombstones marked as that replica may
+// lack them. While the replica answers nothing, no round pushes it any of
+// them (the round's digests are its first word, and get no answer); once
+// it answers, each round pushes it at most a page of them, the next round
+// the next ones, so every mark is cleared by the replica's answers within
+// as many rounds as there are pages of them (scenarios/README.md cap-1).
+func TestRepairPushesOfMarkedRecordsAreCapped(t *testing.T) {
+	const page, timers = 4, 13
+	c, proxy, down, _, marked := markedTombstones(t, page, timers)
+	require.Equal(t, timers, marked(), "every delete marks the replica that was down")
+	// The harness counts what the proxy sends the replica: its rounds'
+	// first digests, those answered, the pushes since the last round's
+	// digests, and the most pushes one round made.
+	var rounds, answered, pushes, most int
+	c.watch = func(s *sent, to string, status int, _ bool) {
+		if s.from != proxy || to != down {
+			return
+		}
+		switch {
+		case s.req.Method == "PUT":
+			pushes++
+			most = max(most, pushes)
+		case strings.HasSuffix(s.req.URL, repairPath) && !strings.Contains(string(s.req.Body), `"after"`) &&
+			!strings.Contains(string(s.req.Body), `"want"`):
+			rounds++
+			if status == 200 {
+				answered++
+			}
+			pushes = 0
+		}
+	}
+	c.advance(5*DefaultRepairInterval, 200)
+	require.Positive(t, rounds)
+	assert.Zero(t, most, "pushes to a replica that answers nothing")
+	require.Equal(t, timers, marked())
+	c.down[down] = false
+	for marked() > 0 && answered < 2*timers {
+		c.advance(time.Second, 200)
+	}
+	assert.Zero(t, marked(), "marks left")
+	assert.LessOrEqual(t, answered, (timers+page-1)/page, "rounds answered until every mark was cleared")
+	assert.LessOrEqual(t, most, page, "pushes in one round")
+	assert.Positive(t, c.nodes[proxy].probeHits[probeRepairLackingCap])
+}
+
+// markedTombstones builds a cluster of three nodes with repair pages of
+// page records, and timers rf 3 timers created and deleted through
+// proxy while down was down (it still is): the proxy's tombstones, by
+// ids, each mark down as may lack it. marked counts those still marked.
+func markedTombstones(t *testing.T, page, timers int) (c *cluster, proxy, down string, ids []uint64, marked func() int) {
+	t.Helper()
+	c = newClusterWith(t, func(_ string, cfg *Config) {
+		cfg.RepairInterval, cfg.RepairPage = DefaultRepairInterval, page
+	}, three...)
+	proxy, down = three[0], three[2]
+	c.down[down] = true
+	for range timers {
+		wid := createVia(t, c, proxy, `{"timing":{"interval":600},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":3}}`)
+		ids = append(ids, mustID(t, wid))
+		if r := c.client(proxy, "DELETE", "/timers/"+wid, ""); r.Status/100 != 2 {
+			t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+		}
+	}
+	marked = func() int {
+		m := 0
+		for _, id := range ids {
+			if held := c.nodes[proxy].store.Get(id); held != nil && held.lacking() != 0 {
+				m++
+			}
+		}
+		return m
+	}
+	require.Equal(t, timers, marked(), "every delete marks the replica that was down")
+	return c, proxy, down, ids, marked
+}
+
+// TestRepairPushesOfMarkedRecordsTakeTurns: a replica that answers its
+// rounds but never takes the pushes of a page of marked tombstones (they
+// are lost on the way, every time) does not keep the others from it: each
+// round takes up after the last one the round before pushed, so every
+// other mark is cleared within as many rounds as there are pages, and the
+// pushes of one round stay within a page's tries.
+func TestRepairPushesOfMarkedRecordsTakeTurns(t *testing.T) {
+	const page, timers = 4, 13
+	c, proxy, down, ids, marked := markedTombstones(t, page, timers)
+	slices.Sort(ids)
+	c.lose = func(host string, req Request) bool {
+		_, path := splitURL(req.URL)
+		return host == down && req.Method == "PUT" && slices.Contains(ids[:page], mustID(t, strings.TrimPrefix(path, "/timers/")))
+	}
+	var answered, pushes, most int
+	c.watch = func(s *sent, to string, status int, _ bool) {
+		if s.from != proxy || to != down {
+			return
+		}
+		switch {
+		case s.req.Method == "PUT":
+			pushes++
+			most = max(most, pushes)
+		case strings.HasSuffix(s.req.URL, repairPath) && status == 200 && !strings.Contains(string(s.req.Body), `"after"`) &&
+			!strings.Contains(string(s.req.Body), `"want"`):
+			answered++
+			pushes = 0
+		}
+	}
+	c.down[down] = false
+	for marked() > page && answered < 2*timers {
+		c.advance(time.Second, 200)
+	}
+	assert.Equal(t, page, marked(), "marks left")
+	assert.LessOrEqual(t, answered, (timers+page-1)/page, "rounds answered until every other mark was cleared")
+	assert.LessOrEqual(t, most, page*maxResyncSends, "pushes in one round")
+}
