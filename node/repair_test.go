@@ -449,39 +449,19 @@ func TestRepairPushesADeleteTheReplicaMissed(t *testing.T) {
 func TestRepairPushesOfMarkedRecordsAreCapped(t *testing.T) {
 	const page, timers = 4, 13
 	c, proxy, down, _, marked := markedTombstones(t, page, timers)
-	require.Equal(t, timers, marked(), "every delete marks the replica that was down")
-	// The harness counts what the proxy sends the replica: its rounds'
-	// first digests, those answered, the pushes since the last round's
-	// digests, and the most pushes one round made.
-	var rounds, answered, pushes, most int
-	c.watch = func(s *sent, to string, status int, _ bool) {
-		if s.from != proxy || to != down {
-			return
-		}
-		switch {
-		case s.req.Method == "PUT":
-			pushes++
-			most = max(most, pushes)
-		case strings.HasSuffix(s.req.URL, repairPath) && !strings.Contains(string(s.req.Body), `"after"`) &&
-			!strings.Contains(string(s.req.Body), `"want"`):
-			rounds++
-			if status == 200 {
-				answered++
-			}
-			pushes = 0
-		}
-	}
+	var n pushCount
+	n.watch(c, proxy, down)
 	c.advance(5*DefaultRepairInterval, 200)
-	require.Positive(t, rounds)
-	assert.Zero(t, most, "pushes to a replica that answers nothing")
+	require.Positive(t, n.asked)
+	assert.Zero(t, n.most, "pushes to a replica that answers nothing")
 	require.Equal(t, timers, marked())
 	c.down[down] = false
-	for marked() > 0 && answered < 2*timers {
+	for marked() > 0 && n.answered < 2*timers {
 		c.advance(time.Second, 200)
 	}
 	assert.Zero(t, marked(), "marks left")
-	assert.LessOrEqual(t, answered, (timers+page-1)/page, "rounds answered until every mark was cleared")
-	assert.LessOrEqual(t, most, page, "pushes in one round")
+	assert.LessOrEqual(t, n.answered, (timers+page-1)/page, "rounds answered until every mark was cleared")
+	assert.LessOrEqual(t, n.most, page, "pushes in one round")
 	assert.Positive(t, c.nodes[proxy].probeHits[probeRepairLackingCap])
 }
 
@@ -530,26 +510,40 @@ func TestRepairPushesOfMarkedRecordsTakeTurns(t *testing.T) {
 		_, path := splitURL(req.URL)
 		return host == down && req.Method == "PUT" && slices.Contains(ids[:page], mustID(t, strings.TrimPrefix(path, "/timers/")))
 	}
-	var answered, pushes, most int
-	c.watch = func(s *sent, to string, status int, _ bool) {
-		if s.from != proxy || to != down {
+	var n pushCount
+	n.watch(c, proxy, down)
+	c.down[down] = false
+	for marked() > page && n.answered < 2*timers {
+		c.advance(time.Second, 200)
+	}
+	assert.Equal(t, page, marked(), "marks left")
+	assert.LessOrEqual(t, n.answered, (timers+page-1)/page, "rounds answered until every other mark was cleared")
+	assert.LessOrEqual(t, n.most, page*maxResyncSends, "pushes in one round")
+}
+
+// pushCount is what the harness counts of a node's sends to a peer: the
+// rounds' digests asked (a round's first page, each try), those
+// answered 200, the pushes since the last digests asked, and the most
+// pushes between two of them.
+type pushCount struct{ asked, answered, pushes, most int }
+
+// watch counts from's sends to to in c.
+func (n *pushCount) watch(c *cluster, from, to string) {
+	c.watch = func(s *sent, host string, status int, _ bool) {
+		if s.from != from || host != to {
 			return
 		}
 		switch {
 		case s.req.Method == "PUT":
-			pushes++
-			most = max(most, pushes)
-		case strings.HasSuffix(s.req.URL, repairPath) && status == 200 && !strings.Contains(string(s.req.Body), `"after"`) &&
+			n.pushes++
+			n.most = max(n.most, n.pushes)
+		case strings.HasSuffix(s.req.URL, repairPath) && !strings.Contains(string(s.req.Body), `"after"`) &&
 			!strings.Contains(string(s.req.Body), `"want"`):
-			answered++
-			pushes = 0
+			n.asked++
+			if status == 200 {
+				n.answered++
+			}
+			n.pushes = 0
 		}
 	}
-	c.down[down] = false
-	for marked() > page && answered < 2*timers {
-		c.advance(time.Second, 200)
-	}
-	assert.Equal(t, page, marked(), "marks left")
-	assert.LessOrEqual(t, answered, (timers+page-1)/page, "rounds answered until every other mark was cleared")
-	assert.LessOrEqual(t, most, page*maxResyncSends, "pushes in one round")
 }
