@@ -1,7 +1,9 @@
 package node
 
 // Flow control of bulk sends. A resync and a hand-off send a message for
-// each timer they move, to a few peers, all at once: a join of a node to
+// each timer they move, to a few peers, all at once (and a repair round
+// its pushes of the tombstones marking a peer as may lack them, a page at
+// most, repairLacking): a join of a node to
 // three that hold a million timers hands each old node's hundred
 // thousand moved copies to the one new node. Handed to the driver in one
 // go, they queue there behind each other; the driver sheds a message

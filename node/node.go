@@ -92,6 +92,10 @@ type Node struct {
 	repairGen   uint64
 	repairDirty bool
 	repairBusy  map[string]bool
+	// repairMarkedNext is, per peer, the ID the next round's pushes of
+	// the records marking the peer as may lack them take up from, when
+	// the last round pushed a page of them and left some (repairLacking).
+	repairMarkedNext map[string]uint64
 	// tombsHanded are the tombstones (ID to version) this node holds but
 	// is not a replica of that every replica its latest change of view
 	// added holds: handOff pushes them no more. A change of view empties

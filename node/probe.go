@@ -152,6 +152,7 @@ var (
 	probeRepairQuiet      = probe("repair/quiet-round-skipped")
 	probeRepairPush       = probe("repair/pushed-newer")
 	probeRepairLacking    = probe("repair/pushed-what-the-peer-may-lack")
+	probeRepairLackingCap = probe("repair/marked-pushes-capped")
 	probeRepairWant       = probe("repair/asked-for-newer")
 	probeRepairGive       = probe("repair/gave-what-was-asked")
 	probeRepairPage       = probe("repair/next-page")

@@ -159,7 +159,7 @@ func (n *Node) repairRound() {
 	for _, peer := range n.repairPeers() {
 		if !n.repairBusy[peer] {
 			n.repairBusy[peer] = true
-			n.repairWith(peer, view, 0, nil, 1)
+			n.repairWith(peer, view, 0, nil, nil, 1)
 		}
 	}
 	n.handOff(nil)
@@ -187,23 +187,21 @@ func (n *Node) heldFor(peer string, fn func(t *Timer, mine bool)) {
 // each costs a walk of the whole store, and a round that starts with
 // every bucket differing (a node joined, empty) has a page for every
 // MaxRepairEntries records. A record that changed since they were taken
-// has set repairNeeded, so the next round compares it again.
-func (n *Node) repairWith(peer string, view, after uint64, digests *[repairBuckets]uint64, attempt int) {
+// has set repairNeeded, so the next round compares it again. marked are
+// the records of the round that mark peer as may lack them, taken with
+// the digests and pushed on the peer's first answer to the round
+// (repairLacking); nil once pushed.
+func (n *Node) repairWith(peer string, view, after uint64, digests *[repairBuckets]uint64, marked []*Timer, attempt int) {
 	if digests == nil {
 		digests = new([repairBuckets]uint64)
-		var lacking []*Timer
 		n.heldFor(peer, func(t *Timer, mine bool) {
 			switch {
 			case mine && t.State == Live:
 				digests[repairBucket(t.ID)] += repairHash(t.ID, t.Version)
-			case mine && t.State == Tombstone && t.lacking() != 0:
-				// heldFor's peer is one of t's replicas.
-				if i := slices.Index(t.Placement.Replicas, peer); i < 32 && t.lacking()&(1<<i) != 0 {
-					lacking = append(lacking, t)
-				}
+			case mine && lackedBy(t, peer):
+				marked = append(marked, t)
 			}
 		})
-		n.repairLacking(peer, lacking)
 	}
 	body := repairDigestBody{View: strconv.FormatUint(view, 10), From: n.self, Digests: make([]string, repairBuckets)}
 	for i, d := range digests {
@@ -216,6 +214,11 @@ func (n *Node) repairWith(peer string, view, after uint64, digests *[repairBucke
 		if view != n.ring.ViewID() {
 			delete(n.repairBusy, peer)
 			return // a reload has started a round of its own
+		}
+		if err == nil && len(marked) > 0 {
+			// The peer answers: it may take what it may lack.
+			n.repairLacking(peer, marked)
+			marked = nil
 		}
 		var ans repairAnswer
 		if err == nil && resp.Status == 200 {
@@ -238,36 +241,101 @@ func (n *Node) repairWith(peer string, view, after uint64, digests *[repairBucke
 					delete(n.repairBusy, peer)
 					return
 				}
-				n.repairWith(peer, view, after, digests, attempt+1)
+				n.repairWith(peer, view, after, digests, marked, attempt+1)
 			})
 			return
 		}
 		through, ok := n.repairAnswered(peer, after, ans)
 		if ok && through > after {
 			n.hit(probeRepairPage)
-			n.repairWith(peer, view, through, digests, 1)
+			n.repairWith(peer, view, through, digests, nil, 1)
 			return
 		}
 		delete(n.repairBusy, peer)
 	})
 }
 
+// lackedBy reports whether t, a record this node holds, is a tombstone
+// that marks peer, one of its replicas, as may lack it
+// (markTombstoneLacking).
+func lackedBy(t *Timer, peer string) bool {
+	if t.State != Tombstone || t.lacking() == 0 {
+		return false
+	}
+	i := slices.Index(t.Placement.Replicas, peer)
+	return i >= 0 && i < 32 && t.lacking()&(1<<i) != 0
+}
+
 // repairLacking pushes peer the tombstones this node holds that mark it
 // as may lack them (markTombstoneLacking: the delete's replication did
-// not reach it), once a round, whatever the digests say: the peer may
-// hold the deleted timer live under a smaller factor, its record placed
-// on no node that took the delete, and then no digest of either side
-// lists it. Its answer (a 200, or a 409: it holds something newer)
-// clears the mark.
-func (n *Node) repairLacking(peer string, tombs []*Timer) {
-	slices.SortFunc(tombs, byDueThenID)
-	now := n.nowMs()
-	for _, t := range tombs {
-		n.hit(probeRepairLacking)
-		n.stats.RepairPushes++
-		n.replicate(peer, n.placedNow(t), nil, now, func(ok bool, resp Response) {
-			if !ok && resp.Status == 409 && resp.Header.Get(HeaderCollision) == "" {
-				n.markLacking(t, peer, false)
+// not reach it), whatever the digests say: the peer may hold the deleted
+// timer live under a smaller factor, its record placed on no node that
+// took the delete, and then no digest of either side lists it. Its answer
+// (a 200, or a 409: it holds something newer) clears the mark; nothing
+// else does.
+//
+// A long partition under a delete-heavy load marks many tombstones, and
+// pushing them all each round was a message storm at a peer that answers
+// nothing. So a round pushes them only once the peer has answered the
+// round's digests (repairWith: a peer that is down gets its digests,
+// asked again under repairRetry, and no push), at most a page of them
+// (Config.RepairPage) a round, taking up in ID order after the last one
+// the round before pushed (repairMarkedNext) and around, so that every
+// one is pushed within as many rounds as there are pages of them. Each
+// goes through the peer's window of bulk sends (flow.go), again under
+// bulkRetry while it gets no answer and the mark stands (as a hand-off's
+// push), so a slow peer takes them at its pace and a peer that stops
+// answering drops the rest of them (bulkGiveUp) until a later round.
+// marked are the round's, taken with its digests: each is pushed as the
+// node holds it now, if it still marks peer.
+func (n *Node) repairLacking(peer string, marked []*Timer) {
+	page := cmp.Or(n.cfg.RepairPage, MaxRepairEntries)
+	slices.SortFunc(marked, func(a, b *Timer) int { return cmp.Compare(a.ID, b.ID) })
+	if len(marked) > page {
+		n.hit(probeRepairLackingCap)
+		next := n.repairMarkedNext[peer]
+		i, _ := slices.BinarySearchFunc(marked, next, func(t *Timer, id uint64) int { return cmp.Compare(t.ID, id) })
+		marked = append(marked[i:], marked[:i]...)[:page]
+		if n.repairMarkedNext == nil {
+			n.repairMarkedNext = map[string]uint64{}
+		}
+		n.repairMarkedNext[peer] = marked[page-1].ID + 1
+		n.repairNeeded() // the rest wait for the next round
+	} else {
+		delete(n.repairMarkedNext, peer)
+	}
+	for _, t := range marked {
+		id, version := t.ID, t.Version
+		// held is the tombstone as the node holds it now, while it
+		// still marks peer.
+		held := func() *Timer {
+			h := n.store.Get(id)
+			if h == nil || h.Version != version || !lackedBy(h, peer) {
+				return nil
+			}
+			return h
+		}
+		n.sendRetried(peer, bulkRetry, func(finish func(tryOutcome, bool)) {
+			h := held()
+			if h == nil {
+				finish(tryDropped, false)
+				return
+			}
+			n.hit(probeRepairLacking)
+			n.stats.RepairPushes++
+			n.replicate(peer, n.placedNow(h), nil, n.nowMs(), func(ok bool, resp Response) {
+				if !ok && resp.Status == 409 && resp.Header.Get(HeaderCollision) == "" {
+					n.markLacking(h, peer, false)
+				}
+				if resp.Status == 0 {
+					finish(tryFailed, false)
+					return
+				}
+				finish(tryDone, true)
+			})
+		}, func() bool { return held() != nil }, func(out tryOutcome) {
+			if out == tryFailed {
+				n.repairNeeded()
 			}
 		})
 	}

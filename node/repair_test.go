@@ -438,3 +438,112 @@ func TestRepairPushesADeleteTheReplicaMissed(t *testing.T) {
 		assert.Zero(t, p.lacking(), "the replica's answer clears the mark")
 	}
 }
+
+// TestRepairPushesOfMarkedRecordsAreCapped: a proxy whose deletes missed a
+// replica that is down holds many tombstones marked as that replica may
+// lack them. While the replica answers nothing, no round pushes it any of
+// them (the round's digests are its first word, and get no answer); once
+// it answers, each round pushes it at most a page of them, the next round
+// the next ones, so every mark is cleared by the replica's answers within
+// as many rounds as there are pages of them (scenarios/README.md N46).
+func TestRepairPushesOfMarkedRecordsAreCapped(t *testing.T) {
+	const page, timers = 4, 13
+	c, proxy, down, _, marked := markedTombstones(t, page, timers)
+	var n pushCount
+	n.watch(c, proxy, down)
+	c.advance(5*DefaultRepairInterval, 200)
+	require.Positive(t, n.asked)
+	assert.Zero(t, n.most, "pushes to a replica that answers nothing")
+	require.Equal(t, timers, marked())
+	c.down[down] = false
+	for marked() > 0 && n.answered < 2*timers {
+		c.advance(time.Second, 200)
+	}
+	assert.Zero(t, marked(), "marks left")
+	assert.LessOrEqual(t, n.answered, (timers+page-1)/page, "rounds answered until every mark was cleared")
+	assert.LessOrEqual(t, n.most, page, "pushes in one round")
+	assert.Positive(t, c.nodes[proxy].probeHits[probeRepairLackingCap])
+}
+
+// markedTombstones builds a cluster of three nodes with repair pages of
+// page records, and timers rf 3 timers created and deleted through
+// proxy while down was down (it still is): the proxy's tombstones, by
+// ids, each mark down as may lack it. marked counts those still marked.
+func markedTombstones(t *testing.T, page, timers int) (c *cluster, proxy, down string, ids []uint64, marked func() int) {
+	t.Helper()
+	c = newClusterWith(t, func(_ string, cfg *Config) {
+		cfg.RepairInterval, cfg.RepairPage = DefaultRepairInterval, page
+	}, three...)
+	proxy, down = three[0], three[2]
+	c.down[down] = true
+	for range timers {
+		wid := createVia(t, c, proxy, `{"timing":{"interval":600},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":3}}`)
+		ids = append(ids, mustID(t, wid))
+		if r := c.client(proxy, "DELETE", "/timers/"+wid, ""); r.Status/100 != 2 {
+			t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+		}
+	}
+	marked = func() int {
+		m := 0
+		for _, id := range ids {
+			if held := c.nodes[proxy].store.Get(id); held != nil && held.lacking() != 0 {
+				m++
+			}
+		}
+		return m
+	}
+	require.Equal(t, timers, marked(), "every delete marks the replica that was down")
+	return c, proxy, down, ids, marked
+}
+
+// TestRepairPushesOfMarkedRecordsTakeTurns: a replica that answers its
+// rounds but never takes the pushes of a page of marked tombstones (they
+// are lost on the way, every time) does not keep the others from it: each
+// round takes up after the last one the round before pushed, so every
+// other mark is cleared within as many rounds as there are pages, and the
+// pushes of one round stay within a page's tries.
+func TestRepairPushesOfMarkedRecordsTakeTurns(t *testing.T) {
+	const page, timers = 4, 13
+	c, proxy, down, ids, marked := markedTombstones(t, page, timers)
+	slices.Sort(ids)
+	c.lose = func(host string, req Request) bool {
+		_, path := splitURL(req.URL)
+		return host == down && req.Method == "PUT" && slices.Contains(ids[:page], mustID(t, strings.TrimPrefix(path, "/timers/")))
+	}
+	var n pushCount
+	n.watch(c, proxy, down)
+	c.down[down] = false
+	for marked() > page && n.answered < 2*timers {
+		c.advance(time.Second, 200)
+	}
+	assert.Equal(t, page, marked(), "marks left")
+	assert.LessOrEqual(t, n.answered, (timers+page-1)/page, "rounds answered until every other mark was cleared")
+	assert.LessOrEqual(t, n.most, page*maxResyncSends, "pushes in one round")
+}
+
+// pushCount is what the harness counts of a node's sends to a peer: the
+// rounds' digests asked (a round's first page, each try), those
+// answered 200, the pushes since the last digests asked, and the most
+// pushes between two of them.
+type pushCount struct{ asked, answered, pushes, most int }
+
+// watch counts from's sends to to in c.
+func (n *pushCount) watch(c *cluster, from, to string) {
+	c.watch = func(s *sent, host string, status int, _ bool) {
+		if s.from != from || host != to {
+			return
+		}
+		switch {
+		case s.req.Method == "PUT":
+			n.pushes++
+			n.most = max(n.most, n.pushes)
+		case strings.HasSuffix(s.req.URL, repairPath) && !strings.Contains(string(s.req.Body), `"after"`) &&
+			!strings.Contains(string(s.req.Body), `"want"`):
+			n.asked++
+			if status == 200 {
+				n.answered++
+			}
+			n.pushes = 0
+		}
+	}
+}
