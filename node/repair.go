@@ -295,7 +295,7 @@ func (n *Node) repairLacking(peer string, marked []*Timer) {
 		n.hit(probeRepairLackingCap)
 		next := n.repairMarkedNext[peer]
 		i, _ := slices.BinarySearchFunc(marked, next, func(t *Timer, id uint64) int { return cmp.Compare(t.ID, id) })
-		marked = append(marked[i:], marked[:i]...)[:page]
+		marked = slices.Concat(marked[i:], marked[:i])[:page]
 		if n.repairMarkedNext == nil {
 			n.repairMarkedNext = map[string]uint64{}
 		}
