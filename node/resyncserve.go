@@ -102,7 +102,8 @@ func parseResyncQuery(target, rangeHeader string) (resyncQuery, error) {
 // requester will hold a replica of under the requested view, in due order
 // from time-from. Timers already placed under that view are passed over
 // (their writer placed them), unless the requester asks for them too
-// (paramCurrentView). A page holds Range timers, or fewer whose body
+// (paramCurrentView) or the record marks it as may lack the timer (its
+// answer said it kept the record as moved away: not reloaded yet). A page holds Range timers, or fewer whose body
 // passed maxResyncPageBytes, and then the rest of the timers due in the
 // same millisecond, so that the next page's time-from moves strictly on:
 // paging can never repeat a page forever.
