@@ -202,7 +202,61 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, map[string]late
 	if h := x.heldRefill(d, late, since); h > held {
 		held, by = h, ExHeld
 	}
+	if h := x.heldByScale(d, late, since); h > held {
+		held, by = h, ExHeld
+	}
 	return held, late, since, by
+}
+
+// heldByScale is heldFor's part for a copy a scale brings: a node the
+// scale places d on, which the placement before it did not, holds no
+// copy until the scale's resync or an old replica's hand-off brings one,
+// and it rebuilds the start when it processes that message
+// (start-time-delta), so a pause of that node, or a clog into it, while
+// the scale ran held the copy and makes its start late by as much: the
+// hold of heldByWait's waited hand-off, by a fault of the receiver
+// (TestHandOffThatWaitedStartsTheNewReplicaLate,
+// TestHandOffHeldByItsReceiversPauseStartsItLate; scenarios/README.md
+// C32). A replica that kept its copy through the scale, or took it in
+// time, keeps the true start and answers the held one's notices with it,
+// which ends the hold after its first pop (heldAt); the old replicas the
+// scale takes d off send the new ones no notice of it once the scale is
+// done. It adds the held replicas to late, records in since when each
+// copy may have been sent and its hold, and returns the longest hold.
+func (x *index) heldByScale(d *def, late map[string]bool, since map[string]lateCopy) time.Duration {
+	if !d.placed {
+		return 0
+	}
+	var held time.Duration
+	for _, sc := range x.h.Scales {
+		end := x.end
+		if sc.End != 0 {
+			end = sc.End + x.o.FaultSettle
+		}
+		if d.lo > end {
+			continue
+		}
+		before, after := Replicas(sc.Before, d.timer, d.rf), Replicas(sc.After, d.timer, d.rf)
+		from := max(sc.Start, d.lo)
+		copies := map[string]lateCopy{}
+		for _, n := range after {
+			if slices.Contains(before, n) {
+				continue
+			}
+			for _, s := range d.spans {
+				if holdsInto(s.fault, n) && s.end > from && s.from <= end {
+					at := max(s.from, from)
+					copies[n] = copies[n].add(at, s.end-at)
+				}
+			}
+		}
+		for n, c := range copies {
+			late[n] = true
+			since[n] = since[n].add(c.since, c.hold)
+			held = max(held, c.hold)
+		}
+	}
+	return held
 }
 
 // heldByWait is heldFor's part for a copy brought back by a message that

@@ -635,6 +635,86 @@ func TestHandOffThatWaitedStartsTheNewReplicaLate(t *testing.T) {
 	}
 }
 
+// TestHandOffHeldByItsReceiversPauseStartsItLate is the hand-off of
+// TestHandOffThatWaitedStartsTheNewReplicaLate held by a pause of the
+// member the scale moves the timer to (fresh seed 2401380, scenarios
+// C32): the new replica rebuilds the start when it resumes and
+// processes the hand-off, and runs late by up to the pause for good. No
+// pause, a pop later than the pause's hold, a pause of a member of no
+// role, or one that ended before the scale began, is G3; so are the
+// new replica's pops after its first notice was answered by a replica
+// that kept its copy through the scale, with the true start (rf 2).
+func TestHandOffHeldByItsReceiversPauseStartsItLate(t *testing.T) {
+	members := []string{"n1", "n2", "n3", "n4"}
+	for _, c := range []struct {
+		name     string
+		rf       int
+		paused   string // "new", "bystander" or "" (none)
+		pausedAt time.Duration
+		late     time.Duration
+		want     string
+		part     string // in the violation's message too
+	}{
+		{"new replica paused", 1, "new", 5 * sec, 520 * ms, "", ""},
+		{"no pause", 1, "", 5 * sec, 520 * ms, "G3", ""},
+		{"later than the pause", 1, "new", 5 * sec, 1700 * ms, "G3", ""},
+		{"a member of no role paused", 1, "bystander", 5 * sec, 520 * ms, "G3", ""},
+		{"paused before the scale", 1, "new", 2 * sec, 520 * ms, "G3", ""},
+		// The other replica answers the new one's notices with the
+		// true start: its pops after the first two are on time.
+		{"the other replica kept its copy", 2, "new", 5 * sec, 520 * ms, "G3", "pop 3 "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// old leaves; neu is a replica after the scale and none
+			// before it. With rf 2, old and one other held the timer
+			// before, and that other holds it after too.
+			var old, neu string
+			var shrunk []string
+			for _, o := range members {
+				shrunk = slices.DeleteFunc(slices.Clone(members), func(m string) bool { return m == o })
+				before, after := Replicas(members, placedTimer, c.rf), Replicas(shrunk, placedTimer, c.rf)
+				if !slices.Contains(before, o) {
+					continue
+				}
+				for _, n := range after {
+					if !slices.Contains(before, n) {
+						old, neu = o, n
+					}
+				}
+				if neu != "" {
+					break
+				}
+			}
+			if neu == "" {
+				t.Fatal("no member moves the timer")
+			}
+			var bystander string
+			for _, m := range shrunk {
+				if !slices.Contains(Replicas(shrunk, placedTimer, c.rf), m) {
+					bystander = m
+				}
+			}
+			if bystander == "" {
+				t.Fatal("no member of no role")
+			}
+			h := &History{
+				Members: members,
+				Ops:     []Op{write(1, Create, placedTimer, "a", 10*sec, 60*sec, 0, 10*ms, OK)},
+				Scales:  []Scale{{Kind: ScaleDown, Start: 5 * sec, End: 8 * sec, Before: members, After: shrunk}},
+				End:     70 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			}
+			h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = old, c.rf
+			if p := map[string]string{"new": neu, "bystander": bystander}[c.paused]; p != "" {
+				h.Faults = []Fault{{At: c.pausedAt, Kind: Pause, Nodes: []string{p}}, {At: c.pausedAt + 1500*ms, Kind: Resume, Nodes: []string{p}}}
+			}
+			for k := 1; k <= 6; k++ {
+				h.Pops = append(h.Pops, Pop{At: time.Duration(k)*10*sec + c.late, Node: neu, URI: "http://client/cb", Opaque: "a", Seq: k, Answered: 200, Timer: placedTimer})
+			}
+			requireWant(t, Check(h), c.want, "late", c.part)
+		})
+	}
+}
+
 // TestHandOffThatWaitedAfterTheOldReplicaPopped is the hand-off of
 // TestHandOffThatWaitedStartsTheNewReplicaLate made once the old
 // replica had popped twice on time: its notices went to the replicas of

@@ -37,10 +37,12 @@ const (
 	// copy, disk faults did: a disk that lied or was full before the
 	// crash, or was found corrupt and wiped at the restart (diskLost).
 	ExDiskLost Excuse = "disk-lost"
-	// ExHeld: a pause or clog held the write's replication, or the copy
-	// brought back to a replica that had lost it, and a replica applies
+	// ExHeld: a pause or clog held the write's replication, the copy
+	// brought back to a replica that had lost it, or the copy a scale
+	// brought to a replica it placed the timer on, and a replica applies
 	// the start-time-delta when the message arrives, so every replica
-	// that got it late pops late by as much (heldFor, heldRefill).
+	// that got it late pops late by as much (heldFor, heldRefill,
+	// heldByScale).
 	ExHeld Excuse = "held-replication"
 	// ExHeldInbound: the write's replication waited in its receiver's
 	// inbound queue for the receiver's overloaded CPU (a Queued fault),

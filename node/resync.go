@@ -627,8 +627,10 @@ func (n *Node) heldLive(t *Timer) *Timer {
 // page, through peer's window of bulk sends (flow.go), again under
 // bulkRetry while it gets no answer; failed runs if every attempt failed
 // (counted in SendFailures). Any answer ends it: a peer not yet reloaded
-// for this scale keeps the record as moved away, and repair brings it
-// back once the views agree (4.8 in docs/design.md). A send whose resync
+// for this scale keeps the record as moved away, and says so (no
+// X-Chronos-Held: live), so replicate marks it as may lack the timer and
+// the page its own resync asks for offers the record again (4.8 in
+// docs/design.md). A send whose resync
 // was superseded while it waited (for room, or to be sent again) is not
 // sent, and one given up on unsent (bulkGiveUp) fails as one that got no
 // answer.

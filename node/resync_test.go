@@ -425,15 +425,16 @@ func TestRestartedNodeRepopulates(t *testing.T) {
 	before := c.livePlacement()
 	c.restart(nodeB)
 	assert.Zero(t, c.nodes[nodeB].Stats().Timers)
-	c.nodes[nodeB].Resync(true)
-	c.finishResyncs()
-	assert.Equal(t, before, c.livePlacement())
 	// Without repopulating, the timers placed under the current view are
-	// passed over.
-	c.restart(nodeB)
+	// passed over (until a repopulating page has marked B as may lack
+	// them: a page offers a record to a replica marked so).
 	c.nodes[nodeB].Resync(false)
 	c.finishResyncs()
 	assert.Zero(t, c.nodes[nodeB].Stats().Timers)
+	c.nodes[nodeB].Resync(true)
+	c.finishResyncs()
+	assert.Equal(t, before, c.livePlacement())
+	c.restart(nodeB)
 	c.nodes[nodeB].Resync(true)
 	c.finishResyncs()
 	c.down[nodeA], c.down[nodeC] = true, true
@@ -562,6 +563,31 @@ func TestTimerMovedBackToAViewItWasIn(t *testing.T) {
 	c.down[nodeD] = true
 	delete(c.nodes, nodeD)
 	requireEachPopOnce(t, c.advance(605*time.Second, 200), ids, 1)
+}
+
+// TestReplicaNotYetReloadedTakesItsTimersInItsOwnResync proves that a
+// scale is placed when the last node's resync ends, before any repair
+// round: timers move back to C when D leaves, and C reloads last. The
+// others' resyncs push the timers to C while it is still on the view
+// that places them on D, so C keeps them as moved away, and its 200 says
+// it holds no live copy; the senders mark C as may lack them, and C's own
+// resync is then offered them, though they were placed under the view it
+// asks for (scenarios/README.md N47: without the mark a scale-down
+// completed with a replica holding only a moved-away copy, G6).
+func TestReplicaNotYetReloadedTakesItsTimersInItsOwnResync(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC) // no repair rounds: the resyncs alone
+	ids := c.createMany(60, 2, 600, 600)
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	c.reload(grown)
+	c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC, nodeD}})
+	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+
+	shrunk := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}}
+	c.reloadLast(nodeC, shrunk)
+	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC}, 2)
+	assert.Positive(t, c.nodes[nodeA].probeHits[probeResyncOffersLacking]+c.nodes[nodeB].probeHits[probeResyncOffersLacking],
+		"a page offered C a timer placed under its view")
 }
 
 // TestWritesFromANodeNotYetReloadedReachTheNewReplicas updates and
@@ -830,6 +856,12 @@ func TestResyncPagesMoveOn(t *testing.T) {
 		c.createMany(50, 2, 10, 10)
 	}
 	view := c.nodes[nodeA].ring.ViewID()
+	// Without include-current-view, timers placed under the view are
+	// passed over (asked first: a repopulating page marks the requester
+	// as may lack every timer it offers, and a page offers a record to
+	// a replica marked so).
+	r := c.serve(nodeA, Request{Method: "GET", URL: resyncURL(nodeB, view, ""), Header: Header{}})
+	assert.Equal(t, `{"timers":[]}`, string(r.Body))
 	seen := map[string]int{}
 	from, pages := "", 0
 	for {
@@ -855,10 +887,6 @@ func TestResyncPagesMoveOn(t *testing.T) {
 		assert.Equal(t, 1, k, id)
 	}
 	assert.LessOrEqual(t, pages, 5)
-	// Without include-current-view, timers placed under the view are
-	// passed over.
-	r := c.serve(nodeA, Request{Method: "GET", URL: resyncURL(nodeB, view, ""), Header: Header{}})
-	assert.Equal(t, `{"timers":[]}`, string(r.Body))
 }
 
 // TestResyncAgainRepairsAnOldReplicaThatMissedAnUpdate is a case the

@@ -102,7 +102,8 @@ func parseResyncQuery(target, rangeHeader string) (resyncQuery, error) {
 // requester will hold a replica of under the requested view, in due order
 // from time-from. Timers already placed under that view are passed over
 // (their writer placed them), unless the requester asks for them too
-// (paramCurrentView). A page holds Range timers, or fewer whose body
+// (paramCurrentView) or the record marks it as may lack the timer (its
+// answer said it kept the record as moved away: not reloaded yet). A page holds Range timers, or fewer whose body
 // passed maxResyncPageBytes, and then the rest of the timers due in the
 // same millisecond, so that the next page's time-from moves strictly on:
 // paging can never repeat a page forever.
@@ -144,17 +145,26 @@ func (n *Node) resyncPage(req Request) Response {
 			return false
 		}
 		t := held
-		if t.State != Live || t.ViewID == q.view && !q.current || n.popsPast(t, now) {
+		if t.State != Live || n.popsPast(t, now) {
 			return true
 		}
 		// Every record held is placed under this node's view (place.go),
 		// which is the requested one.
-		if !slices.Contains(t.Placement.Replicas, q.requester) {
+		i := slices.Index(t.Placement.Replicas, q.requester)
+		if i < 0 {
 			return true
 		}
-		if !q.current && n.placedAlike(t) {
-			n.hit(probeResyncPlacedAlike)
-			return true
+		if !q.current && (t.ViewID == q.view || n.placedAlike(t)) {
+			// Its writer placed it on the requester already, unless
+			// the requester's answer said it holds no live copy
+			// (replicate): it was not reloaded for this view yet and
+			// kept the record as moved away, which only this page
+			// (or a repair round, later) brings back.
+			if i >= 32 || t.lacking()&(1<<i) == 0 {
+				n.hitIf(t.ViewID != q.view, probeResyncPlacedAlike)
+				return true
+			}
+			n.hit(probeResyncOffersLacking)
 		}
 		moved := *t
 		moved.ViewID = q.view

@@ -751,7 +751,18 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 			n.logTimer("replicated", t, "peer", peer, "status", resp.Status, "applied", ok)
 		}
 		n.startAnswered(t, resp)
-		if ok {
+		switch {
+		case ok && t.State == Live && !vouches(t, resp) && resp.Header.Get(HeaderHeld) != heldEnded:
+			// The peer took the message but holds no live copy: its
+			// view places the timer elsewhere (a scale it has not
+			// reloaded for yet), so it kept the record as moved away.
+			// It may lack the definition until it answers again, and a
+			// resync page it asks for under this view offers it the
+			// record even though this node placed it there
+			// (resyncPage; scenarios/README.md N47).
+			n.hit(probeLackingNotHeld)
+			n.markLacking(t, peer, true)
+		case ok:
 			n.markLacking(t, peer, false)
 			n.markHeard(t, peer)
 		}
