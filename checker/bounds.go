@@ -715,6 +715,7 @@ func waitOf(f Fault) (w time.Duration, record, ok bool) {
 	if !ok {
 		return 0, false, false
 	}
+	v, _, _ = strings.Cut(v, " "+CallbackDetail)
 	v, record = strings.CutSuffix(v, OverloadRecord)
 	w, err := time.ParseDuration(v)
 	return w, record, err == nil
