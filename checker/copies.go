@@ -445,27 +445,34 @@ func (x *index) copyFailures(d *def) *copyFailures {
 			}
 		}
 	}
-	// A replica that missed the write holds no copy, nor one that crashed
-	// since (it restarts empty), until a notice reaches it.
 	if d.placed {
-		for n := range x.missedWrite(d) {
-			if slices.Contains(d.replicas, n) {
-				cf.other = append(cf.other, copyFailure{node: n, at: min(d.hi, x.end), from: -never, missed: true})
-			}
-		}
-		for _, sp := range d.spans {
-			if sp.fault.Kind == Crash && sp.end >= d.lo && x.crashLoses(sp) {
-				for _, n := range sp.fault.Nodes {
-					if slices.Contains(d.replicas, n) {
-						cf.other = append(cf.other, copyFailure{node: n, at: sp.end, from: sp.from})
-					}
-				}
-			}
-		}
+		cf.other = x.lostCopies(d, d.replicas)
 	}
 	sort.SliceStable(cf.oks, func(i, j int) bool { return cf.oks[i].At < cf.oks[j].At })
 	d.failures = cf
 	return cf
+}
+
+// lostCopies is every moment one of nodes, which may hold d, lost its
+// copy: a node that missed the write holds no copy, nor one that crashed
+// since (it restarts empty), until a notice reaches it.
+func (x *index) lostCopies(d *def, nodes []string) []copyFailure {
+	var out []copyFailure
+	for n := range x.missedWrite(d) {
+		if slices.Contains(nodes, n) {
+			out = append(out, copyFailure{node: n, at: min(d.hi, x.end), from: -never, missed: true})
+		}
+	}
+	for _, sp := range d.spans {
+		if sp.fault.Kind == Crash && sp.end >= d.lo && x.crashLoses(sp) {
+			for _, n := range sp.fault.Nodes {
+				if slices.Contains(nodes, n) {
+					out = append(out, copyFailure{node: n, at: sp.end, from: sp.from})
+				}
+			}
+		}
+	}
+	return out
 }
 
 // noticeKept reports whether the popped notice node "from" sent at t may
