@@ -545,7 +545,8 @@ func (x *index) heldByRelay(d *def, ret time.Duration, late map[string]bool) (ti
 // sent and its hold (for those, when the earliest was, and the longest
 // hold), and returns the longest hold.
 func (x *index) heldRefill(d *def, late map[string]bool, since map[string]lateCopy) time.Duration {
-	if !d.placed {
+	fails, holders := x.refillFailures(d)
+	if len(fails) == 0 {
 		return 0
 	}
 	cf := x.copyFailures(d)
@@ -553,7 +554,7 @@ func (x *index) heldRefill(d *def, late map[string]bool, since map[string]lateCo
 	first := never // the earliest a held copy was sent
 	refilled := map[string]bool{}
 	own := map[string]lateCopy{}
-	for _, f := range cf.other {
+	for _, f := range fails {
 		for _, s := range d.spans {
 			if s.end <= f.at || !holdsInto(s.fault, f.node) || x.revived(d, cf, f.node, f.at, s.from) {
 				continue
@@ -568,12 +569,12 @@ func (x *index) heldRefill(d *def, late map[string]bool, since map[string]lateCo
 	if held == 0 {
 		return 0
 	}
-	for _, f := range cf.other {
+	for _, f := range fails {
 		if f.at >= first || !x.revived(d, cf, f.node, f.at, first) {
 			refilled[f.node] = true // without a copy once a held one was sent
 		}
 	}
-	for _, r := range d.replicas {
+	for _, r := range holders {
 		if !refilled[r] && !x.crashedBetween(r, first, x.end) {
 			return 0 // r keeps the true start, and its notices hand it on
 		}
@@ -587,6 +588,52 @@ func (x *index) heldRefill(d *def, late map[string]bool, since map[string]lateCo
 		since[n] = since[n].add(c.since, c.hold)
 	}
 	return held
+}
+
+// refillFailures is heldRefill's moments a replica of d was without a
+// copy, and the nodes that may hold d's true start. For a placed d: the
+// copy failures (missed writes, crashes: copyFailures), and a scale that
+// places d on a node that held none before, from the scale's start (or
+// the write's, if later): its resync or a hand-off brings the copy, which a pause of the node holds
+// as it holds a refill (scenarios/README.md C33). For a write whose
+// factor the history leaves to the node (rfUnknown), of one site: the
+// same over the widest placement its factors may take, each membership's
+// (a factor's replicas are a prefix of one ranking), which holds every
+// replica of any of them; a node outside it holds no copy. None for a
+// timer nobody learned, or with several sites.
+func (x *index) refillFailures(d *def) (fails []copyFailure, holders []string) {
+	rfs := []int{d.rf}
+	switch {
+	case d.placed:
+		fails, holders = slices.Clone(x.copyFailures(d).other), d.replicas
+	case d.timer != 0 && d.rfUnknown && len(x.h.Members) > 0 && len(x.h.Sites) <= 1:
+		rfs = nil
+		for rf := max(d.rfMin, 1); rf <= d.rf; rf++ {
+			rfs = append(rfs, rf)
+		}
+		holders = Replicas(x.h.Members, d.timer, d.rf)
+		for _, sc := range x.h.Scales {
+			holders = union(holders, Replicas(sc.After, d.timer, d.rf))
+		}
+		fails = x.lostCopies(d, holders)
+	default:
+		return nil, nil
+	}
+	for _, sc := range x.h.Scales {
+		if sc.End != 0 && sc.End < d.lo {
+			continue
+		}
+		for _, rf := range rfs {
+			before := Replicas(sc.Before, d.timer, rf)
+			for _, n := range Replicas(sc.After, d.timer, rf) {
+				if !slices.Contains(before, n) {
+					at := max(sc.Start, d.lo)
+					fails = append(fails, copyFailure{node: n, at: at, from: at, missed: true})
+				}
+			}
+		}
+	}
+	return fails, holders
 }
 
 // refillSent is the earliest time in [a, b] a message that brings back
@@ -769,6 +816,7 @@ func waitOf(f Fault) (w time.Duration, record, ok bool) {
 	if !ok {
 		return 0, false, false
 	}
+	v, _, _ = strings.Cut(v, " "+CallbackDetail)
 	v, record = strings.CutSuffix(v, OverloadRecord)
 	w, err := time.ParseDuration(v)
 	return w, record, err == nil

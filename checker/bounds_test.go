@@ -1094,3 +1094,82 @@ func TestLostCallbackIsItsReplicasFailedAttempt(t *testing.T) {
 	requireHas(t, Check(build(false, 2)), "G3", "pop 2")
 	requireHas(t, Check(build(true, 3)), "G3", "pop 2")
 }
+
+// TestCopyAScalePlacedStoodStillRunsLate is scenarios/README.md C33
+// (fresh seed 2200091): a scale-up places the timer on a new member,
+// which is paused while the staying primary's resync pushes it the copy,
+// so it rebuilds the start late by the hold; then both replicas that
+// kept the true start crash, and the primary's boot resync takes the new
+// member's late start back. Every later pop runs late by the hold, with a
+// factor written or one the history leaves to the node (an update
+// without one, of a timer whose last pop was past). The same pause on a
+// member the scale placed nothing on, a replica that kept the true start
+// and never crashed, or a pause over before the scale began (nothing on
+// its way), holds nothing, and the late pops are G3.
+func TestCopyAScalePlacedStoodStillRunsLate(t *testing.T) {
+	before := []string{"n1", "n2", "n3"}
+	after := []string{"n1", "n2", "n3", "n4"}
+	timer := uint64(placedTimer)
+	for ; ; timer++ {
+		b, a := Replicas(before, timer, 2), Replicas(after, timer, 2)
+		if a[0] == b[0] && a[1] == "n4" {
+			break
+		}
+	}
+	primary, backup := Replicas(before, timer, 2)[0], Replicas(before, timer, 2)[1]
+	var bystander string
+	for _, m := range before {
+		if m != primary && m != backup {
+			bystander = m
+		}
+	}
+	for _, c := range []struct {
+		name, paused  string
+		pausedAt      time.Duration
+		factorLeft    bool
+		backupCrashes bool
+		want          string
+	}{
+		{"new replica paused", "n4", 7 * sec, false, true, ""},
+		{"new replica paused, factor left to the node", "n4", 7 * sec, true, true, ""},
+		{"member of no role paused", bystander, 7 * sec, false, true, "G3"},
+		{"member of no role paused, factor left to the node", bystander, 7 * sec, true, true, "G3"},
+		{"the old backup kept the true start", "n4", 7 * sec, false, false, "G3"},
+		{"new replica paused before the scale", "n4", 900 * ms, false, true, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: before,
+				Ops:     []Op{write(1, Create, timer, "a", 30*sec, 90*sec, 0, 10*ms, OK)},
+				Scales:  []Scale{{Kind: ScaleUp, Start: 6 * sec, End: 25 * sec, Before: before, After: after}},
+				End:     120 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			}
+			h.Ops[0].Node = primary
+			start := time.Duration(0)
+			if c.factorLeft {
+				// A timer of factor 1 that popped once, updated without
+				// a factor: the node keeps 1 or, the timer ended, takes
+				// the default.
+				h.Ops = []Op{write(1, Create, timer, "o", sec, 0, 0, 10*ms, OK),
+					write(2, Update, timer, "a", 30*sec, 90*sec, 2*sec, 2*sec+10*ms, OK)}
+				h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = primary, 1
+				h.Ops[1].Node, h.Ops[1].Spec.ReplicationFactor = primary, 0
+				h.Pops = []Pop{{At: sec + 20*ms, Node: primary, URI: "http://client/cb", Opaque: "o", Seq: 1, Answered: 200, Timer: timer}}
+				start = 2 * sec
+			}
+			h.Faults = []Fault{{At: c.pausedAt, Kind: Pause, Nodes: []string{c.paused}}, {At: c.pausedAt + 5*sec, Kind: Resume, Nodes: []string{c.paused}},
+				{At: 14 * sec, Kind: Crash, Nodes: []string{primary}}, {At: 15 * sec, Kind: Restart, Nodes: []string{primary}}}
+			if c.backupCrashes {
+				h.Faults = append(h.Faults, Fault{At: 16 * sec, Kind: Crash, Nodes: []string{backup}}, Fault{At: 17 * sec, Kind: Restart, Nodes: []string{backup}})
+			}
+			for k := 1; k <= 3; k++ {
+				h.Pops = append(h.Pops, Pop{At: start + time.Duration(k)*30*sec + 4500*ms, Node: primary, URI: "http://client/cb", Opaque: "a", Seq: k, Answered: 200, Timer: timer})
+			}
+			vs, cov := DefaultOptions().Judge(h)
+			requireWant(t, vs, c.want, "late")
+			if c.want == "" && cov.Excused[ExHeld] == 0 {
+				t.Errorf("the late pops were not excused as %s: got %v", ExHeld, cov.Excused)
+			}
+		})
+	}
+}

@@ -262,7 +262,32 @@ func (x *index) failedPop(d *def, k int) []string {
 		}
 	}
 	out = append(out, x.cutFromEndpoint(d, k)...)
+	out = append(out, x.crashTookCallbacks(d, k)...)
 	return append(out, x.lostCallbacks(d, k)...)
+}
+
+// crashTookCallbacks is the nodes whose callback of pop k of d waited
+// for its overloaded sender and was taken by the sender's crash before
+// it left (see crashedWaiting), whenever that was: each made the pop
+// and failed it, once, and a restart from disk reads the attempt back
+// (docs/design.md 4.7, 4.16). The callback names its pop, so the attempt
+// counts where a clock ahead made it, long before the pop's window
+// (scenarios/README.md C34: a clock 3m36s ahead made six pops of each
+// timer at once, and a crash took the callbacks of the last two still
+// queued).
+func (x *index) crashTookCallbacks(d *def, k int) []string {
+	var out []string
+	for _, sp := range d.spans {
+		f := sp.fault
+		w, record, ok := overloadWait(f)
+		if !ok || record || len(f.Peers) == 0 || f.Peers[0] != d.host || d.placed && !slices.Contains(d.replicas, f.Nodes[0]) {
+			continue
+		}
+		if seq, ok := callbackSeq(f.Detail); ok && seq == k && x.crashedWaiting(f, w) {
+			out = append(out, f.Nodes[0])
+		}
+	}
+	return out
 }
 
 // lostCallbacks is the nodes whose callback request of pop k of d was
@@ -285,7 +310,13 @@ func lostCallback(f Fault, host string) (seq int, ok bool) {
 	if f.Kind != Lost || len(f.Peers) == 0 || f.Peers[0] != host || len(f.Nodes) == 0 || strings.Contains(f.Detail, ReplyDetail) {
 		return 0, false
 	}
-	_, v, found := strings.Cut(f.Detail, CallbackDetail)
+	return callbackSeq(f.Detail)
+}
+
+// callbackSeq reads the pop a message fault's Detail names as its
+// callback's (CallbackDetail), if it names one.
+func callbackSeq(detail string) (seq int, ok bool) {
+	_, v, found := strings.Cut(detail, CallbackDetail)
 	if !found {
 		return 0, false
 	}
@@ -414,27 +445,34 @@ func (x *index) copyFailures(d *def) *copyFailures {
 			}
 		}
 	}
-	// A replica that missed the write holds no copy, nor one that crashed
-	// since (it restarts empty), until a notice reaches it.
 	if d.placed {
-		for n := range x.missedWrite(d) {
-			if slices.Contains(d.replicas, n) {
-				cf.other = append(cf.other, copyFailure{node: n, at: min(d.hi, x.end), from: -never, missed: true})
-			}
-		}
-		for _, sp := range d.spans {
-			if sp.fault.Kind == Crash && sp.end >= d.lo && x.crashLoses(sp) {
-				for _, n := range sp.fault.Nodes {
-					if slices.Contains(d.replicas, n) {
-						cf.other = append(cf.other, copyFailure{node: n, at: sp.end, from: sp.from})
-					}
-				}
-			}
-		}
+		cf.other = x.lostCopies(d, d.replicas)
 	}
 	sort.SliceStable(cf.oks, func(i, j int) bool { return cf.oks[i].At < cf.oks[j].At })
 	d.failures = cf
 	return cf
+}
+
+// lostCopies is every moment one of nodes, which may hold d, lost its
+// copy: a node that missed the write holds no copy, nor one that crashed
+// since (it restarts empty), until a notice reaches it.
+func (x *index) lostCopies(d *def, nodes []string) []copyFailure {
+	var out []copyFailure
+	for n := range x.missedWrite(d) {
+		if slices.Contains(nodes, n) {
+			out = append(out, copyFailure{node: n, at: min(d.hi, x.end), from: -never, missed: true})
+		}
+	}
+	for _, sp := range d.spans {
+		if sp.fault.Kind == Crash && sp.end >= d.lo && x.crashLoses(sp) {
+			for _, n := range sp.fault.Nodes {
+				if slices.Contains(nodes, n) {
+					out = append(out, copyFailure{node: n, at: sp.end, from: sp.from})
+				}
+			}
+		}
+	}
+	return out
 }
 
 // noticeKept reports whether the popped notice node "from" sent at t may

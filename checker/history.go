@@ -192,7 +192,9 @@ const CallbackDetail = "callback-seq="
 // never sent; OverloadWaited starts that of one whose message waited,
 // followed by how long ("waited=120ms"), and OverloadRecord ends it when
 // the message carried the timer's record to a node (an internal PUT),
-// whose receiver rebuilds the start from it when it processes it.
+// whose receiver rebuilds the start from it when it processes it; a
+// callback's ends with CallbackDetail and the pop it carried
+// ("waited=120ms callback-seq=3").
 const (
 	ShedDetail     = "shed"
 	OverloadWaited = "waited="

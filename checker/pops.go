@@ -192,6 +192,10 @@ func (x *index) lateAllowance(d *def, k int, p Pop) (bound time.Duration, ok, to
 	case hand > 0 && p.At > hi+bound-hand+x.lag(d, p.At):
 		// Later than the bound without the move: the move excused it.
 		v = excused(ExFault + "/" + Excuse(scale))
+	case liveness && d.held > 0 && p.At > hi+bound-d.held+x.lag(d, p.At):
+		// Later than the bound without the hold, which G7 adds whatever
+		// the placement: the hold excused it.
+		v = excused(d.heldBy)
 	case touched && d.shared:
 		v = excused(ExSharedID)
 	case touched && !d.placed:

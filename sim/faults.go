@@ -112,7 +112,9 @@ const overloadWait = 50 * time.Millisecond
 // its sender's CPU (wait > 0) or was shed (wait 0). The history records
 // how long the message took to leave: its wait for a worker and then its
 // own write (NodeSendTime), the moment the checker reads as the one it
-// left (leftAfter). A crash in its write takes it, as one in its wait.
+// left (leftAfter). A crash in its write takes it, as one in its wait. A
+// callback's names the pop it carried (CallbackDetail), which a crash
+// that takes it takes, whenever its sender's clock made it due.
 func (w *world) overloadFault(from, to string, req *node.Request, wait time.Duration) {
 	detail := checker.ShedDetail
 	if wait > 0 {
@@ -122,6 +124,10 @@ func (w *world) overloadFault(from, to string, req *node.Request, wait time.Dura
 		detail = checker.OverloadWaited + (wait + w.plan.Net.NodeSendTime).String()
 		if carriesRecord(req) {
 			detail += checker.OverloadRecord
+		} else if seq := req.Header.Get(wire.HeaderSequenceNumber); seq != "" && timerOfURL(req.URL) == 0 {
+			// A callback: a crash that takes it before it left takes
+			// that pop's attempt, whenever its sender made it.
+			detail += " " + checker.CallbackDetail + seq
 		}
 	}
 	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Overload,
