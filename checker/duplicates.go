@@ -29,7 +29,8 @@ func (x *index) checkRetries(d *def, seq int) (verdict, Violation, bool) {
 		// since (latestLocal).
 		gain := x.tl.gain(p.Node, q.At, p.At)
 		local := max(p.At+gain, x.tl.latestLocal(p.Node, q.At, p.At))
-		forgot := local >= lastDue+x.o.TombstoneLife || x.crashedBetween(p.Node, q.At, p.At) || x.leftBetween(p.Node, q.At, p.At)
+		made := x.madeFrom(d, q)
+		forgot := local >= lastDue+x.o.TombstoneLife || x.crashedWithin(p.Node, made, p.At) || x.leftIn(p.Node, made, p.At)
 		// A pop under an ID that collided is of the first write of a
 		// create the proxy wrote again under a new ID (see sharedID).
 		withdrawn := d.shared && p.Timer != q.Timer
@@ -48,28 +49,46 @@ func (x *index) checkRetries(d *def, seq int) (verdict, Violation, bool) {
 	return v, Violation{}, false
 }
 
+// madeFrom is the earliest time the replica may have made the attempt
+// its callback p delivered: p.At less the waits recorded on its path
+// (sendWait: for its overloaded sender, in its endpoint's inbound queue)
+// and the healthy delay, which covers the transit and the waits too short
+// to be recorded at either end. A callback of a burst of missed pops
+// waits in its endpoint's queue for the ones before it, so the endpoint
+// may take it well past one network delay after it left: a crash in
+// that time came after the attempt was made (scenarios/README.md g4b-1).
+func (x *index) madeFrom(d *def, p Pop) time.Duration {
+	wait, _ := x.sendWait(d, p)
+	return p.At - wait - x.healthyLate()
+}
+
 // crashedBetween reports whether node crashed in [a, b]: a the delivery of
-// its first attempt, which it sent up to one network delay earlier, so a
-// crash in that delay came after the attempt was made.
+// a message it sent up to one network delay earlier, so a crash in that
+// delay came after the message was sent.
 func (x *index) crashedBetween(node string, a, b time.Duration) bool {
+	return x.crashedWithin(node, a-x.h.MaxNetDelay, b)
+}
+
+// crashedWithin reports whether node crashed in [a, b].
+func (x *index) crashedWithin(node string, a, b time.Duration) bool {
 	for _, f := range x.h.Faults {
-		if f.Kind == Crash && f.At >= a-x.h.MaxNetDelay && f.At <= b && slices.Contains(f.Nodes, node) {
+		if f.Kind == Crash && f.At >= a && f.At <= b && slices.Contains(f.Nodes, node) {
 			return true
 		}
 	}
 	return false
 }
 
-// leftBetween reports whether a scale-down that took node out of the
-// cluster completed in [a, b], a as in crashedBetween: the operator stops
+// leftIn reports whether a scale-down that took node out of the
+// cluster completed in [a, b], a as in crashedWithin: the operator stops
 // a leaving node once the scale is done (docs/design.md 4.8), and a node
 // that joins again later starts as a new one, with no record of the
 // attempts it made before it left, so it owes the pops a record it is
 // given marks missed: one attempt per replica per pop (docs/design.md
 // 4.7) holds for one run of a node, as across a crash.
-func (x *index) leftBetween(node string, a, b time.Duration) bool {
+func (x *index) leftIn(node string, a, b time.Duration) bool {
 	for _, s := range x.h.Scales {
-		if s.End > 0 && s.End >= a-x.h.MaxNetDelay && s.End <= b &&
+		if s.End > 0 && s.End >= a && s.End <= b &&
 			slices.Contains(s.Before, node) && !slices.Contains(s.After, node) {
 			return true
 		}
