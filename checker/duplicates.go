@@ -12,8 +12,11 @@ import (
 // where the node may have forgotten the timer: a crash between the two
 // attempts, a scale-down that stopped it between them (it joined again
 // later as a new node, holding nothing of what it did), or a second attempt after the timer's last pop was due plus
-// the tombstone's life, on the node's clock (a replica that was paused
-// meanwhile may bring the finished timer back with its stale copy).
+// the tombstone's life, on the node's clock and less what the clocks that
+// held its start gained (a replica that was paused meanwhile, or a stale
+// message replayed, may bring the finished timer back with its stale
+// copy). The first attempt was made as early as its callback's delivery
+// less the waits on its path (madeFrom).
 //
 // Its verdict is strict unless a replica did attempt the pop twice and
 // was excused: ExForgot, or ExSharedID for a pop under a withdrawn ID.
@@ -26,8 +29,12 @@ func (x *index) checkRetries(d *def, seq int) (verdict, Violation, bool) {
 		q, seen := last[p.Node]
 		// A clock that moved ahead ends the tombstone early in true time,
 		// also one that stepped ahead before the first attempt and back
-		// since (latestLocal).
-		gain := x.tl.gain(p.Node, q.At, p.At)
+		// since (latestLocal). The replica measures the tombstone's life
+		// from its own start, which every clock that held the schedule
+		// on its way moved early by what it gained (forward, the
+		// replica's own clock included), so the tombstone may end that
+		// much before the definition's last due time plus its life.
+		gain := x.forward(d, d.lo, p.At)
 		local := max(p.At+gain, x.tl.latestLocal(p.Node, q.At, p.At))
 		made := x.madeFrom(d, q)
 		forgot := local >= lastDue+x.o.TombstoneLife || x.crashedWithin(p.Node, made, p.At) || x.leftIn(p.Node, made, p.At)
