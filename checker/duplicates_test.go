@@ -225,15 +225,7 @@ func TestCrashWhileAPopWaitsAtItsEndpointLetsTheReplicaForget(t *testing.T) {
 					Detail: "waited=" + c.queued.String(), Timer: placedTimer})
 				slices.SortFunc(h.Faults, func(a, b Fault) int { return cmp.Compare(a.At, b.At) })
 			}
-			vs, cov := DefaultOptions().Judge(h)
-			if c.violated {
-				requireHas(t, requireOnly(t, vs, "G4"), "G4", "pop 3 delivered twice by")
-				return
-			}
-			requireNone(t, vs)
-			if cov.Excused[ExForgot] == 0 {
-				t.Errorf("forgot excused nothing: %v", cov.Excused)
-			}
+			requireRepeat(t, h, c.violated, "pop 3 delivered twice by")
 		})
 	}
 }
@@ -269,15 +261,23 @@ func TestTombstoneEndsEarlyByTheClocksItsStartCameThrough(t *testing.T) {
 			again := pop(c.again, p, "a", 10)
 			again.Timer = placedTimer
 			h.Pops = append(h.Pops, again)
-			vs, cov := DefaultOptions().Judge(h)
-			if c.violated {
-				requireHas(t, requireOnly(t, vs, "G4"), "G4", "pop 10 delivered twice by")
-				return
-			}
-			requireNone(t, vs)
-			if cov.Excused[ExForgot] == 0 {
-				t.Errorf("forgot excused nothing: %v", cov.Excused)
-			}
+			requireRepeat(t, h, c.violated, "pop 10 delivered twice by")
 		})
+	}
+}
+
+// requireRepeat judges h, whose replica attempted a pop twice: the G4
+// violation want when violated, else no violation and the repeat excused
+// as forgot.
+func requireRepeat(t *testing.T, h *History, violated bool, want string) {
+	t.Helper()
+	vs, cov := DefaultOptions().Judge(h)
+	if violated {
+		requireHas(t, requireOnly(t, vs, "G4"), "G4", want)
+		return
+	}
+	requireNone(t, vs)
+	if cov.Excused[ExForgot] == 0 {
+		t.Errorf("forgot excused nothing: %v", cov.Excused)
 	}
 }
