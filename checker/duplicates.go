@@ -12,10 +12,11 @@ import (
 // where the node may have forgotten the timer: a crash between the two
 // attempts, a scale-down that stopped it between them (it joined again
 // later as a new node, holding nothing of what it did), or a second attempt after the timer's last pop was due plus
-// the tombstone's life, on the node's clock, less what the clocks of the
-// nodes that held the definition's start gained (a replica that was
-// paused meanwhile may bring the finished timer back with its stale
-// copy).
+// the tombstone's life, on the node's clock and less what the clocks that
+// held its start gained (a replica that was paused meanwhile, or a stale
+// message replayed, may bring the finished timer back with its stale
+// copy). The first attempt was made as early as its callback's delivery
+// less the waits on its path (madeFrom).
 //
 // Its verdict is strict unless a replica did attempt the pop twice and
 // was excused: ExForgot, or ExSharedID for a pop under a withdrawn ID.
@@ -28,15 +29,15 @@ func (x *index) checkRetries(d *def, seq int) (verdict, Violation, bool) {
 		q, seen := last[p.Node]
 		// A clock that moved ahead ends the tombstone early in true time,
 		// also one that stepped ahead before the first attempt and back
-		// since (latestLocal). So does the clock of any node that held
-		// the definition's start (forward, as G1 counts it): the
-		// tombstone's life is measured from the start the replica
-		// holds, and a start handed on by a holder whose clock gained
-		// is early by that gain (the earliest start wins), so the
-		// tombstone ends early by it too.
+		// since (latestLocal). The replica measures the tombstone's life
+		// from its own start, which every clock that held the schedule
+		// on its way moved early by what it gained (forward, the
+		// replica's own clock included), so the tombstone may end that
+		// much before the definition's last due time plus its life.
 		gain := max(x.tl.gain(p.Node, q.At, p.At), x.forward(d, d.lo, p.At))
 		local := max(p.At+gain, x.tl.latestLocal(p.Node, q.At, p.At))
-		forgot := local >= lastDue+x.o.TombstoneLife || x.crashedBetween(p.Node, q.At, p.At) || x.leftBetween(p.Node, q.At, p.At)
+		made := x.madeFrom(d, q)
+		forgot := local >= lastDue+x.o.TombstoneLife || x.crashedWithin(p.Node, made, p.At) || x.leftIn(p.Node, made, p.At)
 		// A pop under an ID that collided is of the first write of a
 		// create the proxy wrote again under a new ID (see sharedID).
 		withdrawn := d.shared && p.Timer != q.Timer
@@ -55,28 +56,46 @@ func (x *index) checkRetries(d *def, seq int) (verdict, Violation, bool) {
 	return v, Violation{}, false
 }
 
+// madeFrom is the earliest time the replica may have made the attempt
+// its callback p delivered: p.At less the waits recorded on its path
+// (sendWait: for its overloaded sender, in its endpoint's inbound queue)
+// and the healthy delay, which covers the transit and the waits too short
+// to be recorded at either end. A callback of a burst of missed pops
+// waits in its endpoint's queue for the ones before it, so the endpoint
+// may take it well past one network delay after it left: a crash in
+// that time came after the attempt was made (scenarios/README.md C35).
+func (x *index) madeFrom(d *def, p Pop) time.Duration {
+	wait, _ := x.sendWait(d, p)
+	return p.At - wait - x.healthyLate()
+}
+
 // crashedBetween reports whether node crashed in [a, b]: a the delivery of
-// its first attempt, which it sent up to one network delay earlier, so a
-// crash in that delay came after the attempt was made.
+// a message it sent up to one network delay earlier, so a crash in that
+// delay came after the message was sent.
 func (x *index) crashedBetween(node string, a, b time.Duration) bool {
+	return x.crashedWithin(node, a-x.h.MaxNetDelay, b)
+}
+
+// crashedWithin reports whether node crashed in [a, b].
+func (x *index) crashedWithin(node string, a, b time.Duration) bool {
 	for _, f := range x.h.Faults {
-		if f.Kind == Crash && f.At >= a-x.h.MaxNetDelay && f.At <= b && slices.Contains(f.Nodes, node) {
+		if f.Kind == Crash && f.At >= a && f.At <= b && slices.Contains(f.Nodes, node) {
 			return true
 		}
 	}
 	return false
 }
 
-// leftBetween reports whether a scale-down that took node out of the
-// cluster completed in [a, b], a as in crashedBetween: the operator stops
+// leftIn reports whether a scale-down that took node out of the
+// cluster completed in [a, b], a as in crashedWithin: the operator stops
 // a leaving node once the scale is done (docs/design.md 4.8), and a node
 // that joins again later starts as a new one, with no record of the
 // attempts it made before it left, so it owes the pops a record it is
 // given marks missed: one attempt per replica per pop (docs/design.md
 // 4.7) holds for one run of a node, as across a crash.
-func (x *index) leftBetween(node string, a, b time.Duration) bool {
+func (x *index) leftIn(node string, a, b time.Duration) bool {
 	for _, s := range x.h.Scales {
-		if s.End > 0 && s.End >= a-x.h.MaxNetDelay && s.End <= b &&
+		if s.End > 0 && s.End >= a && s.End <= b &&
 			slices.Contains(s.Before, node) && !slices.Contains(s.After, node) {
 			return true
 		}

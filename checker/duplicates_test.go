@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"slices"
 	"testing"
 	"time"
@@ -228,5 +229,99 @@ func TestTombstoneEndedEarlyByAStartHoldersClock(t *testing.T) {
 				t.Errorf("forgot excused nothing: %v", cov.Excused)
 			}
 		})
+	}
+}
+
+// TestCrashWhileAPopWaitsAtItsEndpointLetsTheReplicaForget proves the
+// crash that lets a replica forget a pop may come after the pop was made
+// by more than one network delay before its endpoint took it: a callback
+// of a burst of missed pops (a restart from disk makes them at once)
+// waits in its endpoint's queue for the ones before it, briefly, unrecorded
+// (within the healthy delay, seed 2400889), or long, recorded (a Queued
+// fault). The replica crashes while the callback waits, comes back from its
+// last saved progress and makes the pop again: forgot. The same crash
+// earlier than the pop could have been made (its delivery less the waits
+// and the healthy delay), with the replica back before it made the first
+// attempt, leaves two attempts in one run: G4.
+func TestCrashWhileAPopWaitsAtItsEndpointLetsTheReplicaForget(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		at       time.Duration // the first delivery of pop 3
+		queued   time.Duration // its recorded wait in the endpoint's queue, 0 for none
+		crash    time.Duration
+		violated bool
+	}{
+		{"unrecorded wait, crash while it waited", 3060 * ms, 0, 3025 * ms, false},
+		{"recorded wait, crash while it waited", 3611 * ms, 600 * ms, 3300 * ms, false},
+		{"unrecorded wait, crash before the pop was made", 3060 * ms, 0, 2900 * ms, true},
+		{"recorded wait, crash before the pop was made", 3611 * ms, 600 * ms, 2850 * ms, true},
+		{"crash after the second attempt", 3060 * ms, 0, 3900 * ms, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, _, _ := placed(t)
+			h.Pops[2].At = c.at
+			again := pop(3800*ms, p, "a", 3)
+			again.Timer = placedTimer
+			h.Pops = slices.Insert(h.Pops, 3, again)
+			h.Faults = []Fault{{At: c.crash, Kind: Crash, Nodes: []string{p}}, {At: c.crash + 50*ms, Kind: Restart, Nodes: []string{p}}}
+			if c.queued > 0 {
+				h.Faults = append(h.Faults, Fault{At: c.at - c.queued - ms, Kind: Queued, Nodes: []string{p}, Peers: []string{"client"},
+					Detail: "waited=" + c.queued.String(), Timer: placedTimer})
+				slices.SortFunc(h.Faults, func(a, b Fault) int { return cmp.Compare(a.At, b.At) })
+			}
+			requireRepeat(t, h, c.violated, "pop 3 delivered twice by")
+		})
+	}
+}
+
+// TestTombstoneEndsEarlyByTheClocksItsStartCameThrough proves a replica's
+// tombstone may end before the definition's last due time plus its life
+// by what the clocks that held its schedule gained (seed 2500304): the
+// replica measures the tombstone from its own start, and a start taken
+// from a replica whose clock had stepped 4 s ahead is 4 s early. A stale
+// message replayed after that brings the definition back, and the
+// replica makes its last pop again: forgot. With no clock ahead, a jump
+// back, or a repeat before the early end, the tombstone was still there:
+// G4.
+func TestTombstoneEndsEarlyByTheClocksItsStartCameThrough(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		jump     string // the backup's clock step at 500 ms, "" for none
+		again    time.Duration
+		violated bool
+	}{
+		{"backup's clock ahead, repeat after the early end", "+4s", 17 * sec, false},
+		{"no clock ahead", "", 17 * sec, true},
+		{"backup's clock back", "-4s", 17 * sec, true},
+		{"backup's clock ahead, repeat before the early end", "+4s", 15500 * ms, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, o := placed(t)
+			if c.jump != "" {
+				h.Faults = append(h.Faults, Fault{At: 500 * ms, Kind: ClockJump, Nodes: []string{b}, Detail: c.jump})
+			}
+			h.Faults = append(h.Faults, Fault{At: c.again - 2*ms, Kind: Late, Nodes: []string{o}, Peers: []string{p},
+				Detail: "replayed=11s", Timer: placedTimer})
+			again := pop(c.again, p, "a", 10)
+			again.Timer = placedTimer
+			h.Pops = append(h.Pops, again)
+			requireRepeat(t, h, c.violated, "pop 10 delivered twice by")
+		})
+	}
+}
+
+// requireRepeat judges h, whose replica attempted a pop twice: the G4
+// violation want when violated, else no violation and the repeat excused
+// as forgot.
+func requireRepeat(t *testing.T, h *History, violated bool, want string) {
+	t.Helper()
+	vs, cov := DefaultOptions().Judge(h)
+	if violated {
+		requireHas(t, requireOnly(t, vs, "G4"), "G4", want)
+		return
+	}
+	requireNone(t, vs)
+	if cov.Excused[ExForgot] == 0 {
+		t.Errorf("forgot excused nothing: %v", cov.Excused)
 	}
 }
