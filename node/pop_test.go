@@ -235,3 +235,55 @@ func TestPopMadeUnderTheFirstTryCountsForTheRetry(t *testing.T) {
 		})
 	}
 }
+
+// TestRetrySendsThePopsItsProxyMade: a one-shot update through replica A
+// (the timer's only replica, rf 1; B is the default factor's other
+// replica) races a delete through C. A pops the update's first try, its
+// callback answered before anything else happens (its notice goes to A's
+// replicas: none), then takes the delete's tombstone, remembering the pop;
+// B took the tombstone first and answers the first try's replication 409,
+// so A writes the update again above it, now at the default factor, on A
+// and B. A's own copy of the retry carries pop 1 as made (keepProgress);
+// the retry must tell B so too, or B pops pop 1 again at its turn with no
+// notice to stop it (scenarios/README.md N48, seed 2600304).
+func TestRetrySendsThePopsItsProxyMade(t *testing.T) {
+	c := newCluster(t, three...)
+	a, b, via := three[0], three[1], three[2]
+	id := idPlacedOn(three, []string{a, b})
+	wid := wire.FormatWireID(id, BloomBits(a))
+	old := withCallback(&Timer{ID: id, Version: id, Start: c.clock.now.UnixMilli(), Interval: 10 * time.Second,
+		RepeatFor: 30 * time.Second, RF: 1, Placement: &Placement{Replicas: []string{a}}}, cb, "old")
+	c.place(a, *old)
+
+	var updated *Response
+	c.nodes[a].Handle(Request{Method: "PUT", URL: "/timers/" + wid, Header: Header{},
+		Body: []byte(timerJSON(0, 0, cb, "new"))}, func(r Response) { updated = &r })
+	firstTry := c.net.take("http://" + b)
+	require.Len(t, firstTry, 1, "the first try's replication to B")
+	c.clock.advance(time.Millisecond) // A pops the first try
+	pops := c.net.take(cb)
+	require.Len(t, pops, 1, "A's pop of the first try")
+	pops[0].done(Response{Status: 200}, nil)
+
+	var deleted *Response
+	c.nodes[via].Handle(Request{Method: "DELETE", URL: "/timers/" + wid, Header: Header{}}, func(r Response) { deleted = &r })
+	c.deliver(c.net.take("http://"+b), nil) // B takes the tombstone first
+	c.deliver(c.net.take("http://"+a), nil) // then A, after its pop
+	c.deliver(firstTry, nil)                // B answers the first try 409
+	c.settle()
+	require.NotNil(t, deleted)
+	require.NotNil(t, updated)
+	require.Equal(t, 200, updated.Status, "the update, written again above the delete")
+
+	got, ok := c.nodes[b].Timer(id)
+	require.True(t, ok)
+	held, _ := c.nodes[a].Timer(id)
+	require.Equal(t, held.Version, got.Version, "B holds the retry")
+	assert.Equal(t, uint32(1), got.Seq, "B's copy of the retry: pop 1 made")
+	var again []string
+	c.advanceWith(10*time.Second, func(s *sent) int {
+		again = append(again, s.from)
+		return 200
+	})
+	assert.Empty(t, again, "pop 1 made again, by")
+}
