@@ -440,29 +440,31 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, 
 	t.setSitesLacking(n.remoteSitesOf(t.Placement))
 	n.forwardToSites(t)
 	// This node's own copy takes the write first: the pops it carries
-	// over (keepProgress) go to the other replicas with it.
+	// over (keepProgress) go to the other replicas with it. Its answer
+	// counts below, in its place among the targets.
+	selfApplied, selfAnswer := false, Response{}
 	if slices.Contains(targets, n.self) {
 		local := *t
 		a := n.apply(&local)
-		if applied := a.ok && a.newer == nil && !a.collision; applied {
+		if selfApplied = a.ok && a.newer == nil && !a.collision; selfApplied {
 			w.buried = w.buried || a.buriedLive
 			n.sendOwnProgress(t, &local)
-			w.done(slices.Contains(replicas, n.self), Response{})
 		} else {
-			w.done(false, n.notApplied(a))
+			selfAnswer = n.notApplied(a)
 		}
 	}
 	var body []byte // encoded once, for the first peer
 	for _, peer := range targets {
-		if peer == n.self {
-			continue
-		}
 		// Only the timer's replicas count towards the quorum: an old
 		// replica's or a leaving node's copy goes by hand-off, and a
 		// default's replica outside them holds at most a copy a PUT
 		// made again, which the write buries but which pops nothing
 		// the client asked for.
 		counts := slices.Contains(replicas, peer)
+		if peer == n.self {
+			w.done(counts && selfApplied, selfAnswer)
+			continue
+		}
 		if body == nil {
 			body = EncodeReplication(t, now)
 		}
