@@ -236,13 +236,9 @@ func (x *index) heldByScale(d *def, late map[string]bool, since map[string]lateC
 		if d.lo > end {
 			continue
 		}
-		before, after := Replicas(sc.Before, d.timer, d.rf), Replicas(sc.After, d.timer, d.rf)
 		from := max(sc.Start, d.lo)
 		copies := map[string]lateCopy{}
-		for _, n := range after {
-			if slices.Contains(before, n) {
-				continue
-			}
+		for _, n := range sc.places(d.timer, d.rf) {
 			for _, s := range d.spans {
 				if holdsInto(s.fault, n) && s.end > from && s.from <= end {
 					at := max(s.from, from)
@@ -624,12 +620,9 @@ func (x *index) refillFailures(d *def) (fails []copyFailure, holders []string) {
 			continue
 		}
 		for _, rf := range rfs {
-			before := Replicas(sc.Before, d.timer, rf)
-			for _, n := range Replicas(sc.After, d.timer, rf) {
-				if !slices.Contains(before, n) {
-					at := max(sc.Start, d.lo)
-					fails = append(fails, copyFailure{node: n, at: at, from: at, missed: true})
-				}
+			for _, n := range sc.places(d.timer, rf) {
+				at := max(sc.Start, d.lo)
+				fails = append(fails, copyFailure{node: n, at: at, from: at, missed: true})
 			}
 		}
 	}
@@ -905,4 +898,18 @@ func (x *index) leftAfter(f Fault, w time.Duration) time.Duration {
 		}
 	}
 	return left - f.At
+}
+
+// places lists the nodes sc places timer (of factor rf) on that the
+// membership before it did not: they hold no copy until the scale's
+// resync or an old replica's hand-off brings one.
+func (sc Scale) places(timer uint64, rf int) []string {
+	before := Replicas(sc.Before, timer, rf)
+	var added []string
+	for _, n := range Replicas(sc.After, timer, rf) {
+		if !slices.Contains(before, n) {
+			added = append(added, n)
+		}
+	}
+	return added
 }

@@ -14,7 +14,7 @@ func TestFreeAddrsDrawsBelowTheEphemeralRange(t *testing.T) {
 	if low-1-quietLow < quietSpan {
 		// Not a failure: listenFree then takes the kernel's pick on
 		// purpose, and FreeAddrs is tested by every process test.
-		t.Skipf("nothing to prove here: the kernel's ephemeral range starts at %d (0: not Linux), leaving fewer than %d ports above %d, so ports come from the kernel's pick; runs on a machine whose range starts above %d (Linux's default, 32768)", low, quietSpan, quietLow, quietLow+quietSpan)
+		t.Skipf("nothing to prove here: the kernel's ephemeral range starts at %d (0: not Linux), leaving fewer than %d ports above %d, so ports come from the kernel's pick; lifted on a machine whose ephemeral range starts above %d (Linux's default, 32768)", low, quietSpan, quietLow, quietLow+quietSpan)
 	}
 	addrs, err := FreeAddrs(20)
 	if err != nil {
