@@ -81,7 +81,9 @@ const (
 	// because the earlier write's proxy had a clock stepped or drifted
 	// further ahead than the gap between them, with rf <= 2: the
 	// earlier definition rightly wins (clockAhead), beyond what G5 can
-	// promise with clocks past their tolerance.
+	// promise with clocks past their tolerance. The later write does not
+	// stick against it (G5), and its pops are not owed (G2, G3, G7;
+	// counted, like superseded, as not due: earlierAhead).
 	ExClockAhead Excuse = "clock-ahead"
 	// ExSharedID: two acknowledged creates share the timer's ID (two nodes
 	// configured with one instance number; scenarios/README.md I2).
@@ -245,7 +247,7 @@ func (x *index) coverage() Coverage {
 			if !pv.set[colG3] {
 				pv.v[colG3] = pv.v[colG2]
 			}
-			if e := pv.v[colG2].excuse; !pv.v[colG2].violated && (e == ExSuperseded || e == ExMayReorder) {
+			if e := pv.v[colG2].excuse; !pv.v[colG2].violated && (e == ExSuperseded || e == ExMayReorder || e == ExClockAhead) {
 				c.Excused[e]++ // not due: replaced before its deadline
 				continue
 			}

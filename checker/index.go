@@ -36,10 +36,12 @@ type def struct {
 	// lossFrom is the earliest time a fault may have removed every copy.
 	lossFrom time.Duration
 	// cutoff is the earliest a later op on the timer may have replaced
-	// it; reordered is set when that op returned before d began and
-	// only a reorder of their versions lets it win (see mayReorder).
-	cutoff    time.Duration
-	reordered bool
+	// it, and replacedBy what excuses d's pops from then on: the write
+	// ran with or after d (superseded), or it returned before d began
+	// and only the order of their versions lets it win (mayReorder,
+	// earlierAhead).
+	cutoff     time.Duration
+	replacedBy Excuse
 	// held is how long the write's replication may have been held up on
 	// its way to a replica, and late the replicas it held (see heldFor).
 	held time.Duration
@@ -295,7 +297,7 @@ func buildIndex(h *History, o Options, extra map[int]factors) *index {
 	}
 	x.epochs()
 	for _, d := range x.defs {
-		d.cutoff, d.reordered = x.cutoff(d)
+		d.cutoff, d.replacedBy = x.cutoff(d)
 		d.lossFrom = x.lossFrom(d)
 		d.held, d.late, d.reheld, d.heldBy = x.heldFor(d)
 	}
@@ -489,36 +491,58 @@ func effReturn(op Op) time.Duration {
 // cutoff is the earliest moment another op on d's timer may have taken
 // effect after d: any op not strictly before d (not failed) may be
 // linearized after it, from the later of the two invocations on. It
-// also reports whether the earliest such op returned before d began, so
-// that only a reorder of versions (mayReorder) lets it win.
-func (x *index) cutoff(d *def) (time.Duration, bool) {
-	c, reordered := never, false
+// also names what excuses d's pops from then on (superseded): the op ran
+// with or after d, or it returned before d began and only the order of
+// their versions lets it win (mayReorder, earlierAhead).
+func (x *index) cutoff(d *def) (time.Duration, Excuse) {
+	c, why := never, Excuse("")
 	if d.op.Timer == 0 {
-		return c, false
+		return c, why
 	}
 	for _, e := range x.byTimer[d.op.Timer] {
 		if e.Seq == d.op.Seq || e.Outcome == Failed {
 			continue
 		}
 		before := effReturn(e) < d.op.Invoke
-		if before && !x.mayReorder(e, d) {
+		ex := ExSuperseded
+		switch {
+		case !before:
+		case x.mayReorder(e, d):
+			ex = ExMayReorder
+		case x.earlierAhead(e, d):
+			ex = ExClockAhead
+		default:
 			continue
 		}
 		if at := max(e.Invoke, d.op.Invoke); at < c || at == c && !before {
-			c, reordered = at, before
+			c, why = at, ex
 		}
 	}
-	return c, reordered
+	return c, why
 }
 
 // superseded names what excuses a pop of d that a later write may have
 // replaced before its bound: that write, or, when it returned before d
-// began, the reorder of their versions.
+// began, the order of their versions.
 func (d *def) superseded() Excuse {
-	if d.reordered {
-		return ExMayReorder
+	if d.replacedBy != "" {
+		return d.replacedBy
 	}
 	return ExSuperseded
+}
+
+// earlierAhead reports whether e, a write that returned before d began,
+// may still win over d because the clock of e's proxy was stepped or
+// drifted ahead further than the gap between them (clockAhead, G5's
+// judgement of the same two writes): last-writer-wins keeps e's
+// definition, so d, whose version orders below it, may never pop (a
+// clock stepped 2m17s ahead versioned an rf 1 create that an update 26 s
+// later through the other site met as a finished tombstone, and the
+// update's pops never came: scenarios/README.md g7c-1). A delete has no
+// definition of its own here; G5 does not weigh it either.
+func (x *index) earlierAhead(e Op, d *def) bool {
+	ed := x.byOpaque[e.Spec.Opaque]
+	return e.Kind != Delete && ed != nil && ed.op.Seq == e.Seq && x.clockAhead(ed, d.op)
 }
 
 // mayReorder reports whether e, a write that returned before d began, may

@@ -87,6 +87,30 @@ func TestCheckExcusesAreNeededAndBounded(t *testing.T) {
 			h.End, h.LivenessFrom = 25*sec, 22*sec
 			return h
 		}},
+		{ExClockAhead, "G7", func(rel bool) *History {
+			// The same judgement on the later write's pops
+			// (scenarios/README.md g7c-1): n1's clock, stepped 10 s
+			// ahead, versioned a create (rf 1) that never pops
+			// (repeat-for below its interval); an update through
+			// another node 3 s later orders below it, last-writer-wins
+			// keeps the create's finished record, and the update's
+			// pop (due in the liveness phase) is not owed. Stepped by
+			// 1 s, less than the gap, the update wins and its pop is
+			// owed.
+			h := healthy()
+			h.Members = []string{"n1", "n2", "n3"}
+			p := Replicas(h.Members, placedTimer, 1)[0]
+			other := h.Members[(slices.Index(h.Members, p)+1)%3]
+			h.Ops = []Op{write(1, Create, placedTimer, "a", 2*sec, sec, sec, sec+10*ms, OK), write(2, Update, placedTimer, "b", 20*sec, 20*sec, 4*sec, 4*sec+10*ms, OK)}
+			h.Ops[0].Node, h.Ops[1].Node = p, other
+			for i := range h.Ops {
+				h.Ops[i].Spec.ReplicationFactor = 1
+			}
+			h.Faults = []Fault{{At: 500 * ms, Kind: ClockJump, Nodes: []string{p}, Detail: pickStr(rel, "+10s", "+1s")}}
+			h.Pops = nil
+			h.End, h.LivenessFrom = 50*sec, 22*sec
+			return h
+		}},
 		{ExWorstRank, "G3", func(rel bool) *History {
 			// A timer placed nowhere known (no members in the history)
 			// with a crash around: the backup's pops at its rank 2 s
