@@ -538,7 +538,7 @@ func (d *def) superseded() Excuse {
 // definition, so d, whose version orders below it, may never pop (a
 // clock stepped 2m17s ahead versioned an rf 1 create that an update 26 s
 // later through the other site met as a finished tombstone, and the
-// update's pops never came: scenarios/README.md g7c-1). A delete has no
+// update's pops never came: scenarios/README.md C37). A delete has no
 // definition of its own here; G5 does not weigh it either.
 func (x *index) earlierAhead(e Op, d *def) bool {
 	ed := x.byOpaque[e.Spec.Opaque]

@@ -89,7 +89,7 @@ func TestCheckExcusesAreNeededAndBounded(t *testing.T) {
 		}},
 		{ExClockAhead, "G7", func(rel bool) *History {
 			// The same judgement on the later write's pops
-			// (scenarios/README.md g7c-1): n1's clock, stepped 10 s
+			// (scenarios/README.md C37): n1's clock, stepped 10 s
 			// ahead, versioned a create (rf 1) that never pops
 			// (repeat-for below its interval); an update through
 			// another node 3 s later orders below it, last-writer-wins
