@@ -635,6 +635,54 @@ func TestHandOffThatWaitedStartsTheNewReplicaLate(t *testing.T) {
 	}
 }
 
+// TestCopyMovedBackFromAHeldReplicaRunsLate is the hand-off of
+// TestHandOffThatWaitedStartsTheNewReplicaLate followed by a scale back
+// to the first membership (fresh seed 3503955, scenarios C38): the new
+// replica, late by its hand-off's wait, is the only holder when the
+// timer moves back, so the old replica takes the late start from it by
+// a hand-off that did not wait, and runs late by the first wait for
+// good. No first wait, or a pop later than it, is G3.
+func TestCopyMovedBackFromAHeldReplicaRunsLate(t *testing.T) {
+	members := []string{"n1", "n2", "n3", "n4"}
+	old := Replicas(members, placedTimer, 1)[0]
+	shrunk := slices.DeleteFunc(slices.Clone(members), func(m string) bool { return m == old })
+	neu := Replicas(shrunk, placedTimer, 1)[0]
+	for _, c := range []struct {
+		name   string
+		waited bool
+		late   time.Duration
+		want   string
+	}{
+		{"moved back from the held replica", true, 520 * ms, ""},
+		{"the first hand-off did not wait", false, 520 * ms, "G3"},
+		{"later than the first wait", true, 720 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: members,
+				Ops:     []Op{write(1, Create, placedTimer, "a", 10*sec, 100*sec, 0, 10*ms, OK)},
+				Scales: []Scale{
+					{Kind: ScaleDown, Start: 5 * sec, End: 8 * sec, Before: members, After: shrunk},
+					{Kind: ScaleUp, Start: 25 * sec, End: 28 * sec, Before: shrunk, After: members},
+				},
+				End: 110 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			}
+			h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = old, 1
+			if c.waited {
+				h.Faults = []Fault{{At: 6 * sec, Kind: Overload, Nodes: []string{old}, Peers: []string{neu}, Detail: "waited=500ms record", Timer: placedTimer}}
+			}
+			for k := 1; k <= 10; k++ {
+				n := neu
+				if k > 2 {
+					n = old
+				}
+				h.Pops = append(h.Pops, Pop{At: time.Duration(k)*10*sec + c.late, Node: n, URI: "http://client/cb", Opaque: "a", Seq: k, Answered: 200, Timer: placedTimer})
+			}
+			requireWant(t, Check(h), c.want, "late")
+		})
+	}
+}
+
 // TestHandOffHeldByItsReceiversPauseStartsItLate is the hand-off of
 // TestHandOffThatWaitedStartsTheNewReplicaLate held by a pause of the
 // member the scale moves the timer to (fresh seed 2401380, scenarios
