@@ -310,6 +310,12 @@ func (n *Node) setCluster(m Membership) {
 	}
 }
 
+// inMembership reports whether addr is a member of this node's
+// membership: steady, joining or leaving.
+func (n *Node) inMembership(addr string) bool {
+	return slices.Contains(n.ring.members, addr) || slices.Contains(n.cfg.Cluster.Leaving, addr)
+}
+
 // pastRings appends to dst the rings of the views before this node's
 // own that a timer may still be placed under somewhere: the view before
 // its latest change of view, and the view the scale under way started

@@ -758,6 +758,40 @@ func TestWriteReachesTheReplicasOfTheViewBefore(t *testing.T) {
 	}
 }
 
+// TestWriteSkipsAReplicaOfTheViewBeforeThatLeft: once a scale-down's
+// last step is given, the leaving node is stopped, and the view before
+// (which a write's targets take the replicas of, pastRings) still names
+// it until the next change of view. A write of a timer it held goes to
+// the members only: waiting on the stopped node would hold every such
+// write for its timeout, and a delete that buried nothing would be
+// answered 503 for the node that did not answer.
+func TestWriteSkipsAReplicaOfTheViewBeforeThatLeft(t *testing.T) {
+	four := []string{nodeA, nodeB, nodeC, nodeD}
+	before := NewRing(four)
+	var id uint64
+	for id = 1; before.Replicas(id, 1)[0] != nodeD; id++ {
+	}
+	bare := wire.FormatWireID(id, 0)
+	def := func(opaque string) string {
+		return string(wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 10 * time.Minute, URI: cb, Opaque: opaque, ReplicationFactor: 1}))
+	}
+	c := newCluster(t, four...)
+	require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+bare, def("old")).Status)
+	c.reload(Membership{Nodes: three, Leaving: []string{nodeD}})
+	c.down[nodeD] = true
+	delete(c.nodes, nodeD)
+	c.reload(Membership{Nodes: three})
+	toD := 0
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if to == nodeD {
+			toD++
+		}
+	}
+	require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+bare, def("new")).Status)
+	assert.Zero(t, toD, "messages to the node that left")
+	assert.Len(t, c.holders(bare), 1)
+}
+
 // TestDeleteByAnIDNamingALeavingReplicaReachesTheNewBackup deletes a
 // timer of rf 2 that moved from (A, D) to (A, X) as D left, through the
 // fourth node, which holds no copy, by the wire ID the client has (its

@@ -623,11 +623,14 @@ func (n *Node) alsoHolders(t *Timer, targets []string) []string {
 		// (scenarios/README.md g5c-1, TestWriteReachesTheReplicasOfTheViewBefore).
 		// Like the bloom's old replicas, they take the write as moved
 		// away, which ends their copy, and never count toward the quorum.
+		// A node that has left the membership (a scale-down's last step
+		// given) is stopped: a write waiting on it would wait for its
+		// timeout until the next change of view.
 		var ringBuf [2]*Ring
 		for _, past := range n.pastRings(ringBuf[:0]) {
 			var buf [wire.MaxReplicationFactor]string
 			for _, r := range past.AppendReplicas(buf[:0], t.ID, rf) {
-				if !slices.Contains(targets, r) {
+				if !slices.Contains(targets, r) && n.inMembership(r) {
 					n.hit(probeWritePastViews)
 					targets = append(slices.Clip(targets), r)
 				}
