@@ -617,9 +617,10 @@ func (n *Node) alsoHolders(t *Timer, targets []string) []string {
 		// node's (pastRings): an old replica keeps its copy live, popping
 		// after every replica's turn, until the new replicas answer its
 		// hand-off, and a write placed under the new view reaches it only
-		// if the ID's bloom names it. By a bare ID, or while the hand-off
-		// is held (a clog into the new replica), the old replica popped
-		// the definition an acknowledged update had replaced
+		// if the ID's bloom names it. An update by a bare ID reached the
+		// new replica alone while the old replica's hand-off was held (a
+		// clog into the new replica), and the old replica popped the
+		// definition the acknowledged update had replaced
 		// (scenarios/README.md g5c-1, TestWriteReachesTheReplicasOfTheViewBefore).
 		// Like the bloom's old replicas, they take the write as moved
 		// away, which ends their copy, and never count toward the quorum.
