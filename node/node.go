@@ -8,6 +8,7 @@ import (
 	"hash"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -52,8 +53,14 @@ type Node struct {
 	// (nil before the first): where the records a hand-off moves were
 	// placed before it (handOffTargets).
 	prevRing *Ring
-	ids      idGen
-	instance int
+	// scaleFrom is, while the membership names joining or leaving
+	// nodes (a scale under way), the ring of the view the scale started
+	// from: the steady members and the leaving ones (nil otherwise). A
+	// node started since the scale began knows it from its membership
+	// alone (pastRings).
+	scaleFrom *Ring
+	ids       idGen
+	instance  int
 	// instanceHeader is instanceHeaderOf this node, which every
 	// internal request carries: written when the number is set.
 	instanceHeader string
@@ -295,6 +302,34 @@ func (n *Node) setCluster(m Membership) {
 	n.cfg.Cluster = m
 	n.peerIPs = n.peerAddrs(m)
 	n.ring = NewRing(members)
+	n.scaleFrom = nil
+	if len(m.Joining)+len(m.Leaving) > 0 {
+		if from := NewRing(append(slices.Clone(m.Nodes), m.Leaving...)); from.ViewID() != n.ring.ViewID() {
+			n.scaleFrom = from
+		}
+	}
+}
+
+// inMembership reports whether addr is a member of this node's
+// membership: steady, joining or leaving.
+func (n *Node) inMembership(addr string) bool {
+	return slices.Contains(n.ring.members, addr) || slices.Contains(n.cfg.Cluster.Leaving, addr)
+}
+
+// pastRings appends to dst the rings of the views before this node's
+// own that a timer may still be placed under somewhere: the view before
+// its latest change of view, and the view the scale under way started
+// from (the two are one for a member that reloaded into the scale; a
+// node started since knows only the second). A node that held a timer
+// under one of them keeps its copy live until the new replicas hold it
+// (handOff), so a write must reach it too (alsoHolders).
+func (n *Node) pastRings(dst []*Ring) []*Ring {
+	for _, r := range [...]*Ring{n.prevRing, n.scaleFrom} {
+		if r != nil && r.ViewID() != n.ring.ViewID() && !slices.ContainsFunc(dst, func(d *Ring) bool { return d.ViewID() == r.ViewID() }) {
+			dst = append(dst, r)
+		}
+	}
+	return dst
 }
 
 // Address returns the node's address as the cluster knows it.

@@ -83,6 +83,7 @@ var (
 	probeWriteNotHeld          = probe("write/peer-holds-elsewhere")
 	probeWriteSendsOwnProgress = probe("write/sends-own-progress")
 	probeWriteHeldFactor       = probe("write/to-held-factors-replicas")
+	probeWritePastViews        = probe("write/to-past-views-replicas")
 	probeClockBehindIDs        = probe("write/clock-behind-ids")
 	probeReplaceOwnCopy        = probe("write/replaces-own-copy")
 	probeRewriteCollision      = probe("write/collision-fresh-id")

@@ -687,6 +687,111 @@ func TestWritesDuringAScaleDownReachTheLeavingNode(t *testing.T) {
 	}
 }
 
+// TestWriteReachesTheReplicasOfTheViewBefore is fresh seed 2800170
+// (scenarios/README.md N49): a timer of rf 1 on X moves to D as D
+// joins, and X's hand-off to D is held (a clog into D), so X keeps its
+// copy live, popping after every replica's turn. An update by the bare
+// ID (its bloom names no one) through a node on the new view went to D
+// and to the default's replicas only, was acknowledged by D, and X
+// popped the definition it replaced. A write also goes to the replicas
+// the timer had under the view before the proxy's (pastRings): X keeps
+// the update as moved away and pops nothing more. The proxy knows that
+// view from its latest change of view (after the scale's last step too,
+// which leaves the view as it is) or, started since the scale began,
+// from the scale's membership.
+func TestWriteReachesTheReplicasOfTheViewBefore(t *testing.T) {
+	four := []string{nodeA, nodeB, nodeC, nodeD}
+	before, after := NewRing(three), NewRing(four)
+	var id uint64
+	var x string
+	for id = 1; x == ""; id++ {
+		old, now := before.Replicas(id, 1)[0], after.Replicas(id, wire.DefaultReplicationFactor)
+		if now[0] == nodeD && !slices.Contains(now, old) {
+			x = old
+		}
+	}
+	id--
+	proxy := nodeA
+	if x == nodeA {
+		proxy = nodeB
+	}
+	bare := wire.FormatWireID(id, 0)
+	def := func(interval time.Duration, opaque string) string {
+		return string(wire.Encode(wire.Timer{Interval: interval, RepeatFor: 10 * interval, URI: cb, Opaque: opaque, ReplicationFactor: 1}))
+	}
+	scaling := Membership{Nodes: three, Joining: []string{nodeD}}
+	for _, step := range []string{"reloaded proxy", "proxy started during the scale", "scale's last step given"} {
+		t.Run(step, func(t *testing.T) {
+			c := newCluster(t, three...)
+			require.Equal(t, 200, c.client(proxy, "PUT", "/timers/"+bare, def(30*time.Second, "old")).Status)
+			require.Equal(t, []string{x}, c.holders(bare))
+			// Nothing X sends reaches D, nor D's pages asked of X: X can
+			// neither hand its copy off nor have it fetched.
+			c.lose = func(host string, req Request) bool {
+				from, _, _ := senderInstance(req)
+				return host == nodeD && from == x || host == x && from == nodeD
+			}
+			c.join(nodeD, scaling)
+			c.reload(scaling)
+			switch step {
+			case "proxy started during the scale":
+				c.restart(proxy)
+			case "scale's last step given":
+				c.reload(Membership{Nodes: four})
+			}
+			require.Equal(t, []string{x}, c.holders(bare), "X still holds its copy to hand off")
+			for _, s := range c.net.take(cb) { // the pops made while the scale ran
+				require.Equal(t, "old", string(s.req.Body))
+				s.done(Response{Status: 200}, nil)
+			}
+			c.settle()
+			require.Equal(t, 200, c.client(proxy, "PUT", "/timers/"+bare, def(20*time.Second, "new")).Status)
+			assert.Equal(t, []string{nodeD}, c.holders(bare))
+			held, _ := c.nodes[x].Timer(id)
+			assert.Equal(t, Moved, held.State, "X's copy after the update")
+			pops := c.advance(45*time.Second, 200)
+			require.NotEmpty(t, pops)
+			for _, p := range pops {
+				assert.Equal(t, "new", string(p.Body), "pop %s", p.Header.Get(wire.HeaderSequenceNumber))
+			}
+		})
+	}
+}
+
+// TestWriteSkipsAReplicaOfTheViewBeforeThatLeft: once a scale-down's
+// last step is given, the leaving node is stopped, and the view before
+// (which a write's targets take the replicas of, pastRings) still names
+// it until the next change of view. A write of a timer it held goes to
+// the members only: waiting on the stopped node would hold every such
+// write for its timeout, and a delete that buried nothing would be
+// answered 503 for the node that did not answer.
+func TestWriteSkipsAReplicaOfTheViewBeforeThatLeft(t *testing.T) {
+	four := []string{nodeA, nodeB, nodeC, nodeD}
+	before := NewRing(four)
+	var id uint64
+	for id = 1; before.Replicas(id, 1)[0] != nodeD; id++ {
+	}
+	bare := wire.FormatWireID(id, 0)
+	def := func(opaque string) string {
+		return string(wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 10 * time.Minute, URI: cb, Opaque: opaque, ReplicationFactor: 1}))
+	}
+	c := newCluster(t, four...)
+	require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+bare, def("old")).Status)
+	c.reload(Membership{Nodes: three, Leaving: []string{nodeD}})
+	c.down[nodeD] = true
+	delete(c.nodes, nodeD)
+	c.reload(Membership{Nodes: three})
+	toD := 0
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if to == nodeD {
+			toD++
+		}
+	}
+	require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+bare, def("new")).Status)
+	assert.Zero(t, toD, "messages to the node that left")
+	assert.Len(t, c.holders(bare), 1)
+}
+
 // TestDeleteByAnIDNamingALeavingReplicaReachesTheNewBackup deletes a
 // timer of rf 2 that moved from (A, D) to (A, X) as D left, through the
 // fourth node, which holds no copy, by the wire ID the client has (its

@@ -603,10 +603,36 @@ func (n *Node) alsoHolders(t *Timer, targets []string) []string {
 		// finished or deleted timer created again with the default),
 		// left copies on the replicas beyond this write's: a
 		// concurrent update may have made one live again.
+		rf := max(t.replicationFactor(), wire.DefaultReplicationFactor)
 		if held := n.store.Get(t.ID); held != nil && held.RF > 0 {
+			rf = max(rf, int(held.RF))
 			for _, r := range n.ring.Replicas(t.ID, int(held.RF)) {
 				if !slices.Contains(targets, r) {
 					n.hit(probeWriteHeldFactor)
+					targets = append(slices.Clip(targets), r)
+				}
+			}
+		}
+		// The replicas of the same factors under a view before this
+		// node's (pastRings): an old replica keeps its copy live, popping
+		// after every replica's turn, until the new replicas answer its
+		// hand-off, and a write placed under the new view reaches it only
+		// if the ID's bloom names it. An update by a bare ID reached the
+		// new replica alone while the old replica's hand-off was held (a
+		// clog into the new replica), and the old replica popped the
+		// definition the acknowledged update had replaced
+		// (scenarios/README.md N49, TestWriteReachesTheReplicasOfTheViewBefore).
+		// Like the bloom's old replicas, they take the write as moved
+		// away, which ends their copy, and never count toward the quorum.
+		// A node that has left the membership (a scale-down's last step
+		// given) is stopped: a write waiting on it would wait for its
+		// timeout until the next change of view.
+		var ringBuf [2]*Ring
+		for _, past := range n.pastRings(ringBuf[:0]) {
+			var buf [wire.MaxReplicationFactor]string
+			for _, r := range past.AppendReplicas(buf[:0], t.ID, rf) {
+				if !slices.Contains(targets, r) && n.inMembership(r) {
+					n.hit(probeWritePastViews)
 					targets = append(slices.Clip(targets), r)
 				}
 			}
