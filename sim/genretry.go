@@ -16,15 +16,18 @@ import (
 // ID, created through any node; one replica's clock 1.5 s ahead (within
 // MaxClockSkew, so its peers take its messages), and an update through
 // that replica whose replication to the other is lost, so that only it
-// holds that version, dated ahead; 1 s later an update through the node
-// ranked third, which is no replica: the replica ahead answers it 409 (it
+// holds that version, dated ahead; 100 to 300 ms later (soon enough that
+// the proxy has seldom heard of a later version of the clock ahead, so
+// that its own is older) an update through the node ranked third, which
+// is no replica: the replica ahead answers it 409 (it
 // holds a newer version), the other takes it, and the proxy writes it
 // again above the newer version, a retry lost on its way to the replica
 // that took the first try. Each loss is one message of a link that
 // otherwise works (OpLose), recorded as a lost message about the timer.
 // The clock ahead steps back 15 s after the create. Which replica holds
-// the first try, and what the clocks do between the tries, is one of
-// three shapes, each a road to a rare merge of the tries:
+// the first try, and what the clocks and crashes do between the tries,
+// is one of four shapes, a quarter of the plans each, each a road to a
+// rare merge of the tries:
 //
 //   - The primary is ahead and the backup holds the first try. The
 //     primary's callback of its first pop of the retry is lost, so that
@@ -34,7 +37,7 @@ import (
 //     its first try owes (node/merge.go owedOnce, probe
 //     progress/retry-ahead-owes-once).
 //   - The same, and the clocks of N44 (scenarios/README.md): the proxy's
-//     clock 1.7 to 2.1 s behind from the newer write on, so that the
+//     clock 1 to 1.4 s behind from the newer write on, so that the
 //     retry, dated by the newer version, is more than the retry window
 //     (2 s) past its first try, and the backup's clock stepped 2.5 to
 //     3.4 s ahead a second after the tries, so that the retry's start,
@@ -42,6 +45,15 @@ import (
 //     the tries apart as one write, only the first try the retry names
 //     (probe progress/same-write-by-first-try). Both steps are undone 15 s
 //     after the create.
+//   - W6's, and a crash of the primary, kept on disk (mix storage), while
+//     its callback of pop 1 is still out, 1.5 s after that pop, and its
+//     restart after the backup's second pop: the first message of the
+//     retry the backup takes (the primary's start-up resync, or its
+//     notice of the pop it missed) is behind the pops the backup made of
+//     the first try, and tells of pop 1 as missed: the backup must keep
+//     its own marks of those pops, not the sender's (node/merge.go
+//     carryOwn, probe progress/retry-behind-owes-once; scenarios/README.md
+//     N45). Plans that keep nothing on disk draw W6's instead.
 //   - The backup is ahead and the primary holds the first try: it pops
 //     it at its rank, before the backup's turn under the retry, and its
 //     notice, of the first try's version, reaches the backup holding the
@@ -69,7 +81,10 @@ func genRetryAhead(p *Plan, faults Source, safety time.Duration) {
 	retried.Interval = time.Duration(2+faults.IntN("retry-ahead-interval", 3)) * time.Second
 	retried.RepeatFor, retried.RF, retried.Tag, retried.Bare = 4*retried.Interval, 2, "", false
 	fmt.Sscanf(proxy, "n%d", &retried.Via)
-	shape := faults.IntN("retry-ahead-shape", 3)
+	shape := faults.IntN("retry-ahead-shape", 4)
+	if shape == 3 && !p.enabled(MixStorage) {
+		shape = 0 // the crash needs the retry kept on disk
+	}
 	first := backup
 	if shape == 2 {
 		primary, first = backup, primary // the backup is ahead
@@ -80,7 +95,7 @@ func genRetryAhead(p *Plan, faults Source, safety time.Duration) {
 		Step{At: newer.At, Op: OpLose, Side: []string{primary}, Peers: []string{first}, OneWay: true, Timer: "ra", For: time.Second},
 		newer,
 		Step{At: retried.At, Op: OpLose, Side: []string{proxy}, Peers: []string{first}, OneWay: true, Timer: "ra", Count: 1, For: time.Second})
-	if shape < 2 {
+	if shape != 2 {
 		cb := fmt.Sprintf("c%d", retried.Callback)
 		p.Steps = append(p.Steps, Step{At: retried.At, Op: OpLose, Side: []string{primary}, Peers: []string{cb}, OneWay: true, Timer: "ra", For: retried.Interval + time.Second})
 	}
@@ -93,6 +108,11 @@ func genRetryAhead(p *Plan, faults Source, safety time.Duration) {
 			Step{At: back, Op: OpJump, Side: []string{proxy}, Delta: behind},
 			Step{At: retried.At + time.Second, Op: OpJump, Side: []string{first}, Delta: step},
 			Step{At: back, Op: OpJump, Side: []string{first}, Delta: -step})
+	}
+	if shape == 3 {
+		p.Steps = append(p.Steps,
+			Step{At: retried.At + retried.Interval + 1500*time.Millisecond, Op: OpCrash, Side: []string{primary}},
+			Step{At: retried.At + 2*retried.Interval + 3500*time.Millisecond, Op: OpRestart, Side: []string{primary}})
 	}
 	p.End = max(p.End, retried.At+retried.span()+genSettle)
 }
