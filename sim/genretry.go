@@ -8,28 +8,60 @@ import (
 )
 
 // genRetryAhead adds, drawn from faults after every other draw of the
-// plan so that it moves no earlier choice, one plan in four that loses
+// plan so that it moves no earlier choice, one plan in two that loses
 // messages (mix "loss") and has one site that does not scale (so that the
 // generator knows where the timer is placed), the shape of
 // scenarios/README.md W6, where one replica holds a client write's first
-// try and the others its retry: a timer of factor 2 with a client-chosen
-// ID, created through any node; its primary's clock 1.5 s ahead (within
+// try and the other its retry: a timer of factor 2 with a client-chosen
+// ID, created through any node; one replica's clock 1.5 s ahead (within
 // MaxClockSkew, so its peers take its messages), and an update through
-// the primary whose replication to the backup is lost, so that only the
-// primary holds that version, dated ahead; 1 s later an update through
-// the node ranked third, which is no replica: the primary answers it 409
-// (it holds a newer version), the backup takes it, and the proxy writes
-// it again above the primary's version, a retry lost on its way to the
-// backup. The primary's callback of its first pop of the retry is lost
-// too, so that its record marks the pop missed; the backup pops it at
-// its rank under the first try, and the answer to its notice is the
-// retry, ahead, telling of the pop as missed: the backup must owe only
-// what its first try owes (node/merge.go owedOnce, probe
-// progress/retry-ahead-owes-once). Each loss is one message of a link
-// that otherwise works (OpLose), recorded as a lost message about the
-// timer. The primary's clock steps back 15 s after the create.
+// that replica whose replication to the other is lost, so that only it
+// holds that version, dated ahead; 100 to 300 ms later (soon enough that
+// the proxy has seldom heard of a later version of the clock ahead, so
+// that its own is older) an update through the node ranked third, which
+// is no replica: the replica ahead answers it 409 (it
+// holds a newer version), the other takes it, and the proxy writes it
+// again above the newer version, a retry lost on its way to the replica
+// that took the first try. Each loss is one message of a link that
+// otherwise works (OpLose), recorded as a lost message about the timer.
+// The clock ahead steps back 15 s after the create. Which replica holds
+// the first try, and what the clocks and crashes do between the tries,
+// is one of four shapes, a quarter of the plans each, each a road to a
+// rare merge of the tries:
+//
+//   - The primary is ahead and the backup holds the first try. The
+//     primary's callback of its first pop of the retry is lost, so that
+//     its record marks the pop missed; the backup pops it at its rank
+//     under the first try, and the answer to its notice is the retry,
+//     ahead, telling of the pop as missed: the backup must owe only what
+//     its first try owes (node/merge.go owedOnce, probe
+//     progress/retry-ahead-owes-once).
+//   - The same, and the clocks of N44 (scenarios/README.md): the proxy's
+//     clock 1 to 1.4 s behind from the newer write on, so that the
+//     retry, dated by the newer version, is more than the retry window
+//     (2 s) past its first try, and the backup's clock stepped 2.5 to
+//     3.4 s ahead a second after the tries, so that the retry's start,
+//     rebuilt on it, is as far past the first try's: neither clock tells
+//     the tries apart as one write, only the first try the retry names
+//     (probe progress/same-write-by-first-try). Both steps are undone 15 s
+//     after the create.
+//   - W6's, and a crash of the primary, kept on disk (mix storage), while
+//     its callback of pop 1 is still out, 1.5 s after that pop, and its
+//     restart after the backup's second pop: the first message of the
+//     retry the backup takes (the primary's start-up resync, or its
+//     notice of the pop it missed) is behind the pops the backup made of
+//     the first try, and tells of pop 1 as missed: the backup must keep
+//     its own marks of those pops, not the sender's (node/merge.go
+//     carryOwn, probe progress/retry-behind-owes-once; scenarios/README.md
+//     N45). Plans that keep nothing on disk draw W6's instead.
+//   - The backup is ahead and the primary holds the first try: it pops
+//     it at its rank, before the backup's turn under the retry, and its
+//     notice, of the first try's version, reaches the backup holding the
+//     retry behind that pop: the backup takes the pop as made (teach's
+//     carry, probe apply/older-version-carried) and does not make it
+//     again.
 func genRetryAhead(p *Plan, faults Source, safety time.Duration) {
-	if p.enabled(mixScale) || p.enabled(mixSites) || !p.enabled("loss") || faults.IntN("retry-ahead", 4) != 0 {
+	if p.enabled(mixScale) || p.enabled(mixSites) || !p.enabled("loss") || faults.IntN("retry-ahead", 2) != 0 {
 		return
 	}
 	c := genTimerStep(p, faults, OpCreate, "ra", time.Duration(faults.IntN("retry-ahead-at", int(safety/time.Second)/2))*time.Second)
@@ -44,20 +76,44 @@ func genRetryAhead(p *Plan, faults Source, safety time.Duration) {
 	}
 	newer := genTimerStep(p, faults, OpUpdate, "ra", jump+500*time.Millisecond)
 	newer.Interval, newer.RepeatFor, newer.RF, newer.Tag, newer.Bare = 10*time.Second, 30*time.Second, 2, "", false
-	fmt.Sscanf(primary, "n%d", &newer.Via)
-	retried := genTimerStep(p, faults, OpUpdate, "ra", newer.At+time.Second)
+	gap := time.Duration(100+50*faults.IntN("retry-ahead-gap", 5)) * time.Millisecond
+	retried := genTimerStep(p, faults, OpUpdate, "ra", newer.At+gap)
 	retried.Interval = time.Duration(2+faults.IntN("retry-ahead-interval", 3)) * time.Second
 	retried.RepeatFor, retried.RF, retried.Tag, retried.Bare = 4*retried.Interval, 2, "", false
 	fmt.Sscanf(proxy, "n%d", &retried.Via)
-	cb := fmt.Sprintf("c%d", retried.Callback)
+	shape := faults.IntN("retry-ahead-shape", 4)
+	if shape == 3 && !p.enabled(MixStorage) {
+		shape = 0 // the crash needs the retry kept on disk
+	}
+	first := backup
+	if shape == 2 {
+		primary, first = backup, primary // the backup is ahead
+	}
+	fmt.Sscanf(primary, "n%d", &newer.Via)
 	p.Steps = append(p.Steps, c,
 		Step{At: jump, Op: OpJump, Side: []string{primary}, Delta: ahead},
-		Step{At: newer.At, Op: OpLose, Side: []string{primary}, Peers: []string{backup}, OneWay: true, Timer: "ra", For: time.Second},
+		Step{At: newer.At, Op: OpLose, Side: []string{primary}, Peers: []string{first}, OneWay: true, Timer: "ra", For: time.Second},
 		newer,
-		Step{At: retried.At, Op: OpLose, Side: []string{proxy}, Peers: []string{backup}, OneWay: true, Timer: "ra", Count: 1, For: time.Second},
-		Step{At: retried.At, Op: OpLose, Side: []string{primary}, Peers: []string{cb}, OneWay: true, Timer: "ra", For: retried.Interval + time.Second},
-		retried,
-		Step{At: back, Op: OpJump, Side: []string{primary}, Delta: -ahead})
+		Step{At: retried.At, Op: OpLose, Side: []string{proxy}, Peers: []string{first}, OneWay: true, Timer: "ra", Count: 1, For: time.Second})
+	if shape != 2 {
+		cb := fmt.Sprintf("c%d", retried.Callback)
+		p.Steps = append(p.Steps, Step{At: retried.At, Op: OpLose, Side: []string{primary}, Peers: []string{cb}, OneWay: true, Timer: "ra", For: retried.Interval + time.Second})
+	}
+	p.Steps = append(p.Steps, retried, Step{At: back, Op: OpJump, Side: []string{primary}, Delta: -ahead})
+	if shape == 1 {
+		behind := time.Duration(1000+100*faults.IntN("retry-ahead-behind", 5)) * time.Millisecond
+		step := time.Duration(2500+100*faults.IntN("retry-ahead-step", 10)) * time.Millisecond
+		p.Steps = append(p.Steps,
+			Step{At: jump, Op: OpJump, Side: []string{proxy}, Delta: -behind},
+			Step{At: back, Op: OpJump, Side: []string{proxy}, Delta: behind},
+			Step{At: retried.At + time.Second, Op: OpJump, Side: []string{first}, Delta: step},
+			Step{At: back, Op: OpJump, Side: []string{first}, Delta: -step})
+	}
+	if shape == 3 {
+		p.Steps = append(p.Steps,
+			Step{At: retried.At + retried.Interval + 1500*time.Millisecond, Op: OpCrash, Side: []string{primary}},
+			Step{At: retried.At + 2*retried.Interval + 3500*time.Millisecond, Op: OpRestart, Side: []string{primary}})
+	}
 	p.End = max(p.End, retried.At+retried.span()+genSettle)
 }
 
