@@ -84,6 +84,7 @@ var (
 	probeWriteSendsOwnProgress = probe("write/sends-own-progress")
 	probeWriteHeldFactor       = probe("write/to-held-factors-replicas")
 	probeClockBehindIDs        = probe("write/clock-behind-ids")
+	probeWriteBelowNewer       = probe("write/below-newer-not-acknowledged")
 	probeReplaceOwnCopy        = probe("write/replaces-own-copy")
 	probeRewriteCollision      = probe("write/collision-fresh-id")
 	probeWithdrawAgain         = probe("write/withdraw-again")
