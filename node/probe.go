@@ -85,6 +85,7 @@ var (
 	probeWriteHeldFactor       = probe("write/to-held-factors-replicas")
 	probeWritePastViews        = probe("write/to-past-views-replicas")
 	probeClockBehindIDs        = probe("write/clock-behind-ids")
+	probeWriteBelowNewer       = probe("write/below-newer-not-acknowledged")
 	probeReplaceOwnCopy        = probe("write/replaces-own-copy")
 	probeRewriteCollision      = probe("write/collision-fresh-id")
 	probeWithdrawAgain         = probe("write/withdraw-again")

@@ -121,6 +121,10 @@ func (n *Node) nextID(now int64) (uint64, bool, Response) {
 	return id, true, Response{}
 }
 
+// errBelowNewer is the reason a write whose every try met a newer
+// version, but which some replica took, is refused with.
+const errBelowNewer = "a replica holds a newer version of the timer than this node can issue (its clock may be behind, or the newer write's clock ahead): the write may still take effect until that version reaches the replicas that took it; retry later or on another node"
+
 // maxWriteRetries bounds how often a client write is retried above a
 // newer version a replica reported.
 const maxWriteRetries = 3
@@ -150,6 +154,17 @@ func (w *write) done(applied bool, resp Response) {
 	case (w.newer != 0 || w.collided) && w.again.n != nil:
 		a := w.again
 		a.n.rewrite(a, w)
+	case w.newer != 0 && w.applied > 0:
+		// Its last try still met a newer version: a replica holds a
+		// version this write is ordered below, and it buries the write
+		// on the replicas that took it wherever it reaches them (repair,
+		// resync, a notice). The write is not acknowledged, whatever its
+		// quorum: acknowledged below that version, an update through a
+		// node whose clock could not pass a version dated minutes ahead
+		// by a stepped clock was buried once the receiver's clock came
+		// within twice the lead of it (scenarios/README.md N50).
+		w.n.hit(probeWriteBelowNewer)
+		w.reply(unavailable(errBelowNewer))
 	case w.applied >= w.quorum && (!w.deletes || w.buried || w.unanswered == 0):
 		w.reply(w.ok)
 	case w.applied >= w.quorum:
