@@ -42,6 +42,20 @@ import (
 //
 // A round is only run between nodes that share a cluster view; a peer
 // that answers with another view is asked again later (repairRetry).
+//
+// A round compares the records old enough to have settled, not the ones
+// the replication path may still be carrying: the digests, the list and
+// the compare leave out every record whose version is dated within
+// repairYoung before the asker's clock (repairAges), a range the asker
+// sends with its digests so that both sides leave out the same records.
+// Under a steady stream of writes every bucket held a record in flight,
+// so every round found every bucket differing and paged through every
+// record, a walk of both stores a page (docs/design.md 5); now a round
+// lists the records of the buckets whose settled records differ. A node
+// that leaves a record out as young runs another round (repairNeeded),
+// and the first round with each peer after the node starts or its
+// membership changes leaves nothing out (repairOwedFull): a node that
+// restarted empty lacks the records written just before as much as any.
 
 // Repair limits.
 const (
@@ -61,6 +75,11 @@ const (
 	MaxRepairEntries = 5000
 	// repairTimeout bounds one round trip.
 	repairTimeout = 5 * time.Second
+	// repairYoungWindows is how many of a write's retry windows
+	// (Node.retryWindow: its replication and every retry of it) a
+	// record's version must be dated before the asker's clock for a
+	// round to compare it (repairAges).
+	repairYoungWindows = 2
 )
 
 // repairRetry asks a peer again that did not answer or has another view.
@@ -76,6 +95,63 @@ type repairDigestBody struct {
 	// next page of a long answer.
 	After string   `json:"after,omitempty"`
 	Want  []string `json:"want,omitempty"`
+	// YoungFrom and YoungTo, when set, are the versions the round leaves
+	// out, from YoungFrom up to but not including YoungTo: the records
+	// the replication path may still be carrying (repairAges).
+	YoungFrom string `json:"young-from,omitempty"`
+	YoungTo   string `json:"young-to,omitempty"`
+}
+
+// repairAges is the range of versions a round leaves out of its
+// digests, its list and its compare, [from, to): the records written
+// within repairYoung before the asker's clock. The zero range leaves
+// nothing out (a full round). Both sides of a round leave out the same
+// records, as the asker sends the range and a record's version is the
+// same wherever it is held. A version dated after to (a clock ahead of
+// the asker's) is compared: a round never leaves out a record for
+// longer than repairYoung by the asker's clock.
+type repairAges struct{ from, to uint64 }
+
+// young reports whether a round under a leaves out a record of version v.
+func (a repairAges) young(v uint64) bool { return v >= a.from && v < a.to }
+
+// repairDigests are a round's digests, taken once on its first page,
+// and the versions they leave out.
+type repairDigests struct {
+	sums [repairBuckets]uint64
+	ages repairAges
+}
+
+// versionDatedAt is the lowest version dated at Unix millisecond ms.
+func versionDatedAt(ms int64) uint64 {
+	return uint64(min(max(ms-idEpochMs, 0), maxIDMs)) << (instanceBits + seqBits)
+}
+
+// repairYoung is how long after its version's date a record is left out
+// of a round: a few of a write's retry windows, in which the replication
+// path still carries it to its replicas.
+func (n *Node) repairYoung() time.Duration { return repairYoungWindows * n.retryWindow() }
+
+// repairAgesFor is the range a round with peer leaves out, starting now:
+// nothing on the first round with the peer since the node started or its
+// membership changed (repairOwedFull).
+func (n *Node) repairAgesFor(peer string) repairAges {
+	if n.repairOwedFull[peer] {
+		return repairAges{}
+	}
+	now := n.nowMs()
+	return repairAges{from: versionDatedAt(now - n.repairYoung().Milliseconds()), to: versionDatedAt(now + 1)}
+}
+
+// repairSoon starts a full round with every peer soon: after a start or
+// a change of membership.
+func (n *Node) repairSoon() {
+	n.repairOwedFull = map[string]bool{}
+	for _, peer := range n.repairPeers() {
+		n.repairOwedFull[peer] = true
+	}
+	n.repairNeeded()
+	n.scheduleRepair(repairAfterReload)
 }
 
 // repairEntry is one record a peer lists in answer to a digest.
@@ -187,28 +263,39 @@ func (n *Node) heldFor(peer string, fn func(t *Timer, mine bool)) {
 // each costs a walk of the whole store, and a round that starts with
 // every bucket differing (a node joined, empty) has a page for every
 // MaxRepairEntries records. A record that changed since they were taken
-// has set repairNeeded, so the next round compares it again. marked are
+// has set repairNeeded, so the next round compares it again; so has one
+// they leave out as young (repairAges). marked are
 // the records of the round that mark peer as may lack them, taken with
 // the digests and pushed on the peer's first answer to the round
 // (repairLacking); nil once pushed.
-func (n *Node) repairWith(peer string, view, after uint64, digests *[repairBuckets]uint64, marked []*Timer, attempt int) {
+func (n *Node) repairWith(peer string, view, after uint64, digests *repairDigests, marked []*Timer, attempt int) {
 	if digests == nil {
-		digests = new([repairBuckets]uint64)
+		digests = &repairDigests{ages: n.repairAgesFor(peer)}
+		left := false
 		n.heldFor(peer, func(t *Timer, mine bool) {
 			switch {
-			case mine && t.State == Live:
-				digests[repairBucket(t.ID)] += repairHash(t.ID, t.Version)
 			case mine && lackedBy(t, peer):
 				marked = append(marked, t)
+			case mine && digests.ages.young(t.Version):
+				left = true
+			case mine && t.State == Live:
+				digests.sums[repairBucket(t.ID)] += repairHash(t.ID, t.Version)
 			}
 		})
+		if left {
+			n.hit(probeRepairYoung)
+			n.repairNeeded()
+		}
 	}
 	body := repairDigestBody{View: strconv.FormatUint(view, 10), From: n.self, Digests: make([]string, repairBuckets)}
-	for i, d := range digests {
+	for i, d := range digests.sums {
 		body.Digests[i] = fmt.Sprintf("%016x", d)
 	}
 	if after > 0 {
 		body.After = wire.FormatID(after)
+	}
+	if digests.ages != (repairAges{}) {
+		body.YoungFrom, body.YoungTo = wire.FormatID(digests.ages.from), wire.FormatID(digests.ages.to)
 	}
 	n.send(n.repairRequest(peer, body), repairTimeout, func(resp Response, err error) {
 		if view != n.ring.ViewID() {
@@ -245,13 +332,16 @@ func (n *Node) repairWith(peer string, view, after uint64, digests *[repairBucke
 			})
 			return
 		}
-		through, ok := n.repairAnswered(peer, after, ans)
+		through, ok := n.repairAnswered(peer, after, digests.ages, ans)
 		if ok && through > after {
 			n.hit(probeRepairPage)
 			n.repairWith(peer, view, through, digests, nil, 1)
 			return
 		}
 		delete(n.repairBusy, peer)
+		if digests.ages == (repairAges{}) {
+			delete(n.repairOwedFull, peer) // compared in full
+		}
 	})
 }
 
@@ -360,7 +450,11 @@ const repairPath = "/timers/repair"
 // buckets that differ, between the page's bounds: it pushes what it holds
 // newer and asks for what the peer holds newer. It returns the last ID of
 // the page when another page follows.
-func (n *Node) repairAnswered(peer string, after uint64, ans repairAnswer) (through uint64, more bool) {
+//
+// A record of ages it holds (young) is left to the replication path and
+// the next round, whatever the peer holds of it: the peer listed none of
+// its own young records, and an old one it lists is older.
+func (n *Node) repairAnswered(peer string, after uint64, ages repairAges, ans repairAnswer) (through uint64, more bool) {
 	if ans.Through != "" {
 		var err error
 		if through, err = wire.ParseID(ans.Through); err != nil {
@@ -385,6 +479,10 @@ func (n *Node) repairAnswered(peer string, after uint64, ans repairAnswer) (thro
 	var want []string
 	n.heldFor(peer, func(t *Timer, mine bool) {
 		if !mine || !buckets[repairBucket(t.ID)] || t.ID <= after || more && t.ID > through {
+			return
+		}
+		if ages.young(t.Version) {
+			delete(theirs, t.ID)
 			return
 		}
 		mineS := repairSummary{version: t.Version, live: t.State == Live, seq: t.Seq}
@@ -721,15 +819,31 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 			return
 		}
 	}
+	var ages repairAges
+	if body.YoungFrom != "" || body.YoungTo != "" {
+		from, ferr := wire.ParseID(body.YoungFrom)
+		to, terr := wire.ParseID(body.YoungTo)
+		if ferr != nil || terr != nil {
+			reply(badRequest(fmt.Sprintf("young-from %q and young-to %q are not both versions of 16 hex digits", body.YoungFrom, body.YoungTo)))
+			return
+		}
+		ages = repairAges{from: from, to: to}
+	}
 	// One walk of the store takes both the digests and the records the
 	// page may list, by bucket: a walk costs about a microsecond a held
 	// record (the records are scattered in memory), and a round that
 	// starts with every bucket differing has a page for every
-	// MaxRepairEntries records.
+	// MaxRepairEntries records. The records the asker leaves out as
+	// young are left out here too, from the digests and the list.
 	var mine [repairBuckets]uint64
 	var held [repairBuckets][]*Timer
+	left := false
 	n.heldFor(body.From, func(t *Timer, me bool) {
 		if !me {
+			return
+		}
+		if ages.young(t.Version) {
+			left = true
 			return
 		}
 		b := repairBucket(t.ID)
@@ -740,6 +854,10 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 			held[b] = append(held[b], t)
 		}
 	})
+	if left {
+		n.hit(probeRepairYoung)
+		n.repairNeeded() // compare them once they have settled
+	}
 	ans := repairAnswer{Buckets: []int{}, Entries: []repairEntry{}}
 	var listed []*Timer
 	for i := range mine {
@@ -757,6 +875,7 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 	if more {
 		ans.Through = wire.FormatID(listed[len(listed)-1].ID)
 	}
+	n.stats.RepairListed += uint64(len(listed))
 	for _, t := range listed {
 		state := wire.StateTombstone
 		if t.State == Live {
