@@ -100,6 +100,11 @@ type Node struct {
 	// as young (repairAges): every peer after a start or a change of
 	// membership, until a full round with it is answered.
 	repairOwedFull map[string]bool
+	// repairServing is, per peer, the round of the peer's this node is
+	// answering page by page (repairServe).
+	repairServing map[string]*repairServed
+	// repairWalks counts the walks of the store repair took (heldFor).
+	repairWalks int
 	// tombsHanded are the tombstones (ID to version) this node holds but
 	// is not a replica of that every replica its latest change of view
 	// added holds: handOff pushes them no more. A change of view empties

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chronos-timer/chronos/wire"
@@ -120,6 +121,11 @@ func (a repairAges) young(v uint64) bool { return v >= a.from && v < a.to }
 type repairDigests struct {
 	sums [repairBuckets]uint64
 	ages repairAges
+	// list are the IDs, in order, of the records this node holds that the
+	// round compares in the buckets the peer found differing
+	// (listBuckets), taken on the round's first answer.
+	list        []uint64
+	listBuckets []int
 }
 
 // versionDatedAt is the lowest version dated at Unix millisecond ms.
@@ -169,6 +175,16 @@ type repairAnswer struct {
 	Buckets []int         `json:"buckets"`
 	Entries []repairEntry `json:"entries"`
 	Through string        `json:"through,omitempty"`
+}
+
+// repairServed is what a node keeps of a peer's round it answers, from
+// its first page to its last: the buckets that differ and the IDs, in
+// order, of the records it lists from them. key is the round's digests
+// and young range, as the peer sent them.
+type repairServed struct {
+	key     string
+	buckets []int
+	ids     []uint64
 }
 
 // repairSummary is a held record as a round compares it.
@@ -246,6 +262,7 @@ func (n *Node) repairRound() {
 // is a record to hand off). The order is the store's (Store.Each), not
 // pop order: a caller that sends what it visits orders it first.
 func (n *Node) heldFor(peer string, fn func(t *Timer, mine bool)) {
+	n.repairWalks++
 	n.store.Each(func(t *Timer) {
 		if t.State == Moved {
 			return
@@ -332,7 +349,7 @@ func (n *Node) repairWith(peer string, view, after uint64, digests *repairDigest
 			})
 			return
 		}
-		through, ok := n.repairAnswered(peer, after, digests.ages, ans)
+		through, ok := n.repairAnswered(peer, after, digests, ans)
 		if ok && through > after {
 			n.hit(probeRepairPage)
 			n.repairWith(peer, view, through, digests, nil, 1)
@@ -451,10 +468,16 @@ const repairPath = "/timers/repair"
 // newer and asks for what the peer holds newer. It returns the last ID of
 // the page when another page follows.
 //
-// A record of ages it holds (young) is left to the replication path and
-// the next round, whatever the peer holds of it: the peer listed none of
-// its own young records, and an old one it lists is older.
-func (n *Node) repairAnswered(peer string, after uint64, ages repairAges, ans repairAnswer) (through uint64, more bool) {
+// A record of the round's ages it holds (young) is left to the
+// replication path and the next round, whatever the peer holds of it:
+// the peer listed none of its own young records, and an old one it lists
+// is older.
+//
+// The records the pages are compared with are listed once a round, on
+// its first answer (repairDigests.list): a page costs what it lists, not
+// a walk of the store; a record that reached the node since is compared
+// when the peer lists it, and one that changed has set repairNeeded.
+func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans repairAnswer) (through uint64, more bool) {
 	if ans.Through != "" {
 		var err error
 		if through, err = wire.ParseID(ans.Through); err != nil {
@@ -471,23 +494,28 @@ func (n *Node) repairAnswered(peer string, after uint64, ages repairAges, ans re
 		}
 		theirs[id] = repairSummary{version: v, live: e.State == wire.StateLive, seq: e.Seq}
 	}
-	buckets := map[int]bool{}
-	for _, b := range ans.Buckets {
-		buckets[b] = true
+	if d.list == nil || !slices.Equal(d.listBuckets, ans.Buckets) {
+		buckets := map[int]bool{}
+		for _, b := range ans.Buckets {
+			buckets[b] = true
+		}
+		d.list, d.listBuckets = []uint64{}, slices.Clone(ans.Buckets)
+		n.heldFor(peer, func(t *Timer, mine bool) {
+			if mine && buckets[repairBucket(t.ID)] && !d.ages.young(t.Version) {
+				d.list = append(d.list, t.ID)
+			}
+		})
+		slices.Sort(d.list)
+	}
+	lo, _ := slices.BinarySearch(d.list, after+1)
+	hi := len(d.list)
+	if more {
+		hi, _ = slices.BinarySearch(d.list, through+1)
 	}
 	var push []*Timer
 	var want []string
-	n.heldFor(peer, func(t *Timer, mine bool) {
-		if !mine || !buckets[repairBucket(t.ID)] || t.ID <= after || more && t.ID > through {
-			return
-		}
-		if ages.young(t.Version) {
-			delete(theirs, t.ID)
-			return
-		}
+	compare := func(t *Timer, other repairSummary, ok bool) {
 		mineS := repairSummary{version: t.Version, live: t.State == Live, seq: t.Seq}
-		other, ok := theirs[t.ID]
-		delete(theirs, t.ID)
 		switch {
 		case !ok && mineS.live:
 			push = append(push, t)
@@ -497,12 +525,24 @@ func (n *Node) repairAnswered(peer string, after uint64, ages repairAges, ans re
 		case newerSummary(other, mineS):
 			want = append(want, wire.FormatID(t.ID))
 		}
-	})
+	}
+	for _, id := range d.list[lo:max(lo, hi)] {
+		t := n.store.Get(id)
+		if !n.repairMine(t, peer) || d.ages.young(t.Version) {
+			continue // changed since the list: left to the next round, or to the peer's entry below
+		}
+		other, ok := theirs[id]
+		delete(theirs, id)
+		compare(t, other, ok)
+	}
 	for id, other := range theirs {
-		if other.live {
-			if held := n.store.Get(id); held == nil || held.State != Moved {
-				want = append(want, wire.FormatID(id))
-			}
+		held := n.store.Get(id)
+		switch {
+		case n.repairMine(held, peer) && d.ages.young(held.Version):
+		case n.repairMine(held, peer):
+			compare(held, other, true) // reached this node since the list
+		case other.live && (held == nil || held.State != Moved):
+			want = append(want, wire.FormatID(id))
 		}
 	}
 	slices.Sort(want) // map order must not reach the network
@@ -523,6 +563,12 @@ func (n *Node) repairAnswered(peer string, after uint64, ages repairAges, ans re
 		n.send(n.repairRequest(peer, body), repairTimeout, func(Response, error) {})
 	}
 	return through, more
+}
+
+// repairMine reports whether t, a record this node holds (or nil), is one
+// a round with peer compares: held, not moved away, and placed on both.
+func (n *Node) repairMine(t *Timer, peer string) bool {
+	return t != nil && t.State != Moved && slices.Contains(t.Placement.Replicas, peer) && slices.Contains(t.Placement.Replicas, n.self)
 }
 
 // newerSummary reports whether a is ahead of b: a later version, a
@@ -829,51 +875,64 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 		}
 		ages = repairAges{from: from, to: to}
 	}
-	// One walk of the store takes both the digests and the records the
-	// page may list, by bucket: a walk costs about a microsecond a held
-	// record (the records are scattered in memory), and a round that
-	// starts with every bucket differing has a page for every
-	// MaxRepairEntries records. The records the asker leaves out as
-	// young are left out here too, from the digests and the list.
-	var mine [repairBuckets]uint64
-	var held [repairBuckets][]*Timer
-	left := false
-	n.heldFor(body.From, func(t *Timer, me bool) {
-		if !me {
-			return
+	// The first page of a round takes, in one walk of the store, the
+	// digests and the records of the buckets that differ, in ID order,
+	// and keeps them for the round's next pages (repairServed): a walk
+	// costs about a microsecond a held record (the records are scattered
+	// in memory), and a page of a round that has many costs what it
+	// lists. The records the asker leaves out as young are left out here
+	// too, from the digests and the list.
+	key := strings.Join(body.Digests, "") + body.YoungFrom + body.YoungTo
+	served := n.repairServing[body.From]
+	if after == 0 || served == nil || served.key != key {
+		var mine [repairBuckets]uint64
+		var held [repairBuckets][]uint64
+		left := false
+		n.heldFor(body.From, func(t *Timer, me bool) {
+			if !me {
+				return
+			}
+			if ages.young(t.Version) {
+				left = true
+				return
+			}
+			b := repairBucket(t.ID)
+			if t.State == Live {
+				mine[b] += repairHash(t.ID, t.Version)
+			}
+			held[b] = append(held[b], t.ID)
+		})
+		if left {
+			n.hit(probeRepairYoung)
+			n.repairNeeded() // compare them once they have settled
 		}
-		if ages.young(t.Version) {
-			left = true
-			return
+		served = &repairServed{key: key, buckets: []int{}}
+		for i := range mine {
+			if mine[i] != theirs[i] {
+				served.buckets = append(served.buckets, i)
+				served.ids = append(served.ids, held[i]...)
+			}
 		}
-		b := repairBucket(t.ID)
-		if t.State == Live {
-			mine[b] += repairHash(t.ID, t.Version)
+		slices.Sort(served.ids)
+		if n.repairServing == nil {
+			n.repairServing = map[string]*repairServed{}
 		}
-		if t.ID > after {
-			held[b] = append(held[b], t)
-		}
-	})
-	if left {
-		n.hit(probeRepairYoung)
-		n.repairNeeded() // compare them once they have settled
+		n.repairServing[body.From] = served
 	}
-	ans := repairAnswer{Buckets: []int{}, Entries: []repairEntry{}}
-	var listed []*Timer
-	for i := range mine {
-		if mine[i] != theirs[i] {
-			ans.Buckets = append(ans.Buckets, i)
-			listed = append(listed, held[i]...)
-		}
-	}
+	ans := repairAnswer{Buckets: served.buckets, Entries: []repairEntry{}}
 	page := cmp.Or(n.cfg.RepairPage, MaxRepairEntries)
-	more := len(listed) > page
-	if more {
-		listed = lowestIDs(listed, page)
+	lo, _ := slices.BinarySearch(served.ids, after+1)
+	hi := min(lo+page, len(served.ids))
+	if hi < len(served.ids) {
+		ans.Through = wire.FormatID(served.ids[hi-1])
+	} else {
+		delete(n.repairServing, body.From) // the round's last page
 	}
-	slices.SortFunc(listed, func(a, b *Timer) int { return cmp.Compare(a.ID, b.ID) })
-	if more {
-		ans.Through = wire.FormatID(listed[len(listed)-1].ID)
+	var listed []*Timer
+	for _, id := range served.ids[lo:hi] {
+		if t := n.store.Get(id); n.repairMine(t, body.From) && !ages.young(t.Version) {
+			listed = append(listed, t)
+		}
 	}
 	n.stats.RepairListed += uint64(len(listed))
 	for _, t := range listed {
@@ -889,41 +948,6 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 		panic("node: encoding a repair answer: " + err.Error())
 	}
 	reply(Response{Status: 200, Header: Header{HeaderContentType: "application/json"}, Body: b})
-}
-
-// lowestIDs returns the k timers of ts (k < len(ts)) with the lowest
-// IDs, in no order, reordering ts: a page of a long answer sorts only what
-// it lists. It keeps the k lowest seen in a max-heap on ID, so it costs
-// O(len(ts) log k) at worst and about len(ts) when most IDs are above
-// the heap's top, where sorting all of ts cost O(len(ts) log len(ts)).
-func lowestIDs(ts []*Timer, k int) []*Timer {
-	h := ts[:k]
-	down := func(i int) {
-		for {
-			c := 2*i + 1
-			if c >= k {
-				return
-			}
-			if c+1 < k && h[c+1].ID > h[c].ID {
-				c++
-			}
-			if h[i].ID >= h[c].ID {
-				return
-			}
-			h[i], h[c] = h[c], h[i]
-			i = c
-		}
-	}
-	for i := k/2 - 1; i >= 0; i-- {
-		down(i)
-	}
-	for _, t := range ts[k:] {
-		if t.ID < h[0].ID {
-			h[0] = t
-			down(0)
-		}
-	}
-	return h
 }
 
 // repairGive pushes the records a peer asked for in a round.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"pgregory.net/rapid"
 )
 
 // newRepairingCluster is a cluster whose nodes run repair rounds.
@@ -368,28 +367,6 @@ func TestRepairTakesItsDigestsOnceARound(t *testing.T) {
 	}
 }
 
-// TestLowestIDsKeepsThePage proves lowestIDs returns exactly the k
-// timers of lowest ID, whatever the order they come in.
-func TestLowestIDsKeepsThePage(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		ids := rapid.SliceOfNDistinct(rapid.Uint64(), 2, 200, func(v uint64) uint64 { return v }).Draw(t, "ids")
-		k := rapid.IntRange(1, len(ids)-1).Draw(t, "k")
-		var ts []*Timer
-		for _, id := range ids {
-			ts = append(ts, &Timer{ID: id})
-		}
-		var got []uint64
-		for _, tm := range lowestIDs(ts, k) {
-			got = append(got, tm.ID)
-		}
-		slices.Sort(got)
-		slices.Sort(ids)
-		if !slices.Equal(got, ids[:k]) {
-			t.Fatalf("lowestIDs(%d) = %v, want %v", k, got, ids[:k])
-		}
-	})
-}
-
 // TestRepairPageFitsItsBody proves a repair answer of MaxRepairEntries
 // of the longest entries, every bucket listed, stays within half of
 // wire.MaxBodyBytes, as a resync page does.
@@ -673,4 +650,37 @@ func TestRepairAfterARestartLeavesNothingOut(t *testing.T) {
 	got := c.nodes[victim].store.Get(rec.ID)
 	require.NotNil(t, got, "the restarted replica's first round left out a young record")
 	assert.Equal(t, Live, got.State)
+}
+
+// TestRepairPageCostsWhatItLists: a round of many pages (a restarted
+// replica refilled by its peers) walks each side's store once for its
+// list, on its first page, not once a page: the answer's IDs and the
+// asker's are kept for the round's next pages.
+func TestRepairPageCostsWhatItLists(t *testing.T) {
+	c := newClusterWith(t, func(_ string, cfg *Config) {
+		cfg.RepairInterval, cfg.RepairPage = DefaultRepairInterval, 16
+	}, three...)
+	c.createMany(300, 2, 600, 600)
+	c.advance(2*DefaultRepairInterval, 200)
+	victim := three[1]
+	pages := 0
+	c.watch = func(s *sent, _ string, _ int, _ bool) {
+		if s.from == victim && strings.HasSuffix(s.req.URL, repairPath) && strings.Contains(string(s.req.Body), `"after"`) {
+			pages++
+		}
+	}
+	c.restart(victim)
+	walks := func() (sum int) {
+		for _, n := range c.nodes {
+			sum += n.repairWalks
+		}
+		return sum
+	}
+	before := walks()
+	c.advance(5*time.Second, 200)
+	require.Positive(t, c.nodes[victim].Stats().Timers, "the restarted replica refilled")
+	require.Greater(t, pages, 8, "pages of the restarted replica's rounds")
+	// Each of the victim's two rounds walks its store twice (digests,
+	// list) and the peer's once; the peers' own rounds with it as many.
+	assert.LessOrEqual(t, walks()-before, 12, "walks of the stores for %d pages", pages)
 }
