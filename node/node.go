@@ -103,6 +103,15 @@ type Node struct {
 	// the records marking the peer as may lack them take up from, when
 	// the last round pushed a page of them and left some (repairLacking).
 	repairMarkedNext map[string]uint64
+	// repairOwedFull are the peers whose next round leaves nothing out
+	// as young (repairAges): every peer after a start or a change of
+	// membership, until a full round with it is answered.
+	repairOwedFull map[string]bool
+	// repairServing is, per peer, the round of the peer's this node is
+	// answering page by page (repairServe).
+	repairServing map[string]*repairServed
+	// repairWalks counts the walks of the store repair took (heldFor).
+	repairWalks int
 	// tombsHanded are the tombstones (ID to version) this node holds but
 	// is not a replica of that every replica its latest change of view
 	// added holds: handOff pushes them no more. A change of view empties
@@ -188,8 +197,10 @@ type Stats struct {
 	// RepairPushes the records it sent a peer because the peer held an
 	// older one or none, RepairWants those it asked a peer for, and
 	// RepairHandoffs the records it held without being their replica
-	// and passed on to their replicas (repair.go).
-	RepairRounds, RepairPushes, RepairWants, RepairHandoffs uint64
+	// and passed on to their replicas (repair.go). RepairListed counts
+	// the records it listed in its answers to its peers' rounds: what
+	// the rounds cost it beyond one walk of its store a page.
+	RepairRounds, RepairPushes, RepairWants, RepairHandoffs, RepairListed uint64
 	// LateRebalanced counts the messages a node sent placing a record
 	// written under another view on the current one as it arrived, during
 	// a scale (see lateRebalance).
@@ -240,9 +251,9 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.setCluster(cfg.Cluster)
 	n.rand = rng{state: cfg.Seed ^ uint64(murmur3.StringSum32(cfg.Address))}
-	// A node that starts may have lost what it held: compare soon.
-	n.repairNeeded()
-	n.scheduleRepair(repairAfterReload)
+	// A node that starts may have lost what it held: compare soon, in
+	// full.
+	n.repairSoon()
 	return n, nil
 }
 
@@ -286,10 +297,9 @@ func (n *Node) SetCluster(m Membership) error {
 		n.Resync(false)
 	}
 	if !sameMembership(before, n.cfg.Cluster) {
-		// Compare with the peers soon: they reload at their own moments,
-		// and a round with one not yet reloaded is asked again.
-		n.repairNeeded()
-		n.scheduleRepair(repairAfterReload)
+		// Compare with the peers soon, in full: they reload at their own
+		// moments, and a round with one not yet reloaded is asked again.
+		n.repairSoon()
 	}
 	return nil
 }

@@ -161,6 +161,7 @@ var (
 	probeRepairWant       = probe("repair/asked-for-newer")
 	probeRepairGive       = probe("repair/gave-what-was-asked")
 	probeRepairPage       = probe("repair/next-page")
+	probeRepairYoung      = probe("repair/young-left-out")
 	probeRepairOtherView  = probe("repair/peer-on-other-view")
 	probeRepairRetry      = probe("repair/asked-again")
 	probeRepairGiveUp     = probe("repair/peer-given-up")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chronos-timer/chronos/wire"
@@ -42,6 +43,20 @@ import (
 //
 // A round is only run between nodes that share a cluster view; a peer
 // that answers with another view is asked again later (repairRetry).
+//
+// A round compares the records old enough to have settled, not the ones
+// the replication path may still be carrying: the digests, the list and
+// the compare leave out every record whose version is dated within
+// repairYoung before the asker's clock (repairAges), a range the asker
+// sends with its digests so that both sides leave out the same records.
+// Under a steady stream of writes every bucket held a record in flight,
+// so every round found every bucket differing and paged through every
+// record, a walk of both stores a page (docs/design.md 5); now a round
+// lists the records of the buckets whose settled records differ. A node
+// that leaves a record out as young runs another round (repairNeeded),
+// and the first round with each peer after the node starts or its
+// membership changes leaves nothing out (repairOwedFull): a node that
+// restarted empty lacks the records written just before as much as any.
 
 // Repair limits.
 const (
@@ -61,6 +76,11 @@ const (
 	MaxRepairEntries = 5000
 	// repairTimeout bounds one round trip.
 	repairTimeout = 5 * time.Second
+	// repairYoungWindows is how many of a write's retry windows
+	// (Node.retryWindow: its replication and every retry of it) a
+	// record's version must be dated before the asker's clock for a
+	// round to compare it (repairAges).
+	repairYoungWindows = 2
 )
 
 // repairRetry asks a peer again that did not answer or has another view.
@@ -76,6 +96,68 @@ type repairDigestBody struct {
 	// next page of a long answer.
 	After string   `json:"after,omitempty"`
 	Want  []string `json:"want,omitempty"`
+	// YoungFrom and YoungTo, when set, are the versions the round leaves
+	// out, from YoungFrom up to but not including YoungTo: the records
+	// the replication path may still be carrying (repairAges).
+	YoungFrom string `json:"young-from,omitempty"`
+	YoungTo   string `json:"young-to,omitempty"`
+}
+
+// repairAges is the range of versions a round leaves out of its
+// digests, its list and its compare, [from, to): the records written
+// within repairYoung before the asker's clock. The zero range leaves
+// nothing out (a full round). Both sides of a round leave out the same
+// records, as the asker sends the range and a record's version is the
+// same wherever it is held. A version dated after to (a clock ahead of
+// the asker's) is compared: a round never leaves out a record for
+// longer than repairYoung by the asker's clock.
+type repairAges struct{ from, to uint64 }
+
+// young reports whether a round under a leaves out a record of version v.
+func (a repairAges) young(v uint64) bool { return v >= a.from && v < a.to }
+
+// repairDigests are a round's digests, taken once on its first page,
+// and the versions they leave out.
+type repairDigests struct {
+	sums [repairBuckets]uint64
+	ages repairAges
+	// list are the IDs, in order, of the records this node holds that the
+	// round compares in the buckets the peer found differing
+	// (listBuckets), taken on the round's first answer.
+	list        []uint64
+	listBuckets []int
+}
+
+// versionDatedAt is the lowest version dated at Unix millisecond ms.
+func versionDatedAt(ms int64) uint64 {
+	return uint64(min(max(ms-idEpochMs, 0), maxIDMs)) << (instanceBits + seqBits)
+}
+
+// repairYoung is how long after its version's date a record is left out
+// of a round: a few of a write's retry windows, in which the replication
+// path still carries it to its replicas.
+func (n *Node) repairYoung() time.Duration { return repairYoungWindows * n.retryWindow() }
+
+// repairAgesFor is the range a round with peer leaves out, starting now:
+// nothing on the first round with the peer since the node started or its
+// membership changed (repairOwedFull).
+func (n *Node) repairAgesFor(peer string) repairAges {
+	if n.repairOwedFull[peer] {
+		return repairAges{}
+	}
+	now := n.nowMs()
+	return repairAges{from: versionDatedAt(now - n.repairYoung().Milliseconds()), to: versionDatedAt(now + 1)}
+}
+
+// repairSoon starts a full round with every peer soon: after a start or
+// a change of membership.
+func (n *Node) repairSoon() {
+	n.repairOwedFull = map[string]bool{}
+	for _, peer := range n.repairPeers() {
+		n.repairOwedFull[peer] = true
+	}
+	n.repairNeeded()
+	n.scheduleRepair(repairAfterReload)
 }
 
 // repairEntry is one record a peer lists in answer to a digest.
@@ -93,6 +175,16 @@ type repairAnswer struct {
 	Buckets []int         `json:"buckets"`
 	Entries []repairEntry `json:"entries"`
 	Through string        `json:"through,omitempty"`
+}
+
+// repairServed is what a node keeps of a peer's round it answers, from
+// its first page to its last: the buckets that differ and the IDs, in
+// order, of the records it lists from them. key is the round's digests
+// and young range, as the peer sent them.
+type repairServed struct {
+	key     string
+	buckets []int
+	ids     []uint64
 }
 
 // repairSummary is a held record as a round compares it.
@@ -170,6 +262,7 @@ func (n *Node) repairRound() {
 // is a record to hand off). The order is the store's (Store.Each), not
 // pop order: a caller that sends what it visits orders it first.
 func (n *Node) heldFor(peer string, fn func(t *Timer, mine bool)) {
+	n.repairWalks++
 	n.store.Each(func(t *Timer) {
 		if t.State == Moved {
 			return
@@ -187,28 +280,39 @@ func (n *Node) heldFor(peer string, fn func(t *Timer, mine bool)) {
 // each costs a walk of the whole store, and a round that starts with
 // every bucket differing (a node joined, empty) has a page for every
 // MaxRepairEntries records. A record that changed since they were taken
-// has set repairNeeded, so the next round compares it again. marked are
+// has set repairNeeded, so the next round compares it again; so has one
+// they leave out as young (repairAges). marked are
 // the records of the round that mark peer as may lack them, taken with
 // the digests and pushed on the peer's first answer to the round
 // (repairLacking); nil once pushed.
-func (n *Node) repairWith(peer string, view, after uint64, digests *[repairBuckets]uint64, marked []*Timer, attempt int) {
+func (n *Node) repairWith(peer string, view, after uint64, digests *repairDigests, marked []*Timer, attempt int) {
 	if digests == nil {
-		digests = new([repairBuckets]uint64)
+		digests = &repairDigests{ages: n.repairAgesFor(peer)}
+		left := false
 		n.heldFor(peer, func(t *Timer, mine bool) {
 			switch {
-			case mine && t.State == Live:
-				digests[repairBucket(t.ID)] += repairHash(t.ID, t.Version)
 			case mine && lackedBy(t, peer):
 				marked = append(marked, t)
+			case mine && digests.ages.young(t.Version):
+				left = true
+			case mine && t.State == Live:
+				digests.sums[repairBucket(t.ID)] += repairHash(t.ID, t.Version)
 			}
 		})
+		if left {
+			n.hit(probeRepairYoung)
+			n.repairNeeded()
+		}
 	}
 	body := repairDigestBody{View: strconv.FormatUint(view, 10), From: n.self, Digests: make([]string, repairBuckets)}
-	for i, d := range digests {
+	for i, d := range digests.sums {
 		body.Digests[i] = fmt.Sprintf("%016x", d)
 	}
 	if after > 0 {
 		body.After = wire.FormatID(after)
+	}
+	if digests.ages != (repairAges{}) {
+		body.YoungFrom, body.YoungTo = wire.FormatID(digests.ages.from), wire.FormatID(digests.ages.to)
 	}
 	n.send(n.repairRequest(peer, body), repairTimeout, func(resp Response, err error) {
 		if view != n.ring.ViewID() {
@@ -245,13 +349,16 @@ func (n *Node) repairWith(peer string, view, after uint64, digests *[repairBucke
 			})
 			return
 		}
-		through, ok := n.repairAnswered(peer, after, ans)
+		through, ok := n.repairAnswered(peer, after, digests, ans)
 		if ok && through > after {
 			n.hit(probeRepairPage)
 			n.repairWith(peer, view, through, digests, nil, 1)
 			return
 		}
 		delete(n.repairBusy, peer)
+		if digests.ages == (repairAges{}) {
+			delete(n.repairOwedFull, peer) // compared in full
+		}
 	})
 }
 
@@ -360,7 +467,17 @@ const repairPath = "/timers/repair"
 // buckets that differ, between the page's bounds: it pushes what it holds
 // newer and asks for what the peer holds newer. It returns the last ID of
 // the page when another page follows.
-func (n *Node) repairAnswered(peer string, after uint64, ans repairAnswer) (through uint64, more bool) {
+//
+// A record of the round's ages it holds (young) is left to the
+// replication path and the next round, whatever the peer holds of it:
+// the peer listed none of its own young records, and an old one it lists
+// is older.
+//
+// The records the pages are compared with are listed once a round, on
+// its first answer (repairDigests.list): a page costs what it lists, not
+// a walk of the store; a record that reached the node since is compared
+// when the peer lists it, and one that changed has set repairNeeded.
+func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans repairAnswer) (through uint64, more bool) {
 	if ans.Through != "" {
 		var err error
 		if through, err = wire.ParseID(ans.Through); err != nil {
@@ -377,19 +494,28 @@ func (n *Node) repairAnswered(peer string, after uint64, ans repairAnswer) (thro
 		}
 		theirs[id] = repairSummary{version: v, live: e.State == wire.StateLive, seq: e.Seq}
 	}
-	buckets := map[int]bool{}
-	for _, b := range ans.Buckets {
-		buckets[b] = true
+	if d.list == nil || !slices.Equal(d.listBuckets, ans.Buckets) {
+		buckets := map[int]bool{}
+		for _, b := range ans.Buckets {
+			buckets[b] = true
+		}
+		d.list, d.listBuckets = []uint64{}, slices.Clone(ans.Buckets)
+		n.heldFor(peer, func(t *Timer, mine bool) {
+			if mine && buckets[repairBucket(t.ID)] && !d.ages.young(t.Version) {
+				d.list = append(d.list, t.ID)
+			}
+		})
+		slices.Sort(d.list)
+	}
+	lo, _ := slices.BinarySearch(d.list, after+1)
+	hi := len(d.list)
+	if more {
+		hi, _ = slices.BinarySearch(d.list, through+1)
 	}
 	var push []*Timer
 	var want []string
-	n.heldFor(peer, func(t *Timer, mine bool) {
-		if !mine || !buckets[repairBucket(t.ID)] || t.ID <= after || more && t.ID > through {
-			return
-		}
+	compare := func(t *Timer, other repairSummary, ok bool) {
 		mineS := repairSummary{version: t.Version, live: t.State == Live, seq: t.Seq}
-		other, ok := theirs[t.ID]
-		delete(theirs, t.ID)
 		switch {
 		case !ok && mineS.live:
 			push = append(push, t)
@@ -399,12 +525,24 @@ func (n *Node) repairAnswered(peer string, after uint64, ans repairAnswer) (thro
 		case newerSummary(other, mineS):
 			want = append(want, wire.FormatID(t.ID))
 		}
-	})
+	}
+	for _, id := range d.list[lo:max(lo, hi)] {
+		t := n.store.Get(id)
+		if !n.repairMine(t, peer) || d.ages.young(t.Version) {
+			continue // changed since the list: left to the next round, or to the peer's entry below
+		}
+		other, ok := theirs[id]
+		delete(theirs, id)
+		compare(t, other, ok)
+	}
 	for id, other := range theirs {
-		if other.live {
-			if held := n.store.Get(id); held == nil || held.State != Moved {
-				want = append(want, wire.FormatID(id))
-			}
+		held := n.store.Get(id)
+		switch {
+		case n.repairMine(held, peer) && d.ages.young(held.Version):
+		case n.repairMine(held, peer):
+			compare(held, other, true) // reached this node since the list
+		case other.live && (held == nil || held.State != Moved):
+			want = append(want, wire.FormatID(id))
 		}
 	}
 	slices.Sort(want) // map order must not reach the network
@@ -425,6 +563,12 @@ func (n *Node) repairAnswered(peer string, after uint64, ans repairAnswer) (thro
 		n.send(n.repairRequest(peer, body), repairTimeout, func(Response, error) {})
 	}
 	return through, more
+}
+
+// repairMine reports whether t, a record this node holds (or nil), is one
+// a round with peer compares: held, not moved away, and placed on both.
+func (n *Node) repairMine(t *Timer, peer string) bool {
+	return t != nil && t.State != Moved && slices.Contains(t.Placement.Replicas, peer) && slices.Contains(t.Placement.Replicas, n.self)
 }
 
 // newerSummary reports whether a is ahead of b: a later version, a
@@ -721,42 +865,76 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 			return
 		}
 	}
-	// One walk of the store takes both the digests and the records the
-	// page may list, by bucket: a walk costs about a microsecond a held
-	// record (the records are scattered in memory), and a round that
-	// starts with every bucket differing has a page for every
-	// MaxRepairEntries records.
-	var mine [repairBuckets]uint64
-	var held [repairBuckets][]*Timer
-	n.heldFor(body.From, func(t *Timer, me bool) {
-		if !me {
+	var ages repairAges
+	if body.YoungFrom != "" || body.YoungTo != "" {
+		from, ferr := wire.ParseID(body.YoungFrom)
+		to, terr := wire.ParseID(body.YoungTo)
+		if ferr != nil || terr != nil {
+			reply(badRequest(fmt.Sprintf("young-from %q and young-to %q are not both versions of 16 hex digits", body.YoungFrom, body.YoungTo)))
 			return
 		}
-		b := repairBucket(t.ID)
-		if t.State == Live {
-			mine[b] += repairHash(t.ID, t.Version)
-		}
-		if t.ID > after {
-			held[b] = append(held[b], t)
-		}
-	})
-	ans := repairAnswer{Buckets: []int{}, Entries: []repairEntry{}}
-	var listed []*Timer
-	for i := range mine {
-		if mine[i] != theirs[i] {
-			ans.Buckets = append(ans.Buckets, i)
-			listed = append(listed, held[i]...)
-		}
+		ages = repairAges{from: from, to: to}
 	}
+	// The first page of a round takes, in one walk of the store, the
+	// digests and the records of the buckets that differ, in ID order,
+	// and keeps them for the round's next pages (repairServed): a walk
+	// costs about a microsecond a held record (the records are scattered
+	// in memory), and a page of a round that has many costs what it
+	// lists. The records the asker leaves out as young are left out here
+	// too, from the digests and the list.
+	key := strings.Join(body.Digests, "") + body.YoungFrom + body.YoungTo
+	served := n.repairServing[body.From]
+	if after == 0 || served == nil || served.key != key {
+		var mine [repairBuckets]uint64
+		var held [repairBuckets][]uint64
+		left := false
+		n.heldFor(body.From, func(t *Timer, me bool) {
+			if !me {
+				return
+			}
+			if ages.young(t.Version) {
+				left = true
+				return
+			}
+			b := repairBucket(t.ID)
+			if t.State == Live {
+				mine[b] += repairHash(t.ID, t.Version)
+			}
+			held[b] = append(held[b], t.ID)
+		})
+		if left {
+			n.hit(probeRepairYoung)
+			n.repairNeeded() // compare them once they have settled
+		}
+		served = &repairServed{key: key, buckets: []int{}}
+		for i := range mine {
+			if mine[i] != theirs[i] {
+				served.buckets = append(served.buckets, i)
+				served.ids = append(served.ids, held[i]...)
+			}
+		}
+		slices.Sort(served.ids)
+		if n.repairServing == nil {
+			n.repairServing = map[string]*repairServed{}
+		}
+		n.repairServing[body.From] = served
+	}
+	ans := repairAnswer{Buckets: served.buckets, Entries: []repairEntry{}}
 	page := cmp.Or(n.cfg.RepairPage, MaxRepairEntries)
-	more := len(listed) > page
-	if more {
-		listed = lowestIDs(listed, page)
+	lo, _ := slices.BinarySearch(served.ids, after+1)
+	hi := min(lo+page, len(served.ids))
+	if hi < len(served.ids) {
+		ans.Through = wire.FormatID(served.ids[hi-1])
+	} else {
+		delete(n.repairServing, body.From) // the round's last page
 	}
-	slices.SortFunc(listed, func(a, b *Timer) int { return cmp.Compare(a.ID, b.ID) })
-	if more {
-		ans.Through = wire.FormatID(listed[len(listed)-1].ID)
+	var listed []*Timer
+	for _, id := range served.ids[lo:hi] {
+		if t := n.store.Get(id); n.repairMine(t, body.From) && !ages.young(t.Version) {
+			listed = append(listed, t)
+		}
 	}
+	n.stats.RepairListed += uint64(len(listed))
 	for _, t := range listed {
 		state := wire.StateTombstone
 		if t.State == Live {
@@ -770,41 +948,6 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 		panic("node: encoding a repair answer: " + err.Error())
 	}
 	reply(Response{Status: 200, Header: Header{HeaderContentType: "application/json"}, Body: b})
-}
-
-// lowestIDs returns the k timers of ts (k < len(ts)) with the lowest
-// IDs, in no order, reordering ts: a page of a long answer sorts only what
-// it lists. It keeps the k lowest seen in a max-heap on ID, so it costs
-// O(len(ts) log k) at worst and about len(ts) when most IDs are above
-// the heap's top, where sorting all of ts cost O(len(ts) log len(ts)).
-func lowestIDs(ts []*Timer, k int) []*Timer {
-	h := ts[:k]
-	down := func(i int) {
-		for {
-			c := 2*i + 1
-			if c >= k {
-				return
-			}
-			if c+1 < k && h[c+1].ID > h[c].ID {
-				c++
-			}
-			if h[i].ID >= h[c].ID {
-				return
-			}
-			h[i], h[c] = h[c], h[i]
-			i = c
-		}
-	}
-	for i := k/2 - 1; i >= 0; i-- {
-		down(i)
-	}
-	for _, t := range ts[k:] {
-		if t.ID < h[0].ID {
-			h[0] = t
-			down(0)
-		}
-	}
-	return h
 }
 
 // repairGive pushes the records a peer asked for in a round.
