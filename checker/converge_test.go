@@ -427,3 +427,60 @@ func TestUpdateAfterAMissedDeleteMayKeepTheFactor(t *testing.T) {
 	requireNone(t, Check(build(true)))
 	requireHas(t, Check(build(false)), "G6", "stale copy")
 }
+
+// TestEveryCopyLostBeforeAScaleThatWidensThePlacement proves the copies a
+// crash takes are counted against the nodes that may hold the timer at
+// the crash, not against the largest placement of the run (fresh seed
+// 3702572): an rf 5 timer on a cluster of three is held by all three;
+// all three crash (no storage) and come back empty, and a scale-up to
+// five gives it five replicas. Nothing holds a copy to hand over, so G6
+// after the scale excuses it (copies-lost); counting the three lost
+// against the five of the later placement judged it and reported every
+// replica missing. Bounded: with one of the three never crashed, a copy
+// survives and the same snapshot is a violation.
+func TestEveryCopyLostBeforeAScaleThatWidensThePlacement(t *testing.T) {
+	three := []string{"n1", "n2", "n3"}
+	five := []string{"n1", "n2", "n3", "n4", "n5"}
+	for _, c := range []struct {
+		name    string
+		crashed []string
+		want    bool // G6 violations
+	}{
+		{"all three crashed", three, false},
+		{"one never crashed", three[:2], true},
+	} {
+		create := write(1, Create, placedTimer, "a", time.Hour, time.Hour, sec, sec+10*ms, OK)
+		create.Spec.ReplicationFactor = 5
+		h := &History{
+			Members:      three,
+			Ops:          []Op{create},
+			End:          2 * time.Minute,
+			MaxClockSkew: ms,
+			MaxNetDelay:  5 * ms,
+			Scales:       []Scale{{Kind: ScaleUp, Start: 40 * sec, End: 45 * sec, Before: three, After: five}},
+		}
+		for i, n := range c.crashed {
+			at := 10*sec + time.Duration(i)*sec
+			h.Faults = append(h.Faults,
+				Fault{At: at, Kind: Crash, Nodes: []string{n}},
+				Fault{At: at + 15*sec, Kind: Restart, Nodes: []string{n}})
+		}
+		held := map[string][]uint64{}
+		for _, n := range three {
+			if !slices.Contains(c.crashed, n) {
+				held[n] = []uint64{placedTimer}
+			}
+		}
+		h.Held = []Held{{At: time.Minute, Live: held}}
+		g6 := 0
+		vs := Check(h)
+		for _, v := range vs {
+			if v.Guarantee == "G6" {
+				g6++
+			}
+		}
+		if (g6 > 0) != c.want {
+			t.Errorf("%s: %d G6 violations, want any %v: %v", c.name, g6, c.want, vs)
+		}
+	}
+}

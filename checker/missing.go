@@ -132,15 +132,23 @@ func (x *index) lossFrom(d *def) time.Duration {
 				}
 			}
 		}
+		// Of a timer a scale moves, the copies at the crash are on the
+		// nodes that may hold it then, however many replicas a later
+		// membership gives it (d.rf is the largest placement's).
+		need, holders := d.rfMin, []string(nil)
+		if d.placed && len(d.epochs) > 0 {
+			holders = d.nodesIn(at, at)
+			need = min(need, len(holders))
+		}
 		lost := 0
-		for _, until := range without {
-			if until > at {
+		for n, until := range without {
+			if until > at && (holders == nil || slices.Contains(holders, n)) {
 				lost++
 			}
 		}
 		// An acknowledged write reached at least a quorum of the
 		// replicas, all of them unless a fault touched it.
-		if partial && lost >= d.quorum || lost >= d.rfMin || len(s.fault.Nodes) == 0 {
+		if partial && lost >= d.quorum || lost >= need || len(s.fault.Nodes) == 0 {
 			return at
 		}
 	}
