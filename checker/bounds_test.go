@@ -596,9 +596,7 @@ func TestRequestRefusedAfterItsInboundWaitWasSentInTheWrite(t *testing.T) {
 // nothing on, is G3.
 func TestHandOffThatWaitedStartsTheNewReplicaLate(t *testing.T) {
 	members := []string{"n1", "n2", "n3", "n4"}
-	old := Replicas(members, placedTimer, 1)[0]
-	shrunk := slices.DeleteFunc(slices.Clone(members), func(m string) bool { return m == old })
-	neu := Replicas(shrunk, placedTimer, 1)[0]
+	old, shrunk, neu := scaleDownMove(members)
 	var bystander string
 	for _, m := range shrunk {
 		if m != neu {
@@ -635,6 +633,15 @@ func TestHandOffThatWaitedStartsTheNewReplicaLate(t *testing.T) {
 	}
 }
 
+// scaleDownMove is the scale-down that moves placedTimer (rf 1): old,
+// its replica among members, leaves; shrunk is the members after; neu
+// is its replica among them.
+func scaleDownMove(members []string) (old string, shrunk []string, neu string) {
+	old = Replicas(members, placedTimer, 1)[0]
+	shrunk = slices.DeleteFunc(slices.Clone(members), func(m string) bool { return m == old })
+	return old, shrunk, Replicas(shrunk, placedTimer, 1)[0]
+}
+
 // TestCopyMovedBackFromAHeldReplicaRunsLate is the hand-off of
 // TestHandOffThatWaitedStartsTheNewReplicaLate followed by a scale back
 // to the first membership (fresh seed 3503955, scenarios C38): the new
@@ -644,9 +651,7 @@ func TestHandOffThatWaitedStartsTheNewReplicaLate(t *testing.T) {
 // good. No first wait, or a pop later than it, is G3.
 func TestCopyMovedBackFromAHeldReplicaRunsLate(t *testing.T) {
 	members := []string{"n1", "n2", "n3", "n4"}
-	old := Replicas(members, placedTimer, 1)[0]
-	shrunk := slices.DeleteFunc(slices.Clone(members), func(m string) bool { return m == old })
-	neu := Replicas(shrunk, placedTimer, 1)[0]
+	old, shrunk, neu := scaleDownMove(members)
 	for _, c := range []struct {
 		name   string
 		waited bool
@@ -773,9 +778,7 @@ func TestHandOffHeldByItsReceiversPauseStartsItLate(t *testing.T) {
 // new replica for longer: the old replica's pops ended that hold.
 func TestHandOffThatWaitedAfterTheOldReplicaPopped(t *testing.T) {
 	members := []string{"n1", "n2", "n3", "n4"}
-	old := Replicas(members, placedTimer, 1)[0]
-	shrunk := slices.DeleteFunc(slices.Clone(members), func(m string) bool { return m == old })
-	neu := Replicas(shrunk, placedTimer, 1)[0]
+	old, shrunk, neu := scaleDownMove(members)
 	for _, c := range []struct {
 		name   string
 		waited bool

@@ -302,9 +302,7 @@ func TestPopOfAFactorLeftToTheNodeMovedByAScale(t *testing.T) {
 // the new replica, whose turn was over, excuses nothing.
 func TestHolderDownInItsHandOffTurnPopsAtItsRestart(t *testing.T) {
 	members := []string{"n1", "n2", "n3", "n4"}
-	old := Replicas(members, placedTimer, 1)[0]
-	shrunk := slices.DeleteFunc(slices.Clone(members), func(m string) bool { return m == old })
-	neu := Replicas(shrunk, placedTimer, 1)[0]
+	old, shrunk, neu := scaleDownMove(members)
 	var bystander string
 	for _, m := range shrunk {
 		if m != neu {
