@@ -151,7 +151,12 @@ func (n *Node) repairAgesFor(peer string) repairAges {
 
 // repairSoon starts a full round with every peer soon: after a start or
 // a change of membership.
+//
+// The rounds this node was serving end with the change: their lists were
+// taken under the view before (what a peer is placed to hold is another
+// set now), and a peer that left would never ask for their last page.
 func (n *Node) repairSoon() {
+	n.repairServing = nil
 	n.repairOwedFull = map[string]bool{}
 	for _, peer := range n.repairPeers() {
 		n.repairOwedFull[peer] = true

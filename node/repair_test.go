@@ -684,3 +684,26 @@ func TestRepairPageCostsWhatItLists(t *testing.T) {
 	// list) and the peer's once; the peers' own rounds with it as many.
 	assert.LessOrEqual(t, walks()-before, 12, "walks of the stores for %d pages", pages)
 }
+
+// A round a node serves ends with a change of membership: its list was
+// taken under the view before, and a peer that left never asks for the
+// round's last page, so its entry would stay until the node restarts.
+func TestMembershipChangeEndsTheRoundsServed(t *testing.T) {
+	c := newClusterWith(t, func(_ string, cfg *Config) {
+		cfg.RepairInterval, cfg.RepairPage = DefaultRepairInterval, 16
+	}, three...)
+	c.createMany(300, 2, 600, 600)
+	c.advance(2*DefaultRepairInterval, 200)
+	victim, server := three[2], three[0]
+	c.restart(victim)
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if s.from == victim && to == server && c.nodes[server].repairServing[victim] != nil {
+			c.down[victim] = true // leaves mid-round
+		}
+	}
+	c.advance(5*time.Second, 200)
+	require.True(t, c.down[victim], "%s served a round of the restarted %s's", server, victim)
+	require.NotNil(t, c.nodes[server].repairServing[victim], "the round's last page never asked for")
+	require.NoError(t, c.nodes[server].SetCluster(Membership{Nodes: three[:2]}))
+	assert.Empty(t, c.nodes[server].repairServing, "the rounds served under the view before")
+}
