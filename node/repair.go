@@ -269,14 +269,16 @@ func (n *Node) repairRound() {
 func (n *Node) heldFor(peer string, fn func(t *Timer, mine bool)) {
 	n.repairWalks++
 	n.store.Each(func(t *Timer) {
-		if t.State == Moved {
-			return
-		}
-		reps := t.Placement.Replicas
-		if slices.Contains(reps, peer) {
-			fn(t, slices.Contains(reps, n.self))
+		if placedOn(t, peer) {
+			fn(t, placedOn(t, n.self))
 		}
 	})
+}
+
+// placedOn reports whether t, a record this node holds, is placed on
+// addr under the node's view and not moved away from this node.
+func placedOn(t *Timer, addr string) bool {
+	return t.State != Moved && slices.Contains(t.Placement.Replicas, addr)
 }
 
 // repairWith asks peer for one page of a round under view: the records
@@ -573,7 +575,7 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 // repairMine reports whether t, a record this node holds (or nil), is one
 // a round with peer compares: held, not moved away, and placed on both.
 func (n *Node) repairMine(t *Timer, peer string) bool {
-	return t != nil && t.State != Moved && slices.Contains(t.Placement.Replicas, peer) && slices.Contains(t.Placement.Replicas, n.self)
+	return t != nil && placedOn(t, peer) && placedOn(t, n.self)
 }
 
 // newerSummary reports whether a is ahead of b: a later version, a
