@@ -233,6 +233,16 @@ func (x *index) keptBy(s Op, d *def, popper string, b time.Duration) bool {
 			addAll(missed, sp.fault.Peers)
 		}
 	}
+	// A replica at another site takes s only from its relay, by the
+	// forward s's node sends once it has answered (docs/design.md 4.10):
+	// when the relay missed that (down, cut off, the forward lost, up to
+	// SiteLag past the answer), that site's replicas missed s too, as
+	// writeHit judges them (missedAtSites), and need not hold it. The
+	// update of fresh seed 181514 reached its home replica alone, which
+	// crashed without storage before the other site's relay was back:
+	// nobody held it, yet the other site's replica counted as its keeper
+	// (TestSiteWhoseRelayMissedTheUpdateOwesNoRepair).
+	x.missedAtSites(d, s.Node, ret, false, missed)
 	replicas := d.rankedIn(s.Invoke, b)
 	for _, r := range replicas {
 		if r == popper || missed[r] || x.nodeCrashedIn(d, r, s.Invoke, b) {

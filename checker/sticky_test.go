@@ -109,3 +109,62 @@ func TestDeletedTimerNeverComesBackWhateverTheTombstoneAge(t *testing.T) {
 	requireNone(t, Check(build(false)))
 	requireHas(t, Check(build(true)), "G5", "should have repaired that replica")
 }
+
+// TestSiteWhoseRelayMissedTheUpdateOwesNoRepair is the shape of fresh
+// seed 181514 (scenarios/README.md g5d-1): an rf 1 timer on two sites,
+// updated through its replica at the home site while the other site's
+// relay is down, so the forward, the only way that site hears of the
+// update (docs/design.md 4.10), finds nobody; the home replica crashes
+// a second later without storage and takes the update with it, then
+// takes the old definition back from the other site's notice and pops it
+// on. No node holds the update, so nothing can repair it: the other
+// site's replica, up all along, never took the update, whose pop is
+// lost with its only holder (copies-lost). With the crash moved to the
+// home site's relay, or to a node of no role, or ended before the
+// update, the other site took the update and the home replica's first
+// pop after its restart repairs it; the next is a violation.
+func TestSiteWhoseRelayMissedTheUpdateOwesNoRepair(t *testing.T) {
+	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
+	if away == sites[1][0] {
+		sites[1][0], sites[1][1] = sites[1][1], sites[1][0] // the relay is not the replica
+	}
+	if home == sites[0][0] {
+		sites[0][0], sites[0][1] = sites[0][1], sites[0][0] // nor at the home site
+	}
+	build := func(down string, from, to time.Duration) *History {
+		h := &History{
+			Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+			Ops: []Op{
+				write(1, Create, placedTimer, "a", 10*sec, 120*sec, 0, 10*ms, OK),
+				write(2, Update, placedTimer, "b", 30*sec, 30*sec, 25*sec, 25*sec+10*ms, OK),
+			},
+			End: 70 * sec, LivenessFrom: 69 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			Faults: []Fault{
+				{At: from, Kind: Crash, Nodes: []string{down}}, {At: to, Kind: Restart, Nodes: []string{down}},
+				{At: 26 * sec, Kind: Crash, Nodes: []string{home}}, {At: 27 * sec, Kind: Restart, Nodes: []string{home}},
+			},
+		}
+		for i := range h.Ops {
+			h.Ops[i].Node, h.Ops[i].Spec.ReplicationFactor = home, 1
+		}
+		h.Pops = []Pop{pop(10*sec+20*ms, home, "a", 1), pop(20*sec+20*ms, home, "a", 2), pop(32*sec+20*ms, away, "a", 3)}
+		for k := 4; k <= 6; k++ {
+			h.Pops = append(h.Pops, pop(time.Duration(k)*10*sec+20*ms, home, "a", k))
+		}
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		return h
+	}
+	vs, cov := DefaultOptions().Judge(build(relay(sites), 20*sec, 35*sec))
+	requireNone(t, vs)
+	if cov.Excused[ExCopiesLost] == 0 {
+		t.Errorf("copies-lost covered nothing: got %v, want the update's pop lost with its only holder", cov.Excused)
+	}
+	// The same crash of the home site's relay hits the update too, but
+	// the other site took it: the first pop after the restart repairs.
+	requireHas(t, Check(build(sites[0][0], 20*sec, 35*sec)), "G5", "should have repaired that replica")
+	requireHas(t, Check(build("n9", 20*sec, 35*sec)), "G5")
+	requireHas(t, Check(build(relay(sites), 5*sec, 15*sec)), "G5")
+}
