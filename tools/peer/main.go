@@ -19,7 +19,9 @@
 //   - pops/s, beside a plain Go client POSTing as many callbacks to the
 //     same sink;
 //   - lateness p50, p99 and max from each task's due time, and early,
-//     lost and duplicated pops;
+//     lost and duplicated pops: the tool waits for the pops while they
+//     keep arriving (a late pop is late, not lost), until 10 s pass after
+//     the last due time with none new, at most 5 minutes past it;
 //   - the RSS per timer of redis-server and the worker together, read
 //     once the creates are answered;
 //   - the CPU (user + system, from /proc) of redis-server and the worker

@@ -160,20 +160,49 @@ func run(o options, log io.Writer) (*report, error) {
 			last = d
 		}
 	}
-	deadline := last.Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		n := int(sk.total.Load())
-		fmt.Fprintf(log, "popped %d of %d\n", n, rep.created)
-		if n >= rep.created {
-			break
-		}
-		time.Sleep(time.Until(minTime(time.Now().Add(time.Second), deadline)))
-	}
+	waitPops(sk, rep.created, last, log)
 	rep.cpu = sumCPU(pids) - rep.cpu
 	rep.measurePops(dues, ok, sk)
 	rep.barePopTime = barePops(o, sk.url)
 	rep.loadEnd = loadavg()
 	return rep, nil
+}
+
+// Bounds of the wait for the pops: a pop still to come is waited for
+// while pops keep arriving (the peer may pop more slowly than its timers
+// fall due, and a late pop is late, not lost), up to popCeiling past the
+// last due time; it stops popIdle after the last due time with no new
+// pop.
+const (
+	popIdle    = 10 * time.Second
+	popCeiling = 5 * time.Minute
+)
+
+// waitPops waits until want timers have popped, or until popIdle passed
+// after the last due time with none arriving, or popCeiling after it.
+func waitPops(sk *sink, want int, last time.Time, log io.Writer) {
+	ceiling := last.Add(popCeiling)
+	idleSince, seen := last, -1
+	for now := time.Now(); now.Before(ceiling); now = time.Now() {
+		n := int(sk.total.Load())
+		fmt.Fprintf(log, "popped %d of %d\n", n, want)
+		if n >= want {
+			return
+		}
+		if n != seen {
+			seen, idleSince = n, maxTime(now, last)
+		} else if now.Sub(idleSince) > popIdle {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func (r *report) measurePops(dues []time.Time, ok []bool, sk *sink) {
@@ -345,13 +374,6 @@ func sumCPU(pids []int) (d time.Duration) {
 		d += cpu(p)
 	}
 	return d
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }
 
 func storeMax(m *atomic.Int64, v int64) {
