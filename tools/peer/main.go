@@ -2,7 +2,10 @@
 // with HTTP callbacks, asynq on redis-server, the way chronos-load
 // measures Chronos, so that issue 29's table can hold both from one
 // sitting. It is a Go module of its own (tools/peer) so that asynq and
-// go-redis never enter the service's build.
+// go-redis never enter the service's build, and it imports nothing of the
+// service's either: the baseline builds and measures without the code it
+// is compared with, so its few helpers (the parallel clients, the bare
+// server, the child process) repeat chronos-load's.
 //
 // It starts redis-server (found on PATH; it installs nothing) on a
 // loopback port of its own, in a temporary folder, with an append-only
