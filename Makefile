@@ -32,7 +32,7 @@ STATICCHECK = $(GO) tool -modfile=tools/go.mod staticcheck
 # SUDO is empty for root (CI), sudo for anyone else.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build test test-race race race-sim run cluster bench load fuzz verify lint staticcheck test-deps sim sim-soak mutate nemesis nemesis-soak clean
+.PHONY: build test test-race race race-sim run cluster bench bench-peer load fuzz verify lint staticcheck test-deps sim sim-soak mutate nemesis nemesis-soak clean
 
 build:
 	$(GO) build ./...
@@ -97,6 +97,33 @@ bench:
 LOADARGS ?= -nodes 1 -rf 1 -timers 5000
 load:
 	$(GO) run ./cmd/chronos-load $(LOADARGS)
+
+# bench-peer measures issue 29's rows against the peer a user would
+# pick, asynq on redis-server (tools/peer, a Go module of its own so that
+# asynq never enters the service's build): for each row chronos-load, then
+# the peer, each beside its own baselines (a bare net/http server, a plain
+# client posting to the same sink) and the load average. It needs
+# redis-server on PATH (Debian: apt-get install redis-server) and installs
+# nothing: without it, it says so and skips. PEERBIN, when set, is the
+# chronos binary to measure (default: this tree's cmd/chronos).
+PEERBURST ?= 30000
+PEERHOLD  ?= 1000000
+PEERBIN   ?=
+bench-peer:
+	@if ! command -v redis-server >/dev/null; then \
+		echo "bench-peer: SKIP: needs redis-server on PATH (Debian: apt-get install redis-server); it installs nothing"; exit 0; fi; \
+	set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	$(GO) build -o $$d/chronos-load ./cmd/chronos-load; \
+	(cd tools/peer && $(GO) build -o $$d/peer .); \
+	bin="$(PEERBIN)"; if [ -z "$$bin" ]; then $(GO) build -o $$d/chronos ./cmd/chronos; bin=$$d/chronos; fi; \
+	echo "== burst: $(PEERBURST) timers due within 1 s, one node"; \
+	$$d/chronos-load -bin $$bin -nodes 1 -rf 1 -timers $(PEERBURST) -window 1s; \
+	$$d/peer -timers $(PEERBURST) -window 1s -concurrency 64; \
+	echo "== unpaced: $(PEERHOLD) creates, 32 clients, one node, defaults"; \
+	$$d/chronos-load -bin $$bin -hold -bare -nodes 1 -rf 1 -timers $(PEERHOLD) -concurrency 32; \
+	$$d/peer -hold -timers $(PEERHOLD) -concurrency 32; \
+	echo "== three nodes rf 2"; \
+	$$d/chronos-load -bin $$bin -nodes 3 -rf 2 -timers 20000
 
 fuzz:
 	@for p in ./wire ./node ./server ./server/config ./client ./internal/localcluster ./storage ./nemesis; do for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \

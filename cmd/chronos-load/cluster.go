@@ -115,6 +115,40 @@ func rss(pid int) (int64, error) {
 	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
 }
 
+// clockTick is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on
+// Linux).
+const clockTick = 10 * time.Millisecond
+
+// cpuTime is a process's user and system time so far, read from
+// /proc/<pid>/stat (its 14th and 15th fields).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseCPU(string(b))
+}
+
+// parseCPU reads utime and stime from a /proc/<pid>/stat line; the
+// command name, in parentheses, may hold spaces.
+func parseCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("stat %q: no command name", stat)
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("stat %q: too few fields", stat)
+	}
+	// f[0] is the 3rd field (state): utime and stime are f[11], f[12].
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("stat %q: utime or stime not a number", stat)
+	}
+	return time.Duration(u+s) * clockTick, nil
+}
+
 // isLoopback reports whether host:port names a loopback address. Names
 // are refused: the tool sends to addresses it can check without a lookup.
 func isLoopback(hostPort string) bool {

@@ -6,7 +6,9 @@
 // nodes' memory per held timer, each beside a bare baseline measured in
 // the same run: a plain net/http server taking the same creates (in a
 // process of its own, as each node is, and in the tool's process), and a
-// plain client sending the same pops to the same sink.
+// plain client sending the same pops to the same sink. It also reports
+// the started nodes' CPU (user and system, from /proc) per 1,000 timers
+// created and popped, and the load average at the run's start and end.
 //
 //	chronos-load -nodes 3 -rf 2 -timers 20000 -window 1s
 //	chronos-load -targets 127.0.0.1:7253 -timers 5000
@@ -16,7 +18,10 @@
 // With -hold it measures memory only: the timers are due an hour ahead,
 // each with its own callback URI and a 20-byte opaque (a realistic
 // record, unlike the burst's short ones), and it reports the RSS per held
-// record once the creates are answered. With -linger d a burst run reads
+// record once the creates are answered; -bare adds the create baseline
+// (the same creates into a bare net/http server in a process of its own,
+// before the nodes take theirs), so that an unpaced run's create rate
+// stands beside it. With -linger d a burst run reads
 // the nodes' RSS again d after the pops, to show whether the memory the
 // burst took is returned. -memory-limit sets the started nodes' soft
 // memory limit ([limits] memory_limit). With -join n, n more nodes then
@@ -76,6 +81,7 @@ func main() {
 	flag.DurationVar(&o.lead, "lead", 0, "the timers' interval, whole seconds: each falls due this long after its create is sent (default: 3s + 1s per 5000 timers + the window's whole seconds, so that every create is answered before the first pop)")
 	flag.IntVar(&o.concurrency, "concurrency", 64, "concurrent requests of the creates and of the pop baseline")
 	flag.BoolVar(&o.hold, "hold", false, "measure memory only: create timers due an hour ahead, report RSS per held record, skip pops and baselines")
+	flag.BoolVar(&o.bare, "bare", false, "with -hold: time the same creates into a bare net/http server in a process of its own first, the baseline of the unpaced create rate")
 	flag.StringVar(&o.memoryLimit, "memory-limit", "", "the started nodes' [limits] memory_limit, e.g. 300MiB (default none)")
 	flag.DurationVar(&o.linger, "linger", 0, "after the pops, wait this long and read the nodes' RSS again (0: do not)")
 	flag.IntVar(&o.pops, "pops", 1, "pops of each timer, one interval apart (1: one-shot timers)")
@@ -108,6 +114,8 @@ type options struct {
 	targets, bin, memoryLimit      string
 	window, lead, linger           time.Duration
 	hold                           bool
+	// bare, with hold, measures the bare create baseline too.
+	bare bool
 	// storage keeps the started nodes' timers on disk; crash ("one",
 	// "all") kills that many with SIGKILL crashAfter the creates were
 	// answered and restarts them restartAfter later; spread gives timer
@@ -154,6 +162,8 @@ func (o *options) check() error {
 		return fmt.Errorf("-crash with -targets or -hold: the tool crashes only nodes it starts, whose timers pop")
 	case o.join != 0 && (!o.hold || o.targets != "" || o.join < 0 || o.nodes+o.join > 16):
 		return fmt.Errorf("-join %d: want -hold, no -targets, and at most 16 nodes in all", o.join)
+	case o.bare && !o.hold:
+		return fmt.Errorf("-bare without -hold: a burst run always measures its baselines")
 	case o.spread < 0 || o.spread%time.Second != 0:
 		return fmt.Errorf("-spread %v: want whole seconds", o.spread)
 	}

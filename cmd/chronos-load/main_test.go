@@ -65,7 +65,7 @@ func TestLoadOneNode(t *testing.T) {
 		t.Fatalf("created %d of %d, %d lost, %d early, %d duplicated: want all created and popped once, none early",
 			rep.created, o.timers, rep.lost, rep.early, rep.duplicated)
 	}
-	if rep.createTime <= 0 || rep.bareCreateTime <= 0 || rep.bareHereTime <= 0 || rep.barePopTime <= 0 || rep.rssBefore <= 0 || len(rep.lateness) != o.timers {
+	if rep.createTime <= 0 || rep.cpu <= 0 || rep.load[1] == "" || rep.bareCreateTime <= 0 || rep.bareHereTime <= 0 || rep.barePopTime <= 0 || rep.rssBefore <= 0 || len(rep.lateness) != o.timers {
 		t.Fatalf("figures not measured: %+v", rep)
 	}
 	if got := rep.outbound["callback ok"]; got != float64(o.timers) {
@@ -167,11 +167,31 @@ func TestOptionsRefuseBadMemoryFlags(t *testing.T) {
 		"limit with targets":   func(o *options) { o.targets, o.memoryLimit = "127.0.0.1:7253", "1GiB" },
 		"limit with a section": func(o *options) { o.memoryLimit = "1GiB\n[cluster]" },
 		"negative linger":      func(o *options) { o.linger = -time.Second },
+		"bare without hold":    func(o *options) { o.bare = true },
 	} {
 		o := base
 		mutate(&o)
 		if err := o.check(); err == nil {
 			t.Errorf("%s: got no error", name)
 		}
+	}
+}
+
+// TestParseCPU proves the tool reads a process's user and system time
+// from /proc/<pid>/stat, a command name with spaces and parentheses
+// included, and refuses a line it cannot read.
+func TestParseCPU(t *testing.T) {
+	line := "4242 (chr (o) nos) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 9 0 100 0 0"
+	got, err := parseCPU(line)
+	if err != nil || got != 3250*time.Millisecond {
+		t.Errorf("parseCPU = %v, %v; want 3.25s (325 ticks)", got, err)
+	}
+	for _, bad := range []string{"", "4242 (x) S 1 2", "4242 (x) S 1 4242 4242 0 -1 0 0 0 0 0 u s"} {
+		if _, err := parseCPU(bad); err == nil {
+			t.Errorf("parseCPU(%q): got no error", bad)
+		}
+	}
+	if d, err := cpuTime(os.Getpid()); err != nil || d < 0 {
+		t.Errorf("cpuTime(self) = %v, %v", d, err)
 	}
 }

@@ -49,6 +49,11 @@ type report struct {
 	rssPopped, rssLinger int64
 	// join is what -join measured (nil without it).
 	join *joinResult
+	// cpu is the started nodes' user and system time from the creates'
+	// start until the pops are counted (-hold: the creates are
+	// answered); load is the load average at the run's start and end.
+	cpu  time.Duration
+	load [2]string
 }
 
 // keptPace reports whether the creates kept to their slots in the window
@@ -73,8 +78,14 @@ func (r *report) write(w io.Writer) {
 	o := r.opts
 	if o.hold {
 		fmt.Fprintf(w, "chronos-load: %d node(s), rf %d, %d timers held (due in %d s)\n", r.nodes, o.rf, o.timers, holdSecs)
-		fmt.Fprintf(w, "creates:   %d of %d accepted, %.0f/s\n", r.created, o.timers, rate(r.created, r.createTime))
+		if create, bare := rate(r.created, r.createTime), rate(o.timers, r.bareCreateTime); o.bare {
+			fmt.Fprintf(w, "creates:   %d of %d accepted, %.0f/s; bare net/http server %.0f/s; ratio %.2f (bare server in its own process)\n",
+				r.created, o.timers, create, bare, ratio(create, bare))
+		} else {
+			fmt.Fprintf(w, "creates:   %d of %d accepted, %.0f/s\n", r.created, o.timers, create)
+		}
 		r.writeMemory(w)
+		r.writeCPU(w, "created")
 		if r.join != nil {
 			r.writeJoin(w)
 		}
@@ -116,6 +127,7 @@ func (r *report) write(w io.Writer) {
 			ob["peer ok"]+ob["peer failed"]+ob["peer shed"], batched(ob))
 	}
 	r.writeMemory(w)
+	r.writeCPU(w, "created and popped")
 	if r.rssPopped > 0 {
 		fmt.Fprintf(w, "after:     RSS %d MB once popped", r.rssPopped>>20)
 		if r.rssLinger > 0 {
@@ -123,6 +135,16 @@ func (r *report) write(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// writeCPU reports the nodes' CPU per 1,000 timers and the load average
+// beside it.
+func (r *report) writeCPU(w io.Writer, what string) {
+	if r.cpu > 0 && r.created > 0 {
+		fmt.Fprintf(w, "cpu:       %.0f ms of the nodes' CPU per 1,000 timers %s (%v in all, user and system, /proc)\n",
+			float64(r.cpu.Microseconds())/float64(r.created), what, r.cpu.Round(time.Millisecond))
+	}
+	fmt.Fprintf(w, "load:      %s at the start, %s at the end (/proc/loadavg)\n", r.load[0], r.load[1])
 }
 
 func (r *report) writeMemory(w io.Writer) {

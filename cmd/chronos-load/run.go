@@ -73,8 +73,20 @@ func run(o options, log io.Writer) (rep *report, err error) {
 		targets, pids = c.Addrs(), c.pids()
 		fmt.Fprintf(log, "started %d node(s): %s\n", len(targets), strings.Join(targets, " "))
 	}
-	rep = &report{opts: o, nodes: len(targets)}
+	rep = &report{opts: o, nodes: len(targets), load: [2]string{loadAverage()}}
+	defer func() {
+		if rep != nil {
+			rep.load[1] = loadAverage()
+		}
+	}()
 	rssBefore := sumRSS(pids)
+	if o.hold && o.bare {
+		// -bare: the create baseline of an unpaced -hold run, in a
+		// process of its own, while the nodes are idle.
+		if rep.bareCreateTime, err = bareCreatesOwn(o, sk.url); err != nil {
+			return nil, err
+		}
+	}
 	if !o.hold {
 		// The create baselines, in the same run and next to the creates
 		// they are compared with, while the nodes are idle.
@@ -98,6 +110,7 @@ func run(o options, log io.Writer) (rep *report, err error) {
 	}
 	secs := int64(lead / time.Second)
 	recs := make([]timerRec, o.timers)
+	cpuBefore := sumCPU(pids)
 	client := newClient(o.concurrency)
 	start := time.Now()
 	var behind atomic.Int64 // the most a create was sent after its slot
@@ -132,6 +145,7 @@ func run(o options, log io.Writer) (rep *report, err error) {
 	}
 	rep.records = rep.created * min(o.rf, len(targets))
 	if o.hold {
+		rep.cpu = sumCPU(pids) - cpuBefore
 		if o.join > 0 {
 			if rep.join, err = join(o, c, prof, log); err != nil {
 				return nil, err
@@ -146,6 +160,7 @@ func run(o options, log io.Writer) (rep *report, err error) {
 	}
 
 	waitPops(o, recs, sk, start.Add(lead), rep.created*o.pops, min(o.rf, len(targets)), log)
+	rep.cpu = sumCPU(pids) - cpuBefore
 	rep.measurePops(recs, sk)
 	rep.outbound = scrapeOutbound(targets)
 	rep.rssPopped = sumRSS(pids)
@@ -310,12 +325,9 @@ func parallel(n, workers int, f func(i int)) {
 // bareCreates times the same creates into the bare server (bare.go) in a
 // process of its own and in this one.
 func bareCreates(o options, cbURL string) (own, here time.Duration, err error) {
-	p, err := startBareProcess()
-	if err != nil {
+	if own, err = bareCreatesOwn(o, cbURL); err != nil {
 		return 0, 0, err
 	}
-	own = timeCreates(o, cbURL, p.addr)
-	p.stop()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, 0, err
@@ -324,6 +336,17 @@ func bareCreates(o options, cbURL string) (own, here time.Duration, err error) {
 	go func() { _ = srv.Serve(l) }()
 	defer srv.Shutdown(context.Background())
 	return own, timeCreates(o, cbURL, l.Addr().String()), nil
+}
+
+// bareCreatesOwn times the same creates into the bare server in a
+// process of its own.
+func bareCreatesOwn(o options, cbURL string) (time.Duration, error) {
+	p, err := startBareProcess()
+	if err != nil {
+		return 0, err
+	}
+	defer p.stop()
+	return timeCreates(o, cbURL, p.addr), nil
 }
 
 // timeCreates times o.timers creates like the tool's into addr, with the
@@ -355,6 +378,17 @@ func sumRSS(pids []int) int64 {
 	for _, p := range pids {
 		if n, err := rss(p); err == nil {
 			sum += n
+		}
+	}
+	return sum
+}
+
+// sumCPU is the processes' user and system time so far.
+func sumCPU(pids []int) time.Duration {
+	var sum time.Duration
+	for _, p := range pids {
+		if d, err := cpuTime(p); err == nil {
+			sum += d
 		}
 	}
 	return sum

@@ -71,8 +71,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Most replies are synchronous: take them without arming a timer.
 	select {
 	case resp := <-c.replies:
+		h.writeResponse(w, resp, c)
 		h.calls.Put(c.done())
-		h.writeResponse(w, resp)
 		return
 	default:
 	}
@@ -81,8 +81,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A call left waiting here is not reused: its reply may still come.
 	select {
 	case resp := <-c.replies:
+		h.writeResponse(w, resp, c)
 		h.calls.Put(c.done())
-		h.writeResponse(w, resp)
 	case <-r.Context().Done():
 		// The client went away; nothing to write to.
 	case <-ceiling.C:
@@ -105,6 +105,10 @@ type call struct {
 
 	req   node.Request
 	reply func(node.Response)
+	// vals backs the reply's header values (writeResponse): net/http
+	// copies them when the header is written, so the array is the
+	// call's own again once writeResponse returns.
+	vals []string
 
 	mu       sync.Mutex
 	gen      uint64 // counts the requests the call has served
@@ -238,7 +242,12 @@ func nodeHeader(hh http.Header) node.Header {
 // value in one backing array rather than one a field, and returns the
 // array's spare room, for more values.
 func putHeader(dst http.Header, src node.Header, more int) []string {
-	vals := make([]string, 0, len(src)+more)
+	return putHeaderInto(dst, src, make([]string, 0, len(src)+more))
+}
+
+// putHeaderInto is putHeader with the backing array given: vals, whose
+// capacity must hold every value of src and the room to spare.
+func putHeaderInto(dst http.Header, src node.Header, vals []string) []string {
 	for k, v := range src {
 		vals = append(vals, v)
 		dst[k] = vals[len(vals)-1 : len(vals) : len(vals)]
@@ -246,18 +255,25 @@ func putHeader(dst http.Header, src node.Header, more int) []string {
 	return vals[len(vals):]
 }
 
-// writeResponse writes the node's reply.
-func (h *Handler) writeResponse(w http.ResponseWriter, resp node.Response) {
+// writeResponse writes the node's reply, its header values backed by c's
+// array (grown when too small): WriteHeader copies the header net/http
+// writes (it clones the handler's header), so the array is c's again once
+// WriteHeader returns, for c's next request.
+func (h *Handler) writeResponse(w http.ResponseWriter, resp node.Response, c *call) {
 	if resp.Status < 100 || resp.Status > 999 {
 		h.log.Error("node replied with an invalid status", "status", resp.Status)
 		WriteError(w, http.StatusInternalServerError, "invalid reply from node")
 		return
 	}
+	if need := len(resp.Header) + 1; cap(c.vals) < need {
+		c.vals = make([]string, 0, max(need, 4))
+	}
 	hdr := w.Header()
-	vals := putHeader(hdr, resp.Header, 1)
+	vals := putHeaderInto(hdr, resp.Header, c.vals[:0])
 	hdr["Content-Length"] = append(vals, strconv.Itoa(len(resp.Body)))
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
+	clear(c.vals[:cap(c.vals)]) // hold no value past the reply
 }
 
 // WriteError answers with status and the reason both in the Reason header

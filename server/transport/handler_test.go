@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -265,4 +266,51 @@ func TestHandlerReplyTwice(t *testing.T) {
 	if !strings.Contains(logs.String(), `"url":"/ping"`) {
 		t.Errorf("log %s, want the second reply named by its own request's URL", logs.String())
 	}
+}
+
+// TestHandlerReusedCallsKeepReplyHeaders proves that the header values of
+// a reply, backed by its pooled call's array, reach that reply's client
+// intact while the calls are reused by other requests at once, with
+// replies of more and fewer fields than the array held before.
+func TestHandlerReusedCallsKeepReplyHeaders(t *testing.T) {
+	s := newNodeLock()
+	core := &fakeCore{serial: s, t: t, respond: func(req node.Request, reply func(node.Response)) {
+		n := len(req.URL) % 7 // 0 to 6 fields of its own
+		h := node.Header{}
+		for i := range n {
+			h.Set("X-Field-"+string(rune('a'+i)), req.URL)
+		}
+		reply(node.Response{Status: http.StatusOK, Header: h, Body: []byte(req.URL)})
+	}}
+	srv := httptest.NewServer(NewHandler(core, s.Do, chantest.Timeout, nil))
+	defer srv.Close()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				path := "/t/" + strings.Repeat("x", (g*50+i)%13)
+				resp, err := http.Get(srv.URL + path)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				want := len(path) % 7
+				got := 0
+				for k, v := range resp.Header {
+					if strings.HasPrefix(k, "X-Field-") {
+						got++
+						if len(v) != 1 || v[0] != path {
+							t.Errorf("%s: %s = %q, want %q", path, k, v, path)
+						}
+					}
+				}
+				if got != want || string(body) != path || resp.Header.Get("Content-Length") != strconv.Itoa(len(path)) {
+					t.Errorf("%s: %d fields, body %q, Content-Length %q: want %d, %q, %d", path, got, body, resp.Header.Get("Content-Length"), want, path, len(path))
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
