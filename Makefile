@@ -22,7 +22,7 @@ PARALLEL    ?= 8
 # checker and sim run each history on one goroutine by design
 # (node/boundary_test.go keeps goroutines out of node); sim's one
 # concurrent part, the sweep, is raced on a few seeds by race-sim.
-RACEPKGS ?= ./server ./client ./storage ./internal/... ./cmd/chronos ./cmd/chronos-load ./cmd/chronosctl
+RACEPKGS ?= ./server/... ./client ./storage ./internal/... ./cmd/chronos ./cmd/chronos-load ./cmd/chronosctl
 
 # STATICCHECK is pinned in tools/go.mod, a module of its own so that the
 # linter's dependencies never enter the service's build: go tool fetches
