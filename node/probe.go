@@ -153,7 +153,6 @@ var (
 	probeResyncRefsAgain     = probe("resync/references-again")
 	probeResyncRefused       = probe("resync/refused-at-limit")
 	probePushAgainHeldAway   = probe("resync/pushed-again-once-kept-away")
-	probePushKeptAway        = probe("resync/push-still-kept-away")
 
 	// repair.go: replicas compared and repaired.
 	probeRepairQuiet      = probe("repair/quiet-round-skipped")

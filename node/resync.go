@@ -698,7 +698,6 @@ func (n *Node) pushUntilHeld(peer string, t *Timer, wanted, again func() bool, e
 			away++
 			wait, more := heldAwayRetry.again(away, &n.rand)
 			if !more {
-				n.hit(probePushKeptAway)
 				end(tryFailed, ok, resp)
 				return
 			}
