@@ -111,7 +111,7 @@ func TestDeletedTimerNeverComesBackWhateverTheTombstoneAge(t *testing.T) {
 }
 
 // TestSiteWhoseRelayMissedTheUpdateOwesNoRepair is the shape of fresh
-// seed 181514 (scenarios/README.md g5d-1): an rf 1 timer on two sites,
+// seed 181514 (scenarios/README.md C40): an rf 1 timer on two sites,
 // updated through its replica at the home site while the other site's
 // relay is down, so the forward, the only way that site hears of the
 // update (docs/design.md 4.10), finds nobody; the home replica crashes

@@ -152,6 +152,7 @@ var (
 	probeResyncSendFailed    = probe("resync/send-failed")
 	probeResyncRefsAgain     = probe("resync/references-again")
 	probeResyncRefused       = probe("resync/refused-at-limit")
+	probePushAgainHeldAway   = probe("resync/pushed-again-once-kept-away")
 
 	// repair.go: replicas compared and repaired.
 	probeRepairQuiet      = probe("repair/quiet-round-skipped")

@@ -730,25 +730,16 @@ func (n *Node) handOffDone(id uint64, h *handingOff, ok bool) {
 	}
 }
 
-// handOffPush pushes placed, a copy a hand-off ends, to peer through the
-// peer's window of bulk sends (flow.go), again under bulkRetry while it
-// gets no answer and the copy is still held, then calls done with the
-// last outcome (no answer, when it was given up on unsent). A hand-off
+// handOffPush pushes placed, a copy a hand-off ends, to peer
+// (pushUntilHeld) while the copy is still held, then calls done with the
+// last try's answer (none, when it was given up on unsent). A hand-off
 // sends one message for each record it moves, and a slow receiver takes
-// them at its own pace.
+// them at its own pace; a receiver not yet reloaded keeps the record as
+// moved away, and is sent it again after its reload.
 func (n *Node) handOffPush(peer string, placed *Timer, done func(ok bool, resp Response)) {
-	var ok bool
-	var resp Response
-	n.sendRetried(peer, bulkRetry, func(finish func(tryOutcome, bool)) {
-		n.replicate(peer, placed, nil, n.nowMs(), func(rok bool, rresp Response) {
-			ok, resp = rok, rresp
-			if resp.Status == 0 {
-				finish(tryFailed, false)
-				return
-			}
-			finish(tryDone, true)
-		})
-	}, func() bool { return n.hitIf(n.copyOf(placed) != nil, probeHandOffAgain) }, func(tryOutcome) { done(ok, resp) })
+	wanted := func() bool { return n.copyOf(placed) != nil }
+	again := func() bool { return n.hitIf(wanted(), probeHandOffAgain) }
+	n.pushUntilHeld(peer, placed, wanted, again, func(_ tryOutcome, ok bool, resp Response) { done(ok, resp) })
 }
 
 // copyOf is the record this node holds of placed's timer when it is

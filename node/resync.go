@@ -397,9 +397,9 @@ type drop struct {
 }
 
 // dealtTimer is a timer a resync page made this node take, or pass its
-// newer record of on: its reference for the leaving nodes, and whether a
-// new replica it was passed on to missed it (the replication failed every
-// attempt).
+// newer record of on: its reference for the leaving nodes, and whether
+// a new replica it was passed on to may lack it (the replication failed
+// every attempt, or the replica still kept it as moved away).
 type dealtTimer struct {
 	reference
 	missed bool
@@ -409,12 +409,15 @@ type dealtTimer struct {
 // dealt with and every new replica ranked after it now holds, and sends
 // the old replicas no longer involved their rebalancing tombstones, then
 // runs then. A leaving node drops its copy on the primary's reference;
-// told while a new backup missed the timer, it would leave the primary's
-// copy the only one, and a crash of the primary would lose the timer for
-// good: restarted, it repopulates from its peers, and none holds it (a
-// scale the simulator found; probe resync/reference-withheld). Kept, the
+// told while a new backup may lack the timer (its replication failed
+// every attempt, or it still kept the record as moved away: not reloaded
+// yet, scenarios/README.md N52), it would leave the primary's copy the
+// only one, and a crash of the primary would lose the timer for good:
+// restarted, it repopulates from its peers, and none holds it (a scale
+// the simulator found; probe resync/reference-withheld). Kept, the
 // leaving node's copy is offered again to the primary's start-up resync,
-// and to the resync the operator runs again for the failed send.
+// and to the resync the operator runs again for the failed send, and its
+// own hand-off ends it once the new replicas hold it.
 //
 // For the same reason neither word leaves before what the page made this
 // node take is durable: a node that keeps its records on disk takes a
@@ -624,34 +627,20 @@ func (n *Node) heldLive(t *Timer) *Timer {
 }
 
 // resyncSend sends held (its state when the send leaves) to peer for p's
-// page, through peer's window of bulk sends (flow.go), again under
-// bulkRetry while it gets no answer; failed runs if every attempt failed
-// (counted in SendFailures). Any answer ends it: a peer not yet reloaded
-// for this scale keeps the record as moved away, and says so (no
-// X-Chronos-Held: live), so replicate marks it as may lack the timer and
-// the page its own resync asks for offers the record again (4.8 in
-// docs/design.md). A send whose resync
-// was superseded while it waited (for room, or to be sent again) is not
+// page (pushUntilHeld), while p's resync is the one under way; failed
+// runs if it was not taken (counted in SendFailures): every attempt got
+// no answer, or the peer still kept it as moved away when the waits for
+// its reload ran out. A leaving node's copy is then kept: the page's
+// reference withholds it (referDealt), since the peer may lack the
+// definition (scenarios/README.md N52). A send whose resync was
+// superseded while it waited (for room, or to be sent again) is not
 // sent, and one given up on unsent (bulkGiveUp) fails as one that got no
 // answer.
 func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, failed func()) {
 	p.sends++
-	n.sendRetried(peer, bulkRetry, func(finish func(tryOutcome, bool)) {
-		if !n.current(p.run) {
-			finish(tryDropped, true)
-			return
-		}
-		n.replicate(peer, held, nil, n.nowMs(), func(ok bool, resp Response) {
-			switch {
-			case !n.current(p.run):
-				finish(tryDropped, resp.Status != 0)
-			case !ok && resp.Status == 0:
-				finish(tryFailed, false)
-			default:
-				finish(tryDone, true)
-			}
-		})
-	}, func() bool { return n.hitIf(n.current(p.run), probeResyncSendAgain) }, func(out tryOutcome) {
+	wanted := func() bool { return n.current(p.run) }
+	again := func() bool { return n.hitIf(wanted(), probeResyncSendAgain) }
+	n.pushUntilHeld(peer, held, wanted, again, func(out tryOutcome, _ bool, _ Response) {
 		if out == tryFailed && n.current(p.run) {
 			n.hit(probeResyncSendFailed)
 			p.run.status.SendFailures++
@@ -659,6 +648,70 @@ func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, failed func()) 
 		}
 		n.sendDone(p)
 	})
+}
+
+// heldAwayRetry is how long a push a peer kept as moved away waits to be
+// sent again: as a page a peer refuses before its reload does
+// (pageRetry), about two minutes in all.
+var heldAwayRetry = pageRetry
+
+// pushUntilHeld pushes t, a record a scale moves (a resync's replication,
+// a hand-off's push), to peer through peer's window of bulk sends
+// (flow.go): again under bulkRetry while it gets no answer, and again
+// after heldAwayRetry's wait while the peer answers that it kept the
+// record as moved away (keptAway: not reloaded for the scale yet; once
+// reloaded it takes the same definition placed on it, merge's moved-back
+// rule). The copy an old replica holds may be dropped only once every new
+// replica holds the timer, and a 200 that vouches for nothing is no such
+// word (scenarios/README.md N52). wanted reports whether the push is
+// still wanted, asked before each try, and again before a retry after
+// no answer. end gets the last try's outcome (tryFailed when the
+// tries ran out, the answer then being one of no answer or still kept
+// away; tryDropped when wanted stopped it) and answer.
+func (n *Node) pushUntilHeld(peer string, t *Timer, wanted, again func() bool, end func(out tryOutcome, ok bool, resp Response)) {
+	away := 0
+	var push func()
+	push = func() {
+		var ok bool
+		var resp Response
+		n.sendRetried(peer, bulkRetry, func(finish func(tryOutcome, bool)) {
+			if !wanted() {
+				finish(tryDropped, true)
+				return
+			}
+			n.replicate(peer, t, nil, n.nowMs(), func(rok bool, rresp Response) {
+				ok, resp = rok, rresp
+				switch {
+				case !wanted():
+					finish(tryDropped, resp.Status != 0)
+				case resp.Status == 0:
+					finish(tryFailed, false)
+				default:
+					finish(tryDone, true)
+				}
+			})
+		}, again, func(out tryOutcome) {
+			if out != tryDone || !keptAway(t, ok, resp) {
+				end(out, ok, resp)
+				return
+			}
+			away++
+			wait, more := heldAwayRetry.again(away, &n.rand)
+			if !more {
+				end(tryFailed, ok, resp)
+				return
+			}
+			n.clock.AfterFunc(wait, func() {
+				if !wanted() {
+					end(tryDropped, ok, resp)
+					return
+				}
+				n.hit(probePushAgainHeldAway)
+				push()
+			})
+		})
+	}
+	push()
 }
 
 // sendReferences sends a DELETE /timers/references body to a leaving

@@ -590,6 +590,57 @@ func TestReplicaNotYetReloadedTakesItsTimersInItsOwnResync(t *testing.T) {
 		"a page offered C a timer placed under its view")
 }
 
+// TestLeavingNodeKeepsItsCopyUntilEveryNewReplicaHoldsIt is fresh seed
+// 3704915 (scenarios/README.md N52): a timer of rf 2 on A and C moves
+// to A and D as C leaves, and D reloads last. A's resync push and C's
+// hand-off reach D before it reloads, and D keeps the record as moved
+// away (a 200 without X-Chronos-Held: live). A's reference made C drop
+// its copy on A's take alone, and A then crashed without its store: no
+// live copy was left anywhere, and the scale completed so. An old
+// replica drops its copy only once every new replica has answered
+// holding it live; a send the replica answered so is sent again after a
+// wait (heldAwayRetry), which its reload makes one it takes, and the
+// leaving node's resync waits so for the slowest reload.
+func TestLeavingNodeKeepsItsCopyUntilEveryNewReplicaHoldsIt(t *testing.T) {
+	before := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
+	after := NewRing([]string{nodeA, nodeB, nodeD})
+	id := idMoving(before, after, []string{nodeA, nodeC}, []string{nodeA, nodeD})
+	c := newCluster(t, nodeA, nodeB, nodeC, nodeD) // no repair rounds: the resyncs alone
+	wid := wire.FormatWireID(id, before.Bloom([]string{nodeA, nodeC}))
+	r := c.client(nodeB, "PUT", "/timers/"+wid, string(wire.Encode(wire.Timer{Interval: time.Minute, RepeatFor: 10 * time.Minute, URI: cb, ReplicationFactor: 2})))
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+
+	shrunk := Membership{Nodes: []string{nodeA, nodeB, nodeD}, Leaving: []string{nodeC}}
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		cfg := c.cfgs[a]
+		cfg.Cluster = shrunk
+		c.cfgs[a] = cfg
+		require.NoError(t, c.nodes[a].SetCluster(shrunk), "SetCluster(%s)", a)
+	}
+	for range 10 { // A's push and C's hand-off reach D, not reloaded
+		c.settle()
+		c.clock.advance(50 * time.Millisecond)
+	}
+	held, _ := c.nodes[nodeD].Timer(id)
+	require.NotEqual(t, Live, held.State, "D keeps the pushed record as moved away")
+
+	c.restart(nodeA) // without its store, before D reloads
+	c.nodes[nodeA].Resync(true)
+	c.reload(shrunk)
+	// The scale completes on the resyncs alone, none run again: the
+	// leaving node's hand-off waited for D's reload.
+	for _, a := range []string{nodeA, nodeB, nodeC, nodeD} {
+		s := c.nodes[a].ResyncStatus()
+		assert.Empty(t, s.Failed, "%s's resync failed peers", a)
+		assert.Zero(t, s.SendFailures, "%s's resync send failures", a)
+	}
+	held, _ = c.nodes[nodeC].Timer(id)
+	assert.Equal(t, Moved, held.State, "the leaving node's copy once D holds the timer")
+	c.down[nodeC] = true
+	delete(c.nodes, nodeC)
+	c.requirePlaced([]uint64{id}, shrunk.Nodes, 2)
+}
+
 // TestWritesFromANodeNotYetReloadedReachTheNewReplicas updates and
 // deletes timers through a node that has not reloaded the scaled
 // membership yet, after the others have resynced: the writes, placed

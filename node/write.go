@@ -553,6 +553,17 @@ func vouches(t *Timer, resp Response) bool {
 	return t.State != Live || resp.Header.Get(HeaderHeld) == "live"
 }
 
+// keptAway reports whether a peer's answer to a replication of t, a live
+// record, says it took the message but holds no live copy of it, nor its
+// end: its own view places the timer elsewhere (a scale it has not
+// reloaded for yet), so it kept the record as moved away. The peer may
+// lack the definition until it answers again (replicate), and a push
+// that a scale's hand-off or resync counts on is sent again after its
+// reload (pushUntilHeld).
+func keptAway(t *Timer, ok bool, resp Response) bool {
+	return ok && t.State == Live && !vouches(t, resp) && resp.Header.Get(HeaderHeld) != heldEnded
+}
+
 // named returns the nodes a wire ID's bloom filter names: the members
 // (Ring.Matching), and the leaving nodes. New placements no longer go to
 // a leaving node, but it holds and pops its copies until the scale
@@ -824,7 +835,7 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 		}
 		n.startAnswered(t, resp)
 		switch {
-		case ok && t.State == Live && !vouches(t, resp) && resp.Header.Get(HeaderHeld) != heldEnded:
+		case keptAway(t, ok, resp):
 			// The peer took the message but holds no live copy: its
 			// view places the timer elsewhere (a scale it has not
 			// reloaded for yet), so it kept the record as moved away.
