@@ -135,6 +135,7 @@ var (
 	probeResyncNotMember     = probe("resync/page-requester-not-member")
 	probeResyncOtherView     = probe("resync/page-other-view")
 	probeResyncPageFull      = probe("resync/page-continues")
+	probeResyncPageAhead     = probe("resync/page-asked-ahead")
 	probeResyncPlacedAlike   = probe("resync/page-passes-over-unmoved")
 	probeResyncOffersLacking = probe("resync/page-offers-placed-to-replica-lacking-it")
 	probeReferenceMoved      = probe("resync/reference-moves-away")
