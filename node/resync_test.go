@@ -1550,3 +1550,70 @@ func clusterWithMovingTimer(t *testing.T) (c *cluster, id uint64, wid string) {
 func movingDef(opaque string) string {
 	return string(wire.Encode(wire.Timer{Interval: 10 * time.Minute, RepeatFor: 10 * time.Minute, URI: cb, Opaque: opaque, ReplicationFactor: 2}))
 }
+
+// TestResyncAsksForPagesAheadOfTheirMessages proves that a resync's pages
+// stream: the joining node asks a peer for its next page once it has
+// taken one, while the replications that page made are still
+// unanswered, up to resyncPagesAhead pages of a peer at once; and that
+// the join still ends with every timer placed once they are answered.
+func TestResyncAsksForPagesAheadOfTheirMessages(t *testing.T) {
+	c := newClusterWith(t, func(_ string, cfg *Config) { cfg.ResyncPage = 10 }, nodeA, nodeB, nodeC)
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	// Timers the join makes the joining node primary of, each of which
+	// it passes on to its backup: every page it is offered makes
+	// replications.
+	ring, now := NewRing([]string{nodeA, nodeB, nodeC, nodeD}), c.nodes[nodeA].nowMs()
+	var ids []uint64
+	for i := 1; len(ids) < 500; i++ {
+		id := uint64(i) << 12
+		if ring.Replicas(id, 2)[0] != nodeD {
+			continue
+		}
+		ids = append(ids, id)
+		spec := wire.Timer{Interval: time.Hour, RepeatFor: time.Hour, URI: cb, Opaque: "x", ReplicationFactor: 2}
+		replicas := c.nodes[nodeA].ring.Replicas(id, 2)
+		for _, a := range replicas {
+			nd := c.nodes[a]
+			nd.apply(newTimer(id, id, spec, now+int64(i), 0, nd.placement(replicas, nil), nd.ring.ViewID(), nd.hosts))
+		}
+	}
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		cfg := c.cfgs[a]
+		cfg.Cluster = grown
+		c.cfgs[a] = cfg
+		require.NoError(t, c.nodes[a].SetCluster(grown))
+	}
+	c.join(nodeD, grown)
+	// Every message is answered but the joining node's replications,
+	// which are held back.
+	asked, held := map[string]int{}, []*sent{}
+	for range settleRounds {
+		var deliver []*sent
+		for _, s := range c.net.take("http://10.") {
+			if s.from == nodeD && s.req.Method == "PUT" {
+				held = append(held, s)
+				continue
+			}
+			if s.from == nodeD && s.req.Method == "GET" && strings.Contains(s.req.URL, "/timers?") {
+				host, _, _ := strings.Cut(strings.TrimPrefix(s.req.URL, "http://"), "/")
+				asked[host]++
+			}
+			deliver = append(deliver, s)
+		}
+		if len(deliver) == 0 {
+			break
+		}
+		c.deliver(deliver, nil)
+	}
+	require.NotEmpty(t, held, "replications the joining node's pages made")
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		assert.Equal(t, resyncPagesAhead, asked[a], "pages the joining node asked %s for, its replications unanswered", a)
+	}
+	assert.True(t, c.nodes[nodeD].ResyncStatus().Running)
+	c.net.out = append(c.net.out, held...)
+	c.finishResyncs()
+	s := c.nodes[nodeD].ResyncStatus()
+	assert.Empty(t, s.Failed)
+	assert.Zero(t, s.SendFailures)
+	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+}
