@@ -1557,33 +1557,7 @@ func movingDef(opaque string) string {
 // unanswered, up to resyncPagesAhead pages of a peer at once; and that
 // the join still ends with every timer placed once they are answered.
 func TestResyncAsksForPagesAheadOfTheirMessages(t *testing.T) {
-	c := newClusterWith(t, func(_ string, cfg *Config) { cfg.ResyncPage = 10 }, nodeA, nodeB, nodeC)
-	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
-	// Timers the join makes the joining node primary of, each of which
-	// it passes on to its backup: every page it is offered makes
-	// replications.
-	ring, now := NewRing([]string{nodeA, nodeB, nodeC, nodeD}), c.nodes[nodeA].nowMs()
-	var ids []uint64
-	for i := 1; len(ids) < 500; i++ {
-		id := uint64(i) << 12
-		if ring.Replicas(id, 2)[0] != nodeD {
-			continue
-		}
-		ids = append(ids, id)
-		spec := wire.Timer{Interval: time.Hour, RepeatFor: time.Hour, URI: cb, Opaque: "x", ReplicationFactor: 2}
-		replicas := c.nodes[nodeA].ring.Replicas(id, 2)
-		for _, a := range replicas {
-			nd := c.nodes[a]
-			nd.apply(newTimer(id, id, spec, now+int64(i), 0, nd.placement(replicas, nil), nd.ring.ViewID(), nd.hosts))
-		}
-	}
-	for _, a := range []string{nodeA, nodeB, nodeC} {
-		cfg := c.cfgs[a]
-		cfg.Cluster = grown
-		c.cfgs[a] = cfg
-		require.NoError(t, c.nodes[a].SetCluster(grown))
-	}
-	c.join(nodeD, grown)
+	c, ids := joinPassingOnEverything(t)
 	// Every message is answered but the joining node's replications,
 	// which are held back.
 	asked, held := map[string]int{}, []*sent{}
@@ -1616,4 +1590,77 @@ func TestResyncAsksForPagesAheadOfTheirMessages(t *testing.T) {
 	assert.Empty(t, s.Failed)
 	assert.Zero(t, s.SendFailures)
 	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+}
+
+// joinPassingOnEverything builds three nodes holding timers a fourth's
+// join makes it the primary of, each of which it passes on to its
+// backup, so that every page it is offered makes replications; it
+// reloads the three and starts the fourth, and returns the timers.
+func joinPassingOnEverything(t *testing.T) (*cluster, []uint64) {
+	c := newClusterWith(t, func(_ string, cfg *Config) { cfg.ResyncPage = 10 }, nodeA, nodeB, nodeC)
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	ring, now := NewRing([]string{nodeA, nodeB, nodeC, nodeD}), c.nodes[nodeA].nowMs()
+	var ids []uint64
+	for i := 1; len(ids) < 500; i++ {
+		id := uint64(i) << 12
+		if ring.Replicas(id, 2)[0] != nodeD {
+			continue
+		}
+		ids = append(ids, id)
+		spec := wire.Timer{Interval: time.Hour, RepeatFor: time.Hour, URI: cb, Opaque: "x", ReplicationFactor: 2}
+		replicas := c.nodes[nodeA].ring.Replicas(id, 2)
+		for _, a := range replicas {
+			nd := c.nodes[a]
+			nd.apply(newTimer(id, id, spec, now+int64(i), 0, nd.placement(replicas, nil), nd.ring.ViewID(), nd.hosts))
+		}
+	}
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		cfg := c.cfgs[a]
+		cfg.Cluster = grown
+		c.cfgs[a] = cfg
+		require.NoError(t, c.nodes[a].SetCluster(grown))
+	}
+	c.join(nodeD, grown)
+	return c, ids
+}
+
+// TestResyncGivenUpPeerEndsOnceItsPagesSettle proves that a peer given up
+// on while pages it answered still have messages in flight ends the
+// resync only once they are answered: a resync that reports its end
+// has every message of its pages answered.
+func TestResyncGivenUpPeerEndsOnceItsPagesSettle(t *testing.T) {
+	c, _ := joinPassingOnEverything(t)
+	// The joining node's replications are held back; the old nodes then
+	// go down, so that its pages fail until it gives up on each.
+	var held []*sent
+	holdAndDeliver := func() {
+		var deliver []*sent
+		for _, s := range c.net.take("http://10.") {
+			if s.from == nodeD && s.req.Method == "PUT" {
+				held = append(held, s)
+				continue
+			}
+			deliver = append(deliver, s)
+		}
+		c.deliver(deliver, nil)
+	}
+	for len(held) == 0 {
+		holdAndDeliver() // until the first pages are taken
+	}
+
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		c.down[a] = true
+	}
+	// About two minutes of pages asked again (pageRetry), and more.
+	for range 300 {
+		holdAndDeliver()
+		c.clock.advance(time.Second)
+	}
+	assert.Empty(t, c.net.out, "pages still asked for")
+	assert.True(t, c.nodes[nodeD].ResyncStatus().Running, "the resync, its pages' replications unanswered")
+	c.net.out = append(c.net.out, held...)
+	c.finishResyncs()
+	s := c.nodes[nodeD].ResyncStatus()
+	assert.ElementsMatch(t, []string{nodeA, nodeB, nodeC}, s.Failed)
+	assert.Equal(t, uint64(1), s.Incomplete)
 }
