@@ -136,6 +136,7 @@ var (
 	probeResyncOtherView     = probe("resync/page-other-view")
 	probeResyncPageFull      = probe("resync/page-continues")
 	probeResyncPageAhead     = probe("resync/page-asked-ahead")
+	probeResyncPassedOnce    = probe("resync/passed-on-once")
 	probeResyncPlacedAlike   = probe("resync/page-passes-over-unmoved")
 	probeResyncOffersLacking = probe("resync/page-offers-placed-to-replica-lacking-it")
 	probeReferenceMoved      = probe("resync/reference-moves-away")

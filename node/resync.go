@@ -92,6 +92,11 @@ type resyncRun struct {
 	repopulate bool
 	pending    int // peers not finished
 	status     *ResyncStatus
+	// passed holds, by timer ID, the version of each record the run
+	// passed on to the replicas ranked after this node and whose sends
+	// did not fail: another page offering the same record sends it no
+	// more (takePage). It lasts as long as the run.
+	passed map[uint64]uint64
 }
 
 // resyncPagesAhead bounds the pages of one peer a resync holds taken
@@ -404,6 +409,8 @@ func (n *Node) takePage(pg *pageSync, entries []wire.PageEntry) []*dealtTimer {
 		}
 		d := &dealtTimer{reference: reference{ID: wire.FormatID(t.ID)}}
 		offered, offeredLive := t.Version, t.State == Live
+		var sent, again bool
+		var sentVersion uint64
 		rank, took, passed := n.rebalance(t, old, func(peer string, held *Timer, replicate bool) {
 			if !replicate && peer == p.addr && offeredLive && held.Version == offered {
 				// The page's server holds this definition live under
@@ -422,16 +429,41 @@ func (n *Node) takePage(pg *pageSync, entries []wire.PageEntry) []*dealtTimer {
 				pg.drops = append(pg.drops, drop{peer: peer, id: held.ID})
 				return
 			}
+			if v, ok := p.run.passed[held.ID]; ok && v == held.Version {
+				// An earlier page of this run passed this record on
+				// to the same replicas (a take's are every replica
+				// ranked after this node under the run's view), and
+				// its sends did not fail: each page of an old replica
+				// offers it, and each sent it again. The earlier
+				// page's reference tells the leaving nodes, withheld
+				// if a send fails; this page's does not (again).
+				again = true
+				n.hit(probeResyncPassedOnce)
+				return
+			}
 			s.Replicated++
-			n.resyncSend(pg, peer, held, func() { d.missed = true })
+			sent, sentVersion = true, held.Version
+			id, v := held.ID, held.Version
+			n.resyncSend(pg, peer, held, func() {
+				d.missed = true
+				if p.run.passed[id] == v {
+					delete(p.run.passed, id) // a later page sends it again
+				}
+			})
 		})
+		if sent && !d.missed {
+			if p.run.passed == nil {
+				p.run.passed = map[uint64]uint64{}
+			}
+			p.run.passed[t.ID] = sentVersion
+		}
 		if n.logsTimers() {
 			n.logTimer("resync", t, "from", p.addr, "rank", rank, "took", took, "passed_newer", passed)
 		}
 		if took {
 			s.Taken++
 		}
-		if took || passed {
+		if (took || passed) && !again {
 			d.ReplicaIndex = rank
 			if held := n.store.Get(t.ID); held != nil {
 				d.Version = held.Version

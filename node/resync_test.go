@@ -1664,3 +1664,41 @@ func TestResyncGivenUpPeerEndsOnceItsPagesSettle(t *testing.T) {
 	assert.ElementsMatch(t, []string{nodeA, nodeB, nodeC}, s.Failed)
 	assert.Equal(t, uint64(1), s.Incomplete)
 }
+
+// TestResyncPassesATimerOnOnce proves that a resync passes a record on to
+// the replicas ranked after its node once, however many pages offer it:
+// each old replica's page offers a moved timer, and each passed it on
+// again. A new primary passes it on to the backup once, and so does an
+// old primary to a joining backup.
+func TestResyncPassesATimerOnOnce(t *testing.T) {
+	before := NewRing([]string{nodeA, nodeB, nodeC})
+	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
+	toBackup := idMoving(before, after, []string{nodeA, nodeC}, []string{nodeA, nodeD})
+	fromPrimary := idMoving(before, after, []string{nodeB, nodeC}, []string{nodeD, nodeC})
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	for _, id := range []uint64{toBackup, fromPrimary} {
+		wid := wire.FormatWireID(id, before.Bloom(before.Replicas(id, 2)))
+		require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+wid, movingDef("x")).Status)
+	}
+	c.settle()
+	puts := map[[2]string]map[uint64]int{}
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if s.req.Method != "PUT" {
+			return
+		}
+		last, _, _ := strings.Cut(strings.TrimPrefix(s.req.URL, "http://"+to+"/timers/"), "?")
+		id, _, err := wire.ParseWireID(last)
+		require.NoError(t, err, s.req.URL)
+		pair := [2]string{s.from, to}
+		if puts[pair] == nil {
+			puts[pair] = map[uint64]int{}
+		}
+		puts[pair][id]++
+	}
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	c.reload(grown)
+	assert.Equal(t, 1, puts[[2]string{nodeA, nodeD}][toBackup], "the old primary's pass-ons to the joining backup")
+	assert.Equal(t, 1, puts[[2]string{nodeD, nodeC}][fromPrimary], "the joining primary's pass-ons to its backup")
+	c.requirePlaced([]uint64{toBackup, fromPrimary}, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+}
