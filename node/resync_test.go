@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -1701,4 +1702,57 @@ func TestResyncPassesATimerOnOnce(t *testing.T) {
 	assert.Equal(t, 1, puts[[2]string{nodeA, nodeD}][toBackup], "the old primary's pass-ons to the joining backup")
 	assert.Equal(t, 1, puts[[2]string{nodeD, nodeC}][fromPrimary], "the joining primary's pass-ons to its backup")
 	c.requirePlaced([]uint64{toBackup, fromPrimary}, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+}
+
+// TestResyncPassesOnAgainAfterAFailedSend proves that a record whose pass-on
+// failed every attempt is passed on again by a later page that offers it:
+// only a send that did not fail stands for the run.
+func TestResyncPassesOnAgainAfterAFailedSend(t *testing.T) {
+	before := NewRing([]string{nodeA, nodeB, nodeC})
+	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
+	id := idMoving(before, after, []string{nodeA, nodeC}, []string{nodeA, nodeD})
+	wid := wire.FormatWireID(id, before.Bloom([]string{nodeA, nodeC}))
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+wid, movingDef("x")).Status)
+	c.settle()
+	// A's pass-ons to D fail while C's pages to A, and C's messages to D
+	// (its hand-off, which would end the copy its page offers), are held
+	// back: A's own page offers the timer first, and its pass-on fails.
+	delivered := 0
+	c.watch = func(s *sent, to string, _ int, lost bool) {
+		if !lost && s.from == nodeA && to == nodeD && s.req.Method == "PUT" && strings.Contains(s.req.URL, wire.FormatID(id)) {
+			delivered++
+		}
+	}
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		cfg := c.cfgs[a]
+		cfg.Cluster = grown
+		c.cfgs[a] = cfg
+		require.NoError(t, c.nodes[a].SetCluster(grown))
+	}
+	c.join(nodeD, grown)
+	var held []*sent
+	for i := 0; c.nodes[nodeA].ResyncStatus().SendFailures == 0; i++ {
+		require.Less(t, i, 1000, "A's pass-on never failed")
+		for _, s := range c.net.take("http://10.") {
+			switch {
+			case s.from == nodeA && s.req.Method == "GET" && strings.HasPrefix(s.req.URL, "http://"+nodeC+"/"),
+				s.from == nodeC && strings.HasPrefix(s.req.URL, "http://"+nodeD+"/"):
+				held = append(held, s)
+			case s.from == nodeA && s.req.Method == "PUT" && strings.HasPrefix(s.req.URL, "http://"+nodeD+"/"):
+				s.done(Response{}, errUnreachable)
+			default:
+				c.deliver([]*sent{s}, nil)
+			}
+		}
+		c.clock.advance(time.Second)
+	}
+	require.Zero(t, delivered)
+	// C's page first, then its messages to D.
+	slices.SortStableFunc(held, func(a, b *sent) int { return cmp.Compare(b.from, a.from) })
+	c.deliver(held, nil)
+	c.finishResyncs()
+	assert.Equal(t, 1, delivered, "A's pass-ons of the timer to D once one failed")
+	c.requirePlaced([]uint64{id}, []string{nodeA, nodeB, nodeC, nodeD}, 2)
 }
