@@ -1756,3 +1756,72 @@ func TestResyncPassesOnAgainAfterAFailedSend(t *testing.T) {
 	assert.Equal(t, 1, delivered, "A's pass-ons of the timer to D once one failed")
 	c.requirePlaced([]uint64{id}, []string{nodeA, nodeB, nodeC, nodeD}, 2)
 }
+
+// TestResyncRefersATimerOnlyFromThePageThatPassedItOn proves that a page
+// that offers a record the run already passed on tells the leaving nodes
+// nothing of it: the page that passed it on tells them, and withholds the
+// reference when a send failed. Told by the later page while the pass-on
+// was still under way, the leaving node dropped its copy, and the pass-on
+// then failed: the new primary's copy was the only one.
+func TestResyncRefersATimerOnlyFromThePageThatPassedItOn(t *testing.T) {
+	before := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
+	after := NewRing([]string{nodeA, nodeB, nodeC})
+	var id uint64
+	for i := uint64(1); i < 100_000 && id == 0; i++ {
+		if slices.Equal(before.Replicas(i, 2), []string{nodeC, nodeD}) && after.Replicas(i, 2)[0] == nodeC {
+			id = i
+		}
+	}
+	require.NotZero(t, id)
+	backup := after.Replicas(id, 2)[1]
+	wid := wire.FormatWireID(id, before.Bloom([]string{nodeC, nodeD}))
+	c := newCluster(t, nodeA, nodeB, nodeC, nodeD)
+	require.Equal(t, 200, c.client(nodeC, "PUT", "/timers/"+wid, movingDef("x")).Status)
+	c.settle()
+	shrunk := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}}
+	for _, a := range slices.Sorted(maps.Keys(c.nodes)) {
+		cfg := c.cfgs[a]
+		cfg.Cluster = shrunk
+		c.cfgs[a] = cfg
+		require.NoError(t, c.nodes[a].SetCluster(shrunk))
+	}
+	// Every message to the new backup waits: C's own page passed the
+	// timer on to it; D's page offers it again meanwhile.
+	var held []*sent
+	round := func() {
+		for _, s := range c.net.take("http://10.") {
+			if strings.HasPrefix(s.req.URL, "http://"+backup+"/timers/") && s.req.Method == "PUT" {
+				held = append(held, s)
+				continue
+			}
+			c.deliver([]*sent{s}, nil)
+		}
+	}
+	for range 10 {
+		round()
+	}
+	require.Positive(t, c.nodes[nodeC].ResyncStatus().Received, "offers to the new primary")
+	// C's pass-ons fail every attempt; D's hand-off keeps waiting.
+	for i := 0; c.nodes[nodeC].ResyncStatus().SendFailures == 0; i++ {
+		require.Less(t, i, 1000, "C's pass-on never failed")
+		var keep []*sent
+		for _, s := range held {
+			if s.from == nodeC {
+				s.done(Response{}, errUnreachable)
+				continue
+			}
+			keep = append(keep, s)
+		}
+		held = keep
+		c.clock.advance(time.Second)
+		round()
+	}
+	for range 10 {
+		round()
+	}
+	held2, ok := c.nodes[nodeD].Timer(id)
+	require.True(t, ok)
+	assert.Equal(t, Live, held2.State, "the leaving node's copy, the new backup's pass-on failed")
+	c.net.out = append(c.net.out, held...)
+	c.finishResyncs()
+}
