@@ -66,6 +66,18 @@ func (c *cluster) reloadLast(last string, m Membership) {
 	c.reload(m)
 }
 
+// setCluster gives the nodes at addrs the membership m, which starts
+// their resyncs, and runs nothing further.
+func (c *cluster) setCluster(m Membership, addrs ...string) {
+	c.t.Helper()
+	for _, a := range addrs {
+		cfg := c.cfgs[a]
+		cfg.Cluster = m
+		c.cfgs[a] = cfg
+		require.NoError(c.t, c.nodes[a].SetCluster(m), "SetCluster(%s)", a)
+	}
+}
+
 // finishResyncs settles messages and moves the clock on until no node's
 // resync runs, with a bound that a resync that never ends would hit.
 func (c *cluster) finishResyncs() {
@@ -1615,12 +1627,7 @@ func joinPassingOnEverything(t *testing.T) (*cluster, []uint64) {
 			nd.apply(newTimer(id, id, spec, now+int64(i), 0, nd.placement(replicas, nil), nd.ring.ViewID(), nd.hosts))
 		}
 	}
-	for _, a := range []string{nodeA, nodeB, nodeC} {
-		cfg := c.cfgs[a]
-		cfg.Cluster = grown
-		c.cfgs[a] = cfg
-		require.NoError(t, c.nodes[a].SetCluster(grown))
-	}
+	c.setCluster(grown, nodeA, nodeB, nodeC)
 	c.join(nodeD, grown)
 	return c, ids
 }
@@ -1725,12 +1732,7 @@ func TestResyncPassesOnAgainAfterAFailedSend(t *testing.T) {
 		}
 	}
 	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
-	for _, a := range []string{nodeA, nodeB, nodeC} {
-		cfg := c.cfgs[a]
-		cfg.Cluster = grown
-		c.cfgs[a] = cfg
-		require.NoError(t, c.nodes[a].SetCluster(grown))
-	}
+	c.setCluster(grown, nodeA, nodeB, nodeC)
 	c.join(nodeD, grown)
 	var held []*sent
 	for i := 0; c.nodes[nodeA].ResyncStatus().SendFailures == 0; i++ {
@@ -1779,12 +1781,7 @@ func TestResyncRefersATimerOnlyFromThePageThatPassedItOn(t *testing.T) {
 	require.Equal(t, 200, c.client(nodeC, "PUT", "/timers/"+wid, movingDef("x")).Status)
 	c.settle()
 	shrunk := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}}
-	for _, a := range slices.Sorted(maps.Keys(c.nodes)) {
-		cfg := c.cfgs[a]
-		cfg.Cluster = shrunk
-		c.cfgs[a] = cfg
-		require.NoError(t, c.nodes[a].SetCluster(shrunk))
-	}
+	c.setCluster(shrunk, nodeA, nodeB, nodeC, nodeD)
 	// Every message to the new backup waits: C's own page passed the
 	// timer on to it; D's page offers it again meanwhile.
 	var held []*sent
