@@ -135,6 +135,8 @@ var (
 	probeResyncNotMember     = probe("resync/page-requester-not-member")
 	probeResyncOtherView     = probe("resync/page-other-view")
 	probeResyncPageFull      = probe("resync/page-continues")
+	probeResyncPageAhead     = probe("resync/page-asked-ahead")
+	probeResyncPassedOnce    = probe("resync/passed-on-once")
 	probeResyncPlacedAlike   = probe("resync/page-passes-over-unmoved")
 	probeResyncOffersLacking = probe("resync/page-offers-placed-to-replica-lacking-it")
 	probeReferenceMoved      = probe("resync/reference-moves-away")

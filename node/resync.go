@@ -92,7 +92,22 @@ type resyncRun struct {
 	repopulate bool
 	pending    int // peers not finished
 	status     *ResyncStatus
+	// passed holds, by timer ID, the version of each record the run
+	// passed on to the replicas ranked after this node and whose sends
+	// did not fail: another page offering the same record sends it no
+	// more (takePage). It lasts as long as the run.
+	passed map[uint64]uint64
 }
+
+// resyncPagesAhead bounds the pages of one peer a resync holds taken
+// whose messages are still unanswered: the next page is asked for as
+// soon as one is taken, not once its messages are answered, so that a
+// join's pages stream from every peer while the replications, the
+// barrier and the words to the leaving nodes of the pages before are
+// under way (docs/design.md 5). A page's own barrier still waits for its
+// own messages (referDealt); the bound keeps what is in flight for one
+// peer to a few pages' worth.
+const resyncPagesAhead = 4
 
 // peerSync is one peer's paging in a resync.
 type peerSync struct {
@@ -100,19 +115,34 @@ type peerSync struct {
 	addr     string
 	fromUs   int64
 	attempts int
-	// sends counts the messages of the current page still unanswered;
-	// taking is set while takePage sends them, and after is what follows
-	// once they are answered.
-	sends  int
-	taking bool
-	after  func()
-	next   func()
-	// drops are the rebalancing tombstones of the current page, sent once
-	// what the page made this node take is durable (referDealt).
-	drops []drop
+	// open counts the pages taken whose messages and barrier are not
+	// done yet (pageSync); waiting is set when the next page is due but
+	// open is at resyncPagesAhead, ended once the peer's last page was
+	// answered (or the peer given up on: ok says which), which ends its
+	// paging when open reaches 0.
+	open    int
+	waiting bool
+	ended   bool
+	ok      bool
+	next    func()
 	// pages and received count the pages this peer answered and the
 	// timers they offered, for the log line that ends its paging.
 	pages, received int
+}
+
+// pageSync is one page of a peer's that takePage took, until its
+// messages are answered and its barrier done.
+type pageSync struct {
+	p *peerSync
+	// sends counts the messages of the page still unanswered; taking is
+	// set while takePage (or the barrier) sends them, and after is what
+	// follows once they are answered.
+	sends  int
+	taking bool
+	after  func()
+	// drops are the rebalancing tombstones of the page, sent once what
+	// the page made this node take is durable (referDealt).
+	drops []drop
 }
 
 // ResyncStatus returns the progress of the latest resync.
@@ -218,36 +248,57 @@ func (n *Node) pageAnswered(p *peerSync, resp Response, err error) {
 	p.attempts = 0
 	p.pages++
 	p.received += len(entries)
-	moveOn := func() {
-		if resp.Status == 206 {
-			p.fromUs = next
-			p.next()
-			return
-		}
-		n.peerDone(p, true)
+	if resp.Status == 206 {
+		p.fromUs, p.waiting = next, true
+	} else {
+		p.ended, p.ok = true, true
 	}
-	dealt := n.takePage(p, entries)
-	p.after = func() { n.referDealt(p, dealt, moveOn) }
-	if p.sends == 0 {
-		n.pageDone(p)
+	pg := &pageSync{p: p}
+	p.open++
+	dealt := n.takePage(pg, entries)
+	pg.after = func() { n.referDealt(pg, dealt, func() { n.pageSettled(p) }) }
+	if pg.sends == 0 {
+		n.pageDone(pg)
+	}
+	n.fetchAhead(p)
+}
+
+// fetchAhead asks p's peer for its next page when one is due and fewer
+// than resyncPagesAhead of its pages are open.
+func (n *Node) fetchAhead(p *peerSync) {
+	if p.waiting && p.open < resyncPagesAhead && n.current(p.run) {
+		n.hitIf(p.open > 0, probeResyncPageAhead)
+		p.waiting = false
+		p.next()
 	}
 }
 
-// sendDone counts one of p's page's messages answered; the last one moves
-// p on. A message may be answered before takePage returns (a driver that
+// pageSettled counts one of p's pages done: its messages answered and its
+// barrier passed. The last one of a peer whose paging ended ends it.
+func (n *Node) pageSettled(p *peerSync) {
+	p.open--
+	if p.ended && p.open == 0 {
+		n.peerDone(p, p.ok)
+		return
+	}
+	n.fetchAhead(p)
+}
+
+// sendDone counts one of pg's messages answered; the last one moves pg
+// on. A message may be answered before takePage returns (a driver that
 // fails a send at once): the page then moves on from pageAnswered.
-func (n *Node) sendDone(p *peerSync) {
-	p.sends--
-	if p.sends == 0 && !p.taking {
-		n.pageDone(p)
+func (n *Node) sendDone(pg *pageSync) {
+	pg.sends--
+	if pg.sends == 0 && !pg.taking {
+		n.pageDone(pg)
 	}
 }
 
-// pageDone moves p on once its page is taken and its messages answered.
-func (n *Node) pageDone(p *peerSync) {
-	after := p.after
-	p.after = nil
-	if after != nil && n.current(p.run) {
+// pageDone moves pg on once it is taken and its messages answered.
+func (n *Node) pageDone(pg *pageSync) {
+	after := pg.after
+	pg.after = nil
+	if after != nil && n.current(pg.p.run) {
 		after()
 	}
 }
@@ -261,7 +312,13 @@ func (n *Node) retryPage(p *peerSync, err error) {
 		n.hit(probeResyncGiveUp)
 		n.log.Warn("resync: giving up on a peer", "peer", p.addr, "attempts", p.attempts,
 			"pages", p.pages, "timers", p.received, "err", err)
-		n.peerDone(p, false)
+		// Its pages taken still end first: the run ends once every
+		// message of its pages is answered, as it did when the peer
+		// answered every page.
+		p.ended, p.ok = true, false
+		if p.open == 0 {
+			n.peerDone(p, false)
+		}
 		return
 	}
 	n.log.Info("resync: page failed; asking again", "peer", p.addr, "in", wait, "err", err)
@@ -338,9 +395,10 @@ func (n *Node) finishResync(run *resyncRun) {
 //     rank (referDealt, once the page's messages are answered).
 //
 // It returns the timers it dealt with.
-func (n *Node) takePage(p *peerSync, entries []wire.PageEntry) []*dealtTimer {
-	p.taking = true
-	defer func() { p.taking = false }()
+func (n *Node) takePage(pg *pageSync, entries []wire.PageEntry) []*dealtTimer {
+	p := pg.p
+	pg.taking = true
+	defer func() { pg.taking = false }()
 	s := p.run.status
 	var dealt []*dealtTimer
 	for _, e := range entries {
@@ -351,6 +409,8 @@ func (n *Node) takePage(p *peerSync, entries []wire.PageEntry) []*dealtTimer {
 		}
 		d := &dealtTimer{reference: reference{ID: wire.FormatID(t.ID)}}
 		offered, offeredLive := t.Version, t.State == Live
+		var sent, again bool
+		var sentVersion uint64
 		rank, took, passed := n.rebalance(t, old, func(peer string, held *Timer, replicate bool) {
 			if !replicate && peer == p.addr && offeredLive && held.Version == offered {
 				// The page's server holds this definition live under
@@ -366,19 +426,44 @@ func (n *Node) takePage(p *peerSync, entries []wire.PageEntry) []*dealtTimer {
 				// A rebalancing tombstone waits for the page's
 				// barrier (referDealt).
 				s.Tombstoned++
-				p.drops = append(p.drops, drop{peer: peer, id: held.ID})
+				pg.drops = append(pg.drops, drop{peer: peer, id: held.ID})
+				return
+			}
+			if v, ok := p.run.passed[held.ID]; ok && v == held.Version {
+				// An earlier page of this run passed this record on
+				// to the same replicas (a take's are every replica
+				// ranked after this node under the run's view), and
+				// its sends did not fail: each page of an old replica
+				// offers it, and each sent it again. The earlier
+				// page's reference tells the leaving nodes, withheld
+				// if a send fails; this page's does not (again).
+				again = true
+				n.hit(probeResyncPassedOnce)
 				return
 			}
 			s.Replicated++
-			n.resyncSend(p, peer, held, func() { d.missed = true })
+			sent, sentVersion = true, held.Version
+			id, v := held.ID, held.Version
+			n.resyncSend(pg, peer, held, func() {
+				d.missed = true
+				if p.run.passed[id] == v {
+					delete(p.run.passed, id) // a later page sends it again
+				}
+			})
 		})
+		if sent && !d.missed {
+			if p.run.passed == nil {
+				p.run.passed = map[uint64]uint64{}
+			}
+			p.run.passed[t.ID] = sentVersion
+		}
 		if n.logsTimers() {
 			n.logTimer("resync", t, "from", p.addr, "rank", rank, "took", took, "passed_newer", passed)
 		}
 		if took {
 			s.Taken++
 		}
-		if took || passed {
+		if (took || passed) && !again {
 			d.ReplicaIndex = rank
 			if held := n.store.Get(t.ID); held != nil {
 				d.Version = held.Version
@@ -425,7 +510,8 @@ type dealtTimer struct {
 // second, it restarted without the timer its reference had just made the
 // leaving node drop (TestResyncTellsOthersToDropOnlyWhatIsDurable). A
 // sync that fails withholds both: the old copies stay, and pop.
-func (n *Node) referDealt(p *peerSync, dealt []*dealtTimer, then func()) {
+func (n *Node) referDealt(pg *pageSync, dealt []*dealtTimer, then func()) {
+	p := pg.p
 	var refs []reference
 	for _, d := range dealt {
 		n.hitIf(d.missed, probeResyncWithheld)
@@ -433,32 +519,32 @@ func (n *Node) referDealt(p *peerSync, dealt []*dealtTimer, then func()) {
 			refs = append(refs, d.reference)
 		}
 	}
-	p.after = then
-	body, drops := referencesJSON(refs), p.drops
-	p.drops = nil
+	pg.after = then
+	body, drops := referencesJSON(refs), pg.drops
+	pg.drops = nil
 	if body == nil && len(drops) == 0 {
-		if p.sends == 0 {
-			n.pageDone(p)
+		if pg.sends == 0 {
+			n.pageDone(pg)
 		}
 		return
 	}
-	p.sends++ // the barrier
+	pg.sends++ // the barrier
 	n.whenDurable(func(err error) {
 		if err == nil && n.current(p.run) {
-			p.taking = true
+			pg.taking = true
 			for _, d := range drops {
 				if held := n.store.Get(d.id); held != nil {
-					n.resyncSend(p, d.peer, held, func() {})
+					n.resyncSend(pg, d.peer, held, func() {})
 				}
 			}
 			for _, l := range n.cfg.Cluster.Leaving {
 				if l != n.self && body != nil {
-					n.sendReferences(p, l, body)
+					n.sendReferences(pg, l, body)
 				}
 			}
-			p.taking = false
+			pg.taking = false
 		}
-		n.sendDone(p)
+		n.sendDone(pg)
 	})
 }
 
@@ -636,8 +722,9 @@ func (n *Node) heldLive(t *Timer) *Timer {
 // superseded while it waited (for room, or to be sent again) is not
 // sent, and one given up on unsent (bulkGiveUp) fails as one that got no
 // answer.
-func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, failed func()) {
-	p.sends++
+func (n *Node) resyncSend(pg *pageSync, peer string, held *Timer, failed func()) {
+	p := pg.p
+	pg.sends++
 	wanted := func() bool { return n.current(p.run) }
 	again := func() bool { return n.hitIf(wanted(), probeResyncSendAgain) }
 	n.pushUntilHeld(peer, held, wanted, again, func(out tryOutcome, _ bool, _ Response) {
@@ -646,7 +733,7 @@ func (n *Node) resyncSend(p *peerSync, peer string, held *Timer, failed func()) 
 			p.run.status.SendFailures++
 			failed()
 		}
-		n.sendDone(p)
+		n.sendDone(pg)
 	})
 }
 
@@ -717,8 +804,9 @@ func (n *Node) pushUntilHeld(peer string, t *Timer, wanted, again func() bool, e
 // sendReferences sends a DELETE /timers/references body to a leaving
 // node for p's page, through its window of bulk sends, again under
 // bulkRetry while it fails.
-func (n *Node) sendReferences(p *peerSync, peer string, body []byte) {
-	p.sends++
+func (n *Node) sendReferences(pg *pageSync, peer string, body []byte) {
+	p := pg.p
+	pg.sends++
 	n.sendRetried(peer, bulkRetry, func(finish func(tryOutcome, bool)) {
 		if !n.current(p.run) {
 			finish(tryDropped, true)
@@ -738,7 +826,7 @@ func (n *Node) sendReferences(p *peerSync, peer string, body []byte) {
 		if out == tryFailed && n.current(p.run) {
 			p.run.status.SendFailures++
 		}
-		n.sendDone(p)
+		n.sendDone(pg)
 	})
 }
 

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -63,6 +64,18 @@ func (c *cluster) reloadLast(last string, m Membership) {
 		c.clock.advance(10 * time.Millisecond)
 	}
 	c.reload(m)
+}
+
+// setCluster gives the nodes at addrs the membership m, which starts
+// their resyncs, and runs nothing further.
+func (c *cluster) setCluster(m Membership, addrs ...string) {
+	c.t.Helper()
+	for _, a := range addrs {
+		cfg := c.cfgs[a]
+		cfg.Cluster = m
+		c.cfgs[a] = cfg
+		require.NoError(c.t, c.nodes[a].SetCluster(m), "SetCluster(%s)", a)
+	}
 }
 
 // finishResyncs settles messages and moves the clock on until no node's
@@ -1600,4 +1613,263 @@ func clusterWithMovingTimer(t *testing.T) (c *cluster, id uint64, wid string) {
 // movingDef is an rf 2 definition, ten minutes apart, with opaque data.
 func movingDef(opaque string) string {
 	return string(wire.Encode(wire.Timer{Interval: 10 * time.Minute, RepeatFor: 10 * time.Minute, URI: cb, Opaque: opaque, ReplicationFactor: 2}))
+}
+
+// TestResyncAsksForPagesAheadOfTheirMessages proves that a resync's pages
+// stream: the joining node asks a peer for its next page once it has
+// taken one, while the replications that page made are still
+// unanswered, up to resyncPagesAhead pages of a peer at once; and that
+// the join still ends with every timer placed once they are answered.
+func TestResyncAsksForPagesAheadOfTheirMessages(t *testing.T) {
+	c, ids := joinPassingOnEverything(t)
+	// Every message is answered but the joining node's replications,
+	// which are held back.
+	asked, held := map[string]int{}, []*sent{}
+	for range settleRounds {
+		var deliver []*sent
+		for _, s := range c.net.take("http://10.") {
+			if s.from == nodeD && s.req.Method == "PUT" {
+				held = append(held, s)
+				continue
+			}
+			if s.from == nodeD && s.req.Method == "GET" && strings.Contains(s.req.URL, "/timers?") {
+				host, _, _ := strings.Cut(strings.TrimPrefix(s.req.URL, "http://"), "/")
+				asked[host]++
+			}
+			deliver = append(deliver, s)
+		}
+		if len(deliver) == 0 {
+			break
+		}
+		c.deliver(deliver, nil)
+	}
+	require.NotEmpty(t, held, "replications the joining node's pages made")
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		assert.Equal(t, resyncPagesAhead, asked[a], "pages the joining node asked %s for, its replications unanswered", a)
+	}
+	assert.True(t, c.nodes[nodeD].ResyncStatus().Running)
+	c.net.out = append(c.net.out, held...)
+	c.finishResyncs()
+	s := c.nodes[nodeD].ResyncStatus()
+	assert.Empty(t, s.Failed)
+	assert.Zero(t, s.SendFailures)
+	c.requirePlaced(ids, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+}
+
+// joinPassingOnEverything builds three nodes holding timers a fourth's
+// join makes it the primary of, each of which it passes on to its
+// backup, so that every page it is offered makes replications; it
+// reloads the three and starts the fourth, and returns the timers.
+func joinPassingOnEverything(t *testing.T) (*cluster, []uint64) {
+	c := newClusterWith(t, func(_ string, cfg *Config) { cfg.ResyncPage = 10 }, nodeA, nodeB, nodeC)
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	ring, now := NewRing([]string{nodeA, nodeB, nodeC, nodeD}), c.nodes[nodeA].nowMs()
+	var ids []uint64
+	for i := 1; len(ids) < 500; i++ {
+		id := uint64(i) << 12
+		if ring.Replicas(id, 2)[0] != nodeD {
+			continue
+		}
+		ids = append(ids, id)
+		spec := wire.Timer{Interval: time.Hour, RepeatFor: time.Hour, URI: cb, Opaque: "x", ReplicationFactor: 2}
+		replicas := c.nodes[nodeA].ring.Replicas(id, 2)
+		for _, a := range replicas {
+			nd := c.nodes[a]
+			nd.apply(newTimer(id, id, spec, now+int64(i), 0, nd.placement(replicas, nil), nd.ring.ViewID(), nd.hosts))
+		}
+	}
+	c.setCluster(grown, nodeA, nodeB, nodeC)
+	c.join(nodeD, grown)
+	return c, ids
+}
+
+// TestResyncGivenUpPeerEndsOnceItsPagesSettle proves that a peer given up
+// on while pages it answered still have messages in flight ends the
+// resync only once they are answered: a resync that reports its end
+// has every message of its pages answered.
+func TestResyncGivenUpPeerEndsOnceItsPagesSettle(t *testing.T) {
+	c, _ := joinPassingOnEverything(t)
+	// The joining node's replications are held back; the old nodes then
+	// go down, so that its pages fail until it gives up on each.
+	var held []*sent
+	holdAndDeliver := func() {
+		var deliver []*sent
+		for _, s := range c.net.take("http://10.") {
+			if s.from == nodeD && s.req.Method == "PUT" {
+				held = append(held, s)
+				continue
+			}
+			deliver = append(deliver, s)
+		}
+		c.deliver(deliver, nil)
+	}
+	for len(held) == 0 {
+		holdAndDeliver() // until the first pages are taken
+	}
+
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		c.down[a] = true
+	}
+	// About two minutes of pages asked again (pageRetry), and more.
+	for range 300 {
+		holdAndDeliver()
+		c.clock.advance(time.Second)
+	}
+	assert.Empty(t, c.net.out, "pages still asked for")
+	assert.True(t, c.nodes[nodeD].ResyncStatus().Running, "the resync, its pages' replications unanswered")
+	c.net.out = append(c.net.out, held...)
+	c.finishResyncs()
+	s := c.nodes[nodeD].ResyncStatus()
+	assert.ElementsMatch(t, []string{nodeA, nodeB, nodeC}, s.Failed)
+	assert.Equal(t, uint64(1), s.Incomplete)
+}
+
+// TestResyncPassesATimerOnOnce proves that a resync passes a record on to
+// the replicas ranked after its node once, however many pages offer it:
+// each old replica's page offers a moved timer, and each passed it on
+// again. A new primary passes it on to the backup once, and so does an
+// old primary to a joining backup.
+func TestResyncPassesATimerOnOnce(t *testing.T) {
+	before := NewRing([]string{nodeA, nodeB, nodeC})
+	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
+	toBackup := idMoving(before, after, []string{nodeA, nodeC}, []string{nodeA, nodeD})
+	fromPrimary := idMoving(before, after, []string{nodeB, nodeC}, []string{nodeD, nodeC})
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	for _, id := range []uint64{toBackup, fromPrimary} {
+		wid := wire.FormatWireID(id, before.Bloom(before.Replicas(id, 2)))
+		require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+wid, movingDef("x")).Status)
+	}
+	c.settle()
+	puts := map[[2]string]map[uint64]int{}
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if s.req.Method != "PUT" {
+			return
+		}
+		last, _, _ := strings.Cut(strings.TrimPrefix(s.req.URL, "http://"+to+"/timers/"), "?")
+		id, _, err := wire.ParseWireID(last)
+		require.NoError(t, err, s.req.URL)
+		pair := [2]string{s.from, to}
+		if puts[pair] == nil {
+			puts[pair] = map[uint64]int{}
+		}
+		puts[pair][id]++
+	}
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.join(nodeD, grown)
+	c.reload(grown)
+	assert.Equal(t, 1, puts[[2]string{nodeA, nodeD}][toBackup], "the old primary's pass-ons to the joining backup")
+	assert.Equal(t, 1, puts[[2]string{nodeD, nodeC}][fromPrimary], "the joining primary's pass-ons to its backup")
+	c.requirePlaced([]uint64{toBackup, fromPrimary}, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+}
+
+// TestResyncPassesOnAgainAfterAFailedSend proves that a record whose pass-on
+// failed every attempt is passed on again by a later page that offers it:
+// only a send that did not fail stands for the run.
+func TestResyncPassesOnAgainAfterAFailedSend(t *testing.T) {
+	before := NewRing([]string{nodeA, nodeB, nodeC})
+	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
+	id := idMoving(before, after, []string{nodeA, nodeC}, []string{nodeA, nodeD})
+	wid := wire.FormatWireID(id, before.Bloom([]string{nodeA, nodeC}))
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	require.Equal(t, 200, c.client(nodeA, "PUT", "/timers/"+wid, movingDef("x")).Status)
+	c.settle()
+	// A's pass-ons to D fail while C's pages to A, and C's messages to D
+	// (its hand-off, which would end the copy its page offers), are held
+	// back: A's own page offers the timer first, and its pass-on fails.
+	delivered := 0
+	c.watch = func(s *sent, to string, _ int, lost bool) {
+		if !lost && s.from == nodeA && to == nodeD && s.req.Method == "PUT" && strings.Contains(s.req.URL, wire.FormatID(id)) {
+			delivered++
+		}
+	}
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	c.setCluster(grown, nodeA, nodeB, nodeC)
+	c.join(nodeD, grown)
+	var held []*sent
+	for i := 0; c.nodes[nodeA].ResyncStatus().SendFailures == 0; i++ {
+		require.Less(t, i, 1000, "A's pass-on never failed")
+		for _, s := range c.net.take("http://10.") {
+			switch {
+			case s.from == nodeA && s.req.Method == "GET" && strings.HasPrefix(s.req.URL, "http://"+nodeC+"/"),
+				s.from == nodeC && strings.HasPrefix(s.req.URL, "http://"+nodeD+"/"):
+				held = append(held, s)
+			case s.from == nodeA && s.req.Method == "PUT" && strings.HasPrefix(s.req.URL, "http://"+nodeD+"/"):
+				s.done(Response{}, errUnreachable)
+			default:
+				c.deliver([]*sent{s}, nil)
+			}
+		}
+		c.clock.advance(time.Second)
+	}
+	require.Zero(t, delivered)
+	// C's page first, then its messages to D.
+	slices.SortStableFunc(held, func(a, b *sent) int { return cmp.Compare(b.from, a.from) })
+	c.deliver(held, nil)
+	c.finishResyncs()
+	assert.Equal(t, 1, delivered, "A's pass-ons of the timer to D once one failed")
+	c.requirePlaced([]uint64{id}, []string{nodeA, nodeB, nodeC, nodeD}, 2)
+}
+
+// TestResyncRefersATimerOnlyFromThePageThatPassedItOn proves that a page
+// that offers a record the run already passed on tells the leaving nodes
+// nothing of it: the page that passed it on tells them, and withholds the
+// reference when a send failed. Told by the later page while the pass-on
+// was still under way, the leaving node dropped its copy, and the pass-on
+// then failed: the new primary's copy was the only one.
+func TestResyncRefersATimerOnlyFromThePageThatPassedItOn(t *testing.T) {
+	before := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
+	after := NewRing([]string{nodeA, nodeB, nodeC})
+	var id uint64
+	for i := uint64(1); i < 100_000 && id == 0; i++ {
+		if slices.Equal(before.Replicas(i, 2), []string{nodeC, nodeD}) && after.Replicas(i, 2)[0] == nodeC {
+			id = i
+		}
+	}
+	require.NotZero(t, id)
+	backup := after.Replicas(id, 2)[1]
+	wid := wire.FormatWireID(id, before.Bloom([]string{nodeC, nodeD}))
+	c := newCluster(t, nodeA, nodeB, nodeC, nodeD)
+	require.Equal(t, 200, c.client(nodeC, "PUT", "/timers/"+wid, movingDef("x")).Status)
+	c.settle()
+	shrunk := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Leaving: []string{nodeD}}
+	c.setCluster(shrunk, nodeA, nodeB, nodeC, nodeD)
+	// Every message to the new backup waits: C's own page passed the
+	// timer on to it; D's page offers it again meanwhile.
+	var held []*sent
+	round := func() {
+		for _, s := range c.net.take("http://10.") {
+			if strings.HasPrefix(s.req.URL, "http://"+backup+"/timers/") && s.req.Method == "PUT" {
+				held = append(held, s)
+				continue
+			}
+			c.deliver([]*sent{s}, nil)
+		}
+	}
+	for range 10 {
+		round()
+	}
+	require.Positive(t, c.nodes[nodeC].ResyncStatus().Received, "offers to the new primary")
+	// C's pass-ons fail every attempt; D's hand-off keeps waiting.
+	for i := 0; c.nodes[nodeC].ResyncStatus().SendFailures == 0; i++ {
+		require.Less(t, i, 1000, "C's pass-on never failed")
+		var keep []*sent
+		for _, s := range held {
+			if s.from == nodeC {
+				s.done(Response{}, errUnreachable)
+				continue
+			}
+			keep = append(keep, s)
+		}
+		held = keep
+		c.clock.advance(time.Second)
+		round()
+	}
+	for range 10 {
+		round()
+	}
+	held2, ok := c.nodes[nodeD].Timer(id)
+	require.True(t, ok)
+	assert.Equal(t, Live, held2.State, "the leaving node's copy, the new backup's pass-on failed")
+	c.net.out = append(c.net.out, held...)
+	c.finishResyncs()
 }
