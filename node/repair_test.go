@@ -652,16 +652,23 @@ func TestRepairAfterARestartLeavesNothingOut(t *testing.T) {
 	assert.Equal(t, Live, got.State)
 }
 
-// TestRepairPageCostsWhatItLists: a round of many pages (a restarted
-// replica refilled by its peers) walks each side's store once for its
-// list, on its first page, not once a page: the answer's IDs and the
-// asker's are kept for the round's next pages.
-func TestRepairPageCostsWhatItLists(t *testing.T) {
+// pagedRepairCluster is three nodes holding 300 timers of rf 2, repair
+// on with pages of 16, so that a round refilling a replica has many.
+func pagedRepairCluster(t *testing.T) *cluster {
 	c := newClusterWith(t, func(_ string, cfg *Config) {
 		cfg.RepairInterval, cfg.RepairPage = DefaultRepairInterval, 16
 	}, three...)
 	c.createMany(300, 2, 600, 600)
 	c.advance(2*DefaultRepairInterval, 200)
+	return c
+}
+
+// TestRepairPageCostsWhatItLists: a round of many pages (a restarted
+// replica refilled by its peers) walks each side's store once for its
+// list, on its first page, not once a page: the answer's IDs and the
+// asker's are kept for the round's next pages.
+func TestRepairPageCostsWhatItLists(t *testing.T) {
+	c := pagedRepairCluster(t)
 	victim := three[1]
 	pages := 0
 	c.watch = func(s *sent, _ string, _ int, _ bool) {
@@ -689,11 +696,7 @@ func TestRepairPageCostsWhatItLists(t *testing.T) {
 // taken under the view before, and a peer that left never asks for the
 // round's last page, so its entry would stay until the node restarts.
 func TestMembershipChangeEndsTheRoundsServed(t *testing.T) {
-	c := newClusterWith(t, func(_ string, cfg *Config) {
-		cfg.RepairInterval, cfg.RepairPage = DefaultRepairInterval, 16
-	}, three...)
-	c.createMany(300, 2, 600, 600)
-	c.advance(2*DefaultRepairInterval, 200)
+	c := pagedRepairCluster(t)
 	victim, server := three[2], three[0]
 	c.restart(victim)
 	c.watch = func(s *sent, to string, _ int, _ bool) {
