@@ -284,7 +284,9 @@ const startSpreadFault FaultKind = "start-spread"
 // (scenarios/README.md C8): a replica rebuilds the start
 // when it processes the write's replication, so one whose message waited
 // w starts w later than the proxy that took the write, however early the
-// client had its answer; past spreadMargin its pop meets the next rank's
+// client had its answer; past spreadMargin (with what the clocks of the
+// timer's nodes moved since they took their starts, clocksMoved, which
+// adds to the wait) its pop meets the next rank's
 // (a duplicate, G4) until a notice brings it the earliest start. So it
 // touches the pops due before the timer's first successful delivery, and
 // later ones only while the late replica was not set right (see
