@@ -275,14 +275,18 @@ func (x *index) clockSpread(d *def) []span {
 
 // startSpreadFault marks a write whose replication to a replica waited,
 // for its sender, in its receiver's queue or both, longer than the margin
-// a backup's rank skew leaves (spreadMargin): see startSpread.
+// a backup's rank skew leaves (spreadMargin), less how far the clocks of
+// the timer's nodes moved since they took their starts (clocksMoved): see
+// startSpread.
 const startSpreadFault FaultKind = "start-spread"
 
 // startSpread is the wait that set d's replicas' starts apart, for pop k
 // (scenarios/README.md C8): a replica rebuilds the start
 // when it processes the write's replication, so one whose message waited
 // w starts w later than the proxy that took the write, however early the
-// client had its answer; past spreadMargin its pop meets the next rank's
+// client had its answer; past spreadMargin (with what the clocks of the
+// timer's nodes moved since they took their starts, clocksMoved, which
+// adds to the wait) its pop meets the next rank's
 // (a duplicate, G4) until a notice brings it the earliest start. So it
 // touches the pops due before the timer's first successful delivery, and
 // later ones only while the late replica was not set right (see
@@ -296,7 +300,7 @@ func (x *index) startSpread(d *def, k int) (Fault, bool) {
 	var ms []waitedMsg
 	spread := map[string]bool{}
 	for _, m := range x.waitedRecords(d) {
-		if !d.nodes[m.to] && d.placed || m.sent < d.lo || m.sent > ret || m.w+m.q <= x.spreadMargin() {
+		if !d.nodes[m.to] && d.placed || m.sent < d.lo || m.sent > ret || m.w+m.q+x.clocksMoved(d, m, lo) <= x.spreadMargin() {
 			continue
 		}
 		ms, spread[m.to] = append(ms, m), true
@@ -305,10 +309,46 @@ func (x *index) startSpread(d *def, k int) (Fault, bool) {
 		if afterFirst && !x.spreadLasts(d, m.to, spread, lo) {
 			continue
 		}
+		detail := "the write's replication waited " + (m.w + m.q).String()
+		if moved := x.clocksMoved(d, m, lo); moved > 0 {
+			detail += " and the clocks of its nodes moved " + moved.String() + " since"
+		}
 		return Fault{At: m.at, Kind: startSpreadFault, Nodes: []string{m.from}, Peers: []string{m.to},
-			Detail: "the write's replication waited " + (m.w + m.q).String(), Timer: d.timer}, true
+			Detail: detail, Timer: d.timer}, true
 	}
 	return Fault{}, false
+}
+
+// clocksMoved is how much further apart the clocks of d's nodes moved
+// the late replica's schedule from another's, between the moments they
+// took the start that waited message m set apart and the pop due at lo:
+// the receiver m.to rebuilt its start when it processed m (its send and
+// inbound waits past the send), every other node when the write ran. A
+// node holds its start on its own clock, so a clock that gained g since
+// makes its pops g earlier in true time: another node q's turn comes
+// g(q) - g(m.to) nearer to the late replica's than m's wait alone puts
+// it, the most over q. Each of the two may be within spreadMargin alone
+// while their sum is not (scenarios/README.md C41); offsets at one
+// instant (clockSpread) do not show it, since a clock set right after
+// its node took the start keeps the shift. A movement that draws the
+// schedules together counts nothing.
+func (x *index) clocksMoved(d *def, m waitedMsg, lo time.Duration) time.Duration {
+	gain := func(n string, took time.Duration) time.Duration {
+		if took >= lo {
+			return 0
+		}
+		return x.tl.offset(n, lo) - x.tl.offset(n, took)
+	}
+	late := gain(m.to, m.sent+m.w+m.q)
+	var most time.Duration
+	for n := range x.tl.clocks {
+		if n == m.to || d.placed && !d.nodes[n] {
+			continue
+		}
+		most = max(most, gain(n, m.sent)-late)
+	}
+	// A node of d whose clock never moved gained nothing.
+	return max(most, -late)
 }
 
 // spreadLasts reports whether replica r, whose copy of d started late

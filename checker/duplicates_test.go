@@ -188,6 +188,62 @@ func TestStartSpreadLastsWhileItsNoticesAreKept(t *testing.T) {
 	}
 }
 
+// TestStartSpreadAddsTheClocksMovedSince proves a replication wait and
+// a clock's movement, each within the margin a backup's rank skew leaves
+// (1.86 s here) but past it together, set the replicas' starts apart
+// (scenarios/README.md C41): the backup takes the write, its
+// replication to the primary waits 1.8 s, so the primary starts 1.8 s
+// late; then the backup's clock steps 150 ms ahead, so it pops 150 ms
+// earlier in true time, and its turn for pop 1 comes 50 ms after the
+// primary's: both deliver it, excused by start-spread; so with the
+// primary's clock stepped 150 ms back instead (it pops later still).
+// Bounded: the same step on a member of no role moves no replica's
+// schedule, a step of 50 ms leaves the sum (1.85 s) within the margin,
+// and the backup's clock stepped back draws the schedules apart; each is
+// a duplicate with no fault around it (G4).
+func TestStartSpreadAddsTheClocksMovedSince(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		on, step string
+		late     time.Duration // the primary's pops past due
+		excused  bool
+	}{
+		{"backup ahead 150ms", "backup", "+150ms", 1800 * ms, true},
+		{"primary back 150ms", "primary", "-150ms", 1950 * ms, true},
+		{"other ahead 150ms", "other", "+150ms", 1800 * ms, false},
+		{"backup ahead 50ms", "backup", "+50ms", 1800 * ms, false},
+		{"backup back 150ms", "backup", "-150ms", 1800 * ms, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, o := placed(t)
+			h.Ops[0].Node, h.Ops[0].Return = b, 1810*ms
+			h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+			h.End = 70 * sec
+			stepped := map[string]string{"backup": b, "primary": p, "other": o}[c.on]
+			h.Faults = []Fault{
+				{At: 5 * ms, Kind: Overload, Nodes: []string{b}, Peers: []string{p},
+					Detail: "waited=1.8s record", Timer: placedTimer},
+				{At: 5 * sec, Kind: ClockJump, Nodes: []string{stepped}, Detail: c.step}}
+			h.Pops = h.Pops[:6]
+			for k := range h.Pops {
+				h.Pops[k].At = time.Duration(k+1)*10*sec + c.late
+			}
+			dup := pop(c.late+10*sec+70*ms, b, "a", 1)
+			dup.Timer = placedTimer
+			h.Pops = append(h.Pops, dup)
+			vs, cov := DefaultOptions().Judge(h)
+			if !c.excused {
+				requireHas(t, requireOnly(t, vs, "G4"), "G4", "pop 1 delivered 2 times with no fault around it")
+				return
+			}
+			requireNone(t, vs)
+			if cov.Excused[ExFault+"/"+Excuse(startSpreadFault)] == 0 {
+				t.Errorf("start-spread excused nothing: %v", cov.Excused)
+			}
+		})
+	}
+}
+
 // TestTombstoneEndedEarlyByAStartHoldersClock proves a replica whose
 // tombstone ended early because a start it took came from a holder
 // whose clock had stepped ahead may make a pop again (forgot): the
