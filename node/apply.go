@@ -286,6 +286,9 @@ func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, from 
 		// (TestEarlierStartIsAnsweredOnlyForTheSameDefinition).
 		resp.Header[HeaderStartDelta] = strconv.FormatInt(held.Start-n.nowMs(), 10)
 		n.hit(probeReplicaStartDelta)
+		if n.startOf(r)-held.Start > startPushGap.Milliseconds() && held.State == Live && slices.Contains(held.Placement.Replicas, from) {
+			n.pushStart(held, from)
+		}
 	}
 	if held != nil && held.Version == t.Version && held.State == Live && r.Missed != 0 {
 		// The sender missed pops: tell it which of them are made here.
@@ -294,6 +297,59 @@ func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, from 
 		n.hit(probeReplicaPopped)
 	}
 	reply(resp)
+}
+
+// startPushGap is how much later than this node's a replica's start of
+// the same definition may be before the node pushes it its own
+// (pushStart): well above the few milliseconds a start rebuilt from
+// start-time-delta gains in transit, well below the rank skew the gap
+// eats into.
+const startPushGap = ReplicaSkew / 4
+
+// pushStart sends held, live here, to peer, a replica of it whose start
+// of the same definition is later than held's by more than startPushGap,
+// again under bulkRetry until peer answers, while held is still the
+// record here. The answer to peer's message carries the earlier start
+// too (HeaderStartDelta), but a lost answer left the gap standing: a
+// start rebuilt late by a replication that waited seconds (N3) stays
+// late on that replica, and when it is the primary, its pops come as
+// much nearer the backups' as the gap, and two replicas pop one pop
+// (scenarios/README.md N53). The peer takes the earlier start
+// (earliestStart), so one exchange that arrives ends the gap.
+func (n *Node) pushStart(held *Timer, peer string) {
+	id, version := held.ID, held.Version
+	key := startPush{id: id, peer: peer}
+	if n.startPushes[key] {
+		return // a burst of the peer's pops: one push answers them all
+	}
+	if n.startPushes == nil {
+		n.startPushes = map[startPush]bool{}
+	}
+	n.startPushes[key] = true
+	n.hit(probeReplicaPushStart)
+	wanted := func() bool {
+		h := n.store.Get(id)
+		return h != nil && h.Version == version && h.State == Live
+	}
+	n.sendRetried(peer, bulkRetry, func(finish func(tryOutcome, bool)) {
+		if !wanted() {
+			finish(tryDropped, true)
+			return
+		}
+		n.replicate(peer, n.store.Get(id), nil, n.nowMs(), func(_ bool, resp Response) {
+			if resp.Status == 0 {
+				finish(tryFailed, false)
+				return
+			}
+			finish(tryDone, true)
+		})
+	}, wanted, func(tryOutcome) { delete(n.startPushes, key) })
+}
+
+// startPush names a push of an earlier start: the timer and the peer.
+type startPush struct {
+	id   uint64
+	peer string
 }
 
 // forward passes t, a record this node took from a sender on another

@@ -3,8 +3,12 @@ package node
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-timer/chronos/wire"
 )
@@ -216,4 +220,44 @@ func TestProgressFromTheFutureIsNotTaken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReplicaPushesItsEarlierStartWhenItsAnswerIsLost: a primary holding
+// a start later than its backup's by most of the rank skew (its copy of
+// the create waited seconds in a queue, N3) pops, and the backup's answer
+// to the notice, which carries the earlier start, is lost. The backup
+// pushes the primary its record, so the primary's next pop is not within
+// a few milliseconds of the backup's turn (seed 4101183:
+// two deliveries of pop 2). Once the starts agree, nothing more is pushed.
+func TestReplicaPushesItsEarlierStartWhenItsAnswerIsLost(t *testing.T) {
+	c := newCluster(t, three[:2]...)
+	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":40},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
+	require.Equal(t, 200, r.Status, "create: %s", r.Body)
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	id := mustID(t, wid)
+	held, _ := c.nodes[three[0]].Timer(id)
+	primary, backup := held.Placement.Replicas[0], held.Placement.Replicas[1]
+	early, _ := c.nodes[backup].Timer(id)
+	early.Start -= 1900
+	c.place(backup, early)
+	toBackup := func(host string, req Request) bool {
+		return host == backup && req.Method == "PUT" && strings.Contains(req.URL, "/timers/")
+	}
+	c.loseAnswer = toBackup
+	pushes := 0
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if s.from == backup && to == primary && s.req.Method == "PUT" {
+			pushes++
+		}
+	}
+	got := seqs(c.advance(11*time.Second, 200))
+	require.Equal(t, []string{"1:x"}, got, "pop 1, by the primary")
+	p, _ := c.nodes[primary].Timer(id)
+	b, _ := c.nodes[backup].Timer(id)
+	assert.InDelta(t, b.Start, p.Start, 50, "the primary's start against the backup's, ms")
+	c.loseAnswer = nil
+	got = seqs(c.advance(40*time.Second, 200))
+	assert.Equal(t, []string{"2:x", "3:x", "4:x"}, got, "the pops after, once each")
+	assert.Equal(t, 1, pushes, "the backup's pushes of its start")
 }

@@ -30,6 +30,9 @@ type cluster struct {
 	// lose, if set, drops the node-to-node messages settle is asked to
 	// deliver when it returns true.
 	lose func(host string, req Request) bool
+	// loseAnswer, if set, delivers the node-to-node messages for which it
+	// returns true and drops their answers: the sender sees no answer.
+	loseAnswer func(host string, req Request) bool
 	// checkStamps makes every node-to-node request sent fail the test
 	// unless it is stamped with its destination and its sender's clock
 	// at the moment it is sent (see sign); stamped counts those checked.
@@ -198,6 +201,13 @@ func (c *cluster) deliver(reqs []*sent, lose func(host string, req Request) bool
 		in := s.req
 		in.URL = "/" + path
 		in.Remote = s.from
+		if c.loseAnswer != nil && c.loseAnswer(host, s.req) {
+			c.nodes[host].Handle(in, func(Response) {
+				c.watched(s, host, 0, true)
+				s.done(Response{}, errUnreachable)
+			})
+			continue
+		}
 		c.nodes[host].Handle(in, func(r Response) {
 			c.watched(s, host, r.Status, false)
 			s.done(r, nil)

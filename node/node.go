@@ -112,6 +112,10 @@ type Node struct {
 	repairServing map[string]*repairServed
 	// repairWalks counts the walks of the store repair took (heldFor).
 	repairWalks int
+	// startPushes are the pushes of an earlier start under way, by timer
+	// and peer (pushStart): one at a time, however many messages with
+	// the later start the peer sends meanwhile.
+	startPushes map[startPush]bool
 	// tombsHanded are the tombstones (ID to version) this node holds but
 	// is not a replica of that every replica its latest change of view
 	// added holds: handOff pushes them no more. A change of view empties

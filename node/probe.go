@@ -61,6 +61,7 @@ var (
 	probeReplicaAhead      = probe("replica/version-too-far-ahead")
 	probeReplicaFromSite   = probe("replica/placed-from-site")
 	probeReplicaStartDelta = probe("replica/answers-earlier-start")
+	probeReplicaPushStart  = probe("replica/pushes-earlier-start")
 	probeReplicaPopped     = probe("replica/answers-popped")
 
 	// write.go: client writes on the proxy.
