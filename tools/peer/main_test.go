@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 // of the report is measured.
 func TestPeerSmall(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not on PATH (Debian: apt-get install redis-server)")
+		t.Skip("the peer under test, redis-server, is not on PATH, so there is nothing to measure; installing it lifts the skip (Debian: apt-get install redis-server)")
 	}
 	o := options{timers: 200, concurrency: 8, workers: 8, window: 200 * time.Millisecond, lead: time.Second,
 		delayedCheck: 100 * time.Millisecond, taskCheck: 100 * time.Millisecond, fsync: "everysec", redis: "redis-server"}
