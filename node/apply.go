@@ -138,6 +138,16 @@ func (n *Node) apply(t *Timer) applied {
 	n.release(existing)
 	n.holdNext(t)
 	n.repairNeeded()
+	if r.carried {
+		// Pops made here of an earlier try of this write: the notices
+		// sent of them went to that try's replicas, which need not be
+		// this record's. Every pop made is told to every replica of
+		// the record it counts for, or a replica that never heard of
+		// it pops it again at its rank (scenarios/README.md N54,
+		// TestReplicaThatCarriesPopsIntoARetryTellsTheRetrysReplicas).
+		n.hit(probeCarriedTold)
+		n.notifyPopped(t)
+	}
 	return applied{ok: true, took: true, buriedLive: buriedLive, dropped: dropped}
 }
 

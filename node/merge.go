@@ -83,6 +83,13 @@ type mergeResult struct {
 	held        Timer
 	heldChanged bool
 	reschedule  bool
+	// carried is set when the record taken holds pops its sender did
+	// not send: this replica made them of an earlier try of the same
+	// client write, or of a definition it remembers (keepProgress). The
+	// other replicas of the record taken were never told of them under
+	// its placement (a first try may have had another factor, and so
+	// other replicas), so they are owed a pop notice.
+	carried bool
 }
 
 // merge decides what a replica holding held (nil: nothing) does with in,
@@ -110,7 +117,8 @@ type mergeResult struct {
 //     outlives a stale definition still popping somewhere, and the pops
 //     of an older version are remembered for a retry of it.
 //  8. A record that wins keeps the end of what it buried and the pops of
-//     a retried write (keepProgress).
+//     a retried write (keepProgress), which its other replicas are then
+//     told of (carried).
 func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 	r := mergeRules(env, held, in)
 	r.check(held)
@@ -186,7 +194,9 @@ func mergeRules(env *mergeEnv, held *Timer, in Timer) mergeResult {
 	}
 	if h != nil { // rule 8
 		t.bury(h.lastDue())
+		seq := t.Seq
 		keepProgress(env.retryWindow, h, t, &r.probeHits)
+		r.carried = t.Seq > seq
 	}
 	return r
 }

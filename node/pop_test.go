@@ -287,3 +287,63 @@ func TestRetrySendsThePopsItsProxyMade(t *testing.T) {
 	})
 	assert.Empty(t, again, "pop 1 made again, by")
 }
+
+// TestReplicaThatCarriesPopsIntoARetryTellsTheRetrysReplicas: a replica
+// that takes a retry of a client write and carries over the pops it made
+// of the write's first try tells the retry's other replicas of them, as a
+// pop notice does. The first try went to A alone (the timer's factor was
+// 1), A popped it, a delete through B replaced it on A (remembered) and
+// on B (before the first try: B answered it 409), and the retry above the
+// delete, with the default factor of 2, placed the write on A and B. A's
+// notice of the pop went to the first try's replicas, A alone: without a
+// notice under the retry, B popped pop 1 again as the backup
+// (scenarios/README.md N54).
+func TestReplicaThatCarriesPopsIntoARetryTellsTheRetrysReplicas(t *testing.T) {
+	c := newCluster(t, three...)
+	a, b, via := three[0], three[1], three[2]
+	id := idPlacedOn(three, []string{a, b})
+	wid := wire.FormatWireID(id, 0)
+	old := withCallback(&Timer{ID: id, Version: id, Start: c.clock.now.UnixMilli(), Interval: 10 * time.Second,
+		RepeatFor: 30 * time.Second, RF: 1, Placement: &Placement{Replicas: []string{a}}}, cb, "old")
+	c.place(a, *old)
+
+	var updated *Response
+	c.nodes[via].Handle(Request{Method: "PUT", URL: "/timers/" + wid, Header: Header{},
+		Body: []byte(timerJSON(0, 0, cb, "new"))}, func(r Response) { updated = &r })
+	c.deliver(c.net.take("http://10."), nil) // the reads of the update
+	firstTry := c.net.take("http://10.")
+	require.Len(t, firstTry, 2, "the first try's replications to A and B")
+	c.clock.advance(time.Millisecond)
+	var deleted *Response
+	c.nodes[b].Handle(Request{Method: "DELETE", URL: "/timers/" + wid, Header: Header{}}, func(r Response) { deleted = &r })
+	deletes := c.net.take("http://10.")
+	for _, s := range firstTry {
+		if strings.HasPrefix(s.req.URL, "http://"+a) {
+			c.deliver([]*sent{s}, nil) // A takes the first try
+		}
+	}
+	c.clock.advance(time.Millisecond) // and pops it
+	pops := c.net.take(cb)
+	require.Len(t, pops, 1, "A's pop of the first try")
+	pops[0].done(Response{Status: 200}, nil)
+	c.deliver(deletes, nil) // the delete reaches A after its pop
+	for _, s := range firstTry {
+		if strings.HasPrefix(s.req.URL, "http://"+b) {
+			c.deliver([]*sent{s}, nil) // B answers the first try 409
+		}
+	}
+	c.settle()
+	require.NotNil(t, deleted)
+	require.NotNil(t, updated)
+	require.Equal(t, 200, updated.Status, "the update, written again above the delete")
+	got, ok := c.nodes[b].Timer(id)
+	require.True(t, ok)
+	held, _ := c.nodes[a].Timer(id)
+	require.Equal(t, held.Version, got.Version, "B holds the retry")
+	var again []string
+	c.advanceWith(10*time.Second, func(s *sent) int {
+		again = append(again, s.from)
+		return 200
+	})
+	assert.Empty(t, again, "pop 1 made again, by")
+}

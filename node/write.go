@@ -455,15 +455,15 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, 
 	t.setSitesLacking(n.remoteSitesOf(t.Placement))
 	n.forwardToSites(t)
 	// This node's own copy takes the write first: the pops it carries
-	// over (keepProgress) go to the other replicas with it. Its answer
-	// counts below, in its place among the targets.
+	// over (keepProgress) are told to the other replicas as a pop
+	// notice tells them (apply). Its answer counts below, in its place
+	// among the targets.
 	selfApplied, selfAnswer := false, Response{}
 	if slices.Contains(targets, n.self) {
 		local := *t
 		a := n.apply(&local)
 		if selfApplied = a.ok && a.newer == nil && !a.collision; selfApplied {
 			w.buried = w.buried || a.buriedLive
-			n.sendOwnProgress(t, &local)
 		} else {
 			selfAnswer = n.notApplied(a)
 		}
@@ -504,30 +504,6 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, 
 			w.done(counts && ok, resp)
 		})
 	}
-}
-
-// sendOwnProgress gives t, a write this node is about to send to the
-// other targets, the pops its own copy took as made: local, the record
-// this node took for t, carries over the pops this replica made of the
-// same client write's earlier try (keepProgress), and they are made on
-// every replica, so the other replicas are told of them as a pop notice
-// tells (its sequence number, start and missed marks). Sent with none, a
-// retry had the replica that took it make them again: the first try
-// popped here, a concurrent delete replaced it, and the retry above the
-// delete went out with sequence number 0 while this node's copy held pop
-// 1 made; no notice followed (the pop's callback had ended under the
-// first try, placed on this node alone), and the other replica popped
-// pop 1 again (scenarios/README.md N48,
-// TestRetrySendsThePopsItsProxyMade). A pop still in flight goes as
-// missed, and its notice follows when it ends (holdsPop).
-func (n *Node) sendOwnProgress(t, local *Timer) {
-	if local.Version != t.Version || local.def != t.def || local.Seq <= t.Seq {
-		return
-	}
-	n.hit(probeWriteSendsOwnProgress)
-	missed, _ := local.popMarks()
-	t.Seq, t.Start = local.Seq, local.Start
-	t.setPopMarks(missed, 0)
 }
 
 // heldBuried is HeaderHeld's value on a 200 to a tombstone from a node
