@@ -185,7 +185,7 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, map[string]late
 			by = ExHeldInbound
 		}
 	}
-	if h, inbound := x.heldByWait(d, held, late, since); h > held {
+	if h, inbound := x.heldByWait(d, held, by == ExHeldInbound, late, since); h > held {
 		held, by = h, ExHeld
 		if inbound {
 			by = ExHeldInbound
@@ -269,19 +269,22 @@ func (x *index) heldByScale(d *def, late map[string]bool, since map[string]lateC
 // A node that got its copy late passes its late start on (a relay to its
 // site, a notice or resync it sends), so the holds add up along a path:
 // the messages are taken in the order they were sent, and one from a
-// node already held carries that node's hold besides its own waits. It
+// node already held carries that node's hold besides its own waits,
+// whether a waited message or the write's own faults held it (holdOf:
+// scenarios/README.md C42, a hand-off that waited from the replica
+// the write's replication reached late). It
 // records in since when the last message that held each replica was
 // sent, and that replica's hold.
 //
 // A scale's copy is such a message whether or not it waited: a node the
 // scale places d on takes its copy from the replicas before the scale
 // (their resync pages, their hand-offs), so it inherits the hold of a
-// held one (writeHeld for one the write's own faults held), from the
-// scale's start on. A timer moved off a replica and back, each move's
+// held one (writeHeld, and writeInbound, for one the write's own faults
+// held), from the scale's start on. A timer moved off a replica and back, each move's
 // copy from a held node, runs late for good by the first hold
 // (scenarios/README.md C38: the hand-off back was not slowed, and the
 // replica it reached was judged to hold the true start).
-func (x *index) heldByWait(d *def, writeHeld time.Duration, late map[string]bool, since map[string]lateCopy) (time.Duration, bool) {
+func (x *index) heldByWait(d *def, writeHeld time.Duration, writeInbound bool, late map[string]bool, since map[string]lateCopy) (time.Duration, bool) {
 	if !d.placed {
 		return 0, false
 	}
@@ -318,24 +321,28 @@ func (x *index) heldByWait(d *def, writeHeld time.Duration, late map[string]bool
 		late[n] = true
 		since[n] = since[n].add(sent, holds[n])
 	}
-	holdOf := func(n string) time.Duration {
+	// holdOf is node n's hold and whether an inbound wait made it: the
+	// write's (writeInbound when its longest hold was a wait in a
+	// receiver's queue) for a node the write's own faults held.
+	holdOf := func(n string) (time.Duration, bool) {
 		if holds[n] == 0 && late[n] {
-			return writeHeld
+			return writeHeld, writeInbound
 		}
-		return holds[n]
+		return holds[n], inbounds[n]
 	}
 	for _, m := range msgs {
 		if m.scale != nil {
 			for _, n := range m.scale.places(d.timer, d.rf) {
 				for _, b := range Replicas(m.scale.Before, d.timer, d.rf) {
-					if h := holdOf(b); h > 0 {
-						hold(n, h, inbounds[b], m.sent)
+					if h, in := holdOf(b); h > 0 {
+						hold(n, h, in, m.sent)
 					}
 				}
 			}
 			continue
 		}
-		h, in := holds[m.from]+m.w, m.inbound || inbounds[m.from]
+		h, in := holdOf(m.from)
+		h, in = h+m.w, in || m.inbound
 		lacks := x.lacksCopy(d, cf, m.to, m.sent)
 		if lacks {
 			hold(m.to, h, in, m.sent)

@@ -688,6 +688,69 @@ func TestCopyMovedBackFromAHeldReplicaRunsLate(t *testing.T) {
 	}
 }
 
+// TestHandOffFromAWriteHeldReplicaAddsBothHolds is fresh seed 4812907
+// (scenarios/README.md C42): the write's replication to the backup
+// waited 1.5 s in its inbound queue, past the client's answer, so the
+// backup rebuilt the start late by the wait (held-inbound); the primary
+// crashed and lost its copy; a scale-down removed the backup, whose
+// hand-off to the new replica waited 0.5 s for its sender, so the new
+// replica's start was late by both waits, and the primary, restarted,
+// took that start from the new replica (its resync) and popped late by
+// the sum for good. A hand-off waits from its sender's hold, whether a
+// waited message or the write's own faults held the sender
+// (heldByWait's holdOf). Either wait alone, or a pop later than the
+// sum, is G3.
+func TestHandOffFromAWriteHeldReplicaAddsBothHolds(t *testing.T) {
+	members := []string{"n1", "n2", "n3", "n4", "n5"}
+	r := Replicas(members, placedTimer, 2)
+	p, o := r[0], r[1]
+	shrunk := slices.DeleteFunc(slices.Clone(members), func(m string) bool { return m == o })
+	neu := Replicas(shrunk, placedTimer, 2)[1]
+	var proxy string
+	for _, m := range shrunk {
+		if m != p && m != neu {
+			proxy = m
+		}
+	}
+	for _, c := range []struct {
+		name            string
+		queued, handOff bool
+		late            time.Duration
+		want            string
+	}{
+		{"both waits", true, true, 1900 * ms, ""},
+		{"the hand-off did not wait", true, false, 1900 * ms, "G3"},
+		{"the write's replication did not wait", false, true, 1900 * ms, "G3"},
+		{"later than the sum", true, true, 2200 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: members,
+				Ops:     []Op{write(1, Create, placedTimer, "a", 10*sec, 60*sec, 0, 10*ms, OK)},
+				Faults:  []Fault{{At: 3 * sec, Kind: Crash, Nodes: []string{p}}, {At: 4 * sec, Kind: Restart, Nodes: []string{p}}},
+				Scales:  []Scale{{Kind: ScaleDown, Start: 5 * sec, End: 8 * sec, Before: members, After: shrunk}},
+				End:     70 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			}
+			h.Ops[0].Node = proxy
+			if c.queued {
+				h.Faults = append(h.Faults, Fault{At: 8 * ms, Kind: Queued, Nodes: []string{proxy}, Peers: []string{o}, Detail: "waited=1.5s record", Timer: placedTimer})
+			}
+			if c.handOff {
+				h.Faults = append(h.Faults, Fault{At: 6 * sec, Kind: Overload, Nodes: []string{o}, Peers: []string{neu}, Detail: "waited=500ms record", Timer: placedTimer})
+			}
+			for k := 1; k <= 6; k++ {
+				h.Pops = append(h.Pops, Pop{At: time.Duration(k)*10*sec + c.late, Node: p, URI: "http://client/cb", Opaque: "a", Seq: k, Answered: 200, Timer: placedTimer})
+			}
+			vs, cov := DefaultOptions().Judge(h)
+			requireWant(t, vs, c.want, "late")
+			// The longer wait, in the backup's inbound queue, names it.
+			if c.want == "" && cov.Excused[ExHeldInbound] == 0 {
+				t.Errorf("held-inbound excused nothing: %v", cov.Excused)
+			}
+		})
+	}
+}
+
 // TestHandOffHeldByItsReceiversPauseStartsItLate is the hand-off of
 // TestHandOffThatWaitedStartsTheNewReplicaLate held by a pause of the
 // member the scale moves the timer to (fresh seed 2401380, scenarios
