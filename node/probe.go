@@ -77,6 +77,7 @@ var (
 	probeLearnRFUnknown      = probe("rf/unknown-no-answer")
 	probeLearnRFCopy         = probe("rf/from-live-copy")
 	probeLearnRFDefault      = probe("rf/default-no-copy")
+	probeLearnRFPastViews    = probe("rf/asks-past-views-replicas")
 	probeInferRFHeld         = probe("rf/inferred-from-held")
 	probeInferRFBloom        = probe("rf/inferred-from-bloom")
 	probeDeleteEveryMember   = probe("rf/delete-to-every-member")

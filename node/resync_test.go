@@ -1873,3 +1873,54 @@ func TestResyncRefersATimerOnlyFromThePageThatPassedItOn(t *testing.T) {
 	c.net.out = append(c.net.out, held...)
 	c.finishResyncs()
 }
+
+// TestUpdateWithoutAFactorLearnsItFromTheViewBefore: an update by a
+// bare ID without a factor, through a node reloaded for a scale, learns
+// the timer's factor from the replicas of the view before as well as from
+// the default's replicas of its own view: those are where a write may
+// find the timer live (alsoHolders), so a read that leaves them out finds
+// nothing, takes the default, and places the update on a replica its
+// factor does not give it. A timer of factor 1 on X, whose hand-off to D
+// is held, was updated at the default factor of 2, and the second
+// replica popped it after a restart, a pop the first had made
+// (scenarios/README.md N55).
+func TestUpdateWithoutAFactorLearnsItFromTheViewBefore(t *testing.T) {
+	four := []string{nodeA, nodeB, nodeC, nodeD}
+	before, after := NewRing(three), NewRing(four)
+	var id uint64
+	var x string
+	for id = 1; x == ""; id++ {
+		old, now := before.Replicas(id, 1)[0], after.Replicas(id, wire.DefaultReplicationFactor)
+		if now[0] == nodeD && !slices.Contains(now, old) {
+			x = old
+		}
+	}
+	id--
+	second := after.Replicas(id, wire.DefaultReplicationFactor)[1]
+	proxy := nodeA
+	for _, n := range three {
+		if n != x && n != second {
+			proxy = n
+		}
+	}
+	bare := wire.FormatWireID(id, 0)
+	c := newCluster(t, three...)
+	require.Equal(t, 200, c.client(proxy, "PUT", "/timers/"+bare, string(wire.Encode(wire.Timer{
+		Interval: 30 * time.Second, RepeatFor: 300 * time.Second, URI: cb, Opaque: "old", ReplicationFactor: 1}))).Status)
+	require.Equal(t, []string{x}, c.holders(bare))
+	// Nothing X sends reaches D, nor D's pages asked of X: X can neither
+	// hand its copy off nor have it fetched.
+	c.lose = func(host string, req Request) bool {
+		from, _, _ := senderInstance(req)
+		return host == nodeD && from == x || host == x && from == nodeD
+	}
+	scaling := Membership{Nodes: three, Joining: []string{nodeD}}
+	c.join(nodeD, scaling)
+	c.reload(scaling)
+	require.Equal(t, []string{x}, c.holders(bare), "X still holds its copy to hand off")
+	require.Equal(t, 200, c.client(proxy, "PUT", "/timers/"+bare, string(wire.Encode(wire.Timer{
+		Interval: 20 * time.Second, RepeatFor: 200 * time.Second, URI: cb, Opaque: "new"}))).Status)
+	assert.Equal(t, []string{nodeD}, c.holders(bare), "the update at the timer's factor, 1")
+	held, _ := c.nodes[nodeD].Timer(id)
+	assert.Equal(t, uint8(1), held.RF)
+}

@@ -327,6 +327,16 @@ func (n *Node) learnRF(id, bloom uint64, wid string, spec wire.Timer, reply func
 			nodes = append(nodes, r)
 		}
 	}
+	// During a scale the timer may be live only on a replica of the view
+	// before (its hand-off not answered yet), which the write reaches
+	// (alsoHolders): the read asks it too. Left out, the read found
+	// nothing live, took the default, and an update of a timer of factor
+	// 1 was placed on two replicas (scenarios/README.md N55,
+	// TestUpdateWithoutAFactorLearnsItFromTheViewBefore).
+	if more := n.appendPastReplicas(nodes, id, rf); len(more) > len(nodes) {
+		n.hit(probeLearnRFPastViews)
+		nodes = more
+	}
 	n.askCopies(id, wid, nodes, func(copies []replicaCopy) {
 		newest, _ := newestCopy(copies)
 		everyone := !slices.ContainsFunc(copies, func(c replicaCopy) bool { return c.state == wire.StateUnreachable })
@@ -629,21 +639,33 @@ func (n *Node) alsoHolders(t *Timer, targets []string) []string {
 		// A node that has left the membership (a scale-down's last step
 		// given) is stopped: a write waiting on it would wait for its
 		// timeout until the next change of view.
-		var ringBuf [2]*Ring
-		for _, past := range n.pastRings(ringBuf[:0]) {
-			var buf [wire.MaxReplicationFactor]string
-			for _, r := range past.AppendReplicas(buf[:0], t.ID, rf) {
-				if !slices.Contains(targets, r) && n.inMembership(r) {
-					n.hit(probeWritePastViews)
-					targets = append(slices.Clip(targets), r)
-				}
-			}
+		if more := n.appendPastReplicas(targets, t.ID, rf); len(more) > len(targets) {
+			n.hit(probeWritePastViews)
+			targets = more
 		}
 	}
 	if !slices.Contains(targets, n.self) {
 		n.replaceOwnCopy(t)
 	}
 	return targets
+}
+
+// appendPastReplicas appends to dst the replicas of id at factor rf
+// under the views before this node's (pastRings) that dst lacks and that
+// are still members: where a timer placed under an earlier view may be
+// live until its hand-off is answered. Writes reach them (alsoHolders),
+// and a read for the timer's factor asks them (learnRF).
+func (n *Node) appendPastReplicas(dst []string, id uint64, rf int) []string {
+	var ringBuf [2]*Ring
+	for _, past := range n.pastRings(ringBuf[:0]) {
+		var buf [wire.MaxReplicationFactor]string
+		for _, r := range past.AppendReplicas(buf[:0], id, rf) {
+			if !slices.Contains(dst, r) && n.inMembership(r) {
+				dst = append(slices.Clip(dst), r)
+			}
+		}
+	}
+	return dst
 }
 
 // replaceOwnCopy applies t, a write this node proxies but is no target
