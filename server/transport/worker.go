@@ -24,8 +24,10 @@ func (c *Client) work(h *host) {
 	idle := time.NewTimer(c.limits.idle)
 	defer idle.Stop()
 	var jobs []*job
+	served := false // the last pass performed jobs
 	for {
-		if jobs = c.next(h, jobs[:0]); len(jobs) > 0 {
+		if jobs = c.next(h, jobs[:0], served); len(jobs) > 0 {
+			served = true
 			if len(jobs) == 1 {
 				c.results.push(c.serve(h, jobs[0]))
 			} else {
@@ -40,6 +42,7 @@ func (c *Client) work(h *host) {
 			}
 			continue
 		}
+		served = false
 		idle.Reset(c.limits.idle)
 		leave := false
 		select {
@@ -57,10 +60,27 @@ func (c *Client) work(h *host) {
 
 // next appends to buf the oldest request of h's queue and, if the queue
 // is batched, the requests after it that fit in its batch; if there is
-// none, it counts the worker as idle and returns buf as it was.
-func (c *Client) next(h *host, buf []*job) []*job {
+// none, it counts the worker as idle and returns buf as it was. served
+// says the worker comes from a round trip.
+//
+// A worker of a batched queue takes nothing while another is in a round
+// trip, unless a whole batch waits: the one in its round trip takes what
+// waits when it is back, in one batch, where a second worker would have
+// sent the first request to arrive alone and the rest behind it in a
+// second exchange: an exchange costs both nodes far more than a request
+// it carries (docs/design.md 5.3), and under load the second worker sent
+// a quarter of the requests alone. A second worker still serves a peer
+// that a whole batch waits for.
+func (c *Client) next(h *host, buf []*job, served bool) []*job {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if served && h.batch {
+		h.busy--
+	}
+	if h.batch && h.busy > 0 && h.waiting() < c.limits.batchRequests {
+		h.idle++
+		return buf
+	}
 	j := h.pop()
 	if j == nil {
 		h.idle++
@@ -69,6 +89,7 @@ func (c *Client) next(h *host, buf []*job) []*job {
 	buf = append(buf, j)
 	if h.batch {
 		buf = c.fill(h, buf)
+		h.busy++
 	}
 	c.count.depth.Add(-int64(len(buf)))
 	return buf
