@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/wire"
@@ -101,7 +102,7 @@ func (c *Client) fill(h *host, buf []*job) []*job {
 // request to h's BatchPath, and queues their outcomes for the node in
 // their order. A job that waited too long is shed alone; if one job is
 // left it goes alone.
-func (c *Client) serveBatch(h *host, jobs []*job) {
+func (c *Client) serveBatch(h *host, l *link, jobs []*job) {
 	out := make([]completion, len(jobs))
 	live := make([]*job, 0, len(jobs))
 	slots := make([]int, 0, len(jobs))
@@ -114,9 +115,9 @@ func (c *Client) serveBatch(h *host, jobs []*job) {
 	switch len(live) {
 	case 0:
 	case 1:
-		out[slots[0]] = c.trip(h, live[0])
+		out[slots[0]] = c.trip(h, l, live[0])
 	default:
-		for i, o := range c.sendBatch(h, live) {
+		for i, o := range c.sendBatch(h, l, live) {
 			out[slots[i]] = o
 		}
 	}
@@ -126,7 +127,7 @@ func (c *Client) serveBatch(h *host, jobs []*job) {
 // sendBatch sends jobs in one batch and returns their outcomes in order.
 // The batch must be written by the earliest end of their queue waits; a
 // batch that fails fails each of them with its error.
-func (c *Client) sendBatch(h *host, jobs []*job) []completion {
+func (c *Client) sendBatch(h *host, l *link, jobs []*job) []completion {
 	reqs := make([]node.Request, len(jobs))
 	size := batchHeadSize
 	end := c.queueEnd(jobs[0])
@@ -145,7 +146,14 @@ func (c *Client) sendBatch(h *host, jobs []*job) []completion {
 	}
 	n := int64(len(jobs))
 	c.count.inFlight.Add(n)
-	resp, took, err := c.roundTrip(batch, end, jobs[0].timeout, batchResponseLimit(len(jobs)))
+	var resp node.Response
+	var took time.Duration
+	var err error
+	if l != nil {
+		resp, took, err = c.directTrip(l, h.key, BatchPath, batch, end, jobs[0].timeout, batchResponseLimit(len(jobs)))
+	} else {
+		resp, took, err = c.roundTrip(batch, end, jobs[0].timeout, batchResponseLimit(len(jobs)))
+	}
 	c.count.inFlight.Add(-n)
 	c.count.peerBatches.Add(1)
 	c.count.peerBatched.Add(uint64(n))

@@ -21,6 +21,11 @@ import (
 // limits.idle for a request, or the Client closed, with the queue empty.
 func (c *Client) work(h *host) {
 	defer c.workers.Done()
+	var l *link // the worker's own connection to its peer (peerconn.go)
+	if h.batch && c.direct != nil && strings.HasPrefix(h.key, "http://") {
+		l = new(link)
+		defer c.hangUp(l)
+	}
 	idle := time.NewTimer(c.limits.idle)
 	defer idle.Stop()
 	var jobs []*job
@@ -29,9 +34,9 @@ func (c *Client) work(h *host) {
 		if jobs = c.next(h, jobs[:0], served); len(jobs) > 0 {
 			served = true
 			if len(jobs) == 1 {
-				c.results.push(c.serve(h, jobs[0]))
+				c.results.push(c.serve(h, l, jobs[0]))
 			} else {
-				c.serveBatch(h, jobs)
+				c.serveBatch(h, l, jobs)
 			}
 			// Served, a job is referred to by nothing else: its
 			// outcome holds its done function, not the job.
@@ -114,18 +119,25 @@ func (c *Client) rest(h *host, leave bool) bool {
 }
 
 // serve performs j, or sheds it if it waited too long, and returns its
-// outcome for the node.
-func (c *Client) serve(h *host, j *job) completion {
+// outcome for the node. l is the worker's own connection to a peer, or nil.
+func (c *Client) serve(h *host, l *link, j *job) completion {
 	if err := c.refuse(h, j); err != nil {
 		return completion{done: j.done, err: err}
 	}
-	return c.trip(h, j)
+	return c.trip(h, l, j)
 }
 
 // trip performs j alone and returns its outcome.
-func (c *Client) trip(h *host, j *job) completion {
+func (c *Client) trip(h *host, l *link, j *job) completion {
 	c.count.inFlight.Add(1)
-	resp, took, err := c.roundTrip(j.req, c.queueEnd(j), j.timeout, wire.MaxBodyBytes)
+	var resp node.Response
+	var took time.Duration
+	var err error
+	if l != nil {
+		resp, took, err = c.directTrip(l, h.key, j.target, j.req, c.queueEnd(j), j.timeout, wire.MaxBodyBytes)
+	} else {
+		resp, took, err = c.roundTrip(j.req, c.queueEnd(j), j.timeout, wire.MaxBodyBytes)
+	}
 	c.count.inFlight.Add(-1)
 	return c.outcome(h, j, resp, took, err)
 }
