@@ -138,11 +138,17 @@ func (c *Client) sendBatch(h *host, l *link, jobs []*job) []completion {
 			end = e
 		}
 	}
+	var body []byte
+	if l != nil {
+		body = appendBatchRequest(l.out, reqs)
+	} else {
+		body = appendBatchRequest(make([]byte, 0, size), reqs)
+	}
 	batch := node.Request{
 		Method: http.MethodPost,
 		URL:    h.key + BatchPath,
 		Header: node.Header{node.HeaderContentType: batchContentType},
-		Body:   appendBatchRequest(make([]byte, 0, size), reqs),
+		Body:   body,
 	}
 	n := int64(len(jobs))
 	c.count.inFlight.Add(n)
@@ -150,7 +156,7 @@ func (c *Client) sendBatch(h *host, l *link, jobs []*job) []completion {
 	var took time.Duration
 	var err error
 	if l != nil {
-		resp, took, err = c.directTrip(l, h.key, BatchPath, batch, end, jobs[0].timeout, batchResponseLimit(len(jobs)))
+		resp, took, err = c.directTrip(l, h.key, BatchPath, batch, end, jobs[0].timeout, batchResponseLimit(len(jobs)), l.in)
 	} else {
 		resp, took, err = c.roundTrip(batch, end, jobs[0].timeout, batchResponseLimit(len(jobs)))
 	}
@@ -162,6 +168,10 @@ func (c *Client) sendBatch(h *host, l *link, jobs []*job) []completion {
 	var resps []node.Response
 	if err == nil {
 		resps, err = readBatchResponse(resp, len(jobs))
+	}
+	if l != nil {
+		// Written, and read into copies: both bodies are the link's again.
+		l.out, l.in = keep(body), keep(resp.Body)
 	}
 	out := make([]completion, len(jobs))
 	for i, j := range jobs {

@@ -40,6 +40,21 @@ type direct struct {
 // first request and after a failure.
 type link struct {
 	pc *peerConn
+	// out and in are the bodies of its last batch and of the answer,
+	// each for the next to fill: a batch is written and its answer read
+	// (each sub-response copied out of it) within the round trip.
+	out, in []byte
+}
+
+// linkBufferMax bounds the bodies a link keeps for the next batch.
+const linkBufferMax = 64 << 10
+
+// keep holds b for the next batch unless it is larger than linkBufferMax.
+func keep(b []byte) []byte {
+	if cap(b) > linkBufferMax {
+		return nil
+	}
+	return b[:0]
 }
 
 // peerConn is one HTTP/1.1 connection to a peer.
@@ -59,7 +74,9 @@ type peerConn struct {
 // peer closed it while idle, or restarted) is replaced and the request
 // sent again once: requests between nodes that write are PUT and DELETE,
 // and a batch carries only those.
-func (c *Client) directTrip(l *link, key, target string, req node.Request, queueEnd time.Time, timeout time.Duration, limit int64) (node.Response, time.Duration, error) {
+//
+// into, if not nil, is where the answer's body is read when it fits.
+func (c *Client) directTrip(l *link, key, target string, req node.Request, queueEnd time.Time, timeout time.Duration, limit int64, into []byte) (node.Response, time.Duration, error) {
 	for again := true; ; again = false {
 		if l.pc == nil {
 			pc, err := c.dialPeer(key, queueEnd)
@@ -69,7 +86,7 @@ func (c *Client) directTrip(l *link, key, target string, req node.Request, queue
 			l.pc = pc
 		}
 		start := time.Now()
-		resp, keep, nothingRead, err := l.pc.exchange(key, target, req, start.Add(timeout), limit)
+		resp, keep, nothingRead, err := l.pc.exchange(key, target, req, start.Add(timeout), limit, into)
 		if err == nil && keep {
 			l.pc.reused = true
 			return resp, time.Since(start), nil
@@ -151,7 +168,7 @@ func (c *Client) hangUp(l *link) {
 // exchange writes req to target and reads the answer, of at most limit
 // bytes, all by deadline. keep says the connection may carry another
 // exchange; nothingRead that it failed before a byte of the answer.
-func (pc *peerConn) exchange(key, target string, req node.Request, deadline time.Time, limit int64) (resp node.Response, keep, nothingRead bool, err error) {
+func (pc *peerConn) exchange(key, target string, req node.Request, deadline time.Time, limit int64, into []byte) (resp node.Response, keep, nothingRead bool, err error) {
 	head, err := appendHead(pc.head[:0], key, target, req)
 	pc.head = head[:0]
 	if err != nil {
@@ -179,7 +196,13 @@ func (pc *peerConn) exchange(key, target string, req node.Request, deadline time
 	if hresp.ContentLength < 0 {
 		rd = io.LimitReader(hresp.Body, limit+1)
 	}
-	body, err := readBody(rd, hresp.ContentLength)
+	var body []byte
+	if n := hresp.ContentLength; n > 0 && n <= int64(cap(into)) {
+		body = into[:n]
+		_, err = io.ReadFull(rd, body)
+	} else {
+		body, err = readBody(rd, n)
+	}
 	if err != nil {
 		return node.Response{}, false, false, fmt.Errorf("read response: %w", timedOut(err))
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ import (
 // failure; and Close ending a round trip still waiting for its answer.
 func TestPeerWritesGoOverTheWorkersOwnConnection(t *testing.T) {
 	s := newNodeLock()
-	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	arrived, release := make(chan struct{}, 1), make(chan struct{}, 1)
 	core := &fakeCore{serial: s, t: t, respond: func(req node.Request, reply func(node.Response)) {
 		switch req.URL {
 		case "/timers/block":
@@ -53,9 +54,11 @@ func TestPeerWritesGoOverTheWorkersOwnConnection(t *testing.T) {
 	c.SetPeers("127.0.0.1:0", nil)
 	defer c.Close()
 	done := make(chan peerOutcome, 8)
+	var bodies sync.Map // target → the body the node was given
 	send := func(target string, timeout time.Duration) {
 		req := node.Request{Method: http.MethodPut, URL: peer.URL + target, Header: node.Header{node.HeaderSignature: "sig " + target}, Body: []byte(target)}
 		c.Send(req, timeout, func(r node.Response, err error) {
+			bodies.Store(target, r.Body)
 			done <- peerOutcome{target, r.Status, r.Header.Get("X-Got") + " " + string(r.Body), err}
 		})
 	}
@@ -75,7 +78,7 @@ func TestPeerWritesGoOverTheWorkersOwnConnection(t *testing.T) {
 	}
 	send("/timers/a", chantest.Timeout)
 	send("/timers/b", chantest.Timeout)
-	close(release)
+	release <- struct{}{}
 	if o := chantest.Receive(t, done, "the blocked request's outcome"); o.status != 200 || o.err != nil {
 		t.Errorf("blocked request: %+v, want 200", o)
 	}
@@ -83,6 +86,21 @@ func TestPeerWritesGoOverTheWorkersOwnConnection(t *testing.T) {
 	answered("/timers/b")
 	if st := c.Stats(); st.PeerBatches != 1 || st.PeerBatched != 2 || st.OK != 3 {
 		t.Errorf("stats %+v, want 3 ok, 2 of them in one batch", st)
+	}
+	// A second batch, written and read into the bodies the first left to
+	// the link, leaves the first's answers as they were.
+	send("/timers/block", chantest.Timeout)
+	chantest.Receive(t, arrived, "the second blocking request at the peer")
+	send("/timers/x", chantest.Timeout)
+	send("/timers/y", chantest.Timeout)
+	release <- struct{}{}
+	chantest.Receive(t, done, "the second blocked request's outcome")
+	answered("/timers/x")
+	answered("/timers/y")
+	for _, target := range []string{"/timers/a", "/timers/b"} {
+		if b, _ := bodies.Load(target); string(b.([]byte)) != target {
+			t.Errorf("%s: body %q after the next batch, want %q", target, b, target)
+		}
 	}
 	if n := conns.Load(); n != 1 {
 		t.Errorf("the peer took %d connections, want 1", n)

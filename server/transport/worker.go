@@ -134,7 +134,7 @@ func (c *Client) trip(h *host, l *link, j *job) completion {
 	var took time.Duration
 	var err error
 	if l != nil {
-		resp, took, err = c.directTrip(l, h.key, j.target, j.req, c.queueEnd(j), j.timeout, wire.MaxBodyBytes)
+		resp, took, err = c.directTrip(l, h.key, j.target, j.req, c.queueEnd(j), j.timeout, wire.MaxBodyBytes, nil)
 	} else {
 		resp, took, err = c.roundTrip(j.req, c.queueEnd(j), j.timeout, wire.MaxBodyBytes)
 	}
