@@ -181,6 +181,11 @@ type frameReader struct {
 	b     []byte
 	err   error
 	entry int // the entry being read, for errors; -1 before the first
+	// prev is the header of the entry before, whose values the next
+	// entry's equal ones share: the entries of one batch mostly carry
+	// the same fields (Content-Type, the sender's instance, the
+	// destination), and each would otherwise copy its own.
+	prev node.Header
 }
 
 func (r *frameReader) fail(format string, args ...any) {
@@ -329,12 +334,16 @@ func (r *frameReader) header() node.Header {
 		if r.err != nil {
 			return nil
 		}
-		if old, ok := h[k]; ok {
+		switch old, ok := h[k]; {
+		case ok:
 			h[k] = old + ", " + string(v)
-		} else {
+		case r.prev[k] == string(v) && r.prev[k] != "":
+			h[k] = r.prev[k]
+		default:
 			h[k] = string(v)
 		}
 	}
+	r.prev = h
 	return h
 }
 

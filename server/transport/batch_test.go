@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/chronos-timer/chronos/node"
 )
@@ -175,5 +176,37 @@ func TestFrameReaderCopiesNoKnownToken(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("reading a known method and header field name allocated %v times, want 0", allocs)
+	}
+}
+
+// TestBatchEntriesShareEqualHeaderValues proves a value an entry's field
+// shares with the same field of the entry before is not copied again, and
+// that every entry still reads its own values.
+func TestBatchEntriesShareEqualHeaderValues(t *testing.T) {
+	hdr := func(sig string) node.Header {
+		return node.Header{node.HeaderContentType: "application/json", node.HeaderTo: "127.0.0.1:7000", node.HeaderSignature: sig}
+	}
+	in := []node.Request{
+		{Method: "PUT", URL: "/timers/a", Header: hdr("s1")},
+		{Method: "PUT", URL: "/timers/b", Header: hdr("s2")},
+		{Method: "PUT", URL: "/timers/c", Header: node.Header{node.HeaderTo: "127.0.0.1:7001", node.HeaderSignature: "s2"}},
+	}
+	got, err := parseBatchRequest(appendBatchRequest(nil, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range in {
+		if !reflect.DeepEqual(got[i].Header, in[i].Header) {
+			t.Errorf("entry %d: header %v, want %v", i, got[i].Header, in[i].Header)
+		}
+	}
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	if !same(got[0].Header[node.HeaderTo], got[1].Header[node.HeaderTo]) ||
+		!same(got[0].Header[node.HeaderContentType], got[1].Header[node.HeaderContentType]) ||
+		!same(got[1].Header[node.HeaderSignature], got[2].Header[node.HeaderSignature]) {
+		t.Errorf("values equal to the entry before's were copied again")
+	}
+	if same(got[0].Header[node.HeaderSignature], got[1].Header[node.HeaderSignature]) {
+		t.Errorf("entries with other values share one")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/chronos-timer/chronos/node"
 	"github.com/chronos-timer/chronos/wire"
@@ -101,7 +102,7 @@ func (c *Client) fill(h *host, buf []*job) []*job {
 // request to h's BatchPath, and queues their outcomes for the node in
 // their order. A job that waited too long is shed alone; if one job is
 // left it goes alone.
-func (c *Client) serveBatch(h *host, jobs []*job) {
+func (c *Client) serveBatch(h *host, l *link, jobs []*job) {
 	out := make([]completion, len(jobs))
 	live := make([]*job, 0, len(jobs))
 	slots := make([]int, 0, len(jobs))
@@ -114,9 +115,9 @@ func (c *Client) serveBatch(h *host, jobs []*job) {
 	switch len(live) {
 	case 0:
 	case 1:
-		out[slots[0]] = c.trip(h, live[0])
+		out[slots[0]] = c.trip(h, l, live[0])
 	default:
-		for i, o := range c.sendBatch(h, live) {
+		for i, o := range c.sendBatch(h, l, live) {
 			out[slots[i]] = o
 		}
 	}
@@ -126,7 +127,7 @@ func (c *Client) serveBatch(h *host, jobs []*job) {
 // sendBatch sends jobs in one batch and returns their outcomes in order.
 // The batch must be written by the earliest end of their queue waits; a
 // batch that fails fails each of them with its error.
-func (c *Client) sendBatch(h *host, jobs []*job) []completion {
+func (c *Client) sendBatch(h *host, l *link, jobs []*job) []completion {
 	reqs := make([]node.Request, len(jobs))
 	size := batchHeadSize
 	end := c.queueEnd(jobs[0])
@@ -137,15 +138,28 @@ func (c *Client) sendBatch(h *host, jobs []*job) []completion {
 			end = e
 		}
 	}
+	var body []byte
+	if l != nil {
+		body = appendBatchRequest(l.out, reqs)
+	} else {
+		body = appendBatchRequest(make([]byte, 0, size), reqs)
+	}
 	batch := node.Request{
 		Method: http.MethodPost,
 		URL:    h.key + BatchPath,
 		Header: node.Header{node.HeaderContentType: batchContentType},
-		Body:   appendBatchRequest(make([]byte, 0, size), reqs),
+		Body:   body,
 	}
 	n := int64(len(jobs))
 	c.count.inFlight.Add(n)
-	resp, took, err := c.roundTrip(batch, end, jobs[0].timeout, batchResponseLimit(len(jobs)))
+	var resp node.Response
+	var took time.Duration
+	var err error
+	if l != nil {
+		resp, took, err = c.directTrip(l, h.key, BatchPath, batch, end, jobs[0].timeout, batchResponseLimit(len(jobs)), l.in)
+	} else {
+		resp, took, err = c.roundTrip(batch, end, jobs[0].timeout, batchResponseLimit(len(jobs)))
+	}
 	c.count.inFlight.Add(-n)
 	c.count.peerBatches.Add(1)
 	c.count.peerBatched.Add(uint64(n))
@@ -154,6 +168,10 @@ func (c *Client) sendBatch(h *host, jobs []*job) []completion {
 	var resps []node.Response
 	if err == nil {
 		resps, err = readBatchResponse(resp, len(jobs))
+	}
+	if l != nil {
+		// Written, and read into copies: both bodies are the link's again.
+		l.out, l.in = keep(body), keep(resp.Body)
 	}
 	out := make([]completion, len(jobs))
 	for i, j := range jobs {

@@ -219,6 +219,46 @@ func TestClientBatchesWhatWaits(t *testing.T) {
 	})
 }
 
+// TestClientSecondWorkerWaitsForAWholeBatch proves the rule of a peer's
+// second batch worker: while the first is in a round trip, what is sent
+// waits for it and goes in one batch once it is back, rather than the
+// first request to arrive going alone in a second exchange; only a whole
+// batch waiting sets the second worker going beside the first.
+func TestClientSecondWorkerWaitsForAWholeBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &peerTransport{gate: make(chan struct{})}
+		lim := defaultLimits()
+		lim.batchRequests = 3
+		s := newPeerSender(p, lim)
+		defer s.c.Close()
+		s.blocked()
+		s.put("/timers/a")
+		s.put("/timers/b")
+		synctest.Wait()
+		if got, want := p.seen(), []string{"PUT /timers/block"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("two waiting behind a round trip: round trips %q, want %q", got, want)
+		}
+		s.put("/timers/c")
+		synctest.Wait()
+		want := []string{"PUT /timers/block", "batch | PUT /timers/a | PUT /timers/b | PUT /timers/c"}
+		if got := p.seen(); !reflect.DeepEqual(got, want) {
+			t.Errorf("a whole batch waiting: round trips %q, want %q", got, want)
+		}
+		s.put("/timers/d")
+		s.put("/timers/e")
+		synctest.Wait()
+		close(p.gate)
+		synctest.Wait()
+		want = append(want, "batch | PUT /timers/d | PUT /timers/e")
+		if got := p.seen(); !reflect.DeepEqual(got, want) {
+			t.Errorf("once the first is back: round trips %q, want %q", got, want)
+		}
+		if got := len(s.outcomes()); got != 6 {
+			t.Errorf("%d outcomes, want 6", got)
+		}
+	})
+}
+
 // TestClientBatchLimits proves a batch holds at most batchRequests
 // requests and batchBytes bytes, in the order they were sent, and that a
 // request too large for any batch, or left alone, goes alone.

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -28,12 +29,15 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusMethodNotAllowed, "method not allowed; allowed: POST")
 		return
 	}
-	body, status, reason := readRequestBody(w, r, batchMaxBytes, batchTooBig)
+	buf := batchBodies.Get().(*[]byte)
+	defer putBatchBody(buf)
+	body, status, reason := readBatchBody(w, r, (*buf)[:0])
+	*buf = body
 	if status != 0 {
 		WriteError(w, status, reason)
 		return
 	}
-	reqs, err := parseBatchRequest(body)
+	reqs, err := parseBatchRequest(body) // copies what it keeps
 	if err != nil {
 		WriteError(w, http.StatusBadRequest, err.Error())
 		return
@@ -54,12 +58,39 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request) {
 			resps[i].Body = nil // as net/http sends a lone HEAD's answer
 		}
 	}
-	out := appendBatchResponse(nil, resps)
+	out := appendBatchResponse((*buf)[:0], resps)
+	*buf = out
 	hdr := w.Header()
 	hdr.Set(node.HeaderContentType, batchContentType)
 	hdr.Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out)
+}
+
+// batchBodies pools the buffers a batch request is read into and its
+// response written from: the request's entries are copied out of it, and
+// the response is copied into the connection's buffer by Write.
+var batchBodies = sync.Pool{New: func() any { return new([]byte) }}
+
+// putBatchBody pools b unless it grew past what is worth keeping.
+func putBatchBody(b *[]byte) {
+	if cap(*b) <= linkBufferMax {
+		*b = (*b)[:0]
+		batchBodies.Put(b)
+	}
+}
+
+// readBatchBody reads r's body, of at most batchMaxBytes, into buf when it
+// fits; a non-zero status is its refusal, as readRequestBody's.
+func readBatchBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, int, string) {
+	if n := r.ContentLength; n > 0 && n <= int64(cap(buf)) {
+		b := buf[:n]
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, http.StatusBadRequest, "cannot read request body"
+		}
+		return b, 0, ""
+	}
+	return readRequestBody(w, r, batchMaxBytes, batchTooBig)
 }
 
 // handleBatch hands reqs to the node under one entry and waits for their

@@ -141,3 +141,42 @@ func TestBatchHandlerStoppedNode(t *testing.T) {
 		t.Errorf("answer %d, want 503 with Retry-After", rec.Code)
 	}
 }
+
+// TestBatchHandlerKeepsNothingOfItsBuffers proves what the node is handed
+// from a batch, and what the peer is answered, are the batch's own after
+// the pooled buffers they were read from and written into serve the next
+// batch of the same size.
+func TestBatchHandlerKeepsNothingOfItsBuffers(t *testing.T) {
+	s := newNodeLock()
+	core := &fakeCore{serial: s, t: t, respond: func(req node.Request, reply func(node.Response)) {
+		reply(node.Response{Status: 200, Header: node.Header{"X-Got": req.Header.Get(node.HeaderSignature)}, Body: req.Body})
+	}}
+	h := NewHandler(core, s.Do, chantest.Timeout, nil)
+	batch := func(x string) []node.Request {
+		return []node.Request{
+			{Method: http.MethodPut, URL: "/timers/" + x + "1", Header: node.Header{node.HeaderSignature: "sig " + x + "1"}, Body: []byte("body " + x + "1")},
+			{Method: http.MethodPut, URL: "/timers/" + x + "2", Header: node.Header{node.HeaderSignature: "sig " + x + "2"}, Body: []byte("body " + x + "2")},
+		}
+	}
+	var answers []string
+	for _, x := range []string{"a", "b", "c"} {
+		rec := postBatch(h, appendBatchRequest(nil, batch(x)))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("batch %s: %d %q", x, rec.Code, rec.Body)
+		}
+		answers = append(answers, rec.Body.String())
+	}
+	got := core.requests()
+	for i, x := range []string{"a", "b", "c"} {
+		for j, want := range batch(x) {
+			want.Remote = "192.0.2.1:1234"
+			if !reflect.DeepEqual(got[2*i+j], want) {
+				t.Errorf("batch %s, entry %d: node holds %+v, want %+v", x, j, got[2*i+j], want)
+			}
+		}
+		resps, err := parseBatchResponse([]byte(answers[i]), 2)
+		if err != nil || string(resps[0].Body) != "body "+x+"1" || resps[1].Header.Get("X-Got") != "sig "+x+"2" {
+			t.Errorf("batch %s: answered %+v (%v), want its own", x, resps, err)
+		}
+	}
+}

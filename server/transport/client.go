@@ -45,7 +45,10 @@ type Client struct {
 	// https when peerHTTPS; rt, unless the server gives its own.
 	peerRT    http.RoundTripper
 	peerHTTPS bool
-	log       *slog.Logger
+	// direct dials the connections the workers of peers' batched queues
+	// hold themselves (peerconn.go); nil sends those through peerRT.
+	direct *direct
+	log    *slog.Logger
 	// dialer resolves through the static DNS records; nil when a test
 	// gives its own transport.
 	dialer  *dnsDialer
@@ -62,6 +65,7 @@ type Client struct {
 	mu      sync.Mutex
 	hosts   map[hostID]*host
 	closed  bool
+	conns   map[*peerConn]struct{} // the workers' own, open
 	workers sync.WaitGroup
 
 	deadlines sync.Pool // of *deadline, for round trips
@@ -101,6 +105,7 @@ func newClient(enter func(func()) bool, log *slog.Logger, lim limits, rt http.Ro
 		base:      base,
 		cancel:    cancel,
 		hosts:     make(map[hostID]*host),
+		conns:     make(map[*peerConn]struct{}),
 		results:   newCompletions(),
 		stop:      make(chan struct{}),
 		delivered: make(chan struct{}),
@@ -196,6 +201,11 @@ func (c *Client) Close() {
 	c.mu.Unlock()
 	if !already {
 		c.cancel(ErrClientClosed)
+		c.mu.Lock()
+		for pc := range c.conns {
+			pc.conn.Close() // its worker reads ErrClientClosed
+		}
+		c.mu.Unlock()
 		c.workers.Wait()
 		close(c.stop)
 	}

@@ -19,7 +19,8 @@
 // outside.
 //
 // Files: handler.go and batchserve.go (inbound), client.go, pipeline.go,
-// worker.go and batchsend.go (outbound), batch.go (the batch format),
-// outbound.go and dnsdial.go (dialing), metrics.go (the Client's
-// Prometheus collectors).
+// worker.go, batchsend.go and peerconn.go (outbound; the last, the
+// connections the workers of a peer's batched queue hold themselves),
+// batch.go (the batch format), outbound.go and dnsdial.go (dialing),
+// metrics.go (the Client's Prometheus collectors).
 package transport

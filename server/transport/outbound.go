@@ -109,9 +109,11 @@ func (c *Client) transport(req node.Request) (http.RoundTripper, string) {
 // own address local (its cluster address), over TLS with tlsConfig when
 // that is set. Call it before the first Send.
 func (c *Client) SetPeers(local string, tlsConfig *tls.Config) {
-	t := newTransport(c.peerDial(newPeerDialer(local).DialContext))
+	dial := c.peerDial(newPeerDialer(local).DialContext)
+	t := newTransport(dial)
 	t.TLSClientConfig = tlsConfig
 	c.setPeerTransport(t, tlsConfig != nil)
+	c.direct = &direct{dial: dial, tls: tlsConfig}
 }
 
 // peerDial is dial behind the Client's static DNS records, as callbacks

@@ -59,7 +59,8 @@ const (
 	// idle peer gets each request at once, alone, and a busy one gets
 	// one HTTP exchange for many. Few workers make the batches large;
 	// 2 × batchMaxRequests in flight is as many as the 128 lone requests
-	// before. Measured in docs/design.md section 5.
+	// before. The second goes only when a whole batch waits (Client.next).
+	// Measured in docs/design.md section 5.
 	clientBatchWorkersPerHost = 2
 )
 
@@ -171,6 +172,10 @@ type host struct {
 	jobs    []*job
 	workers int
 	idle    int
+	// busy counts the workers of a batched queue in a round trip. While
+	// one is, the others leave the queue to it unless a whole batch
+	// waits (see Client.next).
+	busy int
 	// wake holds one token per job a worker may not have seen yet.
 	wake chan struct{}
 	// shedSince counts the sends shed since the last log line, at lastLog.

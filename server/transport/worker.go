@@ -21,15 +21,22 @@ import (
 // limits.idle for a request, or the Client closed, with the queue empty.
 func (c *Client) work(h *host) {
 	defer c.workers.Done()
+	var l *link // the worker's own connection to its peer (peerconn.go)
+	if h.batch && c.direct != nil && strings.HasPrefix(h.key, "http://") {
+		l = new(link)
+		defer c.hangUp(l)
+	}
 	idle := time.NewTimer(c.limits.idle)
 	defer idle.Stop()
 	var jobs []*job
+	served := false // the last pass performed jobs
 	for {
-		if jobs = c.next(h, jobs[:0]); len(jobs) > 0 {
+		if jobs = c.next(h, jobs[:0], served); len(jobs) > 0 {
+			served = true
 			if len(jobs) == 1 {
-				c.results.push(c.serve(h, jobs[0]))
+				c.results.push(c.serve(h, l, jobs[0]))
 			} else {
-				c.serveBatch(h, jobs)
+				c.serveBatch(h, l, jobs)
 			}
 			// Served, a job is referred to by nothing else: its
 			// outcome holds its done function, not the job.
@@ -40,6 +47,7 @@ func (c *Client) work(h *host) {
 			}
 			continue
 		}
+		served = false
 		idle.Reset(c.limits.idle)
 		leave := false
 		select {
@@ -57,10 +65,27 @@ func (c *Client) work(h *host) {
 
 // next appends to buf the oldest request of h's queue and, if the queue
 // is batched, the requests after it that fit in its batch; if there is
-// none, it counts the worker as idle and returns buf as it was.
-func (c *Client) next(h *host, buf []*job) []*job {
+// none, it counts the worker as idle and returns buf as it was. served
+// says the worker comes from a round trip.
+//
+// A worker of a batched queue takes nothing while another is in a round
+// trip, unless a whole batch waits: the one in its round trip takes what
+// waits when it is back, in one batch, where a second worker would have
+// sent the first request to arrive alone and the rest behind it in a
+// second exchange: an exchange costs both nodes far more than a request
+// it carries (docs/design.md 5.3), and under load the second worker sent
+// a quarter of the requests alone. A second worker still serves a peer
+// that a whole batch waits for.
+func (c *Client) next(h *host, buf []*job, served bool) []*job {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if served && h.batch {
+		h.busy--
+	}
+	if h.batch && h.busy > 0 && h.waiting() < c.limits.batchRequests {
+		h.idle++
+		return buf
+	}
 	j := h.pop()
 	if j == nil {
 		h.idle++
@@ -69,6 +94,7 @@ func (c *Client) next(h *host, buf []*job) []*job {
 	buf = append(buf, j)
 	if h.batch {
 		buf = c.fill(h, buf)
+		h.busy++
 	}
 	c.count.depth.Add(-int64(len(buf)))
 	return buf
@@ -93,18 +119,25 @@ func (c *Client) rest(h *host, leave bool) bool {
 }
 
 // serve performs j, or sheds it if it waited too long, and returns its
-// outcome for the node.
-func (c *Client) serve(h *host, j *job) completion {
+// outcome for the node. l is the worker's own connection to a peer, or nil.
+func (c *Client) serve(h *host, l *link, j *job) completion {
 	if err := c.refuse(h, j); err != nil {
 		return completion{done: j.done, err: err}
 	}
-	return c.trip(h, j)
+	return c.trip(h, l, j)
 }
 
 // trip performs j alone and returns its outcome.
-func (c *Client) trip(h *host, j *job) completion {
+func (c *Client) trip(h *host, l *link, j *job) completion {
 	c.count.inFlight.Add(1)
-	resp, took, err := c.roundTrip(j.req, c.queueEnd(j), j.timeout, wire.MaxBodyBytes)
+	var resp node.Response
+	var took time.Duration
+	var err error
+	if l != nil {
+		resp, took, err = c.directTrip(l, h.key, j.target, j.req, c.queueEnd(j), j.timeout, wire.MaxBodyBytes, nil)
+	} else {
+		resp, took, err = c.roundTrip(j.req, c.queueEnd(j), j.timeout, wire.MaxBodyBytes)
+	}
 	c.count.inFlight.Add(-1)
 	return c.outcome(h, j, resp, took, err)
 }
