@@ -271,21 +271,30 @@ func TestRetrySendsThePopsItsProxyMade(t *testing.T) {
 	c.deliver(c.net.take("http://"+a), nil) // then A, after its pop
 	c.deliver(firstTry, nil)                // B answers the first try 409
 	c.settle()
+	got := requireRetryHeldAndNoPopAgain(t, c, deleted, updated, id, a, b)
+	assert.Equal(t, uint32(1), got.Seq, "B's copy of the retry: pop 1 made")
+}
+
+// requireRetryHeldAndNoPopAgain checks the end of a one-shot update's
+// retry above a racing delete: both answered, the update 200, B holding
+// the retry A holds, and no pop made again in the next 10 s. It returns
+// B's copy as it was before those 10 s.
+func requireRetryHeldAndNoPopAgain(t *testing.T, c *cluster, deleted, updated *Response, id uint64, a, b string) Timer {
+	t.Helper()
 	require.NotNil(t, deleted)
 	require.NotNil(t, updated)
 	require.Equal(t, 200, updated.Status, "the update, written again above the delete")
-
 	got, ok := c.nodes[b].Timer(id)
 	require.True(t, ok)
 	held, _ := c.nodes[a].Timer(id)
 	require.Equal(t, held.Version, got.Version, "B holds the retry")
-	assert.Equal(t, uint32(1), got.Seq, "B's copy of the retry: pop 1 made")
 	var again []string
 	c.advanceWith(10*time.Second, func(s *sent) int {
 		again = append(again, s.from)
 		return 200
 	})
 	assert.Empty(t, again, "pop 1 made again, by")
+	return got
 }
 
 // TestReplicaThatCarriesPopsIntoARetryTellsTheRetrysReplicas: a replica
@@ -333,17 +342,5 @@ func TestReplicaThatCarriesPopsIntoARetryTellsTheRetrysReplicas(t *testing.T) {
 		}
 	}
 	c.settle()
-	require.NotNil(t, deleted)
-	require.NotNil(t, updated)
-	require.Equal(t, 200, updated.Status, "the update, written again above the delete")
-	got, ok := c.nodes[b].Timer(id)
-	require.True(t, ok)
-	held, _ := c.nodes[a].Timer(id)
-	require.Equal(t, held.Version, got.Version, "B holds the retry")
-	var again []string
-	c.advanceWith(10*time.Second, func(s *sent) int {
-		again = append(again, s.from)
-		return 200
-	})
-	assert.Empty(t, again, "pop 1 made again, by")
+	requireRetryHeldAndNoPopAgain(t, c, deleted, updated, id, a, b)
 }

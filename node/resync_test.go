@@ -751,6 +751,19 @@ func TestWritesDuringAScaleDownReachTheLeavingNode(t *testing.T) {
 	}
 }
 
+// idMovedToD returns an ID whose replica at factor 1 among three (X)
+// holds none of its default factor's copies once D joins, whose primary
+// D then is, and X.
+func idMovedToD() (uint64, string) {
+	before, after := NewRing(three), NewRing([]string{nodeA, nodeB, nodeC, nodeD})
+	for id := uint64(1); ; id++ {
+		old, now := before.Replicas(id, 1)[0], after.Replicas(id, wire.DefaultReplicationFactor)
+		if now[0] == nodeD && !slices.Contains(now, old) {
+			return id, old
+		}
+	}
+}
+
 // TestWriteReachesTheReplicasOfTheViewBefore is fresh seed 2800170
 // (scenarios/README.md N49): a timer of rf 1 on X moves to D as D
 // joins, and X's hand-off to D is held (a clog into D), so X keeps its
@@ -764,17 +777,7 @@ func TestWritesDuringAScaleDownReachTheLeavingNode(t *testing.T) {
 // which leaves the view as it is) or, started since the scale began,
 // from the scale's membership.
 func TestWriteReachesTheReplicasOfTheViewBefore(t *testing.T) {
-	four := []string{nodeA, nodeB, nodeC, nodeD}
-	before, after := NewRing(three), NewRing(four)
-	var id uint64
-	var x string
-	for id = 1; x == ""; id++ {
-		old, now := before.Replicas(id, 1)[0], after.Replicas(id, wire.DefaultReplicationFactor)
-		if now[0] == nodeD && !slices.Contains(now, old) {
-			x = old
-		}
-	}
-	id--
+	id, x := idMovedToD()
 	proxy := nodeA
 	if x == nodeA {
 		proxy = nodeB
@@ -801,7 +804,7 @@ func TestWriteReachesTheReplicasOfTheViewBefore(t *testing.T) {
 			case "proxy started during the scale":
 				c.restart(proxy)
 			case "scale's last step given":
-				c.reload(Membership{Nodes: four})
+				c.reload(Membership{Nodes: []string{nodeA, nodeB, nodeC, nodeD}})
 			}
 			require.Equal(t, []string{x}, c.holders(bare), "X still holds its copy to hand off")
 			for _, s := range c.net.take(cb) { // the pops made while the scale ran
@@ -1885,17 +1888,8 @@ func TestResyncRefersATimerOnlyFromThePageThatPassedItOn(t *testing.T) {
 // replica popped it after a restart, a pop the first had made
 // (scenarios/README.md N55).
 func TestUpdateWithoutAFactorLearnsItFromTheViewBefore(t *testing.T) {
-	four := []string{nodeA, nodeB, nodeC, nodeD}
-	before, after := NewRing(three), NewRing(four)
-	var id uint64
-	var x string
-	for id = 1; x == ""; id++ {
-		old, now := before.Replicas(id, 1)[0], after.Replicas(id, wire.DefaultReplicationFactor)
-		if now[0] == nodeD && !slices.Contains(now, old) {
-			x = old
-		}
-	}
-	id--
+	id, x := idMovedToD()
+	after := NewRing([]string{nodeA, nodeB, nodeC, nodeD})
 	second := after.Replicas(id, wire.DefaultReplicationFactor)[1]
 	proxy := nodeA
 	for _, n := range three {
