@@ -169,6 +169,26 @@ func (x *index) queuedPastLag(s *span, node string, b time.Duration) bool {
 		s.from <= b+x.o.SiteLag && s.from+q > b+x.o.SiteLag
 }
 
+// crashedInbound reports the receiver of span s when s is a message from
+// node carrying the record of its write, answered at b, that arrived
+// while the write ran or in the transit after (by b+MaxNetDelay), waited
+// in its receiver's inbound queue (a Queued fault, recorded as it
+// arrived), and whose receiver crashed before the wait ended: the crash
+// took the message from the queue unprocessed, so that receiver never
+// took the write, though no fault was active while the write ran
+// (scenarios/README.md g5e-1: a delete's replication sat 2 s in an
+// overloaded replica's queue, the delete returned on the other two
+// replicas' answers, and the replica crashed before processing it; it
+// restarted from disk with the deleted definition and popped it).
+func (x *index) crashedInbound(d *def, s *span, node string, b time.Duration) (string, bool) {
+	q, record, ok := queuedWait(s.fault)
+	if !ok || !record || s.fault.Nodes[0] != node || s.from > b+x.h.MaxNetDelay {
+		return "", false
+	}
+	r := s.fault.Peers[0]
+	return r, x.nodeCrashedIn(d, r, s.from, s.from+q)
+}
+
 // sentAt is when the message of span s was sent: a lost request is
 // recorded when it leaves its sender, after any wait for the sender's
 // overloaded CPU (an Overload fault on its link, see sendWaitOf), and a

@@ -94,6 +94,13 @@ const (
 	// and each site's relay places it after the client has its answer.
 	// Such a site may pop the old definition until a notice repairs it.
 	ExSiteLag Excuse = "site-lag"
+	// ExCrashedInbound: a write's replication waited in its receiver's
+	// inbound queue past the write's answer, and the receiver crashed
+	// before processing it: the crash took the write from that replica
+	// as surely as if it had been down while the write ran, and the
+	// replica may pop the old definition until a notice repairs it
+	// (crashedInbound).
+	ExCrashedInbound Excuse = "crashed-inbound"
 	// ExForgot: a replica attempted a pop twice (G4) after it may have
 	// forgotten the first attempt: it crashed between the two (a
 	// restarted node holds nothing of what it did), a scale-down stopped

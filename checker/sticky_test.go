@@ -168,3 +168,48 @@ func TestSiteWhoseRelayMissedTheUpdateOwesNoRepair(t *testing.T) {
 	requireHas(t, Check(build("n9", 20*sec, 35*sec)), "G5")
 	requireHas(t, Check(build(relay(sites), 5*sec, 15*sec)), "G5")
 }
+
+// TestCrashTookTheDeleteFromTheInboundQueue is the shape of fresh seed
+// 4854420 (scenarios/README.md g5e-1, the crashed-inbound excuse): a
+// delete through one of three replicas returns on two answers while its
+// replication to the third waits 2 s in that replica's inbound queue for
+// its overloaded CPU; the third crashes before processing it, restarts
+// from disk with the deleted definition and pops it: the crash kept the
+// delete from it, and its first pop, whose notice meets the tombstone, is
+// no violation; a second is. With the crash after the wait ended (the
+// replica took the delete), or the waiting message sent by another node
+// than the delete's, or carrying no record, the pop is a violation.
+func TestCrashTookTheDeleteFromTheInboundQueue(t *testing.T) {
+	members := []string{"n1", "n2", "n3"}
+	r := Replicas(members, placedTimer, 3)
+	build := func(crashAt time.Duration, sender, detail string, again bool) *History {
+		h := &History{Members: members, End: 20 * sec, LivenessFrom: 14 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms, Storage: true}
+		h.Ops = []Op{write(1, Create, placedTimer, "a", sec, 12*sec, 0, 10*ms, OK), del(2, placedTimer, 2500*ms, 3000*ms, OK)}
+		h.Ops[0].Node, h.Ops[1].Node = r[0], r[0]
+		for i := range h.Ops {
+			h.Ops[i].Spec.ReplicationFactor = 3
+		}
+		h.Faults = []Fault{
+			{At: 2505 * ms, Kind: Queued, Nodes: []string{sender}, Peers: []string{r[2]}, Detail: detail, Timer: placedTimer},
+			{At: crashAt, Kind: Crash, Nodes: []string{r[2]}}, {At: 6 * sec, Kind: Restart, Nodes: []string{r[2]}},
+		}
+		h.Pops = append(pops(r[0], "a", 1, 2, 0), pop(6*sec+20*ms, r[2], "a", 6))
+		if again {
+			h.Pops = append(h.Pops, pop(10*sec+20*ms, r[2], "a", 10))
+		}
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		return h
+	}
+	record := OverloadWaited + (2 * sec).String() + OverloadRecord
+	vs, cov := DefaultOptions().Judge(build(4*sec, r[0], record, false))
+	requireNone(t, vs)
+	if cov.Excused[ExCrashedInbound] == 0 {
+		t.Errorf("crashed-inbound covered nothing: got %v", cov.Excused)
+	}
+	requireHas(t, Check(build(4*sec, r[0], record, true)), "G5", "should have repaired that replica")
+	requireHas(t, Check(build(4600*ms, r[0], record, false)), "G5", "want none")
+	requireHas(t, Check(build(4*sec, r[1], record, false)), "G5", "want none")
+	requireHas(t, Check(build(4*sec, r[0], OverloadWaited+(2*sec).String(), false)), "G5", "want none")
+}
