@@ -568,8 +568,8 @@ func (x *index) writeHit(op Op) (time.Duration, bool) {
 // writeHitBy is writeHit, also reporting the excuse that alone made the
 // fault a hit: "" when the fault itself kept the write from a replica,
 // ExSiteLag when only the site-lag excuse did (see missedAtSites),
-// ExCrashedInbound when only a crash that took the write's replication
-// from its receiver's inbound queue did (see crashedInbound). A delete is
+// ExInboundKept when only a replication that its receiver's inbound
+// queue kept past the write's stick limit did (see inboundKept). A delete is
 // hit when a fault may have kept it from a replica of any definition it
 // must reach (reachOf).
 func (x *index) writeHitBy(op Op) (at time.Duration, hit bool, why Excuse) {
@@ -676,12 +676,12 @@ func (x *index) defWriteHit(op Op, d *def) (at time.Duration, hit bool, why Excu
 		return op.Invoke, true, ""
 	}
 	for _, s := range d.spans {
-		if r, ok := x.crashedInbound(d, s, op.Node, ret); ok {
+		if r, ok := x.inboundKept(d, s, op, ret); ok {
 			missed[r] = true
 		}
 	}
 	if hitBy() {
-		return op.Invoke, true, ExCrashedInbound
+		return op.Invoke, true, ExInboundKept
 	}
 	lagged := x.missedAtSites(d, op.Node, ret, true, missed)
 	for _, s := range d.spans {

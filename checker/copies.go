@@ -169,24 +169,31 @@ func (x *index) queuedPastLag(s *span, node string, b time.Duration) bool {
 		s.from <= b+x.o.SiteLag && s.from+q > b+x.o.SiteLag
 }
 
-// crashedInbound reports the receiver of span s when s is a message from
-// node carrying the record of its write, answered at b, that arrived
-// while the write ran or in the transit after (by b+MaxNetDelay), waited
-// in its receiver's inbound queue (a Queued fault, recorded as it
-// arrived), and whose receiver crashed before the wait ended: the crash
-// took the message from the queue unprocessed, so that receiver never
-// took the write, though no fault was active while the write ran
+// inboundKept reports the receiver of span s when s is a message from
+// the node of write op, answered at b, carrying the record of op, that
+// arrived while op ran or in the transit after (by b+MaxNetDelay) and
+// waited in its receiver's inbound queue for its overloaded CPU (a Queued
+// fault, recorded as it arrived) until past op's stick limit, or until
+// its receiver crashed, which took it from the queue unprocessed: no fault
+// was active while op ran, yet that replica did not hold op until past
+// the limit, or at all, and may pop what op replaced meanwhile
 // (scenarios/README.md g5e-1: a delete's replication sat 2 s in an
-// overloaded replica's queue, the delete returned on the other two
-// replicas' answers, and the replica crashed before processing it; it
-// restarted from disk with the deleted definition and popped it).
-func (x *index) crashedInbound(d *def, s *span, node string, b time.Duration) (string, bool) {
+// overloaded replica's queue while the delete returned on the other two
+// replicas' answers; the replica popped the deleted definition before it
+// processed the delete, or crashed first, restarted from disk with the
+// deleted definition and popped it). A replication processed within the
+// limit kept nothing a stale pop could show. Another site takes the write
+// up to SiteLag later anyway: its waits are queuedPastLag's.
+func (x *index) inboundKept(d *def, s *span, op Op, b time.Duration) (string, bool) {
 	q, record, ok := queuedWait(s.fault)
-	if !ok || !record || s.fault.Nodes[0] != node || s.from > b+x.h.MaxNetDelay {
+	if !ok || !record || s.fault.Nodes[0] != op.Node || s.from > b+x.h.MaxNetDelay {
 		return "", false
 	}
 	r := s.fault.Peers[0]
-	return r, x.nodeCrashedIn(d, r, s.from, s.from+q)
+	if !x.sameSite(op.Node, r) {
+		return "", false
+	}
+	return r, s.from+q > x.stickLimit(op) || x.nodeCrashedIn(d, r, s.from, s.from+q)
 }
 
 // sentAt is when the message of span s was sent: a lost request is
