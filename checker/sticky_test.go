@@ -214,6 +214,9 @@ func TestInboundQueueKeptTheDeleteFromAReplica(t *testing.T) {
 	for _, h := range []*History{
 		build(2*sec, 0, r[0], record, 4*sec),     // popped while the delete waited
 		build(2*sec, 4*sec, r[0], record, 6*sec), // the crash took the delete
+		// A wait that would have ended within the stick limit, but the
+		// crash after the answer came first and took the delete.
+		build(550*ms, 3020*ms, r[0], record, 6*sec),
 	} {
 		vs, cov := DefaultOptions().Judge(h)
 		requireNone(t, vs)
