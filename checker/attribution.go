@@ -565,24 +565,27 @@ func (x *index) writeHit(op Op) (time.Duration, bool) {
 	return at, hit
 }
 
-// writeHitBy is writeHit, also reporting whether only the site-lag excuse
-// (see missedAtSites) made the fault a hit. A delete is hit when a fault
-// may have kept it from a replica of any definition it must reach
-// (reachOf).
-func (x *index) writeHitBy(op Op) (at time.Duration, hit, lagged bool) {
+// writeHitBy is writeHit, also reporting the excuse that alone made the
+// fault a hit: "" when the fault itself kept the write from a replica,
+// ExSiteLag when only the site-lag excuse did (see missedAtSites),
+// ExInboundKept when only a replication that its receiver's inbound
+// queue kept past the write's stick limit did (see inboundKept). A delete is
+// hit when a fault may have kept it from a replica of any definition it
+// must reach (reachOf).
+func (x *index) writeHitBy(op Op) (at time.Duration, hit bool, why Excuse) {
 	ds := x.reachOf(op)
 	if len(ds) == 0 {
 		return x.spansHit(op, x.allSpans())
 	}
 	at = never
 	for _, d := range ds {
-		a, h, l := x.defWriteHit(op, d)
-		// Prefer a hit without the site-lag excuse, then the earliest.
-		if h && (!hit || (lagged && !l) || (l == lagged && a < at)) {
-			at, hit, lagged = a, true, l
+		a, h, w := x.defWriteHit(op, d)
+		// Prefer a hit without an excuse of its own, then the earliest.
+		if h && (!hit || (why != "" && w == "") || (w == "") == (why == "") && a < at) {
+			at, hit, why = a, true, w
 		}
 	}
-	return at, hit, lagged
+	return at, hit, why
 }
 
 // startHolders is every node that may have held d's start and handed it
@@ -636,14 +639,14 @@ func (x *index) defsOf(timer uint64) []*def {
 }
 
 // spansHit reports the first of spans that overlaps write op.
-func (x *index) spansHit(op Op, spans []*span) (at time.Duration, hit, lagged bool) {
+func (x *index) spansHit(op Op, spans []*span) (at time.Duration, hit bool, why Excuse) {
 	ret := min(effReturn(op), x.end)
 	for _, s := range spans {
 		if s.from <= ret && s.to >= op.Invoke {
-			return max(s.from, op.Invoke), true, false
+			return max(s.from, op.Invoke), true, ""
 		}
 	}
-	return never, false, false
+	return never, false, ""
 }
 
 // allSpans is every span of the timeline, as spansHit takes them, listed
@@ -656,7 +659,7 @@ func (x *index) allSpans() []*span {
 }
 
 // defWriteHit is writeHitBy for the copies of one definition d.
-func (x *index) defWriteHit(op Op, d *def) (at time.Duration, hit, lagged bool) {
+func (x *index) defWriteHit(op Op, d *def) (at time.Duration, hit bool, why Excuse) {
 	ret := min(effReturn(op), x.end)
 	if !d.placed {
 		return x.spansHit(op, d.spans)
@@ -670,9 +673,17 @@ func (x *index) defWriteHit(op Op, d *def) (at time.Duration, hit, lagged bool) 
 	addAll(missed, x.diskFaulty(d, op.Invoke, ret))
 	hitBy := func() bool { return missed[op.Node] || meets(d.replicas, missed) || meets(d.relays, missed) }
 	if hitBy() {
-		return op.Invoke, true, false
+		return op.Invoke, true, ""
 	}
-	lagged = x.missedAtSites(d, op.Node, ret, true, missed)
+	for _, s := range d.spans {
+		if r, ok := x.inboundKept(d, s, op, ret); ok {
+			missed[r] = true
+		}
+	}
+	if hitBy() {
+		return op.Invoke, true, ExInboundKept
+	}
+	lagged := x.missedAtSites(d, op.Node, ret, true, missed)
 	for _, s := range d.spans {
 		if x.queuedPastLag(s, op.Node, ret) && !missed[s.fault.Peers[0]] {
 			missed[s.fault.Peers[0]] = true
@@ -680,9 +691,9 @@ func (x *index) defWriteHit(op Op, d *def) (at time.Duration, hit, lagged bool) 
 		}
 	}
 	if lagged && hitBy() {
-		return op.Invoke, true, true
+		return op.Invoke, true, ExSiteLag
 	}
-	return never, false, false
+	return never, false, ""
 }
 
 // forward is how far the clocks of d's nodes moved ahead of true time in

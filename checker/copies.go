@@ -169,6 +169,33 @@ func (x *index) queuedPastLag(s *span, node string, b time.Duration) bool {
 		s.from <= b+x.o.SiteLag && s.from+q > b+x.o.SiteLag
 }
 
+// inboundKept reports the receiver of span s when s is a message from
+// the node of write op, answered at b, carrying the record of op, that
+// arrived while op ran or in the transit after (by b+MaxNetDelay) and
+// waited in its receiver's inbound queue for its overloaded CPU (a Queued
+// fault, recorded as it arrived) until past op's stick limit, or until
+// its receiver crashed, which took it from the queue unprocessed: no fault
+// was active while op ran, yet that replica did not hold op until past
+// the limit, or at all, and may pop what op replaced meanwhile
+// (scenarios/README.md g5e-1: a delete's replication sat 2 s in an
+// overloaded replica's queue while the delete returned on the other two
+// replicas' answers; the replica popped the deleted definition before it
+// processed the delete, or crashed first, restarted from disk with the
+// deleted definition and popped it). A replication processed within the
+// limit kept nothing a stale pop could show. Another site takes the write
+// up to SiteLag later anyway: its waits are queuedPastLag's.
+func (x *index) inboundKept(d *def, s *span, op Op, b time.Duration) (string, bool) {
+	q, record, ok := queuedWait(s.fault)
+	if !ok || !record || s.fault.Nodes[0] != op.Node || s.from > b+x.h.MaxNetDelay {
+		return "", false
+	}
+	r := s.fault.Peers[0]
+	if !x.sameSite(op.Node, r) {
+		return "", false
+	}
+	return r, s.from+q > x.stickLimit(op) || x.nodeCrashedIn(d, r, s.from, s.from+q)
+}
+
 // sentAt is when the message of span s was sent: a lost request is
 // recorded when it leaves its sender, after any wait for the sender's
 // overloaded CPU (an Overload fault on its link, see sendWaitOf), and a

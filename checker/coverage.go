@@ -94,6 +94,13 @@ const (
 	// and each site's relay places it after the client has its answer.
 	// Such a site may pop the old definition until a notice repairs it.
 	ExSiteLag Excuse = "site-lag"
+	// ExInboundKept: a write's replication waited in its receiver's
+	// inbound queue for its overloaded CPU past the write's stick limit,
+	// or until the receiver crashed, which took it unprocessed: that
+	// replica did not hold the write until then, or at all, as if a fault
+	// had kept it from the replica while the write ran, and may pop the
+	// old definition until it is repaired (inboundKept).
+	ExInboundKept Excuse = "inbound-kept"
 	// ExForgot: a replica attempted a pop twice (G4) after it may have
 	// forgotten the first attempt: it crashed between the two (a
 	// restarted node holds nothing of what it did), a scale-down stopped

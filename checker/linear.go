@@ -331,9 +331,9 @@ func (x *index) writeVerdict(op Op, in linInput, ok bool, taint map[string]time.
 		return excused(ExUnknownWrite) // a delete of a timer the client never learned
 	}
 	tainted := op.Invoke >= taint[in.Key]
-	if _, hit, lagged := x.writeHitBy(op); hit && (tainted || op.Kind != Create && op.Outcome == OK) {
-		if lagged {
-			return excused(ExSiteLag)
+	if _, hit, why := x.writeHitBy(op); hit && (tainted || op.Kind != Create && op.Outcome == OK) {
+		if why != "" {
+			return excused(why)
 		}
 		return excused(ExFault + "/write")
 	}

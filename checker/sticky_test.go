@@ -168,3 +168,66 @@ func TestSiteWhoseRelayMissedTheUpdateOwesNoRepair(t *testing.T) {
 	requireHas(t, Check(build("n9", 20*sec, 35*sec)), "G5")
 	requireHas(t, Check(build(relay(sites), 5*sec, 15*sec)), "G5")
 }
+
+// TestInboundQueueKeptTheDeleteFromAReplica is the shape of fresh seed
+// 4854420 (scenarios/README.md g5e-1, the inbound-kept excuse): a delete
+// through one of three replicas returns on two answers while its
+// replication to the third waits 2 s in that replica's inbound queue for
+// its overloaded CPU. That replica pops the deleted definition before it
+// processes the delete; or it crashes first, which takes the delete from
+// the queue, restarts from disk with the deleted definition and pops it.
+// Either way it did not hold the delete, and its first pop, whose notice
+// meets the tombstone, is no violation; a second, once repaired, is.
+// With the wait ended before the answer, or after it but within the
+// stick limit (the replica took the delete in time, whether it crashed
+// later or not), or the waiting message sent by
+// another node than the delete's, or carrying no record, the pop is a
+// violation.
+func TestInboundQueueKeptTheDeleteFromAReplica(t *testing.T) {
+	members := []string{"n1", "n2", "n3"}
+	r := Replicas(members, placedTimer, 3)
+	const record = true
+	build := func(wait, crashAt time.Duration, sender string, rec bool, popAt ...time.Duration) *History {
+		h := &History{Members: members, End: 20 * sec, LivenessFrom: 14 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms, Storage: true}
+		h.Ops = []Op{write(1, Create, placedTimer, "a", sec, 12*sec, 0, 10*ms, OK), del(2, placedTimer, 2500*ms, 3000*ms, OK)}
+		h.Ops[0].Node, h.Ops[1].Node = r[0], r[0]
+		for i := range h.Ops {
+			h.Ops[i].Spec.ReplicationFactor = 3
+		}
+		detail := OverloadWaited + wait.String()
+		if rec {
+			detail += OverloadRecord
+		}
+		h.Faults = []Fault{{At: 2505 * ms, Kind: Queued, Nodes: []string{sender}, Peers: []string{r[2]}, Detail: detail, Timer: placedTimer}}
+		if crashAt > 0 {
+			h.Faults = append(h.Faults, Fault{At: crashAt, Kind: Crash, Nodes: []string{r[2]}}, Fault{At: 6 * sec, Kind: Restart, Nodes: []string{r[2]}})
+		}
+		h.Pops = pops(r[0], "a", 1, 2, 0)
+		for _, at := range popAt {
+			h.Pops = append(h.Pops, pop(at+20*ms, r[2], "a", int(at/sec)))
+		}
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		return h
+	}
+	for _, h := range []*History{
+		build(2*sec, 0, r[0], record, 4*sec),     // popped while the delete waited
+		build(2*sec, 4*sec, r[0], record, 6*sec), // the crash took the delete
+		// A wait that would have ended within the stick limit, but the
+		// crash after the answer came first and took the delete.
+		build(550*ms, 3020*ms, r[0], record, 6*sec),
+	} {
+		vs, cov := DefaultOptions().Judge(h)
+		requireNone(t, vs)
+		if cov.Excused[ExInboundKept] == 0 {
+			t.Errorf("inbound-kept covered nothing: got %v", cov.Excused)
+		}
+	}
+	requireHas(t, Check(build(2*sec, 4*sec, r[0], record, 6*sec, 10*sec)), "G5", "should have repaired that replica")
+	requireHas(t, Check(build(300*ms, 0, r[0], record, 4*sec)), "G5", "want none")
+	requireHas(t, Check(build(550*ms, 0, r[0], record, 4*sec)), "G5", "want none") // processed past the answer, within the limit
+	requireHas(t, Check(build(300*ms, 4*sec, r[0], record, 6*sec)), "G5", "want none")
+	requireHas(t, Check(build(2*sec, 4*sec, r[1], record, 6*sec)), "G5", "want none")
+	requireHas(t, Check(build(2*sec, 4*sec, r[0], !record, 6*sec)), "G5", "want none")
+}
