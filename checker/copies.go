@@ -177,7 +177,7 @@ func (x *index) queuedPastLag(s *span, node string, b time.Duration) bool {
 // its receiver crashed, which took it from the queue unprocessed: no fault
 // was active while op ran, yet that replica did not hold op until past
 // the limit, or at all, and may pop what op replaced meanwhile
-// (scenarios/README.md g5e-1: a delete's replication sat 2 s in an
+// (scenarios/README.md C43: a delete's replication sat 2 s in an
 // overloaded replica's queue while the delete returned on the other two
 // replicas' answers; the replica popped the deleted definition before it
 // processed the delete, or crashed first, restarted from disk with the

@@ -170,7 +170,7 @@ func TestSiteWhoseRelayMissedTheUpdateOwesNoRepair(t *testing.T) {
 }
 
 // TestInboundQueueKeptTheDeleteFromAReplica is the shape of fresh seed
-// 4854420 (scenarios/README.md g5e-1, the inbound-kept excuse): a delete
+// 4854420 (scenarios/README.md C43, the inbound-kept excuse): a delete
 // through one of three replicas returns on two answers while its
 // replication to the third waits 2 s in that replica's inbound queue for
 // its overloaded CPU. That replica pops the deleted definition before it
