@@ -51,10 +51,14 @@ type Client struct {
 	log    *slog.Logger
 	// dialer resolves through the static DNS records; nil when a test
 	// gives its own transport.
-	dialer  *dnsDialer
-	limits  limits
-	count   counters
-	metrics *metrics
+	dialer *dnsDialer
+	limits limits
+	count  counters
+	// directDial dials the workers' own connections, over which
+	// callbacks to plain http:// URLs go (direct.go); nil: every request
+	// goes through rt.
+	directDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	metrics    *metrics
 	// base is cancelled by Close, so round trips still running at shutdown
 	// end at once instead of at their timeout.
 	base   context.Context
@@ -84,6 +88,7 @@ func NewClient(enter func(f func()) bool, reg prometheus.Registerer, log *slog.L
 	d := newDNSDialer()
 	c := newClient(enter, log, defaultLimits(), newTransport(d.DialContext))
 	c.dialer = d
+	c.directDial = d.DialContext
 	reg.MustRegister(c.metrics.collectors()...)
 	return c
 }

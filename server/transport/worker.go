@@ -28,13 +28,15 @@ func (c *Client) work(h *host) {
 	}
 	idle := time.NewTimer(c.limits.idle)
 	defer idle.Stop()
+	var dc directConn // this worker's own connection, for callbacks
+	defer dc.close()
 	var jobs []*job
 	served := false // the last pass performed jobs
 	for {
 		if jobs = c.next(h, jobs[:0], served); len(jobs) > 0 {
 			served = true
 			if len(jobs) == 1 {
-				c.results.push(c.serve(h, l, jobs[0]))
+				c.results.push(c.serve(h, l, jobs[0], &dc))
 			} else {
 				c.serveBatch(h, l, jobs)
 			}
@@ -119,10 +121,14 @@ func (c *Client) rest(h *host, leave bool) bool {
 }
 
 // serve performs j, or sheds it if it waited too long, and returns its
-// outcome for the node. l is the worker's own connection to a peer, or nil.
-func (c *Client) serve(h *host, l *link, j *job) completion {
+// outcome for the node. l is the worker's own connection to a peer, or
+// nil; dc its own connection for callbacks that go direct (direct.go).
+func (c *Client) serve(h *host, l *link, j *job, dc *directConn) completion {
 	if err := c.refuse(h, j); err != nil {
 		return completion{done: j.done, err: err}
+	}
+	if c.callbackDirect(j) {
+		return c.tripDirect(h, j, dc)
 	}
 	return c.trip(h, l, j)
 }
