@@ -38,7 +38,7 @@ import (
 // idle timeout) before it is used again; a connection used more recently
 // is reused unchecked, as the Transport reuses one its reader has not yet
 // seen closed.
-const directIdleCheck = time.Second
+var directIdleCheck = time.Second // a variable for tests
 
 // directConn is a worker's own connection to its host, for callbacks.
 type directConn struct {
