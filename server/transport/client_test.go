@@ -58,19 +58,7 @@ func TestClientSend(t *testing.T) {
 func TestClientFailures(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/slow":
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		case "/big":
-			_, _ = w.Write(bytes.Repeat([]byte("x"), wire.MaxBodyBytes+1))
-		case "/redirect":
-			http.Redirect(w, r, "/elsewhere", http.StatusFound)
-		}
-	}))
+	peer := httptest.NewServer(failingPeer(release))
 	defer peer.Close()
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
@@ -103,6 +91,28 @@ func TestClientFailures(t *testing.T) {
 	}
 	if resp, err := send(peer.URL+"/redirect", chantest.Timeout); err != nil || resp.Status != http.StatusFound {
 		t.Errorf("redirect: status %d err %v, want 302 and no error", resp.Status, err)
+	}
+}
+
+// failingPeer answers by path: /slow once release is closed or the
+// client has gone, /big with a body over wire.MaxBodyBytes, /redirect
+// with a 302, /close with "Connection: close"; anything else 200.
+func failingPeer(release <-chan struct{}) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // read, so the server sees the client go
+		switch r.URL.Path {
+		case "/slow":
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		case "/big":
+			_, _ = w.Write(bytes.Repeat([]byte("x"), wire.MaxBodyBytes+1))
+		case "/redirect":
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+		case "/close":
+			w.Header().Set("Connection", "close")
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -109,22 +108,7 @@ func TestCallbacksGoOverTheWorkersOwnConnection(t *testing.T) {
 func TestDirectCallbackFailures(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	peer := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body) // read, so the server sees the client go
-		switch r.URL.Path {
-		case "/slow":
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		case "/big":
-			_, _ = w.Write(bytes.Repeat([]byte("x"), wire.MaxBodyBytes+1))
-		case "/redirect":
-			http.Redirect(w, r, "/elsewhere", http.StatusFound)
-		case "/close":
-			w.Header().Set("Connection", "close")
-		}
-	}))
+	peer := httptest.NewUnstartedServer(failingPeer(release))
 	opened := countConns(peer)
 	defer peer.Close()
 	closed := httptest.NewServer(http.NotFoundHandler())
