@@ -7,7 +7,9 @@
 // bounded set of workers each holding one connection, and sheds what
 // waits too long or finds its queue full (ErrShed); callbacks are dialled
 // only to addresses the callback policy allows, requests to peers from
-// the node's own address, both through the static DNS records first.
+// the node's own address, both through the static DNS records first. A
+// callback to a plain http:// URL is written and read by its worker
+// itself, over that worker's own kept connection (direct.go).
 // Requests between nodes that write travel in batches when their peer is
 // busy: the Client sends them to BatchPath, and the Handler hands each
 // sub-request to the node as if it had arrived alone (batch.go is the
@@ -19,8 +21,9 @@
 // outside.
 //
 // Files: handler.go and batchserve.go (inbound), client.go, pipeline.go,
-// worker.go, batchsend.go and peerconn.go (outbound; the last, the
-// connections the workers of a peer's batched queue hold themselves),
-// batch.go (the batch format), outbound.go and dnsdial.go (dialing),
-// metrics.go (the Client's Prometheus collectors).
+// worker.go, batchsend.go, peerconn.go and direct.go (outbound; the
+// last two, the connections the workers of a peer's batched queue, and
+// of a callback host, hold themselves), batch.go (the batch format),
+// outbound.go, dnsdial.go and peek_*.go (dialing, and checking a kept
+// connection), metrics.go (the Client's Prometheus collectors).
 package transport
