@@ -239,3 +239,32 @@ func TestDirectTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyPlainCallbacksGoDirect proves what goes through the Transport
+// instead: a request between nodes, a method other than POST, and a
+// header field that could not be written as it is (net/http refuses it
+// there, with its own error).
+func TestOnlyPlainCallbacksGoDirect(t *testing.T) {
+	c := NewClient(newNodeLock().Do, prometheus.NewRegistry(), nil)
+	defer c.Close()
+	cb := func(method string, h node.Header) *job {
+		req := node.Request{Method: method, URL: "http://127.0.0.1:9/cb", Header: h}
+		return &job{req: req, kind: kindOf(req)}
+	}
+	for name, tt := range map[string]struct {
+		j    *job
+		want bool
+	}{
+		"callback":         {cb(http.MethodPost, node.Header{wire.HeaderTimerID: "1"}), true},
+		"to a peer":        {cb(http.MethodPost, node.Header{}), false},
+		"GET":              {cb(http.MethodGet, node.Header{wire.HeaderTimerID: "1"}), false},
+		"CRLF in a value":  {cb(http.MethodPost, node.Header{wire.HeaderTimerID: "1\r\nX: y"}), false},
+		"space in a name":  {cb(http.MethodPost, node.Header{wire.HeaderTimerID: "1", "A b": "c"}), false},
+		"a Host field":     {cb(http.MethodPost, node.Header{wire.HeaderTimerID: "1", "Host": "x"}), false},
+		"a Content-Length": {cb(http.MethodPost, node.Header{wire.HeaderTimerID: "1", "Content-Length": "9"}), false},
+	} {
+		if got := c.direct(tt.j); got != tt.want {
+			t.Errorf("%s: direct = %v, want %v", name, got, tt.want)
+		}
+	}
+}
