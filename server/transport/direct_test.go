@@ -263,7 +263,7 @@ func TestOnlyPlainCallbacksGoDirect(t *testing.T) {
 		"a Host field":     {cb(http.MethodPost, node.Header{wire.HeaderTimerID: "1", "Host": "x"}), false},
 		"a Content-Length": {cb(http.MethodPost, node.Header{wire.HeaderTimerID: "1", "Content-Length": "9"}), false},
 	} {
-		if got := c.direct(tt.j); got != tt.want {
+		if got := c.callbackDirect(tt.j); got != tt.want {
 			t.Errorf("%s: direct = %v, want %v", name, got, tt.want)
 		}
 	}
