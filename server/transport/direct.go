@@ -32,6 +32,14 @@ import (
 // to https, a URL with user information or a request target the check
 // below does not pass as it stands, and every request between nodes, goes
 // through the Transport as before. Measured in docs/design.md section 5.
+//
+// peerconn.go does the same for a peer's batched queue. A callback's
+// connection differs: it is dialed under the callback policy, not from
+// the node's address; a request that failed on a kept connection is not
+// sent again (a POST the sink may have taken: a callback made twice),
+// so a connection idle for a while is checked before it is used instead;
+// the Host field is the URL's, as the Transport sends it; and interim
+// answers are passed over.
 
 // directIdleCheck is how long a kept connection may have been idle before
 // it is checked, without blocking, for the server having closed it (an
