@@ -264,7 +264,20 @@ func (dc *directConn) exchange(req node.Request, limit int64) (resp node.Respons
 		w.Reset(dc.conn)
 		return node.Response{}, false, err
 	}
-	hresp, err := readFinal(dc.br)
+	return readAnswer(dc.br, limit, nil)
+}
+
+// readAnswer reads the final response on br, passing over interim ones,
+// with a body of at most limit bytes, read into into when it fits there
+// (else into a new slice). keep reports whether the connection may carry
+// another request: not when the server said so, answered as HTTP/1.0 or
+// delimited the body by closing, nor when it sent more than was asked
+// for. An error reading the body is a *readError; a body over the limit
+// is errBodyTooLarge. The exchanges a worker makes over its own
+// connection, a callback's (direct.go) and a peer's batch (peerconn.go),
+// read their answers here.
+func readAnswer(br *bufio.Reader, limit int64, into []byte) (resp node.Response, keep bool, err error) {
+	hresp, err := readFinal(br)
 	if err != nil {
 		return node.Response{}, false, err
 	}
@@ -276,17 +289,20 @@ func (dc *directConn) exchange(req node.Request, limit int64) (resp node.Respons
 	if hresp.ContentLength < 0 {
 		rd = io.LimitReader(hresp.Body, limit+1)
 	}
-	body, err := readBody(rd, hresp.ContentLength)
+	var body []byte
+	if n := hresp.ContentLength; n > 0 && n <= int64(cap(into)) {
+		body = into[:n]
+		_, err = io.ReadFull(rd, body)
+	} else {
+		body, err = readBody(rd, hresp.ContentLength)
+	}
 	if err != nil {
 		return node.Response{}, false, &readError{err}
 	}
 	if int64(len(body)) > limit {
 		return node.Response{}, false, errBodyTooLarge
 	}
-	// A body delimited by the connection's close sets Close, as does the
-	// server's "Connection: close" or an HTTP/1.0 answer; anything
-	// buffered past the response was not asked for.
-	keep = !hresp.Close && dc.br.Buffered() == 0
+	keep = !hresp.Close && br.Buffered() == 0
 	return node.Response{Status: hresp.StatusCode, Header: nodeHeader(hresp.Header), Body: body}, keep, nil
 }
 

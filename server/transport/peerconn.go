@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -184,39 +183,17 @@ func (pc *peerConn) exchange(key, target string, req node.Request, deadline time
 	if _, err := pc.br.Peek(1); err != nil {
 		return node.Response{}, false, true, timedOut(err)
 	}
-	hresp, err := http.ReadResponse(pc.br, nil)
-	if err != nil {
-		return node.Response{}, false, false, timedOut(err)
+	resp, keep, err = readAnswer(pc.br, limit, into)
+	var stage *readError
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		err = fmt.Errorf("response body larger than %d bytes", limit)
+	case errors.As(err, &stage):
+		err = fmt.Errorf("read response: %w", timedOut(stage.err))
+	case err != nil:
+		err = timedOut(err)
 	}
-	defer hresp.Body.Close()
-	if hresp.ContentLength > limit {
-		return node.Response{}, false, false, fmt.Errorf("response body larger than %d bytes", limit)
-	}
-	var rd io.Reader = hresp.Body
-	if hresp.ContentLength < 0 {
-		rd = io.LimitReader(hresp.Body, limit+1)
-	}
-	var body []byte
-	if n := hresp.ContentLength; n > 0 && n <= int64(cap(into)) {
-		body = into[:n]
-		_, err = io.ReadFull(rd, body)
-	} else {
-		body, err = readBody(rd, n)
-	}
-	if err != nil {
-		return node.Response{}, false, false, fmt.Errorf("read response: %w", timedOut(err))
-	}
-	if int64(len(body)) > limit {
-		return node.Response{}, false, false, fmt.Errorf("response body larger than %d bytes", limit)
-	}
-	if hresp.ContentLength < 0 {
-		// Read to its end, so that the next answer starts where it ends.
-		if n, _ := io.Copy(io.Discard, hresp.Body); n > 0 {
-			return node.Response{}, false, false, fmt.Errorf("response body larger than %d bytes", limit)
-		}
-	}
-	keep = !hresp.Close && hresp.StatusCode >= 200
-	return node.Response{Status: hresp.StatusCode, Header: nodeHeader(hresp.Header), Body: body}, keep, false, nil
+	return resp, keep, false, err
 }
 
 // timedOut names a passed deadline errDeadline.
