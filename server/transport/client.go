@@ -45,10 +45,10 @@ type Client struct {
 	// https when peerHTTPS; rt, unless the server gives its own.
 	peerRT    http.RoundTripper
 	peerHTTPS bool
-	// direct dials the connections the workers of peers' batched queues
+	// linkDial dials the connections the workers of peers' batched queues
 	// hold themselves (peerconn.go); nil sends those through peerRT.
-	direct *direct
-	log    *slog.Logger
+	linkDial *linkDialer
+	log      *slog.Logger
 	// dialer resolves through the static DNS records; nil when a test
 	// gives its own transport.
 	dialer *dnsDialer

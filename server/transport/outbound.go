@@ -113,7 +113,7 @@ func (c *Client) SetPeers(local string, tlsConfig *tls.Config) {
 	t := newTransport(dial)
 	t.TLSClientConfig = tlsConfig
 	c.setPeerTransport(t, tlsConfig != nil)
-	c.direct = &direct{dial: dial, tls: tlsConfig}
+	c.linkDial = &linkDialer{dial: dial, tls: tlsConfig}
 }
 
 // peerDial is dial behind the Client's static DNS records, as callbacks

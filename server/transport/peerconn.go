@@ -28,9 +28,11 @@ import (
 // is the same HTTP/1.1, to the same handler. A worker that leaves closes
 // its connection; so does Close, for every one.
 
-// direct is how a Client dials its peers for the batched queues; nil
-// (a test's own transport) sends them through peerRT as any other.
-type direct struct {
+// linkDialer is how a Client dials the connections (links) the workers
+// of its peers' batched queues hold; without one (a test's own
+// transport) those go through peerRT as any other request. Not to be
+// confused with the callbacks' own connections (directConn, direct.go).
+type linkDialer struct {
 	dial func(context.Context, string, string) (net.Conn, error)
 	tls  *tls.Config // for https peers, else nil
 }
@@ -118,9 +120,9 @@ func (c *Client) dialPeer(key string, queueEnd time.Time) (*peerConn, error) {
 	addr := strings.TrimPrefix(key, "http://")
 	ctx, cancel := context.WithDeadline(c.base, queueEnd)
 	defer cancel()
-	conn, err := c.direct.dial(ctx, "tcp", addr)
-	if err == nil && c.direct.tls != nil {
-		cfg := c.direct.tls.Clone()
+	conn, err := c.linkDial.dial(ctx, "tcp", addr)
+	if err == nil && c.linkDial.tls != nil {
+		cfg := c.linkDial.tls.Clone()
 		if cfg.ServerName == "" {
 			cfg.ServerName, _, _ = net.SplitHostPort(addr)
 		}

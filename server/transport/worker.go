@@ -22,7 +22,7 @@ import (
 func (c *Client) work(h *host) {
 	defer c.workers.Done()
 	var l *link // the worker's own connection to its peer (peerconn.go)
-	if h.batch && c.direct != nil && strings.HasPrefix(h.key, "http://") {
+	if h.batch && c.linkDial != nil && strings.HasPrefix(h.key, "http://") {
 		l = new(link)
 		defer c.hangUp(l)
 	}
