@@ -146,6 +146,13 @@ func (x *index) lossFrom(d *def) time.Duration {
 				lost++
 			}
 		}
+		// A node that joined after the write holds a copy only once a
+		// holder may have handed it one (joinedEmpty).
+		for _, n := range holders {
+			if until, ok := without[n]; (!ok || until <= at) && x.joinedEmpty(d, n, at) {
+				lost++
+			}
+		}
 		// An acknowledged write reached at least a quorum of the
 		// replicas, all of them unless a fault touched it.
 		if partial && lost >= d.quorum || lost >= need || len(s.fault.Nodes) == 0 {
