@@ -912,3 +912,27 @@ func TestJoiningNodeHoldsOnlyWhatAMemberHandedIt(t *testing.T) {
 		})
 	}
 }
+
+// TestJoiningNodeIsNoHolderNorALostCopy proves a node that joined empty
+// is left out of the nodes that may hold the timer, not counted as a
+// copy lost (joinedEmpty): an rf 2 timer the scale-up of n4 at 5 s moves
+// from [n1 n2] to [n1 n4]; n2 crashes at 5 s and n1, which has not
+// reloaded, keeps its copy. Two of the three nodes that may hold it are
+// without one, as many as its factor, yet n1 holds it, and the pops
+// after the scale are owed (G2).
+func TestJoiningNodeIsNoHolderNorALostCopy(t *testing.T) {
+	const id = 0x0b061cf0001d7004
+	three, four := []string{"n1", "n2", "n3"}, []string{"n1", "n2", "n3", "n4"}
+	if !slices.Equal(Replicas(three, id, 2), []string{"n1", "n2"}) || !slices.Equal(Replicas(four, id, 2), []string{"n1", "n4"}) {
+		t.Fatalf("placements %v, %v: want [n1 n2], [n1 n4]", Replicas(three, id, 2), Replicas(four, id, 2))
+	}
+	h := &History{
+		Members: three,
+		Ops:     []Op{write(1, Create, id, "a", 10*sec, 60*sec, 0, 10*ms, OK)},
+		Scales:  []Scale{{Kind: ScaleUp, Start: 5 * sec, End: 9 * sec, Before: three, After: four}},
+		Faults:  []Fault{{At: 5 * sec, Kind: ScaleUp, Nodes: []string{"n4"}}, {At: 5 * sec, Kind: Crash, Nodes: []string{"n2"}}},
+		End:     80 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+	}
+	vs, _ := DefaultOptions().Judge(h)
+	requireHas(t, vs, "G2", "pop 4")
+}
