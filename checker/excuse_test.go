@@ -858,3 +858,81 @@ func TestCallbackACrashTookOfAPopMadeAhead(t *testing.T) {
 	requireHas(t, Check(build(sec, 8, placedTimer)), "G2", "pop 9")
 	requireHas(t, Check(build(sec, 9, placedTimer+1)), "G2", "pop 9")
 }
+
+// TestJoiningNodeHoldsOnlyWhatAMemberHandedIt proves a node that joins
+// after a write holds no copy of it until a member that may hold one has
+// taken the scaling configuration (joinedEmpty; scenarios/README.md
+// g2h-1): an rf 4 timer on three members, written at 0; a scale-up
+// brings n4 at 5 s, and the three members crash at 4, 5 and 6 s, so
+// every copy is gone at 6 s unless one of them handed n4 a copy, which
+// takes a member that knows n4 (its reload of the scaling
+// configuration) while it still held one. Needed: without the rule n4
+// counts as a holder and every pop is owed (G2). Bounded: with the last
+// member to crash reloading before its crash, n4 may hold the copy, and
+// the pops after the scale are owed; a member that restarts before the last crash boots
+// with the configuration but empty, and hands nothing.
+func TestJoiningNodeHoldsOnlyWhatAMemberHandedIt(t *testing.T) {
+	three := []string{"n1", "n2", "n3"}
+	four := []string{"n1", "n2", "n3", "n4"}
+	for _, c := range []struct {
+		name     string
+		reloaded map[string]time.Duration
+		restart  bool // n1 restarts at 5.5 s, before the last crash
+		want     string
+	}{
+		{"nobody handed it", nil, false, ""},
+		{"a member restarted empty", nil, true, ""},
+		{"a member reloaded after the last crash", map[string]time.Duration{"n1": 7 * sec}, true, ""},
+		{"a holder reloaded", map[string]time.Duration{"n3": 5500 * ms}, false, "G2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: three,
+				Ops:     []Op{write(1, Create, placedTimer, "a", 10*sec, 60*sec, 0, 10*ms, OK)},
+				Scales:  []Scale{{Kind: ScaleUp, Start: 5 * sec, End: 9 * sec, Before: three, After: four, Reloaded: c.reloaded}},
+				Faults: []Fault{{At: 4 * sec, Kind: Crash, Nodes: []string{"n1"}},
+					{At: 5 * sec, Kind: ScaleUp, Nodes: []string{"n4"}},
+					{At: 5 * sec, Kind: Crash, Nodes: []string{"n2"}},
+					{At: 6 * sec, Kind: Crash, Nodes: []string{"n3"}}},
+				End: 80 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			}
+			h.Ops[0].Spec.ReplicationFactor = 4
+			if c.restart {
+				h.Faults = append(h.Faults, Fault{At: 5500 * ms, Kind: Restart, Nodes: []string{"n1"}})
+			}
+			vs, cov := DefaultOptions().Judge(h)
+			if c.want != "" {
+				requireHas(t, vs, c.want, "pop 4")
+				return
+			}
+			requireNone(t, vs)
+			if cov.Excused[ExCopiesLost] == 0 {
+				t.Errorf("copies-lost covered nothing: got %v", cov.Excused)
+			}
+		})
+	}
+}
+
+// TestJoiningNodeIsNoHolderNorALostCopy proves a node that joined empty
+// is left out of the nodes that may hold the timer, not counted as a
+// copy lost (joinedEmpty): an rf 2 timer the scale-up of n4 at 5 s moves
+// from [n1 n2] to [n1 n4]; n2 crashes at 5 s and n1, which has not
+// reloaded, keeps its copy. Two of the three nodes that may hold it are
+// without one, as many as its factor, yet n1 holds it, and the pops
+// after the scale are owed (G2).
+func TestJoiningNodeIsNoHolderNorALostCopy(t *testing.T) {
+	const id = 0x0b061cf0001d7004
+	three, four := []string{"n1", "n2", "n3"}, []string{"n1", "n2", "n3", "n4"}
+	if !slices.Equal(Replicas(three, id, 2), []string{"n1", "n2"}) || !slices.Equal(Replicas(four, id, 2), []string{"n1", "n4"}) {
+		t.Fatalf("placements %v, %v: want [n1 n2], [n1 n4]", Replicas(three, id, 2), Replicas(four, id, 2))
+	}
+	h := &History{
+		Members: three,
+		Ops:     []Op{write(1, Create, id, "a", 10*sec, 60*sec, 0, 10*ms, OK)},
+		Scales:  []Scale{{Kind: ScaleUp, Start: 5 * sec, End: 9 * sec, Before: three, After: four}},
+		Faults:  []Fault{{At: 5 * sec, Kind: ScaleUp, Nodes: []string{"n4"}}, {At: 5 * sec, Kind: Crash, Nodes: []string{"n2"}}},
+		End:     80 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+	}
+	vs, _ := DefaultOptions().Judge(h)
+	requireHas(t, vs, "G2", "pop 4")
+}

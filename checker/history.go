@@ -296,6 +296,10 @@ type Scale struct {
 	// Before and After are the members before and after, in configured
 	// order: the nodes the timers are placed on.
 	Before, After []string
+	// Reloaded is when each member before the scale took the scaling
+	// configuration by a reload (a paused one reloads as it resumes); a
+	// member down then takes it at its next boot, and has no entry.
+	Reloaded map[string]time.Duration
 }
 
 // Held is a snapshot of the timers each running node held live (not

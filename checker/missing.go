@@ -134,10 +134,12 @@ func (x *index) lossFrom(d *def) time.Duration {
 		}
 		// Of a timer a scale moves, the copies at the crash are on the
 		// nodes that may hold it then, however many replicas a later
-		// membership gives it (d.rf is the largest placement's).
+		// membership gives it (d.rf is the largest placement's), less
+		// the nodes that joined after the write and that no member may
+		// have handed a copy yet (joinedEmpty).
 		need, holders := d.rfMin, []string(nil)
 		if d.placed && len(d.epochs) > 0 {
-			holders = d.nodesIn(at, at)
+			holders = slices.DeleteFunc(slices.Clone(d.nodesIn(at, at)), func(n string) bool { return x.joinedEmpty(d, n, at) })
 			need = min(need, len(holders))
 		}
 		lost := 0

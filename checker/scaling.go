@@ -163,3 +163,62 @@ func (x *index) placeEpochs(d *def) {
 	d.rfMin = d.rf
 	d.quorum = ackQuorum(len(at))
 }
+
+// joinedEmpty reports whether node n may still be without a copy of d
+// at at because it joined the cluster after d's write and nothing may
+// have handed it one yet (scenarios/README.md g2h-1). A joining node
+// boots empty, and a proxy places a write by the view it has, so a copy
+// of a timer written before the node joined reaches it only from a node
+// that holds one and knows it as a member: a member that has not taken
+// the scaling configuration answers the joining node's resync and repair
+// 404 (node/resyncserve.go resyncPage, node/repair.go repairServe) and
+// sends its notices to the replicas of the view it has. So n may hold a
+// copy only from the first moment a member before the scale took the
+// scaling configuration (its reload, Scale.Reloaded, or a boot after
+// the scale started) while it may have held a copy itself (holdsAt).
+// The first copy a joining node gets comes from such a member, so the
+// other joining nodes need not be asked.
+func (x *index) joinedEmpty(d *def, n string, at time.Duration) bool {
+	if !d.placed || slices.Contains(d.nodesIn(d.lo, d.hi), n) {
+		return false // it may have taken the write
+	}
+	joined := false
+	for _, s := range x.h.Scales {
+		if s.Start <= d.hi || s.Start > at || !slices.Contains(s.After, n) || slices.Contains(s.Before, n) {
+			continue
+		}
+		joined = true
+		for _, h := range s.Before {
+			if !slices.Contains(d.nodesIn(d.lo, at), h) {
+				continue // holds no copy of d
+			}
+			if v, ok := s.Reloaded[h]; ok && v <= at && x.holdsAt(d, h, v) {
+				return false
+			}
+			for _, f := range x.h.Faults {
+				if f.Kind == Restart && f.At >= s.Start && f.At <= at && slices.Contains(f.Nodes, h) && x.holdsAt(d, h, f.At) {
+					return false
+				}
+			}
+		}
+	}
+	return joined
+}
+
+// holdsAt reports whether replica h may hold a copy of d at t, as
+// lossFrom counts copies: unless a crash that takes copies began at or
+// before t, after d's write began, and h was not surely repopulated
+// since (repopulatedBy).
+func (x *index) holdsAt(d *def, h string, t time.Duration) bool {
+	var last *span
+	for _, s := range d.spans {
+		if s.fault.Kind == Crash && s.to >= d.lo && s.from <= t && slices.Contains(s.fault.Nodes, h) && x.crashLoses(s) {
+			last = s
+		}
+	}
+	if last == nil {
+		return true
+	}
+	by, ok := x.repopulatedBy(d, h, last.end)
+	return ok && by <= t
+}

@@ -111,7 +111,13 @@ func (w *world) scaleTurn(ticket int, s Step) {
 		run.pending++
 		w.loop.After(time.Duration(w.scaleRand.Int64N(int64(scaleReloadSpread))), func() {
 			run.pending--
-			w.reload(m, cfg)
+			w.reload(m, cfg, func() {
+				sc := &w.hist.Scales[run.idx]
+				if sc.Reloaded == nil {
+					sc.Reloaded = map[string]time.Duration{}
+				}
+				sc.Reloaded[m.addr] = w.loop.Now()
+			})
 		})
 	}
 	w.loop.After(scalePoll, w.pollScale)
@@ -130,8 +136,9 @@ func (w *world) scaleAbandoned() bool {
 
 // reload gives the node on m the configuration cfg, as SIGHUP after the
 // file changed: on the node's process, so a paused node reloads when it
-// resumes. A node down now boots with the configuration in force.
-func (w *world) reload(m *machine, cfg node.Membership) {
+// resumes. A node down now boots with the configuration in force. took,
+// if not nil, runs as the node takes it.
+func (w *world) reload(m *machine, cfg node.Membership, took func()) {
 	if m.node == nil || m.crashed || m.out {
 		return
 	}
@@ -140,6 +147,9 @@ func (w *world) reload(m *machine, cfg node.Membership) {
 		w.tr.event("reload", m.addr, fmt.Sprint(cfg.Nodes, cfg.Joining, cfg.Leaving), 0)
 		if err := nd.SetCluster(cfg); err != nil {
 			panic(fmt.Sprintf("sim: reload of %s: %v", m.addr, err))
+		}
+		if took != nil {
+			took()
 		}
 	})
 }
@@ -185,7 +195,7 @@ func (w *world) completeScale(run *scaleRun) {
 	w.cluster = run.final
 	w.twins.membershipChanged()
 	for _, m := range run.staying {
-		w.reload(m, w.membership())
+		w.reload(m, w.membership(), nil)
 	}
 	for _, m := range run.leaving {
 		w.stop(m)
