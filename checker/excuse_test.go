@@ -862,7 +862,7 @@ func TestCallbackACrashTookOfAPopMadeAhead(t *testing.T) {
 // TestJoiningNodeHoldsOnlyWhatAMemberHandedIt proves a node that joins
 // after a write holds no copy of it until a member that may hold one has
 // taken the scaling configuration (joinedEmpty; scenarios/README.md
-// g2h-1): an rf 4 timer on three members, written at 0; a scale-up
+// C44): an rf 4 timer on three members, written at 0; a scale-up
 // brings n4 at 5 s, and the three members crash at 4, 5 and 6 s, so
 // every copy is gone at 6 s unless one of them handed n4 a copy, which
 // takes a member that knows n4 (its reload of the scaling

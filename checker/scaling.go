@@ -166,7 +166,7 @@ func (x *index) placeEpochs(d *def) {
 
 // joinedEmpty reports whether node n may still be without a copy of d
 // at at because it joined the cluster after d's write and nothing may
-// have handed it one yet (scenarios/README.md g2h-1). A joining node
+// have handed it one yet (scenarios/README.md C44). A joining node
 // boots empty, and a proxy places a write by the view it has, so a copy
 // of a timer written before the node joined reaches it only from a node
 // that holds one and knows it as a member: a member that has not taken
