@@ -180,6 +180,50 @@ type repairAnswer struct {
 	Buckets []int         `json:"buckets"`
 	Entries []repairEntry `json:"entries"`
 	Through string        `json:"through,omitempty"`
+	// Room is what the answering node can still take of records it
+	// holds none of (room); the asker pushes it no more of them. An
+	// answer without it (a node before it was added) takes any.
+	Room *room `json:"room,omitempty"`
+}
+
+// room is what a node can take of records it holds none of: their
+// number, and the bytes they count against Limits.MaxHeldBytes
+// (recordBytes), before it refuses them with 503 (budget.go). A record
+// that replaces one held needs no room for its number.
+//
+// Repair sends a node only what it can take. A node at a limit lacks
+// the records it refused, its peers hold them, and each round of either
+// side found the difference again: the peers pushed them, the node asked
+// for them, and it refused every one, every round, for as long as it
+// stayed full (scenarios/README.md U20: hours of 503s, all to all). So a
+// repair answer says the room its node has, the asker pushes it at most
+// that many records it lacks (earliest due first), and a node asks for
+// at most its own room of records it lacks; the ones left are not a
+// difference repair can mend, and do not make the round run again
+// (repairNeeded). The node runs a round once it has room again
+// (roomFreed), and takes them then. Rounds that several peers run at
+// once with one node may each push it its room: at most as many times
+// its room as it has peers, refused once each.
+type room struct {
+	Timers int64 `json:"timers"`
+	Bytes  int64 `json:"bytes"`
+}
+
+// takes reports whether r has room for a record of b bytes it holds
+// none of, and if so takes it from r.
+func (r *room) takes(b int64) bool {
+	if r.Timers <= 0 || r.Bytes < b {
+		return false
+	}
+	r.Timers--
+	r.Bytes -= b
+	return true
+}
+
+// room is what this node can take now of records it holds none of.
+func (n *Node) room() room {
+	return room{Timers: max(int64(n.cfg.Limits.MaxTimers-n.store.Len()), 0),
+		Bytes: max(n.cfg.Limits.MaxHeldBytes-n.heldBytes, 0)}
 }
 
 // repairServed is what a node keeps of a peer's round it answers, from
@@ -232,13 +276,36 @@ func (n *Node) scheduleRepair(d time.Duration) {
 			return
 		}
 		n.repairAlarm = nil
-		if n.repairDirty {
+		if n.repairDirty || n.roomFreed() {
 			n.repairRound()
 		} else {
 			n.hit(probeRepairQuiet)
 		}
 		n.scheduleRepair(n.cfg.RepairInterval)
 	})
+}
+
+// lackingRoom notes that this node lacks a record for want of room: it
+// refused one at a limit, or a round left one out of its asks.
+func (n *Node) lackingRoom() {
+	n.refusedForRoom = true
+	n.roomThen = n.room()
+}
+
+// roomFreed reports whether the node has more room than when it last
+// lacked a record for want of it: records ended, or shrank. Then a round
+// asks its peers for what it lacks, within its room (a full node's peers
+// push it nothing it holds none of, and would never send it those).
+func (n *Node) roomFreed() bool {
+	if !n.refusedForRoom {
+		return false
+	}
+	if r := n.room(); r.Timers == 0 || r.Timers <= n.roomThen.Timers && r.Bytes <= n.roomThen.Bytes {
+		return false
+	}
+	n.hit(probeRepairRoomFreed)
+	n.refusedForRoom = false
+	return true
 }
 
 // repairNeeded notes that the replicas may differ: a record changed
@@ -252,6 +319,7 @@ func (n *Node) repairNeeded() { n.repairDirty = true }
 func (n *Node) repairRound() {
 	n.stats.RepairRounds++
 	n.repairDirty = false
+	n.repairRoom = n.room()
 	view := n.ring.ViewID()
 	for _, peer := range n.repairPeers() {
 		if !n.repairBusy[peer] {
@@ -492,6 +560,7 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 		}
 		more = true
 	}
+	var lackedHere []string // live records of the peer this node holds none of
 	theirs := make(map[uint64]repairSummary, len(ans.Entries))
 	for _, e := range ans.Entries {
 		id, err := wire.ParseID(e.ID)
@@ -519,13 +588,13 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 	if more {
 		hi, _ = slices.BinarySearch(d.list, through+1)
 	}
-	var push []*Timer
+	var push, lacked []*Timer // lacked: live records the peer holds none of
 	var want []string
 	compare := func(t *Timer, other repairSummary, ok bool) {
 		mineS := repairSummary{version: t.Version, live: t.State == Live, seq: t.Seq}
 		switch {
 		case !ok && mineS.live:
-			push = append(push, t)
+			lacked = append(lacked, t)
 		case !ok:
 		case newerSummary(mineS, other):
 			push = append(push, t)
@@ -548,9 +617,36 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 		case n.repairMine(held, peer) && d.ages.young(held.Version):
 		case n.repairMine(held, peer):
 			compare(held, other, true) // reached this node since the list
-		case other.live && (held == nil || held.State != Moved):
+		case other.live && held == nil:
+			lackedHere = append(lackedHere, wire.FormatID(id))
+		case other.live && held.State != Moved:
 			want = append(want, wire.FormatID(id))
 		}
+	}
+	// Send a node only what it can take (room): the peer, the records it
+	// holds none of within the room it answered; this node, within its
+	// own room for the round.
+	slices.SortFunc(lacked, byDueThenID)
+	slices.Sort(lackedHere) // map order must not reach the network
+	heldBack := 0
+	for _, t := range lacked {
+		if ans.Room != nil && !ans.Room.takes(recordBytes(t)) {
+			heldBack++
+			continue
+		}
+		push = append(push, t)
+	}
+	for _, id := range lackedHere {
+		if !n.repairRoom.takes(0) {
+			heldBack++
+			n.lackingRoom()
+			continue
+		}
+		want = append(want, id)
+	}
+	if heldBack > 0 {
+		n.hit(probeRepairHeldForRoom)
+		n.stats.RepairHeldForRoom += uint64(heldBack)
 	}
 	slices.Sort(want) // map order must not reach the network
 	slices.SortFunc(push, byDueThenID)
@@ -917,7 +1013,8 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 		}
 		n.repairServing[body.From] = served
 	}
-	ans := repairAnswer{Buckets: served.buckets, Entries: []repairEntry{}}
+	r := n.room()
+	ans := repairAnswer{Buckets: served.buckets, Entries: []repairEntry{}, Room: &r}
 	page := cmp.Or(n.cfg.RepairPage, MaxRepairEntries)
 	lo, _ := slices.BinarySearch(served.ids, after+1)
 	hi := min(lo+page, len(served.ids))

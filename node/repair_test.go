@@ -710,3 +710,84 @@ func TestMembershipChangeEndsTheRoundsServed(t *testing.T) {
 	require.NoError(t, c.nodes[server].SetCluster(Membership{Nodes: three[:2]}))
 	assert.Empty(t, c.nodes[server].repairServing, "the rounds served under the view before")
 }
+
+// fullReplica is a cluster of three repairing nodes in which the first
+// holds at most limit records, and timers created through the second at
+// replication factor 3 (so on every node): first deleted ones, created
+// and deleted at once, whose tombstones fill the first node for two
+// minutes, then long ones, which it refuses for want of room. refused
+// counts the node-to-node PUTs the first node answers 503 from then on.
+func fullReplica(t *testing.T, limit, deleted, long int) (c *cluster, full string, longIDs []uint64, refused *int) {
+	t.Helper()
+	full = three[0]
+	c = newClusterWith(t, func(a string, cfg *Config) {
+		cfg.RepairInterval = DefaultRepairInterval
+		if a == full {
+			cfg.Limits.MaxTimers = limit
+		}
+	}, three...)
+	for range deleted {
+		wid := createVia(t, c, three[1], `{"timing":{"interval":120},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":3}}`)
+		require.Equal(t, 200, c.client(three[1], "DELETE", "/timers/"+wid, "").Status)
+	}
+	for range long {
+		wid := createVia(t, c, three[1], `{"timing":{"interval":3600},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":3}}`)
+		longIDs = append(longIDs, mustID(t, wid))
+	}
+	refused = new(int)
+	c.watch = func(s *sent, host string, status int, _ bool) {
+		if host == full && s.req.Method == "PUT" && status == 503 {
+			*refused++
+		}
+	}
+	return c, full, longIDs, refused
+}
+
+// heldOf counts the records of ids that addr holds live.
+func heldOf(c *cluster, addr string, ids []uint64) int {
+	got := 0
+	for _, id := range ids {
+		if tm, ok := c.nodes[addr].Timer(id); ok && tm.State == Live {
+			got++
+		}
+	}
+	return got
+}
+
+// TestRepairSendsAFullReplicaNothingItCannotTake: a replica at its
+// limit lacks the records it refused, and its peers hold them. Repair
+// rounds on every side, for as long as it stays full, neither push it
+// those records nor have it ask for them: it would refuse each one,
+// every round (scenarios/README.md U20).
+func TestRepairSendsAFullReplicaNothingItCannotTake(t *testing.T) {
+	c, full, long, refused := fullReplica(t, 20, 0, 50)
+	require.Equal(t, 20, c.nodes[full].store.Len(), "the replica holds its limit")
+	// Every node's records change, so that every node runs its rounds.
+	c.advance(5*DefaultRepairInterval, 200)
+	assert.Zero(t, *refused, "records pushed to a full replica and refused")
+	assert.Equal(t, 20, heldOf(c, full, long))
+	held := uint64(0)
+	for _, n := range c.nodes {
+		held += n.Stats().RepairHeldForRoom
+	}
+	assert.NotZero(t, held, "no record held back for want of room")
+	for _, a := range three[1:] {
+		assert.Equal(t, 50, heldOf(c, a, long), "%s lost records", a)
+	}
+}
+
+// TestFullReplicaTakesWhatItLacksOnceItHasRoom: a replica whose records
+// end, and so has room again, asks its peers in a round for the records
+// it lacks, as many as it has room for, and refuses none of them. Its
+// tombstones end long after the last change any node saw: nothing but
+// the room it gained starts that round.
+func TestFullReplicaTakesWhatItLacksOnceItHasRoom(t *testing.T) {
+	c, full, long, refused := fullReplica(t, 20, 10, 30)
+	require.Equal(t, 10, heldOf(c, full, long), "the long timers the replica took before it was full")
+	c.advance(100*time.Second, 200)
+	require.Equal(t, 10, heldOf(c, full, long), "the replica took records while its tombstones held its room")
+	// The tombstones end; a round follows.
+	c.advance(3*time.Minute, 200)
+	assert.Equal(t, 20, heldOf(c, full, long), "the replica holds as many as its limit")
+	assert.Zero(t, *refused, "records pushed to a full replica and refused")
+}
