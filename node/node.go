@@ -108,6 +108,12 @@ type Node struct {
 	// more (roomFreed).
 	refusedForRoom bool
 	roomThen       room
+	// peerRoom is the room each peer last said it has in a repair
+	// message, less what hand-offs pushed it since; handOffHeld the
+	// peers a hand-off held records back from for want of it
+	// (handOffRoom).
+	peerRoom    map[string]room
+	handOffHeld map[string]bool
 	// repairMarkedNext is, per peer, the ID the next round's pushes of
 	// the records marking the peer as may lack them take up from, when
 	// the last round pushed a page of them and left some (repairLacking).

@@ -101,6 +101,10 @@ type repairDigestBody struct {
 	// the replication path may still be carrying (repairAges).
 	YoungFrom string `json:"young-from,omitempty"`
 	YoungTo   string `json:"young-to,omitempty"`
+	// Room, on a round's digests, is the asker's room (room): a peer
+	// that holds records to hand off to it learns from it how many it
+	// can take.
+	Room *room `json:"room,omitempty"`
 }
 
 // repairAges is the range of versions a round leaves out of its
@@ -218,6 +222,58 @@ func (r *room) takes(b int64) bool {
 	r.Timers--
 	r.Bytes -= b
 	return true
+}
+
+// heardRoom notes the room peer said it has in a repair message (nil:
+// a node that does not say), for the records this node hands off to it
+// (handOffRoom). A peer a hand-off held records back from for want of
+// room that has room again gets them at the next round.
+func (n *Node) heardRoom(peer string, r *room) {
+	if r == nil {
+		return
+	}
+	if n.peerRoom == nil {
+		n.peerRoom = map[string]room{}
+	}
+	n.peerRoom[peer] = *r
+	if r.Timers > 0 && n.handOffHeld[peer] {
+		n.hit(probeHandOffRoomAgain)
+		delete(n.handOffHeld, peer)
+		n.repairNeeded()
+	}
+}
+
+// handOffRoom reports whether a hand-off may push placed to peer: the
+// room the peer last said it has takes it (and is taken from), or the
+// peer has said none. A record the peer holds already takes no room
+// there, but this node cannot tell, so it counts every one: a full
+// replica is pushed nothing, and gets the records once it says it has
+// room, as many as that.
+func (n *Node) handOffRoom(peer string, placed *Timer) bool {
+	r, ok := n.peerRoom[peer]
+	if !ok || placed.State != Live {
+		return true // a tombstone needs no room (refuseFull)
+	}
+	if r.takes(recordBytes(placed)) {
+		n.peerRoom[peer] = r
+		return true
+	}
+	if n.handOffHeld == nil {
+		n.handOffHeld = map[string]bool{}
+	}
+	n.handOffHeld[peer] = true
+	return false
+}
+
+// roomToSay is the room a repair message of this node says it has. A
+// node that says it has none runs a round once it has more (roomFreed),
+// which says so to the peers that hold records back from it.
+func (n *Node) roomToSay() *room {
+	r := n.room()
+	if r.Timers == 0 {
+		n.lackingRoom()
+	}
+	return &r
 }
 
 // room is what this node can take now of records it holds none of.
@@ -379,7 +435,7 @@ func (n *Node) repairWith(peer string, view, after uint64, digests *repairDigest
 			n.repairNeeded()
 		}
 	}
-	body := repairDigestBody{View: strconv.FormatUint(view, 10), From: n.self, Digests: make([]string, repairBuckets)}
+	body := repairDigestBody{View: strconv.FormatUint(view, 10), From: n.self, Digests: make([]string, repairBuckets), Room: n.roomToSay()}
 	for i, d := range digests.sums {
 		body.Digests[i] = fmt.Sprintf("%016x", d)
 	}
@@ -561,6 +617,7 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 		more = true
 	}
 	var lackedHere []string // live records of the peer this node holds none of
+	n.heardRoom(peer, ans.Room)
 	theirs := make(map[uint64]repairSummary, len(ans.Entries))
 	for _, e := range ans.Entries {
 		id, err := wire.ParseID(e.ID)
@@ -756,6 +813,17 @@ func (n *Node) handOff(done func(all bool)) {
 		n.logTimer("hand off", placed, "replicas", targets)
 		n.stats.RepairHandoffs++
 		for _, peer := range targets {
+			if !n.handOffRoom(peer, placed) {
+				// Sent only what it can take (room): the copy stays
+				// here, popped after every replica, until it has room.
+				n.hit(probeHandOffHeldForRoom)
+				n.stats.RepairHeldForRoom++
+				all = false
+				if pending--; pending == 0 {
+					finish(false)
+				}
+				continue
+			}
 			n.handOffPush(peer, placed, func(ok bool, resp Response) {
 				// The replica holds it (live, for a live record), or
 				// something newer: a later version (409), or the
@@ -941,6 +1009,7 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 		reply(text(202, "Accepted"))
 		return
 	}
+	n.heardRoom(body.From, body.Room)
 	if len(body.Digests) != repairBuckets {
 		reply(badRequest(fmt.Sprintf("digests has %d entries, want %d", len(body.Digests), repairBuckets)))
 		return
@@ -1013,8 +1082,7 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 		}
 		n.repairServing[body.From] = served
 	}
-	r := n.room()
-	ans := repairAnswer{Buckets: served.buckets, Entries: []repairEntry{}, Room: &r}
+	ans := repairAnswer{Buckets: served.buckets, Entries: []repairEntry{}, Room: n.roomToSay()}
 	page := cmp.Or(n.cfg.RepairPage, MaxRepairEntries)
 	lo, _ := slices.BinarySearch(served.ids, after+1)
 	hi := min(lo+page, len(served.ids))

@@ -791,3 +791,87 @@ func TestFullReplicaTakesWhatItLacksOnceItHasRoom(t *testing.T) {
 	assert.Equal(t, 20, heldOf(c, full, long), "the replica holds as many as its limit")
 	assert.Zero(t, *refused, "records pushed to a full replica and refused")
 }
+
+// TestHandOffSendsAFullReplicaOnlyWhatItCanTake: a node joins with room
+// for three records, and a scale places ten on it, which end one a
+// minute from the fifth. The old replicas keep what it could not take, popping it after
+// every replica, and push it nothing once it has said it is full; as its
+// records end and it has room again, it says so, and they hand off as
+// many as it can take. Every pop of every timer is made.
+func TestHandOffSendsAFullReplicaOnlyWhatItCanTake(t *testing.T) {
+	four := append(slices.Clone(three), nodeD)
+	c := newRepairingCluster(t, three...)
+	var moving []uint64         // placed on nodeD once it joins
+	minutes := map[string]int{} // a moving timer's opaque data to its minutes
+	for i := 0; len(moving) < 10; i++ {
+		k, opaque := len(moving)+5, strconv.Itoa(i)
+		wid := createVia(t, c, three[0], fmt.Sprintf(`{"timing":{"interval":60,"repeat-for":%d},"callback":{"http":{"uri":"%s","opaque":"%s"}},"reliability":{"replication-factor":1}}`, 60*k, cb, opaque))
+		if id := mustID(t, wid); NewRing(four).Replicas(id, 1)[0] == nodeD {
+			moving, minutes[opaque] = append(moving, id), k
+		}
+	}
+	c.joinWith(nodeD, Membership{Nodes: four}, func(cfg *Config) { cfg.Limits.MaxTimers = 3 })
+	c.reload(Membership{Nodes: four})
+	require.Equal(t, 3, c.nodes[nodeD].store.Len(), "the new node holds its limit")
+	// Each pop an old replica makes sends nodeD, the timer's replica, a
+	// notice, which it refuses while full: one a pop, not a hand-off's
+	// worth a round.
+	refused, notices := 0, 0
+	c.watch = func(s *sent, host string, status int, _ bool) {
+		switch {
+		case host == nodeD && s.req.Method == "PUT" && status == 503:
+			refused++
+		case host == "" && s.from != nodeD && minutes[string(s.req.Body)] > 0:
+			notices++
+		}
+	}
+	pops := map[string]map[string]bool{} // opaque to sequence numbers
+	count := func(cbs []Request) {
+		for _, r := range cbs {
+			o := string(r.Body)
+			if pops[o] == nil {
+				pops[o] = map[string]bool{}
+			}
+			pops[o][r.Header.Get(wire.HeaderSequenceNumber)] = true
+		}
+	}
+	count(c.advance(2*DefaultRepairInterval, 200)) // the old replicas hear its room
+	refused, notices = 0, 0
+	onD := map[uint64]bool{}
+	for range 30 {
+		count(c.advance(30*time.Second, 200))
+		for _, id := range moving {
+			if tm, ok := c.nodes[nodeD].Timer(id); ok && tm.State == Live {
+				onD[id] = true
+			}
+		}
+	}
+	assert.LessOrEqual(t, refused, notices, "pushes refused by the full replica, beyond one a pop")
+	assert.Greater(t, len(onD), 5, "timers the new replica held as it had room")
+	for o, k := range minutes {
+		assert.Len(t, pops[o], k, "pops of the timer of %d minutes", k)
+	}
+}
+
+// TestHandOffResumesWhenAFullReplicaSaysItHasRoom: a node that held
+// hand-offs back from a full replica runs its next round when a repair
+// message of that replica says it has room again, though nothing else
+// changed on it: a quiet node runs no round of its own, and its copy,
+// popped after every replica's rank, would pop again each pop the new
+// replica makes once a notice brought it there. What it pushes then is
+// taken from the room the replica said it has.
+func TestHandOffResumesWhenAFullReplicaSaysItHasRoom(t *testing.T) {
+	n := newClusterWith(t, nil, three...).nodes[nodeA]
+	placed := &Timer{ID: 1, State: Live}
+	require.True(t, n.handOffRoom(nodeB, placed), "a peer that said nothing of its room is pushed")
+	n.heardRoom(nodeB, &room{})
+	require.False(t, n.handOffRoom(nodeB, placed), "a full peer is pushed nothing")
+	require.True(t, n.handOffRoom(nodeB, &Timer{ID: 2, State: Tombstone}), "a tombstone takes no room")
+	n.repairDirty = false
+	n.heardRoom(nodeB, &room{})
+	assert.False(t, n.repairDirty, "still full: no round")
+	n.heardRoom(nodeB, &room{Timers: 1, Bytes: 1 << 20})
+	assert.True(t, n.repairDirty, "room again: the next round hands off")
+	assert.True(t, n.handOffRoom(nodeB, placed))
+	assert.False(t, n.handOffRoom(nodeB, placed), "the room it said it has is taken")
+}
