@@ -812,16 +812,28 @@ func (n *Node) handOff(done func(all bool)) {
 		n.hitIf(placed.State == Tombstone, probeHandOffTombstone)
 		n.logTimer("hand off", placed, "replicas", targets)
 		n.stats.RepairHandoffs++
+		// one takes a target's outcome: whether it holds the record.
+		one := func(held bool) {
+			all = all && held
+			if pending--; pending > 0 {
+				return
+			}
+			if !all && n.copyOf(placed) != nil {
+				finish(false)
+				return
+			}
+			if all {
+				n.handedOff(placed, view)
+			}
+			finish(true)
+		}
 		for _, peer := range targets {
 			if !n.handOffRoom(peer, placed) {
 				// Sent only what it can take (room): the copy stays
 				// here, popped after every replica, until it has room.
 				n.hit(probeHandOffHeldForRoom)
 				n.stats.RepairHeldForRoom++
-				all = false
-				if pending--; pending == 0 {
-					finish(false)
-				}
+				one(false)
 				continue
 			}
 			n.handOffPush(peer, placed, func(ok bool, resp Response) {
@@ -831,19 +843,8 @@ func (n *Node) handOff(done func(all bool)) {
 				// while this copy was waiting to be handed off). A 200
 				// from a node that keeps a live record as moved away
 				// (on another view) is no hand-off.
-				all = all && (ok && (vouches(placed, resp) || resp.Header.Get(HeaderHeld) == heldEnded) ||
+				one(ok && (vouches(placed, resp) || resp.Header.Get(HeaderHeld) == heldEnded) ||
 					resp.Status == 409 && resp.Header.Get(HeaderCollision) == "")
-				if pending--; pending > 0 {
-					return
-				}
-				if !all && n.copyOf(placed) != nil {
-					finish(false)
-					return
-				}
-				if all {
-					n.handedOff(placed, view)
-				}
-				finish(true)
 			})
 		}
 	}
