@@ -52,6 +52,7 @@ func (n *Node) refuseFull(existing, t *Timer) (applied, bool) {
 		counter = &n.stats.ShedTimers
 	}
 	n.noteShed(counter, reason)
+	n.lackingRoom()
 	resp := unavailable(reason)
 	return applied{refusal: &resp}, true
 }

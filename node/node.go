@@ -99,6 +99,21 @@ type Node struct {
 	repairGen   uint64
 	repairDirty bool
 	repairBusy  map[string]bool
+	// repairRoom is what is left of this node's room (room) for the
+	// records its current round asks its peers for and holds none of.
+	repairRoom room
+	// refusedForRoom is set when the node refused a record at a limit,
+	// or left one out of a round's asks for want of room, and roomThen
+	// is its room at the latest of those; it runs a round once it has
+	// more (roomFreed).
+	refusedForRoom bool
+	roomThen       room
+	// peerRoom is the room each peer last said it has in a repair
+	// message, less what hand-offs pushed it since; handOffHeld the
+	// peers a hand-off held records back from for want of it
+	// (handOffRoom).
+	peerRoom    map[string]room
+	handOffHeld map[string]bool
 	// repairMarkedNext is, per peer, the ID the next round's pushes of
 	// the records marking the peer as may lack them take up from, when
 	// the last round pushed a page of them and left some (repairLacking).
@@ -204,7 +219,10 @@ type Stats struct {
 	// and passed on to their replicas (repair.go). RepairListed counts
 	// the records it listed in its answers to its peers' rounds: what
 	// the rounds cost it beyond one walk of its store a page.
-	RepairRounds, RepairPushes, RepairWants, RepairHandoffs, RepairListed uint64
+	// RepairHeldForRoom counts the records a round did not push a peer,
+	// or ask a peer for, because the node that lacks them had no room
+	// for them (room).
+	RepairRounds, RepairPushes, RepairWants, RepairHandoffs, RepairListed, RepairHeldForRoom uint64
 	// LateRebalanced counts the messages a node sent placing a record
 	// written under another view on the current one as it arrived, during
 	// a scale (see lateRebalance).
@@ -484,11 +502,13 @@ func (n *Node) shed(size int) (resp Response, ok bool) {
 		n.hit(probeShedTimers)
 		reason := fmt.Sprintf("node holds %d timers, its limit", n.store.Len())
 		n.noteShed(&n.stats.ShedTimers, reason)
+		n.lackingRoom()
 		return unavailable(reason), true
 	case n.heldBytes+int64(size+RecordOverheadBytes) > n.cfg.Limits.MaxHeldBytes:
 		reason := fmt.Sprintf("node holds %d bytes of timers, and a body of %d would take it past its budget of %d",
 			n.heldBytes, size, n.cfg.Limits.MaxHeldBytes)
 		n.noteShed(&n.stats.ShedBytes, reason)
+		n.lackingRoom()
 		return unavailable(reason), true
 	case n.inFlight >= n.cfg.Limits.MaxInFlight:
 		n.hit(probeShedInFlight)

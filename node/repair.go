@@ -101,6 +101,10 @@ type repairDigestBody struct {
 	// the replication path may still be carrying (repairAges).
 	YoungFrom string `json:"young-from,omitempty"`
 	YoungTo   string `json:"young-to,omitempty"`
+	// Room, on a round's digests, is the asker's room (room): a peer
+	// that holds records to hand off to it learns from it how many it
+	// can take.
+	Room *room `json:"room,omitempty"`
 }
 
 // repairAges is the range of versions a round leaves out of its
@@ -180,6 +184,102 @@ type repairAnswer struct {
 	Buckets []int         `json:"buckets"`
 	Entries []repairEntry `json:"entries"`
 	Through string        `json:"through,omitempty"`
+	// Room is what the answering node can still take of records it
+	// holds none of (room); the asker pushes it no more of them. An
+	// answer without it (a node before it was added) takes any.
+	Room *room `json:"room,omitempty"`
+}
+
+// room is what a node can take of records it holds none of: their
+// number, and the bytes they count against Limits.MaxHeldBytes
+// (recordBytes), before it refuses them with 503 (budget.go). A record
+// that replaces one held needs no room for its number.
+//
+// Repair sends a node only what it can take. A node at a limit lacks
+// the records it refused, its peers hold them, and each round of either
+// side found the difference again: the peers pushed them, the node asked
+// for them, and it refused every one, every round, for as long as it
+// stayed full (scenarios/README.md U20: hours of 503s, all to all). So a
+// repair answer says the room its node has, the asker pushes it at most
+// that many records it lacks (earliest due first), and a node asks for
+// at most its own room of records it lacks; the ones left are not a
+// difference repair can mend, and do not make the round run again
+// (repairNeeded). The node runs a round once it has room again
+// (roomFreed), and takes them then. Rounds that several peers run at
+// once with one node may each push it its room: at most as many times
+// its room as it has peers, refused once each.
+type room struct {
+	Timers int64 `json:"timers"`
+	Bytes  int64 `json:"bytes"`
+}
+
+// takes reports whether r has room for a record of b bytes it holds
+// none of, and if so takes it from r.
+func (r *room) takes(b int64) bool {
+	if r.Timers <= 0 || r.Bytes < b {
+		return false
+	}
+	r.Timers--
+	r.Bytes -= b
+	return true
+}
+
+// heardRoom notes the room peer said it has in a repair message (nil:
+// a node that does not say), for the records this node hands off to it
+// (handOffRoom). A peer a hand-off held records back from for want of
+// room that has room again gets them at the next round.
+func (n *Node) heardRoom(peer string, r *room) {
+	if r == nil {
+		return
+	}
+	if n.peerRoom == nil {
+		n.peerRoom = map[string]room{}
+	}
+	n.peerRoom[peer] = *r
+	if r.Timers > 0 && n.handOffHeld[peer] {
+		n.hit(probeHandOffRoomAgain)
+		delete(n.handOffHeld, peer)
+		n.repairNeeded()
+	}
+}
+
+// handOffRoom reports whether a hand-off may push placed to peer: the
+// room the peer last said it has takes it (and is taken from), or the
+// peer has said none. A record the peer holds already takes no room
+// there, but this node cannot tell, so it counts every one: a full
+// replica is pushed nothing, and gets the records once it says it has
+// room, as many as that.
+func (n *Node) handOffRoom(peer string, placed *Timer) bool {
+	r, ok := n.peerRoom[peer]
+	if !ok || placed.State != Live {
+		return true // a tombstone needs no room (refuseFull)
+	}
+	if r.takes(recordBytes(placed)) {
+		n.peerRoom[peer] = r
+		return true
+	}
+	if n.handOffHeld == nil {
+		n.handOffHeld = map[string]bool{}
+	}
+	n.handOffHeld[peer] = true
+	return false
+}
+
+// roomToSay is the room a repair message of this node says it has. A
+// node that says it has none runs a round once it has more (roomFreed),
+// which says so to the peers that hold records back from it.
+func (n *Node) roomToSay() *room {
+	r := n.room()
+	if r.Timers == 0 {
+		n.lackingRoom()
+	}
+	return &r
+}
+
+// room is what this node can take now of records it holds none of.
+func (n *Node) room() room {
+	return room{Timers: max(int64(n.cfg.Limits.MaxTimers-n.store.Len()), 0),
+		Bytes: max(n.cfg.Limits.MaxHeldBytes-n.heldBytes, 0)}
 }
 
 // repairServed is what a node keeps of a peer's round it answers, from
@@ -232,13 +332,36 @@ func (n *Node) scheduleRepair(d time.Duration) {
 			return
 		}
 		n.repairAlarm = nil
-		if n.repairDirty {
+		if n.repairDirty || n.roomFreed() {
 			n.repairRound()
 		} else {
 			n.hit(probeRepairQuiet)
 		}
 		n.scheduleRepair(n.cfg.RepairInterval)
 	})
+}
+
+// lackingRoom notes that this node lacks a record for want of room: it
+// refused one at a limit, or a round left one out of its asks.
+func (n *Node) lackingRoom() {
+	n.refusedForRoom = true
+	n.roomThen = n.room()
+}
+
+// roomFreed reports whether the node has more room than when it last
+// lacked a record for want of it: records ended, or shrank. Then a round
+// asks its peers for what it lacks, within its room (a full node's peers
+// push it nothing it holds none of, and would never send it those).
+func (n *Node) roomFreed() bool {
+	if !n.refusedForRoom {
+		return false
+	}
+	if r := n.room(); r.Timers == 0 || r.Timers <= n.roomThen.Timers && r.Bytes <= n.roomThen.Bytes {
+		return false
+	}
+	n.hit(probeRepairRoomFreed)
+	n.refusedForRoom = false
+	return true
 }
 
 // repairNeeded notes that the replicas may differ: a record changed
@@ -252,6 +375,7 @@ func (n *Node) repairNeeded() { n.repairDirty = true }
 func (n *Node) repairRound() {
 	n.stats.RepairRounds++
 	n.repairDirty = false
+	n.repairRoom = n.room()
 	view := n.ring.ViewID()
 	for _, peer := range n.repairPeers() {
 		if !n.repairBusy[peer] {
@@ -311,7 +435,7 @@ func (n *Node) repairWith(peer string, view, after uint64, digests *repairDigest
 			n.repairNeeded()
 		}
 	}
-	body := repairDigestBody{View: strconv.FormatUint(view, 10), From: n.self, Digests: make([]string, repairBuckets)}
+	body := repairDigestBody{View: strconv.FormatUint(view, 10), From: n.self, Digests: make([]string, repairBuckets), Room: n.roomToSay()}
 	for i, d := range digests.sums {
 		body.Digests[i] = fmt.Sprintf("%016x", d)
 	}
@@ -492,6 +616,8 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 		}
 		more = true
 	}
+	var lackedHere []string // live records of the peer this node holds none of
+	n.heardRoom(peer, ans.Room)
 	theirs := make(map[uint64]repairSummary, len(ans.Entries))
 	for _, e := range ans.Entries {
 		id, err := wire.ParseID(e.ID)
@@ -519,13 +645,13 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 	if more {
 		hi, _ = slices.BinarySearch(d.list, through+1)
 	}
-	var push []*Timer
+	var push, lacked []*Timer // lacked: live records the peer holds none of
 	var want []string
 	compare := func(t *Timer, other repairSummary, ok bool) {
 		mineS := repairSummary{version: t.Version, live: t.State == Live, seq: t.Seq}
 		switch {
 		case !ok && mineS.live:
-			push = append(push, t)
+			lacked = append(lacked, t)
 		case !ok:
 		case newerSummary(mineS, other):
 			push = append(push, t)
@@ -548,9 +674,36 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 		case n.repairMine(held, peer) && d.ages.young(held.Version):
 		case n.repairMine(held, peer):
 			compare(held, other, true) // reached this node since the list
-		case other.live && (held == nil || held.State != Moved):
+		case other.live && held == nil:
+			lackedHere = append(lackedHere, wire.FormatID(id))
+		case other.live && held.State != Moved:
 			want = append(want, wire.FormatID(id))
 		}
+	}
+	// Send a node only what it can take (room): the peer, the records it
+	// holds none of within the room it answered; this node, within its
+	// own room for the round.
+	slices.SortFunc(lacked, byDueThenID)
+	slices.Sort(lackedHere) // map order must not reach the network
+	heldBack := 0
+	for _, t := range lacked {
+		if ans.Room != nil && !ans.Room.takes(recordBytes(t)) {
+			heldBack++
+			continue
+		}
+		push = append(push, t)
+	}
+	for _, id := range lackedHere {
+		if !n.repairRoom.takes(0) {
+			heldBack++
+			n.lackingRoom()
+			continue
+		}
+		want = append(want, id)
+	}
+	if heldBack > 0 {
+		n.hit(probeRepairHeldForRoom)
+		n.stats.RepairHeldForRoom += uint64(heldBack)
 	}
 	slices.Sort(want) // map order must not reach the network
 	slices.SortFunc(push, byDueThenID)
@@ -659,7 +812,30 @@ func (n *Node) handOff(done func(all bool)) {
 		n.hitIf(placed.State == Tombstone, probeHandOffTombstone)
 		n.logTimer("hand off", placed, "replicas", targets)
 		n.stats.RepairHandoffs++
+		// one takes a target's outcome: whether it holds the record.
+		one := func(held bool) {
+			all = all && held
+			if pending--; pending > 0 {
+				return
+			}
+			if !all && n.copyOf(placed) != nil {
+				finish(false)
+				return
+			}
+			if all {
+				n.handedOff(placed, view)
+			}
+			finish(true)
+		}
 		for _, peer := range targets {
+			if !n.handOffRoom(peer, placed) {
+				// Sent only what it can take (room): the copy stays
+				// here, popped after every replica, until it has room.
+				n.hit(probeHandOffHeldForRoom)
+				n.stats.RepairHeldForRoom++
+				one(false)
+				continue
+			}
 			n.handOffPush(peer, placed, func(ok bool, resp Response) {
 				// The replica holds it (live, for a live record), or
 				// something newer: a later version (409), or the
@@ -667,19 +843,8 @@ func (n *Node) handOff(done func(all bool)) {
 				// while this copy was waiting to be handed off). A 200
 				// from a node that keeps a live record as moved away
 				// (on another view) is no hand-off.
-				all = all && (ok && (vouches(placed, resp) || resp.Header.Get(HeaderHeld) == heldEnded) ||
+				one(ok && (vouches(placed, resp) || resp.Header.Get(HeaderHeld) == heldEnded) ||
 					resp.Status == 409 && resp.Header.Get(HeaderCollision) == "")
-				if pending--; pending > 0 {
-					return
-				}
-				if !all && n.copyOf(placed) != nil {
-					finish(false)
-					return
-				}
-				if all {
-					n.handedOff(placed, view)
-				}
-				finish(true)
 			})
 		}
 	}
@@ -845,6 +1010,7 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 		reply(text(202, "Accepted"))
 		return
 	}
+	n.heardRoom(body.From, body.Room)
 	if len(body.Digests) != repairBuckets {
 		reply(badRequest(fmt.Sprintf("digests has %d entries, want %d", len(body.Digests), repairBuckets)))
 		return
@@ -917,7 +1083,7 @@ func (n *Node) repairServe(req Request, reply func(Response)) {
 		}
 		n.repairServing[body.From] = served
 	}
-	ans := repairAnswer{Buckets: served.buckets, Entries: []repairEntry{}}
+	ans := repairAnswer{Buckets: served.buckets, Entries: []repairEntry{}, Room: n.roomToSay()}
 	page := cmp.Or(n.cfg.RepairPage, MaxRepairEntries)
 	lo, _ := slices.BinarySearch(served.ids, after+1)
 	hi := min(lo+page, len(served.ids))

@@ -710,3 +710,168 @@ func TestMembershipChangeEndsTheRoundsServed(t *testing.T) {
 	require.NoError(t, c.nodes[server].SetCluster(Membership{Nodes: three[:2]}))
 	assert.Empty(t, c.nodes[server].repairServing, "the rounds served under the view before")
 }
+
+// fullReplica is a cluster of three repairing nodes in which the first
+// holds at most limit records, and timers created through the second at
+// replication factor 3 (so on every node): first deleted ones, created
+// and deleted at once, whose tombstones fill the first node for two
+// minutes, then long ones, which it refuses for want of room. refused
+// counts the node-to-node PUTs the first node answers 503 from then on.
+func fullReplica(t *testing.T, limit, deleted, long int) (c *cluster, full string, longIDs []uint64, refused *int) {
+	t.Helper()
+	full = three[0]
+	c = newClusterWith(t, func(a string, cfg *Config) {
+		cfg.RepairInterval = DefaultRepairInterval
+		if a == full {
+			cfg.Limits.MaxTimers = limit
+		}
+	}, three...)
+	for range deleted {
+		wid := createVia(t, c, three[1], `{"timing":{"interval":120},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":3}}`)
+		require.Equal(t, 200, c.client(three[1], "DELETE", "/timers/"+wid, "").Status)
+	}
+	for range long {
+		wid := createVia(t, c, three[1], `{"timing":{"interval":3600},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":3}}`)
+		longIDs = append(longIDs, mustID(t, wid))
+	}
+	refused = new(int)
+	c.watch = func(s *sent, host string, status int, _ bool) {
+		if host == full && s.req.Method == "PUT" && status == 503 {
+			*refused++
+		}
+	}
+	return c, full, longIDs, refused
+}
+
+// heldOf counts the records of ids that addr holds live.
+func heldOf(c *cluster, addr string, ids []uint64) int {
+	got := 0
+	for _, id := range ids {
+		if tm, ok := c.nodes[addr].Timer(id); ok && tm.State == Live {
+			got++
+		}
+	}
+	return got
+}
+
+// TestRepairSendsAFullReplicaNothingItCannotTake: a replica at its
+// limit lacks the records it refused, and its peers hold them. Repair
+// rounds on every side, for as long as it stays full, neither push it
+// those records nor have it ask for them: it would refuse each one,
+// every round (scenarios/README.md U20).
+func TestRepairSendsAFullReplicaNothingItCannotTake(t *testing.T) {
+	c, full, long, refused := fullReplica(t, 20, 0, 50)
+	require.Equal(t, 20, c.nodes[full].store.Len(), "the replica holds its limit")
+	// Every node's records change, so that every node runs its rounds.
+	c.advance(5*DefaultRepairInterval, 200)
+	assert.Zero(t, *refused, "records pushed to a full replica and refused")
+	assert.Equal(t, 20, heldOf(c, full, long))
+	held := uint64(0)
+	for _, n := range c.nodes {
+		held += n.Stats().RepairHeldForRoom
+	}
+	assert.NotZero(t, held, "no record held back for want of room")
+	for _, a := range three[1:] {
+		assert.Equal(t, 50, heldOf(c, a, long), "%s lost records", a)
+	}
+}
+
+// TestFullReplicaTakesWhatItLacksOnceItHasRoom: a replica whose records
+// end, and so has room again, asks its peers in a round for the records
+// it lacks, as many as it has room for, and refuses none of them. Its
+// tombstones end long after the last change any node saw: nothing but
+// the room it gained starts that round.
+func TestFullReplicaTakesWhatItLacksOnceItHasRoom(t *testing.T) {
+	c, full, long, refused := fullReplica(t, 20, 10, 30)
+	require.Equal(t, 10, heldOf(c, full, long), "the long timers the replica took before it was full")
+	c.advance(100*time.Second, 200)
+	require.Equal(t, 10, heldOf(c, full, long), "the replica took records while its tombstones held its room")
+	// The tombstones end; a round follows.
+	c.advance(3*time.Minute, 200)
+	assert.Equal(t, 20, heldOf(c, full, long), "the replica holds as many as its limit")
+	assert.Zero(t, *refused, "records pushed to a full replica and refused")
+}
+
+// TestHandOffSendsAFullReplicaOnlyWhatItCanTake: a node joins with room
+// for three records, and a scale places ten on it, which end one a
+// minute from the fifth. The old replicas keep what it could not take, popping it after
+// every replica, and push it nothing once it has said it is full; as its
+// records end and it has room again, it says so, and they hand off as
+// many as it can take. Every pop of every timer is made.
+func TestHandOffSendsAFullReplicaOnlyWhatItCanTake(t *testing.T) {
+	four := append(slices.Clone(three), nodeD)
+	c := newRepairingCluster(t, three...)
+	var moving []uint64         // placed on nodeD once it joins
+	minutes := map[string]int{} // a moving timer's opaque data to its minutes
+	for i := 0; len(moving) < 10; i++ {
+		k, opaque := len(moving)+5, strconv.Itoa(i)
+		wid := createVia(t, c, three[0], fmt.Sprintf(`{"timing":{"interval":60,"repeat-for":%d},"callback":{"http":{"uri":"%s","opaque":"%s"}},"reliability":{"replication-factor":1}}`, 60*k, cb, opaque))
+		if id := mustID(t, wid); NewRing(four).Replicas(id, 1)[0] == nodeD {
+			moving, minutes[opaque] = append(moving, id), k
+		}
+	}
+	c.joinWith(nodeD, Membership{Nodes: four}, func(cfg *Config) { cfg.Limits.MaxTimers = 3 })
+	c.reload(Membership{Nodes: four})
+	require.Equal(t, 3, c.nodes[nodeD].store.Len(), "the new node holds its limit")
+	// Each pop an old replica makes sends nodeD, the timer's replica, a
+	// notice, which it refuses while full: one a pop, not a hand-off's
+	// worth a round.
+	refused, notices := 0, 0
+	c.watch = func(s *sent, host string, status int, _ bool) {
+		switch {
+		case host == nodeD && s.req.Method == "PUT" && status == 503:
+			refused++
+		case host == "" && s.from != nodeD && minutes[string(s.req.Body)] > 0:
+			notices++
+		}
+	}
+	pops := map[string]map[string]bool{} // opaque to sequence numbers
+	count := func(cbs []Request) {
+		for _, r := range cbs {
+			o := string(r.Body)
+			if pops[o] == nil {
+				pops[o] = map[string]bool{}
+			}
+			pops[o][r.Header.Get(wire.HeaderSequenceNumber)] = true
+		}
+	}
+	count(c.advance(2*DefaultRepairInterval, 200)) // the old replicas hear its room
+	refused, notices = 0, 0
+	onD := map[uint64]bool{}
+	for range 30 {
+		count(c.advance(30*time.Second, 200))
+		for _, id := range moving {
+			if tm, ok := c.nodes[nodeD].Timer(id); ok && tm.State == Live {
+				onD[id] = true
+			}
+		}
+	}
+	assert.LessOrEqual(t, refused, notices, "pushes refused by the full replica, beyond one a pop")
+	assert.Greater(t, len(onD), 5, "timers the new replica held as it had room")
+	for o, k := range minutes {
+		assert.Len(t, pops[o], k, "pops of the timer of %d minutes", k)
+	}
+}
+
+// TestHandOffResumesWhenAFullReplicaSaysItHasRoom: a node that held
+// hand-offs back from a full replica runs its next round when a repair
+// message of that replica says it has room again, though nothing else
+// changed on it: a quiet node runs no round of its own, and its copy,
+// popped after every replica's rank, would pop again each pop the new
+// replica makes once a notice brought it there. What it pushes then is
+// taken from the room the replica said it has.
+func TestHandOffResumesWhenAFullReplicaSaysItHasRoom(t *testing.T) {
+	n := newClusterWith(t, nil, three...).nodes[nodeA]
+	placed := &Timer{ID: 1, State: Live}
+	require.True(t, n.handOffRoom(nodeB, placed), "a peer that said nothing of its room is pushed")
+	n.heardRoom(nodeB, &room{})
+	require.False(t, n.handOffRoom(nodeB, placed), "a full peer is pushed nothing")
+	require.True(t, n.handOffRoom(nodeB, &Timer{ID: 2, State: Tombstone}), "a tombstone takes no room")
+	n.repairDirty = false
+	n.heardRoom(nodeB, &room{})
+	assert.False(t, n.repairDirty, "still full: no round")
+	n.heardRoom(nodeB, &room{Timers: 1, Bytes: 1 << 20})
+	assert.True(t, n.repairDirty, "room again: the next round hands off")
+	assert.True(t, n.handOffRoom(nodeB, placed))
+	assert.False(t, n.handOffRoom(nodeB, placed), "the room it said it has is taken")
+}

@@ -23,8 +23,18 @@ import (
 // it resyncs at start-up.
 func (c *cluster) join(addr string, m Membership) {
 	c.t.Helper()
+	c.joinWith(addr, m, nil)
+}
+
+// joinWith joins as join does, letting configure change the new node's
+// configuration first.
+func (c *cluster) joinWith(addr string, m Membership, configure func(*Config)) {
+	c.t.Helper()
 	cfg := c.cfgs[slices.Sorted(maps.Keys(c.cfgs))[0]]
 	cfg.Address, cfg.Cluster = addr, m
+	if configure != nil {
+		configure(&cfg)
+	}
 	cfg.Clock, cfg.Network = skewedClock{c.clock, 0, new(bool)}, senderNet{c, addr}
 	n, err := New(cfg)
 	require.NoError(c.t, err, "New(%s)", addr)

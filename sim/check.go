@@ -43,11 +43,14 @@ func (w *world) expectations(res *Result) []string {
 				unmet = append(unmet, fmt.Sprintf("expect shed >= %d: got %d", e.Count, n))
 			}
 		case "probe":
-			i := slices.Index(node.ProbeNames(), e.Probe)
-			if n := uint64(0); i < 0 || i >= len(res.Probes) || res.Probes[i] < uint64(e.Count) {
-				if i >= 0 && i < len(res.Probes) {
-					n = res.Probes[i]
-				}
+			n := uint64(0)
+			if i := slices.Index(node.ProbeNames(), e.Probe); i >= 0 && i < len(res.Probes) {
+				n = res.Probes[i]
+			}
+			switch {
+			case e.AtMost && n > uint64(e.Count):
+				unmet = append(unmet, fmt.Sprintf("expect probe %s <= %d: got %d", e.Probe, e.Count, n))
+			case !e.AtMost && n < uint64(e.Count):
 				unmet = append(unmet, fmt.Sprintf("expect probe %s >= %d: got %d", e.Probe, e.Count, n))
 			}
 		}

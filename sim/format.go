@@ -130,6 +130,9 @@ func (e Expect) String() string {
 	case "shed":
 		return fmt.Sprintf("shed >= %d", e.Count)
 	case "probe":
+		if e.AtMost {
+			return fmt.Sprintf("probe %s <= %d", e.Probe, e.Count)
+		}
 		return fmt.Sprintf("probe %s >= %d", e.Probe, e.Count)
 	}
 	return e.What

@@ -183,12 +183,15 @@ type Expect struct {
 	// "pops" (timer Timer popped at least Count distinct sequence numbers),
 	// "shed" (the nodes shed at least Count sends under load, see
 	// netsim.ErrShed) or "probe" (the nodes passed coverage probe Probe,
-	// node/probe.go, at least Count times).
+	// node/probe.go, at least Count times, or with AtMost at most Count
+	// times: a bound on how often a run may take a path, such as the
+	// records a full node refuses).
 	What      string
 	Guarantee string
 	Timer     string
 	Probe     string
 	Count     int
+	AtMost    bool
 }
 
 // Validate reports the first thing wrong with the plan.

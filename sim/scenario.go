@@ -167,15 +167,15 @@ func (p *Plan) parseExpect(f []string) error {
 			return err
 		}
 		e.Count = n
-	case f[0] == "probe" && len(f) == 4 && f[2] == ">=" && slices.Contains(node.ProbeNames(), f[1]):
-		e.Probe = f[1]
+	case f[0] == "probe" && len(f) == 4 && (f[2] == ">=" || f[2] == "<=") && slices.Contains(node.ProbeNames(), f[1]):
+		e.Probe, e.AtMost = f[1], f[2] == "<="
 		n, err := strconv.Atoi(f[3])
 		if err != nil {
 			return err
 		}
 		e.Count = n
 	default:
-		return fmt.Errorf("want: expect ok | expect violation G<n> | expect pops <timer> >= <n> | expect shed >= <n> | expect probe <declared probe> >= <n>")
+		return fmt.Errorf("want: expect ok | expect violation G<n> | expect pops <timer> >= <n> | expect shed >= <n> | expect probe <declared probe> >= <n> | expect probe <declared probe> <= <n>")
 	}
 	p.Expect = append(p.Expect, e)
 	return nil
