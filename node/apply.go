@@ -395,10 +395,11 @@ func (n *Node) received(id uint64, spec wire.Timer, r *wire.Replication, start i
 		t.setSitesLacking(markOf(p.Sites, r.SitesLacking, n.cfg.LocalSite))
 	} else {
 		t.setPopMarks(r.Missed, r.Missed)
-		// The replicas the sender knows may lack the definition; this
-		// node, which has it now, is not one of them.
-		t.setLacking(markOf(p.Replicas, r.Lacking, n.self))
 	}
+	// The replicas the sender knows may lack the record (a live
+	// definition, or a delete's tombstone: tellLacking); this node,
+	// which has it now, is not one of them.
+	t.setLacking(markOf(p.Replicas, r.Lacking, n.self))
 	return t
 }
 

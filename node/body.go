@@ -79,7 +79,7 @@ func appendReplication(b []byte, t *Timer, now int64, sitesLacking bool) []byte 
 		r.FirstTry = first
 	}
 	var lacking [wire.MaxReplicationFactor]string
-	if t.State == Live && t.Extra != nil && t.Extra.Lacking != 0 {
+	if (t.State == Live || t.State == Tombstone) && t.Extra != nil && t.Extra.Lacking != 0 {
 		r.Lacking = appendMarked(lacking[:0], t.Placement.Replicas, t.Extra.Lacking)
 	}
 	if sitesLacking && t.State == Tombstone {

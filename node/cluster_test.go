@@ -690,7 +690,9 @@ func TestTombstoneOutlivesStaleDefinition(t *testing.T) {
 // after the heal then brought the replaced definition back. The tombstone
 // now stays while a replica may lack it, so the notice is answered 409;
 // without the mark, once that replica took a message of the update (which
-// clears it), or past MaxLackingHold, it lives its life as before.
+// clears it), or past MaxLackingHold, it lives its life as before. An
+// update's notices that the replica never answered mark it too
+// (TestUnansweredReplicationKeepsTheTombstoneForItsPeer).
 func TestTombstoneOutlivesItsLifeWhileAReplicaMayLackIt(t *testing.T) {
 	place := &Placement{Replicas: three[:2]}
 	const id = 1 << 30
@@ -702,7 +704,8 @@ func TestTombstoneOutlivesItsLifeWhileAReplicaMayLackIt(t *testing.T) {
 		want    int
 	}{
 		{"the other replica may lack it", 0b10, false, time.Minute, 409},
-		{"no replica lacks it", 0, false, time.Minute, 200},
+		{"unmarked, its notices unanswered", 0, false, time.Minute, 409}, // N57: marked then
+		{"unmarked, its notices answered", 0, true, time.Minute, 200},
 		{"the other replica took its notices", 0b10, true, time.Minute, 200},
 		{"past MaxLackingHold", 0b10, false, MaxLackingHold + time.Minute, 200},
 	} {
@@ -723,6 +726,60 @@ func TestTombstoneOutlivesItsLifeWhileAReplicaMayLackIt(t *testing.T) {
 			old := *withCallback(&Timer{ID: id, Version: id, Start: start - 10_000, Interval: 30 * time.Second, RepeatFor: 10 * time.Hour,
 				Seq: uint32((node.nowMs() - start + 10_000) / 30_000), RF: 2, Placement: place}, cb, "x")
 			if r := send(old); r.Status != tc.want {
+				t.Fatalf("the other replica's notice of the older definition: got %d, want %d", r.Status, tc.want)
+			}
+		})
+	}
+}
+
+// TestUnansweredReplicationKeepsTheTombstoneForItsPeer is the shape of
+// scenarios/README.md N57: a replica took a short update and sent it
+// to the timer's other replica, which never answered (cut off, it holds
+// the older, longer definition); meanwhile a delete buried the update
+// here. Nothing marked the other replica as may lack the tombstone, so
+// it lived its own short life, and the other replica's notice after the
+// heal brought the deleted definition back. An unanswered replication of
+// the timer to a replica now marks it on the tombstone held of that
+// version or a newer one, which then stays while it may lack it: the
+// notice is answered 409. A replication answered, or a replica outside
+// the tombstone's placement, leaves the tombstone its own life.
+func TestUnansweredReplicationKeepsTheTombstoneForItsPeer(t *testing.T) {
+	place := &Placement{Replicas: three[:2]}
+	const id = 1 << 30
+	for _, tc := range []struct {
+		name     string
+		to       string // the replica the update was sent to
+		answered bool
+		want     int
+	}{
+		{"the other replica did not answer", three[1], false, 409},
+		{"the other replica answered", three[1], true, 200},
+		{"a node outside the placement did not answer", three[2], false, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, three...)
+			node := c.nodes[three[0]]
+			send := func(rec Timer) Response { return replicateFrom(node, three[2], rec) }
+			start := node.nowMs()
+			update := *withCallback(&Timer{ID: id, Version: id + 1, Start: start, Interval: time.Second, RepeatFor: 2 * time.Second, RF: 2, Placement: place}, cb, "y")
+			if r := send(update); r.Status != 200 {
+				t.Fatalf("the update: got %d (%s)", r.Status, r.Body)
+			}
+			var outcome Response
+			node.replicate(tc.to, &update, nil, node.nowMs(), func(_ bool, resp Response) { outcome = resp })
+			if r := send(Timer{ID: id, Version: id + 2, Start: start, State: Tombstone, RF: 2, Placement: place}); r.Status != 200 {
+				t.Fatalf("the delete: got %d (%s)", r.Status, r.Body)
+			}
+			c.down[tc.to] = !tc.answered
+			c.advance(time.Second, 200)
+			if (outcome.Status == 0) == tc.answered {
+				t.Fatalf("the update's replication: got %d, want answered %v", outcome.Status, tc.answered)
+			}
+			c.down[tc.to] = true // cut off from here on
+			c.advance(time.Minute, 200)
+			old := *withCallback(&Timer{ID: id, Version: id, Start: start - 10_000, Interval: 30 * time.Second, RepeatFor: 10 * time.Hour,
+				Seq: uint32((node.nowMs() - start + 10_000) / 30_000), RF: 2, Placement: place}, cb, "x")
+			if r := replicateFrom(node, three[1], old); r.Status != tc.want {
 				t.Fatalf("the other replica's notice of the older definition: got %d, want %d", r.Status, tc.want)
 			}
 		})

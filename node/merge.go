@@ -313,14 +313,25 @@ func (r *mergeResult) converge(h, t *Timer) {
 		t.setLacking(t.lacking() | h.lacking())
 		t.setSitesLacking(t.sitesLacking() | h.sitesLacking())
 	}
-	if h.State == Tombstone && t.State == Tombstone && t.sitesLacking()&^h.sitesLacking() != 0 {
-		// Another node of this site told that a site may lack the
-		// tombstone (tellSitesLacking): it is kept here too, where
-		// that site's notices may arrive (lackingTombstone).
-		r.hit(probeTombstoneSiteLearnt)
-		m := h.sitesLacking() | t.sitesLacking()
-		h.setSitesLacking(m)
-		t.setSitesLacking(m)
+	if h.State == Tombstone && t.State == Tombstone && (t.lacking()&^h.lacking() != 0 || t.sitesLacking()&^h.sitesLacking() != 0) {
+		// Another node told that a replica (the delete's proxy,
+		// tellLacking) or a site (tellSitesLacking) may lack the
+		// tombstone: it is kept here too, where their notices may
+		// arrive (lackingTombstone), and repair rounds push it to those
+		// replicas (repairLacking). A proxy that holds no copy has no
+		// tombstone of its own to keep for them (scenarios/README.md
+		// N57).
+		if t.lacking()&^h.lacking() != 0 {
+			r.hit(probeLackingTombLearnt)
+		}
+		if t.sitesLacking()&^h.sitesLacking() != 0 {
+			r.hit(probeTombstoneSiteLearnt)
+		}
+		m, sites := h.lacking()|t.lacking(), h.sitesLacking()|t.sitesLacking()
+		h.setLacking(m)
+		t.setLacking(m)
+		h.setSitesLacking(sites)
+		t.setSitesLacking(sites)
 		r.change(h, false) // kept on disk with the record
 	}
 	// What this node heard from the other holders stays with the

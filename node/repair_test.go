@@ -416,6 +416,40 @@ func TestRepairPushesADeleteTheReplicaMissed(t *testing.T) {
 	}
 }
 
+// TestDeleteProxyTellsTheReplicasWhoMayLackIt: a delete through a node
+// that is none of the timer's replicas reached one replica only. The
+// proxy holds no tombstone to keep for the replica it missed, so it tells
+// the replica that took the delete (reliability.lacking, as for a live
+// write), whose tombstone then stays past its life while the other
+// replica may lack it, for its notices to meet and repair rounds to push
+// (scenarios/README.md N57). Untold, it lived its own life only.
+func TestDeleteProxyTellsTheReplicasWhoMayLackIt(t *testing.T) {
+	c := newCluster(t, three...)
+	wid := createVia(t, c, three[0], `{"timing":{"interval":10,"repeat-for":20},"callback":{"http":{"uri":"`+cb+`","opaque":"old"}},"reliability":{"replication-factor":2}}`)
+	id := mustID(t, wid)
+	replicas := NewRing(three).Replicas(id, 2)
+	proxy := three[slices.IndexFunc(three, func(a string) bool { return !slices.Contains(replicas, a) })]
+	took, missed := replicas[0], replicas[1]
+	c.lose = func(host string, req Request) bool { return host == missed }
+	if r := c.client(proxy, "DELETE", "/timers/"+wid, ""); r.Status != 200 {
+		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+	}
+	c.lose = nil
+	require.Nil(t, c.nodes[proxy].store.Get(id), "the proxy holds no copy")
+	require.Equal(t, Live, c.nodes[missed].store.Get(id).State, "the replica missed the delete")
+	held := c.nodes[took].store.Get(id)
+	require.NotNil(t, held)
+	require.Equal(t, Tombstone, held.State)
+	assert.True(t, lackedBy(held, missed), "the tombstone marks the replica the delete missed (marks %b)", held.lacking())
+	assert.Positive(t, c.nodes[proxy].probeHits[probeLackingDeleteTold])
+	c.down[missed] = true
+	c.advance(5*time.Minute, 200)
+	held = c.nodes[took].store.Get(id)
+	if assert.NotNil(t, held, "the tombstone, five minutes on, while the replica it missed is cut off") {
+		assert.Equal(t, Tombstone, held.State)
+	}
+}
+
 // TestRepairPushesOfMarkedRecordsAreCapped: a proxy whose deletes missed a
 // replica that is down holds many tombstones marked as that replica may
 // lack them. While the replica answers nothing, no round pushes it any of

@@ -846,6 +846,8 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 		case ok:
 			n.markLacking(t, peer, false)
 			n.markHeard(t, peer)
+		case resp.Status == 0:
+			n.tombstoneUnanswered(t, peer)
 		}
 		if done != nil {
 			done(ok, resp)
@@ -865,21 +867,21 @@ func (n *Node) tellLacking(w *write) {
 	t := &w.rec
 	if t.State == Tombstone && w.lacking != 0 {
 		n.markTombstoneLacking(t, w.lacking)
-		return
 	}
-	if t.State != Live || w.lacking == 0 {
+	if t.State != Live && t.State != Tombstone || w.lacking == 0 {
 		return
 	}
 	replicas := t.Placement.Replicas
 	for i, peer := range replicas {
-		if w.lacking&(1<<i) != 0 {
+		if t.State == Live && w.lacking&(1<<i) != 0 {
 			n.markLacking(t, peer, true)
 		}
 	}
 	if w.vouched == 0 {
 		return
 	}
-	n.hit(probeLackingTold)
+	n.hitIf(t.State == Live, probeLackingTold)
+	n.hitIf(t.State == Tombstone, probeLackingDeleteTold)
 	told := *t
 	told.setLacking(w.lacking)
 	now := n.nowMs()
@@ -920,6 +922,35 @@ func (n *Node) markTombstoneLacking(t *Timer, lacking uint32) {
 	}
 	n.hit(probeLackingDeleteMarked)
 	held.setLacking(m)
+	n.changedInPlace(held) // kept on disk with the record
+}
+
+// tombstoneUnanswered notes, on the tombstone this node holds of t's
+// timer at t's version or a newer one, that replica peer may lack it: a
+// replication of t to peer got no answer (lost, or peer down), and
+// nothing this node knows says peer holds that tombstone. The tombstone
+// is then kept past its life while the mark stands (lackingTombstone),
+// and repair rounds push it to peer until its answer clears the mark
+// (repairLacking). Whatever sent t (a write, a repair round's push, a
+// notice, a hand-off), and whenever the tombstone replaced it: a
+// replica's update that went unanswered while a delete buried it there
+// left the other replica, which never took either, holding the older
+// definition, and the tombstone, knowing nothing of it, lived only its
+// own life; the repair round that would have pushed it there lost its
+// push, the tombstone expired, and the next round brought the deleted
+// definition back (scenarios/README.md N57,
+// TestUnansweredReplicationKeepsTheTombstoneForItsPeer).
+func (n *Node) tombstoneUnanswered(t *Timer, peer string) {
+	held := n.store.Get(t.ID)
+	if held == nil || held.State != Tombstone || held.Version < t.Version || peer == n.self {
+		return
+	}
+	i := slices.Index(held.Placement.Replicas, peer)
+	if i < 0 || i >= 32 || held.lacking()&(1<<i) != 0 {
+		return
+	}
+	n.hit(probeTombstoneUnanswered)
+	held.setLacking(held.lacking() | 1<<i)
 	n.changedInPlace(held) // kept on disk with the record
 }
 
