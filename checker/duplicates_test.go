@@ -381,3 +381,63 @@ func requireRepeat(t *testing.T, h *History, violated bool, want string) {
 		t.Errorf("forgot excused nothing: %v", cov.Excused)
 	}
 }
+
+// TestClockMovedSinceTheStartWasTakenMayDuplicate proves a replica whose
+// clock moved past the margin a backup's rank skew leaves (1.89 s here)
+// since the write may pop at an earlier rank's turn although the offsets
+// at every instant stay within it (scenarios/README.md g4h-1, seed
+// 4901412): the backup's clock steps 1 s back, it takes the primary's
+// start from the notice of pop 1 (the earlier start wins, rebuilt on its
+// clock as it stands), and its clock steps 2 s ahead; its start is then
+// 2 s early in true time, its offset only 1 s, and it pops pop 2 at the
+// primary's turn: excused as clock-moved; so with the primary's clock
+// stepped 1 s ahead and 2 s back (its schedule late). Bounded: the same
+// steps on a member of no role, a second step of 800 ms (1.8 s moved in
+// all), the second step after the duplicate, or both replicas' clocks
+// stepped 900 ms back (each late by it, neither drawn to the other), are
+// G4.
+func TestClockMovedSinceTheStartWasTakenMayDuplicate(t *testing.T) {
+	type step struct {
+		on, jump string
+		at       time.Duration
+	}
+	for _, c := range []struct {
+		name    string
+		steps   []step
+		excused bool
+	}{
+		{"backup back 1s then ahead 2s", []step{{"backup", "-1s", 5 * sec}, {"backup", "+2s", 15 * sec}}, true},
+		{"primary ahead 1s then back 2s", []step{{"primary", "+1s", 5 * sec}, {"primary", "-2s", 15 * sec}}, true},
+		{"other back 1s then ahead 2s", []step{{"other", "-1s", 5 * sec}, {"other", "+2s", 15 * sec}}, false},
+		{"backup back 1s then ahead 800ms", []step{{"backup", "-1s", 5 * sec}, {"backup", "+800ms", 15 * sec}}, false},
+		{"backup ahead 2s after the duplicate", []step{{"backup", "-1s", 5 * sec}, {"backup", "+2s", 25 * sec}}, false},
+		{"both back 900ms", []step{{"backup", "-900ms", 5 * sec}, {"primary", "-900ms", 15 * sec}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, o := placed(t)
+			h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 40*sec
+			h.End = 50 * sec
+			h.Faults = nil
+			for _, s := range c.steps {
+				on := map[string]string{"backup": b, "primary": p, "other": o}[s.on]
+				h.Faults = append(h.Faults, Fault{At: s.at, Kind: ClockJump, Nodes: []string{on}, Detail: s.jump})
+			}
+			h.Pops = h.Pops[:4]
+			for k := range h.Pops {
+				h.Pops[k].At = time.Duration(k+1)*10*sec + 20*ms
+			}
+			dup := pop(20*sec+30*ms, b, "a", 2)
+			dup.Timer = placedTimer
+			h.Pops = slices.Insert(h.Pops, 2, dup)
+			vs, cov := DefaultOptions().Judge(h)
+			if !c.excused {
+				requireHas(t, requireOnly(t, vs, "G4"), "G4", "pop 2 delivered 2 times with no fault around it")
+				return
+			}
+			requireNone(t, vs)
+			if cov.Excused[ExFault+"/"+Excuse(clockMovedFault)] == 0 {
+				t.Errorf("clock-moved excused nothing: %v", cov.Excused)
+			}
+		})
+	}
+}
