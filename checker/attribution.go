@@ -358,17 +358,19 @@ const clockMovedFault FaultKind = "clock-moved"
 
 // clocksMovedSinceWrite reports whether the clocks of the nodes that may
 // have held d's start (startHolders) moved, between d's write and upTo,
-// further than spreadMargin: what they gained (forward: jumps ahead and
-// fast drift, every holder's, G1's allowance) plus the most one of them
-// lost (jumps back and slow drift). A node holds its start on its own
-// clock and hands it on as a delta, so a replica's schedule is early in
-// true time by what the clocks that held its start gained since they
-// took it, and late by what its own clock lost since (a replica takes
-// only an earlier start than its own, so a late one is handed on only
-// to a replica without a copy); a later rank's turn early by the one and
-// an earlier rank's late by the other meet once the two pass the margin,
-// and the later replica pops before the earlier one's notice arrives (a
-// duplicate, G4 only). The offsets at one instant (clockSpread) do not
+// further than spreadMargin: what they gained (jumps ahead and fast
+// drift, every holder's, as forward counts for G1) plus the most one of
+// them lost (jumps back and slow drift) beyond its own gain. A node holds
+// its start on its own clock and hands it on as a delta, so a replica's
+// schedule is early in true time by what the clocks that held its start
+// gained while they held it, and late by what its own clock lost since
+// it took it less what it gained meanwhile (a replica takes only an
+// earlier start than its own, so a late one is handed on only to a
+// replica without a copy; and what the late node gained while it held
+// the start is in the early one's chain and its own lateness, once); a
+// later rank's turn early by the one and an earlier rank's late by the
+// other meet once the two pass the margin, and the later replica pops
+// before the earlier one's notice arrives (a duplicate, G4 only). The offsets at one instant (clockSpread) do not
 // show it: a clock stepped back when its node took an earlier start from
 // a notice, and ahead since, holds that start early by the whole step
 // ahead while its offset, summed with the others', stays within the
@@ -377,13 +379,16 @@ func (x *index) clocksMovedSinceWrite(d *def, upTo time.Duration) (Fault, bool) 
 	if len(x.tl.clocks) == 0 {
 		return Fault{}, false
 	}
-	var back time.Duration
+	var gained, late time.Duration
 	for n := range x.tl.clocks {
-		if !d.placed || x.startHolders(d)[n] {
-			back = max(back, x.tl.back(n, d.lo, upTo))
+		if d.placed && !x.startHolders(d)[n] {
+			continue
 		}
+		g := x.tl.gain(n, d.lo, upTo)
+		gained += g
+		late = max(late, x.tl.lag(n, upTo)-x.tl.lag(n, d.lo)-g)
 	}
-	moved := x.forward(d, d.lo, upTo) + back
+	moved := gained + late
 	if moved <= x.spreadMargin() {
 		return Fault{}, false
 	}

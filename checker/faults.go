@@ -440,34 +440,6 @@ func (tl timeline) gain(node string, a, b time.Duration) time.Duration {
 	return gain + fast(b)
 }
 
-// back is how far node's clock moved behind true time within [a, b]:
-// its backward jumps there plus what slow drift took over the stretch,
-// gain's mirror.
-func (tl timeline) back(node string, a, b time.Duration) time.Duration {
-	var back time.Duration
-	var ppm int64
-	last := a
-	slow := func(until time.Duration) time.Duration {
-		if ppm >= 0 || until <= last {
-			return 0
-		}
-		return time.Duration(float64(until-last) * float64(-ppm) / 1e6)
-	}
-	for _, c := range tl.clocks[node] {
-		if c.at > b {
-			break
-		}
-		if c.at >= a {
-			back += slow(c.at) + c.back
-			last = c.at
-		}
-		if c.setsRate {
-			ppm = c.ppm
-		}
-	}
-	return back + slow(b)
-}
-
 // latestLocal is the latest time node's clock showed within [a, b], less
 // its boot offset: a clock stepped ahead before a and back within the
 // stretch showed a later time than b does, and a tombstone it kept ended
