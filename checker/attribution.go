@@ -370,11 +370,12 @@ const clockMovedFault FaultKind = "clock-moved"
 // the start is in the early one's chain and its own lateness, once); a
 // later rank's turn early by the one and an earlier rank's late by the
 // other meet once the two pass the margin, and the later replica pops
-// before the earlier one's notice arrives (a duplicate, G4 only). The offsets at one instant (clockSpread) do not
-// show it: a clock stepped back when its node took an earlier start from
-// a notice, and ahead since, holds that start early by the whole step
-// ahead while its offset, summed with the others', stays within the
-// margin (scenarios/README.md g4h-1: -1 s, then +2 s).
+// before the earlier one's notice arrives (a duplicate, G4 only). The
+// offsets at one instant (clockSpread) do not show it: a clock stepped
+// back when its node took an earlier start from a notice, and ahead
+// since, holds that start early by the whole step ahead while its offset,
+// summed with the others', stays within the margin (scenarios/README.md
+// g4h-1: -1 s, then +2 s).
 func (x *index) clocksMovedSinceWrite(d *def, upTo time.Duration) (Fault, bool) {
 	if len(x.tl.clocks) == 0 {
 		return Fault{}, false
