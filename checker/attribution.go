@@ -351,6 +351,52 @@ func (x *index) clocksMoved(d *def, m waitedMsg, lo time.Duration) time.Duration
 	return max(most, -late)
 }
 
+// clockMovedFault marks a pop due after the clocks that may have held its
+// timer's start moved, since the write, further than the margin a
+// backup's rank skew leaves: see clocksMovedSinceWrite.
+const clockMovedFault FaultKind = "clock-moved"
+
+// clocksMovedSinceWrite reports whether the clocks of the nodes that may
+// have held d's start (startHolders) moved, between d's write and upTo,
+// further than spreadMargin: what they gained (jumps ahead and fast
+// drift, every holder's, as forward counts for G1) plus the most one of
+// them lost (jumps back and slow drift) beyond its own gain. A node holds
+// its start on its own clock and hands it on as a delta, so a replica's
+// schedule is early in true time by what the clocks that held its start
+// gained while they held it, and late by what its own clock lost since
+// it took it less what it gained meanwhile (a replica takes only an
+// earlier start than its own, so a late one is handed on only to a
+// replica without a copy; and what the late node gained while it held
+// the start is in the early one's chain and its own lateness, once); a
+// later rank's turn early by the one and an earlier rank's late by the
+// other meet once the two pass the margin, and the later replica pops
+// before the earlier one's notice arrives (a duplicate, G4 only). The
+// offsets at one instant (clockSpread) do not show it: a clock stepped
+// back when its node took an earlier start from a notice, and ahead
+// since, holds that start early by the whole step ahead while its offset,
+// summed with the others', stays within the margin (scenarios/README.md
+// C45: -1 s, then +2 s).
+func (x *index) clocksMovedSinceWrite(d *def, upTo time.Duration) (Fault, bool) {
+	if len(x.tl.clocks) == 0 {
+		return Fault{}, false
+	}
+	var gained, late time.Duration
+	for n := range x.tl.clocks {
+		if d.placed && !x.startHolders(d)[n] {
+			continue
+		}
+		g := x.tl.gain(n, d.lo, upTo)
+		gained += g
+		late = max(late, x.tl.lag(n, upTo)-x.tl.lag(n, d.lo)-g)
+	}
+	moved := gained + late
+	if moved <= x.spreadMargin() {
+		return Fault{}, false
+	}
+	return Fault{At: d.lo, Kind: clockMovedFault, Timer: d.timer,
+		Detail: "the clocks that may have held its start moved " + moved.String() + " since the write"}, true
+}
+
 // spreadLasts reports whether replica r, whose copy of d started late
 // (one of spread, the replicas a waited replication set apart), may
 // still hold that start when a pop falls due at lo: no successful pop
@@ -483,6 +529,9 @@ func (x *index) dupFault(d *def, k int, upTo time.Duration) (Fault, bool) {
 	r := x.rankBound(d)
 	lo, hi := d.due(k)
 	upTo = max(upTo, hi+r)
+	if f, ok := x.clocksMovedSinceWrite(d, upTo); ok {
+		return f, true
+	}
 	around := append([][2]time.Duration{{lo - r, upTo}}, x.writeWindows(d, lo-r, upTo)...)
 	for _, s := range d.spans {
 		if s.from > upTo {
