@@ -1217,9 +1217,16 @@ func TestLostCallbackIsItsReplicasFailedAttempt(t *testing.T) {
 // member's late start back. Every later pop runs late by the hold, with a
 // factor written or one the history leaves to the node (an update
 // without one, of a timer whose last pop was past). The same pause on a
-// member the scale placed nothing on, a replica that kept the true start
-// and never crashed, or a pause over before the scale began (nothing on
-// its way), holds nothing, and the late pops are G3.
+// member the scale placed nothing on, or a pause over before the scale
+// began (nothing on its way), holds nothing, and the late pops are G3.
+// The old backup, which the scale takes the timer off, hands the new
+// member its copy and start before the scale completes: when it kept the
+// true start and nothing held its hand-off (the new member's resync push
+// from the primary held by a clog of their link alone), the new member
+// holds the true start once the scale is done and the late pops are G3
+// (handedStart); when the new member's pause may have held the hand-off
+// too, it ends nothing, and a live old backup alone does not either
+// (scenarios/README.md c18-1).
 func TestCopyAScalePlacedStoodStillRunsLate(t *testing.T) {
 	before := []string{"n1", "n2", "n3"}
 	after := []string{"n1", "n2", "n3", "n4"}
@@ -1242,14 +1249,17 @@ func TestCopyAScalePlacedStoodStillRunsLate(t *testing.T) {
 		pausedAt      time.Duration
 		factorLeft    bool
 		backupCrashes bool
+		clog          bool // a clog from the primary into the node, not a pause
 		want          string
 	}{
-		{"new replica paused", "n4", 7 * sec, false, true, ""},
-		{"new replica paused, factor left to the node", "n4", 7 * sec, true, true, ""},
-		{"member of no role paused", bystander, 7 * sec, false, true, "G3"},
-		{"member of no role paused, factor left to the node", bystander, 7 * sec, true, true, "G3"},
-		{"the old backup kept the true start", "n4", 7 * sec, false, false, "G3"},
-		{"new replica paused before the scale", "n4", 900 * ms, false, true, "G3"},
+		{"new replica paused", "n4", 7 * sec, false, true, false, ""},
+		{"new replica paused, factor left to the node", "n4", 7 * sec, true, true, false, ""},
+		{"member of no role paused", bystander, 7 * sec, false, true, false, "G3"},
+		{"member of no role paused, factor left to the node", bystander, 7 * sec, true, true, false, "G3"},
+		{"the old backup kept the true start, its hand-off maybe held too", "n4", 7 * sec, false, false, false, ""},
+		{"the old backup kept the true start and handed it on", "n4", 7 * sec, false, false, true, "G3"},
+		{"primary's link clogged, the old backup crashed", "n4", 7 * sec, false, true, true, ""},
+		{"new replica paused before the scale", "n4", 900 * ms, false, true, false, "G3"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := &History{
@@ -1273,6 +1283,9 @@ func TestCopyAScalePlacedStoodStillRunsLate(t *testing.T) {
 			}
 			h.Faults = []Fault{{At: c.pausedAt, Kind: Pause, Nodes: []string{c.paused}}, {At: c.pausedAt + 5*sec, Kind: Resume, Nodes: []string{c.paused}},
 				{At: 14 * sec, Kind: Crash, Nodes: []string{primary}}, {At: 15 * sec, Kind: Restart, Nodes: []string{primary}}}
+			if c.clog {
+				h.Faults[0], h.Faults[1] = Fault{At: c.pausedAt, Kind: Clog, Nodes: []string{primary}, Peers: []string{c.paused}}, Fault{At: c.pausedAt + 5*sec, Kind: Heal}
+			}
 			if c.backupCrashes {
 				h.Faults = append(h.Faults, Fault{At: 16 * sec, Kind: Crash, Nodes: []string{backup}}, Fault{At: 17 * sec, Kind: Restart, Nodes: []string{backup}})
 			}
