@@ -1300,3 +1300,66 @@ func TestCopyAScalePlacedStoodStillRunsLate(t *testing.T) {
 		})
 	}
 }
+
+// TestRefilledHoldOutlastsALiveHolderCutOff is scenarios/README.md c18-1
+// (fresh seed 4881053): a partition keeps the write from the primary, the
+// backup's notice of pop 1 brings it the copy while it is paused, so it
+// rebuilds the start late by the pause's rest, and a partition that
+// starts just after its resume keeps every notice of the backup, which
+// kept the true start and never crashes, from it. The primary stays
+// late, so the backup pops at its rank (2 s) through the cut: no G3. A
+// live holder does not end the hold by itself; only a message with the
+// true start that can reach the held replica does: once the cut heals,
+// the backup's next notice does, and a pop late by the backup's rank
+// after that is G3 (the bound).
+func TestRefilledHoldOutlastsALiveHolderCutOff(t *testing.T) {
+	h, p, b, _ := placed(t)
+	h.Ops[0].Node = b
+	h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+	h.End = 70 * sec
+	var rest []string
+	for _, m := range h.Members {
+		if m != p {
+			rest = append(rest, m)
+		}
+	}
+	h.Faults = []Fault{
+		{At: 0, Kind: Partition, Nodes: []string{p}, Peers: rest}, {At: 5 * sec, Kind: Heal},
+		{At: 11 * sec, Kind: Pause, Nodes: []string{p}}, {At: 17 * sec, Kind: Resume, Nodes: []string{p}},
+		{At: 17500 * ms, Kind: Partition, Nodes: []string{p}, Peers: rest}, {At: 40 * sec, Kind: Heal},
+	}
+	// Pop 1 from the backup at its rank, pops 2 to 4 from both through
+	// the cut: the backup at its rank, the primary late by its hold; pops
+	// 5 and 6 from the primary on time (the backup's notice of pop 4, once
+	// the cut healed, handed it the true start), or, late6, pop 6 late by
+	// the hold.
+	build := func(late6 bool) *History {
+		c := *h
+		c.Pops = nil
+		add := func(at time.Duration, node string, k int) {
+			q := pop(at, node, "a", k)
+			q.Timer = placedTimer
+			c.Pops = append(c.Pops, q)
+		}
+		add(12*sec+20*ms, b, 1)
+		for k := 2; k <= 4; k++ {
+			due := time.Duration(k) * 10 * sec
+			add(due+2*sec+20*ms, b, k)
+			add(due+4*sec+900*ms, p, k)
+		}
+		add(50*sec+20*ms, p, 5)
+		if late6 {
+			add(64*sec+900*ms, p, 6)
+		} else {
+			add(60*sec+20*ms, p, 6)
+		}
+		return &c
+	}
+	vs, cov := DefaultOptions().Judge(build(false))
+	requireNone(t, vs)
+	if cov.Excused[ExHeld] == 0 {
+		t.Errorf("the backup's pops were not excused as %s: got %v", ExHeld, cov.Excused)
+	}
+	vs = requireOnly(t, Check(build(true)), "G3")
+	requireHas(t, vs, "G3", "pop 6", "late")
+}
