@@ -715,8 +715,12 @@ func holdsInto(f Fault, node string) bool {
 // replica that got the write in time reaching r, nor r's own notice
 // answered by a replica that kept the true start (a replica answers a
 // notice of its definition with its earlier start, which the sender
-// takes: node's startAnswered). So a late replica pops late only until
-// its first pop, unless every replica got the write late.
+// takes: node's startAnswered), nor a scale's hand-off from a replica
+// that kept the true start, to r or to the replica whose notice reached
+// r (handedStart). So a late replica pops late only until its first
+// pop, unless every replica got the write late. A replica that kept the
+// true start and lives ends nothing by itself: a cut may keep its every
+// message from r (scenarios/README.md c18-1).
 //
 // A replica that a message after the write held (see reheld: a waited
 // hand-off, resync or notice to a replica without a copy, a refill) took
@@ -745,8 +749,7 @@ func (x *index) heldAt(d *def, r string, k int) time.Duration {
 			if p.At+x.healthyLate() >= lo || x.failed(p) {
 				continue
 			}
-			_, handed := x.handedStart(d, p.Node, p.At)
-			if (!d.late[p.Node] || handed) && !x.noticeKept(d, p.Node, r, p.At) && !x.noticeWaited(d, p.Node, r, p.At) ||
+			if x.holdsStart(d, p.Node, p.At) && !x.noticeKept(d, p.Node, r, p.At) && !x.noticeWaited(d, p.Node, r, p.At) ||
 				p.Node == r && x.startAnswered(d, r, p.At) {
 				if p.At >= c.since {
 					return 0
@@ -756,6 +759,18 @@ func (x *index) heldAt(d *def, r string, k int) time.Duration {
 		}
 	}
 	return held
+}
+
+// holdsStart reports whether node n surely holds d's true start at t,
+// as far as heldAt needs: no message after the write held its copy (the
+// write reached it in time and it never lost it), or a scale's hand-off
+// brought it the true start since (handedStart).
+func (x *index) holdsStart(d *def, n string, t time.Duration) bool {
+	if !d.late[n] {
+		return true
+	}
+	_, ok := x.handedStart(d, n, t)
+	return ok
 }
 
 // handedStart reports whether a scale's hand-off surely brought replica
@@ -769,7 +784,7 @@ func (x *index) heldAt(d *def, r string, k int) time.Duration {
 // kept the hand-off on its way while the scale ran (a pause or crash of
 // either, a cut or clog between them, a lost or waited record message
 // from one to the other): then the hand-off may have brought r the start
-// late, as any held copy (TestHandOffFromAKeeperEndsTheHold). The one
+// late, as any held copy (TestCopyAScalePlacedStoodStillRunsLate). The one
 // other carrier heldAt counts, a pop's notice, needs no scale.
 func (x *index) handedStart(d *def, r string, t time.Duration) (time.Duration, bool) {
 	if !d.placed {
