@@ -566,10 +566,16 @@ func (x *index) heldByRelay(d *def, ret time.Duration, late map[string]bool) (ti
 // start-time-delta when it processes the message, so a pause of that
 // replica, or a clog into it, while it had none and such a message was
 // on its way holds the copy and makes its start late by as much.
-// Replicas converge on the earliest start when a notice passes between
-// them, so the hold lasts only once every replica that kept the true
-// start has lost it since: then the late start is all that is left
-// (scenarios/README.md N3 and N8;
+// Replicas converge on the earliest start when a message with it passes
+// between them, so the hold lasts only until a message with the true
+// start can reach the held replica: a notice of a replica that kept it,
+// its own notice answered by one, or a scale's hand-off from one
+// (heldAt). A replica that kept the true start and lives does not end
+// the hold by itself: a cut may keep its every message from the held one
+// (scenarios/README.md C46, fresh seed 4881053: a partition kept the
+// backup's notices from the primary its pause had held). Once every
+// replica that kept it has lost it since, the late start is all that is
+// left (scenarios/README.md N3 and N8;
 // TestCopyBroughtBackWhileItsReplicaStoodStillRunsLate: a scale's resync
 // pushed the timer to a replica that had restarted empty and was paused,
 // and the only replica with the true start crashed later). It adds to
@@ -579,7 +585,7 @@ func (x *index) heldByRelay(d *def, ret time.Duration, late map[string]bool) (ti
 // sent and its hold (for those, when the earliest was, and the longest
 // hold), and returns the longest hold.
 func (x *index) heldRefill(d *def, late map[string]bool, since map[string]lateCopy) time.Duration {
-	fails, holders := x.refillFailures(d)
+	fails := x.refillFailures(d)
 	if len(fails) == 0 {
 		return 0
 	}
@@ -608,11 +614,6 @@ func (x *index) heldRefill(d *def, late map[string]bool, since map[string]lateCo
 			refilled[f.node] = true // without a copy once a held one was sent
 		}
 	}
-	for _, r := range holders {
-		if !refilled[r] && !x.crashedBetween(r, first, x.end) {
-			return 0 // r keeps the true start, and its notices hand it on
-		}
-	}
 	for n := range refilled {
 		late[n] = true
 		c, ok := own[n]
@@ -625,33 +626,33 @@ func (x *index) heldRefill(d *def, late map[string]bool, since map[string]lateCo
 }
 
 // refillFailures is heldRefill's moments a replica of d was without a
-// copy, and the nodes that may hold d's true start. For a placed d: the
-// copy failures (missed writes, crashes: copyFailures), and a scale that
-// places d on a node that held none before, from the scale's start (or
-// the write's, if later): its resync or a hand-off brings the copy, which a pause of the node holds
-// as it holds a refill (scenarios/README.md C33). For a write whose
+// copy. For a placed d: the copy failures (missed writes, crashes:
+// copyFailures), and a scale that places d on a node that held none
+// before, from the scale's start (or the write's, if later): its resync
+// or a hand-off brings the copy, which a pause of the node holds as it
+// holds a refill (scenarios/README.md C33). For a write whose
 // factor the history leaves to the node (rfUnknown), of one site: the
 // same over the widest placement its factors may take, each membership's
 // (a factor's replicas are a prefix of one ranking), which holds every
 // replica of any of them; a node outside it holds no copy. None for a
 // timer nobody learned, or with several sites.
-func (x *index) refillFailures(d *def) (fails []copyFailure, holders []string) {
+func (x *index) refillFailures(d *def) (fails []copyFailure) {
 	rfs := []int{d.rf}
 	switch {
 	case d.placed:
-		fails, holders = slices.Clone(x.copyFailures(d).other), d.replicas
+		fails = slices.Clone(x.copyFailures(d).other)
 	case d.timer != 0 && d.rfUnknown && len(x.h.Members) > 0 && len(x.h.Sites) <= 1:
 		rfs = nil
 		for rf := max(d.rfMin, 1); rf <= d.rf; rf++ {
 			rfs = append(rfs, rf)
 		}
-		holders = Replicas(x.h.Members, d.timer, d.rf)
+		holders := Replicas(x.h.Members, d.timer, d.rf)
 		for _, sc := range x.h.Scales {
 			holders = union(holders, Replicas(sc.After, d.timer, d.rf))
 		}
 		fails = x.lostCopies(d, holders)
 	default:
-		return nil, nil
+		return nil
 	}
 	for _, sc := range x.h.Scales {
 		if sc.End != 0 && sc.End < d.lo {
@@ -664,7 +665,7 @@ func (x *index) refillFailures(d *def) (fails []copyFailure, holders []string) {
 			}
 		}
 	}
-	return fails, holders
+	return fails
 }
 
 // refillSent is the earliest time in [a, b] a message that brings back
@@ -714,8 +715,12 @@ func holdsInto(f Fault, node string) bool {
 // replica that got the write in time reaching r, nor r's own notice
 // answered by a replica that kept the true start (a replica answers a
 // notice of its definition with its earlier start, which the sender
-// takes: node's startAnswered). So a late replica pops late only until
-// its first pop, unless every replica got the write late.
+// takes: node's startAnswered), nor a scale's hand-off from a replica
+// that kept the true start, to r or to the replica whose notice reached
+// r (handedStart). So a late replica pops late only until its first
+// pop, unless every replica got the write late. A replica that kept the
+// true start and lives ends nothing by itself: a cut may keep its every
+// message from r (scenarios/README.md C46).
 //
 // A replica that a message after the write held (see reheld: a waited
 // hand-off, resync or notice to a replica without a copy, a refill) took
@@ -732,13 +737,19 @@ func (x *index) heldAt(d *def, r string, k int) time.Duration {
 	lo, _ := d.due(k)
 	c := d.reheld[r]
 	held := d.held
+	if at, ok := x.handedStart(d, r, lo-x.healthyLate()); ok {
+		if at >= c.since {
+			return 0
+		}
+		held = min(held, c.hold)
+	}
 	for _, idx := range d.bySeq {
 		for _, i := range idx {
 			p := x.h.Pops[i]
 			if p.At+x.healthyLate() >= lo || x.failed(p) {
 				continue
 			}
-			if !d.late[p.Node] && !x.noticeKept(d, p.Node, r, p.At) && !x.noticeWaited(d, p.Node, r, p.At) ||
+			if x.holdsStart(d, p.Node, p.At) && !x.noticeKept(d, p.Node, r, p.At) && !x.noticeWaited(d, p.Node, r, p.At) ||
 				p.Node == r && x.startAnswered(d, r, p.At) {
 				if p.At >= c.since {
 					return 0
@@ -748,6 +759,75 @@ func (x *index) heldAt(d *def, r string, k int) time.Duration {
 		}
 	}
 	return held
+}
+
+// holdsStart reports whether node n surely holds d's true start at t,
+// as far as heldAt needs: no message after the write held its copy (the
+// write reached it in time and it never lost it), or a scale's hand-off
+// brought it the true start since (handedStart).
+func (x *index) holdsStart(d *def, n string, t time.Duration) bool {
+	if !d.late[n] {
+		return true
+	}
+	_, ok := x.handedStart(d, n, t)
+	return ok
+}
+
+// handedStart reports whether a scale's hand-off surely brought replica
+// r d's true start by t, and by when: a staying member the scale takes d
+// off hands its copy to the replicas the scale adds (node/repair.go
+// handOff, handOffTargets) before the scale completes, and a replica
+// converges on the earlier start of the two it holds (node/merge.go
+// earliestStart). So a hand-off from a replica that kept the true start
+// to the scale's end (keptStart) carries it to r, which holds it from
+// then on, unless r lost its copy since, or a fault may have held or
+// kept the hand-off on its way while the scale ran (a pause or crash of
+// either, a cut or clog between them, a lost or waited record message
+// from one to the other): then the hand-off may have brought r the start
+// late, as any held copy (TestCopyAScalePlacedStoodStillRunsLate). The one
+// other carrier heldAt counts, a pop's notice, needs no scale.
+func (x *index) handedStart(d *def, r string, t time.Duration) (time.Duration, bool) {
+	if !d.placed {
+		return 0, false
+	}
+	for _, sc := range x.h.Scales {
+		if sc.End == 0 || sc.End > t || sc.Start < d.lo {
+			continue
+		}
+		before, after := Replicas(sc.Before, d.timer, d.rf), Replicas(sc.After, d.timer, d.rf)
+		if slices.Contains(before, r) || !slices.Contains(after, r) || x.crashedWithin(r, sc.Start, t) {
+			continue
+		}
+		for _, q := range before {
+			if slices.Contains(after, q) || !slices.Contains(sc.After, q) || !x.keptStart(d, q, sc.End) {
+				continue
+			}
+			if !x.handOffKept(d, q, r, sc.Start, sc.End) {
+				return sc.End, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// handOffKept reports whether a record message from q to r sent in
+// [a, b] may have been held or kept on its way: a fault hopKept counts
+// around some time in [a, b], or a waited record message between them.
+func (x *index) handOffKept(d *def, q, r string, a, b time.Duration) bool {
+	for _, s := range d.spans {
+		if s.from > b+x.o.FaultSettle || s.to < a {
+			continue
+		}
+		if x.hopKept(d, q, r, max(a, s.from)) || x.hopKept(d, r, q, max(a, s.from)) {
+			return true
+		}
+	}
+	for _, m := range x.waitedRecords(d) {
+		if (m.from == q && m.to == r || m.from == r && m.to == q) && m.sent >= a-x.h.MaxNetDelay && m.sent <= b {
+			return true
+		}
+	}
+	return false
 }
 
 // lateCopy is a late copy a message after the write brought a replica:

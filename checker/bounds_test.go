@@ -1217,9 +1217,16 @@ func TestLostCallbackIsItsReplicasFailedAttempt(t *testing.T) {
 // member's late start back. Every later pop runs late by the hold, with a
 // factor written or one the history leaves to the node (an update
 // without one, of a timer whose last pop was past). The same pause on a
-// member the scale placed nothing on, a replica that kept the true start
-// and never crashed, or a pause over before the scale began (nothing on
-// its way), holds nothing, and the late pops are G3.
+// member the scale placed nothing on, or a pause over before the scale
+// began (nothing on its way), holds nothing, and the late pops are G3.
+// The old backup, which the scale takes the timer off, hands the new
+// member its copy and start before the scale completes: when it kept the
+// true start and nothing held its hand-off (the new member's resync push
+// from the primary held by a clog of their link alone), the new member
+// holds the true start once the scale is done and the late pops are G3
+// (handedStart); when the new member's pause may have held the hand-off
+// too, it ends nothing, and a live old backup alone does not either
+// (scenarios/README.md C46).
 func TestCopyAScalePlacedStoodStillRunsLate(t *testing.T) {
 	before := []string{"n1", "n2", "n3"}
 	after := []string{"n1", "n2", "n3", "n4"}
@@ -1242,14 +1249,17 @@ func TestCopyAScalePlacedStoodStillRunsLate(t *testing.T) {
 		pausedAt      time.Duration
 		factorLeft    bool
 		backupCrashes bool
+		clog          bool // a clog from the primary into the node, not a pause
 		want          string
 	}{
-		{"new replica paused", "n4", 7 * sec, false, true, ""},
-		{"new replica paused, factor left to the node", "n4", 7 * sec, true, true, ""},
-		{"member of no role paused", bystander, 7 * sec, false, true, "G3"},
-		{"member of no role paused, factor left to the node", bystander, 7 * sec, true, true, "G3"},
-		{"the old backup kept the true start", "n4", 7 * sec, false, false, "G3"},
-		{"new replica paused before the scale", "n4", 900 * ms, false, true, "G3"},
+		{"new replica paused", "n4", 7 * sec, false, true, false, ""},
+		{"new replica paused, factor left to the node", "n4", 7 * sec, true, true, false, ""},
+		{"member of no role paused", bystander, 7 * sec, false, true, false, "G3"},
+		{"member of no role paused, factor left to the node", bystander, 7 * sec, true, true, false, "G3"},
+		{"the old backup kept the true start, its hand-off maybe held too", "n4", 7 * sec, false, false, false, ""},
+		{"the old backup kept the true start and handed it on", "n4", 7 * sec, false, false, true, "G3"},
+		{"primary's link clogged, the old backup crashed", "n4", 7 * sec, false, true, true, ""},
+		{"new replica paused before the scale", "n4", 900 * ms, false, true, false, "G3"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := &History{
@@ -1273,6 +1283,9 @@ func TestCopyAScalePlacedStoodStillRunsLate(t *testing.T) {
 			}
 			h.Faults = []Fault{{At: c.pausedAt, Kind: Pause, Nodes: []string{c.paused}}, {At: c.pausedAt + 5*sec, Kind: Resume, Nodes: []string{c.paused}},
 				{At: 14 * sec, Kind: Crash, Nodes: []string{primary}}, {At: 15 * sec, Kind: Restart, Nodes: []string{primary}}}
+			if c.clog {
+				h.Faults[0], h.Faults[1] = Fault{At: c.pausedAt, Kind: Clog, Nodes: []string{primary}, Peers: []string{c.paused}}, Fault{At: c.pausedAt + 5*sec, Kind: Heal}
+			}
 			if c.backupCrashes {
 				h.Faults = append(h.Faults, Fault{At: 16 * sec, Kind: Crash, Nodes: []string{backup}}, Fault{At: 17 * sec, Kind: Restart, Nodes: []string{backup}})
 			}
@@ -1286,4 +1299,67 @@ func TestCopyAScalePlacedStoodStillRunsLate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRefilledHoldOutlastsALiveHolderCutOff is scenarios/README.md C46
+// (fresh seed 4881053): a partition keeps the write from the primary, the
+// backup's notice of pop 1 brings it the copy while it is paused, so it
+// rebuilds the start late by the pause's rest, and a partition that
+// starts just after its resume keeps every notice of the backup, which
+// kept the true start and never crashes, from it. The primary stays
+// late, so the backup pops at its rank (2 s) through the cut: no G3. A
+// live holder does not end the hold by itself; only a message with the
+// true start that can reach the held replica does: once the cut heals,
+// the backup's next notice does, and a pop late by the backup's rank
+// after that is G3 (the bound).
+func TestRefilledHoldOutlastsALiveHolderCutOff(t *testing.T) {
+	h, p, b, _ := placed(t)
+	h.Ops[0].Node = b
+	h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+	h.End = 70 * sec
+	var rest []string
+	for _, m := range h.Members {
+		if m != p {
+			rest = append(rest, m)
+		}
+	}
+	h.Faults = []Fault{
+		{At: 0, Kind: Partition, Nodes: []string{p}, Peers: rest}, {At: 5 * sec, Kind: Heal},
+		{At: 11 * sec, Kind: Pause, Nodes: []string{p}}, {At: 17 * sec, Kind: Resume, Nodes: []string{p}},
+		{At: 17500 * ms, Kind: Partition, Nodes: []string{p}, Peers: rest}, {At: 40 * sec, Kind: Heal},
+	}
+	// Pop 1 from the backup at its rank, pops 2 to 4 from both through
+	// the cut: the backup at its rank, the primary late by its hold; pops
+	// 5 and 6 from the primary on time (the backup's notice of pop 4, once
+	// the cut healed, handed it the true start), or, late6, pop 6 late by
+	// the hold.
+	build := func(late6 bool) *History {
+		c := *h
+		c.Pops = nil
+		add := func(at time.Duration, node string, k int) {
+			q := pop(at, node, "a", k)
+			q.Timer = placedTimer
+			c.Pops = append(c.Pops, q)
+		}
+		add(12*sec+20*ms, b, 1)
+		for k := 2; k <= 4; k++ {
+			due := time.Duration(k) * 10 * sec
+			add(due+2*sec+20*ms, b, k)
+			add(due+4*sec+900*ms, p, k)
+		}
+		add(50*sec+20*ms, p, 5)
+		if late6 {
+			add(64*sec+900*ms, p, 6)
+		} else {
+			add(60*sec+20*ms, p, 6)
+		}
+		return &c
+	}
+	vs, cov := DefaultOptions().Judge(build(false))
+	requireNone(t, vs)
+	if cov.Excused[ExHeld] == 0 {
+		t.Errorf("the backup's pops were not excused as %s: got %v", ExHeld, cov.Excused)
+	}
+	vs = requireOnly(t, Check(build(true)), "G3")
+	requireHas(t, vs, "G3", "pop 6", "late")
 }
