@@ -585,7 +585,7 @@ func (x *index) heldByRelay(d *def, ret time.Duration, late map[string]bool) (ti
 // sent and its hold (for those, when the earliest was, and the longest
 // hold), and returns the longest hold.
 func (x *index) heldRefill(d *def, late map[string]bool, since map[string]lateCopy) time.Duration {
-	fails := x.refillFailures(d)
+	fails, holders := x.refillFailures(d)
 	if len(fails) == 0 {
 		return 0
 	}
@@ -614,6 +614,17 @@ func (x *index) heldRefill(d *def, late map[string]bool, since map[string]lateCo
 			refilled[f.node] = true // without a copy once a held one was sent
 		}
 	}
+	// A write whose factor the history leaves to the node has no
+	// placement heldAt can judge its messages by (it is used for placed
+	// writes only), so nothing would end the hold: there, a replica that
+	// may keep the true start and lives still ends it, as before C46.
+	// Stricter than the message rule (a cut may keep its notices), and
+	// never looser.
+	for _, r := range holders {
+		if !refilled[r] && !x.crashedBetween(r, first, x.end) {
+			return 0
+		}
+	}
 	for n := range refilled {
 		late[n] = true
 		c, ok := own[n]
@@ -634,9 +645,9 @@ func (x *index) heldRefill(d *def, late map[string]bool, since map[string]lateCo
 // factor the history leaves to the node (rfUnknown), of one site: the
 // same over the widest placement its factors may take, each membership's
 // (a factor's replicas are a prefix of one ranking), which holds every
-// replica of any of them; a node outside it holds no copy. None for a
-// timer nobody learned, or with several sites.
-func (x *index) refillFailures(d *def) (fails []copyFailure) {
+// replica of any of them; a node outside it holds no copy, and holders
+// are its nodes. None for a timer nobody learned, or with several sites.
+func (x *index) refillFailures(d *def) (fails []copyFailure, holders []string) {
 	rfs := []int{d.rf}
 	switch {
 	case d.placed:
@@ -646,13 +657,13 @@ func (x *index) refillFailures(d *def) (fails []copyFailure) {
 		for rf := max(d.rfMin, 1); rf <= d.rf; rf++ {
 			rfs = append(rfs, rf)
 		}
-		holders := Replicas(x.h.Members, d.timer, d.rf)
+		holders = Replicas(x.h.Members, d.timer, d.rf)
 		for _, sc := range x.h.Scales {
 			holders = union(holders, Replicas(sc.After, d.timer, d.rf))
 		}
 		fails = x.lostCopies(d, holders)
 	default:
-		return nil
+		return nil, nil
 	}
 	for _, sc := range x.h.Scales {
 		if sc.End != 0 && sc.End < d.lo {
@@ -665,7 +676,7 @@ func (x *index) refillFailures(d *def) (fails []copyFailure) {
 			}
 		}
 	}
-	return fails
+	return fails, holders
 }
 
 // refillSent is the earliest time in [a, b] a message that brings back
