@@ -909,3 +909,24 @@ func TestHandOffResumesWhenAFullReplicaSaysItHasRoom(t *testing.T) {
 	assert.True(t, n.handOffRoom(nodeB, placed))
 	assert.False(t, n.handOffRoom(nodeB, placed), "the room it said it has is taken")
 }
+
+// TestNodeThatSaidItWasFullRunsARoundOnceItHasRoom: a node exactly at its
+// limit that refused nothing yet tells its peers in a repair message that
+// it has no room, so they hold back what it lacks; once it has room it
+// runs a round, which says so, whatever else changed.
+func TestNodeThatSaidItWasFullRunsARoundOnceItHasRoom(t *testing.T) {
+	c := newClusterWith(t, func(a string, cfg *Config) {
+		cfg.RepairInterval = DefaultRepairInterval
+		cfg.Limits.MaxTimers = 1
+	}, three...)
+	wid := createVia(t, c, nodeA, `{"timing":{"interval":60},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":1}}`)
+	holder := NewRing(three).Replicas(mustID(t, wid), 1)[0]
+	n := c.nodes[holder]
+	require.Equal(t, 1, n.store.Len())
+	n.refusedForRoom = false
+	require.Zero(t, n.roomToSay().Timers)
+	assert.False(t, n.roomFreed(), "still full")
+	n.release(n.store.Get(mustID(t, wid)))
+	assert.True(t, n.roomFreed(), "room again after saying it had none")
+	assert.False(t, n.roomFreed(), "once")
+}
