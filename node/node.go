@@ -102,12 +102,10 @@ type Node struct {
 	// repairRoom is what is left of this node's room (room) for the
 	// records its current round asks its peers for and holds none of.
 	repairRoom room
-	// refusedForRoom is set when the node refused a record at a limit,
-	// or left one out of a round's asks for want of room, and roomThen
-	// is its room at the latest of those; it runs a round once it has
-	// more (roomFreed).
-	refusedForRoom bool
-	roomThen       room
+	// lackedRoomAt, when set, is the node's room when it last refused a
+	// record at a limit, or left one out of a round's asks for want of
+	// room; it runs a round once it has more (roomFreed).
+	lackedRoomAt *room
 	// peerRoom is the room each peer last said it has in a repair
 	// message, less what hand-offs pushed it since; handOffHeld the
 	// peers a hand-off held records back from for want of it

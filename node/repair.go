@@ -344,8 +344,8 @@ func (n *Node) scheduleRepair(d time.Duration) {
 // lackingRoom notes that this node lacks a record for want of room: it
 // refused one at a limit, or a round left one out of its asks.
 func (n *Node) lackingRoom() {
-	n.refusedForRoom = true
-	n.roomThen = n.room()
+	r := n.room()
+	n.lackedRoomAt = &r
 }
 
 // roomFreed reports whether the node has more room than when it last
@@ -353,14 +353,15 @@ func (n *Node) lackingRoom() {
 // asks its peers for what it lacks, within its room (a full node's peers
 // push it nothing it holds none of, and would never send it those).
 func (n *Node) roomFreed() bool {
-	if !n.refusedForRoom {
+	then := n.lackedRoomAt
+	if then == nil {
 		return false
 	}
-	if r := n.room(); r.Timers == 0 || r.Timers <= n.roomThen.Timers && r.Bytes <= n.roomThen.Bytes {
+	if r := n.room(); r.Timers == 0 || r.Timers <= then.Timers && r.Bytes <= then.Bytes {
 		return false
 	}
 	n.hit(probeRepairRoomFreed)
-	n.refusedForRoom = false
+	n.lackedRoomAt = nil
 	return true
 }
 

@@ -923,7 +923,7 @@ func TestNodeThatSaidItWasFullRunsARoundOnceItHasRoom(t *testing.T) {
 	holder := NewRing(three).Replicas(mustID(t, wid), 1)[0]
 	n := c.nodes[holder]
 	require.Equal(t, 1, n.store.Len())
-	n.refusedForRoom = false
+	n.lackedRoomAt = nil
 	require.Zero(t, n.roomToSay().Timers)
 	assert.False(t, n.roomFreed(), "still full")
 	n.release(n.store.Get(mustID(t, wid)))
