@@ -94,8 +94,42 @@ func (n *Node) readAll(id, bloom uint64, wid string, reply func(Response)) {
 			}
 		}
 	}
-	n.askCopies(id, wid, nodes, func(copies []replicaCopy) {
+	n.askFollowingMoves(id, wid, nodes, func(copies []replicaCopy) {
 		reply(n.readAnswer(wid, copies))
+	})
+}
+
+// askFollowingMoves asks nodes for their records of id, as askCopies
+// does, then once more the nodes a moved copy among the answers names as
+// the timer's replicas, if it left any out: a moved copy says only that
+// the timer lives elsewhere, and where. A node whose view is older than
+// the copy's (not yet reloaded for a scale) names only the replicas of
+// its own view, and a moved copy is all they hold: its read found nothing
+// live, and an update without a factor took the default
+// (scenarios/README.md U24, TestUpdateWithoutAFactorFollowsAMovedCopy).
+// It follows one step only: the nodes named answer with what they hold,
+// and a copy moved again since is as far as the read reaches.
+func (n *Node) askFollowingMoves(id uint64, wid string, nodes []string, done func([]replicaCopy)) {
+	n.askCopies(id, wid, nodes, func(copies []replicaCopy) {
+		var more []string
+		for _, c := range copies {
+			if c.state != wire.StateMoved {
+				continue
+			}
+			for _, r := range c.t.Placement.Replicas {
+				if !slices.Contains(nodes, r) && !slices.Contains(more, r) {
+					more = append(more, r)
+				}
+			}
+		}
+		if len(more) == 0 {
+			done(copies)
+			return
+		}
+		n.hit(probeReadFollowsMoved)
+		n.askCopies(id, wid, more, func(further []replicaCopy) {
+			done(append(copies, further...))
+		})
 	})
 }
 

@@ -1928,3 +1928,69 @@ func TestUpdateWithoutAFactorLearnsItFromTheViewBefore(t *testing.T) {
 	held, _ := c.nodes[nodeD].Timer(id)
 	assert.Equal(t, uint8(1), held.RF)
 }
+
+// TestUpdateWithoutAFactorFollowsAMovedCopy is fresh seed 4993225
+// (scenarios/README.md U24): a timer of factor 1 on X moved to D as D
+// joined, and X, reloaded, handed its copy off and kept it as moved
+// away. An update without a factor through a node not yet reloaded read
+// the copies of the nodes its view names (X and the default's second
+// replica): X answered with its moved copy, which says only that the
+// timer lives elsewhere, no one held it live, and the update took the
+// default factor of 2, leaving a copy on a replica the timer's factor
+// does not give it. A moved copy names where the timer went: the read
+// asks those nodes too, and the update keeps the factor it finds there.
+func TestUpdateWithoutAFactorFollowsAMovedCopy(t *testing.T) {
+	id, x := idMovedToD()
+	before := NewRing(three)
+	proxy := ""
+	for _, r := range before.Replicas(id, wire.DefaultReplicationFactor) {
+		if r != x {
+			proxy = r // a replica of the default under the view before, as n4 was
+		}
+	}
+	bare := wire.FormatWireID(id, 0)
+	c := newCluster(t, three...)
+	require.Equal(t, 200, c.client(proxy, "PUT", "/timers/"+bare, string(wire.Encode(wire.Timer{
+		Interval: 30 * time.Second, RepeatFor: 300 * time.Second, URI: cb, Opaque: "old", ReplicationFactor: 1}))).Status)
+	require.Equal(t, []string{x}, c.holders(bare))
+	scaling := Membership{Nodes: three, Joining: []string{nodeD}}
+	c.join(nodeD, scaling)
+	var others []string
+	for _, a := range three {
+		if a != proxy {
+			others = append(others, a)
+		}
+	}
+	c.setCluster(scaling, others...)
+	c.finishResyncs()
+	for range 100 {
+		c.advance(time.Second, 200)
+		c.settle()
+	}
+	require.Equal(t, []string{nodeD}, c.holders(bare), "D holds the timer")
+	moved, ok := c.nodes[x].Timer(id)
+	require.True(t, ok)
+	require.Equal(t, Moved, moved.State, "X keeps its copy as moved away")
+
+	// Through the proxy not yet reloaded, the update finds the timer on
+	// D, which the proxy's view does not name: the write, placed at
+	// factor 1 on X under that view, is kept there as moved away, so it
+	// is refused for the client to retry. Once the proxy has reloaded
+	// (the client retries), it is placed on D.
+	update := string(wire.Encode(wire.Timer{Interval: 20 * time.Second, RepeatFor: 200 * time.Second, URI: cb, Opaque: "new"}))
+	first := c.client(proxy, "PUT", "/timers/"+bare, update).Status
+	c.setCluster(scaling, proxy)
+	c.finishResyncs()
+	if first != 200 {
+		require.Equal(t, 503, first)
+		require.Equal(t, 200, c.client(proxy, "PUT", "/timers/"+bare, update).Status)
+	}
+	for range 100 {
+		c.advance(time.Second, 200)
+		c.settle()
+	}
+	assert.Equal(t, []string{nodeD}, c.holders(bare), "the update at the timer's factor, 1")
+	held, _ := c.nodes[nodeD].Timer(id)
+	assert.Equal(t, uint8(1), held.RF)
+	assert.Equal(t, "new", held.Opaque())
+}

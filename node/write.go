@@ -337,7 +337,7 @@ func (n *Node) learnRF(id, bloom uint64, wid string, spec wire.Timer, reply func
 		n.hit(probeLearnRFPastViews)
 		nodes = more
 	}
-	n.askCopies(id, wid, nodes, func(copies []replicaCopy) {
+	n.askFollowingMoves(id, wid, nodes, func(copies []replicaCopy) {
 		newest, _ := newestCopy(copies)
 		everyone := !slices.ContainsFunc(copies, func(c replicaCopy) bool { return c.state == wire.StateUnreachable })
 		switch {
