@@ -50,7 +50,7 @@ const (
 // Store holds a node's timers by ID, in pop order. It is not safe for
 // concurrent use; the node is single-threaded.
 type Store struct {
-	byID map[uint64]*Timer
+	byID idIndex
 	// next is the first millisecond not yet popped through. It only moves
 	// forward, except when a large backward clock jump rebuilds the wheel.
 	next    int64
@@ -68,7 +68,6 @@ type Store struct {
 // NewStore returns an empty store whose wheel starts at now (ms).
 func NewStore(now int64) *Store {
 	return &Store{
-		byID:    make(map[uint64]*Timer),
 		next:    now + 1,
 		fine:    newLevel(fineSlots, 1),
 		coarse:  newLevel(coarseSlots, coarseSlot0),
@@ -78,22 +77,17 @@ func NewStore(now int64) *Store {
 }
 
 // Len returns the number of timers held.
-func (s *Store) Len() int { return len(s.byID) }
+func (s *Store) Len() int { return s.byID.len() }
 
 // Get returns the timer with the given ID, or nil.
-func (s *Store) Get(id uint64) *Timer { return s.byID[id] }
+func (s *Store) Get(id uint64) *Timer { return s.byID.get(id) }
 
 // Put inserts t due at due (ms), or moves it there if it is already held. A
 // different timer held under t.ID is removed first. due may be in the past:
 // the timer then pops on the next PopDue whose now reaches it.
 func (s *Store) Put(t *Timer, due int64) {
-	if old, ok := s.byID[t.ID]; ok {
+	if old := s.byID.set(t); old != nil {
 		s.unlink(old)
-		if old != t {
-			s.byID[t.ID] = t
-		}
-	} else {
-		s.byID[t.ID] = t
 	}
 	t.due = due
 	s.place(t)
@@ -105,12 +99,11 @@ func (s *Store) Put(t *Timer, due int64) {
 
 // Remove removes and returns the timer with the given ID, or nil.
 func (s *Store) Remove(id uint64) *Timer {
-	t, ok := s.byID[id]
-	if !ok {
+	t := s.byID.remove(id)
+	if t == nil {
 		return nil
 	}
 	s.unlink(t)
-	delete(s.byID, id)
 	s.mods++
 	if s.changed != nil {
 		s.changed(id)
@@ -299,7 +292,7 @@ func (s *Store) popped(t *Timer, now int64, buf []*Timer) []*Timer {
 		storeBug("timer %d due %d popped early at %d", t.ID, t.due, now)
 	}
 	t.prev, t.next, t.slot = nil, nil, 0
-	delete(s.byID, t.ID)
+	s.byID.remove(t.ID)
 	if s.changed != nil {
 		s.changed(t.ID)
 	}
@@ -380,7 +373,7 @@ func (s *Store) enterBlock(b int64) {
 // back. It walks the tiers, not byID, so that tie order stays independent
 // of map iteration order (determinism contract).
 func (s *Store) rebuild(next int64) {
-	all := make([]*Timer, 0, len(s.byID))
+	all := make([]*Timer, 0, s.byID.len())
 	all = append(all, s.overdue.ts...)
 	all = append(all, s.far.ts...)
 	for _, l := range []*level{&s.fine, &s.coarse} {

@@ -281,9 +281,9 @@ func checkStoreTier(t rapid.TB, s *Store, tm *Timer, slot int32) {
 	default:
 		ok = slot < 0 && slot&1 == 0 // the far heap
 	}
-	if tm.slot != slot || !ok || s.byID[tm.ID] != tm {
+	if tm.slot != slot || !ok || s.byID.get(tm.ID) != tm {
 		t.Fatalf("timer %d due %d (next %d): slot %d found at slot %d, held %t; want the tier its due selects",
-			tm.ID, d, s.next, tm.slot, slot, s.byID[tm.ID] == tm)
+			tm.ID, d, s.next, tm.slot, slot, s.byID.get(tm.ID) == tm)
 	}
 }
 

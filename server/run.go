@@ -309,6 +309,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger) error {
 		return err
 	}
 	applyMemoryLimit(cfg.MemoryLimit, srv.log)
+	defer applyGCHeadroom(cfg.GCHeadroom, srv.log)()
 	ln, release, err := listen(cfg, srv.log)
 	if err != nil {
 		return err
@@ -352,6 +353,17 @@ func listen(cfg config.Node, log *slog.Logger) (ln net.Listener, release func(),
 		return nil, nil, err
 	}
 	return ln, func() { pid.Remove(log) }, nil
+}
+
+// applyGCHeadroom starts keeping GOGC at the headroom pct (gctune.go),
+// unless pct is 0 or the GOGC environment variable is set (the operator's
+// choice), and returns what stops it.
+func applyGCHeadroom(pct int, log *slog.Logger) (stop func()) {
+	if v, ok := os.LookupEnv("GOGC"); ok && pct > 0 {
+		log.Info("gc_headroom_ignored", "percent", pct, "GOGC", v)
+		return func() {}
+	}
+	return startGCTuner(pct, log)
 }
 
 // applyMemoryLimit sets the process's soft memory limit to limit bytes, if

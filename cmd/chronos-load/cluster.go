@@ -30,12 +30,12 @@ type cluster struct {
 // startCluster starts n chronos processes from bin on free loopback
 // ports, with one generated cluster key, and waits until each serves.
 // Each process logs to a file in its folder, under the cluster's. A
-// memory limit other than "" goes into each node's [limits]
-// memory_limit; with storage each keeps its timers in its folder, else
+// memory limit or a GC headroom other than "" goes into each node's
+// [limits] memory_limit or gc_headroom; with storage each keeps its timers in its folder, else
 // in memory; pprof gives each a free loopback address to serve its
 // profiles on ([debug] pprof_address), in the order of pprof's result,
 // and as many more to the join nodes that may join it later.
-func startCluster(bin string, n, join int, memoryLimit string, storage, profiles bool) (c *cluster, pprof []string, err error) {
+func startCluster(bin string, n, join int, memoryLimit, gcHeadroom string, storage, profiles bool) (c *cluster, pprof []string, err error) {
 	dir, err := os.MkdirTemp("", "chronos-load-")
 	if err != nil {
 		return nil, nil, err
@@ -48,8 +48,14 @@ func startCluster(bin string, n, join int, memoryLimit string, storage, profiles
 	o := localcluster.Options{Nodes: n, Bin: bin, Dir: dir, InMemory: !storage}
 	o.NodeConf = func(i int, _ []string) string {
 		var conf string
+		if memoryLimit != "" || gcHeadroom != "" {
+			conf += "[limits]\n"
+		}
 		if memoryLimit != "" {
-			conf += "[limits]\nmemory_limit = " + memoryLimit + "\n"
+			conf += "memory_limit = " + memoryLimit + "\n"
+		}
+		if gcHeadroom != "" {
+			conf += "gc_headroom = " + gcHeadroom + "\n"
 		}
 		if pprof != nil {
 			conf += "[debug]\npprof_address = " + pprof[i] + "\n"

@@ -24,7 +24,8 @@
 // stands beside it. With -linger d a burst run reads
 // the nodes' RSS again d after the pops, to show whether the memory the
 // burst took is returned. -memory-limit sets the started nodes' soft
-// memory limit ([limits] memory_limit). With -join n, n more nodes then
+// memory limit ([limits] memory_limit), -gc-headroom their collector's
+// headroom ([limits] gc_headroom). With -join n, n more nodes then
 // join the cluster, and it reports how long until every node's resync
 // has completed, beside the creates' rate in the same run, and the
 // joining node's own resync time (its "resync finished" line's took)
@@ -83,6 +84,7 @@ func main() {
 	flag.BoolVar(&o.hold, "hold", false, "measure memory only: create timers due an hour ahead, report RSS per held record, skip pops and baselines")
 	flag.BoolVar(&o.bare, "bare", false, "with -hold: time the same creates into a bare net/http server in a process of its own first, the baseline of the unpaced create rate")
 	flag.StringVar(&o.memoryLimit, "memory-limit", "", "the started nodes' [limits] memory_limit, e.g. 300MiB (default none)")
+	flag.StringVar(&o.gcHeadroom, "gc-headroom", "", "the started nodes' [limits] gc_headroom, e.g. 10% or off (default the node's)")
 	flag.DurationVar(&o.linger, "linger", 0, "after the pops, wait this long and read the nodes' RSS again (0: do not)")
 	flag.IntVar(&o.pops, "pops", 1, "pops of each timer, one interval apart (1: one-shot timers)")
 	flag.IntVar(&o.sinkWorkers, "sink-workers", 0, "callbacks the sink serves at a time, the rest queue (0: answer at once); needs -sink-service")
@@ -112,6 +114,7 @@ type options struct {
 	pops, sinkWorkers              int
 	sinkService                    time.Duration
 	targets, bin, memoryLimit      string
+	gcHeadroom                     string
 	window, lead, linger           time.Duration
 	hold                           bool
 	// bare, with hold, measures the bare create baseline too.
@@ -152,6 +155,10 @@ func (o *options) check() error {
 		return fmt.Errorf("-linger %v: want 0 to 1h", o.linger)
 	case o.memoryLimit != "" && o.targets != "":
 		return fmt.Errorf("-memory-limit with -targets: the tool configures only the nodes it starts")
+	case o.gcHeadroom != "" && o.targets != "":
+		return fmt.Errorf("-gc-headroom needs the nodes the tool starts, not -targets")
+	case strings.ContainsAny(o.gcHeadroom, "\n[]"):
+		return fmt.Errorf("-gc-headroom %q: want a percent such as 25%% or off", o.gcHeadroom)
 	case strings.ContainsAny(o.memoryLimit, "\n[]"):
 		return fmt.Errorf("-memory-limit %q: want a size such as 300MiB", o.memoryLimit)
 	case o.hold && o.linger > 0:

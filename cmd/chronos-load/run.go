@@ -55,7 +55,7 @@ func run(o options, log io.Writer) (rep *report, err error) {
 			}
 		}
 		var pprof []string
-		if c, pprof, err = startCluster(bin, o.nodes, o.join, o.memoryLimit, o.storage, o.profile != ""); err != nil {
+		if c, pprof, err = startCluster(bin, o.nodes, o.join, o.memoryLimit, o.gcHeadroom, o.storage, o.profile != ""); err != nil {
 			return nil, err
 		}
 		defer func() { c.stop(err != nil) }()

@@ -29,6 +29,9 @@ const (
 	// MinMemoryLimit is the least soft memory limit accepted: below it the
 	// collector would run without pause on the heap of an idle node.
 	MinMemoryLimit = 64 << 20
+	// DefaultGCHeadroom is [limits] gc_headroom's default, percent of the
+	// live heap (docs/design.md 5.1).
+	DefaultGCHeadroom = 25
 	// MinTimerBytes is the least byte budget of held timers accepted.
 	MinTimerBytes = 1 << 20
 )
@@ -122,6 +125,12 @@ type Node struct {
 	// (docs/design.md section 5.1). 0, the default, leaves the runtime's
 	// own, GOMEMLIMIT or none.
 	MemoryLimit int64
+	// GCHeadroom is the collector's headroom above the live heap, percent
+	// of it ([limits] gc_headroom): after each collection Run sets GOGC so
+	// that the heap grows by that much (at least 32 MiB, at most GOGC=100's)
+	// before the next (docs/design.md 5.1). 0 is off, Go's own pacing; the
+	// GOGC environment variable, when set, overrides it.
+	GCHeadroom int
 
 	// LogFolder, when not empty, receives the log file LogFileName
 	// ([logging] folder); empty logs to stderr only.

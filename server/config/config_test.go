@@ -225,6 +225,10 @@ func TestLoadMemoryLimit(t *testing.T) {
 		{"MiB with a space", "[limits]\nmemory_limit = 1536 MiB\n", "", nil, func(c *Node) { c.MemoryLimit = 1536 << 20 }},
 		{"bytes", "[limits]\nmemory_limit = 100000000\n", "", nil, func(c *Node) { c.MemoryLimit = 100_000_000 }},
 		{"flag overrides the file", "[limits]\nmemory_limit = 2GiB\n", "", []string{"--memory-limit", "3GiB"}, func(c *Node) { c.MemoryLimit = 3 << 30 }},
+		{"gc headroom percent", "[limits]\ngc_headroom = 10%\n", "", nil, func(c *Node) { c.GCHeadroom = 10 }},
+		{"gc headroom bare number", "[limits]\ngc_headroom = 50\n", "", nil, func(c *Node) { c.GCHeadroom = 50 }},
+		{"gc headroom off", "[limits]\ngc_headroom = off\n", "", nil, func(c *Node) { c.GCHeadroom = 0 }},
+		{"gc headroom flag", "", "", []string{"--gc-headroom", "100%"}, func(c *Node) { c.GCHeadroom = 100 }},
 	})
 }
 
@@ -311,6 +315,9 @@ func TestLoadErrors(t *testing.T) {
 		{"memory limit overflows", "[limits]\nmemory_limit = 9000000TiB\n", "", nil, `[limits] memory_limit "9000000TiB" is not a size`},
 		{"memory limit too small", "[limits]\nmemory_limit = 1MiB\n", "", nil, `[limits] memory_limit "1MiB" is below the least, 64 MiB`},
 		{"memory limit empty", "[limits]\nmemory_limit =\n", "", nil, `[limits] memory_limit "" is not a size`},
+		{"gc headroom zero", "[limits]\ngc_headroom = 0%\n", "", nil, `[limits] gc_headroom "0%" is not a percent from 1 to 100`},
+		{"gc headroom over 100", "[limits]\ngc_headroom = 101%\n", "", nil, `[limits] gc_headroom "101%" is not a percent from 1 to 100`},
+		{"gc headroom a word", "[limits]\ngc_headroom = some\n", "", nil, `[limits] gc_headroom "some" is not a percent`},
 		{"flag memory limit", "", "", []string{"--memory-limit", "lots"}, `--memory-limit "lots"`},
 		{"not INI", "[http\nbind-port = 1\n", "", nil, "not an INI file"},
 		{"unreadable file", "", "", []string{"--local-config-file", "/"}, "read local config file"},

@@ -113,6 +113,20 @@ var memoryUnits = []struct {
 	shift  uint
 }{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
 
+// parseGCHeadroom reads a percent from 1 to 100 ("25%" or "25"), or "off"
+// (0).
+func parseGCHeadroom(field, v string) (int, error) {
+	s := strings.TrimSpace(v)
+	if s == "off" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(strings.TrimSuffix(s, "%"), 10, 8)
+	if err != nil || n == 0 || n > 100 {
+		return 0, fmt.Errorf("%s %q is not a percent from 1 to 100 (e.g. 25%%) or off", field, v)
+	}
+	return int(n), nil
+}
+
 // parseMemoryLimit reads a soft memory limit: a size (parseSize) of at
 // least MinMemoryLimit.
 func parseMemoryLimit(field, v string) (int64, error) {
