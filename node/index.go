@@ -1,6 +1,9 @@
 package node
 
-import "math/bits"
+import (
+	"hash/maphash"
+	"math/bits"
+)
 
 // idIndex finds a held timer by its ID: an open-addressing hash set of
 // *Timer keyed by Timer.ID, linear probing, deletion by backward shift (no
@@ -9,20 +12,25 @@ import "math/bits"
 // docs/design.md 5.1): a slot here is the pointer alone, 8 bytes, and the
 // table is kept between 3/8 and 3/4 full, so 11 to 21 bytes a timer. It is
 // never iterated: lookups only, so no order reaches an output.
+//
+// A client may choose a timer's ID, so the hash is keyed with a seed of
+// the process's (as a Go map's is): with a fixed hash, IDs chosen to
+// share a home slot would make each lookup walk all of them
+// (TestIDIndexResistsChosenIDs). The seed changes only where a timer
+// sits in the table, never what the index answers.
 type idIndex struct {
 	slots []*Timer // len is 0 or a power of two
 	n     int      // timers held
 	shift uint     // 64 - log2(len(slots))
+	seed  maphash.Seed
 }
 
 // minIndexSlots is the least table the index allocates.
 const minIndexSlots = 16
 
-// home is the first slot of id: Fibonacci hashing, the high bits of id
-// times 2^64/phi, so that IDs that differ in their low or high bits alone
-// spread over the table.
+// home is the first slot of id: the high bits of its seeded hash.
 func (x *idIndex) home(id uint64) uint64 {
-	return (id * 0x9e3779b97f4a7c15) >> x.shift
+	return maphash.Comparable(x.seed, id) >> x.shift
 }
 
 // len is the number of timers held.
@@ -105,6 +113,9 @@ func (x *idIndex) remove(id uint64) *Timer {
 
 // resize moves the timers into a table of size slots (a power of two).
 func (x *idIndex) resize(size int) {
+	if x.slots == nil {
+		x.seed = maphash.MakeSeed()
+	}
 	old := x.slots
 	x.slots = make([]*Timer, size)
 	x.shift = uint(64 - bits.TrailingZeros(uint(size)))

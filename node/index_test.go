@@ -3,11 +3,14 @@ package node
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestIDIndexModel checks idIndex against a map through random sets,
 // replacements and removals, with IDs drawn from a small range and from
-// multiples of a large power of two (whose Fibonacci homes cluster) and
+// multiples of a large power of two and
 // from IDs whose high bits differ, so
 // that runs of probes wrap and backward shifts cross the table's end; the
 // table must grow and shrink through it.
@@ -88,4 +91,29 @@ func TestIDIndexSize(t *testing.T) {
 	if per := len(x.slots) * 8 / x.len(); per > 21 {
 		t.Fatalf("%d slots for %d timers: %d bytes a timer, want at most 21", len(x.slots), x.len(), per)
 	}
+}
+
+// TestIDIndexResistsChosenIDs: a client may choose its timers' IDs. IDs
+// chosen so that a fixed multiplicative hash (Fibonacci hashing, as the
+// index first had) sends them all to one home slot must spread over the
+// table, or each lookup walks all of them: with 20,000 such IDs every
+// probe run would be thousands of slots long.
+func TestIDIndexResistsChosenIDs(t *testing.T) {
+	var phi, phiInverse uint64 = 0x9e3779b97f4a7c15, 0xf1de83e19937733d
+	require.Equal(t, uint64(1), phi*phiInverse)
+	var x idIndex
+	const n = 20_000
+	for j := range uint64(n) {
+		// id*phi is j: its high bits, any table's home, are all zero.
+		x.set(&Timer{ID: j * phiInverse})
+	}
+	require.Equal(t, n, x.len())
+	longest := 0
+	mask := uint64(len(x.slots) - 1)
+	for i, tm := range x.slots {
+		if tm != nil {
+			longest = max(longest, int((uint64(i)-x.home(tm.ID))&mask))
+		}
+	}
+	assert.Less(t, longest, 200, "the longest walk from a home slot, of %d slots", len(x.slots))
 }
