@@ -159,8 +159,9 @@ type Config struct {
 	// each peer and repairs the difference (repair.go); 0 turns repair
 	// off (tests that drive every message by hand).
 	RepairInterval time.Duration
-	// Seed seeds the node's randomness, which only draws jitter (retry
-	// and repair waits): the simulator sets it from the run's seed, the
+	// Seed seeds the node's randomness, which draws jitter (retry and
+	// repair waits), and keys the hash its store finds timers by ID with
+	// (Store.KeyIndex): the simulator sets it from the run's seed, the
 	// production adapter from the operating system.
 	Seed uint64
 	// ResyncPage is how many timers a resync asks a peer for in one

@@ -1,8 +1,10 @@
 package node
 
 import (
-	"hash/maphash"
+	"encoding/binary"
 	"math/bits"
+
+	"github.com/dchest/siphash"
 )
 
 // idIndex finds a held timer by its ID: an open-addressing hash set of
@@ -13,24 +15,37 @@ import (
 // table is kept between 3/8 and 3/4 full, so 11 to 21 bytes a timer. It is
 // never iterated: lookups only, so no order reaches an output.
 //
-// A client may choose a timer's ID, so the hash is keyed with a seed of
-// the process's (as a Go map's is): with a fixed hash, IDs chosen to
-// share a home slot would make each lookup walk all of them
-// (TestIDIndexResistsChosenIDs). The seed changes only where a timer
-// sits in the table, never what the index answers.
+// A client may choose a timer's ID, so the hash is SipHash, keyed from
+// the node's seed (Config.Seed: the operating system's randomness in
+// production), as a Go map's hash is keyed: with a fixed hash, IDs
+// chosen to share a home slot would make each lookup walk all of them
+// (TestIDIndexResistsChosenIDs). The key changes only where a timer sits
+// in the table, never what the index answers.
 type idIndex struct {
-	slots []*Timer // len is 0 or a power of two
-	n     int      // timers held
-	shift uint     // 64 - log2(len(slots))
-	seed  maphash.Seed
+	slots  []*Timer // len is 0 or a power of two
+	n      int      // timers held
+	shift  uint     // 64 - log2(len(slots))
+	k0, k1 uint64   // the hash's key, set before the first timer
 }
 
 // minIndexSlots is the least table the index allocates.
 const minIndexSlots = 16
 
-// home is the first slot of id: the high bits of its seeded hash.
+// keyed keys the index's hash from seed; it must be called while the
+// index is empty.
+func (x *idIndex) keyed(seed uint64) {
+	if x.n != 0 {
+		panic("node: idIndex keyed while it holds timers")
+	}
+	x.k0, x.k1 = seed, bits.RotateLeft64(seed, 32)^0x736f6d6570736575
+	x.slots = nil
+}
+
+// home is the first slot of id: the high bits of its keyed hash.
 func (x *idIndex) home(id uint64) uint64 {
-	return maphash.Comparable(x.seed, id) >> x.shift
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], id)
+	return siphash.Hash(x.k0, x.k1, b[:]) >> x.shift
 }
 
 // len is the number of timers held.
@@ -113,9 +128,6 @@ func (x *idIndex) remove(id uint64) *Timer {
 
 // resize moves the timers into a table of size slots (a power of two).
 func (x *idIndex) resize(size int) {
-	if x.slots == nil {
-		x.seed = maphash.MakeSeed()
-	}
 	old := x.slots
 	x.slots = make([]*Timer, size)
 	x.shift = uint(64 - bits.TrailingZeros(uint(size)))

@@ -102,6 +102,7 @@ func TestIDIndexResistsChosenIDs(t *testing.T) {
 	var phi, phiInverse uint64 = 0x9e3779b97f4a7c15, 0xf1de83e19937733d
 	require.Equal(t, uint64(1), phi*phiInverse)
 	var x idIndex
+	x.keyed(0x5eed)
 	const n = 20_000
 	for j := range uint64(n) {
 		// id*phi is j: its high bits, any table's home, are all zero.

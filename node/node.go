@@ -265,6 +265,7 @@ func New(cfg Config) (*Node, error) {
 		probeHits:      make([]uint64, len(probeNames)),
 	}
 	n.store = NewStore(n.nowMs())
+	n.store.KeyIndex(cfg.Seed)
 	if cfg.Storage != nil {
 		n.persist.marked = map[uint64]struct{}{}
 		n.store.changed = n.mark

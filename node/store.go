@@ -76,6 +76,12 @@ func NewStore(now int64) *Store {
 	}
 }
 
+// KeyIndex keys the hash the store finds timers by ID with from seed
+// (idIndex): a node keys it from its Config.Seed, so that IDs a client
+// chooses cannot be chosen to collide. It must be called while the store
+// is empty.
+func (s *Store) KeyIndex(seed uint64) { s.byID.keyed(seed) }
+
 // Len returns the number of timers held.
 func (s *Store) Len() int { return s.byID.len() }
 

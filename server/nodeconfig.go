@@ -1,6 +1,8 @@
 package server
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -39,7 +41,18 @@ func nodeConfig(c config.Node, clk node.Clock, nw node.Network, log *slog.Logger
 	nc.Clock = clk
 	nc.Network = nw
 	nc.Logger = log
+	nc.Seed = osSeed()
 	return nc
+}
+
+// osSeed is the node's seed (node.Config.Seed) from the operating
+// system's randomness: it draws the node's jitter, so that nodes
+// restarted together do not retry in step, and keys the hash its store
+// finds timers by, so that no client can choose IDs that collide in it.
+func osSeed() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 // ownAddresses are the addresses the node serves on besides its cluster

@@ -27,8 +27,8 @@ func TestApplyMemoryLimit(t *testing.T) {
 }
 
 // TestNodeConfig proves that the settings the node enforces reach it: the
-// cluster key and the callback-host allow-list, and that a hand-built
-// allow-list is validated before the node sees it.
+// cluster key, the callback-host allow-list and a seed of its own, and
+// that a hand-built allow-list is validated before the node sees it.
 func TestNodeConfig(t *testing.T) {
 	cfg := config.Default()
 	cfg.Localhost = "127.0.0.1:7253"
@@ -37,6 +37,12 @@ func TestNodeConfig(t *testing.T) {
 	nc := nodeConfig(cfg, nil, nil, nil)
 	if nc.ClusterKey != cfg.ClusterKey || !reflect.DeepEqual(nc.CallbackHosts, cfg.CallbackHosts) {
 		t.Errorf("node config has key %v and hosts %q, want the key and %q", nc.ClusterKey == cfg.ClusterKey, nc.CallbackHosts, cfg.CallbackHosts)
+	}
+	// The seed is the operating system's, a fresh one for each node: a
+	// seed of 0, or one shared, keys every node's ID index alike
+	// (node.Store.KeyIndex) and puts their jitter in step.
+	if other := nodeConfig(cfg, nil, nil, nil); nc.Seed == 0 || nc.Seed == other.Seed {
+		t.Errorf("node seeds %#x and %#x, want two fresh ones", nc.Seed, other.Seed)
 	}
 	cfg.CallbackHosts = []string{"cb.example", "cb example"}
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `allowed_host "cb example"`) {
