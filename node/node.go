@@ -106,11 +106,11 @@ type Node struct {
 	// record at a limit, or left one out of a round's asks for want of
 	// room; it runs a round once it has more (roomFreed).
 	lackedRoomAt *room
-	// peerRoom is the room each peer last said it has in a repair
-	// message, less what hand-offs pushed it since; handOffHeld the
-	// peers a hand-off held records back from for want of it
-	// (handOffRoom).
-	peerRoom    map[string]room
+	// peerRoom is this node's one account of each peer's room, which
+	// repair's pushes and hand-offs to the peer draw on alike
+	// (roomAccount); handOffHeld the peers a hand-off held records back
+	// from for want of it (handOffRoom).
+	peerRoom    map[string]*roomAccount
 	handOffHeld map[string]bool
 	// repairMarkedNext is, per peer, the ID the next round's pushes of
 	// the records marking the peer as may lack them take up from, when

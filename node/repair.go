@@ -224,18 +224,40 @@ func (r *room) takes(b int64) bool {
 	return true
 }
 
+// roomAccount is this node's one account of a peer's room: what it may
+// still push the peer of records the peer may hold none of (left), and
+// what it drew for pushes the peer has not answered yet (out). Every
+// sender of such records to the peer draws on it: a round's pushes of
+// the records the peer lacks (repairAnswered) and hand-offs (handOff).
+// A repair message of the peer says its room as it was when sent, which
+// need not count the pushes still out (a round's digests are answered
+// before its hand-off's pushes arrive), so the account takes that room
+// less those (heardRoom). Drawn each from its own copy of the peer's
+// room, a round's pushes and its hand-off together sent a full peer
+// twice its room, and each next round's hand-off its room again, all of
+// it refused (TestRepairAndHandOffDrawOnOneAccountOfAPeersRoom).
+type roomAccount struct {
+	left, out room
+}
+
 // heardRoom notes the room peer said it has in a repair message (nil:
-// a node that does not say), for the records this node hands off to it
-// (handOffRoom). A peer a hand-off held records back from for want of
-// room that has room again gets them at the next round.
+// a node that does not say) in this node's account of it, less what
+// this node's pushes not answered yet drew (roomAccount). A peer a
+// hand-off held records back from for want of room that has room again
+// gets them at the next round.
 func (n *Node) heardRoom(peer string, r *room) {
 	if r == nil {
 		return
 	}
-	if n.peerRoom == nil {
-		n.peerRoom = map[string]room{}
+	a := n.peerRoom[peer]
+	if a == nil {
+		if n.peerRoom == nil {
+			n.peerRoom = map[string]*roomAccount{}
+		}
+		a = &roomAccount{}
+		n.peerRoom[peer] = a
 	}
-	n.peerRoom[peer] = *r
+	a.left = room{Timers: max(r.Timers-a.out.Timers, 0), Bytes: max(r.Bytes-a.out.Bytes, 0)}
 	if r.Timers > 0 && n.handOffHeld[peer] {
 		n.hit(probeHandOffRoomAgain)
 		delete(n.handOffHeld, peer)
@@ -243,26 +265,49 @@ func (n *Node) heardRoom(peer string, r *room) {
 	}
 }
 
-// handOffRoom reports whether a hand-off may push placed to peer: the
-// room the peer last said it has takes it (and is taken from), or the
-// peer has said none. A record the peer holds already takes no room
-// there, but this node cannot tell, so it counts every one: a full
-// replica is pushed nothing, and gets the records once it says it has
-// room, as many as that.
-func (n *Node) handOffRoom(peer string, placed *Timer) bool {
-	r, ok := n.peerRoom[peer]
-	if !ok || placed.State != Live {
-		return true // a tombstone needs no room (refuseFull)
+// drawRoom reports whether this node may push peer t, a live record the
+// peer may hold none of: its account of the peer's room takes it, or the
+// peer has said none. answered, when not nil, is to be called once the
+// push is answered, however: the peer's messages sent after count it. A
+// record held back while pushes are out makes the next round look again:
+// the peer's last message may have counted those already.
+func (n *Node) drawRoom(peer string, t *Timer) (answered func(), ok bool) {
+	a := n.peerRoom[peer]
+	if a == nil {
+		return nil, true
 	}
-	if r.takes(recordBytes(placed)) {
-		n.peerRoom[peer] = r
-		return true
+	b := recordBytes(t)
+	if !a.left.takes(b) {
+		if a.out.Timers > 0 {
+			n.repairNeeded()
+		}
+		return nil, false
 	}
-	if n.handOffHeld == nil {
-		n.handOffHeld = map[string]bool{}
+	a.out.Timers++
+	a.out.Bytes += b
+	return func() {
+		a.out.Timers--
+		a.out.Bytes -= b
+	}, true
+}
+
+// handOffRoom reports whether a hand-off may push placed to peer, drawn
+// on the account of the peer's room (drawRoom, whose answered it
+// returns). A record the peer holds already takes no room there, but
+// this node cannot tell, so it counts every one: a full replica is
+// pushed nothing, and gets the records once it says it has room, as many
+// as that.
+func (n *Node) handOffRoom(peer string, placed *Timer) (answered func(), ok bool) {
+	if placed.State != Live {
+		return nil, true // a tombstone needs no room (refuseFull)
 	}
-	n.handOffHeld[peer] = true
-	return false
+	if answered, ok = n.drawRoom(peer, placed); !ok {
+		if n.handOffHeld == nil {
+			n.handOffHeld = map[string]bool{}
+		}
+		n.handOffHeld[peer] = true
+	}
+	return answered, ok
 }
 
 // roomToSay is the room a repair message of this node says it has. A
@@ -682,17 +727,25 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 		}
 	}
 	// Send a node only what it can take (room): the peer, the records it
-	// holds none of within the room it answered; this node, within its
-	// own room for the round.
+	// holds none of within this node's account of its room (drawRoom);
+	// this node, within its own room for the round.
 	slices.SortFunc(lacked, byDueThenID)
 	slices.Sort(lackedHere) // map order must not reach the network
 	heldBack := 0
+	var drawn map[*Timer]func()
 	for _, t := range lacked {
-		if ans.Room != nil && !ans.Room.takes(recordBytes(t)) {
+		answered, ok := n.drawRoom(peer, t)
+		if !ok {
 			heldBack++
 			continue
 		}
 		push = append(push, t)
+		if answered != nil {
+			if drawn == nil {
+				drawn = map[*Timer]func(){}
+			}
+			drawn[t] = answered
+		}
 	}
 	for _, id := range lackedHere {
 		if !n.repairRoom.takes(0) {
@@ -715,7 +768,11 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 	for _, t := range push {
 		n.hit(probeRepairPush)
 		n.stats.RepairPushes++
-		n.replicate(peer, n.placedNow(t), nil, now, nil)
+		var done func(bool, Response)
+		if answered := drawn[t]; answered != nil {
+			done = func(bool, Response) { answered() }
+		}
+		n.replicate(peer, n.placedNow(t), nil, now, done)
 	}
 	if len(want) > 0 {
 		n.hit(probeRepairWant)
@@ -829,7 +886,8 @@ func (n *Node) handOff(done func(all bool)) {
 			finish(true)
 		}
 		for _, peer := range targets {
-			if !n.handOffRoom(peer, placed) {
+			answered, ok := n.handOffRoom(peer, placed)
+			if !ok {
 				// Sent only what it can take (room): the copy stays
 				// here, popped after every replica, until it has room.
 				n.hit(probeHandOffHeldForRoom)
@@ -838,6 +896,9 @@ func (n *Node) handOff(done func(all bool)) {
 				continue
 			}
 			n.handOffPush(peer, placed, func(ok bool, resp Response) {
+				if answered != nil {
+					answered()
+				}
 				// The replica holds it (live, for a live record), or
 				// something newer: a later version (409), or the
 				// tombstone of this one (the definition ended there

@@ -810,6 +810,107 @@ func TestRepairSendsAFullReplicaNothingItCannotTake(t *testing.T) {
 	}
 }
 
+// TestRepairAndHandOffDrawOnOneAccountOfAPeersRoom: a round of a node
+// both hands off copies to a peer (the records a scale moved from it to
+// the peer) and pushes the peer records they share that it lacks. Each
+// takes room there, and the peer answered the round's digests before the
+// hand-off's pushes reached it, so its answer does not count them: drawn
+// from that answer and from the room it said before, the two together
+// sent it twice its room, and it refused half. One account of the
+// peer's room, less the pushes not answered yet, sends it only what it
+// can take.
+func TestRepairAndHandOffDrawOnOneAccountOfAPeersRoom(t *testing.T) {
+	const limit = 3
+	four := append(slices.Clone(three), nodeD)
+	c := newRepairingCluster(t, three...)
+	// handed are nodeA's timers a join of nodeD moves from it to nodeD,
+	// shared those it keeps, nodeD their other replica.
+	var handed, shared []uint64
+	for len(handed) < 2*limit || len(shared) < 2*limit {
+		id := mustID(t, createVia(t, c, nodeA, `{"timing":{"interval":3600},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":2}}`))
+		before, after := NewRing(three).Replicas(id, 2), NewRing(four).Replicas(id, 2)
+		switch {
+		case !slices.Contains(before, nodeA) || !slices.Contains(after, nodeD):
+		case slices.Contains(after, nodeA):
+			shared = append(shared, id)
+		default:
+			handed = append(handed, id)
+		}
+	}
+	// nodeD joins with room for limit records, and runs no round of its
+	// own but one: it takes only what nodeA pushes it. Every push to it
+	// is lost until the old replicas' pushes have given up, and its round
+	// has told nodeA its room.
+	cfg := c.cfgs[nodeA]
+	cfg.Address, cfg.Cluster, cfg.RepairInterval = nodeD, Membership{Nodes: four}, 0
+	cfg.Limits.MaxTimers = limit
+	cfg.Clock, cfg.Network = skewedClock{c.clock, 0, new(bool)}, senderNet{c, nodeD}
+	d, err := New(cfg)
+	require.NoError(t, err)
+	c.nodes[nodeD], c.cfgs[nodeD] = d, cfg
+	c.lose = func(host string, req Request) bool { return host == nodeD && req.Method == "PUT" }
+	c.reload(Membership{Nodes: four})
+	c.advance(5*time.Minute, 200)
+	d.repairRound()
+	c.settle()
+	require.Zero(t, d.store.Len(), "nodeD took nothing yet")
+	a := c.nodes[nodeA].peerRoom[nodeD]
+	require.Equal(t, roomAccount{left: d.room()}, *a, "nodeA's account of nodeD's room")
+	require.EqualValues(t, limit, a.left.Timers)
+	// One round of nodeA's, nodeB and nodeC down.
+	c.lose, c.down[nodeB], c.down[nodeC] = nil, true, true
+	refused := 0
+	c.watch = func(s *sent, host string, status int, _ bool) {
+		if s.from == nodeA && host == nodeD && s.req.Method == "PUT" && status == 503 {
+			refused++
+		}
+	}
+	c.nodes[nodeA].repairRound()
+	c.settle()
+	assert.Zero(t, refused, "pushes nodeD refused for want of room")
+	assert.Equal(t, limit, d.store.Len(), "nodeD takes as many as its room")
+	c.advance(2*DefaultRepairInterval, 200)
+	assert.Zero(t, refused, "pushes nodeD refused for want of room, rounds later")
+	assert.Equal(t, limit, heldOf(c, nodeD, slices.Concat(handed, shared)))
+}
+
+// TestAccountOfAPeersRoomCountsThePushesOut: a repair message of a peer
+// says its room as it was when sent, which need not count the pushes
+// this node drew on its account of that room and the peer has not
+// answered yet: the account takes the room said less those. A push held
+// back while some are out makes the next round look again, as the
+// peer's message may have counted them after all; one held back with
+// none out waits for the peer to say it has room.
+func TestAccountOfAPeersRoomCountsThePushesOut(t *testing.T) {
+	n := newClusterWith(t, nil, three...).nodes[nodeA]
+	rec := &Timer{ID: 1, State: Live}
+	b := recordBytes(rec)
+	answered, ok := n.drawRoom(nodeB, rec)
+	require.True(t, ok, "a peer that said nothing of its room is pushed")
+	require.Nil(t, answered, "nothing drawn")
+	n.heardRoom(nodeB, &room{Timers: 2, Bytes: 10 * b})
+	first, ok := n.drawRoom(nodeB, rec)
+	require.True(t, ok)
+	n.heardRoom(nodeB, &room{Timers: 2, Bytes: 10 * b}) // sent before the push reached it
+	assert.Equal(t, roomAccount{left: room{Timers: 1, Bytes: 9 * b}, out: room{Timers: 1, Bytes: b}}, *n.peerRoom[nodeB])
+	second, ok := n.drawRoom(nodeB, rec)
+	require.True(t, ok)
+	n.repairDirty = false
+	_, ok = n.drawRoom(nodeB, rec)
+	require.False(t, ok, "the room said less the pushes out")
+	assert.True(t, n.repairDirty, "held back while pushes are out: the next round looks again")
+	first()
+	second()
+	assert.Equal(t, room{}, n.peerRoom[nodeB].out, "the pushes answered")
+	n.repairDirty = false
+	_, ok = n.drawRoom(nodeB, rec)
+	require.False(t, ok, "no room said since")
+	assert.False(t, n.repairDirty, "held back with no push out: no round for it")
+	n.heardRoom(nodeB, &room{Timers: 1, Bytes: b})
+	_, ok = n.drawRoom(nodeB, rec)
+	assert.True(t, ok, "room said again")
+}
+
 // TestFullReplicaTakesWhatItLacksOnceItHasRoom: a replica whose records
 // end, and so has room again, asks its peers in a round for the records
 // it lacks, as many as it has room for, and refuses none of them. Its
@@ -897,17 +998,18 @@ func TestHandOffSendsAFullReplicaOnlyWhatItCanTake(t *testing.T) {
 func TestHandOffResumesWhenAFullReplicaSaysItHasRoom(t *testing.T) {
 	n := newClusterWith(t, nil, three...).nodes[nodeA]
 	placed := &Timer{ID: 1, State: Live}
-	require.True(t, n.handOffRoom(nodeB, placed), "a peer that said nothing of its room is pushed")
+	pushed := func(p *Timer) bool { _, ok := n.handOffRoom(nodeB, p); return ok }
+	require.True(t, pushed(placed), "a peer that said nothing of its room is pushed")
 	n.heardRoom(nodeB, &room{})
-	require.False(t, n.handOffRoom(nodeB, placed), "a full peer is pushed nothing")
-	require.True(t, n.handOffRoom(nodeB, &Timer{ID: 2, State: Tombstone}), "a tombstone takes no room")
+	require.False(t, pushed(placed), "a full peer is pushed nothing")
+	require.True(t, pushed(&Timer{ID: 2, State: Tombstone}), "a tombstone takes no room")
 	n.repairDirty = false
 	n.heardRoom(nodeB, &room{})
 	assert.False(t, n.repairDirty, "still full: no round")
 	n.heardRoom(nodeB, &room{Timers: 1, Bytes: 1 << 20})
 	assert.True(t, n.repairDirty, "room again: the next round hands off")
-	assert.True(t, n.handOffRoom(nodeB, placed))
-	assert.False(t, n.handOffRoom(nodeB, placed), "the room it said it has is taken")
+	assert.True(t, pushed(placed))
+	assert.False(t, pushed(placed), "the room it said it has is taken")
 }
 
 // TestNodeThatSaidItWasFullRunsARoundOnceItHasRoom: a node exactly at its
