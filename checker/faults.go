@@ -123,7 +123,7 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 			// request refused on arrival was in flight since its send
 			// (its Age before): the receiver missed it from then.
 			sp := span{from: f.At - f.Age, to: f.At + settle, end: f.At, fault: f}
-			if f.Kind == Lost && f.Until > f.At {
+			if lastingRefusal(f) {
 				// A refusal that lasts: every copy sent until then
 				// was refused as this one was (Fault.Until).
 				sp.to, sp.end = f.Until+settle, f.Until
