@@ -24,7 +24,10 @@ import (
 // for a deleted timer, or one that kept a write of it from a replica
 // (fault-window/<kind>; fault-window/write until a repair round, at
 // most RepairRound after the write and the faults on it ended, has
-// mended the replica it missed). A finished timer is not live and not judged.
+// mended the replica it missed). A refusal that lasts, of a version
+// dated ahead of its receiver's clock (Fault.Until), keeps the timer
+// from its receiver until it ends, and excuses until a repair round
+// after that (fault-window/lost). A finished timer is not live and not judged.
 // Messages lost on their way without naming a timer (resync pages) are
 // not faults of the placement: the resync retries them, and the operator
 // runs it again until nothing failed. Nor are a callback endpoint's
@@ -207,12 +210,24 @@ func (x *index) placementFault(id uint64, a, b time.Duration) (Fault, bool) {
 		if f.Kind == ScaleUp || f.Kind == ScaleDown || isMessageFault(f.Kind) && f.Timer == 0 || isCallbackFault(f.Kind) {
 			continue
 		}
-		if s.from <= b && s.to >= a {
+		to := s.to
+		if lastingRefusal(f) {
+			// Its receiver refused every copy until the condition
+			// ended (Fault.Until), and takes the timer from the
+			// first repair round after: RepairRound at the latest.
+			to += RepairRound
+		}
+		if s.from <= b && to >= a {
 			return f, true
 		}
 	}
 	return Fault{}, false
 }
+
+// lastingRefusal reports a refusal that outlasts its message (Fault.Until): a
+// replica refused a record of a version dated ahead of its clock, and
+// refuses every copy of it until its clock reaches that date.
+func lastingRefusal(f Fault) bool { return f.Kind == Lost && f.Until > f.At }
 
 // isCallbackFault reports the faults of a callback endpoint: they change
 // whether and when a pop is delivered, never which nodes hold the timer

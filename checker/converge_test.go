@@ -482,3 +482,57 @@ func TestEveryCopyLostBeforeAScaleThatWidensThePlacement(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalOfAVersionAheadExcusesPlacementWhileItLasts proves G6's
+// reading of a refusal that lasts (scenarios/README.md u23-1, fresh seed
+// 4984840): a replica refuses every copy of a version dated more than
+// twice MaxClockLead after its clock until its clock reaches that date
+// less twice the lead, which the simulator records as the lost request's
+// Until. A replica without a copy at the snapshot is excused while the
+// condition lasts and until a repair round after it ended, counted to the
+// placement's window (FaultSettle before the scale's start), whether the
+// refusal was of the write's own replication or of a later repair push;
+// once the condition ended a repair round (and the settle time) before
+// that window, it is a G6 violation, as it is when the refusal is
+// recorded as a moment (no Until): the seed's history, where the last
+// refusal before the scale was at 1m2.9s and the condition lasted past
+// the snapshot at 1m37s.
+func TestRefusalOfAVersionAheadExcusesPlacementWhileItLasts(t *testing.T) {
+	settle := DefaultOptions().FaultSettle
+	start := 80 * sec
+	ended := start - 2*settle - RepairRound // the earliest end the window counts
+	build := func(refusedAt, until time.Duration) *History {
+		h, after, _ := scaled(t)
+		h.Scales[0].Start, h.Scales[0].End = start, start+3*sec
+		h.Held[0].At, h.End = start+3*sec, 200*sec
+		old := Replicas(h.Members, placedTimer, 2)
+		h.Faults = []Fault{{At: refusedAt, Age: 2 * ms, Kind: Lost, Nodes: []string{old[0]}, Peers: []string{after[1]},
+			Timer: placedTimer, Detail: "refused: its version dated beyond the receiver's clock lead", Until: until}}
+		delete(h.Held[0].Live, after[1])
+		return h
+	}
+	for _, c := range []struct {
+		name             string
+		refusedAt, until time.Duration
+		excuse           FaultKind // "": a G6 violation
+	}{
+		{"lasting past the snapshot", 63 * sec, 150 * sec, Lost},
+		{"a moment, the seed's record", 63 * sec, 0, ""},
+		{"ended a round before the window, refused at the write", 5 * ms, ended, "write"},
+		{"ended a round and a millisecond before the window, refused at the write", 5 * ms, ended - ms, ""},
+		{"ended a round before the window, a later push refused", 20 * sec, ended, Lost},
+		{"ended a round and a millisecond before the window, a later push refused", 20 * sec, ended - ms, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			vs, cov := DefaultOptions().Judge(build(c.refusedAt, c.until))
+			if c.excuse == "" {
+				requireHas(t, vs, "G6", "holds no copy")
+				return
+			}
+			requireNone(t, vs)
+			if want := excuseOf(Fault{Kind: c.excuse}); cov.Excused[want] == 0 {
+				t.Errorf("excuses %v, want %s", cov.Excused, want)
+			}
+		})
+	}
+}

@@ -123,6 +123,11 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 			// request refused on arrival was in flight since its send
 			// (its Age before): the receiver missed it from then.
 			sp := span{from: f.At - f.Age, to: f.At + settle, end: f.At, fault: f}
+			if lastingRefusal(f) {
+				// A refusal that lasts: every copy sent until then
+				// was refused as this one was (Fault.Until).
+				sp.to, sp.end = f.Until+settle, f.Until
+			}
 			if w, _, ok := queuedWait(f); ok {
 				// Its receiver processed it only after its wait.
 				sp.to, sp.end = f.At+w+settle, f.At+w

@@ -217,6 +217,14 @@ type Fault struct {
 	// Timer is the timer a message fault hit (0: unknown, or not a
 	// message fault).
 	Timer uint64
+	// Until is, for a request its receiver refused for a condition that
+	// outlasts the message (Lost: a version dated more than twice
+	// MaxClockLead after the receiver's clock, which it refuses by every
+	// path until its clock reaches that date less twice the lead), the
+	// true time the condition ended: the receiver lacks what the request
+	// brought until then, however often it is sent again. 0 (or before
+	// At): the refusal was of that one message.
+	Until time.Duration
 }
 
 // History is everything a run recorded.

@@ -249,6 +249,14 @@ func timerOfURL(url string) uint64 {
 func (w *world) fault(kind checker.FaultKind, nodes, peers []string, detail string) {
 	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: kind, Nodes: nodes, Peers: peers, Detail: detail})
 	w.tr.event("fault", string(kind), fmt.Sprint(nodes, peers), 0)
+	if kind == checker.ClockJump || kind == checker.ClockDrift {
+		// Every change of a clock is recorded here, as it is made.
+		for _, n := range nodes {
+			if m := w.machineAt(n); m != nil {
+				w.retimeAhead(m)
+			}
+		}
+	}
 }
 
 func (w *world) machine(name string) *machine {

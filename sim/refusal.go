@@ -182,25 +182,78 @@ func shedCount(nd *node.Node) uint64 {
 // timer, as fullRefusal records one. The refusal must be justified by the
 // clocks alone: some node's clock was, at some moment of the run, more
 // than twice MaxClockLead (less refusalSlack) ahead of this one's now.
+//
+// The refusal is a condition, not a moment: the node refuses every copy
+// of that version, by whatever path it comes, until its clock reaches the
+// version's date less twice the lead. The lost request says so
+// (checker.Fault.Until): the true time the receiver's clock reaches that
+// reading, from the version in the request, never from the node's
+// answer; retimed as its clock moves since (retimeAhead).
 func (w *world) aheadRefusal(m *machine, from string, sent time.Duration, req node.Request, resp node.Response) {
 	if resp.Status != 400 || req.Header.Get(node.HeaderSent) == "" ||
 		!strings.Contains(resp.Header.Get(wire.HeaderReason), "more than twice MaxClockLead ahead") {
 		return
 	}
-	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Age: w.loop.Now() - sent, Kind: checker.Lost,
+	cfg := node.DefaultConfig()
+	w.plan.Node.configure(&cfg)
+	f := checker.Fault{At: w.loop.Now(), Age: w.loop.Now() - sent, Kind: checker.Lost,
 		Nodes: []string{from}, Peers: []string{m.addr}, Timer: timerOfURL(req.URL),
-		Detail: "refused: its version dated beyond the receiver's clock lead"})
+		Detail: "refused: its version dated beyond the receiver's clock lead"}
+	if _, r, err := wire.Parse(req.Body); err == nil && r != nil {
+		h := aheadHold{fault: len(w.hist.Faults), m: m, target: takenFrom(r.Version, cfg.MaxClockLead)}
+		f.Until = m.clock.trueAt(h.target)
+		w.ahead = append(w.ahead, h)
+	}
+	w.hist.Faults = append(w.hist.Faults, f)
 	ahead := time.Duration(0)
 	for _, o := range w.machines {
 		_, hi := o.clock.SkewRange()
 		ahead = max(ahead, hi-m.clock.Skew())
 	}
-	if ahead <= 2*node.DefaultMaxClockLead-refusalSlack {
+	if ahead <= 2*cfg.MaxClockLead-refusalSlack {
 		msg := fmt.Sprintf("%s refused %s %s from %s as dated too far ahead, but no clock was ever more than %v ahead of its own",
 			m.addr, req.Method, req.URL, from, ahead)
 		w.apiErrs = append(w.apiErrs, checker.Violation{Guarantee: "API", At: w.loop.Now(), Timer: timerOfURL(req.URL), Message: msg})
 		w.tr.note("API violation: %s", msg)
 	}
+}
+
+// aheadHold is a refusal of a version dated ahead (aheadRefusal) that
+// lasts until its receiver's clock reads target (since Epoch): fault
+// indexes it in the history, whose Until is when that comes.
+type aheadHold struct {
+	fault  int
+	m      *machine
+	target time.Duration
+}
+
+// takenFrom is the clock reading, since Epoch, from which a node with the
+// given lead takes a record of version (node's idGen.ahead: it refuses
+// one dated more than twice the lead after its clock's millisecond).
+func takenFrom(version uint64, lead time.Duration) time.Duration {
+	return time.UnixMilli(node.IDTime(version) - 2*lead.Milliseconds()).Sub(Epoch)
+}
+
+// retimeAhead moves the end of every refusal of a version dated ahead
+// that m's clock has not yet ended to when the clock, as it now runs,
+// reaches the reading that ends it: a jump back or a slow drift makes the
+// condition last longer, a jump ahead ends it sooner. Called on every
+// change of a clock, so each Until is, by the end of the run, the first
+// true time after its refusal at which its receiver's clock read enough.
+func (w *world) retimeAhead(m *machine) {
+	now := w.loop.Now()
+	kept := w.ahead[:0]
+	for _, h := range w.ahead {
+		f := &w.hist.Faults[h.fault]
+		if f.Until <= now {
+			continue // ended: the node took, or could take, the version
+		}
+		if h.m == m {
+			f.Until = m.clock.trueAt(h.target)
+		}
+		kept = append(kept, h)
+	}
+	w.ahead = kept
 }
 
 // heldRecords is how many records node nd holds (its timers and

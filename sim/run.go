@@ -134,6 +134,9 @@ type world struct {
 	// twins records a shared-instance plan's misconfiguration (nil in
 	// any other plan).
 	twins *twins
+	// ahead are the refusals of versions dated ahead whose end waits on
+	// their receiver's clock (aheadRefusal, retimeAhead).
+	ahead []aheadHold
 }
 
 // machine is one simulated server: its clock outlives the nodes that run
