@@ -231,7 +231,13 @@ func (x *index) sentAt(d *def, s *span) time.Duration {
 // its overloaded sender shed: its receiver (Peers) never saw it. A lost
 // answer takes no copy away.
 func lostRequest(f Fault) bool {
-	return f.Kind == Lost && !strings.Contains(f.Detail, ReplyDetail) || f.Kind == Overload && f.Detail == ShedDetail
+	return f.Kind == Lost && !strings.Contains(f.Detail, ReplyDetail) || shed(f)
+}
+
+// shed reports an Overload fault whose message its overloaded sender
+// shed, never sent (a shed callback's Detail also names its pop).
+func shed(f Fault) bool {
+	return f.Kind == Overload && (f.Detail == ShedDetail || strings.HasPrefix(f.Detail, ShedDetail+" "))
 }
 
 // ackQuorum is how many of rf replicas hold an acknowledged write.
@@ -318,9 +324,10 @@ func (x *index) crashTookCallbacks(d *def, k int) []string {
 }
 
 // lostCallbacks is the nodes whose callback request of pop k of d was
-// lost on its way to the endpoint: each tried the pop once and failed
-// it, with no pop in the history to show for it (the endpoint never saw
-// the request), as a node cut off from the endpoint does.
+// lost on its way to the endpoint, or shed by its overloaded sender:
+// each tried the pop once and failed it, with no pop in the history to
+// show for it (the endpoint never saw the request), as a node cut off
+// from the endpoint does.
 func (x *index) lostCallbacks(d *def, k int) []string {
 	var out []string
 	for _, sp := range d.spans {
@@ -332,9 +339,11 @@ func (x *index) lostCallbacks(d *def, k int) []string {
 }
 
 // lostCallback reports the pop whose callback request to host fault f
-// lost, if f is such a loss: a request, not its answer.
+// lost, if f is such a loss: a request, not its answer, or a callback
+// its overloaded sender shed (it never left, and the node counts it a
+// failed callback: docs/design.md 4.7).
 func lostCallback(f Fault, host string) (seq int, ok bool) {
-	if f.Kind != Lost || len(f.Peers) == 0 || f.Peers[0] != host || len(f.Nodes) == 0 || strings.Contains(f.Detail, ReplyDetail) {
+	if f.Kind != Lost && !shed(f) || len(f.Peers) == 0 || f.Peers[0] != host || len(f.Nodes) == 0 || strings.Contains(f.Detail, ReplyDetail) {
 		return 0, false
 	}
 	return callbackSeq(f.Detail)

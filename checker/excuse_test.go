@@ -738,6 +738,49 @@ func TestReplicaCrashedInTheLivenessPhaseIsUnable(t *testing.T) {
 	}
 }
 
+// TestShedCallbackIsItsReplicasFailedAttempt is fresh seed 5012888 (G7;
+// scenarios/README.md hunt-1): in the liveness phase the only replica
+// holding the timer (the others restarted empty) made a pop whose
+// callback its overloaded send queue shed. The node counts that a failed
+// callback (docs/design.md 4.7: the copy keeps its schedule, the pop is
+// not tried again), as it does a callback the network lost, so with no
+// other replica able the pop is excused (all replicas unable). The shed
+// names its pop: the same shed of another pop, by a node holding no
+// replica, or one that names no pop excuses nothing.
+func TestShedCallbackIsItsReplicasFailedAttempt(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		shedBy string // "p": the replica, "other": a node holding none, "": no shed
+		detail string
+		want   string
+	}{
+		{"the replica shed the pop's callback", "p", ShedDetail + " " + CallbackDetail + "6", ""},
+		{"no shed", "", "", "G7"},
+		{"the replica shed another pop's callback", "p", ShedDetail + " " + CallbackDetail + "5", "G7"},
+		{"a node holding no replica shed it", "other", ShedDetail + " " + CallbackDetail + "6", "G7"},
+		{"a shed naming no pop", "p", ShedDetail, "G7"},
+	} {
+		h, p, _, other := placed(t)
+		h.Ops[0].Spec.ReplicationFactor = 1
+		h.LivenessFrom = 3 * sec
+		h.Pops = slices.Delete(h.Pops, 5, 6) // pop 6
+		by := map[string]string{"p": p, "other": other}[c.shedBy]
+		if by != "" {
+			h.Faults = []Fault{{At: 6 * sec, Kind: Overload, Nodes: []string{by}, Peers: []string{"client"},
+				Timer: placedTimer, Detail: c.detail}}
+		}
+		vs, cov := DefaultOptions().Judge(h)
+		if c.want != "" {
+			requireHas(t, vs, c.want, "pop 6", "never delivered")
+			continue
+		}
+		requireNone(t, vs)
+		if cov.Excused[ExAllFailed]+cov.Excused[ExAllDown] == 0 {
+			t.Errorf("%s: no replica counted unable: %v", c.name, cov.Excused)
+		}
+	}
+}
+
 // TestSitesRelayRefusingItsOwnCopy is the shape of a fresh seed of the
 // sites and storage mixes (G2): rf 2 in each site, every node full but
 // the write's primary. The home backup refuses its copy at its limit, and

@@ -194,7 +194,8 @@ const CallbackDetail = "callback-seq="
 // the message carried the timer's record to a node (an internal PUT),
 // whose receiver rebuilds the start from it when it processes it; a
 // callback's ends with CallbackDetail and the pop it carried
-// ("waited=120ms callback-seq=3").
+// ("waited=120ms callback-seq=3"), a shed one's too ("shed
+// callback-seq=3": that pop's failed attempt, see lostCallback).
 const (
 	ShedDetail     = "shed"
 	OverloadWaited = "waited="

@@ -114,7 +114,8 @@ const overloadWait = 50 * time.Millisecond
 // own write (NodeSendTime), the moment the checker reads as the one it
 // left (leftAfter). A crash in its write takes it, as one in its wait. A
 // callback's names the pop it carried (CallbackDetail), which a crash
-// that takes it takes, whenever its sender's clock made it due.
+// that takes it takes, whenever its sender's clock made it due; a shed
+// callback's names it too, an attempt of that pop that failed.
 func (w *world) overloadFault(from, to string, req *node.Request, wait time.Duration) {
 	detail := checker.ShedDetail
 	if wait > 0 {
@@ -124,11 +125,14 @@ func (w *world) overloadFault(from, to string, req *node.Request, wait time.Dura
 		detail = checker.OverloadWaited + (wait + w.plan.Net.NodeSendTime).String()
 		if carriesRecord(req) {
 			detail += checker.OverloadRecord
-		} else if seq := req.Header.Get(wire.HeaderSequenceNumber); seq != "" && timerOfURL(req.URL) == 0 {
-			// A callback: a crash that takes it before it left takes
-			// that pop's attempt, whenever its sender made it.
-			detail += " " + checker.CallbackDetail + seq
 		}
+	}
+	if seq := req.Header.Get(wire.HeaderSequenceNumber); seq != "" && !carriesRecord(req) && timerOfURL(req.URL) == 0 {
+		// A callback: a crash that takes it before it left takes
+		// that pop's attempt, whenever its sender made it; one shed
+		// never left, and is that pop's failed attempt as a callback
+		// the network lost is (the node takes it as failed, 4.7).
+		detail += " " + checker.CallbackDetail + seq
 	}
 	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Kind: checker.Overload,
 		Nodes: []string{from}, Peers: []string{to}, Detail: detail, Timer: timerOfRequest(req)})
