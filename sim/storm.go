@@ -90,9 +90,12 @@ type stormMsg struct {
 	timer   uint64
 	slots   []int64 // the intervals it was answered in, ascending, each once
 	count   int
-	status  map[int]int
+	status  []stormStatus // how it was answered: each status once, in order of first answer
 	excused string
 }
+
+// stormStatus counts the answers of one status.
+type stormStatus struct{ code, n int }
 
 type stormTallyKey struct {
 	from, to, kind string
@@ -124,7 +127,7 @@ func (s *stormWatch) served(at time.Duration, from, to string, req node.Request,
 	k := stormKey{from: from, to: to, method: req.Method, url: req.URL, body: bodyHash(req.Body)}
 	m := s.msgs[k]
 	if m == nil {
-		m = &stormMsg{timer: timerOfURL(req.URL), status: map[int]int{}}
+		m = &stormMsg{timer: timerOfURL(req.URL)}
 		m.excused = s.excuse(m.timer, req)
 		s.msgs[k] = m
 	}
@@ -132,7 +135,11 @@ func (s *stormWatch) served(at time.Duration, from, to string, req node.Request,
 		m.slots = append(m.slots, slot)
 	}
 	m.count++
-	m.status[status]++
+	if i := slices.IndexFunc(m.status, func(st stormStatus) bool { return st.code == status }); i >= 0 {
+		m.status[i].n++
+	} else {
+		m.status = append(m.status, stormStatus{status, 1})
+	}
 	tk := stormTallyKey{from, to, req.Method + " " + stormKind(req.URL), slot}
 	t := s.tally[tk]
 	if t == nil {
@@ -234,21 +241,24 @@ func (s *stormWatch) check(faults []checker.Fault) (vs []checker.Violation, excu
 	type pair struct{ from, to string }
 	worst := map[pair]checker.Violation{}
 	storms := map[pair]int{}
-	keys := slices.SortedFunc(maps.Keys(s.msgs), func(a, b stormKey) int {
-		return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
-	})
+	// Most messages are answered once; only those that repeat as a
+	// storm does are sorted, so that the violations come in one order.
+	var keys []stormKey
+	for k, m := range s.msgs {
+		if _, hit := stormIn(m.slots); hit {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b stormKey) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
 	for _, k := range keys {
 		m := s.msgs[k]
-		first, hit := stormIn(m.slots)
-		if !hit {
-			continue
-		}
 		if m.excused != "" {
 			excused[m.excused]++
 			continue
 		}
 		quiet := slices.DeleteFunc(slices.Clone(m.slots), func(sl int64) bool { return busy[k.from][sl] || busy[k.to][sl] })
-		if first, hit = stormIn(quiet); !hit {
+		first, hit := stormIn(quiet)
+		if !hit {
 			excused["overload"]++
 			continue
 		}
@@ -316,10 +326,12 @@ func (s *stormWatch) describe(k stormKey, m *stormMsg, first int64) string {
 	return b.String()
 }
 
-func statusList(st map[int]int) string {
+func statusList(st []stormStatus) string {
+	st = slices.Clone(st)
+	slices.SortFunc(st, func(a, b stormStatus) int { return a.code - b.code })
 	var parts []string
-	for _, code := range slices.Sorted(maps.Keys(st)) {
-		parts = append(parts, fmt.Sprintf("%d x%d", code, st[code]))
+	for _, x := range st {
+		parts = append(parts, fmt.Sprintf("%d x%d", x.code, x.n))
 	}
 	return strings.Join(parts, ", ")
 }
