@@ -28,12 +28,12 @@ func stormPush(at time.Duration, seq int) node.Request {
 // with 503 every interval for ten minutes (a storm), or, quiet, a write's
 // retries (eight tries within two minutes) and then the timer's pop
 // notices every interval, each with its own sequence number.
-func stormRun(storm bool, twins []int) *stormWatch {
+func stormRun(storm bool, twins []int, apart ...bool) *stormWatch {
 	s := newStormWatch(time.Minute, node.DefaultRepairInterval)
 	s.twinIDs = twins
 	for i := range 8 {
 		at := time.Minute + time.Duration(i)*15*time.Second
-		s.served(at, stormFrom, stormTo, stormPush(at, 0), 503)
+		s.served(at, stormFrom, stormTo, stormPush(at, 0), 503, false)
 	}
 	for i := range 24 {
 		at := 3*time.Minute + time.Duration(i)*node.DefaultRepairInterval
@@ -41,9 +41,9 @@ func stormRun(storm bool, twins []int) *stormWatch {
 		if storm {
 			seq = 0
 		}
-		s.served(at, stormFrom, stormTo, stormPush(at, seq), 503)
+		s.served(at, stormFrom, stormTo, stormPush(at, seq), 503, len(apart) > 0 && apart[0])
 		digests := fmt.Sprintf(`{"digests":["%016x"]}`, i)
-		s.served(at, stormFrom, stormTo, node.Request{Method: "POST", URL: "http://" + stormTo + "/timers/repair", Body: []byte(digests)}, 200)
+		s.served(at, stormFrom, stormTo, node.Request{Method: "POST", URL: "http://" + stormTo + "/timers/repair", Body: []byte(digests)}, 200, false)
 	}
 	return &s
 }
@@ -78,6 +78,9 @@ func TestStormCheck(t *testing.T) {
 // TestStormExcuses proves each excuse of the storm check is needed and
 // bounded: an overload fault of the sender or the receiver in every
 // interval excuses the storm (counted), one of a third node does not;
+// clocks of the two apart by more than MaxClockSkew while they trade it
+// excuse it (counted), and the same storm between agreeing clocks is
+// TestStormCheck's;
 // a record whose ID carries the twins' instance number is excused
 // (counted), one whose ID carries another number is not.
 func TestStormExcuses(t *testing.T) {
@@ -96,6 +99,9 @@ func TestStormExcuses(t *testing.T) {
 	}
 	if vs, _ := stormRun(true, nil).check(overload("10.0.0.3:7253")); len(vs) != 1 {
 		t.Errorf("a third node overloaded: %d violations, want the storm", len(vs))
+	}
+	if vs, excused := stormRun(true, nil, true).check(nil); len(vs) != 0 || excused["clock-apart"] != 1 {
+		t.Errorf("clocks apart: %v, excused %v; want no storm, clock-apart=1", vs, excused)
 	}
 	twin := int(uint64(stormTimer) >> 12 & (1<<10 - 1))
 	if vs, excused := stormRun(true, []int{twin}).check(nil); len(vs) != 0 || excused["twin-id"] != 1 {
