@@ -16,7 +16,8 @@
 //	CHECK                     linear.go     a timer whose porcupine search ran out of steps
 //
 // TAGS (per-tag statistics) is checked by the simulator against the nodes'
-// records. What touches a timer is decided in attribution.go over the
+// records, STORM (no message sent again and again once faults healed) on
+// the messages it carried (sim/storm.go). What touches a timer is decided in attribution.go over the
 // fault timeline of faults.go. Every check returns a verdict per due pop
 // and guarantee (or per write): strict, excused by a named Excuse, or
 // violated (verdict.go); coverage.go tallies them into the judged

@@ -61,6 +61,7 @@ var guaranteeName = map[string]string{
 	"G1": "no early pop", "G2": "no lost pop", "G3": "timeliness", "G4": "at most once when healthy",
 	"G5": "deletes and updates stick", "G6": "placement converges", "G7": "liveness after faults",
 	"API": "protocol", "TAGS": "statistics", "CHECK": "not judged",
+	"STORM": "message storm",
 }
 
 func timerLink(t uint64) string {

@@ -78,7 +78,10 @@ type Result struct {
 	// Probes counts the nodes' passes through each coverage probe, in
 	// the order of node.ProbeNames (nil when no node ran).
 	Probes []uint64
-	Net    netsim.Stats
+	// StormExcused counts, by excuse, the messages the storm check
+	// (storm.go) saw repeated as a storm repeats and excused.
+	StormExcused map[string]int
+	Net          netsim.Stats
 	// Coverage is how much of the history the checker held strictly to
 	// each guarantee, and what excused the rest.
 	Coverage checker.Coverage
@@ -137,6 +140,9 @@ type world struct {
 	// ahead are the refusals of versions dated ahead whose end waits on
 	// their receiver's clock (aheadRefusal, retimeAhead).
 	ahead []aheadHold
+	// storm watches the internal requests of the liveness phase for a
+	// message storm (storm.go).
+	storm stormWatch
 }
 
 // machine is one simulated server: its clock outlives the nodes that run
@@ -315,6 +321,7 @@ func (w *world) boot(m *machine) {
 			w.ageRefusal(m, from, sent, apparent, skew, outside, req, resp)
 			w.fullRefusal(m, nd, held, from, sent, req, resp)
 			w.aheadRefusal(m, from, sent, req, resp)
+			w.stormServe(m.addr, from, req, resp)
 			if returned {
 				w.ownRefusal(m, nd, held, shedHere, sent, req, resp)
 			} else {
@@ -474,6 +481,7 @@ func (w *world) finish(res *Result) {
 	res.Probes = total.probes
 	res.Net = w.net.Stats()
 	w.checkTags()
+	w.checkStorm(res)
 	res.Violations = append(res.Violations, w.apiErrs...)
 	if !w.opts.SkipCheck {
 		vs, cov := check(h)
