@@ -272,8 +272,8 @@ func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, from 
 	}
 	resp := text(200, "OK")
 	held := n.store.Get(id)
-	if t.State == Live {
-		n.markHeard(t, from)
+	if t.State == Live || held != nil && held.State == Tombstone && t.State == Tombstone {
+		n.markHeard(t, from) // the sender holds what it sent
 	}
 	switch {
 	case held != nil && held.Version == t.Version && held.State == Live && slices.Contains(held.Placement.Replicas, n.self):

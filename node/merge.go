@@ -180,7 +180,7 @@ func mergeRules(env *mergeEnv, held *Timer, in Timer) mergeResult {
 		return r
 	}
 	if h != nil && h.Version == t.Version {
-		r.converge(h, t) // rule 5
+		r.converge(env, h, t) // rule 5
 	}
 	if !Supersedes(h, t) && !movedBack(h, t, &r.probeHits) {
 		r.teach(env, h, t) // rule 7
@@ -285,7 +285,7 @@ func (r *mergeResult) change(h *Timer, resched bool) {
 
 // converge brings two records of one version together (rule 5): on the
 // earliest start, and on what each knows of missed pops.
-func (r *mergeResult) converge(h, t *Timer) {
+func (r *mergeResult) converge(env *mergeEnv, h, t *Timer) {
 	if h.Start != t.Start && earliestStart(h, t) {
 		r.hit(probeEarliestStart)
 		r.change(h, true)
@@ -313,7 +313,18 @@ func (r *mergeResult) converge(h, t *Timer) {
 		t.setLacking(t.lacking() | h.lacking())
 		t.setSitesLacking(t.sitesLacking() | h.sitesLacking())
 	}
-	if h.State == Tombstone && t.State == Tombstone && (t.lacking()&^h.lacking() != 0 || t.sitesLacking()&^h.sitesLacking() != 0) {
+	// A mark this node cleared on the replica's own answer, or one of
+	// itself, is not learnt again: it knows the replica holds the
+	// tombstone. Learnt again from a holder that had not heard from it
+	// yet, marks went round for ever, every holder pushing the
+	// tombstone each round to replicas that held it and keeping it past
+	// its life (scenarios/README.md N60).
+	learnt := t.lacking() &^ h.lacking()
+	if h.State == Tombstone && t.State == Tombstone && learnt&holdsTombstone(env.self, h) != 0 {
+		r.hit(probeLackingTombKnown)
+		learnt &^= holdsTombstone(env.self, h)
+	}
+	if h.State == Tombstone && t.State == Tombstone && (learnt != 0 || t.sitesLacking()&^h.sitesLacking() != 0) {
 		// Another node told that a replica (the delete's proxy,
 		// tellLacking) or a site (tellSitesLacking) may lack the
 		// tombstone: it is kept here too, where their notices may
@@ -321,13 +332,13 @@ func (r *mergeResult) converge(h, t *Timer) {
 		// replicas (repairLacking). A proxy that holds no copy has no
 		// tombstone of its own to keep for them (scenarios/README.md
 		// N57).
-		if t.lacking()&^h.lacking() != 0 {
+		if learnt != 0 {
 			r.hit(probeLackingTombLearnt)
 		}
 		if t.sitesLacking()&^h.sitesLacking() != 0 {
 			r.hit(probeTombstoneSiteLearnt)
 		}
-		m, sites := h.lacking()|t.lacking(), h.sitesLacking()|t.sitesLacking()
+		m, sites := h.lacking()|learnt, h.sitesLacking()|t.sitesLacking()
 		h.setLacking(m)
 		t.setLacking(m)
 		h.setSitesLacking(sites)
@@ -345,6 +356,17 @@ func (r *mergeResult) converge(h, t *Timer) {
 		h.setFirstTry(t.firstTry())
 		r.change(h, false) // kept on disk with the record
 	}
+}
+
+// holdsTombstone is the mask of the replicas, by position in h's
+// placement, that this node (self) knows hold h, a tombstone: itself, and
+// those it heard take a message of its version (Timer.heard).
+func holdsTombstone(self string, h *Timer) uint32 {
+	known := h.heardReplicas()
+	if i := slices.Index(h.Placement.Replicas, self); i >= 0 && i < 32 {
+		known |= 1 << i
+	}
+	return known
 }
 
 // mergeLacking gives both live records of one definition every replica

@@ -78,6 +78,7 @@ var (
 	probeLearnRFCopy         = probe("rf/from-live-copy")
 	probeLearnRFDefault      = probe("rf/default-no-copy")
 	probeLearnRFPastViews    = probe("rf/asks-past-views-replicas")
+	probeLackingTombKnown    = probe("tombstone/mark-of-a-holder-not-learnt")
 	probeReadFollowsMoved    = probe("read/follows-moved-copy")
 	probeInferRFHeld         = probe("rf/inferred-from-held")
 	probeInferRFBloom        = probe("rf/inferred-from-bloom")

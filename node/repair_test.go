@@ -1032,3 +1032,45 @@ func TestNodeThatSaidItWasFullRunsARoundOnceItHasRoom(t *testing.T) {
 	assert.True(t, n.roomFreed(), "room again after saying it had none")
 	assert.False(t, n.roomFreed(), "once")
 }
+
+// TestTombstoneMarksDoNotGoRoundForEver: a delete of a timer on four
+// replicas missed two of them (C and D), so the tombstone marks both as
+// may lack it, and repair rounds push it to them. Each holder clears a
+// mark on the replica's own answer, but a mark travels with the
+// tombstone, and a holder learnt a mark it had cleared, or one of
+// itself, again from another holder's copy: the marks went round for
+// ever, every holder pushing the tombstone each round to replicas that
+// held it, and keeping it past its life (fresh seed 4984840,
+// scenarios/README.md N60). Once every replica holds the tombstone the
+// pushes stop and no mark stands.
+func TestTombstoneMarksDoNotGoRoundForEver(t *testing.T) {
+	four := []string{nodeA, nodeB, nodeC, nodeD}
+	c := newRepairingCluster(t, four...)
+	wid := createVia(t, c, nodeA, string(wire.Encode(wire.Timer{
+		Interval: 10 * time.Second, RepeatFor: 30 * time.Second, URI: cb, ReplicationFactor: 4})))
+	c.advance(time.Second, 200)
+	require.Equal(t, four, c.holders(wid))
+	c.lose = func(host string, _ Request) bool { return host == nodeC || host == nodeD }
+	c.client(nodeA, "DELETE", "/timers/"+wid, "")
+	c.settle()
+	c.lose = nil
+	id := mustID(t, wid)
+	pushes := 0
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if to != "" && s.req.Method == "PUT" && strings.Contains(s.req.URL, wid[:16]) {
+			pushes++
+		}
+	}
+	var perMinute []int
+	for range 20 {
+		pushes = 0
+		c.advance(time.Minute, 200)
+		perMinute = append(perMinute, pushes)
+	}
+	assert.Equal(t, []int{0, 0, 0, 0, 0}, perMinute[15:], "pushes of the tombstone a minute: %v", perMinute)
+	for _, a := range four {
+		if held, ok := c.nodes[a].Timer(id); ok {
+			assert.Zero(t, held.lacking(), "%s's tombstone still marks %b", a, held.lacking())
+		}
+	}
+}

@@ -969,10 +969,17 @@ func (n *Node) markLacking(t *Timer, peer string, lacking bool) {
 }
 
 // markHeard notes that replica peer took a message of t's definition,
-// on the record this node holds live of it (Timer.heard).
+// on the record this node holds of it, live or its tombstone
+// (Timer.heard): a live record's pops wait for no replica heard from
+// (handOnAfter), and a tombstone's marks of a replica heard from are not
+// learnt again (holdsTombstone).
 func (n *Node) markHeard(t *Timer, peer string) {
-	if held := n.heldLive(t); held != nil && held.markHeardAt(slices.Index(held.Placement.Replicas, peer)) {
-		n.hit(probeHolderHeard)
+	held := n.store.Get(t.ID)
+	if held == nil || held.Version != t.Version || held.State == Moved {
+		return
+	}
+	if held.markHeardAt(slices.Index(held.Placement.Replicas, peer)) {
+		n.hitIf(held.State == Live, probeHolderHeard)
 	}
 }
 
