@@ -422,3 +422,49 @@ func TestUpdateOfUnknownFactorMissedByItsPrimaryPopsAtTheBackupsRank(t *testing.
 		})
 	}
 }
+
+// TestUnknownFactorLosesEveryCopyOnlyWithOneFactorsReplicas proves a
+// write whose factor the history leaves to the node loses every copy
+// only where the replicas of one of its factors (a prefix of one
+// ranking) are all unable: an update without a factor of an ended rf 1
+// timer holds its primary under either factor, so its backup's crash
+// leaves the primary's copy, and a pop 3 s late is G3; counting any one
+// unable node against the single copy rf 1 acknowledges voided the bound
+// (scenarios/README.md g3r-1). Bounded: the primary's crash may take the
+// only copy (rf 1), and then the backup's pop is unbounded.
+func TestUnknownFactorLosesEveryCopyOnlyWithOneFactorsReplicas(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		primary bool // the primary crashed, else the backup
+		want    string
+	}{
+		{"backup crashed", false, "G3"},
+		{"primary crashed", true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, _ := placed(t)
+			create := write(1, Create, placedTimer, "a", sec, 2*sec, 0, 10*ms, OK)
+			create.Spec.ReplicationFactor = 1
+			create.Node = p
+			up := write(2, Update, placedTimer, "b", 10*sec, 40*sec, 20*sec, 20*sec+10*ms, OK)
+			up.Spec.ReplicationFactor = 0
+			up.Node = p
+			h.Ops = []Op{create, up}
+			h.End = 70 * sec
+			crashed, popper := b, p
+			if c.primary {
+				crashed, popper = p, b
+			}
+			h.Pops = []Pop{pop(1020*ms, p, "a", 1), pop(2020*ms, p, "a", 2), pop(30*sec+20*ms, p, "b", 1),
+				pop(40*sec+20*ms, p, "b", 2), pop(53*sec, popper, "b", 3), pop(60*sec+20*ms, popper, "b", 4)}
+			for i := range h.Pops {
+				h.Pops[i].Timer = placedTimer
+			}
+			h.Faults = []Fault{{At: 45 * sec, Kind: Crash, Nodes: []string{crashed}}}
+			if d := newIndex(h, DefaultOptions()).byOpaque["b"]; !d.rfUnknown || d.placed {
+				t.Fatalf("update's factor %d..%d unknown %v placed %v, want unknown and unplaced", d.rfMin, d.rf, d.rfUnknown, d.placed)
+			}
+			requireWant(t, Check(h), c.want, "pop 3", "late")
+		})
+	}
+}
