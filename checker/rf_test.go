@@ -395,15 +395,7 @@ func TestUpdateOfUnknownFactorMissedByItsPrimaryPopsAtTheBackupsRank(t *testing.
 		{"replication lost, pop 2 past the backup's rank", true, 43 * sec, "G3"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h, p, b, _ := placed(t)
-			create := write(1, Create, placedTimer, "a", sec, 2*sec, 0, 10*ms, OK)
-			create.Spec.ReplicationFactor = 1
-			create.Node = p
-			up := write(2, Update, placedTimer, "b", 10*sec, 40*sec, 20*sec, 20*sec+10*ms, OK)
-			up.Spec.ReplicationFactor = 0
-			up.Node = b
-			h.Ops = []Op{create, up}
-			h.End = 70 * sec
+			h, p, b := endedThenUpdated(t, false)
 			failed := pop(32*sec+20*ms, b, "b", 1)
 			failed.Answered = 503
 			h.Pops = []Pop{pop(1020*ms, p, "a", 1), pop(2020*ms, p, "a", 2), failed, pop(c.pop2, p, "b", 2),
@@ -442,15 +434,7 @@ func TestUnknownFactorLosesEveryCopyOnlyWithOneFactorsReplicas(t *testing.T) {
 		{"primary crashed", true, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h, p, b, _ := placed(t)
-			create := write(1, Create, placedTimer, "a", sec, 2*sec, 0, 10*ms, OK)
-			create.Spec.ReplicationFactor = 1
-			create.Node = p
-			up := write(2, Update, placedTimer, "b", 10*sec, 40*sec, 20*sec, 20*sec+10*ms, OK)
-			up.Spec.ReplicationFactor = 0
-			up.Node = p
-			h.Ops = []Op{create, up}
-			h.End = 70 * sec
+			h, p, b := endedThenUpdated(t, true)
 			crashed, popper := b, p
 			if c.primary {
 				crashed, popper = p, b
@@ -467,4 +451,22 @@ func TestUnknownFactorLosesEveryCopyOnlyWithOneFactorsReplicas(t *testing.T) {
 			requireWant(t, Check(h), c.want, "pop 3", "late")
 		})
 	}
+}
+
+// endedThenUpdated is placed's history with an rf 1 timer "a" (interval
+// 1 s, two pops, ended by 2 s) and, at 20 s, an update "b" without a
+// factor (interval 10 s, repeat-for 40 s) through the primary, or else
+// the backup, which may keep rf 1 or take the default: no pops of "b".
+func endedThenUpdated(t *testing.T, viaPrimary bool) (h *History, primary, backup string) {
+	t.Helper()
+	h, p, b, _ := placed(t)
+	create := write(1, Create, placedTimer, "a", sec, 2*sec, 0, 10*ms, OK)
+	create.Spec.ReplicationFactor = 1
+	create.Node = p
+	up := write(2, Update, placedTimer, "b", 10*sec, 40*sec, 20*sec, 20*sec+10*ms, OK)
+	up.Spec.ReplicationFactor = 0
+	up.Node = pick(viaPrimary, p, b)
+	h.Ops = []Op{create, up}
+	h.End = 70 * sec
+	return h, p, b
 }
