@@ -649,19 +649,15 @@ func (x *index) heldRefill(d *def, late map[string]bool, since map[string]lateCo
 // are its nodes. None for a timer nobody learned, or with several sites.
 func (x *index) refillFailures(d *def) (fails []copyFailure, holders []string) {
 	rfs := []int{d.rf}
-	switch {
+	switch holders = x.factorHolders(d); {
 	case d.placed:
 		fails = slices.Clone(x.copyFailures(d).other)
-	case d.timer != 0 && d.rfUnknown && len(x.h.Members) > 0 && len(x.h.Sites) <= 1:
+	case holders != nil:
 		rfs = nil
 		for rf := max(d.rfMin, 1); rf <= d.rf; rf++ {
 			rfs = append(rfs, rf)
 		}
-		holders = Replicas(x.h.Members, d.timer, d.rf)
-		for _, sc := range x.h.Scales {
-			holders = union(holders, Replicas(sc.After, d.timer, d.rf))
-		}
-		fails = x.lostCopies(d, holders)
+		fails = slices.Clone(x.copyFailures(d).other)
 	default:
 		return nil, nil
 	}
@@ -677,6 +673,23 @@ func (x *index) refillFailures(d *def) (fails []copyFailure, holders []string) {
 		}
 	}
 	return fails, holders
+}
+
+// factorHolders is the nodes that may hold d when it is a write whose
+// factor the history leaves to the node (rfUnknown), of one site: the
+// widest placement its factors may take, each membership's (a factor's
+// replicas are a prefix of one ranking), which holds every replica of
+// any of them. Nil for any other d: placed, a timer nobody learned, no
+// membership recorded, or several sites.
+func (x *index) factorHolders(d *def) []string {
+	if d.placed || d.timer == 0 || !d.rfUnknown || len(x.h.Members) == 0 || len(x.h.Sites) > 1 {
+		return nil
+	}
+	holders := Replicas(x.h.Members, d.timer, d.rf)
+	for _, sc := range x.h.Scales {
+		holders = union(holders, Replicas(sc.After, d.timer, d.rf))
+	}
+	return holders
 }
 
 // refillSent is the earliest time in [a, b] a message that brings back

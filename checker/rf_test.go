@@ -369,3 +369,104 @@ func TestRefusedWriteLeavesNoFactor(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateOfUnknownFactorMissedByItsPrimaryPopsAtTheBackupsRank proves
+// a write whose factor the history leaves to the node (judged unplaced)
+// loses a copy as a placed one does (scenarios/README.md g3r-1, fresh
+// seed 5040550): an rf 1 timer ends, and an update without a factor
+// through its backup may create it again at the default rf 2 (or keep
+// rf 1); its replication to the primary is lost. Pop 1 is the backup's,
+// at its rank, and its callback fails; the primary, given the record
+// late, makes pop 2 past the primary's bound and within the backup's.
+// The lost write falls before pop 2's window, so only the dropped copy
+// (a missed write stays missed until a notice brings it back) lets the
+// primary pop at the backup's rank; unplaced, no copy was counted
+// dropped and pop 2 was judged against the primary's bound. Bounded: with
+// the write delivered, or pop 2 past the backup's rank too, it is late.
+func TestUpdateOfUnknownFactorMissedByItsPrimaryPopsAtTheBackupsRank(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		lost bool
+		pop2 time.Duration
+		want string
+	}{
+		{"replication lost, pop 2 within the backup's rank", true, 41500 * ms, ""},
+		{"replication delivered", false, 41500 * ms, "G3"},
+		{"replication lost, pop 2 past the backup's rank", true, 43 * sec, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b := endedThenUpdated(t, false)
+			failed := pop(32*sec+20*ms, b, "b", 1)
+			failed.Answered = 503
+			h.Pops = []Pop{pop(1020*ms, p, "a", 1), pop(2020*ms, p, "a", 2), failed, pop(c.pop2, p, "b", 2),
+				pop(50*sec+20*ms, p, "b", 3), pop(60*sec+20*ms, p, "b", 4)}
+			for i := range h.Pops {
+				h.Pops[i].Timer = placedTimer
+			}
+			h.Faults = nil
+			if c.lost {
+				h.Faults = []Fault{{At: 20*sec + 5*ms, Kind: Lost, Nodes: []string{b}, Peers: []string{p}, Timer: placedTimer}}
+			}
+			if d := newIndex(h, DefaultOptions()).byOpaque["b"]; !d.rfUnknown || d.placed {
+				t.Fatalf("update's factor %d..%d unknown %v placed %v, want unknown and unplaced", d.rfMin, d.rf, d.rfUnknown, d.placed)
+			}
+			requireWant(t, Check(h), c.want, "pop 2", "late")
+		})
+	}
+}
+
+// TestUnknownFactorLosesEveryCopyOnlyWithOneFactorsReplicas proves a
+// write whose factor the history leaves to the node loses every copy
+// only where the replicas of one of its factors (a prefix of one
+// ranking) are all unable: an update without a factor of an ended rf 1
+// timer holds its primary under either factor, so its backup's crash
+// leaves the primary's copy, and a pop 3 s late is G3; counting any one
+// unable node against the single copy rf 1 acknowledges voided the bound
+// (scenarios/README.md g3r-1). Bounded: the primary's crash may take the
+// only copy (rf 1), and then the backup's pop is unbounded.
+func TestUnknownFactorLosesEveryCopyOnlyWithOneFactorsReplicas(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		primary bool // the primary crashed, else the backup
+		want    string
+	}{
+		{"backup crashed", false, "G3"},
+		{"primary crashed", true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b := endedThenUpdated(t, true)
+			crashed, popper := b, p
+			if c.primary {
+				crashed, popper = p, b
+			}
+			h.Pops = []Pop{pop(1020*ms, p, "a", 1), pop(2020*ms, p, "a", 2), pop(30*sec+20*ms, p, "b", 1),
+				pop(40*sec+20*ms, p, "b", 2), pop(53*sec, popper, "b", 3), pop(60*sec+20*ms, popper, "b", 4)}
+			for i := range h.Pops {
+				h.Pops[i].Timer = placedTimer
+			}
+			h.Faults = []Fault{{At: 45 * sec, Kind: Crash, Nodes: []string{crashed}}}
+			if d := newIndex(h, DefaultOptions()).byOpaque["b"]; !d.rfUnknown || d.placed {
+				t.Fatalf("update's factor %d..%d unknown %v placed %v, want unknown and unplaced", d.rfMin, d.rf, d.rfUnknown, d.placed)
+			}
+			requireWant(t, Check(h), c.want, "pop 3", "late")
+		})
+	}
+}
+
+// endedThenUpdated is placed's history with an rf 1 timer "a" (interval
+// 1 s, two pops, ended by 2 s) and, at 20 s, an update "b" without a
+// factor (interval 10 s, repeat-for 40 s) through the primary, or else
+// the backup, which may keep rf 1 or take the default: no pops of "b".
+func endedThenUpdated(t *testing.T, viaPrimary bool) (h *History, primary, backup string) {
+	t.Helper()
+	h, p, b, _ := placed(t)
+	create := write(1, Create, placedTimer, "a", sec, 2*sec, 0, 10*ms, OK)
+	create.Spec.ReplicationFactor = 1
+	create.Node = p
+	up := write(2, Update, placedTimer, "b", 10*sec, 40*sec, 20*sec, 20*sec+10*ms, OK)
+	up.Spec.ReplicationFactor = 0
+	up.Node = pick(viaPrimary, p, b)
+	h.Ops = []Op{create, up}
+	h.End = 70 * sec
+	return h, p, b
+}
