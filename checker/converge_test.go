@@ -484,7 +484,7 @@ func TestEveryCopyLostBeforeAScaleThatWidensThePlacement(t *testing.T) {
 }
 
 // TestRefusalOfAVersionAheadExcusesPlacementWhileItLasts proves G6's
-// reading of a refusal that lasts (scenarios/README.md u23-1, fresh seed
+// reading of a refusal that lasts (scenarios/README.md C47, fresh seed
 // 4984840): a replica refuses every copy of a version dated more than
 // twice MaxClockLead after its clock until its clock reaches that date
 // less twice the lead, which the simulator records as the lost request's

@@ -512,7 +512,7 @@ func (x *index) copyFailures(d *def) *copyFailures {
 	// A write whose factor the history leaves to the node is judged
 	// unplaced, yet its copies are lost as a placed one's are: a replica
 	// of its widest placement that missed it or crashed since holds none
-	// until a notice brings it back (scenarios/README.md g3r-1).
+	// until a notice brings it back (scenarios/README.md C48).
 	if d.placed {
 		cf.other = x.lostCopies(d, d.replicas)
 	} else if holders := x.factorHolders(d); holders != nil {

@@ -739,7 +739,7 @@ func TestReplicaCrashedInTheLivenessPhaseIsUnable(t *testing.T) {
 }
 
 // TestShedCallbackIsItsReplicasFailedAttempt is fresh seed 5012888 (G7;
-// scenarios/README.md hunt-1): in the liveness phase the only replica
+// scenarios/README.md C49): in the liveness phase the only replica
 // holding the timer (the others restarted empty) made a pop whose
 // callback its overloaded send queue shed. The node counts that a failed
 // callback (docs/design.md 4.7: the copy keeps its schedule, the pop is

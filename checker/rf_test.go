@@ -372,7 +372,7 @@ func TestRefusedWriteLeavesNoFactor(t *testing.T) {
 
 // TestUpdateOfUnknownFactorMissedByItsPrimaryPopsAtTheBackupsRank proves
 // a write whose factor the history leaves to the node (judged unplaced)
-// loses a copy as a placed one does (scenarios/README.md g3r-1, fresh
+// loses a copy as a placed one does (scenarios/README.md C48, fresh
 // seed 5040550): an rf 1 timer ends, and an update without a factor
 // through its backup may create it again at the default rf 2 (or keep
 // rf 1); its replication to the primary is lost. Pop 1 is the backup's,
@@ -422,7 +422,7 @@ func TestUpdateOfUnknownFactorMissedByItsPrimaryPopsAtTheBackupsRank(t *testing.
 // timer holds its primary under either factor, so its backup's crash
 // leaves the primary's copy, and a pop 3 s late is G3; counting any one
 // unable node against the single copy rf 1 acknowledges voided the bound
-// (scenarios/README.md g3r-1). Bounded: the primary's crash may take the
+// (scenarios/README.md C48). Bounded: the primary's crash may take the
 // only copy (rf 1), and then the backup's pop is unbounded.
 func TestUnknownFactorLosesEveryCopyOnlyWithOneFactorsReplicas(t *testing.T) {
 	for _, c := range []struct {

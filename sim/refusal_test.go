@@ -12,7 +12,7 @@ import (
 
 // TestAheadRefusalLastsUntilTheReceiversClockReachesTheVersion proves the
 // simulator's record of a refusal of a version dated more than twice
-// MaxClockLead after the receiver's clock (scenarios/README.md u23-1,
+// MaxClockLead after the receiver's clock (scenarios/README.md C47,
 // fresh seed 4984840): the lost request's Until is the true time the
 // receiver's clock reaches the version's date less twice the lead, read
 // from the version in the request, and it follows the receiver's clock
