@@ -90,8 +90,12 @@ type Timer struct {
 	// and a record that knows nothing (taken from a message, loaded after
 	// a restart) knows none holds it. A holder leaves a pop to later
 	// holders only when it knows one of them holds the definition
-	// (handOnAfter). It sits in the padding after RF, so that a Timer
-	// stays 128 bytes, one size class (docs/design.md 5.1).
+	// (handOnAfter). On a tombstone the bits mark the replicas this node
+	// knows hold the tombstone or its definition (they took or sent a
+	// message of its version): a mark that one of them may lack it is
+	// not learnt again (holdsTombstone). It sits in the padding after
+	// RF, so that a Timer stays 128 bytes, one size class
+	// (docs/design.md 5.1).
 	heard uint16
 	// Placement is the interned, ordered replica list (primary first) and
 	// the sites the timer is replicated to.
