@@ -356,14 +356,35 @@ func (x *index) crashTookCallbacks(d *def, k int) []string {
 // each tried the pop once and failed it, with no pop in the history to
 // show for it (the endpoint never saw the request), as a node cut off
 // from the endpoint does.
+//
+// A shed callback is such an attempt only from a holder that had a later
+// one to leave the pop to (node/pop.go handOnAfter): the last replica of
+// the placement, at the only site, has nobody after it, so its pop waits
+// for its CPU however long, and a callback it shed is a pop given up,
+// never an attempt (lastHolder; the mutation `last-replica-hands-on`).
 func (x *index) lostCallbacks(d *def, k int) []string {
 	var out []string
 	for _, sp := range d.spans {
 		if seq, ok := lostCallback(sp.fault, d.host); ok && seq == k && (!d.placed || slices.Contains(d.replicas, sp.fault.Nodes[0])) {
+			if shed(sp.fault) && x.lastHolder(d, sp.fault.Nodes[0]) {
+				continue
+			}
 			out = append(out, sp.fault.Nodes[0])
 		}
 	}
 	return out
+}
+
+// lastHolder reports whether node n is the last replica of d's one
+// placement: no scale in the history moves it and there is one site, so
+// every node places d as the checker does, and a smaller factor than the
+// largest d may have (an update without one) places n nowhere, which
+// leaves it last too (an old holder handing a copy off pops after every
+// replica). Twins sharing the ID may hold other records of it: none is
+// last then.
+func (x *index) lastHolder(d *def, n string) bool {
+	return d.placed && !d.shared && len(x.h.Scales) == 0 && len(x.h.Sites) <= 1 &&
+		len(d.replicas) > 0 && d.replicas[len(d.replicas)-1] == n
 }
 
 // lostCallback reports the pop whose callback request to host fault f

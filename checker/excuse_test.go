@@ -744,30 +744,44 @@ func TestReplicaCrashedInTheLivenessPhaseIsUnable(t *testing.T) {
 // callback its overloaded send queue shed. The node counts that a failed
 // callback (docs/design.md 4.7: the copy keeps its schedule, the pop is
 // not tried again), as it does a callback the network lost, so with no
-// other replica able the pop is excused (all replicas unable). The shed
+// other replica able the pop is excused (all replicas unable). Here the
+// timer has two replicas and the backup is down at the pop. The shed
 // names its pop: the same shed of another pop, by a node holding no
-// replica, or one that names no pop excuses nothing.
+// replica, or one that names no pop excuses nothing. Nor does a shed by
+// the last replica (here the one replica of a timer of factor 1): a
+// node sheds a pop only to leave it to a later holder (node/pop.go
+// handOnAfter), so the last one's pop waits for its CPU, and a shed of
+// it is the pop given up (the mutation `last-replica-hands-on`).
 func TestShedCallbackIsItsReplicasFailedAttempt(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		shedBy string // "p": the replica, "other": a node holding none, "": no shed
+		rf     int
+		shedBy string // "p": the primary, "other": a node holding none, "": no shed
 		detail string
 		want   string
 	}{
-		{"the replica shed the pop's callback", "p", ShedDetail + " " + CallbackDetail + "6", ""},
-		{"no shed", "", "", "G7"},
-		{"the replica shed another pop's callback", "p", ShedDetail + " " + CallbackDetail + "5", "G7"},
-		{"a node holding no replica shed it", "other", ShedDetail + " " + CallbackDetail + "6", "G7"},
-		{"a shed naming no pop", "p", ShedDetail, "G7"},
+		{"the replica shed the pop's callback", 2, "p", ShedDetail + " " + CallbackDetail + "6", ""},
+		{"no shed", 2, "", "", "G7"},
+		{"the replica shed another pop's callback", 2, "p", ShedDetail + " " + CallbackDetail + "5", "G7"},
+		{"a node holding no replica shed it", 2, "other", ShedDetail + " " + CallbackDetail + "6", "G7"},
+		{"a shed naming no pop", 2, "p", ShedDetail, "G7"},
+		{"the last replica shed the pop's callback", 1, "p", ShedDetail + " " + CallbackDetail + "6", "G7"},
 	} {
-		h, p, _, other := placed(t)
-		h.Ops[0].Spec.ReplicationFactor = 1
+		h, p, b, other := placed(t)
+		h.Ops[0].Spec.ReplicationFactor = c.rf
 		h.LivenessFrom = 3 * sec
 		h.Pops = slices.Delete(h.Pops, 5, 6) // pop 6
+		h.Faults = nil
+		if c.rf > 1 {
+			h.Faults = append(h.Faults, Fault{At: 5500 * ms, Kind: Crash, Nodes: []string{b}})
+		}
 		by := map[string]string{"p": p, "other": other}[c.shedBy]
 		if by != "" {
-			h.Faults = []Fault{{At: 6 * sec, Kind: Overload, Nodes: []string{by}, Peers: []string{"client"},
-				Timer: placedTimer, Detail: c.detail}}
+			h.Faults = append(h.Faults, Fault{At: 6 * sec, Kind: Overload, Nodes: []string{by}, Peers: []string{"client"},
+				Timer: placedTimer, Detail: c.detail})
+		}
+		if c.rf > 1 {
+			h.Faults = append(h.Faults, Fault{At: 9 * sec, Kind: Restart, Nodes: []string{b}})
 		}
 		vs, cov := DefaultOptions().Judge(h)
 		if c.want != "" {
