@@ -386,7 +386,7 @@ func (n *Node) fromReplication(id uint64, spec wire.Timer, r *wire.Replication) 
 // record's missed pops are owed here until apply merges them with what
 // this replica knows (mergeMarks).
 func (n *Node) received(id uint64, spec wire.Timer, r *wire.Replication, start int64, p *Placement, view uint64) *Timer {
-	t := newTimer(id, r.Version, spec, start, r.Seq, p, view, n.hosts)
+	t := newTimer(id, r.Version, spec, start, r.Seq, p, view, n.shared)
 	t.setFirstTry(r.FirstTry)
 	if deletes(spec) {
 		t.def = r.Definition

@@ -80,13 +80,13 @@ func TestTombstoneOverTombstoneKeepsReplacedPops(t *testing.T) {
 	place := n.placement([]string{n.self}, nil)
 	now := n.nowMs()
 	oneShot := wire.Timer{URI: cb, Opaque: "x", ReplicationFactor: 1}
-	popped := newTimer(7, 100, oneShot, now, 1, place, 0, n.hosts)
+	popped := newTimer(7, 100, oneShot, now, 1, place, 0, n.shared)
 	popped.entomb()
 	for i, rec := range []*Timer{
 		popped,
-		newTimer(7, 200, wire.Timer{}, now, 0, place, 0, n.hosts),
-		newTimer(7, 300, wire.Timer{}, now, 0, place, 0, n.hosts),
-		newTimer(7, 400, oneShot, now, 0, place, 0, n.hosts),
+		newTimer(7, 200, wire.Timer{}, now, 0, place, 0, n.shared),
+		newTimer(7, 300, wire.Timer{}, now, 0, place, 0, n.shared),
+		newTimer(7, 400, oneShot, now, 0, place, 0, n.shared),
 	} {
 		if a := n.apply(rec); !a.ok || a.newer != nil {
 			t.Fatalf("record %d not applied: %+v", i, a)
@@ -124,9 +124,9 @@ func TestEarlierStartIsAnsweredOnlyForTheSameDefinition(t *testing.T) {
 	if r := put(&deleted); r.Status != 200 {
 		t.Fatalf("delete: got %d (%s)", r.Status, r.Body)
 	}
-	update := *withCallback(&Timer{ID: held.ID, Version: deleted.Version, Start: h.node.nowMs(), Interval: 10 * time.Second, RepeatFor: 10 * time.Second,
+	update := *withCallback(&Timer{ID: held.ID, Version: deleted.Version, Start: h.node.nowMs(), interval: sec(10 * time.Second), repeatFor: sec(10 * time.Second),
 		Placement: held.Placement}, cb, "new")
-	update.def = definitionHash(update.Interval, update.RepeatFor, cb, "new")
+	update.def = definitionHash(update.Interval(), update.RepeatFor(), cb, "new")
 	if r := put(&update); r.Header.Get(HeaderStartDelta) != "" {
 		t.Fatalf("an update of the delete's version: got %s %q, want none", HeaderStartDelta, r.Header.Get(HeaderStartDelta))
 	}
@@ -145,7 +145,7 @@ func TestEarlierStartIsTakenOnlyForTheSameDefinition(t *testing.T) {
 	now := a.nowMs()
 	record := func(opaque string, on string) *Timer {
 		spec := wire.Timer{Interval: 10 * time.Second, RepeatFor: time.Minute, URI: cb, Opaque: opaque, ReplicationFactor: 1}
-		return newTimer(id, id, spec, now, 0, a.placement([]string{on}, nil), a.ring.ViewID(), a.hosts)
+		return newTimer(id, id, spec, now, 0, a.placement([]string{on}, nil), a.ring.ViewID(), a.shared)
 	}
 	a.apply(record("mine", three[0]))
 	for _, tc := range []struct {

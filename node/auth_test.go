@@ -133,7 +133,7 @@ func stamped(s stamp, kv ...string) Header {
 func ownRecord(h *harness) (string, []byte) {
 	const id = 1 << 40
 	now := h.node.nowMs()
-	rec := withCallback(&Timer{ID: id, Version: id, Start: now, Interval: 10 * time.Second, RepeatFor: 30 * time.Second, RF: 1,
+	rec := withCallback(&Timer{ID: id, Version: id, Start: now, interval: sec(10 * time.Second), repeatFor: sec(30 * time.Second), RF: 1,
 		Placement: &Placement{Replicas: []string{h.node.self}}}, cb, "x")
 	return "/timers/" + wire.FormatWireID(id, 0), EncodeReplication(rec, now)
 }
@@ -373,7 +373,7 @@ func TestVersionsFarAheadAreRefused(t *testing.T) {
 	}{{time.Second, 200}, {DefaultMaxClockLead, 200}, {2*DefaultMaxClockLead + time.Second, 400}, {100 * 365 * 24 * time.Hour, 400}} {
 		g := newIDGen(1, 0)
 		v, _ := g.next(now + tc.ahead.Milliseconds())
-		rec := *withCallback(&Timer{ID: v, Version: v, Start: now, Interval: 10 * time.Second, RepeatFor: 10 * time.Second,
+		rec := *withCallback(&Timer{ID: v, Version: v, Start: now, interval: sec(10 * time.Second), repeatFor: sec(10 * time.Second),
 			Placement: &Placement{Replicas: []string{h.node.self}}}, cb, "")
 		r := h.send(Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(v, 0), Header: Header{}, Body: EncodeReplication(&rec, now)})
 		if r.Status != tc.status {

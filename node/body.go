@@ -15,8 +15,8 @@ import (
 // tombstone.
 func definition(t *Timer) wire.Timer {
 	d := wire.Timer{
-		Interval:          t.Interval,
-		RepeatFor:         t.RepeatFor,
+		Interval:          t.Interval(),
+		RepeatFor:         t.RepeatFor(),
 		ReplicationFactor: int(t.RF),
 		Tags:              t.Tags(),
 	}
@@ -69,7 +69,7 @@ func appendReplication(b []byte, t *Timer, now int64, sitesLacking bool) []byte 
 		StartTimeDelta: time.Duration(t.Start-now) * time.Millisecond,
 		Seq:            t.Seq,
 		Version:        t.Version,
-		ViewID:         t.ViewID,
+		ViewID:         t.ViewID(),
 		Definition:     t.def,
 		Missed:         missed,
 		Replicas:       t.Placement.Replicas,

@@ -193,7 +193,7 @@ func TestReplicaRefusingACollidedTimerLosesItsRank(t *testing.T) {
 	// The two replicas hold two timers of one version under the ID, as
 	// the twins of a shared instance number leave them.
 	for i, opaque := range []string{"other", "first"} {
-		c.place(replicas[i], *withCallback(&Timer{ID: id, Version: id, Start: epoch.UnixMilli(), Interval: 5 * time.Second, RepeatFor: 30 * time.Second, RF: 2,
+		c.place(replicas[i], *withCallback(&Timer{ID: id, Version: id, Start: epoch.UnixMilli(), interval: sec(5 * time.Second), repeatFor: sec(30 * time.Second), RF: 2,
 			Placement: &Placement{Replicas: replicas}}, cb, opaque))
 	}
 	got := seqs(c.advance(7500*time.Millisecond, 200))
@@ -249,7 +249,7 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	// definition the notice names.
 	c.advance(time.Minute, 200)
 	start = c.clock.now.UnixMilli()
-	c.place(one[0], *withCallback(&Timer{ID: id, Version: id + 6, Start: start, Interval: 20 * time.Second, RepeatFor: 40 * time.Second,
+	c.place(one[0], *withCallback(&Timer{ID: id, Version: id + 6, Start: start, interval: sec(20 * time.Second), repeatFor: sec(40 * time.Second),
 		RF: 1, Placement: &Placement{Replicas: one}}, cb, "other"))
 	notice := *withCallback(&Timer{ID: id, Version: id + 5, Start: start, Seq: 1, State: Tombstone,
 		RF: 1, Placement: &Placement{Replicas: one}}, cb, "once")
@@ -326,7 +326,7 @@ func (c *cluster) place(addr string, rec Timer) {
 // from a peer, and returns the node's answer.
 func (c *cluster) offer(addr string, rec Timer) Response {
 	if uri := rec.CallbackURI(); uri != "" { // a client delete's tombstone knows no definition
-		rec.def = definitionHash(rec.Interval, rec.RepeatFor, uri, rec.Opaque())
+		rec.def = definitionHash(rec.Interval(), rec.RepeatFor(), uri, rec.Opaque())
 	}
 	put := Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(rec.ID, 0), Header: Header{},
 		Body: EncodeReplication(&rec, c.clock.now.UnixMilli())}
@@ -364,10 +364,10 @@ func TestStaleNoticeOfAFinishedTimerDoesNotPopAgain(t *testing.T) {
 	g := newIDGen(1, 0)
 	now := c.clock.now.UnixMilli()
 	finished, _ := g.next(now)
-	c.place(one[0], *withCallback(&Timer{ID: finished, Version: finished, Start: now - 60_000, Interval: 10 * time.Second, RepeatFor: 20 * time.Second,
+	c.place(one[0], *withCallback(&Timer{ID: finished, Version: finished, Start: now - 60_000, interval: sec(10 * time.Second), repeatFor: sec(20 * time.Second),
 		Seq: 1, RF: 1, Placement: &Placement{Replicas: one}}, cb, "finished"))
 	going, _ := g.next(now)
-	c.place(one[0], *withCallback(&Timer{ID: going, Version: going, Start: now - 15_000, Interval: 10 * time.Second, RepeatFor: 30 * time.Second,
+	c.place(one[0], *withCallback(&Timer{ID: going, Version: going, Start: now - 15_000, interval: sec(10 * time.Second), repeatFor: sec(30 * time.Second),
 		Seq: 1, RF: 1, Placement: &Placement{Replicas: one}}, cb, "going"))
 	if got := seqs(c.advance(30*time.Second, 200)); !slices.Equal(got, []string{"2:going", "3:going"}) {
 		t.Fatalf("got pops %v, want going's 2 and 3 only", got)

@@ -131,7 +131,7 @@ func TestPopMarks(t *testing.T) {
 	if got := shiftMarks(1, 3, 3+MissedWindow); got != 0 {
 		t.Errorf("shiftMarks past the window: got %b, want 0", got)
 	}
-	tm := &Timer{Seq: 7, Interval: time.Second, RepeatFor: 10 * time.Second, Start: 0}
+	tm := &Timer{Seq: 7, interval: sec(time.Second), repeatFor: sec(10 * time.Second), Start: 0}
 	tm.setPopMarks(0b1010, 0b1000)
 	if p, ok := tm.nextPop(); !ok || p != 4 {
 		t.Errorf("nextPop with pop 4 owed: got %d %v, want 4", p, ok)

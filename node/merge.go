@@ -221,13 +221,13 @@ func (r *mergeResult) arrive(env *mergeEnv, h, t *Timer) {
 		// tombstone, so that further stale notices meet one.
 		t.entomb()
 	}
-	if t.State != Live && h != nil && t.def == 0 && t.Interval == 0 {
+	if t.State != Live && h != nil && t.def == 0 && t.interval == 0 {
 		r.hit(probeApplyDeleteTiming)
 		// A client delete does not know the definition it buries; the
 		// tombstone's life is measured from it (see dueOf). A pop notice
 		// of a one-shot timer (interval 0) is a tombstone too, but it
 		// carries its own definition, which must stay as it is.
-		t.Start, t.Interval, t.RepeatFor = h.Start, h.Interval, h.RepeatFor
+		t.Start, t.interval, t.repeatFor = h.Start, h.interval, h.repeatFor
 	}
 }
 
@@ -259,8 +259,8 @@ func (r *mergeResult) fromFuture(env *mergeEnv, t *Timer) bool {
 		return true
 	}
 	seq := uint32(0)
-	if horizon := env.now + env.maxClockSkew; t.Interval > 0 && horizon >= t.Start {
-		seq = uint32(min(int64(t.Seq), (horizon-t.Start)/t.Interval.Milliseconds()))
+	if horizon := env.now + env.maxClockSkew; t.interval > 0 && horizon >= t.Start {
+		seq = uint32(min(int64(t.Seq), (horizon-t.Start)/t.Interval().Milliseconds()))
 	}
 	missed, owed := t.popMarks()
 	if d := t.Seq - seq; d < MissedWindow {
@@ -436,7 +436,7 @@ func settle(t *Timer) {
 
 // progress is how far t's definition popped.
 func (t *Timer) progress() Progress {
-	return Progress{Def: t.def, Seq: t.Seq, Start: t.Start, Interval: t.Interval, RepeatFor: t.RepeatFor, FirstTry: t.firstTry()}
+	return Progress{Def: t.def, Seq: t.Seq, Start: t.Start, Interval: t.Interval(), RepeatFor: t.RepeatFor(), FirstTry: t.firstTry()}
 }
 
 // movedBack reports whether t, a live record of which this node is a
@@ -549,7 +549,7 @@ func remember(existing, t *Timer, probes *probeHits) {
 // each other, and versions one proxy issued within window ms of its own
 // clock (oneProxysTries).
 func sameWrite(window int64, prior Progress, priorVersion uint64, t *Timer, probes *probeHits) bool {
-	if prior.Def != t.def || prior.Interval != t.Interval || prior.RepeatFor != t.RepeatFor {
+	if prior.Def != t.def || prior.Interval != t.Interval() || prior.RepeatFor != t.RepeatFor() {
 		return false
 	}
 	d := t.Start - prior.Start

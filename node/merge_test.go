@@ -100,7 +100,7 @@ func TestMergeProperties(t *testing.T) {
 			if got.State == Live && held.State == Live && got.Start > held.Start {
 				t.Fatalf("start moved later, from %d to %d", held.Start, got.Start)
 			}
-			if ahead := time.Duration(held.Seq+1)*held.Interval <= held.RepeatFor; ahead && held.State == Live && got.State != Live && in.State == Live && in.Seq == held.Seq &&
+			if ahead := time.Duration(held.Seq+1)*held.Interval() <= held.RepeatFor(); ahead && held.State == Live && got.State != Live && in.State == Live && in.Seq == held.Seq &&
 				slices.Contains(in.Placement.Replicas, env.self) {
 				t.Fatalf("a live record of the held version at its sequence number buried it with pops still to come")
 			}
@@ -126,12 +126,12 @@ func sameRecord(a, b *Timer) bool {
 	am, ao := a.popMarks()
 	bm, bo := b.popMarks()
 	return a.Version == b.Version && a.State == b.State && a.Seq == b.Seq && a.Start == b.Start &&
-		a.def == b.def && a.ViewID == b.ViewID && am == bm && ao == bo && a.lastDue() == b.lastDue()
+		a.def == b.def && a.ViewID() == b.ViewID() && am == bm && ao == bo && a.lastDue() == b.lastDue()
 }
 
 func describe(t *Timer) string {
 	m, o := t.popMarks()
-	return fmt.Sprintf("v%d state %d seq %d start %d view %d missed %b owed %b lastDue %d", t.Version, t.State, t.Seq, t.Start, t.ViewID, m, o, t.lastDue())
+	return fmt.Sprintf("v%d state %d seq %d start %d view %d missed %b owed %b lastDue %d", t.Version, t.State, t.Seq, t.Start, t.ViewID(), m, o, t.lastDue())
 }
 
 // TestMovedBackOwesNoPopItMade: a replica that made pop 1, kept its copy

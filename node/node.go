@@ -81,7 +81,7 @@ type Node struct {
 
 	placements map[string]*Placement
 	replicaBuf []string  // placeNow's scratch
-	hosts      hostTable // interned callback hosts of the held records
+	shared     *interned // callback hosts and placements the held records share
 	inFlight   int
 	stats      Stats
 	shedLog    shedLog
@@ -257,7 +257,7 @@ func New(cfg Config) (*Node, error) {
 		callbacks:      callbacks,
 		hostVerdicts:   map[string]error{},
 		placements:     map[string]*Placement{},
-		hosts:          hostTable{},
+		shared:         newInterned(),
 		stats:          Stats{Tags: map[string]int{}},
 		repairBusy:     map[string]bool{},
 		clashes:        map[string]int64{},

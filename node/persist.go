@@ -272,11 +272,11 @@ func AppendRecord(b []byte, t *Timer) []byte {
 func appendFields(b []byte, t *Timer) []byte {
 	b = binary.AppendUvarint(b, t.Version)
 	b = binary.AppendVarint(b, t.Start)
-	b = binary.AppendVarint(b, t.Interval.Milliseconds())
-	b = binary.AppendVarint(b, t.RepeatFor.Milliseconds())
+	b = binary.AppendVarint(b, t.Interval().Milliseconds())
+	b = binary.AppendVarint(b, t.RepeatFor().Milliseconds())
 	b = binary.AppendUvarint(b, uint64(t.Seq))
 	b = append(b, byte(t.State), t.RF)
-	b = binary.AppendUvarint(b, t.ViewID)
+	b = binary.AppendUvarint(b, t.ViewID())
 	b = binary.AppendUvarint(b, uint64(t.def))
 	var replicas, sites []string
 	if t.Placement != nil {
@@ -373,15 +373,16 @@ const maxInfoDepth = 1
 func (n *Node) decodeFields(d *recordDecoder, id uint64, depth int) *Timer {
 	t := &Timer{ID: id}
 	t.Version = d.uvarint()
-	t.Start, t.Interval, t.RepeatFor = d.varint(), d.millis(), d.millis()
+	t.Start = d.varint()
+	t.setTiming(d.millis(), d.millis())
 	t.Seq = d.uint32()
 	t.State, t.RF = State(d.byte()), d.byte()
-	t.ViewID = d.uvarint()
+	view := d.uvarint()
 	t.def = d.uint32()
 	replicas, sites := d.strings(), d.strings()
-	t.Placement = n.placement(replicas, sites)
+	t.Placement = n.shared.under(n.placement(replicas, sites), view)
 	if d.byte() == 1 {
-		t.host = n.hosts.intern(d.string())
+		t.host = n.shared.host(d.string())
 	}
 	t.cb = d.string()
 	if t.State > Moved {

@@ -103,7 +103,9 @@ func TestRecordRoundTripsEveryField(t *testing.T) {
 		t0 := base()
 		v := reflect.ValueOf(t0).Elem().Field(i)
 		v = reflect.NewAt(v.Type(), v.Addr().UnsafePointer()).Elem()
-		if !setSample(v, h.node) {
+		if f.Name == "interval" || f.Name == "repeatFor" {
+			v.SetUint(wire.MaxTimingSeconds - 3) // whole seconds within the API's bound (Timer.setTiming)
+		} else if !setSample(v, h.node) {
 			t.Fatalf("field %s of type %s: no sample value; teach setSample (and AppendRecord) about it", f.Name, f.Type)
 		}
 		check(f.Name, t0)
@@ -134,9 +136,10 @@ func setSample(v reflect.Value, n *Node) bool {
 	case uint8, State:
 		v.SetUint(2)
 	case *Placement:
-		v.Set(reflect.ValueOf(n.placement([]string{"10.0.0.1:7253", "10.0.0.2:7253"}, []string{"site1", "site2"})))
+		lists := n.placement([]string{"10.0.0.1:7253", "10.0.0.2:7253"}, []string{"site1", "site2"})
+		v.Set(reflect.ValueOf(n.shared.under(lists, 1<<40+3))) // the record's view with them
 	case *string:
-		v.Set(reflect.ValueOf(n.hosts.intern("http://cb.example:80")))
+		v.Set(reflect.ValueOf(n.shared.host("http://cb.example:80")))
 	case string:
 		v.SetString("\x05/hookopaque")
 	case *TimerExtra:
@@ -264,7 +267,7 @@ func TestAnswerWaitsForDurability(t *testing.T) {
 // or of a later version, stops the restore with an error naming it.
 func TestRestoreRefusesBadRecords(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Storage = newMemStorage() })
-	good := AppendRecord(nil, &Timer{ID: 1, Version: 1, Interval: time.Second, RepeatFor: time.Second, Placement: h.node.placement([]string{"a:1"}, nil)})
+	good := AppendRecord(nil, &Timer{ID: 1, Version: 1, interval: sec(time.Second), repeatFor: sec(time.Second), Placement: h.node.placement([]string{"a:1"}, nil)})
 	for _, rec := range [][]byte{{}, {0}, {recordVersion + 1}, good[:len(good)-1], append(slices.Clone(good), 0)} {
 		if err := h.node.Restore(1, rec); err == nil {
 			t.Errorf("Restore(% x) = nil, want an error", rec)

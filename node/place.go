@@ -31,7 +31,7 @@ func (n *Node) placeNow(t *Timer) {
 		return // already where this view places it
 	}
 	before := t.Placement
-	t.Placement = n.placement(n.replicaBuf, sites)
+	t.Placement = n.shared.under(n.placement(n.replicaBuf, sites), t.ViewID())
 	if before != nil {
 		// Sites are not moved by a view: their marks stay as they are.
 		replicas := remark(before.Replicas, t.Placement.Replicas, t.heardReplicas()) & (1<<heardReplicaBits - 1)

@@ -17,7 +17,7 @@ func (n *Node) dueOf(t *Timer) int64 {
 	if at, ok := t.NextPopAt(); ok {
 		return at + n.skew(t).Milliseconds()
 	}
-	return max(n.nowMs()+max(t.Interval, n.tombstoneMin()).Milliseconds(), t.lastDue()+n.maxSkew(t).Milliseconds())
+	return max(n.nowMs()+max(t.Interval(), n.tombstoneMin()).Milliseconds(), t.lastDue()+n.maxSkew(t).Milliseconds())
 }
 
 // maxSkew bounds how long after a due time any replica of t may still pop

@@ -807,7 +807,7 @@ func newerSummary(a, b repairSummary) bool {
 func (n *Node) placedNow(t *Timer) *Timer {
 	c := *t
 	c.prev, c.next, c.slot = nil, nil, 0
-	c.ViewID = n.ring.ViewID()
+	c.setViewID(n.ring.ViewID())
 	return &c
 }
 
@@ -927,7 +927,7 @@ type handingOff struct {
 // if one is, and reports whether one is.
 func (n *Node) joinHandOff(placed *Timer, finish func(ok bool)) bool {
 	h := n.handing[placed.ID]
-	if h == nil || h.version != placed.Version || h.state != placed.State || h.view != placed.ViewID {
+	if h == nil || h.version != placed.Version || h.state != placed.State || h.view != placed.ViewID() {
 		return false
 	}
 	h.more = append(h.more, finish)
@@ -937,7 +937,7 @@ func (n *Node) joinHandOff(placed *Timer, finish func(ok bool)) bool {
 // startHandingOff notes the push of placed's copy under way, finish
 // waiting for its outcome, and returns what ends it (handOffDone).
 func (n *Node) startHandingOff(placed *Timer, finish func(ok bool)) func(ok bool) {
-	h := &handingOff{version: placed.Version, state: placed.State, view: placed.ViewID, first: finish}
+	h := &handingOff{version: placed.Version, state: placed.State, view: placed.ViewID(), first: finish}
 	if n.handing == nil {
 		n.handing = map[uint64]*handingOff{}
 	}

@@ -565,7 +565,7 @@ func streamRecord(t *testing.T, g *idGen, nowMs int64, ring *Ring, opaque string
 	t.Helper()
 	id, ok := g.next(nowMs)
 	require.True(t, ok)
-	return *withCallback(&Timer{ID: id, Version: id, Start: nowMs, Interval: 600 * time.Second, RepeatFor: 600 * time.Second, RF: 2,
+	return *withCallback(&Timer{ID: id, Version: id, Start: nowMs, interval: sec(600 * time.Second), repeatFor: sec(600 * time.Second), RF: 2,
 		Placement: &Placement{Replicas: ring.Replicas(id, 2)}}, cb, opaque)
 }
 

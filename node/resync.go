@@ -599,7 +599,7 @@ func (n *Node) rebalance(t *Timer, old []string, send func(peer string, held *Ti
 // in the newer record's replicas and whether it passed it on.
 func (n *Node) spreadNewer(t *Timer, old []string, send func(peer string, held *Timer, replicate bool)) (int, bool) {
 	newer := n.store.Get(t.ID)
-	if newer == nil || newer.Version <= t.Version || newer.ViewID != n.ring.ViewID() {
+	if newer == nil || newer.Version <= t.Version || newer.ViewID() != n.ring.ViewID() {
 		return -1, false
 	}
 	rank := slices.Index(newer.Placement.Replicas, n.self)

@@ -90,7 +90,7 @@ func fillCluster(c *cluster, n, rf int) {
 		for _, a := range replicas {
 			nd := c.nodes[a]
 			start := now + 10*60_000 + int64(i%(50*60_000)) - spec.Interval.Milliseconds()
-			nd.apply(newTimer(id, id, spec, start, 0, nd.placement(replicas, nil), nd.ring.ViewID(), nd.hosts))
+			nd.apply(newTimer(id, id, spec, start, 0, nd.placement(replicas, nil), nd.ring.ViewID(), nd.shared))
 		}
 	}
 }

@@ -1688,7 +1688,7 @@ func joinPassingOnEverything(t *testing.T) (*cluster, []uint64) {
 		replicas := c.nodes[nodeA].ring.Replicas(id, 2)
 		for _, a := range replicas {
 			nd := c.nodes[a]
-			nd.apply(newTimer(id, id, spec, now+int64(i), 0, nd.placement(replicas, nil), nd.ring.ViewID(), nd.hosts))
+			nd.apply(newTimer(id, id, spec, now+int64(i), 0, nd.placement(replicas, nil), nd.ring.ViewID(), nd.shared))
 		}
 	}
 	c.setCluster(grown, nodeA, nodeB, nodeC)

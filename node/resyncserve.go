@@ -154,20 +154,20 @@ func (n *Node) resyncPage(req Request) Response {
 		if i < 0 {
 			return true
 		}
-		if !q.current && (t.ViewID == q.view || n.placedAlike(t)) {
+		if !q.current && (t.ViewID() == q.view || n.placedAlike(t)) {
 			// Its writer placed it on the requester already, unless
 			// the requester's answer said it holds no live copy
 			// (replicate): it was not reloaded for this view yet and
 			// kept the record as moved away, which only this page
 			// (or a repair round, later) brings back.
 			if i >= 32 || t.lacking()&(1<<i) == 0 {
-				n.hitIf(t.ViewID != q.view, probeResyncPlacedAlike)
+				n.hitIf(t.ViewID() != q.view, probeResyncPlacedAlike)
 				return true
 			}
 			n.hit(probeResyncOffersLacking)
 		}
 		moved := *t
-		moved.ViewID = q.view
+		moved.setViewID(q.view)
 		if count > 0 {
 			body = append(body, ',')
 		}
@@ -220,7 +220,7 @@ func (n *Node) markRepopulating(peer string, now int64) {
 // without any change of view, so a page passes it over and a scale costs
 // the timers whose placement it changed only (docs/design.md 5).
 func (n *Node) placedAlike(t *Timer) bool {
-	if n.prevRing == nil || t.ViewID != n.prevRing.ViewID() || !slices.Contains(t.Placement.Replicas, n.self) {
+	if n.prevRing == nil || t.ViewID() != n.prevRing.ViewID() || !slices.Contains(t.Placement.Replicas, n.self) {
 		return false
 	}
 	var buf [wire.MaxReplicationFactor]string
@@ -249,7 +249,7 @@ func appendEntry(b []byte, id uint64, old []string, t *Timer, now int64) []byte 
 // popsPast reports whether every pop of t's definition is past at every
 // rank: a replica that took it now could only make them again, late.
 func (n *Node) popsPast(t *Timer, now int64) bool {
-	return t.Start+(t.RepeatFor+n.maxSkew(t)).Milliseconds() < now
+	return t.Start+(t.RepeatFor()+n.maxSkew(t)).Milliseconds() < now
 }
 
 // replicationFactor is the number of replicas t is placed on: the one its

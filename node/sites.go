@@ -173,7 +173,7 @@ var siteRetry = retryPolicy{attempts: 6, base: time.Second, max: 8 * time.Second
 // or none (its replicas' pop notices reach the other site).
 func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 	fwd := *t
-	fwd.Placement = &Placement{Sites: t.Placement.Sites}
+	fwd.Placement = &Placement{Sites: t.Placement.Sites, View: t.ViewID()}
 	n.stats.ReplicationsSent++
 	req := n.internalPut(site.Address, t.ID, 0, EncodeReplication(&fwd, n.nowMs()))
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
@@ -226,7 +226,7 @@ func (n *Node) tellSitesLacking(t *Timer, site string) {
 	}
 	n.hit(probeTombstoneSiteTold)
 	told := *held
-	told.ViewID = n.ring.ViewID() // held records are placed under this node's view (place.go)
+	told.setViewID(n.ring.ViewID()) // held records are placed under this node's view (place.go)
 	now := n.nowMs()
 	body := encodeSitesLacking(&told, now)
 	for _, peer := range told.Placement.Replicas {

@@ -16,7 +16,7 @@ import (
 func TestAnotherSitesNewerRecordRepairsThisSite(t *testing.T) {
 	h, id, fwd := forwardedCreate(t, 60)
 	held, _ := h.node.Timer(id)
-	tomb := Timer{ID: id, Version: held.Version + 1, Start: held.Start, Interval: held.Interval, RepeatFor: held.RepeatFor,
+	tomb := Timer{ID: id, Version: held.Version + 1, Start: held.Start, interval: held.interval, repeatFor: held.repeatFor,
 		State: Tombstone, RF: held.RF, Placement: &Placement{Replicas: []string{otherSite}, Sites: []string{"site1", "site2"}}}
 	fwd.done(Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(tomb.Version, 10)},
 		Body: EncodeReplication(&tomb, h.node.nowMs())}, nil)
@@ -360,7 +360,7 @@ func TestRecordTooFarAheadIsNotTakenFromAnAnswer(t *testing.T) {
 		held, _ := h.node.Timer(id)
 		g := newIDGen(7, 0)
 		v, _ := g.next(h.node.nowMs() + ahead.Milliseconds())
-		tomb := Timer{ID: id, Version: v, Start: held.Start, Interval: held.Interval, RepeatFor: held.RepeatFor,
+		tomb := Timer{ID: id, Version: v, Start: held.Start, interval: held.interval, repeatFor: held.repeatFor,
 			State: Tombstone, RF: held.RF, Placement: &Placement{Replicas: []string{h.node.self}, Sites: []string{"site1", "site2"}}}
 		answer := Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(v, 10)}, Body: EncodeReplication(&tomb, h.node.nowMs())}
 		_, fromNotice := h.node.answeredRecord(id, answer)
@@ -479,7 +479,7 @@ func deleteWhileTheWestsHolderIsDown(t *testing.T, east, via int) {
 	for eastRing.Replicas(id, 1)[0] != a[east] || westRing.Replicas(id, 1)[0] != b[1] {
 		id++
 	}
-	rec := *withCallback(&Timer{ID: id, Version: id, Start: c.nodes[b[1]].nowMs(), Interval: time.Minute, RepeatFor: 4 * time.Minute,
+	rec := *withCallback(&Timer{ID: id, Version: id, Start: c.nodes[b[1]].nowMs(), interval: sec(time.Minute), repeatFor: sec(4 * time.Minute),
 		RF: 1, Placement: &Placement{Replicas: []string{b[1]}, Sites: []string{"west", "east"}}}, cb, "x")
 	if r := replicateFrom(c.nodes[b[1]], b[0], rec); r.Status != 200 {
 		t.Fatalf("b1 taking the timer: got %d (%s)", r.Status, r.Body)
@@ -544,7 +544,7 @@ func TestUpdatesEndStaysWhileAReplicaOfTheRelaysSiteMayLackIt(t *testing.T) {
 	c, a, b := newSites(t)
 	id := uint64(1) << 40
 	west := NewRing(b).Replicas(id, 2)
-	old := *withCallback(&Timer{ID: id, Version: id, Start: c.nodes[b[1]].nowMs(), Interval: time.Minute, RepeatFor: 4 * time.Minute,
+	old := *withCallback(&Timer{ID: id, Version: id, Start: c.nodes[b[1]].nowMs(), interval: sec(time.Minute), repeatFor: sec(4 * time.Minute),
 		RF: 2, Placement: &Placement{Replicas: west, Sites: []string{"west", "east"}}}, cb, "x")
 	if r := replicateFrom(c.nodes[b[1]], b[0], old); r.Status != 200 {
 		t.Fatalf("b1 taking the timer: got %d (%s)", r.Status, r.Body)

@@ -308,7 +308,7 @@ func BenchmarkStoreRecords(b *testing.B) {
 	const n = 1_000_000
 	rng := rand.New(rand.NewPCG(1, 2))
 	p := &Placement{Replicas: []string{"127.0.0.1:7253", "127.0.0.2:7253"}}
-	hosts := hostTable{}
+	shared := newInterned()
 	before := storeHeapAlloc()
 	s := NewStore(storeBase)
 	payload := 0
@@ -317,7 +317,7 @@ func BenchmarkStoreRecords(b *testing.B) {
 		spec := wire.Timer{Interval: time.Hour, RepeatFor: time.Hour, ReplicationFactor: 2,
 			URI: "http://127.0.0.1:9999/cb/" + strconv.Itoa(i), Opaque: fmt.Sprintf("opaque-%013d", i)}
 		payload += len(spec.URI) + len(spec.Opaque)
-		t := newTimer(uint64(i+1), uint64(i+1), spec, storeBase, 0, p, 1, hosts)
+		t := newTimer(uint64(i+1), uint64(i+1), spec, storeBase, 0, p, 1, shared)
 		s.Put(t, storeBase+1+rng.Int64N(storeHourMs))
 	}
 	perTimer := float64(storeHeapAlloc()-before) / n

@@ -48,11 +48,13 @@ func (t *Timer) entombAs(s State) {
 // holding node's wall clock (Unix epoch); durations are milliseconds.
 //
 // The record is kept small on purpose (docs/design.md section 5: at most 200
-// bytes per stored timer beyond its URI and opaque data): 128 bytes, one
+// bytes per stored timer beyond its URI and opaque data): 112 bytes, one
 // size class of the Go allocator, plus one allocation for the callback.
-// Rarely used parts live behind Extra; replica lists and callback hosts are
-// interned and shared (see hostTable). Fields are ordered so that the small
-// ones fill one word: a new field costs a size class (16 bytes a record).
+// Rarely used parts live behind Extra; replica lists (with the view they
+// were placed under) and callback hosts are interned and shared (see
+// interned). Fields are ordered so that the small ones fill whole words: a
+// new field costs a size class (16 bytes a record;
+// TestTimerFitsItsSizeClass).
 type Timer struct {
 	// ID is the 64-bit unique ID (without the replica bloom filter).
 	ID uint64
@@ -64,11 +66,13 @@ type Timer struct {
 	// Start is when the definition took effect; pop k (1-based) is due at
 	// Start + k*Interval, and a zero-interval timer pops once at Start.
 	Start int64
-	// Interval and RepeatFor are the timing of api.md, whole seconds.
-	// RepeatFor is stated (package wire's convention): a timer without
-	// one has RepeatFor == Interval.
-	Interval  time.Duration
-	RepeatFor time.Duration
+	// interval and repeatFor are the timing of api.md in whole seconds,
+	// as the API and every body between nodes carry it (at most
+	// wire.MaxTimingSeconds, ten years, well within 32 bits); read them
+	// with Interval and RepeatFor. repeatFor is stated (package wire's
+	// convention): a timer without one has repeatFor == interval.
+	interval  uint32
+	repeatFor uint32
 	// Seq is how many pops of this definition have happened (the internal
 	// API's sequence-number). The next callback carries X-Sequence-Number
 	// Seq+1.
@@ -94,14 +98,12 @@ type Timer struct {
 	// knows hold the tombstone or its definition (they took or sent a
 	// message of its version): a mark that one of them may lack it is
 	// not learnt again (holdsTombstone). It sits in the padding after
-	// RF, so that a Timer stays 128 bytes, one size class
-	// (docs/design.md 5.1).
+	// RF, so that a Timer stays in its size class (docs/design.md 5.1).
 	heard uint16
 	// Placement is the interned, ordered replica list (primary first) and
-	// the sites the timer is replicated to.
+	// the sites the timer is replicated to, and the cluster view they were
+	// computed under (ViewID).
 	Placement *Placement
-	// ViewID is the cluster view the placement was computed under.
-	ViewID uint64
 	// Extra holds the rarely used parts; nil for most timers.
 	Extra *TimerExtra
 
@@ -123,6 +125,49 @@ type Timer struct {
 	// fingerprints are two timers whose IDs collided. It sits here to use
 	// the padding after slot.
 	def uint32
+}
+
+// Interval is the timer's interval (whole seconds).
+func (t *Timer) Interval() time.Duration { return time.Duration(t.interval) * time.Second }
+
+// RepeatFor is the timer's repeat-for, stated (whole seconds).
+func (t *Timer) RepeatFor() time.Duration { return time.Duration(t.repeatFor) * time.Second }
+
+// setTiming sets t's interval and repeat-for, both whole seconds within
+// wire.MaxTiming as every definition a node takes is (wire.Timer.Validate;
+// the bodies between nodes carry whole seconds): a part of a second, or
+// a timing past the bound, is not kept.
+func (t *Timer) setTiming(interval, repeatFor time.Duration) {
+	t.interval, t.repeatFor = timingSeconds(interval), timingSeconds(repeatFor)
+}
+
+// timingSeconds is d in whole seconds, clamped to what Timer keeps.
+func timingSeconds(d time.Duration) uint32 {
+	return uint32(min(max(d, 0), wire.MaxTiming) / time.Second)
+}
+
+// ViewID is the cluster view t's placement was computed under (0 for a
+// record with no placement).
+func (t *Timer) ViewID() uint64 {
+	if t.Placement == nil {
+		return 0
+	}
+	return t.Placement.View
+}
+
+// setViewID marks t, a copy that travels (a message's record), as placed
+// under view: it gets a placement of its own, not interned, when its view
+// differs. A held record's placement is interned under its view
+// (interned.under).
+func (t *Timer) setViewID(view uint64) {
+	if t.ViewID() == view {
+		return
+	}
+	p := Placement{View: view}
+	if t.Placement != nil {
+		p.Replicas, p.Sites = t.Placement.Replicas, t.Placement.Sites
+	}
+	t.Placement = &p
 }
 
 // Positions in Timer.heard.
@@ -188,13 +233,13 @@ func (t *Timer) callbackParts() (rest, opaque string) {
 	return body[:n], body[n:]
 }
 
-// setCallback stores uri and opaque in t, the URI's host interned in hosts
-// (a nil table shares nothing).
-func (t *Timer) setCallback(uri, opaque string, hosts hostTable) {
+// setCallback stores uri and opaque in t, the URI's host interned in in
+// (nil shares nothing).
+func (t *Timer) setCallback(uri, opaque string, in *interned) {
 	host, rest := splitCallbackHost(uri)
 	t.host = nil
 	if host != "" {
-		t.host = hosts.intern(host)
+		t.host = in.host(host)
 	}
 	if rest == "" && opaque == "" {
 		t.cb = ""
@@ -251,6 +296,66 @@ func (h hostTable) intern(host string) *string {
 		}
 		h[*p] = p
 	}
+	return p
+}
+
+// interned is what a node's held records share rather than each keep a
+// copy of: their callback hosts, and their placements under each view
+// (a placement's lists are interned by Node.placement; the view a record
+// was placed under is kept with them, as records of one placement are
+// nearly all placed under one or two views). A nil *interned shares
+// nothing: each record gets its own.
+type interned struct {
+	hosts  hostTable
+	placed map[placedKey]*Placement
+}
+
+// placedKey is a placement's interned lists and a view.
+type placedKey struct {
+	lists *Placement
+	view  uint64
+}
+
+// newInterned returns empty tables.
+func newInterned() *interned {
+	return &interned{hosts: hostTable{}, placed: map[placedKey]*Placement{}}
+}
+
+// host returns the shared copy of a callback host (see hostTable).
+func (in *interned) host(h string) *string {
+	if in == nil {
+		return hostTable(nil).intern(h)
+	}
+	return in.hosts.intern(h)
+}
+
+// under returns the placement of lists (replica and site lists) under
+// view: lists itself when it is under view already, else the shared
+// placement of the same lists under view. It is bounded as the lists
+// are (maxPlacements): once the bound is reached the table starts over.
+// Interning saves memory; it never decides anything.
+func (in *interned) under(lists *Placement, view uint64) *Placement {
+	if lists == nil {
+		if view == 0 {
+			return nil
+		}
+		return &Placement{View: view}
+	}
+	if lists.View == view {
+		return lists
+	}
+	if in == nil {
+		return &Placement{Replicas: lists.Replicas, Sites: lists.Sites, View: view}
+	}
+	k := placedKey{lists, view}
+	if p, ok := in.placed[k]; ok {
+		return p
+	}
+	if len(in.placed) >= maxPlacements {
+		clear(in.placed)
+	}
+	p := &Placement{Replicas: lists.Replicas, Sites: lists.Sites, View: view}
+	in.placed[k] = p
 	return p
 }
 
@@ -474,10 +579,10 @@ func (t *Timer) owedPop() (uint32, bool) {
 
 // dueAt is when pop p (1-based) of t is due, before any replica skew.
 func (t *Timer) dueAt(p uint32) int64 {
-	if t.Interval == 0 {
+	if t.interval == 0 {
 		return t.Start
 	}
-	return t.Start + int64(p)*t.Interval.Milliseconds()
+	return t.Start + int64(p)*t.Interval().Milliseconds()
 }
 
 // Progress is how far one definition of a timer popped: its fingerprint,
@@ -518,11 +623,15 @@ func (t *Timer) setFirstTry(v uint64) {
 }
 
 // Placement is an ordered replica list (primary first, then backups) plus
-// the ordered sites. Nodes intern placements so that timers sharing one
-// share the memory.
+// the ordered sites, and the cluster view they were computed under. Nodes
+// intern placements so that timers sharing one share the memory; a
+// placement is never changed in place.
 type Placement struct {
 	Replicas []string
 	Sites    []string
+	// View is the cluster view the lists were computed under (a record's
+	// ViewID); 0 in the lists Node.placement interns.
+	View uint64
 }
 
 // Due returns the time at which the store will hand the timer back.
@@ -556,10 +665,10 @@ func (t *Timer) nextPop() (uint32, bool) {
 	if p, ok := t.owedPop(); ok {
 		return p, true
 	}
-	if t.Interval == 0 {
+	if t.interval == 0 {
 		return 1, t.Seq == 0
 	}
-	if int64(t.Seq)+1 > int64(t.RepeatFor/t.Interval) { // (Seq+1)*Interval > RepeatFor, which cannot overflow
+	if int64(t.Seq)+1 > int64(t.repeatFor/t.interval) { // (Seq+1)*Interval > RepeatFor, which cannot overflow
 		return 0, false
 	}
 	return t.Seq + 1, true
@@ -567,7 +676,7 @@ func (t *Timer) nextPop() (uint32, bool) {
 
 // lastDue is the latest due time of t or of any definition it replaced.
 func (t *Timer) lastDue() int64 {
-	end := t.Start + t.RepeatFor.Milliseconds()
+	end := t.Start + t.RepeatFor().Milliseconds()
 	if t.Extra != nil {
 		end = max(end, t.Extra.Buried)
 	}
@@ -631,26 +740,26 @@ func (t *Timer) bury(end int64) {
 }
 
 // newTimer builds the record of one definition of timer id, its callback
-// host interned in hosts (nil: not shared).
-func newTimer(id, version uint64, spec wire.Timer, start int64, seq uint32, p *Placement, view uint64, hosts hostTable) *Timer {
-	t := makeTimer(id, version, spec, start, seq, p, view, hosts)
+// host and its placement under view interned in in (nil: not shared).
+func newTimer(id, version uint64, spec wire.Timer, start int64, seq uint32, p *Placement, view uint64, in *interned) *Timer {
+	t := makeTimer(id, version, spec, start, seq, p, view, in)
 	return &t
 }
 
 // makeTimer is newTimer for a record that lives inside another value
 // (write.rec).
-func makeTimer(id, version uint64, spec wire.Timer, start int64, seq uint32, p *Placement, view uint64, hosts hostTable) Timer {
+func makeTimer(id, version uint64, spec wire.Timer, start int64, seq uint32, p *Placement, view uint64, in *interned) Timer {
 	t := Timer{
 		ID: id, Version: version, Start: start,
-		Interval: spec.Interval, RepeatFor: spec.RepeatFor,
 		Seq: seq, RF: uint8(spec.ReplicationFactor),
-		Placement: p, ViewID: view,
+		Placement: in.under(p, view),
 	}
-	t.setCallback(spec.URI, spec.Opaque, hosts)
+	t.setTiming(spec.Interval, spec.RepeatFor)
+	t.setCallback(spec.URI, spec.Opaque, in)
 	if deletes(spec) {
 		t.State = Tombstone
 	} else {
-		t.def = definitionHash(t.Interval, t.RepeatFor, spec.URI, spec.Opaque)
+		t.def = definitionHash(t.Interval(), t.RepeatFor(), spec.URI, spec.Opaque)
 	}
 	if len(spec.Tags) > 0 {
 		t.Extra = &TimerExtra{Tags: spec.Tags}

@@ -1,21 +1,82 @@
 package node
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/chronos-timer/chronos/wire"
 )
 
-// TestTimerIsOneSizeClass: a held record is one 128-byte allocation
+// TestTimerFitsItsSizeClass: a held record is one 112-byte allocation
 // (docs/design.md 5.1); a field added to Timer takes padding or the
 // place of another, or every held timer costs the next size class, 16
 // bytes more.
-func TestTimerIsOneSizeClass(t *testing.T) {
-	if size := unsafe.Sizeof(Timer{}); size > 128 {
-		t.Fatalf("a Timer is %d bytes, want at most 128", size)
+func TestTimerFitsItsSizeClass(t *testing.T) {
+	if size := unsafe.Sizeof(Timer{}); size > 112 {
+		t.Fatalf("a Timer is %d bytes, want at most 112", size)
+	}
+}
+
+// TestTimingKeptInSeconds proves a record gives back the timing it was
+// built with, whole seconds up to wire.MaxTiming (ten years, past what
+// milliseconds in 32 bits would hold), in seconds and in milliseconds.
+func TestTimingKeptInSeconds(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Second, time.Hour, 49 * 24 * time.Hour, 50 * 24 * time.Hour, wire.MaxTiming} {
+		var tm Timer
+		tm.setTiming(d, wire.MaxTiming-d)
+		if tm.Interval() != d || tm.RepeatFor() != wire.MaxTiming-d {
+			t.Fatalf("timing (%v, %v): got (%v, %v)", d, wire.MaxTiming-d, tm.Interval(), tm.RepeatFor())
+		}
+	}
+	tm := newTimer(1, 1, wire.Timer{URI: "http://h/", Interval: wire.MaxTiming, RepeatFor: wire.MaxTiming}, 0, 0, nil, 0, nil)
+	if got, ok := tm.NextPopAt(); !ok || got != wire.MaxTiming.Milliseconds() {
+		t.Fatalf("a ten-year timer's first pop: got %d, %t, want %d", got, ok, wire.MaxTiming.Milliseconds())
+	}
+}
+
+// TestPlacementUnderViewShared proves the records of one placement under
+// one view share one Placement, which says the view; a view of its own
+// gives a record a placement of its own, with the same lists; the table
+// stays within maxPlacements, and records keep their view when it starts
+// over; a nil table shares nothing.
+func TestPlacementUnderViewShared(t *testing.T) {
+	in := newInterned()
+	lists := &Placement{Replicas: []string{"a:1", "b:1"}, Sites: []string{"s"}}
+	spec := wire.Timer{URI: "http://h/", Interval: time.Second}
+	a := newTimer(1, 1, spec, 0, 0, lists, 7, in)
+	b := newTimer(2, 2, spec, 0, 0, lists, 7, in)
+	c := newTimer(3, 3, spec, 0, 0, lists, 8, in)
+	if a.Placement != b.Placement || a.ViewID() != 7 || c.ViewID() != 8 || c.Placement == a.Placement {
+		t.Fatalf("placements %p (view %d), %p (view %d), %p (view %d): want the first two shared, under 7, the third under 8",
+			a.Placement, a.ViewID(), b.Placement, b.ViewID(), c.Placement, c.ViewID())
+	}
+	if &c.Placement.Replicas[0] != &lists.Replicas[0] || &c.Placement.Sites[0] != &lists.Sites[0] {
+		t.Fatalf("a placement under a view copied the interned lists")
+	}
+	if z := newTimer(4, 4, spec, 0, 0, lists, 0, in); z.Placement != lists {
+		t.Fatalf("placement under view 0: got %p, want the lists %p themselves", z.Placement, lists)
+	}
+	for v := range uint64(3 * maxPlacements) {
+		in.under(lists, 100+v)
+		if len(in.placed) > maxPlacements {
+			t.Fatalf("after %d views the table holds %d, want at most %d", v+1, len(in.placed), maxPlacements)
+		}
+	}
+	if a.ViewID() != 7 || c.ViewID() != 8 {
+		t.Fatalf("records changed when the table started over: views %d, %d", a.ViewID(), c.ViewID())
+	}
+	if x, y := newTimer(5, 5, spec, 0, 0, lists, 7, nil), newTimer(6, 6, spec, 0, 0, lists, 7, nil); x.Placement == y.Placement || x.ViewID() != 7 {
+		t.Fatalf("records built with no table: placements %p, %p (view %d), want two under 7", x.Placement, y.Placement, x.ViewID())
+	}
+	// A copy that travels under another view gets a placement of its own.
+	d := *a
+	d.setViewID(9)
+	if d.ViewID() != 9 || a.ViewID() != 7 || d.Placement == a.Placement || !slices.Equal(d.Placement.Replicas, a.Placement.Replicas) {
+		t.Fatalf("copy under view 9: views %d and %d", d.ViewID(), a.ViewID())
 	}
 }
 
@@ -39,10 +100,10 @@ func TestCallbackRoundTrip(t *testing.T) {
 		"http://ü.example/é",
 	}
 	opaques := []string{"", "op", "\x00\xff binary", "é" + long, longer}
-	hosts := hostTable{}
+	hosts := newInterned()
 	for _, uri := range uris {
 		for _, opaque := range opaques {
-			for _, table := range []hostTable{nil, hosts} {
+			for _, table := range []*interned{nil, hosts} {
 				var tm Timer
 				tm.setCallback(uri, opaque, table)
 				if got := tm.CallbackURI(); got != uri {
@@ -64,9 +125,10 @@ func TestCallbackRoundTrip(t *testing.T) {
 // of it, a nil table shares nothing, and the table stays within
 // maxCallbackHosts however many hosts it meets, starting over when full.
 func TestCallbackHostsShared(t *testing.T) {
-	hosts := hostTable{}
-	a := newTimer(1, 1, wire.Timer{URI: "http://h:1/a", Opaque: "x"}, 0, 0, nil, 0, hosts)
-	b := newTimer(2, 2, wire.Timer{URI: "http://h:1/b?c", Opaque: "y"}, 0, 0, nil, 0, hosts)
+	in := newInterned()
+	hosts := in.hosts
+	a := newTimer(1, 1, wire.Timer{URI: "http://h:1/a", Opaque: "x"}, 0, 0, nil, 0, in)
+	b := newTimer(2, 2, wire.Timer{URI: "http://h:1/b?c", Opaque: "y"}, 0, 0, nil, 0, in)
 	if a.host == nil || a.host != b.host {
 		t.Fatalf("records of one host: hosts %p and %p, want one shared", a.host, b.host)
 	}
@@ -84,3 +146,6 @@ func TestCallbackHostsShared(t *testing.T) {
 		t.Fatalf("records changed when the table started over: %q, %q", a.CallbackURI(), b.CallbackURI())
 	}
 }
+
+// sec is d as a Timer keeps its timing: whole seconds.
+func sec(d time.Duration) uint32 { return timingSeconds(d) }

@@ -430,7 +430,7 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, 
 	var buf [wire.MaxReplicationFactor]string
 	w := &write{n: n, reply: reply, deletes: deletes(spec)}
 	w.rec = makeTimer(id, version, spec, start, 0, n.placement(n.ring.AppendReplicas(buf[:0], id, spec.ReplicationFactor), n.sites()),
-		n.ring.ViewID(), n.hosts)
+		n.ring.ViewID(), n.shared)
 	t := &w.rec
 	replicas := t.Placement.Replicas // interned: never changed
 	targets := replicas
@@ -816,11 +816,11 @@ func errorResponse(err error) Response {
 func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done func(ok bool, resp Response)) {
 	n.stats.ReplicationsSent++
 	if body == nil {
-		if view := n.ring.ViewID(); t.ViewID != view {
+		if view := n.ring.ViewID(); t.ViewID() != view {
 			// Held records are placed under this node's view
 			// (place.go); the message says so.
 			c := *t
-			c.ViewID = view
+			c.setViewID(view)
 			t = &c
 		}
 		body = EncodeReplication(t, now)
