@@ -1055,18 +1055,7 @@ func TestTombstoneMarksDoNotGoRoundForEver(t *testing.T) {
 	c.settle()
 	c.lose = nil
 	id := mustID(t, wid)
-	pushes := 0
-	c.watch = func(s *sent, to string, _ int, _ bool) {
-		if to != "" && s.req.Method == "PUT" && strings.Contains(s.req.URL, wid[:16]) {
-			pushes++
-		}
-	}
-	var perMinute []int
-	for range 20 {
-		pushes = 0
-		c.advance(time.Minute, 200)
-		perMinute = append(perMinute, pushes)
-	}
+	perMinute := putsPerMinute(c, 20, wid, "")
 	assert.Equal(t, []int{0, 0, 0, 0, 0}, perMinute[15:], "pushes of the tombstone a minute: %v", perMinute)
 	for _, a := range four {
 		if held, ok := c.nodes[a].Timer(id); ok {
@@ -1107,20 +1096,29 @@ func TestRepairPushAnsweredNewerTeachesThePusher(t *testing.T) {
 	if got, _ := c.nodes[dropped].Timer(id); got.State != Live || got.Version == up.Version {
 		t.Fatalf("the replica rf 2 leaves out should still hold the replaced definition live, holds %+v", got)
 	}
-	pushes := 0
-	c.watch = func(s *sent, to string, _ int, _ bool) {
-		if to != "" && s.from == dropped && s.req.Method == "PUT" && strings.Contains(s.req.URL, wid[:16]) {
-			pushes++
-		}
-	}
-	var perMinute []int
-	for range 20 {
-		pushes = 0
-		c.advance(time.Minute, 200)
-		perMinute = append(perMinute, pushes)
-	}
+	perMinute := putsPerMinute(c, 20, wid, dropped)
 	assert.Equal(t, make([]int, 15), perMinute[5:], "pushes of the replaced definition a minute by %s: %v", dropped, perMinute)
 	got, _ := c.nodes[dropped].Timer(id)
 	assert.Equal(t, up.Version, got.Version, "%s's record", dropped)
 	assert.NotEqual(t, Live, got.State, "%s's record", dropped)
+}
+
+// putsPerMinute advances c minutes minutes, answering callbacks 200, and
+// returns how many PUTs of timer wid nodes sent each minute (from only,
+// when not "").
+func putsPerMinute(c *cluster, minutes int, wid, from string) []int {
+	puts := 0
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if to != "" && (from == "" || s.from == from) && s.req.Method == "PUT" && strings.Contains(s.req.URL, wid[:16]) {
+			puts++
+		}
+	}
+	defer func() { c.watch = nil }()
+	var perMinute []int
+	for range minutes {
+		puts = 0
+		c.advance(time.Minute, 200)
+		perMinute = append(perMinute, puts)
+	}
+	return perMinute
 }
