@@ -768,11 +768,13 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 	for _, t := range push {
 		n.hit(probeRepairPush)
 		n.stats.RepairPushes++
-		var done func(bool, Response)
-		if answered := drawn[t]; answered != nil {
-			done = func(bool, Response) { answered() }
-		}
-		n.replicate(peer, n.placedNow(t), nil, now, done)
+		answered := drawn[t]
+		n.replicate(peer, n.placedNow(t), nil, now, func(_ bool, resp Response) {
+			if answered != nil {
+				answered()
+			}
+			n.repairPushAnswered(t.ID, resp)
+		})
 	}
 	if len(want) > 0 {
 		n.hit(probeRepairWant)
@@ -1191,7 +1193,34 @@ func (n *Node) repairGive(peer string, want []string) {
 			n.hit(probeRepairGive)
 			n.logTimer("repair push", t, "peer", peer)
 			n.stats.RepairPushes++
-			n.replicate(peer, n.placedNow(t), nil, now, nil)
+			n.replicate(peer, n.placedNow(t), nil, now, func(_ bool, resp Response) { n.repairPushAnswered(id, resp) })
 		}
+	}
+}
+
+// repairPushAnswered learns from a peer's answer to a repair push of
+// timer id (repairAnswered's, repairGive's): a 409 that carries a newer
+// record than the one pushed (not a collision: another timer's record
+// teaches nothing) is taken here, through merge, as a pop notice's
+// sender takes one (noticeAnswered). Without it a round pushed the same
+// stale record every round for as long as its definition lasted: a
+// replica an update's smaller factor leaves out, which missed the tell of
+// it (droppedReplicas), still holds the replaced definition placed on
+// itself and on the newer record's replicas, which neither list the newer
+// record to it (placed elsewhere, it is no record the two compare) nor
+// push it there, and answer each push with it (scenarios/README.md
+// u30-1). Taken, the newer record is kept as moved away where it is
+// placed elsewhere (merge, rule 1), so the stale copy stops popping and
+// no round compares it again.
+func (n *Node) repairPushAnswered(id uint64, resp Response) {
+	if resp.Status != 409 || resp.Header.Get(HeaderCollision) != "" {
+		return
+	}
+	rec, ok := n.answeredRecord(id, resp)
+	if !ok {
+		return
+	}
+	if a := n.apply(rec); a.took {
+		n.hit(probeRepairAnsweredNewer)
 	}
 }

@@ -1055,22 +1055,70 @@ func TestTombstoneMarksDoNotGoRoundForEver(t *testing.T) {
 	c.settle()
 	c.lose = nil
 	id := mustID(t, wid)
-	pushes := 0
-	c.watch = func(s *sent, to string, _ int, _ bool) {
-		if to != "" && s.req.Method == "PUT" && strings.Contains(s.req.URL, wid[:16]) {
-			pushes++
-		}
-	}
-	var perMinute []int
-	for range 20 {
-		pushes = 0
-		c.advance(time.Minute, 200)
-		perMinute = append(perMinute, pushes)
-	}
+	perMinute := putsPerMinute(c, 20, wid, "")
 	assert.Equal(t, []int{0, 0, 0, 0, 0}, perMinute[15:], "pushes of the tombstone a minute: %v", perMinute)
 	for _, a := range four {
 		if held, ok := c.nodes[a].Timer(id); ok {
 			assert.Zero(t, held.lacking(), "%s's tombstone still marks %b", a, held.lacking())
 		}
 	}
+}
+
+// TestRepairPushAnsweredNewerTeachesThePusher proves a repair round that
+// pushes a record its peer answers with a newer one (a 409 carrying it)
+// takes that record, and does not push its own again each round: a
+// replica an update's smaller factor leaves out, which the tell of it
+// missed (droppedReplicas), holds the replaced definition live, and the
+// newer record is placed on nodes that neither compare it with that
+// replica nor push it there. Before the rule it pushed its stale record
+// to them every round for as long as the old definition lasted, each
+// answered 409, and popped it (scenarios/README.md u30-1, seed 122083).
+func TestRepairPushAnsweredNewerTeachesThePusher(t *testing.T) {
+	c := newRepairingCluster(t, three...)
+	wid := createVia(t, c, three[0], `{"timing":{"interval":7200,"repeat-for":14400},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":3}}`)
+	id := mustID(t, wid)
+	two := c.nodes[three[0]].ring.Replicas(id, 2)
+	dropped := three[slices.IndexFunc(three, func(a string) bool { return !slices.Contains(two, a) })]
+	held, _ := c.nodes[two[0]].Timer(id)
+	up := *withCallback(&Timer{ID: id, Version: held.Version + 1, Start: c.nodes[two[0]].nowMs(), Interval: time.Minute, RepeatFor: 2 * time.Hour,
+		RF: 2, Placement: &Placement{Replicas: two}}, cb, "y")
+	// The rf 2 update reaches its replicas; their tell of it to the
+	// replica it leaves out is lost.
+	c.lose = func(host string, _ Request) bool { return host == dropped }
+	for i, r := range two {
+		if resp := replicateFrom(c.nodes[r], two[1-i], up); resp.Status != 200 {
+			t.Fatalf("the rf 2 write to %s: got %d (%s)", r, resp.Status, resp.Body)
+		}
+	}
+	c.settle()
+	c.lose = nil
+	if got, _ := c.nodes[dropped].Timer(id); got.State != Live || got.Version == up.Version {
+		t.Fatalf("the replica rf 2 leaves out should still hold the replaced definition live, holds %+v", got)
+	}
+	perMinute := putsPerMinute(c, 20, wid, dropped)
+	assert.Equal(t, make([]int, 15), perMinute[5:], "pushes of the replaced definition a minute by %s: %v", dropped, perMinute)
+	got, _ := c.nodes[dropped].Timer(id)
+	assert.Equal(t, up.Version, got.Version, "%s's record", dropped)
+	assert.NotEqual(t, Live, got.State, "%s's record", dropped)
+}
+
+// putsPerMinute advances c minutes minutes, answering callbacks 200, and
+// returns how many PUTs of timer wid nodes sent each minute (from only,
+// when not "").
+func putsPerMinute(c *cluster, minutes int, wid, from string) []int {
+	puts := 0
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if to != "" && (from == "" || s.from == from) && s.req.Method == "PUT" && strings.Contains(s.req.URL, wid[:16]) {
+			puts++
+		}
+	}
+	defer func() { c.watch = nil }()
+	var perMinute []int
+	for range minutes {
+		puts = 0
+		c.advance(time.Minute, 200)
+		perMinute = append(perMinute, puts)
+	}
+	return perMinute
 }
