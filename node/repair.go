@@ -1209,7 +1209,7 @@ func (n *Node) repairGive(peer string, want []string) {
 // itself and on the newer record's replicas, which neither list the newer
 // record to it (placed elsewhere, it is no record the two compare) nor
 // push it there, and answer each push with it (scenarios/README.md
-// u30-1). Taken, the newer record is kept as moved away where it is
+// N61). Taken, the newer record is kept as moved away where it is
 // placed elsewhere (merge, rule 1), so the stale copy stops popping and
 // no round compares it again.
 func (n *Node) repairPushAnswered(id uint64, resp Response) {

@@ -1072,7 +1072,7 @@ func TestTombstoneMarksDoNotGoRoundForEver(t *testing.T) {
 // newer record is placed on nodes that neither compare it with that
 // replica nor push it there. Before the rule it pushed its stale record
 // to them every round for as long as the old definition lasted, each
-// answered 409, and popped it (scenarios/README.md u30-1, seed 122083).
+// answered 409, and popped it (scenarios/README.md N61, seed 122083).
 func TestRepairPushAnsweredNewerTeachesThePusher(t *testing.T) {
 	c := newRepairingCluster(t, three...)
 	wid := createVia(t, c, three[0], `{"timing":{"interval":7200,"repeat-for":14400},"callback":{"http":{"uri":"`+cb+
@@ -1081,7 +1081,7 @@ func TestRepairPushAnsweredNewerTeachesThePusher(t *testing.T) {
 	two := c.nodes[three[0]].ring.Replicas(id, 2)
 	dropped := three[slices.IndexFunc(three, func(a string) bool { return !slices.Contains(two, a) })]
 	held, _ := c.nodes[two[0]].Timer(id)
-	up := *withCallback(&Timer{ID: id, Version: held.Version + 1, Start: c.nodes[two[0]].nowMs(), Interval: time.Minute, RepeatFor: 2 * time.Hour,
+	up := *withCallback(&Timer{ID: id, Version: held.Version + 1, Start: c.nodes[two[0]].nowMs(), interval: sec(time.Minute), repeatFor: sec(2 * time.Hour),
 		RF: 2, Placement: &Placement{Replicas: two}}, cb, "y")
 	// The rf 2 update reaches its replicas; their tell of it to the
 	// replica it leaves out is lost.
