@@ -293,11 +293,20 @@ func (x *index) heldByWait(d *def, writeHeld time.Duration, writeInbound bool, l
 		sent, w  time.Duration
 		inbound  bool
 		scale    *Scale // a scale's copies to the nodes it places d on
+		// taken, for a late or replayed message, is when its receiver
+		// took it (its receiver's copy is judged then, not when it was
+		// sent); 0 for any other.
+		taken time.Duration
 	}
 	var msgs []msg
 	for _, m := range x.waitedRecords(d) {
 		if m.sent >= d.lo {
 			msgs = append(msgs, msg{from: m.from, to: m.to, sent: m.sent, w: m.w + m.q, inbound: m.q > 0})
+		}
+	}
+	for _, s := range d.spans {
+		if age, record, ok := lateAge(s.fault); ok && record && s.from-age >= d.lo {
+			msgs = append(msgs, msg{from: s.fault.Nodes[0], to: s.fault.Peers[0], sent: s.from - age, w: age, taken: s.from})
 		}
 	}
 	for i := range x.h.Scales {
@@ -343,9 +352,13 @@ func (x *index) heldByWait(d *def, writeHeld time.Duration, writeInbound bool, l
 		}
 		h, in := holdOf(m.from)
 		h, in = h+m.w, in || m.inbound
-		lacks := x.lacksCopy(d, cf, m.to, m.sent)
+		at := m.sent
+		if m.taken != 0 {
+			at = m.taken
+		}
+		lacks := x.lacksCopy(d, cf, m.to, at)
 		if lacks {
-			hold(m.to, h, in, m.sent)
+			hold(m.to, h, in, at)
 		}
 		// Another site's relay that holds no copy of its own places
 		// what it takes on its site's replicas at once, by a message
@@ -353,8 +366,8 @@ func (x *index) heldByWait(d *def, writeHeld time.Duration, writeInbound bool, l
 		// takes the start the relay took.
 		if lacks || !slices.Contains(d.replicas, m.to) {
 			for _, r := range x.relayedTo(d, m.to) {
-				if x.lacksCopy(d, cf, r, m.sent) {
-					hold(r, h, in, m.sent)
+				if x.lacksCopy(d, cf, r, at) {
+					hold(r, h, in, at)
 				}
 			}
 		}
@@ -943,6 +956,23 @@ func queuedWait(f Fault) (w time.Duration, record, ok bool) {
 		return 0, false, false
 	}
 	return waitOf(f)
+}
+
+// lateAge is how long before f.At the request of a Late fault was sent
+// (Detail "late=<age>" or "replayed=<age>"), whether it carried the
+// timer's record to a node (OverloadRecord), and false for any other
+// fault or a response.
+func lateAge(f Fault) (age time.Duration, record, ok bool) {
+	if f.Kind != Late || len(f.Nodes) == 0 || len(f.Peers) == 0 {
+		return 0, false, false
+	}
+	_, v, found := strings.Cut(f.Detail, "=")
+	if !found {
+		return 0, false, false
+	}
+	v, record = strings.CutSuffix(v, OverloadRecord)
+	age, err := time.ParseDuration(v)
+	return age, record, err == nil
 }
 
 // waitOf parses the Detail of a message fault that waited.

@@ -486,6 +486,58 @@ func TestCopyBroughtBackByAWaitedNoticeStartsLate(t *testing.T) {
 	}
 }
 
+// TestCopyBroughtBackByAReplayedNoticeStartsLate is scenarios/README.md
+// C53: both replicas crash at 11 s and restart empty at 12 s, every
+// copy gone, and at 13 s the network replays to the backup the primary's
+// notice of pop 1, sent 3 s before. The backup takes it as a fresh
+// message and rebuilds the start from its arrival (start-time-delta,
+// docs/design.md 4.13), 3 s late; the primary takes the late start back
+// from the backup's notices, and every later pop runs 3 s late
+// (heldByWait: a late or replayed record message waited its age). The
+// same replay to a backup that kept its copy, a replay that carried no
+// record, no replay, or pops later than the age are G3.
+func TestCopyBroughtBackByAReplayedNoticeStartsLate(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		detail string // the replay's; "" for none
+		crashB bool   // the backup lost its copy too
+		late   time.Duration
+		want   string
+	}{
+		{"replayed notice to the emptied backup", "replayed=3s record", true, 3020 * ms, ""},
+		{"late notice to the emptied backup", "late=3s record", true, 3020 * ms, ""},
+		{"the backup kept its copy", "replayed=3s record", false, 3020 * ms, "G3"},
+		{"the replay carried no record", "replayed=3s", true, 3020 * ms, "G3"},
+		{"no replay", "", true, 3020 * ms, "G3"},
+		{"later than the age", "replayed=3s record", true, 3220 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, b, _ := placed(t)
+			h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = 10*sec, 60*sec
+			h.End = 70 * sec
+			h.Faults = []Fault{{At: 11 * sec, Kind: Crash, Nodes: []string{p}}, {At: 12 * sec, Kind: Restart, Nodes: []string{p}}}
+			if c.crashB {
+				h.Faults = append(h.Faults, Fault{At: 11 * sec, Kind: Crash, Nodes: []string{b}}, Fault{At: 12 * sec, Kind: Restart, Nodes: []string{b}})
+			}
+			if c.detail != "" {
+				h.Faults = append(h.Faults, Fault{At: 13*sec + 20*ms, Kind: Late, Nodes: []string{p}, Peers: []string{b}, Detail: c.detail, Timer: placedTimer})
+			}
+			h.Pops = []Pop{pop(10*sec+20*ms, p, "a", 1)}
+			for k := 2; k <= 6; k++ {
+				h.Pops = append(h.Pops, pop(time.Duration(k)*10*sec+c.late, b, "a", k))
+			}
+			for i := range h.Pops {
+				h.Pops[i].Timer = placedTimer
+			}
+			vs, cov := DefaultOptions().Judge(h)
+			requireWant(t, vs, c.want, "late")
+			if c.want == "" && cov.Excused[ExHeld] == 0 {
+				t.Errorf("%s excused nothing (excused: %v)", ExHeld, cov.Excused)
+			}
+		})
+	}
+}
+
 // TestHoldsAddUpAlongAPath: a copy that a held replica passes on carries
 // its hold. The backup's copy comes 1.5 s late from the primary's waited
 // notice (as in TestCopyBroughtBackByAWaitedNoticeStartsLate); the

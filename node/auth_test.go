@@ -488,3 +488,47 @@ func TestStampsAtTheEndsOfTimeAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestStartIsRebuiltFromArrivalWhateverTheMessagesAge proves a replica
+// rebuilds a start from a message's arrival plus its start-time-delta,
+// however old the message's X-Chronos-Sent says it is (docs/design.md
+// 4.13, scenarios/README.md C53): the sender's clock may run behind
+// the receiver's, and the age the two clocks give is no transit. A
+// message dated 5 s before the receiver's clock, taken within the age
+// window, starts the copy at its arrival less the delta's 1 s, never
+// earlier: a start corrected by the age beyond MaxClockSkew (mutation
+// 96) is 3 s early, and a receiver whose clock ran 5 s ahead of the
+// sender's pops 3 s early. The replica held no copy, so the probe of a
+// copy from an aged message is hit; a fresh message does not hit it.
+func TestStartIsRebuiltFromArrivalWhateverTheMessagesAge(t *testing.T) {
+	for _, tc := range []struct {
+		age   time.Duration
+		probe bool
+	}{
+		{0, false},
+		{DefaultMaxClockSkew, false},
+		{5 * time.Second, true},
+	} {
+		h := newHarness(t)
+		const id = 1 << 40
+		now := h.node.nowMs()
+		sent := now - tc.age.Milliseconds()
+		// On the sender's clock the definition started 1 s before it
+		// sent the message.
+		rec := withCallback(&Timer{ID: id, Version: id, Start: sent - 1000, interval: sec(10 * time.Second), repeatFor: sec(30 * time.Second), RF: 1,
+			Placement: &Placement{Replicas: []string{h.node.self}}}, cb, "x")
+		url, body := "/timers/"+wire.FormatWireID(id, 0), EncodeReplication(rec, sent)
+		s := stamp{sent: sent, to: h.node.self}
+		r := h.send(Request{Method: "PUT", URL: url, Header: stamped(s, HeaderSignature, signature(testKey, "PUT", url, s, body)), Body: body})
+		if r.Status != 200 {
+			t.Fatalf("sent %v ago: got %d (%s), want 200", tc.age, r.Status, r.Body)
+		}
+		held, ok := h.node.Timer(id)
+		if want := h.node.startMs() - 1000; !ok || held.Start != want {
+			t.Errorf("sent %v ago: held start %d, want %d (arrival less the delta's 1 s)", tc.age, held.Start, want)
+		}
+		if hit := h.node.probeHits[probeCopyFromAgedMessage] > 0; hit != tc.probe {
+			t.Errorf("sent %v ago: probe %s hit %v, want %v", tc.age, probeNames[probeCopyFromAgedMessage], hit, tc.probe)
+		}
+	}
+}

@@ -112,7 +112,14 @@ func markOf(replicas, names []string, skip string) uint32 {
 }
 
 // startOf is the start, on this node's clock, that a replication body's
-// start-time-delta gives.
+// start-time-delta gives: added to this node's time as it takes the body,
+// whatever path brought it (replication, notice, repair push, resync
+// page, answer) and however old the message is. Transit only makes the
+// start later, never earlier, whatever the clocks of the sender and the
+// receiver say; a start corrected by the message's age on the two clocks
+// (X-Chronos-Sent) would be early by however far the receiver's clock ran
+// ahead of the sender's beyond MaxClockSkew (docs/design.md 4.13;
+// mutation 96).
 func (n *Node) startOf(r *wire.Replication) int64 {
 	return n.startMs() + r.StartTimeDelta.Milliseconds()
 }

@@ -64,6 +64,9 @@ var (
 	probeReplicaStartDelta = probe("replica/answers-earlier-start")
 	probeReplicaPushStart  = probe("replica/pushes-earlier-start")
 	probeReplicaPopped     = probe("replica/answers-popped")
+	// A replica without a copy took one from a message dated longer ago
+	// than MaxClockSkew (late or replayed): its start is late by the age.
+	probeCopyFromAgedMessage = probe("replica/copy-from-aged-message")
 
 	// write.go: client writes on the proxy.
 	probeWriteRetryNewer     = probe("write/retried-above-newer")

@@ -241,7 +241,8 @@ func (n *Node) put(wid string, req Request, reply func(Response)) {
 			return
 		}
 		from, _, _ := senderInstance(req)
-		n.replicaPut(id, spec, repl, from, reply)
+		sent, _ := parseMillis(HeaderSent, req.Header.Get(HeaderSent)) // admit read it
+		n.replicaPut(id, spec, repl, from, sent, reply)
 		return
 	}
 	if resp, refused := n.refuseCallback(spec); refused {

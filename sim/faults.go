@@ -189,6 +189,11 @@ func (w *world) messageFault(what string, kind checker.FaultKind, from, to strin
 		f.Detail = "held=" + time.Duration(n).String()
 	case checker.Late:
 		f.Detail = what + "=" + time.Duration(n).String()
+		if req != nil && carriesRecord(req) {
+			// Its receiver rebuilds the start from it as it takes
+			// it: the copy it brings starts late by its age.
+			f.Detail += checker.OverloadRecord
+		}
 	}
 	if req != nil {
 		f.Timer = timerOfRequest(req)
