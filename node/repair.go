@@ -33,6 +33,9 @@ import (
 //     tombstone of the same version, or the same version popped further)
 //     as a replication, and asks P for those P holds newer (want); P
 //     pushes them back the same way. Merge decides, as for any message.
+//     A record P refused as a collision (another timer under its ID)
+//     is neither pushed nor asked for again while neither side's record
+//     changes (repaircollision.go).
 //
 // A node also hands off the live records it holds but is not a replica of
 // under its view (a leaving node's, an old replica's that a resync never
