@@ -257,6 +257,14 @@ func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, from 
 	}
 	t := n.fromReplication(id, spec, r)
 	a := n.apply(t)
+	if a.collision {
+		// The sender's record is another timer's: repair neither asks
+		// the sender for it again nor pushes it this node's while
+		// neither changes (repaircollision.go).
+		if held := n.store.Get(id); held != nil && slices.Contains(n.repairPeers(), from) {
+			n.noteCollision(from, id, summaryOf(held), &repairSummary{version: t.Version, live: t.State == Live, seq: t.Seq})
+		}
+	}
 	if !a.ok || a.newer != nil || a.collision {
 		reply(n.notApplied(a))
 		return

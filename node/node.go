@@ -123,6 +123,10 @@ type Node struct {
 	// repairServing is, per peer, the round of the peer's this node is
 	// answering page by page (repairServe).
 	repairServing map[string]*repairServed
+	// collisions are the collision refusals between this node and its
+	// peers that keep repair from sending the refused records again
+	// while neither side's record changes (repaircollision.go).
+	collisions map[collisionKey]collisionNote
 	// repairWalks counts the walks of the store repair took (heldFor).
 	repairWalks int
 	// startPushes are the pushes of an earlier start under way, by timer
@@ -219,8 +223,12 @@ type Stats struct {
 	// the rounds cost it beyond one walk of its store a page.
 	// RepairHeldForRoom counts the records a round did not push a peer,
 	// or ask a peer for, because the node that lacks them had no room
-	// for them (room).
+	// for them (room). RepairCollisionsSkipped counts the records a
+	// round did not push a peer, or ask a peer for, because the peer and
+	// this node refused each other's record of the timer as a collision
+	// and neither record changed since (collisionStands).
 	RepairRounds, RepairPushes, RepairWants, RepairHandoffs, RepairListed, RepairHeldForRoom uint64
+	RepairCollisionsSkipped                                                                  uint64
 	// LateRebalanced counts the messages a node sent placing a record
 	// written under another view on the current one as it arrived, during
 	// a scale (see lateRebalance).

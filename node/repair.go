@@ -33,6 +33,9 @@ import (
 //     tombstone of the same version, or the same version popped further)
 //     as a replication, and asks P for those P holds newer (want); P
 //     pushes them back the same way. Merge decides, as for any message.
+//     A record P refused as a collision (another timer under its ID)
+//     is neither pushed nor asked for again while neither side's record
+//     changes (repaircollision.go).
 //
 // A node also hands off the live records it holds but is not a replica of
 // under its view (a leaving node's, an old replica's that a resync never
@@ -161,6 +164,7 @@ func (n *Node) repairAgesFor(peer string) repairAges {
 // set now), and a peer that left would never ask for their last page.
 func (n *Node) repairSoon() {
 	n.repairServing = nil
+	n.collisions = nil // placed under another view, the records compare anew
 	n.repairOwedFull = map[string]bool{}
 	for _, peer := range n.repairPeers() {
 		n.repairOwedFull[peer] = true
@@ -589,6 +593,9 @@ func (n *Node) repairLacking(peer string, marked []*Timer) {
 		delete(n.repairMarkedNext, peer)
 	}
 	for _, t := range marked {
+		if n.collisionStands(peer, t, nil) {
+			continue // the peer refused it as a collision; the mark stays
+		}
 		id, version := t.ID, t.Version
 		// held is the tombstone as the node holds it now, while it
 		// still marks peer.
@@ -607,10 +614,12 @@ func (n *Node) repairLacking(peer string, marked []*Timer) {
 			}
 			n.hit(probeRepairLacking)
 			n.stats.RepairPushes++
-			n.replicate(peer, n.placedNow(h), nil, n.nowMs(), func(ok bool, resp Response) {
+			placed := n.placedNow(h)
+			n.replicate(peer, placed, nil, n.nowMs(), func(ok bool, resp Response) {
 				if !ok && resp.Status == 409 && resp.Header.Get(HeaderCollision) == "" {
 					n.markLacking(h, peer, false)
 				}
+				n.noteRefusedPush(peer, placed, nil, resp)
 				if resp.Status == 0 {
 					finish(tryFailed, false)
 					return
@@ -693,16 +702,29 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 	}
 	var push, lacked []*Timer // lacked: live records the peer holds none of
 	var want []string
+	// listedAs is the peer's record of each one pushed that it listed.
+	var listedAs map[*Timer]repairSummary
 	compare := func(t *Timer, other repairSummary, ok bool) {
-		mineS := repairSummary{version: t.Version, live: t.State == Live, seq: t.Seq}
+		mineS := summaryOf(t)
 		switch {
 		case !ok && mineS.live:
-			lacked = append(lacked, t)
+			if !n.collisionStands(peer, t, nil) {
+				lacked = append(lacked, t)
+			}
 		case !ok:
 		case newerSummary(mineS, other):
+			if n.collisionStands(peer, t, &other) {
+				return
+			}
 			push = append(push, t)
+			if listedAs == nil {
+				listedAs = map[*Timer]repairSummary{}
+			}
+			listedAs[t] = other
 		case newerSummary(other, mineS):
-			want = append(want, wire.FormatID(t.ID))
+			if !n.collisionStands(peer, t, &other) {
+				want = append(want, wire.FormatID(t.ID))
+			}
 		}
 	}
 	for _, id := range d.list[lo:max(lo, hi)] {
@@ -722,7 +744,7 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 			compare(held, other, true) // reached this node since the list
 		case other.live && held == nil:
 			lackedHere = append(lackedHere, wire.FormatID(id))
-		case other.live && held.State != Moved:
+		case other.live && held.State != Moved && !n.collisionStands(peer, held, &other):
 			want = append(want, wire.FormatID(id))
 		}
 	}
@@ -768,11 +790,16 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 	for _, t := range push {
 		n.hit(probeRepairPush)
 		n.stats.RepairPushes++
-		answered := drawn[t]
-		n.replicate(peer, n.placedNow(t), nil, now, func(_ bool, resp Response) {
+		placed, answered := n.placedNow(t), drawn[t]
+		var theirs *repairSummary
+		if other, ok := listedAs[t]; ok {
+			theirs = &other
+		}
+		n.replicate(peer, placed, nil, now, func(_ bool, resp Response) {
 			if answered != nil {
 				answered()
 			}
+			n.noteRefusedPush(peer, placed, theirs, resp)
 			n.repairPushAnswered(t.ID, resp)
 		})
 	}
@@ -1193,7 +1220,11 @@ func (n *Node) repairGive(peer string, want []string) {
 			n.hit(probeRepairGive)
 			n.logTimer("repair push", t, "peer", peer)
 			n.stats.RepairPushes++
-			n.replicate(peer, n.placedNow(t), nil, now, func(_ bool, resp Response) { n.repairPushAnswered(id, resp) })
+			placed := n.placedNow(t)
+			n.replicate(peer, placed, nil, now, func(_ bool, resp Response) {
+				n.noteRefusedPush(peer, placed, nil, resp)
+				n.repairPushAnswered(id, resp)
+			})
 		}
 	}
 }

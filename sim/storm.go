@@ -2,12 +2,10 @@ package sim
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -39,7 +37,7 @@ import (
 // counts, per sender, receiver and message, the repair intervals
 // (counted from the liveness phase) it was answered in, and fails the
 // run (guarantee STORM) when one message was answered in StormSlots or
-// more of any StormWindow consecutive intervals. Three things make a
+// more of any StormWindow consecutive intervals. Two things make a
 // repeated message no storm, each named and counted in the report of a
 // run that fails:
 //
@@ -55,12 +53,12 @@ import (
 //     is refused by age, and repair asks again as it does across any
 //     cut. A clock step the plan makes after the liveness phase began
 //     leaves them so for good.
-//   - twin-id: a message about a timer whose ID carries the number two
-//     misconfigured members share (MixSharedInstance; the plan's
-//     number, never a node's answer): two timers may hold that ID, the
-//     replicas of each refuse the other's as a collision, and repair
-//     compares them again every round. A misconfiguration, which the
-//     node reports (4.2) and the efficiency claim does not cover.
+//
+// Two timers under one ID (twins of a shared instance number,
+// MixSharedInstance, or a create versioned by a clock stepped ahead)
+// are no excuse: repair sends a record its peer refused as a collision
+// again only once either record changes (node/repaircollision.go;
+// scenarios/README.md U27, which this check once excused as twin-id).
 const (
 	// StormWindow is the stretch the check looks at, in repair
 	// intervals: ten minutes, four times the longest retry policy.
@@ -81,8 +79,6 @@ type stormWatch struct {
 	from, slot time.Duration
 	msgs       map[stormKey]*stormMsg
 	tally      map[stormTallyKey]*stormTally
-	// twinIDs are the instance numbers two misconfigured members share.
-	twinIDs []int
 	// apart holds, per sender, receiver and interval, that a request
 	// between them was answered while their clocks were apart by more
 	// than MaxClockSkew.
@@ -98,11 +94,10 @@ type stormKey struct {
 
 // stormMsg is what the watch keeps of one message.
 type stormMsg struct {
-	timer   uint64
-	slots   []int64 // the intervals it was answered in, ascending, each once
-	count   int
-	status  []stormStatus // how it was answered: each status once, in order of first answer
-	excused string
+	timer  uint64
+	slots  []int64 // the intervals it was answered in, ascending, each once
+	count  int
+	status []stormStatus // how it was answered: each status once, in order of first answer
 }
 
 // stormStatus counts the answers of one status.
@@ -128,7 +123,6 @@ func (w *world) stormServe(to, from string, req node.Request, resp node.Response
 	}
 	if w.storm.msgs == nil {
 		w.storm = newStormWatch(w.plan.LivenessFrom, node.DefaultConfig().RepairInterval)
-		w.storm.twinIDs = w.hist.TwinInstances
 	}
 	cfg := node.DefaultConfig()
 	apart := (w.machineAt(to).clock.Skew() - w.machineAt(from).clock.Skew()).Abs() > cfg.MaxClockSkew
@@ -146,7 +140,6 @@ func (s *stormWatch) served(at time.Duration, from, to string, req node.Request,
 	m := s.msgs[k]
 	if m == nil {
 		m = &stormMsg{timer: timerOfURL(req.URL)}
-		m.excused = s.excuse(m.timer, req)
 		s.msgs[k] = m
 	}
 	if n := len(m.slots); n == 0 || m.slots[n-1] != slot {
@@ -168,34 +161,6 @@ func (s *stormWatch) served(at time.Duration, from, to string, req node.Request,
 	if status >= 400 {
 		t.refused++
 	}
-}
-
-// excuse names why a repeat of req, about timer, is no storm: "twin-id"
-// for a message about a timer whose ID carries the twins' number (its
-// URL's, or one a repair message wants), else "".
-func (s *stormWatch) excuse(timer uint64, req node.Request) string {
-	if len(s.twinIDs) == 0 {
-		return ""
-	}
-	ids := []uint64{timer}
-	if strings.HasSuffix(stormKind(req.URL), "/repair") {
-		var body struct {
-			Want []string `json:"want"`
-		}
-		if json.Unmarshal(req.Body, &body) == nil {
-			for _, w := range body.Want {
-				if id, err := strconv.ParseUint(w, 16, 64); err == nil {
-					ids = append(ids, id)
-				}
-			}
-		}
-	}
-	for _, id := range ids {
-		if id != 0 && slices.Contains(s.twinIDs, int(id>>12&(1<<10-1))) {
-			return "twin-id"
-		}
-	}
-	return ""
 }
 
 // stormKind is a URL's path with a timer's ID written {id}: the kind of
@@ -270,10 +235,6 @@ func (s *stormWatch) check(faults []checker.Fault) (vs []checker.Violation, excu
 	slices.SortFunc(keys, func(a, b stormKey) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
 	for _, k := range keys {
 		m := s.msgs[k]
-		if m.excused != "" {
-			excused[m.excused]++
-			continue
-		}
 		quiet := slices.DeleteFunc(slices.Clone(m.slots), func(sl int64) bool { return busy[k.from][sl] || busy[k.to][sl] })
 		if _, hit := stormIn(quiet); !hit {
 			excused["overload"]++

@@ -81,6 +81,8 @@ var nodeMetrics = []nodeMetric{
 		value: func(_ node.Stats, r node.ResyncStatus) float64 { return float64(r.Taken) }},
 	{name: "chronos_resync_pages_served_total", help: "GET /timers pages this node answered.", kind: prometheus.CounterValue,
 		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.ResyncPagesServed) }},
+	{name: "chronos_repair_collisions_skipped_total", help: "Records a repair round did not send a peer again, or ask a peer for again, because the two refused each other's record of the timer as a collision (two timers under one ID) and neither record changed since.", kind: prometheus.CounterValue,
+		value: func(st node.Stats, _ node.ResyncStatus) float64 { return float64(st.RepairCollisionsSkipped) }},
 }
 
 // Bounds of the chronos_tagged_timers series one scrape reports: tags are

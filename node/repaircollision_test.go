@@ -1,0 +1,125 @@
+package node
+
+import (
+	"testing"
+	"time"
+)
+
+// collidingReplicas is a repairing cluster of two nodes holding two
+// timers under one ID, as a create versioned by a clock stepped ahead
+// and the same timer's later update versioned below it leave them
+// (scenarios/README.md U28), or twins of a shared instance number: the
+// create (its version its ID, dated 90 s ahead) on one replica, on the
+// other a record of the ID at a version below it, each refusing the
+// other's as a collision. It returns the cluster, the ID, the node
+// holding the create and the node holding the other record.
+func collidingReplicas(t *testing.T) (c *cluster, id uint64, creator, other string) {
+	t.Helper()
+	two := three[:2]
+	c = newRepairingCluster(t, two...)
+	g := newIDGen(1, 0)
+	id, _ = g.next(epoch.UnixMilli() + 90_000)
+	replicas := NewRing(two).Replicas(id, 2)
+	creator, other = replicas[0], replicas[1]
+	start := epoch.UnixMilli()
+	c.place(creator, *withCallback(&Timer{ID: id, Version: id, Start: start, interval: sec(time.Hour), repeatFor: sec(10 * time.Hour), RF: 2,
+		Placement: &Placement{Replicas: replicas}}, cb, "created"))
+	c.place(other, *withCallback(&Timer{ID: id, Version: versionDatedAt(start) | 7, Start: start, interval: sec(time.Hour), repeatFor: sec(10 * time.Hour), RF: 2,
+		Placement: &Placement{Replicas: replicas}}, cb, "updated"))
+	if r := c.offer(other, c.mustTimer(creator, id)); r.Status != 409 || r.Header.Get(HeaderCollision) == "" {
+		t.Fatalf("the create offered to the other replica: got %d %v, want a 409 marked as a collision", r.Status, r.Header)
+	}
+	return c, id, creator, other
+}
+
+// mustTimer is the record node addr holds of id.
+func (c *cluster) mustTimer(addr string, id uint64) Timer {
+	c.t.Helper()
+	t, ok := c.nodes[addr].Timer(id)
+	if !ok {
+		c.t.Fatalf("%s holds no record of %016x", addr, id)
+	}
+	return t
+}
+
+// collisionsRefused is how many records the cluster's nodes refused as
+// collisions.
+func (c *cluster) collisionsRefused() (n uint64) {
+	for _, node := range c.nodes {
+		n += node.Stats().IDCollisions
+	}
+	return n
+}
+
+// TestRepairDoesNotSendARecordItsPeerRefusedAsACollision: two replicas
+// holding two timers under one ID refuse each other's record as a
+// collision. Repair remembers the refusal, and neither pushes the peer
+// its record nor asks the peer for the peer's again while neither
+// changes: over 20 rounds the two refuse each other's record a few
+// times, not every round (scenarios/README.md U27: hundreds of refused
+// pushes a run). Both timers stay as they were. Once one side's record
+// changes, repair compares them again and carries the change.
+func TestRepairDoesNotSendARecordItsPeerRefusedAsACollision(t *testing.T) {
+	c, id, creator, other := collidingReplicas(t)
+	before := c.collisionsRefused()
+	c.advance(20*DefaultRepairInterval, 200)
+	refused := c.collisionsRefused() - before
+	if refused > 4 {
+		t.Errorf("20 repair rounds: %d records refused as collisions, want at most 4 (a refusal each way is remembered)", refused)
+	}
+	var skipped uint64
+	for _, n := range c.nodes {
+		skipped += n.Stats().RepairCollisionsSkipped
+	}
+	if skipped == 0 {
+		t.Errorf("no record counted as not sent again for its collision")
+	}
+	if got := c.mustTimer(creator, id); got.Opaque() != "created" {
+		t.Errorf("the creator holds %q, want its own timer", got.Opaque())
+	}
+	if got := c.mustTimer(other, id); got.Opaque() != "updated" {
+		t.Errorf("the other replica holds %q, want its own timer", got.Opaque())
+	}
+	// The other replica's record changes: a version above the create's.
+	held := c.mustTimer(other, id)
+	newer := *withCallback(&Timer{ID: id, Version: id + 1, Start: held.Start, interval: sec(time.Hour), repeatFor: sec(10 * time.Hour), RF: 2,
+		Placement: held.Placement}, cb, "newer")
+	c.lose = func(host string, req Request) bool { return req.Method == "PUT" } // its own replication lost
+	c.place(other, newer)
+	c.lose = nil
+	c.advance(2*DefaultRepairInterval, 200)
+	if got := c.mustTimer(creator, id); got.Opaque() != "newer" || got.Version != id+1 {
+		t.Errorf("after the other replica's record changed, the creator holds %q version %d, want the newer record", got.Opaque(), got.Version)
+	}
+}
+
+// TestRepairDoesNotPushAMarkedTombstoneItsPeerRefusedAsACollision: two
+// replicas hold the tombstones of two timers of one ID and version (the
+// twins of a shared instance number created them, and each popped its
+// own for the last time), each marked as lacked by the other (its final
+// notice was lost), which a round pushes whatever the digests say
+// (repairLacking). The peer refuses each as a collision; the refusal is
+// remembered, and the push is not repeated every round (scenarios
+// README.md U27, seed 4: a push refused every round for hours).
+func TestRepairDoesNotPushAMarkedTombstoneItsPeerRefusedAsACollision(t *testing.T) {
+	two := three[:2]
+	c := newRepairingCluster(t, two...)
+	g := newIDGen(1, 0)
+	id, _ := g.next(epoch.UnixMilli())
+	replicas := NewRing(two).Replicas(id, 2)
+	for _, a := range replicas {
+		c.place(a, Timer{ID: id, Version: id, Start: epoch.UnixMilli(), State: Tombstone, RF: 2, Placement: &Placement{Replicas: replicas},
+			def: definitionHash(time.Hour, 0, cb, a)})
+		c.nodes[a].store.Get(id).setLacking(3) // both; a node's own bit is never read
+	}
+	before := c.collisionsRefused()
+	c.advance(20*DefaultRepairInterval, 200)
+	if refused := c.collisionsRefused() - before; refused > 4 {
+		t.Errorf("20 repair rounds: %d marked tombstones refused as collisions, want at most 4 (a refusal each way is remembered)", refused)
+	}
+	for _, a := range replicas {
+		if !lackedBy(c.nodes[a].store.Get(id), c.peerOf(a)) {
+			t.Errorf("%s no longer marks its peer as lacking its tombstone: a collision answers nothing about it", a)
+		}
+	}
+}
