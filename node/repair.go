@@ -381,6 +381,7 @@ func (n *Node) scheduleRepair(d time.Duration) {
 			return
 		}
 		n.repairAlarm = nil
+		n.forgetOldCollisions()
 		if n.repairDirty || n.roomFreed() {
 			n.repairRound()
 		} else {

@@ -110,3 +110,19 @@ func (n *Node) collisionStands(peer string, t *Timer, theirs *repairSummary) boo
 	n.stats.RepairCollisionsSkipped++
 	return true
 }
+
+// forgetOldCollisions, at every repair interval (a quiet one too),
+// drops every note that has stood collisionNoteLife, as a round would on
+// meeting it: a note whose record is gone (the timer ended, or was
+// deleted and its tombstone dropped) is never met again, so without this
+// the notes would grow with every collision the node ever saw between
+// changes of membership. Deleting in map order is deterministic: no
+// note's fate depends on another's.
+func (n *Node) forgetOldCollisions() {
+	now := n.nowMs()
+	for k, note := range n.collisions {
+		if now-note.at >= collisionNoteLife.Milliseconds() {
+			delete(n.collisions, k)
+		}
+	}
+}

@@ -123,3 +123,24 @@ func TestRepairDoesNotPushAMarkedTombstoneItsPeerRefusedAsACollision(t *testing.
 		}
 	}
 }
+
+// TestCollisionNotesOfGoneRecordsAreForgotten: a note whose record is
+// gone is never met by a round again; the round forgets it once it has
+// stood collisionNoteLife, so notes do not grow with every collision a
+// node ever saw between changes of membership.
+func TestCollisionNotesOfGoneRecordsAreForgotten(t *testing.T) {
+	c, _, creator, other := collidingReplicas(t)
+	n := c.nodes[creator]
+	for id := uint64(1); id <= 100; id++ { // records this node does not hold
+		n.noteCollision(other, id, repairSummary{version: id, live: true}, nil)
+	}
+	if len(n.collisions) < 100 {
+		t.Fatalf("%d notes, want the 100 noted", len(n.collisions))
+	}
+	c.advance(collisionNoteLife+2*DefaultRepairInterval, 200)
+	for k := range n.collisions {
+		if k.id <= 100 {
+			t.Fatalf("the note of gone timer %d with %s outlived collisionNoteLife", k.id, k.peer)
+		}
+	}
+}
