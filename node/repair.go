@@ -894,7 +894,13 @@ func (n *Node) handOff(done func(all bool)) {
 			continue
 		}
 		finish := n.startHandingOff(placed, finish)
-		targets, skipped := n.handOffUnheard(placed, n.handOffTargets(placed))
+		targets, skipped := n.handOffTargets(placed), []string(nil)
+		if done == nil {
+			// A repair round's. A resync's (done set) pushes every
+			// target: its outcome is the resync's, complete only on
+			// answers of its own.
+			targets, skipped = n.handOffUnheard(placed, targets)
+		}
 		// A target skipped as heard is not heard again this round: the
 		// copy ends only in a round every target answers (handOff).
 		pending, all := len(targets), len(skipped) == 0
