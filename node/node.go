@@ -142,6 +142,11 @@ type Node struct {
 	// hand-off of the same copy waits for that push's outcome instead
 	// of pushing it again (handOff).
 	handing map[uint64]*handingOff
+	// handHeard are, by ID, the targets of a hand-off that answered
+	// that they hold the copy it pushed (or something newer), while
+	// another may lack it: later hand-offs of that copy push them no
+	// more until every target is heard (handOff).
+	handHeard map[uint64]*heardCopy
 	// clashes are the other nodes known to use this node's instance
 	// number, with until when (ms); peerInstances the number each peer
 	// was last heard with (instance.go).

@@ -189,6 +189,7 @@ var (
 	probeHandOffDone            = probe("repair/hand-off-moved-away")
 	probeHandOffTombstone       = probe("repair/hand-off-tombstone")
 	probeHandOffAgain           = probe("repair/hand-off-again")
+	probeHandOffHeardSkipped    = probe("repair/hand-off-skips-a-target-heard")
 	probeMovedBackOwes          = probe("apply/moved-back-owes-nothing-made")
 
 	// node.go: membership and limits.

@@ -879,6 +879,7 @@ func (n *Node) handOff(done func(all bool)) {
 		return true
 	})
 	n.tombsHanded = handed
+	n.keepHeard(out)
 	pendingAll, allOK := 1, true
 	finish := func(ok bool) {
 		allOK = allOK && ok
@@ -894,8 +895,16 @@ func (n *Node) handOff(done func(all bool)) {
 			continue
 		}
 		finish := n.startHandingOff(placed, finish)
-		targets := n.handOffTargets(placed)
-		pending, all := len(targets), true
+		targets, skipped := n.handOffTargets(placed), []string(nil)
+		if done == nil {
+			// A repair round's. A resync's (done set) pushes every
+			// target: its outcome is the resync's, complete only on
+			// answers of its own.
+			targets, skipped = n.handOffUnheard(placed, targets)
+		}
+		// A target skipped as heard is not heard again this round: the
+		// copy ends only in a round every target answers (handOff).
+		pending, all := len(targets), len(skipped) == 0
 		n.hit(probeHandOff)
 		n.hitIf(placed.State == Tombstone, probeHandOffTombstone)
 		n.logTimer("hand off", placed, "replicas", targets)
@@ -907,6 +916,11 @@ func (n *Node) handOff(done func(all bool)) {
 				return
 			}
 			if !all && n.copyOf(placed) != nil {
+				if len(skipped) > 0 {
+					// Every target may hold it now: the next round
+					// confirms them all, though nothing failed.
+					n.repairNeeded()
+				}
 				finish(false)
 				return
 			}
@@ -935,12 +949,104 @@ func (n *Node) handOff(done func(all bool)) {
 				// while this copy was waiting to be handed off). A 200
 				// from a node that keeps a live record as moved away
 				// (on another view) is no hand-off.
-				one(ok && (vouches(placed, resp) || resp.Header.Get(HeaderHeld) == heldEnded) ||
-					resp.Status == 409 && resp.Header.Get(HeaderCollision) == "")
+				held := ok && (vouches(placed, resp) || resp.Header.Get(HeaderHeld) == heldEnded) ||
+					resp.Status == 409 && resp.Header.Get(HeaderCollision) == ""
+				if held {
+					n.heard(placed, peer)
+				}
+				one(held)
 			})
 		}
 	}
 	finish(true)
+}
+
+// heardCopy is a copy a hand-off pushed (its version, state and view)
+// and the targets that answered that they hold it.
+type heardCopy struct {
+	version uint64
+	state   State
+	view    uint64
+	peers   []string
+}
+
+// heardOf is what handHeard notes of placed's copy, or nil when it notes
+// nothing of that copy (another version, state or view).
+func (n *Node) heardOf(placed *Timer) *heardCopy {
+	h := n.handHeard[placed.ID]
+	if h == nil || h.version != placed.Version || h.state != placed.State || h.view != placed.ViewID() {
+		return nil
+	}
+	return h
+}
+
+// heard notes that peer holds placed's copy, or something newer.
+func (n *Node) heard(placed *Timer, peer string) {
+	if n.copyOf(placed) == nil || placed.ViewID() != n.ring.ViewID() {
+		return
+	}
+	h := n.heardOf(placed)
+	if h == nil {
+		h = &heardCopy{version: placed.Version, state: placed.State, view: placed.ViewID()}
+		if n.handHeard == nil {
+			n.handHeard = map[uint64]*heardCopy{}
+		}
+		n.handHeard[placed.ID] = h
+	}
+	if !slices.Contains(h.peers, peer) {
+		h.peers = append(h.peers, peer)
+	}
+}
+
+// keepHeard keeps of handHeard only the copies out, the records a
+// hand-off is about to push, still hold under the current view: a copy
+// replaced, ended or placed back here, or a change of view, forgets it.
+func (n *Node) keepHeard(out []*Timer) {
+	if len(n.handHeard) == 0 {
+		return
+	}
+	kept := map[uint64]*heardCopy{}
+	view := n.ring.ViewID()
+	for _, t := range out {
+		if h := n.handHeard[t.ID]; h != nil && h.version == t.Version && h.state == t.State && h.view == view {
+			kept[t.ID] = h
+		}
+	}
+	n.handHeard = kept
+}
+
+// handOffUnheard splits targets, the replicas a hand-off pushes placed
+// to, into those it pushes and those it skips: the ones that answered an
+// earlier hand-off of this copy that they hold it, while another target
+// may lack it. A hand-off keeps its copy until every target holds it
+// (handedOff), so while one refuses (its clock apart, or full) or does
+// not answer, each round hands the copy off again; pushing it again to
+// the targets that hold it sent each of them the same record every round
+// for as long as the other refused, every push answered 200
+// (scenarios/README.md handoff-1, seed 125438). Once every target has
+// been heard, the next hand-off pushes them all again and ends the copy
+// only if all of them answer that they hold it: a target heard rounds
+// ago may have lost it since (restarted empty), and the copy is dropped
+// only on answers of one round, as before.
+func (n *Node) handOffUnheard(placed *Timer, targets []string) (push, skipped []string) {
+	h := n.heardOf(placed)
+	if h == nil {
+		return targets, nil
+	}
+	for _, peer := range targets {
+		if slices.Contains(h.peers, peer) {
+			skipped = append(skipped, peer)
+		} else {
+			push = append(push, peer)
+		}
+	}
+	if len(push) == 0 {
+		// Every target heard: this round confirms them all.
+		delete(n.handHeard, placed.ID)
+		return targets, nil
+	}
+	n.hit(probeHandOffHeardSkipped)
+	return push, skipped
 }
 
 // handingOff is a copy a hand-off is pushing: its version, state and

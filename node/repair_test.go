@@ -1122,3 +1122,91 @@ func putsPerMinute(c *cluster, minutes int, wid, from string) []int {
 	}
 	return perMinute
 }
+
+// TestHandOffDoesNotPushATargetThatHoldsItAgain: a node holds a record
+// (a tombstone, and a live one) it must hand off to two replicas a scale
+// added; one takes it (200) and the other never answers (or refuses it,
+// its clock apart). The hand-off keeps its copy until both hold it, and
+// so hands off again every round; it pushes again only the target that
+// may lack the record, not the one that answered that it holds it. Before
+// the rule each round pushed both, the one that held it included, for as
+// long as the other refused (fresh seed 125438: n1's tombstone to n3 and
+// n6, n6 answering 200 every round while n3 refused 403; scenarios/README.md
+// handoff-1).
+func TestHandOffDoesNotPushATargetThatHoldsItAgain(t *testing.T) {
+	const nodeE = "10.0.0.5:7253"
+	five := []string{nodeA, nodeB, nodeC, nodeD, nodeE}
+	for _, tomb := range []bool{true, false} {
+		t.Run(fmt.Sprintf("tombstone %v", tomb), func(t *testing.T) {
+			c := newRepairingCluster(t, nodeA, nodeB, nodeC)
+			var wid string
+			for i := 0; ; i++ {
+				wid = createVia(t, c, nodeA, `{"timing":{"interval":7200,"repeat-for":14400},"callback":{"http":{"uri":"`+cb+
+					`","opaque":"`+strconv.Itoa(i)+`"}},"reliability":{"replication-factor":2}}`)
+				after := NewRing(five).Replicas(mustID(t, wid), 2)
+				if slices.Contains(after, nodeD) && slices.Contains(after, nodeE) {
+					break
+				}
+				require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
+			}
+			id := mustID(t, wid)
+			if tomb {
+				require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
+			}
+			// The added replica nodeE never answers.
+			c.down[nodeE] = true
+			c.join(nodeD, Membership{Nodes: five})
+			for _, a := range []string{nodeA, nodeB, nodeC} {
+				require.NoError(t, c.nodes[a].SetCluster(Membership{Nodes: five}))
+			}
+			c.settle()
+			toD := 0
+			c.watch = func(s *sent, to string, status int, _ bool) {
+				if to == nodeD && s.req.Method == "PUT" && strings.Contains(s.req.URL, wid[:16]) {
+					toD++
+				}
+			}
+			var perMinute []int
+			for range 20 {
+				toD = 0
+				c.advance(time.Minute, 200)
+				perMinute = append(perMinute, toD)
+			}
+			c.watch = nil
+			assert.Equal(t, make([]int, 15), perMinute[5:], "pushes to %s (holding it) a minute: %v", nodeD, perMinute)
+			held, ok := c.nodes[nodeD].Timer(id)
+			require.True(t, ok, "%s holds the record", nodeD)
+			if tomb {
+				assert.Equal(t, Tombstone, held.State)
+			} else {
+				assert.Equal(t, Live, held.State)
+			}
+			// The old replicas keep their copies while nodeE may lack it.
+			for _, a := range NewRing([]string{nodeA, nodeB, nodeC}).Replicas(id, 2) {
+				got, ok := c.nodes[a].Timer(id)
+				require.True(t, ok)
+				if tomb {
+					assert.Equal(t, Tombstone, got.State, "%s's copy", a)
+				} else {
+					assert.Equal(t, Live, got.State, "%s's copy", a)
+				}
+			}
+			// Once nodeE answers, the hand-off ends: both targets hold
+			// it, and the old replicas' live copies pop no more.
+			delete(c.down, nodeE)
+			c.join(nodeE, Membership{Nodes: five})
+			c.advance(5*time.Minute, 200)
+			got, ok := c.nodes[nodeE].Timer(id)
+			require.True(t, ok, "%s holds the record", nodeE)
+			assert.Equal(t, held.State, got.State, "%s's record", nodeE)
+			for _, a := range NewRing([]string{nodeA, nodeB, nodeC}).Replicas(id, 2) {
+				got, _ := c.nodes[a].Timer(id)
+				if tomb {
+					assert.Equal(t, got.Version, c.nodes[a].tombsHanded[id], "%s's tombstone handed off", a)
+				} else {
+					assert.Equal(t, Moved, got.State, "%s's copy once both hold it", a)
+				}
+			}
+		})
+	}
+}
