@@ -1023,7 +1023,7 @@ func (n *Node) keepHeard(out []*Timer) {
 // not answer, each round hands the copy off again; pushing it again to
 // the targets that hold it sent each of them the same record every round
 // for as long as the other refused, every push answered 200
-// (scenarios/README.md handoff-1, seed 125438). Once every target has
+// (scenarios/README.md N63, seed 125438). Once every target has
 // been heard, the next hand-off pushes them all again and ends the copy
 // only if all of them answer that they hold it: a target heard rounds
 // ago may have lost it since (restarted empty), and the copy is dropped

@@ -1132,7 +1132,7 @@ func putsPerMinute(c *cluster, minutes int, wid, from string) []int {
 // the rule each round pushed both, the one that held it included, for as
 // long as the other refused (fresh seed 125438: n1's tombstone to n3 and
 // n6, n6 answering 200 every round while n3 refused 403; scenarios/README.md
-// handoff-1).
+// N63).
 func TestHandOffDoesNotPushATargetThatHoldsItAgain(t *testing.T) {
 	const nodeE = "10.0.0.5:7253"
 	five := []string{nodeA, nodeB, nodeC, nodeD, nodeE}
