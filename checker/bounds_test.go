@@ -1115,12 +1115,7 @@ func TestRelayPausedAgainAsItResumedHoldsItsSite(t *testing.T) {
 				p.Timer = placedTimer
 				h.Pops = append(h.Pops, p)
 			}
-			vs := Check(h)
-			if c.want == "" {
-				requireNone(t, vs)
-			} else {
-				requireHas(t, vs, c.want)
-			}
+			requireWant(t, Check(h), c.want)
 		})
 	}
 }
