@@ -1126,6 +1126,52 @@ func TestRelayForwardThatWaitedHoldsItsSite(t *testing.T) {
 	}
 }
 
+// TestRelayPausedAgainAsItResumedHoldsItsSite proves another site's copy
+// is held by every pause of its relay that began while an earlier one
+// still held the write (seed 125298): the relay is paused when the write
+// is made, resumes at 1.5 s and is paused again at that instant, before
+// it can pass the write on, until 8 s; the write's node sends the
+// forward again meanwhile, and the relay's replica rebuilds its start
+// from the last of them, processed at 8 s. With the home replica
+// crashed, the other site's replica pops 7.5 s late. Bounded: a second
+// pause 100 ms after the resume, when the relay had passed the write on,
+// holds nothing more (G3).
+func TestRelayPausedAgainAsItResumedHoldsItsSite(t *testing.T) {
+	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
+	if away == sites[1][0] {
+		sites[1][0], sites[1][1] = sites[1][1], sites[1][0] // the relay is not the replica
+	}
+	for _, c := range []struct {
+		name  string
+		again time.Duration // when the relay is paused again
+		want  string
+	}{
+		{"paused again as it resumed", 1500 * ms, ""},
+		{"paused again once it passed the write on", 1600 * ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+				Ops: []Op{write(1, Create, placedTimer, "a", 10*sec, 30*sec, 0, 10*ms, OK)},
+				End: 45 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+				Faults: []Fault{{At: 0, Kind: Pause, Nodes: []string{relay(sites)}},
+					{At: 1500 * ms, Kind: Resume, Nodes: []string{relay(sites)}},
+					{At: c.again, Kind: Pause, Nodes: []string{relay(sites)}},
+					{At: 8 * sec, Kind: Resume, Nodes: []string{relay(sites)}},
+					{At: 9 * sec, Kind: Crash, Nodes: []string{home}}},
+			}
+			h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = home, 1
+			for k := 1; k <= 3; k++ {
+				p := pop(time.Duration(10*k)*sec+2*sec+7500*ms+20*ms, away, "a", k)
+				p.Timer = placedTimer
+				h.Pops = append(h.Pops, p)
+			}
+			requireWant(t, Check(h), c.want)
+		})
+	}
+}
+
 // TestRelayWithoutACopyPassesItsHoldToItsSite proves another site's
 // replica that missed the write is held by the waits of the message that
 // brought the record to its relay, when the relay holds no copy of its

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"sort"
@@ -349,25 +350,39 @@ func (x *index) writtenRF(op Op) factors {
 		return dflt
 	}
 	f := x.factorBefore(op, op.Seq)
-	for _, w := range x.byTimer[op.Timer] {
-		if w.Seq == op.Seq || w.Outcome == Failed || !overlaps(w, op, x.end) {
+	if g, raced := x.racedRF(op, op, math.MaxInt); raced {
+		f = f.or(g)
+	}
+	return f
+}
+
+// racedRF is what the writes running at the same time as u, an update
+// without a factor, add to the factors it may take, judged for op (u
+// itself, or a later update that finds the factor u left, which counts
+// only the writes listed before seq); raced is false when no write ran
+// beside u. A write running at the same time may land
+// before the update reads the factor or after. Before: a delete makes the
+// update a create again, with the default; an update leaves its own
+// factor, or the default once its definition ends, which a one-shot does
+// at once. After: the factor the update finds is the one from before
+// that write.
+func (x *index) racedRF(op, u Op, seq int) (f factors, raced bool) {
+	dflt := one(x.o.DefaultReplicationFactor)
+	for _, w := range x.byTimer[u.Timer] {
+		if w.Seq == u.Seq || w.Seq >= seq || w.Outcome == Failed || !overlaps(w, u, x.end) {
 			continue
 		}
-		// A write running at the same time may land before the update
-		// reads the factor or after. Before: a delete makes the update
-		// a create again, with the default; an update leaves its own
-		// factor, or the default once its definition ends, which a
-		// one-shot does at once. After: the factor the update finds is
-		// the one from before that write.
-		f = f.or(dflt)
+		if !raced {
+			f, raced = dflt, true
+		}
 		if w.Kind != Delete && w.Spec.ReplicationFactor > 0 {
 			f = f.or(one(w.Spec.ReplicationFactor))
 		}
-		if w.Seq < op.Seq {
+		if w.Seq < u.Seq {
 			f = f.or(x.factorBefore(op, w.Seq))
 		}
 	}
-	return f
+	return f, raced
 }
 
 // factorBefore is the factor op finds its timer with, from the timer's
@@ -384,6 +399,8 @@ func (x *index) factorBefore(op Op, seq int) factors {
 		return f
 	}
 	f := factors{1, max(len(x.h.Members), 1)}
+	var skipped factors // what the races of the updates passed over add
+	anySkipped := false
 	ops := x.byTimer[op.Timer]
 	for i := len(ops) - 1; i >= 0 && op.Timer != 0; i-- {
 		w := ops[i]
@@ -395,6 +412,16 @@ func (x *index) factorBefore(op Op, seq int) factors {
 		}
 		left, decided := x.factorLeft(op, w)
 		if !decided {
+			// An update without a factor leaves the one it took:
+			// the earlier writes' and, where another write ran
+			// beside it, what that race lets it take (racedRF,
+			// TestUpdateAfterARacedUpdateMayFindItsFactor).
+			if g, raced := x.racedRF(op, w, seq); raced {
+				if anySkipped {
+					g = g.or(skipped)
+				}
+				skipped, anySkipped = g, true
+			}
 			continue
 		}
 		for _, v := range ops[:i] {
@@ -408,6 +435,9 @@ func (x *index) factorBefore(op Op, seq int) factors {
 		}
 		f = left
 		break
+	}
+	if anySkipped {
+		f = f.or(skipped)
 	}
 	if x.factorsBefore == nil {
 		x.factorsBefore = map[[2]int]factors{}

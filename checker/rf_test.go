@@ -294,6 +294,43 @@ func TestRacedWriteMayLeaveTheFactor(t *testing.T) {
 	}
 }
 
+// TestUpdateAfterARacedUpdateMayFindItsFactor proves a later update
+// without a factor inherits the whole range of factors an earlier one
+// may have taken, where that one raced another write (seed 122243): an
+// rf 1 timer ends; an update with factor 1 and an update without one run
+// at once, and the one without read the factor before the other landed,
+// found the timer finished and took the default, then won by version. A
+// third update, without a factor, keeps what it finds: 1 or the default.
+// Bounded: with the two updates one after the other, the one without a
+// factor found the live rf 1 copy, and the third is judged with 1 alone.
+func TestUpdateAfterARacedUpdateMayFindItsFactor(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		at           time.Duration // when the update without a factor runs
+		rfMin, rfMax int
+	}{
+		{"raced", 25 * sec, 1, DefaultReplicationFactor},
+		{"one after the other", 27 * sec, 1, 1},
+	} {
+		h, _, _, _ := placed(t)
+		create := write(1, Create, placedTimer, "a", 3*sec, 18*sec, 0, 10*ms, OK)
+		create.Spec.ReplicationFactor = 1
+		one := write(2, Update, placedTimer, "b", 3*sec, 18*sec, 25*sec, 25*sec+10*ms, OK)
+		one.Spec.ReplicationFactor = 1
+		bare := write(3, Update, placedTimer, "c", 15*sec, time.Minute, c.at, c.at+20*ms, OK)
+		bare.Spec.ReplicationFactor = 0
+		later := write(4, Update, placedTimer, "d", 15*sec, 75*sec, 31*sec, 31*sec+10*ms, OK)
+		later.Spec.ReplicationFactor = 0
+		h.Ops = []Op{create, one, bare, later}
+		h.Pops = nil
+		d := newIndex(h, DefaultOptions()).byOpaque["d"]
+		if d.rfMin != c.rfMin || d.rf != c.rfMax || d.rfUnknown != (c.rfMin != c.rfMax) {
+			t.Errorf("%s: later update's factor %d..%d unknown %v, want %d..%d",
+				c.name, d.rfMin, d.rf, d.rfUnknown, c.rfMin, c.rfMax)
+		}
+	}
+}
+
 // TestUpdateAfterEveryCopyWasLostMayTakeTheDefault proves an update
 // without a factor is judged with the default among its factors where a
 // crash may have taken every copy of its timer before it was invoked: the

@@ -266,3 +266,71 @@ func (w *world) heldRecords(nd *node.Node) int {
 	st := nd.Stats()
 	return st.Timers + st.Tombstones
 }
+
+// pageNet is a node's network as the simulator watches it: the answers
+// to its resync page requests, whose records it may refuse at its limit
+// (see pageRefusals). nd is the node it was made for, once booted.
+type pageNet struct {
+	w     *world
+	m     *machine
+	nd    *node.Node
+	inner node.Network
+}
+
+var _ node.Network = (*pageNet)(nil)
+
+// Send sends req through the node's own network, and on the answer to a
+// resync page request notes the records the node refused taking it.
+func (n *pageNet) Send(req node.Request, timeout time.Duration, done func(node.Response, error)) {
+	if req.Method != "GET" || !strings.Contains(req.URL, "node-for-replicas=") {
+		n.inner.Send(req, timeout, done)
+		return
+	}
+	sent := n.w.loop.Now()
+	n.inner.Send(req, timeout, func(resp node.Response, err error) {
+		nd := n.nd
+		if err != nil || nd == nil || resp.Status != 200 && resp.Status != 206 {
+			done(resp, err)
+			return
+		}
+		held, refused := n.w.heldRecords(nd), nd.ResyncStatus().Refused
+		done(resp, err)
+		if nd.ResyncStatus().Refused > refused {
+			n.w.pageRefusals(n.m, nd, held, req, sent, resp.Body)
+		}
+	})
+}
+
+// pageRefusals records the records of a resync page, body, that node nd
+// on m refused at its limit as it took the page (node's takeResynced):
+// each live record of its view the page offered and nd holds no copy of
+// since, at that version or a newer one. A copy refused so is lost as
+// fullRefusal's is, but no answer shows it (the node pulled the page),
+// so without this record the checker would count the restarted replica
+// as repopulated from its peer (scenarios/README.md C56: seeds 122634
+// and 279937). It is recorded as a lost request from the page's server
+// to nd about the timer, and judged as fullRefusal's: an API violation
+// when what nd holds does not justify it.
+func (w *world) pageRefusals(m *machine, nd *node.Node, held int, req node.Request, sent time.Duration, body []byte) {
+	entries, err := wire.ParsePage(body)
+	if err != nil {
+		return
+	}
+	peer, _, _ := strings.Cut(strings.TrimPrefix(req.URL, "http://"), "/")
+	for _, e := range entries {
+		id, err := wire.ParseID(e.TimerID)
+		if err != nil {
+			continue
+		}
+		spec, r, err := wire.ParseValid(e.Timer)
+		if err != nil || r == nil || r.ViewID != nd.ViewID() || spec.URI == "" {
+			continue // not offered to take (node's resyncRecord), or a tombstone
+		}
+		if t, ok := nd.Timer(id); ok && t.Version >= r.Version {
+			continue
+		}
+		rec := node.Request{Method: "PUT", URL: "http://" + m.addr + "/timers/" + e.TimerID, Body: e.Timer}
+		w.refusedAtLimit(m, nd, held, peer, sent, rec, id, "refused at its limit (a resync page)",
+			fmt.Sprintf("%s refused timer %s of a resync page from %s at its limit", m.addr, e.TimerID, peer))
+	}
+}

@@ -368,7 +368,8 @@ func (w *world) boot(m *machine) {
 		cfg.InstanceID = n
 	}
 	cfg.Clock = m.clock
-	cfg.Network = w.twins.network(m)
+	pages := &pageNet{w: w, m: m, inner: w.twins.network(m)}
+	cfg.Network = pages
 	cfg.Logger = w.opts.Logger
 	var kept []recovered
 	if m.disk != nil {
@@ -379,6 +380,7 @@ func (w *world) boot(m *machine) {
 	if nd, err = node.New(cfg); err != nil {
 		panic(fmt.Sprintf("node.New for %s: %v", m.addr, err))
 	}
+	pages.nd = nd
 	// As the production binary does, the node holds what its disk kept
 	// before it takes any request.
 	if m.storage != nil {
