@@ -22,6 +22,10 @@ type def struct {
 	// copies. rfUnknown is then set, and the write is judged as unplaced.
 	rf, rfMin int
 	rfUnknown bool
+	// factors is the range of replication factors the write may have
+	// taken, as written: rf and rfMin count a placed write's replicas at
+	// every site (the factor's copies at each), factors the factor alone.
+	factors factors
 	// quorum is how many replicas acknowledge a write: a majority of the
 	// replicas in the write's own site from three up, else one (node's
 	// writeQuorum, docs/design.md 4.11), of the fewest the factor may be.
@@ -226,9 +230,16 @@ func (x *index) mayFindMissedDelete(d *def) (factors, bool) {
 // definition written last before it may have been lost to a crash by the
 // time it was invoked (lossFrom). The node then creates the timer again,
 // with the default factor (docs/design.md 4.5), as after a delete
-// (TestUpdateAfterEveryCopyWasLostMayTakeTheDefault).
+// (TestUpdateAfterEveryCopyWasLostMayTakeTheDefault). With several sites
+// the node reads the copies of its own site only (the nodes the ID names
+// and the ring ranks, docs/api.md), so the loss of every copy at the
+// site of the node that took d is enough, whatever the other sites hold
+// (siteLossFrom; scenarios/README.md U34). The factor is judged as
+// written (d.factors): a placed write's rf counts its replicas at every
+// site, and rf 1 at two sites is no default of 2.
 func (x *index) mayFindNoTimer(d *def) bool {
-	if d.op.Kind != Update || d.op.Spec.ReplicationFactor > 0 || d.rfMin <= x.o.DefaultReplicationFactor && x.o.DefaultReplicationFactor <= d.rf {
+	dflt := x.o.DefaultReplicationFactor
+	if d.op.Kind != Update || d.op.Spec.ReplicationFactor > 0 || d.factors.lo <= dflt && dflt <= d.factors.hi {
 		return false
 	}
 	ops := x.byTimer[d.op.Timer]
@@ -240,7 +251,7 @@ func (x *index) mayFindNoTimer(d *def) bool {
 			return false // its factor is the default already
 		default:
 			e := x.byOpaque[w.Spec.Opaque]
-			return e != nil && e.lossFrom <= d.op.Invoke
+			return e != nil && (e.lossFrom <= d.op.Invoke || x.siteLossFrom(e, x.siteOf(d.op.Node)) <= d.op.Invoke)
 		}
 	}
 	return false
@@ -317,6 +328,7 @@ func (x *index) newDef(op Op, extra factors) *def {
 		f = f.or(extra)
 	}
 	d.rfMin, d.rf, d.rfUnknown = f.lo, f.hi, f.lo != f.hi
+	d.factors = f
 	d.quorum = ackQuorum(d.rfMin)
 	d.key = timerKey(op.Timer)
 	if op.Timer == 0 {

@@ -115,6 +115,24 @@ func (x *index) unable(d *def, k int, liveness bool) Excuse {
 // (docs/design.md 4.7), and is weighed in that pop's judgement (see
 // failedPop and withoutCopy).
 func (x *index) lossFrom(d *def) time.Duration {
+	return x.lossFromAt(d, -1)
+}
+
+// siteLossFrom is the earliest time a fault may have removed every copy
+// of d at the site of index site in History.Sites (never with one site, or
+// a node at none): the copies an update without a factor through a node
+// of that site reads (mayFindNoTimer).
+func (x *index) siteLossFrom(d *def, site int) time.Duration {
+	if len(x.h.Sites) <= 1 || site < 0 {
+		return never
+	}
+	return x.lossFromAt(d, site)
+}
+
+// lossFromAt is lossFrom over the copies at the site of index site, or at
+// every site for -1: a factor places that many copies at each site.
+func (x *index) lossFromAt(d *def, site int) time.Duration {
+	here := func(n string) bool { return site < 0 || x.siteOf(n) == site }
 	// without holds, per crashed replica, until when it may be without
 	// its copy: for good, unless its restart repopulated it.
 	without := map[string]time.Duration{}
@@ -125,6 +143,9 @@ func (x *index) lossFrom(d *def) time.Duration {
 		}
 		at := max(s.from, d.lo)
 		for _, n := range s.fault.Nodes {
+			if !here(n) {
+				continue
+			}
 			if !d.placed || slices.Contains(d.nodesIn(s.from, s.from), n) {
 				without[n] = never
 				if by, ok := x.repopulatedBy(d, n, s.end); ok {
@@ -138,6 +159,15 @@ func (x *index) lossFrom(d *def) time.Duration {
 		// the nodes that joined after the write and that no member may
 		// have handed a copy yet (joinedEmpty).
 		need, holders := d.rfMin, []string(nil)
+		if site >= 0 {
+			// At one site: a placed write's replicas there, or the
+			// factor's copies, as many as the site has nodes.
+			need = min(d.factors.lo, len(x.h.Sites[site]))
+			if d.placed {
+				holders = slices.DeleteFunc(slices.Clone(d.nodesIn(at, at)), func(n string) bool { return !here(n) })
+				need = len(holders)
+			}
+		}
 		if d.placed && len(d.epochs) > 0 {
 			holders = slices.DeleteFunc(slices.Clone(d.nodesIn(at, at)), func(n string) bool { return x.joinedEmpty(d, n, at) })
 			need = min(need, len(holders))

@@ -507,3 +507,54 @@ func endedThenUpdated(t *testing.T, viaPrimary bool) (h *History, primary, backu
 	h.End = 70 * sec
 	return h, p, b
 }
+
+// TestUpdateThroughASiteThatLostEveryCopyMayTakeTheDefault proves an
+// update without a factor is judged with the default among its factors
+// where a crash may have taken every copy at the site of the node that
+// took it, though another site still holds one (scenarios/README.md
+// U34): the node reads the copies of its own site only, finds none, and
+// creates the timer again with the default. An rf 1 timer, one copy at
+// each of two sites; the copy at the proxy's site crashes (no disks) and
+// stays down. Bounded: a crash of the site's node holding no copy, or of
+// the other site's copy, leaves a copy where the proxy reads, and the
+// update keeps rf 1. With the factor judged from the placement (rf 1 at
+// two sites counts two replicas, as many as the default) or the loss
+// weighed at both sites, the first case was judged rf 1 only.
+func TestUpdateThroughASiteThatLostEveryCopyMayTakeTheDefault(t *testing.T) {
+	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	local := Replicas(sites[0], placedTimer, 1)[0]
+	proxy := pick(local == "n1", "n2", "n1")
+	away := Replicas(sites[1], placedTimer, 1)[0]
+	for _, c := range []struct {
+		name    string
+		crashed string
+		unknown bool
+	}{
+		{"the proxy's site's copy crashed", local, true},
+		{"the proxy crashed, holding no copy", proxy, false},
+		{"the other site's copy crashed", away, false},
+	} {
+		create := write(1, Create, placedTimer, "a", 10*sec, 20*sec, 0, 10*ms, OK)
+		create.Spec.ReplicationFactor = 1
+		up := write(2, Update, placedTimer, "b", 20*sec, 2*time.Minute, 8*sec, 8*sec+10*ms, OK)
+		up.Spec.ReplicationFactor = 0
+		create.Node, up.Node = proxy, proxy
+		h := &History{
+			Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+			Ops: []Op{create, up}, End: 25 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			Faults: []Fault{{At: 5 * sec, Kind: Crash, Nodes: []string{c.crashed}}},
+		}
+		if c.crashed == proxy {
+			h.Faults = append(h.Faults, Fault{At: 6 * sec, Kind: Restart, Nodes: []string{proxy}})
+		}
+		d := newIndex(h, DefaultOptions()).byOpaque["b"]
+		lo, hi := 1, 1
+		if c.unknown {
+			hi = DefaultReplicationFactor
+		}
+		if d.rfUnknown != c.unknown || d.factors.lo != lo || d.factors.hi != hi {
+			t.Errorf("%s: update's factor %d..%d unknown %v, want %d..%d unknown %v",
+				c.name, d.factors.lo, d.factors.hi, d.rfUnknown, lo, hi, c.unknown)
+		}
+	}
+}
