@@ -930,6 +930,13 @@ func (n *Node) handOff(done func(all bool)) {
 			finish(true)
 		}
 		for _, peer := range targets {
+			if n.collisionStands(peer, placed, nil) {
+				// The target refused this copy as another timer's
+				// (repaircollision.go): nothing it would answer has
+				// changed, so it is not sent again; the copy stays.
+				one(false)
+				continue
+			}
 			answered, ok := n.handOffRoom(peer, placed)
 			if !ok {
 				// Sent only what it can take (room): the copy stays
@@ -943,6 +950,7 @@ func (n *Node) handOff(done func(all bool)) {
 				if answered != nil {
 					answered()
 				}
+				n.noteRefusedPush(peer, placed, nil, resp)
 				// The replica holds it (live, for a live record), or
 				// something newer: a later version (409), or the
 				// tombstone of this one (the definition ended there

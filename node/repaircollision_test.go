@@ -1,8 +1,14 @@
 package node
 
 import (
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // collidingReplicas is a repairing cluster of two nodes holding two
@@ -142,5 +148,53 @@ func TestCollisionNotesOfGoneRecordsAreForgotten(t *testing.T) {
 		if k.id <= 100 {
 			t.Fatalf("the note of gone timer %d with %s outlived collisionNoteLife", k.id, k.peer)
 		}
+	}
+}
+
+// TestHandOffDoesNotPushARecordItsTargetRefusedAsACollision: a scale
+// places a timer on a node that holds another timer under its ID (twins
+// of a shared instance number). The old replicas hand their copy off;
+// the target refuses it as a collision, and the refusal is remembered:
+// over 20 rounds the copy is pushed to it a few times, not every round
+// (fresh seed 6220060: a tombstone's hand-off refused 156 times in a
+// run). The old replicas keep their copies, and the target its own.
+func TestHandOffDoesNotPushARecordItsTargetRefusedAsACollision(t *testing.T) {
+	const nodeE = "10.0.0.5:7253"
+	five := []string{nodeA, nodeB, nodeC, nodeD, nodeE}
+	c := newRepairingCluster(t, nodeA, nodeB, nodeC)
+	var wid string
+	for i := 0; ; i++ {
+		wid = createVia(t, c, nodeA, `{"timing":{"interval":7200,"repeat-for":14400},"callback":{"http":{"uri":"`+cb+
+			`","opaque":"`+strconv.Itoa(i)+`"}},"reliability":{"replication-factor":2}}`)
+		after := NewRing(five).Replicas(mustID(t, wid), 2)
+		if slices.Contains(after, nodeD) && slices.Contains(after, nodeE) {
+			break
+		}
+		require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
+	}
+	id := mustID(t, wid)
+	held := c.mustTimer(NewRing([]string{nodeA, nodeB, nodeC}).Replicas(id, 2)[0], id)
+	c.join(nodeD, Membership{Nodes: five})
+	c.join(nodeE, Membership{Nodes: five})
+	twin := *withCallback(&Timer{ID: id, Version: held.Version, Start: held.Start, interval: sec(time.Hour), repeatFor: sec(10 * time.Hour), RF: 2,
+		Placement: &Placement{Replicas: NewRing(five).Replicas(id, 2)}}, cb, "twin")
+	c.place(nodeE, twin)
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		require.NoError(t, c.nodes[a].SetCluster(Membership{Nodes: five}))
+	}
+	toE := 0
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if to == nodeE && s.from != nodeD && s.req.Method == "PUT" && strings.Contains(s.req.URL, wid[:16]) {
+			toE++
+		}
+	}
+	c.advance(20*DefaultRepairInterval, 200)
+	c.watch = nil
+	assert.LessOrEqual(t, toE, 4, "hand-offs of the copy to %s, which refuses it as a collision", nodeE)
+	onE := c.mustTimer(nodeE, id)
+	assert.Equal(t, "twin", onE.Opaque(), "%s keeps its own timer", nodeE)
+	for _, a := range NewRing([]string{nodeA, nodeB, nodeC}).Replicas(id, 2) {
+		got := c.mustTimer(a, id)
+		assert.Equal(t, Live, got.State, "%s keeps its copy while a target lacks it", a)
 	}
 }
