@@ -1139,16 +1139,7 @@ func TestHandOffDoesNotPushATargetThatHoldsItAgain(t *testing.T) {
 	for _, tomb := range []bool{true, false} {
 		t.Run(fmt.Sprintf("tombstone %v", tomb), func(t *testing.T) {
 			c := newRepairingCluster(t, nodeA, nodeB, nodeC)
-			var wid string
-			for i := 0; ; i++ {
-				wid = createVia(t, c, nodeA, `{"timing":{"interval":7200,"repeat-for":14400},"callback":{"http":{"uri":"`+cb+
-					`","opaque":"`+strconv.Itoa(i)+`"}},"reliability":{"replication-factor":2}}`)
-				after := NewRing(five).Replicas(mustID(t, wid), 2)
-				if slices.Contains(after, nodeD) && slices.Contains(after, nodeE) {
-					break
-				}
-				require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
-			}
+			wid := createPlacedOnAdded(t, c, five)
 			id := mustID(t, wid)
 			if tomb {
 				require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
@@ -1208,5 +1199,20 @@ func TestHandOffDoesNotPushATargetThatHoldsItAgain(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// createPlacedOnAdded creates, through nodeA of c (nodeA, nodeB, nodeC),
+// a timer at rf 2 that the scale to five (those three, nodeD and a fifth)
+// places on the two added nodes, and returns its ID as the wire has it.
+func createPlacedOnAdded(t *testing.T, c *cluster, five []string) string {
+	t.Helper()
+	for i := 0; ; i++ {
+		wid := createVia(t, c, nodeA, `{"timing":{"interval":7200,"repeat-for":14400},"callback":{"http":{"uri":"`+cb+
+			`","opaque":"`+strconv.Itoa(i)+`"}},"reliability":{"replication-factor":2}}`)
+		if after := NewRing(five).Replicas(mustID(t, wid), 2); slices.Contains(after, five[3]) && slices.Contains(after, five[4]) {
+			return wid
+		}
+		require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
 	}
 }

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,16 +160,7 @@ func TestHandOffDoesNotPushARecordItsTargetRefusedAsACollision(t *testing.T) {
 	const nodeE = "10.0.0.5:7253"
 	five := []string{nodeA, nodeB, nodeC, nodeD, nodeE}
 	c := newRepairingCluster(t, nodeA, nodeB, nodeC)
-	var wid string
-	for i := 0; ; i++ {
-		wid = createVia(t, c, nodeA, `{"timing":{"interval":7200,"repeat-for":14400},"callback":{"http":{"uri":"`+cb+
-			`","opaque":"`+strconv.Itoa(i)+`"}},"reliability":{"replication-factor":2}}`)
-		after := NewRing(five).Replicas(mustID(t, wid), 2)
-		if slices.Contains(after, nodeD) && slices.Contains(after, nodeE) {
-			break
-		}
-		require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
-	}
+	wid := createPlacedOnAdded(t, c, five)
 	id := mustID(t, wid)
 	held := c.mustTimer(NewRing([]string{nodeA, nodeB, nodeC}).Replicas(id, 2)[0], id)
 	c.join(nodeD, Membership{Nodes: five})
