@@ -123,6 +123,15 @@ func (x *index) checkDuplicates(d *def, seq int) (verdict, Violation, bool) {
 				seq, len(idx), p.Node, p.At, from)), true
 		}
 	}
+	if ok >= 0 && ok < len(idx)-1 && allowed != strictly && !x.failed(x.h.Pops[idx[ok]]) {
+		// The node that delivered the accepted pop took it as made and
+		// told the other replicas so: an endpoint that failed or
+		// answered slowly at other times made no replica pop it again
+		// (mutations/escaped popped-answer-ignored).
+		if _, still := x.mayDuplicate(d, seq, func(f Fault) bool { return isCallbackFault(f.Kind) }); !still {
+			allowed = strictly
+		}
+	}
 	if ok < 0 || ok == len(idx)-1 || allowed != strictly {
 		// No delivery after an accepted one (retries after a refused
 		// callback are the redundancy path), or one a fault excuses.
@@ -138,7 +147,7 @@ func (x *index) checkDuplicates(d *def, seq int) (verdict, Violation, bool) {
 // looked at: excused by the fault that may have made it arrive more than
 // once (see mayDuplicate), else strict.
 func (x *index) dupAllowance(d *def, k int) verdict {
-	if f, ok := x.mayDuplicate(d, k); ok {
+	if f, ok := x.mayDuplicate(d, k, nil); ok {
 		return excused(excuseOf(f))
 	}
 	return strictly
@@ -147,20 +156,20 @@ func (x *index) dupAllowance(d *def, k int) verdict {
 // mayDuplicate names the fault that may have made pop k of d arrive more
 // than once: one around the pop itself (see dupFault), or, when its first
 // delivery came later than a healthy pop may, the fault that made it late
-// (a late pop meets the next replica's turn).
-func (x *index) mayDuplicate(d *def, k int) (Fault, bool) {
+// (a late pop meets the next replica's turn). skip is popFault's.
+func (x *index) mayDuplicate(d *def, k int, skip func(Fault) bool) (Fault, bool) {
 	_, b := x.window(d, k)
 	last, first := b, never
 	for _, i := range d.bySeq[k] {
 		last, first = max(last, x.h.Pops[i].At), min(first, x.h.Pops[i].At)
 	}
-	if f, ok := x.dupFault(d, k, last); ok {
+	if f, ok := x.dupFault(d, k, last, skip); ok {
 		return f, true
 	}
 	if lo, hi := d.due(k); first > hi+x.healthyLate() || d.op.Outcome == Unknown {
 		// An unknown write's start is anywhere up to the end of the
 		// history: whether the pop was late cannot be told.
-		if f, ok := x.popFault(d, k, last); ok {
+		if f, ok := x.popFault(d, k, last, skip); ok {
 			return f, true
 		}
 		if lo >= d.lossFrom {

@@ -500,3 +500,46 @@ func TestHandOffHolderPopsAfterEveryReplica(t *testing.T) {
 		})
 	}
 }
+
+// TestCallbackFaultExcusesNoPopAfterOneItsNodeTookAsMade proves a
+// callback endpoint's fault excuses a pop delivered again after an
+// accepted delivery only when that delivery's node may have taken it
+// for a failure (checkDuplicates): rf 3, every 10 s. The primary's
+// callback of pop 1 is refused (fail-callback from 9.5 s to 10.5 s), the
+// first backup's is accepted at its rank, and the second backup pops it
+// again at its own: the first backup knew it made the pop and told the
+// others (mutations/escaped popped-answer-ignored), so that is G4. With
+// the endpoint answering the first backup slowly (past the service's
+// timeout), that backup took its pop for a failure, and the second
+// backup's is the redundancy path.
+func TestCallbackFaultExcusesNoPopAfterOneItsNodeTookAsMade(t *testing.T) {
+	const cb = "http://client/cb"
+	for _, slow := range []bool{false, true} {
+		h := &History{
+			Members: []string{"n1", "n2", "n3"},
+			Ops:     []Op{write(1, Create, placedTimer, "a", 10*sec, 30*sec, 0, 10*ms, OK)},
+			Faults: []Fault{{At: 9500 * ms, Kind: FailCallback, Nodes: []string{cb}},
+				{At: 10500 * ms, Kind: CallbackOK, Nodes: []string{cb}}},
+			End: 60 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+		}
+		h.Ops[0].Spec.ReplicationFactor = 3
+		if slow {
+			h.Faults = append(h.Faults, Fault{At: 11500 * ms, Kind: SlowCallback, Nodes: []string{cb}},
+				Fault{At: 12500 * ms, Kind: CallbackOK, Nodes: []string{cb}})
+		}
+		r := Replicas(h.Members, placedTimer, 3)
+		first := pop(10*sec+20*ms, r[0], "a", 1)
+		first.Answered = 500
+		h.Pops = []Pop{first, pop(12*sec+20*ms, r[1], "a", 1), pop(14*sec+20*ms, r[2], "a", 1),
+			pop(20*sec+20*ms, r[0], "a", 2), pop(30*sec+20*ms, r[0], "a", 3)}
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		vs := Check(h)
+		if slow {
+			requireNone(t, vs)
+		} else {
+			requireHas(t, vs, "G4", "pop 1")
+		}
+	}
+}
