@@ -38,6 +38,48 @@ func TestTimingKeptInSeconds(t *testing.T) {
 	}
 }
 
+// TestTimerPartsShared proves the records of one placement and one host
+// share their parts (docs/design.md 5.1), with no extra parts or with
+// the shared mark of a pop in flight; a record with extra parts of its
+// own has parts of its own; a change to one record's parts leaves the
+// others' as they were; the table stays within maxParts, and records
+// keep their parts when it starts over.
+func TestTimerPartsShared(t *testing.T) {
+	in := newInterned()
+	lists := &Placement{Replicas: []string{"a:1", "b:1"}}
+	spec := wire.Timer{URI: "http://h/cb", Opaque: "x", Interval: time.Second}
+	a := newTimer(1, 1, spec, 0, 0, lists, 7, in)
+	b := newTimer(2, 2, spec, 0, 0, lists, 7, in)
+	if a.parts == nil || a.parts != b.parts {
+		t.Fatalf("records of one placement and host: parts %p and %p, want one shared", a.parts, b.parts)
+	}
+	a.setPopMarks(1, 0)
+	b.setPopMarks(1, 0)
+	if a.Extra() != &popInFlight || a.parts != b.parts {
+		t.Fatalf("records with a pop in flight: extra %p, parts %p and %p, want popInFlight and one shared", a.Extra(), a.parts, b.parts)
+	}
+	b.setPopMarks(0, 0)
+	if a.Extra() != &popInFlight || b.Extra() != nil || b.Placement() != a.Placement() || *b.host() != "http://h" {
+		t.Fatalf("one record's mark cleared: extras %p and %p", a.Extra(), b.Extra())
+	}
+	tagged := spec
+	tagged.Tags = []wire.Tag{{Type: "t", Count: 1}}
+	c := newTimer(3, 3, tagged, 0, 0, lists, 7, in)
+	d := newTimer(4, 4, tagged, 0, 0, lists, 7, in)
+	if c.parts == d.parts || c.Placement() != b.Placement() || c.host() != b.host() {
+		t.Fatalf("records with tags of their own: parts %p and %p, want two", c.parts, d.parts)
+	}
+	for i := range 3 * maxParts {
+		newTimer(uint64(10+i), 1, spec, 0, 0, lists, uint64(100+i), in)
+		if len(in.parts) > maxParts {
+			t.Fatalf("after %d placements the table holds %d parts, want at most %d", i+1, len(in.parts), maxParts)
+		}
+	}
+	if a.ViewID() != 7 || a.Extra() != &popInFlight || a.CallbackURI() != "http://h/cb" {
+		t.Fatalf("a record changed when the table started over")
+	}
+}
+
 // TestPlacementUnderViewShared proves the records of one placement under
 // one view share one Placement, which says the view; a view of its own
 // gives a record a placement of its own, with the same lists; the table
