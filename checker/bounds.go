@@ -47,8 +47,37 @@ func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 }
 
 // lateBoundOf is lateBound, weighing the failed callbacks of pop k only
-// when failed is true.
+// when failed is true. Memoised: it is asked once per delivery of the pop
+// and again by the G2 and coverage checks, and each time weighs every
+// fault of d; nothing it reads changes once the index is built.
 func (x *index) lateBoundOf(d *def, k int, failed bool) (time.Duration, bool) {
+	key := lateKey{d, k, failed}
+	if b, ok := x.lateBounds[key]; ok {
+		return b.bound, b.ok
+	}
+	bound, ok := x.lateBoundOnce(d, k, failed)
+	if x.lateBounds == nil {
+		x.lateBounds = map[lateKey]lateMemo{}
+	}
+	x.lateBounds[key] = lateMemo{bound, ok}
+	return bound, ok
+}
+
+// lateKey and lateMemo are lateBoundOf's memo.
+type (
+	lateKey struct {
+		d      *def
+		k      int
+		failed bool
+	}
+	lateMemo struct {
+		bound time.Duration
+		ok    bool
+	}
+)
+
+// lateBoundOnce computes lateBoundOf.
+func (x *index) lateBoundOnce(d *def, k int, failed bool) (time.Duration, bool) {
 	a, b := x.window(d, k)
 	var out, strict map[string]bool
 	if x.popTouched(d, k, b) {
@@ -56,8 +85,9 @@ func (x *index) lateBoundOf(d *def, k int, failed bool) (time.Duration, bool) {
 	} else {
 		out, strict = x.dropped(d, a, a)
 		if failed {
-			addAll(out, x.failedPop(d, k))
-			addAll(strict, x.failedPop(d, k))
+			f := x.failedPop(d, k)
+			addAll(out, f)
+			addAll(strict, f)
 		}
 	}
 	if hand, _ := x.handOff(d, k); hand > 0 {
