@@ -78,10 +78,15 @@ func outsideAgeWindow(m *machine, req node.Request) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	cfg := node.DefaultConfig()
+	cfg := &nodeDefaults
 	apparent := time.Duration(m.clock.Now().UnixMilli()-sent) * time.Millisecond
 	return apparent, apparent > cfg.MaxMessageAge+cfg.MaxClockSkew || -apparent > cfg.MaxClockSkew
 }
+
+// nodeDefaults is node.DefaultConfig(), made once for the checks asked
+// of every request (outsideAgeWindow, stormServe): making it formats an
+// address each time. Read only.
+var nodeDefaults = node.DefaultConfig()
 
 // refusalSlack is how far inside the window a refused request must have
 // been for the refusal to be a violation.
