@@ -189,12 +189,17 @@ func (x *index) mayDuplicate(d *def, k int, skip func(Fault) bool) (Fault, bool)
 // len(replicas), so that a scale moves no pop to two nodes at once. A
 // scale's fault window excuses the duplicates a move makes (a node not
 // yet reloaded still pops at its old rank beside the new one); this is
-// the part of them it does not excuse: an attempt made after the holder
-// reloaded (madeFrom, less the network's delay) and delivered before its
+// the part of them it does not excuse: a pop delivered before its
 // hand-off rank's due time, less the slack and what the clocks that held
-// the start gained (forward). Judged only where the placement is certain:
-// one site, a factor the history gives, and no other scale begun between
-// the reload and the delivery.
+// the start gained (forward), by a holder that had reloaded before the
+// pop could fall due at any rank, so that it decided it under the new
+// view. A reload after that may come after the decision: a pop waits to
+// be sent for a callback worker, unrecorded, and delivered after the
+// reload it was still made at the old rank (fresh seed 8467979: decided
+// at 34.18 s, the reload at 34.79 s, delivered at 35.46 s under load).
+// Judged only where the placement is certain: one site, a factor the
+// history gives, and no other scale begun between the reload and the
+// delivery.
 func (x *index) handOffEarly(d *def, k int) (Pop, time.Duration, bool) {
 	if !d.placed || d.rfUnknown || len(x.h.Sites) > 1 {
 		return Pop{}, 0, false
@@ -202,8 +207,8 @@ func (x *index) handOffEarly(d *def, k int) (Pop, time.Duration, bool) {
 	lo, _ := d.due(k)
 	for _, i := range d.bySeq[k] {
 		p := x.h.Pops[i]
-		made := x.madeFrom(d, p) - x.h.MaxNetDelay
-		sc, ok := x.reloadedFor(p.Node, made, p.At)
+		early := x.slack() + x.forward(d, d.lo, p.At)
+		sc, ok := x.reloadedFor(p.Node, lo-early, p.At)
 		if !ok {
 			continue
 		}
@@ -211,7 +216,7 @@ func (x *index) handOffEarly(d *def, k int) (Pop, time.Duration, bool) {
 		if slices.Contains(placed, p.Node) {
 			continue
 		}
-		from := lo + time.Duration(len(placed))*x.o.ReplicaSkew - x.slack() - x.forward(d, d.lo, p.At)
+		from := lo + time.Duration(len(placed))*x.o.ReplicaSkew - early
 		if p.At < from {
 			return p, from, true
 		}

@@ -453,8 +453,9 @@ func requireDuplicateExcusedBy(t *testing.T, h *History, seq int, excused bool, 
 // turns (due + 4 s). Pop 1 delivered by n1 at its due time and by n2
 // within the move: at n2's hand-off rank the window excuses it; at the
 // primary's time it is G4 (mutations/escaped non-replica-pops-first). A
-// pop n2 made before it reloaded (its old rank, 2 s) is excused, as is
-// one made while another scale began.
+// pop n2 may have decided before it reloaded (its old rank, 2 s; also one
+// delivered after a reload that came once the pop was due) is excused,
+// as is one made while another scale began.
 func TestHandOffHolderPopsAfterEveryReplica(t *testing.T) {
 	const id = 0x0b061cf0001d7004
 	three, four := []string{"n1", "n2", "n3"}, []string{"n1", "n2", "n3", "n4"}
@@ -469,6 +470,9 @@ func TestHandOffHolderPopsAfterEveryReplica(t *testing.T) {
 		{"at the primary's time", 10*sec + 30*ms, 5500 * ms, false, "G4"},
 		{"at the first backup's time", 12*sec + 20*ms, 5500 * ms, false, "G4"},
 		{"at its old rank before it reloaded", 12*sec + 20*ms, 13 * sec, false, ""},
+		// Decided at the old rank, then held for a callback worker past
+		// the reload (fresh seed 8467979).
+		{"decided before it reloaded, delivered after", 12*sec + 20*ms, 11 * sec, false, ""},
 		{"while another scale began", 10*sec + 30*ms, 5500 * ms, true, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
