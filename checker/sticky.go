@@ -197,7 +197,7 @@ func (x *index) spreadTo(d *def, p Pop) []string {
 	}
 	var out []string
 	for _, r := range d.rankedIn(d.lo, b) {
-		if r != p.Node {
+		if r != p.Node && x.sameSite(r, p.Node) { // a notice's replicas are its site's
 			out = append(out, r)
 		}
 	}
@@ -220,10 +220,10 @@ func (x *index) repairRoundBound() time.Duration {
 // its replica: every fault on d's nodes, links and messages (spans, their
 // settle time included) had ended, with s's return, by heal, none began
 // until p, p came more than repairRoundBound after heal, and a replica
-// other than p's surely took s and kept it (keptBy): it is dirty (it
-// changed when it took s, and a round that failed to reach a peer marks
-// it again), so its next round compares its records with p's node and
-// pushes s's.
+// at p's site other than p's surely took s and kept it (keptBy): it is
+// dirty (it changed when it took s, and a round that failed to reach a
+// peer marks it again), so its next round compares its records with p's
+// node and pushes s's.
 func (x *index) repairRoundDue(s Op, d *def, p Pop) (heal time.Duration, due bool) {
 	heal = effReturn(s) + x.o.FaultSettle
 	for _, sp := range d.spans {
@@ -235,7 +235,10 @@ func (x *index) repairRoundDue(s Op, d *def, p Pop) (heal time.Duration, due boo
 	if p.At <= heal+x.repairRoundBound() || heal >= x.end {
 		return heal, false
 	}
-	return heal, x.keptBy(s, d, p.Node, p.At)
+	if !d.placed && len(x.h.Sites) > 1 {
+		return heal, false // which replicas took s, at which site, is unknown
+	}
+	return heal, x.keptBy(s, d, p.Node, p.At, true)
 }
 
 // mayOrderBelow reports whether write s, hit by a fault, may carry a
@@ -293,7 +296,7 @@ func (x *index) repairs(s Op, d *def, p Pop) bool {
 			return false
 		}
 	}
-	return x.keptBy(s, d, p.Node, b)
+	return x.keptBy(s, d, p.Node, b, false)
 }
 
 // keptBy reports whether some replica other than the popping one surely
@@ -303,7 +306,14 @@ func (x *index) repairs(s Op, d *def, p Pop) bool {
 // tombstone of a delete; but the notice of a stale pop reaches every
 // replica, and one that kept s's record answers it (the stricter rule of
 // scenarios/README.md C4, now that a restarted replica repopulates).
-func (x *index) keptBy(s Op, d *def, popper string, b time.Duration) bool {
+//
+// With local, the keeper must be at the popping replica's site: a repair
+// round runs between the nodes of one site's view, and another site
+// hears of a write only from its forward and mends a replica that
+// missed it by that replica's notices (docs/design.md 4.10; fresh seed
+// 7101298, an update whose forward another site's relay refused as
+// dated ahead by its proxy's stepped clock).
+func (x *index) keptBy(s Op, d *def, popper string, b time.Duration, local bool) bool {
 	if !d.placed {
 		return !x.crashedIn(d, s.Invoke, b) // which replicas took s is unknown
 	}
@@ -326,7 +336,7 @@ func (x *index) keptBy(s Op, d *def, popper string, b time.Duration) bool {
 	x.missedAtSites(d, s.Node, ret, false, missed)
 	replicas := d.rankedIn(s.Invoke, b)
 	for _, r := range replicas {
-		if r == popper || missed[r] || x.nodeCrashedIn(d, r, s.Invoke, b) {
+		if r == popper || missed[r] || x.nodeCrashedIn(d, r, s.Invoke, b) || local && !x.sameSite(r, popper) {
 			continue
 		}
 		return true

@@ -32,9 +32,11 @@ func genStale(p *Plan, faults Source, safety time.Duration) {
 }
 
 // genUnpopped adds genStaleUnpopped's sequence to one plan in three of
-// one site that does not scale, drawn from faults after every other draw
-// of the plan (Generate calls it last), so that it moves no earlier
-// choice.
+// one site that does not scale, and genStaleSpread's to one such plan of
+// five nodes in two, drawn from faults after every other draw of the
+// plan (Generate calls it last), so that it moves no earlier choice.
+// Each cut ends at the liveness phase's heal, so that no other fault of
+// the plan outlasts it and the checker judges what follows strictly.
 func genUnpopped(p *Plan, faults Source, safety time.Duration) {
 	if p.enabled(mixScale) || p.enabled(mixSites) {
 		return
@@ -54,8 +56,8 @@ func genUnpopped(p *Plan, faults Source, safety time.Duration) {
 // cut off together from every other node and from the writing client 2
 // to 10 s after the create; an update through another node while they
 // are (the other three replicas are its quorum), with an interval of 60
-// to 120 s; and the heal 15 to 35 s later, 100 to 400 ms before one of
-// the replaced definition's pops. The primary makes that pop, its notice
+// to 120 s; and the heal, the liveness phase's, 15 to 35 s later, 100 to
+// 400 ms before one of the replaced definition's pops. The primary makes that pop, its notice
 // reaches the backup and the three that took the update, and the 409
 // that answers it brings the primary the newer record, which it sends on
 // to the replicas it told of the stale pop (node/pop.go spreadRepair):
@@ -64,9 +66,6 @@ func genUnpopped(p *Plan, faults Source, safety time.Duration) {
 // it (mutation notice-repair-not-spread) the backup pops the replaced
 // definition two seconds after the next due.
 func genStaleSpread(p *Plan, src Source, safety time.Duration) {
-	// The heal is the liveness phase's, so that no other fault of the
-	// plan outlasts it, 100 to 400 ms before a due of the old
-	// definition.
 	cutFor := time.Duration(15+src.IntN("spread-cut-for", 21)) * time.Second
 	at := safety - cutFor - time.Duration(2+src.IntN("spread-cut-after", 9))*time.Second + time.Duration(1+src.IntN("spread-heal-before", 4))*100*time.Millisecond
 	if at < 0 {
@@ -96,7 +95,8 @@ func genStaleSpread(p *Plan, src Source, safety time.Duration) {
 // and from the writing client 2 to 10 s after the create; an update
 // through another node 0.5 to 1.4 s into the cut, to an interval of 120
 // to 180 s, so that the newer definition pops only long after the old
-// one's first due; and the heal 48 to 55 s before that due. The cut
+// one's first due; and the heal, the liveness phase's, 48 to 55 s before
+// that due. The cut
 // replica pops nothing while cut off (the first due is after the heal),
 // and no notice of the newer definition comes before its own first pop,
 // so a repair round of a replica that took the update (every
@@ -107,9 +107,7 @@ func genStaleSpread(p *Plan, src Source, safety time.Duration) {
 // leaves it popping the replaced definition.
 func genStaleUnpopped(p *Plan, src Source, safety time.Duration) {
 	const interval = 90 * time.Second
-	// The old definition's first due comes 48 to 55 s after the heal,
-	// which is the liveness phase's, so that no other fault of the plan
-	// outlasts it.
+	// The old definition's first due comes 48 to 55 s after the heal.
 	at := safety + time.Duration(48+src.IntN("unpopped-due-after", 8))*time.Second - interval
 	if at < 0 {
 		return
