@@ -453,12 +453,14 @@ func (x *index) spreadMargin() time.Duration {
 // partition, pause or callback fault in a quiet gap between two pops moves
 // no message of the timer.
 func (x *index) popTouched(d *def, k int, upTo time.Duration) bool {
-	_, ok := x.popFault(d, k, upTo)
+	_, ok := x.popFault(d, k, upTo, nil)
 	return ok
 }
 
 // popFault is the first fault that touched pop k of d (see popTouched).
-func (x *index) popFault(d *def, k int, upTo time.Duration) (Fault, bool) {
+// skip, when not nil, leaves out the faults it reports (see
+// checkDuplicates).
+func (x *index) popFault(d *def, k int, upTo time.Duration, skip func(Fault) bool) (Fault, bool) {
 	r := x.rankBound(d)
 	pl, ph := d.lo, d.hi
 	if k > 1 {
@@ -470,6 +472,9 @@ func (x *index) popFault(d *def, k int, upTo time.Duration) (Fault, bool) {
 	for _, s := range d.spans {
 		if s.from > upTo {
 			break
+		}
+		if skip != nil && skip(s.fault) {
+			continue
 		}
 		if _, record, ok := queuedWait(s.fault); ok && !record {
 			// A callback that waited in its endpoint's queue makes
@@ -521,8 +526,9 @@ func (x *index) writeWindows(d *def, from, upTo time.Duration) [][2]time.Duratio
 // less the worst rank delay to upTo, its last delivery) or around a write
 // of the timer then, or a clock spread or shared ID at any time. A fault
 // around the pop before only duplicates that one; a replica that crashed
-// before holds no copy, so it cannot pop this one twice.
-func (x *index) dupFault(d *def, k int, upTo time.Duration) (Fault, bool) {
+// before holds no copy, so it cannot pop this one twice. skip is
+// popFault's.
+func (x *index) dupFault(d *def, k int, upTo time.Duration, skip func(Fault) bool) (Fault, bool) {
 	if f, ok := x.startSpread(d, k); ok {
 		return f, true
 	}
@@ -536,6 +542,9 @@ func (x *index) dupFault(d *def, k int, upTo time.Duration) (Fault, bool) {
 	for _, s := range d.spans {
 		if s.from > upTo {
 			break
+		}
+		if skip != nil && skip(s.fault) {
+			continue
 		}
 		if k := s.fault.Kind; (k == clockSpreadFault || k == sharedIDFault) && s.to >= d.lo {
 			// A schedule held while clocks were apart keeps the shift

@@ -116,6 +116,22 @@ func (x *index) checkDuplicates(d *def, seq int) (verdict, Violation, bool) {
 			break
 		}
 	}
+	if len(idx) > 1 && allowed != strictly {
+		if p, from, ok := x.handOffEarly(d, seq); ok {
+			return violatedVerdict, x.violation("G4", p.At, d, fmt.Sprintf(
+				"pop %d delivered %d times, once by %s at %v, a holder the scale left out of the timer's replicas (its copy pops after every replica's turn, due from %v): got a pop before every replica's turn beside another's, want the copy's pops at its hand-off rank",
+				seq, len(idx), p.Node, p.At, from)), true
+		}
+	}
+	if ok >= 0 && ok < len(idx)-1 && allowed != strictly && !x.failed(x.h.Pops[idx[ok]]) {
+		// The node that delivered the accepted pop took it as made and
+		// told the other replicas so: an endpoint that failed or
+		// answered slowly at other times made no replica pop it again
+		// (mutations/escaped popped-answer-ignored).
+		if _, still := x.mayDuplicate(d, seq, func(f Fault) bool { return isCallbackFault(f.Kind) }); !still {
+			allowed = strictly
+		}
+	}
 	if ok < 0 || ok == len(idx)-1 || allowed != strictly {
 		// No delivery after an accepted one (retries after a refused
 		// callback are the redundancy path), or one a fault excuses.
@@ -131,7 +147,7 @@ func (x *index) checkDuplicates(d *def, seq int) (verdict, Violation, bool) {
 // looked at: excused by the fault that may have made it arrive more than
 // once (see mayDuplicate), else strict.
 func (x *index) dupAllowance(d *def, k int) verdict {
-	if f, ok := x.mayDuplicate(d, k); ok {
+	if f, ok := x.mayDuplicate(d, k, nil); ok {
 		return excused(excuseOf(f))
 	}
 	return strictly
@@ -140,20 +156,20 @@ func (x *index) dupAllowance(d *def, k int) verdict {
 // mayDuplicate names the fault that may have made pop k of d arrive more
 // than once: one around the pop itself (see dupFault), or, when its first
 // delivery came later than a healthy pop may, the fault that made it late
-// (a late pop meets the next replica's turn).
-func (x *index) mayDuplicate(d *def, k int) (Fault, bool) {
+// (a late pop meets the next replica's turn). skip is popFault's.
+func (x *index) mayDuplicate(d *def, k int, skip func(Fault) bool) (Fault, bool) {
 	_, b := x.window(d, k)
 	last, first := b, never
 	for _, i := range d.bySeq[k] {
 		last, first = max(last, x.h.Pops[i].At), min(first, x.h.Pops[i].At)
 	}
-	if f, ok := x.dupFault(d, k, last); ok {
+	if f, ok := x.dupFault(d, k, last, skip); ok {
 		return f, true
 	}
 	if lo, hi := d.due(k); first > hi+x.healthyLate() || d.op.Outcome == Unknown {
 		// An unknown write's start is anywhere up to the end of the
 		// history: whether the pop was late cannot be told.
-		if f, ok := x.popFault(d, k, last); ok {
+		if f, ok := x.popFault(d, k, last, skip); ok {
 			return f, true
 		}
 		if lo >= d.lossFrom {
@@ -161,4 +177,65 @@ func (x *index) mayDuplicate(d *def, k int) (Fault, bool) {
 		}
 	}
 	return Fault{}, false
+}
+
+// handOffEarly reports a delivery of pop k of d made by a holder a scale
+// left out of the timer's replicas before every replica's turn, and the
+// earliest the holder may pop it. A member that took a scale's
+// configuration by a reload and is no replica of the timer under it
+// keeps its copy live until the new replicas hold it, popping after
+// every one of them (docs/design.md 4.8, node/place.go placeAll): rank
+// len(replicas), so that a scale moves no pop to two nodes at once. A
+// scale's fault window excuses the duplicates a move makes (a node not
+// yet reloaded still pops at its old rank beside the new one); this is
+// the part of them it does not excuse: an attempt made after the holder
+// reloaded (madeFrom, less the network's delay) and delivered before its
+// hand-off rank's due time, less the slack and what the clocks that held
+// the start gained (forward). Judged only where the placement is certain:
+// one site, a factor the history gives, and no other scale begun between
+// the reload and the delivery.
+func (x *index) handOffEarly(d *def, k int) (Pop, time.Duration, bool) {
+	if !d.placed || d.rfUnknown || len(x.h.Sites) > 1 {
+		return Pop{}, 0, false
+	}
+	lo, _ := d.due(k)
+	for _, i := range d.bySeq[k] {
+		p := x.h.Pops[i]
+		made := x.madeFrom(d, p) - x.h.MaxNetDelay
+		sc, ok := x.reloadedFor(p.Node, made, p.At)
+		if !ok {
+			continue
+		}
+		placed := Replicas(sc.After, d.timer, d.rf)
+		if slices.Contains(placed, p.Node) {
+			continue
+		}
+		from := lo + time.Duration(len(placed))*x.o.ReplicaSkew - x.slack() - x.forward(d, d.lo, p.At)
+		if p.At < from {
+			return p, from, true
+		}
+	}
+	return Pop{}, 0, false
+}
+
+// reloadedFor is the scale whose configuration node took by a reload
+// before a, when no other scale began between that reload and b: the view
+// the node held from a to b.
+func (x *index) reloadedFor(node string, a, b time.Duration) (Scale, bool) {
+	at := -1
+	for i, s := range x.h.Scales {
+		if r, ok := s.Reloaded[node]; ok && r < a && (at < 0 || r > x.h.Scales[at].Reloaded[node]) {
+			at = i
+		}
+	}
+	if at < 0 {
+		return Scale{}, false
+	}
+	r := x.h.Scales[at].Reloaded[node]
+	for i, s := range x.h.Scales {
+		if i != at && s.Start > r && s.Start <= b {
+			return Scale{}, false
+		}
+	}
+	return x.h.Scales[at], true
 }

@@ -444,3 +444,102 @@ func requireDuplicateExcusedBy(t *testing.T, h *History, seq int, excused bool, 
 		t.Errorf("%s excused nothing: %v", kind, cov.Excused)
 	}
 }
+
+// TestHandOffHolderPopsAfterEveryReplica proves the scale's fault window
+// excuses no duplicate that a holder the scale left out made before its
+// hand-off rank (handOffEarly): an rf 2 timer the scale-up of n4 at 5 s
+// moves from [n1 n2] to [n1 n4], every 10 s from 10 s. n2, reloaded at
+// 5.5 s, keeps its copy until n4 holds it, popping after both replicas'
+// turns (due + 4 s). Pop 1 delivered by n1 at its due time and by n2
+// within the move: at n2's hand-off rank the window excuses it; at the
+// primary's time it is G4 (mutations/escaped non-replica-pops-first). A
+// pop n2 made before it reloaded (its old rank, 2 s) is excused, as is
+// one made while another scale began.
+func TestHandOffHolderPopsAfterEveryReplica(t *testing.T) {
+	const id = 0x0b061cf0001d7004
+	three, four := []string{"n1", "n2", "n3"}, []string{"n1", "n2", "n3", "n4"}
+	for _, c := range []struct {
+		name     string
+		at       time.Duration // n2's delivery of pop 1
+		reloaded time.Duration
+		again    bool // another scale begins at 9 s
+		want     string
+	}{
+		{"at its hand-off rank", 14*sec + 20*ms, 5500 * ms, false, ""},
+		{"at the primary's time", 10*sec + 30*ms, 5500 * ms, false, "G4"},
+		{"at the first backup's time", 12*sec + 20*ms, 5500 * ms, false, "G4"},
+		{"at its old rank before it reloaded", 12*sec + 20*ms, 13 * sec, false, ""},
+		{"while another scale began", 10*sec + 30*ms, 5500 * ms, true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: three,
+				Ops:     []Op{write(1, Create, id, "a", 10*sec, 30*sec, 0, 10*ms, OK)},
+				Scales: []Scale{{Kind: ScaleUp, Start: 5 * sec, End: 16 * sec, Before: three, After: four,
+					Reloaded: map[string]time.Duration{"n1": 5 * sec, "n2": c.reloaded, "n3": 5 * sec}}},
+				Faults: []Fault{{At: 5 * sec, Kind: ScaleUp, Nodes: []string{"n4"}}},
+				End:    60 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			}
+			if c.again {
+				h.Scales = append(h.Scales, Scale{Kind: ScaleDown, Start: 9 * sec, Before: four, After: three})
+			}
+			for k := 1; k <= 3; k++ {
+				h.Pops = append(h.Pops, pop(time.Duration(k)*10*sec+20*ms, "n1", "a", k))
+			}
+			h.Pops = append(h.Pops, pop(c.at, "n2", "a", 1))
+			slices.SortFunc(h.Pops, func(a, b Pop) int { return int(a.At - b.At) })
+			for i := range h.Pops {
+				h.Pops[i].Timer = id
+			}
+			vs := Check(h)
+			if c.want == "" {
+				requireNone(t, vs)
+				return
+			}
+			requireHas(t, vs, c.want, "hand-off rank")
+		})
+	}
+}
+
+// TestCallbackFaultExcusesNoPopAfterOneItsNodeTookAsMade proves a
+// callback endpoint's fault excuses a pop delivered again after an
+// accepted delivery only when that delivery's node may have taken it
+// for a failure (checkDuplicates): rf 3, every 10 s. The primary's
+// callback of pop 1 is refused (fail-callback from 9.5 s to 10.5 s), the
+// first backup's is accepted at its rank, and the second backup pops it
+// again at its own: the first backup knew it made the pop and told the
+// others (mutations/escaped popped-answer-ignored), so that is G4. With
+// the endpoint answering the first backup slowly (past the service's
+// timeout), that backup took its pop for a failure, and the second
+// backup's is the redundancy path.
+func TestCallbackFaultExcusesNoPopAfterOneItsNodeTookAsMade(t *testing.T) {
+	const cb = "http://client/cb"
+	for _, slow := range []bool{false, true} {
+		h := &History{
+			Members: []string{"n1", "n2", "n3"},
+			Ops:     []Op{write(1, Create, placedTimer, "a", 10*sec, 30*sec, 0, 10*ms, OK)},
+			Faults: []Fault{{At: 9500 * ms, Kind: FailCallback, Nodes: []string{cb}},
+				{At: 10500 * ms, Kind: CallbackOK, Nodes: []string{cb}}},
+			End: 60 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+		}
+		h.Ops[0].Spec.ReplicationFactor = 3
+		if slow {
+			h.Faults = append(h.Faults, Fault{At: 11500 * ms, Kind: SlowCallback, Nodes: []string{cb}},
+				Fault{At: 12500 * ms, Kind: CallbackOK, Nodes: []string{cb}})
+		}
+		r := Replicas(h.Members, placedTimer, 3)
+		first := pop(10*sec+20*ms, r[0], "a", 1)
+		first.Answered = 500
+		h.Pops = []Pop{first, pop(12*sec+20*ms, r[1], "a", 1), pop(14*sec+20*ms, r[2], "a", 1),
+			pop(20*sec+20*ms, r[0], "a", 2), pop(30*sec+20*ms, r[0], "a", 3)}
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		vs := Check(h)
+		if slow {
+			requireNone(t, vs)
+		} else {
+			requireHas(t, vs, "G4", "pop 1")
+		}
+	}
+}

@@ -345,7 +345,7 @@ func (r *realJudge) duplicate(d *def, k int, hi time.Duration, p Pop) {
 		r.find(FDupRetried, p.At, d.timer, "")
 		return
 	}
-	_, dup := x.mayDuplicate(d, k)
+	_, dup := x.mayDuplicate(d, k, nil)
 	if !dup {
 		r.find(FDupHealthy, p.At, d.timer, "G4")
 		return

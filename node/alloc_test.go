@@ -159,12 +159,12 @@ func TestPopInFlightMarkIsShared(t *testing.T) {
 	if len(pops) != 1 {
 		t.Fatalf("%d pops, want 1", len(pops))
 	}
-	if rec.Extra != &popInFlight {
-		t.Errorf("Extra of a record whose pop is in flight = %+v, want the shared popInFlight", rec.Extra)
+	if rec.Extra() != &popInFlight {
+		t.Errorf("Extra of a record whose pop is in flight = %+v, want the shared popInFlight", rec.Extra())
 	}
 	pops[0].done(Response{Status: 200}, nil)
-	if rec.Extra != nil {
-		t.Errorf("Extra once the callback succeeded = %+v, want nil", rec.Extra)
+	if rec.Extra() != nil {
+		t.Errorf("Extra once the callback succeeded = %+v, want nil", rec.Extra())
 	}
 	if !popInFlight.onlyMissed(1) {
 		t.Errorf("popInFlight = %+v, changed in place", popInFlight)
@@ -176,12 +176,12 @@ func TestPopInFlightMarkIsShared(t *testing.T) {
 // sites its forward has not reached) keeps it through its pop's mark.
 func TestPopInFlightKeepsEveryOtherPart(t *testing.T) {
 	for _, e := range []TimerExtra{{SitesLacking: 0b10}, {Lacking: 0b10}, {Refused: 0b10}, {Buried: 1}} {
-		rec := &Timer{Extra: &e}
+		rec := withParts(&Timer{}, nil, &e)
 		rec.setPopMarks(1, 0)
-		if rec.Extra == &popInFlight {
+		if rec.Extra() == &popInFlight {
 			t.Errorf("record with %+v took the shared popInFlight, losing the part", e)
-		} else if rec.Extra.Missed != 1 || rec.Extra.SitesLacking != e.SitesLacking || rec.Extra.Lacking != e.Lacking {
-			t.Errorf("record with %+v holds %+v after its pop's mark", e, *rec.Extra)
+		} else if rec.Extra().Missed != 1 || rec.Extra().SitesLacking != e.SitesLacking || rec.Extra().Lacking != e.Lacking {
+			t.Errorf("record with %+v holds %+v after its pop's mark", e, *rec.Extra())
 		}
 	}
 }

@@ -156,13 +156,13 @@ func (n *Node) refuseRecord(t *Timer) *Response {
 	if t.State != Live {
 		return nil
 	}
-	if t.host == nil {
+	if t.host() == nil {
 		if resp, refused := n.refuseCallback(wire.Timer{URI: t.CallbackURI()}); refused {
 			return &resp
 		}
 		return nil
 	}
-	if err := n.hostVerdict(*t.host); err != nil {
+	if err := n.hostVerdict(*t.host()); err != nil {
 		n.stats.CallbacksRefused++
 		resp := badRequest(err.Error())
 		return &resp

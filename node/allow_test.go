@@ -130,8 +130,7 @@ func TestReplicaRefusesAForbiddenCallback(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.CallbackHosts = []string{"127.0.0.1"} })
 	const id = 1 << 40
 	now := h.node.nowMs()
-	rec := withCallback(&Timer{ID: id, Version: id, Start: now, interval: sec(10 * time.Second), repeatFor: sec(10 * time.Second), RF: 1,
-		Placement: &Placement{Replicas: []string{h.node.self}}}, "http://198.51.100.7/cb", "x")
+	rec := withCallback(withParts(&Timer{ID: id, Version: id, Start: now, interval: sec(10 * time.Second), repeatFor: sec(10 * time.Second), RF: 1}, &Placement{Replicas: []string{h.node.self}}, nil), "http://198.51.100.7/cb", "x")
 	r := h.send(Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(id, 0), Body: EncodeReplication(rec, now)})
 	if r.Status != 400 || !strings.Contains(r.Header.Get(wire.HeaderReason), "allowed callback hosts") {
 		t.Errorf("replicated forbidden callback: %d %q, want 400 naming the allow-list", r.Status, r.Header.Get(wire.HeaderReason))
@@ -139,8 +138,7 @@ func TestReplicaRefusesAForbiddenCallback(t *testing.T) {
 	if _, held := h.node.Timer(id); held {
 		t.Error("the replica holds the timer")
 	}
-	if a := h.node.apply(withCallback(&Timer{ID: id + 1, Version: id + 1, Start: now, interval: sec(10 * time.Second), repeatFor: sec(10 * time.Second), RF: 1,
-		Placement: &Placement{Replicas: []string{h.node.self}}}, "http://169.254.169.254/", "")); a.refusal == nil || a.refusal.Status != 400 {
+	if a := h.node.apply(withCallback(withParts(&Timer{ID: id + 1, Version: id + 1, Start: now, interval: sec(10 * time.Second), repeatFor: sec(10 * time.Second), RF: 1}, &Placement{Replicas: []string{h.node.self}}, nil), "http://169.254.169.254/", "")); a.refusal == nil || a.refusal.Status != 400 {
 		t.Errorf("a resync page's record with a link-local callback: %+v, want a 400 refusal", a)
 	}
 	if got := h.node.Stats().CallbacksRefused; got != 2 {

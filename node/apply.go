@@ -97,7 +97,7 @@ func (n *Node) apply(t *Timer) applied {
 	now := n.nowMs()
 	n.ids.observe(t.Version, now)
 	n.placeNow(t)
-	if t.State == Live && slices.Contains(t.Placement.Replicas, n.self) {
+	if t.State == Live && slices.Contains(t.Placement().Replicas, n.self) {
 		// A record this replica would hold and pop: its own callback
 		// policy decides, whichever path brought it (allow.go).
 		if refusal := n.refuseRecord(t); refusal != nil {
@@ -162,12 +162,12 @@ func (n *Node) apply(t *Timer) applied {
 // t, or they pop the replaced definition until a repair round reaches
 // them (TestReplacedRecordReachesTheReplicasItsFactorDrops).
 func droppedReplicas(existing, t *Timer, self string) []string {
-	if existing == nil || existing.State != Live || existing.Placement == nil || t.Placement == nil {
+	if existing == nil || existing.State != Live || existing.Placement() == nil || t.Placement() == nil {
 		return nil
 	}
 	var out []string
-	for _, r := range existing.Placement.Replicas {
-		if r != self && !slices.Contains(t.Placement.Replicas, r) {
+	for _, r := range existing.Placement().Replicas {
+		if r != self && !slices.Contains(t.Placement().Replicas, r) {
 			out = append(out, r)
 		}
 	}
@@ -293,7 +293,7 @@ func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, from 
 		n.markHeard(t, from) // the sender holds what it sent
 	}
 	switch {
-	case held != nil && held.Version == t.Version && held.State == Live && slices.Contains(held.Placement.Replicas, n.self):
+	case held != nil && held.Version == t.Version && held.State == Live && slices.Contains(held.Placement().Replicas, n.self):
 		resp.Header[HeaderHeld] = "live"
 	case a.buriedLive:
 		resp.Header[HeaderHeld] = heldBuried
@@ -313,7 +313,7 @@ func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, from 
 		// (TestEarlierStartIsAnsweredOnlyForTheSameDefinition).
 		resp.Header[HeaderStartDelta] = strconv.FormatInt(held.Start-n.nowMs(), 10)
 		n.hit(probeReplicaStartDelta)
-		if n.startOf(r)-held.Start > startPushGap.Milliseconds() && held.State == Live && slices.Contains(held.Placement.Replicas, from) {
+		if n.startOf(r)-held.Start > startPushGap.Milliseconds() && held.State == Live && slices.Contains(held.Placement().Replicas, from) {
 			n.pushStart(held, from)
 		}
 	}
@@ -383,7 +383,7 @@ type startPush struct {
 // view, to the replicas of its own view the sender did not write to.
 func (n *Node) forward(t *Timer, written []string) {
 	now := n.nowMs()
-	for _, peer := range t.Placement.Replicas {
+	for _, peer := range t.Placement().Replicas {
 		if peer != n.self && !slices.Contains(written, peer) {
 			n.replicate(peer, t, nil, now, nil)
 		}

@@ -120,12 +120,11 @@ func TestEarlierStartIsAnsweredOnlyForTheSameDefinition(t *testing.T) {
 	if r := put(&late); r.Status != 200 || r.Header.Get(HeaderStartDelta) == "" {
 		t.Fatalf("a later copy of the same definition: got %d, %s %q, want 200 with the earlier start", r.Status, HeaderStartDelta, r.Header.Get(HeaderStartDelta))
 	}
-	deleted := Timer{ID: held.ID, Version: held.Version + 1, Start: h.node.nowMs(), State: Tombstone, Placement: held.Placement}
+	deleted := *withParts(&Timer{ID: held.ID, Version: held.Version + 1, Start: h.node.nowMs(), State: Tombstone}, held.Placement(), nil)
 	if r := put(&deleted); r.Status != 200 {
 		t.Fatalf("delete: got %d (%s)", r.Status, r.Body)
 	}
-	update := *withCallback(&Timer{ID: held.ID, Version: deleted.Version, Start: h.node.nowMs(), interval: sec(10 * time.Second), repeatFor: sec(10 * time.Second),
-		Placement: held.Placement}, cb, "new")
+	update := *withCallback(withParts(&Timer{ID: held.ID, Version: deleted.Version, Start: h.node.nowMs(), interval: sec(10 * time.Second), repeatFor: sec(10 * time.Second)}, held.Placement(), nil), cb, "new")
 	update.def = definitionHash(update.Interval(), update.RepeatFor(), cb, "new")
 	if r := put(&update); r.Header.Get(HeaderStartDelta) != "" {
 		t.Fatalf("an update of the delete's version: got %s %q, want none", HeaderStartDelta, r.Header.Get(HeaderStartDelta))
@@ -237,7 +236,7 @@ func TestReplicaPushesItsEarlierStartWhenItsAnswerIsLost(t *testing.T) {
 	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
 	id := mustID(t, wid)
 	held, _ := c.nodes[three[0]].Timer(id)
-	primary, backup := held.Placement.Replicas[0], held.Placement.Replicas[1]
+	primary, backup := held.Placement().Replicas[0], held.Placement().Replicas[1]
 	early, _ := c.nodes[backup].Timer(id)
 	early.Start -= 1900
 	c.place(backup, early)

@@ -58,7 +58,7 @@ func TestForgedInternalRequestsAreRefused(t *testing.T) {
 	held, _ := h.node.Timer(id)
 	forge := func(mutate func(*Timer)) []byte {
 		f := held
-		f.Placement = &Placement{Replicas: []string{h.node.self}}
+		f.setPlacement(&Placement{Replicas: []string{h.node.self}})
 		mutate(&f)
 		return EncodeReplication(&f, h.node.nowMs())
 	}
@@ -133,8 +133,7 @@ func stamped(s stamp, kv ...string) Header {
 func ownRecord(h *harness) (string, []byte) {
 	const id = 1 << 40
 	now := h.node.nowMs()
-	rec := withCallback(&Timer{ID: id, Version: id, Start: now, interval: sec(10 * time.Second), repeatFor: sec(30 * time.Second), RF: 1,
-		Placement: &Placement{Replicas: []string{h.node.self}}}, cb, "x")
+	rec := withCallback(withParts(&Timer{ID: id, Version: id, Start: now, interval: sec(10 * time.Second), repeatFor: sec(30 * time.Second), RF: 1}, &Placement{Replicas: []string{h.node.self}}, nil), cb, "x")
 	return "/timers/" + wire.FormatWireID(id, 0), EncodeReplication(rec, now)
 }
 
@@ -373,8 +372,7 @@ func TestVersionsFarAheadAreRefused(t *testing.T) {
 	}{{time.Second, 200}, {DefaultMaxClockLead, 200}, {2*DefaultMaxClockLead + time.Second, 400}, {100 * 365 * 24 * time.Hour, 400}} {
 		g := newIDGen(1, 0)
 		v, _ := g.next(now + tc.ahead.Milliseconds())
-		rec := *withCallback(&Timer{ID: v, Version: v, Start: now, interval: sec(10 * time.Second), repeatFor: sec(10 * time.Second),
-			Placement: &Placement{Replicas: []string{h.node.self}}}, cb, "")
+		rec := *withCallback(withParts(&Timer{ID: v, Version: v, Start: now, interval: sec(10 * time.Second), repeatFor: sec(10 * time.Second)}, &Placement{Replicas: []string{h.node.self}}, nil), cb, "")
 		r := h.send(Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(v, 0), Header: Header{}, Body: EncodeReplication(&rec, now)})
 		if r.Status != tc.status {
 			t.Errorf("version %v ahead: got %d (%s), want %d", tc.ahead, r.Status, r.Body, tc.status)
@@ -515,8 +513,7 @@ func TestStartIsRebuiltFromArrivalWhateverTheMessagesAge(t *testing.T) {
 		sent := now - tc.age.Milliseconds()
 		// On the sender's clock the definition started 1 s before it
 		// sent the message.
-		rec := withCallback(&Timer{ID: id, Version: id, Start: sent - 1000, interval: sec(10 * time.Second), repeatFor: sec(30 * time.Second), RF: 1,
-			Placement: &Placement{Replicas: []string{h.node.self}}}, cb, "x")
+		rec := withCallback(withParts(&Timer{ID: id, Version: id, Start: sent - 1000, interval: sec(10 * time.Second), repeatFor: sec(30 * time.Second), RF: 1}, &Placement{Replicas: []string{h.node.self}}, nil), cb, "x")
 		url, body := "/timers/"+wire.FormatWireID(id, 0), EncodeReplication(rec, sent)
 		s := stamp{sent: sent, to: h.node.self}
 		r := h.send(Request{Method: "PUT", URL: url, Header: stamped(s, HeaderSignature, signature(testKey, "PUT", url, s, body)), Body: body})

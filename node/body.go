@@ -38,8 +38,8 @@ func deletes(d wire.Timer) bool { return d.URI == "" }
 // TestScaleDownWorkedExample).
 func EncodeReplication(t *Timer, now int64) []byte {
 	size := 320 + len(t.cb)
-	if t.host != nil {
-		size += len(*t.host)
+	if t.host() != nil {
+		size += len(*t.host())
 	}
 	return AppendReplication(make([]byte, 0, size), t, now)
 }
@@ -72,18 +72,18 @@ func appendReplication(b []byte, t *Timer, now int64, sitesLacking bool) []byte 
 		ViewID:         t.ViewID(),
 		Definition:     t.def,
 		Missed:         missed,
-		Replicas:       t.Placement.Replicas,
-		Sites:          t.Placement.Sites,
+		Replicas:       t.Placement().Replicas,
+		Sites:          t.Placement().Sites,
 	}
 	if first := t.firstTry(); first != t.Version {
 		r.FirstTry = first
 	}
 	var lacking [wire.MaxReplicationFactor]string
-	if (t.State == Live || t.State == Tombstone) && t.Extra != nil && t.Extra.Lacking != 0 {
-		r.Lacking = appendMarked(lacking[:0], t.Placement.Replicas, t.Extra.Lacking)
+	if (t.State == Live || t.State == Tombstone) && t.Extra() != nil && t.Extra().Lacking != 0 {
+		r.Lacking = appendMarked(lacking[:0], t.Placement().Replicas, t.Extra().Lacking)
 	}
 	if sitesLacking && t.State == Tombstone {
-		r.SitesLacking = appendMarked(nil, t.Placement.Sites, t.sitesLacking())
+		r.SitesLacking = appendMarked(nil, t.Placement().Sites, t.sitesLacking())
 	}
 	return wire.AppendReplication(b, &d, &r)
 }

@@ -137,12 +137,10 @@ func TestRouting(t *testing.T) {
 // timer's definition and replication state intact, tombstones included.
 func TestReplicationBodyRoundTrip(t *testing.T) {
 	for _, tomb := range []bool{false, true} {
-		in := withCallback(&Timer{
+		in := withCallback(withParts(&Timer{
 			ID: 7, Version: 1<<60 + 3, Start: 1000, interval: sec(5 * time.Second), repeatFor: sec(20 * time.Second),
 			Seq: 2, RF: 3,
-			Placement: &Placement{Replicas: []string{"a:1", "b:1", "c:1"}, Sites: []string{"s1", "s2"}, View: 1<<63 + 1},
-			Extra:     &TimerExtra{Tags: []wire.Tag{{Type: "CALL", Count: 2}}},
-		}, "http://c.example/x", "op")
+		}, &Placement{Replicas: []string{"a:1", "b:1", "c:1"}, Sites: []string{"s1", "s2"}, View: 1<<63 + 1}, &TimerExtra{Tags: []wire.Tag{{Type: "CALL", Count: 2}}}), "http://c.example/x", "op")
 		if tomb {
 			in.State = Tombstone
 		}
@@ -160,7 +158,7 @@ func TestReplicationBodyRoundTrip(t *testing.T) {
 			wantURI = ""
 		}
 		want := fmt.Sprintf("%d %d %v %d %d %d %d %v %v %v %d %v", 5000, 20000, tomb,
-			3, -500, 2, in.Version, in.Placement.Replicas, in.Placement.Sites, in.Tags(), in.ViewID(), wantURI)
+			3, -500, 2, in.Version, in.Placement().Replicas, in.Placement().Sites, in.Tags(), in.ViewID(), wantURI)
 		if got != want {
 			t.Errorf("round trip (tombstone %v):\n got %s\nwant %s", tomb, got, want)
 		}

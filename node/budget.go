@@ -16,8 +16,8 @@ func recordBytes(t *Timer) int64 {
 		return 0
 	}
 	n := int64(RecordOverheadBytes + len(t.cb))
-	if t.host != nil {
-		n += int64(len(*t.host))
+	if t.host() != nil {
+		n += int64(len(*t.host()))
 	}
 	return n
 }

@@ -667,8 +667,8 @@ func TestTombstoneOutlivesStaleDefinition(t *testing.T) {
 	place := &Placement{Replicas: three}
 	const id = 1 << 30
 	start := node.nowMs()
-	live := *withCallback(&Timer{ID: id, Version: id, Start: start, interval: sec(10 * time.Second), repeatFor: sec(100 * time.Second), RF: 3, Placement: place}, cb, "x")
-	if r := send(Timer{ID: id, Version: id + 1, Start: start, State: Tombstone, RF: 3, Placement: place}); r.Status != 200 {
+	live := *withCallback(withParts(&Timer{ID: id, Version: id, Start: start, interval: sec(10 * time.Second), repeatFor: sec(100 * time.Second), RF: 3}, place, nil), cb, "x")
+	if r := send(*withParts(&Timer{ID: id, Version: id + 1, Start: start, State: Tombstone, RF: 3}, place, nil)); r.Status != 200 {
 		t.Fatalf("tombstone: got %d (%s)", r.Status, r.Body)
 	}
 	for _, at := range []time.Duration{5 * time.Second, 2 * TombstoneMin, 6 * TombstoneMin} {
@@ -715,7 +715,7 @@ func TestTombstoneOutlivesItsLifeWhileAReplicaMayLackIt(t *testing.T) {
 			send := func(rec Timer) Response { return replicateFrom(node, three[1], rec) }
 			c.down[three[1]] = !tc.reached
 			start := node.nowMs()
-			update := *withCallback(&Timer{ID: id, Version: id + 1, Start: start, interval: sec(time.Second), repeatFor: sec(2 * time.Second), RF: 2, Placement: place}, cb, "y")
+			update := *withCallback(withParts(&Timer{ID: id, Version: id + 1, Start: start, interval: sec(time.Second), repeatFor: sec(2 * time.Second), RF: 2}, place, nil), cb, "y")
 			update.setLacking(tc.lacking)
 			if r := send(update); r.Status != 200 {
 				t.Fatalf("the update: got %d (%s)", r.Status, r.Body)
@@ -723,8 +723,8 @@ func TestTombstoneOutlivesItsLifeWhileAReplicaMayLackIt(t *testing.T) {
 			if got := seqs(c.advance(tc.after, 200)); !slices.Equal(got, []string{"1:y", "2:y"}) {
 				t.Fatalf("pops of the update: got %v, want its two", got)
 			}
-			old := *withCallback(&Timer{ID: id, Version: id, Start: start - 10_000, interval: sec(30 * time.Second), repeatFor: sec(10 * time.Hour),
-				Seq: uint32((node.nowMs() - start + 10_000) / 30_000), RF: 2, Placement: place}, cb, "x")
+			old := *withCallback(withParts(&Timer{ID: id, Version: id, Start: start - 10_000, interval: sec(30 * time.Second), repeatFor: sec(10 * time.Hour),
+				Seq: uint32((node.nowMs() - start + 10_000) / 30_000), RF: 2}, place, nil), cb, "x")
 			if r := send(old); r.Status != tc.want {
 				t.Fatalf("the other replica's notice of the older definition: got %d, want %d", r.Status, tc.want)
 			}
@@ -761,13 +761,13 @@ func TestUnansweredReplicationKeepsTheTombstoneForItsPeer(t *testing.T) {
 			node := c.nodes[three[0]]
 			send := func(rec Timer) Response { return replicateFrom(node, three[2], rec) }
 			start := node.nowMs()
-			update := *withCallback(&Timer{ID: id, Version: id + 1, Start: start, interval: sec(time.Second), repeatFor: sec(2 * time.Second), RF: 2, Placement: place}, cb, "y")
+			update := *withCallback(withParts(&Timer{ID: id, Version: id + 1, Start: start, interval: sec(time.Second), repeatFor: sec(2 * time.Second), RF: 2}, place, nil), cb, "y")
 			if r := send(update); r.Status != 200 {
 				t.Fatalf("the update: got %d (%s)", r.Status, r.Body)
 			}
 			var outcome Response
 			node.replicate(tc.to, &update, nil, node.nowMs(), func(_ bool, resp Response) { outcome = resp })
-			if r := send(Timer{ID: id, Version: id + 2, Start: start, State: Tombstone, RF: 2, Placement: place}); r.Status != 200 {
+			if r := send(*withParts(&Timer{ID: id, Version: id + 2, Start: start, State: Tombstone, RF: 2}, place, nil)); r.Status != 200 {
 				t.Fatalf("the delete: got %d (%s)", r.Status, r.Body)
 			}
 			c.down[tc.to] = !tc.answered
@@ -777,8 +777,8 @@ func TestUnansweredReplicationKeepsTheTombstoneForItsPeer(t *testing.T) {
 			}
 			c.down[tc.to] = true // cut off from here on
 			c.advance(time.Minute, 200)
-			old := *withCallback(&Timer{ID: id, Version: id, Start: start - 10_000, interval: sec(30 * time.Second), repeatFor: sec(10 * time.Hour),
-				Seq: uint32((node.nowMs() - start + 10_000) / 30_000), RF: 2, Placement: place}, cb, "x")
+			old := *withCallback(withParts(&Timer{ID: id, Version: id, Start: start - 10_000, interval: sec(30 * time.Second), repeatFor: sec(10 * time.Hour),
+				Seq: uint32((node.nowMs() - start + 10_000) / 30_000), RF: 2}, place, nil), cb, "x")
 			if r := replicateFrom(node, three[1], old); r.Status != tc.want {
 				t.Fatalf("the other replica's notice of the older definition: got %d, want %d", r.Status, tc.want)
 			}
@@ -797,7 +797,7 @@ func TestTombstoneForgetsAReplicaThatTookIt(t *testing.T) {
 	node := c.nodes[three[0]]
 	c.down[three[1]] = true
 	start := node.nowMs()
-	update := *withCallback(&Timer{ID: id, Version: id + 1, Start: start, interval: sec(time.Second), repeatFor: sec(2 * time.Second), RF: 2, Placement: place}, cb, "y")
+	update := *withCallback(withParts(&Timer{ID: id, Version: id + 1, Start: start, interval: sec(time.Second), repeatFor: sec(2 * time.Second), RF: 2}, place, nil), cb, "y")
 	update.setLacking(0b10)
 	var r Response
 	node.Handle(asPeer(node, Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(id, 0),
@@ -943,8 +943,8 @@ func TestReplacedRecordReachesTheReplicasItsFactorDrops(t *testing.T) {
 	two := c.nodes[three[0]].ring.Replicas(id, 2)
 	dropped := three[slices.IndexFunc(three, func(a string) bool { return !slices.Contains(two, a) })]
 	held, _ := c.nodes[two[0]].Timer(id)
-	up := *withCallback(&Timer{ID: id, Version: held.Version + 1, Start: c.nodes[two[0]].nowMs(), interval: sec(time.Minute), repeatFor: sec(time.Hour),
-		RF: 2, Placement: &Placement{Replicas: two}}, cb, "y")
+	up := *withCallback(withParts(&Timer{ID: id, Version: held.Version + 1, Start: c.nodes[two[0]].nowMs(), interval: sec(time.Minute), repeatFor: sec(time.Hour),
+		RF: 2}, &Placement{Replicas: two}, nil), cb, "y")
 	for i, r := range two {
 		if resp := replicateFrom(c.nodes[r], two[1-i], up); resp.Status != 200 {
 			t.Fatalf("the rf 2 write to %s: got %d (%s)", r, resp.Status, resp.Body)

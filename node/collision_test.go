@@ -193,8 +193,7 @@ func TestReplicaRefusingACollidedTimerLosesItsRank(t *testing.T) {
 	// The two replicas hold two timers of one version under the ID, as
 	// the twins of a shared instance number leave them.
 	for i, opaque := range []string{"other", "first"} {
-		c.place(replicas[i], *withCallback(&Timer{ID: id, Version: id, Start: epoch.UnixMilli(), interval: sec(5 * time.Second), repeatFor: sec(30 * time.Second), RF: 2,
-			Placement: &Placement{Replicas: replicas}}, cb, opaque))
+		c.place(replicas[i], *withCallback(withParts(&Timer{ID: id, Version: id, Start: epoch.UnixMilli(), interval: sec(5 * time.Second), repeatFor: sec(30 * time.Second), RF: 2}, &Placement{Replicas: replicas}, nil), cb, opaque))
 	}
 	got := seqs(c.advance(7500*time.Millisecond, 200))
 	slices.Sort(got)
@@ -220,8 +219,7 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	id, _ := g.next(epoch.UnixMilli())
 	opaque, start := "once", epoch.UnixMilli()
 	put := func(version uint64) {
-		c.place(one[0], *withCallback(&Timer{ID: id, Version: version, Start: start, RF: 1,
-			Placement: &Placement{Replicas: one}}, cb, opaque))
+		c.place(one[0], *withCallback(withParts(&Timer{ID: id, Version: version, Start: start, RF: 1}, &Placement{Replicas: one}, nil), cb, opaque))
 	}
 	put(id)
 	if got := seqs(c.advance(200*time.Millisecond, 200)); len(got) != 1 {
@@ -249,10 +247,10 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	// definition the notice names.
 	c.advance(time.Minute, 200)
 	start = c.clock.now.UnixMilli()
-	c.place(one[0], *withCallback(&Timer{ID: id, Version: id + 6, Start: start, interval: sec(20 * time.Second), repeatFor: sec(40 * time.Second),
-		RF: 1, Placement: &Placement{Replicas: one}}, cb, "other"))
-	notice := *withCallback(&Timer{ID: id, Version: id + 5, Start: start, Seq: 1, State: Tombstone,
-		RF: 1, Placement: &Placement{Replicas: one}}, cb, "once")
+	c.place(one[0], *withCallback(withParts(&Timer{ID: id, Version: id + 6, Start: start, interval: sec(20 * time.Second), repeatFor: sec(40 * time.Second),
+		RF: 1}, &Placement{Replicas: one}, nil), cb, "other"))
+	notice := *withCallback(withParts(&Timer{ID: id, Version: id + 5, Start: start, Seq: 1, State: Tombstone,
+		RF: 1}, &Placement{Replicas: one}, nil), cb, "once")
 	if r := c.offer(one[0], notice); r.Status != 409 {
 		t.Fatalf("a pop notice older than the held record: got %d, want 409", r.Status)
 	}
@@ -266,8 +264,8 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	c.advance(time.Minute, 200)
 	start = c.clock.now.UnixMilli()
 	put(id + 12)
-	notice = *withCallback(&Timer{ID: id, Version: id + 11, Start: start + 1, Seq: 1, State: Tombstone,
-		RF: 1, Placement: &Placement{Replicas: one}}, cb, "once")
+	notice = *withCallback(withParts(&Timer{ID: id, Version: id + 11, Start: start + 1, Seq: 1, State: Tombstone,
+		RF: 1}, &Placement{Replicas: one}, nil), cb, "once")
 	if r := c.offer(one[0], notice); r.Status != 409 {
 		t.Fatalf("a pop notice of the first try: got %d, want 409", r.Status)
 	}
@@ -283,7 +281,7 @@ func TestRetriedWriteDoesNotPopAgain(t *testing.T) {
 	if got := seqs(c.advance(200*time.Millisecond, 200)); len(got) != 1 {
 		t.Fatalf("one-shot before a concurrent delete: got pops %v, want one", got)
 	}
-	c.place(one[0], Timer{ID: id, Version: id + 14, Start: start, State: Tombstone, RF: 1, Placement: &Placement{Replicas: one}})
+	c.place(one[0], *withParts(&Timer{ID: id, Version: id + 14, Start: start, State: Tombstone, RF: 1}, &Placement{Replicas: one}, nil))
 	put(id + 15)
 	if got := seqs(c.advance(time.Second, 200)); len(got) != 0 {
 		t.Fatalf("the retry of a one-shot above a concurrent delete: got pops %v, want none", got)
@@ -364,11 +362,11 @@ func TestStaleNoticeOfAFinishedTimerDoesNotPopAgain(t *testing.T) {
 	g := newIDGen(1, 0)
 	now := c.clock.now.UnixMilli()
 	finished, _ := g.next(now)
-	c.place(one[0], *withCallback(&Timer{ID: finished, Version: finished, Start: now - 60_000, interval: sec(10 * time.Second), repeatFor: sec(20 * time.Second),
-		Seq: 1, RF: 1, Placement: &Placement{Replicas: one}}, cb, "finished"))
+	c.place(one[0], *withCallback(withParts(&Timer{ID: finished, Version: finished, Start: now - 60_000, interval: sec(10 * time.Second), repeatFor: sec(20 * time.Second),
+		Seq: 1, RF: 1}, &Placement{Replicas: one}, nil), cb, "finished"))
 	going, _ := g.next(now)
-	c.place(one[0], *withCallback(&Timer{ID: going, Version: going, Start: now - 15_000, interval: sec(10 * time.Second), repeatFor: sec(30 * time.Second),
-		Seq: 1, RF: 1, Placement: &Placement{Replicas: one}}, cb, "going"))
+	c.place(one[0], *withCallback(withParts(&Timer{ID: going, Version: going, Start: now - 15_000, interval: sec(10 * time.Second), repeatFor: sec(30 * time.Second),
+		Seq: 1, RF: 1}, &Placement{Replicas: one}, nil), cb, "going"))
 	if got := seqs(c.advance(30*time.Second, 200)); !slices.Equal(got, []string{"2:going", "3:going"}) {
 		t.Fatalf("got pops %v, want going's 2 and 3 only", got)
 	}

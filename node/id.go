@@ -142,8 +142,8 @@ func IDTime(id uint64) int64 {
 // match with a client's.
 func (n *Node) wireID(t *Timer) string {
 	var bloom uint64
-	if t.Placement != nil {
-		bloom = n.ring.Bloom(t.Placement.Replicas)
+	if t.Placement() != nil {
+		bloom = n.ring.Bloom(t.Placement().Replicas)
 	}
 	return wire.FormatWireID(t.ID, bloom)
 }

@@ -206,7 +206,7 @@ func mergeRules(env *mergeEnv, held *Timer, in Timer) mergeResult {
 // it tells of a timer forgotten here whose every pop is past (rule 2), and
 // a client delete's tombstone with the timing of what it buries (rule 4).
 func (r *mergeResult) arrive(env *mergeEnv, h, t *Timer) {
-	if t.State == Live && !slices.Contains(t.Placement.Replicas, env.self) &&
+	if t.State == Live && !slices.Contains(t.Placement().Replicas, env.self) &&
 		(h == nil || h.State != Live || h.Version != t.Version) {
 		r.hit(probeApplyMovedAway)
 		t.entombAs(Moved)
@@ -363,7 +363,7 @@ func (r *mergeResult) converge(env *mergeEnv, h, t *Timer) {
 // those it heard take a message of its version (Timer.heard).
 func holdsTombstone(self string, h *Timer) uint32 {
 	known := h.heardReplicas()
-	if i := slices.Index(h.Placement.Replicas, self); i >= 0 && i < 32 {
+	if i := slices.Index(h.Placement().Replicas, self); i >= 0 && i < 32 {
 		known |= 1 << i
 	}
 	return known
@@ -518,9 +518,9 @@ func remember(existing, t *Timer, probes *probeHits) {
 		probes.hit(probeKeepProgressReplace)
 		ps = append(ps, existing.progress())
 	}
-	if existing.Extra != nil {
+	if existing.Extra() != nil {
 		passed := len(ps)
-		for _, p := range existing.Extra.Replaced {
+		for _, p := range existing.Extra().Replaced {
 			if p.Def != t.def {
 				ps = append(ps, p)
 			}

@@ -101,7 +101,7 @@ func TestMergeProperties(t *testing.T) {
 				t.Fatalf("start moved later, from %d to %d", held.Start, got.Start)
 			}
 			if ahead := time.Duration(held.Seq+1)*held.Interval() <= held.RepeatFor(); ahead && held.State == Live && got.State != Live && in.State == Live && in.Seq == held.Seq &&
-				slices.Contains(in.Placement.Replicas, env.self) {
+				slices.Contains(in.Placement().Replicas, env.self) {
 				t.Fatalf("a live record of the held version at its sequence number buried it with pops still to come")
 			}
 			_, heldOwed := held.popMarks()

@@ -210,7 +210,7 @@ func (n *Node) Restore(id uint64, rec []byte) error {
 	// under the one it has now (place.go): a node restarted during a
 	// scale would otherwise pop at its old rank beside the new primary.
 	n.placeNow(t)
-	n.hitIf(t.State == Live && !slices.Contains(t.Placement.Replicas, n.self), probePlacedAway)
+	n.hitIf(t.State == Live && !slices.Contains(t.Placement().Replicas, n.self), probePlacedAway)
 	n.holdNext(t)
 	return nil
 }
@@ -279,21 +279,21 @@ func appendFields(b []byte, t *Timer) []byte {
 	b = binary.AppendUvarint(b, t.ViewID())
 	b = binary.AppendUvarint(b, uint64(t.def))
 	var replicas, sites []string
-	if t.Placement != nil {
-		replicas, sites = t.Placement.Replicas, t.Placement.Sites
+	if t.Placement() != nil {
+		replicas, sites = t.Placement().Replicas, t.Placement().Sites
 	}
 	b = appendRecStrings(b, replicas)
 	b = appendRecStrings(b, sites)
-	if t.host == nil {
+	if t.host() == nil {
 		b = append(b, 0)
 	} else {
-		b = appendRecString(append(b, 1), *t.host)
+		b = appendRecString(append(b, 1), *t.host())
 	}
 	b = appendRecString(b, t.cb)
-	if t.Extra == nil {
+	if t.Extra() == nil {
 		return append(b, 0)
 	}
-	e := t.Extra
+	e := t.Extra()
 	b = append(b, 1)
 	b = binary.AppendUvarint(b, uint64(len(e.Tags)))
 	for _, tag := range e.Tags {
@@ -380,10 +380,11 @@ func (n *Node) decodeFields(d *recordDecoder, id uint64, depth int) *Timer {
 	view := d.uvarint()
 	t.def = d.uint32()
 	replicas, sites := d.strings(), d.strings()
-	t.Placement = n.shared.under(n.placement(replicas, sites), view)
+	k := partsKey{placement: n.shared.under(n.placement(replicas, sites), view)}
 	if d.byte() == 1 {
-		t.host = n.shared.host(d.string())
+		k.host = n.shared.host(d.string())
 	}
+	t.setKey(k, n.shared)
 	t.cb = d.string()
 	if t.State > Moved {
 		d.fail("state %d", t.State)
@@ -417,7 +418,7 @@ func (n *Node) decodeFields(d *recordDecoder, id uint64, depth int) *Timer {
 	if d.version >= 3 {
 		e.FirstTry = d.uvarint()
 	}
-	t.Extra = e
+	t.putExtra(e)
 	return t
 }
 

@@ -23,31 +23,28 @@ import (
 // keeping the sites it is replicated to.
 func (n *Node) placeNow(t *Timer) {
 	var sites []string
-	if t.Placement != nil {
-		sites = t.Placement.Sites
+	if t.Placement() != nil {
+		sites = t.Placement().Sites
 	}
 	n.replicaBuf = n.ring.AppendReplicas(n.replicaBuf[:0], t.ID, t.replicationFactor())
-	if t.Placement != nil && slices.Equal(t.Placement.Replicas, n.replicaBuf) {
+	if t.Placement() != nil && slices.Equal(t.Placement().Replicas, n.replicaBuf) {
 		return // already where this view places it
 	}
-	before := t.Placement
-	t.Placement = n.shared.under(n.placement(n.replicaBuf, sites), t.ViewID())
+	before := t.Placement()
+	t.setPlacementIn(n.shared.under(n.placement(n.replicaBuf, sites), t.ViewID()), n.shared)
 	if before != nil {
 		// Sites are not moved by a view: their marks stay as they are.
-		replicas := remark(before.Replicas, t.Placement.Replicas, t.heardReplicas()) & (1<<heardReplicaBits - 1)
+		replicas := remark(before.Replicas, t.Placement().Replicas, t.heardReplicas()) & (1<<heardReplicaBits - 1)
 		t.heard = uint16(t.heardSites()<<heardReplicaBits | replicas)
 	}
-	if before != nil && t.Extra != nil && (t.Extra.Lacking != 0 || t.Extra.Refused != 0) {
+	if before != nil && t.Extra() != nil && (t.Extra().Lacking != 0 || t.Extra().Refused != 0) {
 		// The marks of replicas are by position: they follow each
 		// replica to its place in the new list, or go with it.
 		n.hit(probePlacedMarks)
-		e := *t.Extra
-		e.Lacking = remark(before.Replicas, t.Placement.Replicas, e.Lacking)
-		e.Refused = remark(before.Replicas, t.Placement.Replicas, e.Refused)
-		t.Extra = nil
-		if !e.empty() {
-			t.Extra = &e // copied, never changed in place: snapshots share it
-		}
+		e := *t.Extra()
+		e.Lacking = remark(before.Replicas, t.Placement().Replicas, e.Lacking)
+		e.Refused = remark(before.Replicas, t.Placement().Replicas, e.Refused)
+		t.setExtra(e) // copied, never changed in place: snapshots share it
 	}
 }
 
@@ -66,15 +63,15 @@ func (n *Node) placeAll() {
 	n.tombsHanded = nil // the change may have added other replicas
 	var moved []*Timer
 	n.store.Ascend(func(t *Timer) bool {
-		before := t.Placement
+		before := t.Placement()
 		n.placeNow(t)
-		if t.Placement != before {
+		if t.Placement() != before {
 			moved = append(moved, t)
 		}
 		return true
 	})
 	for _, t := range moved {
-		if t.State == Live && !slices.Contains(t.Placement.Replicas, n.self) {
+		if t.State == Live && !slices.Contains(t.Placement().Replicas, n.self) {
 			n.hit(probePlacedAway)
 		}
 		n.reschedule(t)

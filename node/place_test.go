@@ -51,10 +51,10 @@ func TestLackingMarkFollowsItsReplicaAcrossAReload(t *testing.T) {
 	r := c.client(nodeA, "PUT", "/timers/"+wire.FormatWireID(id, 0), string(wire.Encode(wire.Timer{Interval: 10 * time.Second, RepeatFor: 30 * time.Second, URI: cb, ReplicationFactor: 3})))
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	held := c.nodes[nodeA].store.Get(id)
-	require.Equal(t, []string{nodeB}, appendMarked(nil, held.Placement.Replicas, held.lacking()), "marked before the reload")
+	require.Equal(t, []string{nodeB}, appendMarked(nil, held.Placement().Replicas, held.lacking()), "marked before the reload")
 
 	require.NoError(t, c.nodes[nodeA].SetCluster(Membership{Nodes: []string{nodeA, nodeB, nodeC, nodeD}}))
 	held = c.nodes[nodeA].store.Get(id)
-	require.Equal(t, []string{nodeA, nodeD, nodeB}, held.Placement.Replicas)
-	assert.Equal(t, []string{nodeB}, appendMarked(nil, held.Placement.Replicas, held.lacking()), "marked after the reload")
+	require.Equal(t, []string{nodeA, nodeD, nodeB}, held.Placement().Replicas)
+	assert.Equal(t, []string{nodeB}, appendMarked(nil, held.Placement().Replicas, held.lacking()), "marked after the reload")
 }

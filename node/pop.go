@@ -31,7 +31,7 @@ func (n *Node) maxSkew(t *Timer) time.Duration { return maxSkewOf(t, n.cfg.Repli
 
 // maxSkewOf is maxSkew for a node whose replication timeout is given.
 func maxSkewOf(t *Timer, replicationTimeout time.Duration) time.Duration {
-	ranks := len(t.Placement.Replicas) * max(len(t.Placement.Sites), 1)
+	ranks := len(t.Placement().Replicas) * max(len(t.Placement().Sites), 1)
 	return ReplicaSkew*time.Duration(ranks) + CallbackTimeout + replicationTimeout
 }
 
@@ -39,16 +39,16 @@ func maxSkewOf(t *Timer, replicationTimeout time.Duration) time.Duration {
 // rank among the local replicas, and remote sites after every local
 // replica (docs/design.md 4.10).
 func (n *Node) skew(t *Timer) time.Duration {
-	rank := slices.Index(t.Placement.Replicas, n.self)
+	rank := slices.Index(t.Placement().Replicas, n.self)
 	switch {
 	case rank < 0:
-		rank = len(t.Placement.Replicas)
-	case t.Extra != nil && t.Extra.Refused != 0:
+		rank = len(t.Placement().Replicas)
+	case t.Extra() != nil && t.Extra().Refused != 0:
 		n.hit(probeSkewRefused)
-		rank -= bits.OnesCount32(t.Extra.Refused & (1<<rank - 1))
+		rank -= bits.OnesCount32(t.Extra().Refused & (1<<rank - 1))
 	}
-	site := max(slices.Index(t.Placement.Sites, n.cfg.LocalSite), 0)
-	return ReplicaSkew * time.Duration(rank+site*len(t.Placement.Replicas))
+	site := max(slices.Index(t.Placement().Sites, n.cfg.LocalSite), 0)
+	return ReplicaSkew * time.Duration(rank+site*len(t.Placement().Replicas))
 }
 
 // holdNext holds t until it is next due (dueOf). A record with nothing
@@ -269,20 +269,20 @@ func (n *Node) pop(t *Timer) {
 // off, docs/design.md 4.8, which skew ranks after every replica), have
 // nobody to leave it to (TestHandOffHolderPopWaitsToBeSent).
 func (n *Node) handOnAfter(t *Timer) time.Duration {
-	rank := slices.Index(t.Placement.Replicas, n.self)
-	site := max(slices.Index(t.Placement.Sites, n.cfg.LocalSite), 0)
-	if (rank < 0 || rank == len(t.Placement.Replicas)-1) && site >= len(t.Placement.Sites)-1 {
+	rank := slices.Index(t.Placement().Replicas, n.self)
+	site := max(slices.Index(t.Placement().Sites, n.cfg.LocalSite), 0)
+	if (rank < 0 || rank == len(t.Placement().Replicas)-1) && site >= len(t.Placement().Sites)-1 {
 		n.hit(probePopLastReplica)
 		return 0
 	}
-	if len(t.Placement.Replicas) > 31 || len(t.Placement.Sites) > 31 {
+	if len(t.Placement().Replicas) > 31 || len(t.Placement().Sites) > 31 {
 		return ReplicaSkew
 	}
 	var replicas uint32
 	if rank >= 0 {
-		replicas = laterThan(rank, len(t.Placement.Replicas)) & t.heardReplicas() &^ t.lacking()
+		replicas = laterThan(rank, len(t.Placement().Replicas)) & t.heardReplicas() &^ t.lacking()
 	}
-	sites := laterThan(site, len(t.Placement.Sites)) & t.heardSites() &^ t.sitesLacking()
+	sites := laterThan(site, len(t.Placement().Sites)) & t.heardSites() &^ t.sitesLacking()
 	if replicas == 0 && sites == 0 {
 		n.hit(probePopLastHolder)
 		return 0
@@ -344,7 +344,7 @@ func (n *Node) notifyPopped(t *Timer) {
 		}
 	}
 	if n.logsTimers() {
-		n.logTimer("notice", &notice, "seq", notice.Seq, "replicas", notice.Placement.Replicas)
+		n.logTimer("notice", &notice, "seq", notice.Seq, "replicas", notice.Placement().Replicas)
 	}
 	if n.hasListeners(&notice) {
 		n.sendNotice(notice)
@@ -355,13 +355,13 @@ func (n *Node) notifyPopped(t *Timer) {
 // other than this node, or to another site. A timer of one replica and
 // one site (rf 1, the default) has none, and its pops send no notice.
 func (n *Node) hasListeners(t *Timer) bool {
-	for _, peer := range t.Placement.Replicas {
+	for _, peer := range t.Placement().Replicas {
 		if peer != n.self {
 			return true
 		}
 	}
 	for _, site := range n.cfg.RemoteSites {
-		if slices.Contains(t.Placement.Sites, site.Name) {
+		if slices.Contains(t.Placement().Sites, site.Name) {
 			return true
 		}
 	}
@@ -373,7 +373,7 @@ func (n *Node) hasListeners(t *Timer) bool {
 // the stack when nobody is told.
 func (n *Node) sendNotice(notice Timer) {
 	now := n.nowMs()
-	for _, peer := range notice.Placement.Replicas {
+	for _, peer := range notice.Placement().Replicas {
 		if peer != n.self {
 			n.replicate(peer, &notice, nil, now, func(_ bool, resp Response) { n.noticeAnswered(peer, &notice, resp) })
 		}
@@ -490,22 +490,19 @@ func (n *Node) markAt(t *Timer, index func(*Placement) int, on, tomb bool, field
 	if held == nil || held.Version != t.Version || held.State != Live && !(held.State == Tombstone && tomb && !on) {
 		return nil
 	}
-	i := index(held.Placement)
+	i := index(held.Placement())
 	if i < 0 || i >= 32 {
 		return nil
 	}
-	if (held.Extra != nil && *field(held.Extra)&(1<<i) != 0) == on {
+	if (held.Extra() != nil && *field(held.Extra())&(1<<i) != 0) == on {
 		return nil // the common case, on every answer: nothing to copy
 	}
 	var e TimerExtra
-	if held.Extra != nil {
-		e = *held.Extra
+	if held.Extra() != nil {
+		e = *held.Extra()
 	}
 	*field(&e) ^= 1 << i
-	held.Extra = nil
-	if !e.empty() {
-		held.Extra = &e
-	}
+	held.setExtra(e)
 	return held
 }
 
@@ -517,7 +514,7 @@ func (n *Node) markAt(t *Timer, index func(*Placement) int, on, tomb bool, field
 func (n *Node) spreadRepair(held, notice *Timer, from string) {
 	now := n.nowMs()
 	sent := map[string]bool{n.self: true, from: true}
-	for _, peers := range [][]string{notice.Placement.Replicas, held.Placement.Replicas} {
+	for _, peers := range [][]string{notice.Placement().Replicas, held.Placement().Replicas} {
 		for _, peer := range peers {
 			if !sent[peer] {
 				sent[peer] = true

@@ -199,7 +199,7 @@ func TestPopMadeUnderTheFirstTryCountsForTheRetry(t *testing.T) {
 			c.down[three[1]], c.down[three[2]] = true, true
 			id := idPlacedOn(three, three)
 			place := &Placement{Replicas: three}
-			first := *withCallback(&Timer{ID: id, Version: 1 << 30, Start: node.nowMs(), interval: sec(time.Second), repeatFor: sec(4 * time.Second), RF: 3, Placement: place}, cb, "x")
+			first := *withCallback(withParts(&Timer{ID: id, Version: 1 << 30, Start: node.nowMs(), interval: sec(time.Second), repeatFor: sec(4 * time.Second), RF: 3}, place, nil), cb, "x")
 			require.Equal(t, 200, replicateFrom(node, three[1], first).Status, "the first try")
 			c.clock.advance(2100 * time.Millisecond)
 			c.settle()
@@ -251,8 +251,8 @@ func TestRetrySendsThePopsItsProxyMade(t *testing.T) {
 	a, b, via := three[0], three[1], three[2]
 	id := idPlacedOn(three, []string{a, b})
 	wid := wire.FormatWireID(id, BloomBits(a))
-	old := withCallback(&Timer{ID: id, Version: id, Start: c.clock.now.UnixMilli(), interval: sec(10 * time.Second),
-		repeatFor: sec(30 * time.Second), RF: 1, Placement: &Placement{Replicas: []string{a}}}, cb, "old")
+	old := withCallback(withParts(&Timer{ID: id, Version: id, Start: c.clock.now.UnixMilli(), interval: sec(10 * time.Second),
+		repeatFor: sec(30 * time.Second), RF: 1}, &Placement{Replicas: []string{a}}, nil), cb, "old")
 	c.place(a, *old)
 
 	var updated *Response
@@ -312,8 +312,8 @@ func TestReplicaThatCarriesPopsIntoARetryTellsTheRetrysReplicas(t *testing.T) {
 	a, b, via := three[0], three[1], three[2]
 	id := idPlacedOn(three, []string{a, b})
 	wid := wire.FormatWireID(id, 0)
-	old := withCallback(&Timer{ID: id, Version: id, Start: c.clock.now.UnixMilli(), interval: sec(10 * time.Second),
-		repeatFor: sec(30 * time.Second), RF: 1, Placement: &Placement{Replicas: []string{a}}}, cb, "old")
+	old := withCallback(withParts(&Timer{ID: id, Version: id, Start: c.clock.now.UnixMilli(), interval: sec(10 * time.Second),
+		repeatFor: sec(30 * time.Second), RF: 1}, &Placement{Replicas: []string{a}}, nil), cb, "old")
 	c.place(a, *old)
 
 	var updated *Response

@@ -88,7 +88,7 @@ func (n *Node) readAll(id, bloom uint64, wid string, reply func(Response)) {
 		}
 	}
 	if held != nil {
-		for _, r := range held.Placement.Replicas {
+		for _, r := range held.Placement().Replicas {
 			if !slices.Contains(nodes, r) {
 				nodes = append(nodes, r)
 			}
@@ -116,7 +116,7 @@ func (n *Node) askFollowingMoves(id uint64, wid string, nodes []string, done fun
 			if c.state != wire.StateMoved {
 				continue
 			}
-			for _, r := range c.t.Placement.Replicas {
+			for _, r := range c.t.Placement().Replicas {
 				if !slices.Contains(nodes, r) && !slices.Contains(more, r) {
 					more = append(more, r)
 				}

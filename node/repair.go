@@ -453,7 +453,7 @@ func (n *Node) heldFor(peer string, fn func(t *Timer, mine bool)) {
 // placedOn reports whether t, a record this node holds, is placed on
 // addr under the node's view and not moved away from this node.
 func placedOn(t *Timer, addr string) bool {
-	return t.State != Moved && slices.Contains(t.Placement.Replicas, addr)
+	return t.State != Moved && slices.Contains(t.Placement().Replicas, addr)
 }
 
 // repairWith asks peer for one page of a round under view: the records
@@ -551,7 +551,7 @@ func lackedBy(t *Timer, peer string) bool {
 	if t.State != Tombstone || t.lacking() == 0 {
 		return false
 	}
-	i := slices.Index(t.Placement.Replicas, peer)
+	i := slices.Index(t.Placement().Replicas, peer)
 	return i >= 0 && i < 32 && t.lacking()&(1<<i) != 0
 }
 
@@ -867,7 +867,7 @@ func (n *Node) handOff(done func(all bool)) {
 	var handed map[uint64]uint64
 	n.store.Ascend(func(t *Timer) bool {
 		switch {
-		case t.State == Moved || slices.Contains(t.Placement.Replicas, n.self):
+		case t.State == Moved || slices.Contains(t.Placement().Replicas, n.self):
 		case t.State == Tombstone && n.tombsHanded[t.ID] == t.Version:
 			if handed == nil {
 				handed = map[uint64]uint64{}
@@ -1132,7 +1132,7 @@ func (n *Node) handedOff(placed *Timer, view uint64) {
 	held := n.copyOf(placed)
 	switch {
 	case held == nil:
-	case slices.Contains(held.Placement.Replicas, n.self):
+	case slices.Contains(held.Placement().Replicas, n.self):
 		// Placed back here by a later change of view.
 	case held.State == Tombstone:
 		if view != n.ring.ViewID() {
@@ -1165,7 +1165,7 @@ func (n *Node) handedOff(placed *Timer, view uint64) {
 // knows no view before this one (it started since), they are all of
 // them.
 func (n *Node) handOffTargets(t *Timer) []string {
-	reps := t.Placement.Replicas
+	reps := t.Placement().Replicas
 	if n.prevRing == nil {
 		return reps
 	}

@@ -163,7 +163,7 @@ func TestHandOffGoesToTheAddedReplicasOnly(t *testing.T) {
 	}
 	n := newClusterWith(t, nil, three...).nodes[nodeA]
 	placed := func(rf int) *Timer {
-		return &Timer{ID: id, RF: uint8(rf), Placement: n.placement(n.ring.Replicas(id, rf), nil)}
+		return withParts(&Timer{ID: id, RF: uint8(rf)}, n.placement(n.ring.Replicas(id, rf), nil), nil)
 	}
 	if got, want := n.handOffTargets(placed(2)), was.Replicas(id, 2); !slices.Equal(got, want) {
 		t.Errorf("no view before: pushed to %v, want every replica %v", got, want)
@@ -565,8 +565,7 @@ func streamRecord(t *testing.T, g *idGen, nowMs int64, ring *Ring, opaque string
 	t.Helper()
 	id, ok := g.next(nowMs)
 	require.True(t, ok)
-	return *withCallback(&Timer{ID: id, Version: id, Start: nowMs, interval: sec(600 * time.Second), repeatFor: sec(600 * time.Second), RF: 2,
-		Placement: &Placement{Replicas: ring.Replicas(id, 2)}}, cb, opaque)
+	return *withCallback(withParts(&Timer{ID: id, Version: id, Start: nowMs, interval: sec(600 * time.Second), repeatFor: sec(600 * time.Second), RF: 2}, &Placement{Replicas: ring.Replicas(id, 2)}, nil), cb, opaque)
 }
 
 // TestRepairUnderAStreamOfWritesListsTheOldRecordsThatDiffer: while fresh
@@ -596,7 +595,7 @@ func TestRepairUnderAStreamOfWritesListsTheOldRecordsThatDiffer(t *testing.T) {
 	now := c.clock.now.UnixMilli()
 	oldGen := newIDGen(7, 0)
 	old := streamRecord(t, &oldGen, now-60_000, ring, "old")
-	holder, lacker := old.Placement.Replicas[0], old.Placement.Replicas[1]
+	holder, lacker := old.Placement().Replicas[0], old.Placement().Replicas[1]
 	c.place(holder, old)
 
 	// The stream: 32 writes every 500 ms for a minute, each on its
@@ -616,12 +615,12 @@ func TestRepairUnderAStreamOfWritesListsTheOldRecordsThatDiffer(t *testing.T) {
 	for i := 0; i < 120; i++ {
 		now := c.clock.now.UnixMilli()
 		for len(inFlight) > 0 && inFlight[0].at <= now {
-			c.place(inFlight[0].rec.Placement.Replicas[1], inFlight[0].rec)
+			c.place(inFlight[0].rec.Placement().Replicas[1], inFlight[0].rec)
 			inFlight = inFlight[1:]
 		}
 		for k := range 32 {
 			rec := streamRecord(t, &g, now, ring, fmt.Sprint(i, "/", k))
-			c.place(rec.Placement.Replicas[0], rec)
+			c.place(rec.Placement().Replicas[0], rec)
 			inFlight = append(inFlight, due{now + 2000, rec})
 		}
 		c.advance(500*time.Millisecond, 200)
@@ -654,7 +653,7 @@ func TestRepairComparesAYoungRecordOnceItSettles(t *testing.T) {
 	ring := NewRing(three)
 	g := newIDGen(9, 0)
 	rec := streamRecord(t, &g, c.clock.now.UnixMilli(), ring, "young")
-	holder, lacker := rec.Placement.Replicas[0], rec.Placement.Replicas[1]
+	holder, lacker := rec.Placement().Replicas[0], rec.Placement().Replicas[1]
 	c.place(holder, rec)
 	// A round right away leaves it out (its replication is lost) and
 	// leaves the node quiet but for it.
@@ -677,7 +676,7 @@ func TestRepairAfterARestartLeavesNothingOut(t *testing.T) {
 	ring := NewRing(three)
 	g := newIDGen(9, 0)
 	rec := streamRecord(t, &g, c.clock.now.UnixMilli(), ring, "young")
-	holder, victim := rec.Placement.Replicas[0], rec.Placement.Replicas[1]
+	holder, victim := rec.Placement().Replicas[0], rec.Placement().Replicas[1]
 	c.place(holder, rec)
 	c.restart(victim)
 	c.advance(2*time.Second, 200) // its first round, about 1 s after it starts
@@ -1081,8 +1080,8 @@ func TestRepairPushAnsweredNewerTeachesThePusher(t *testing.T) {
 	two := c.nodes[three[0]].ring.Replicas(id, 2)
 	dropped := three[slices.IndexFunc(three, func(a string) bool { return !slices.Contains(two, a) })]
 	held, _ := c.nodes[two[0]].Timer(id)
-	up := *withCallback(&Timer{ID: id, Version: held.Version + 1, Start: c.nodes[two[0]].nowMs(), interval: sec(time.Minute), repeatFor: sec(2 * time.Hour),
-		RF: 2, Placement: &Placement{Replicas: two}}, cb, "y")
+	up := *withCallback(withParts(&Timer{ID: id, Version: held.Version + 1, Start: c.nodes[two[0]].nowMs(), interval: sec(time.Minute), repeatFor: sec(2 * time.Hour),
+		RF: 2}, &Placement{Replicas: two}, nil), cb, "y")
 	// The rf 2 update reaches its replicas; their tell of it to the
 	// replica it leaves out is lost.
 	c.lose = func(host string, _ Request) bool { return host == dropped }

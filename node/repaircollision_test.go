@@ -26,10 +26,8 @@ func collidingReplicas(t *testing.T) (c *cluster, id uint64, creator, other stri
 	replicas := NewRing(two).Replicas(id, 2)
 	creator, other = replicas[0], replicas[1]
 	start := epoch.UnixMilli()
-	c.place(creator, *withCallback(&Timer{ID: id, Version: id, Start: start, interval: sec(time.Hour), repeatFor: sec(10 * time.Hour), RF: 2,
-		Placement: &Placement{Replicas: replicas}}, cb, "created"))
-	c.place(other, *withCallback(&Timer{ID: id, Version: versionDatedAt(start) | 7, Start: start, interval: sec(time.Hour), repeatFor: sec(10 * time.Hour), RF: 2,
-		Placement: &Placement{Replicas: replicas}}, cb, "updated"))
+	c.place(creator, *withCallback(withParts(&Timer{ID: id, Version: id, Start: start, interval: sec(time.Hour), repeatFor: sec(10 * time.Hour), RF: 2}, &Placement{Replicas: replicas}, nil), cb, "created"))
+	c.place(other, *withCallback(withParts(&Timer{ID: id, Version: versionDatedAt(start) | 7, Start: start, interval: sec(time.Hour), repeatFor: sec(10 * time.Hour), RF: 2}, &Placement{Replicas: replicas}, nil), cb, "updated"))
 	if r := c.offer(other, c.mustTimer(creator, id)); r.Status != 409 || r.Header.Get(HeaderCollision) == "" {
 		t.Fatalf("the create offered to the other replica: got %d %v, want a 409 marked as a collision", r.Status, r.Header)
 	}
@@ -86,8 +84,7 @@ func TestRepairDoesNotSendARecordItsPeerRefusedAsACollision(t *testing.T) {
 	}
 	// The other replica's record changes: a version above the create's.
 	held := c.mustTimer(other, id)
-	newer := *withCallback(&Timer{ID: id, Version: id + 1, Start: held.Start, interval: sec(time.Hour), repeatFor: sec(10 * time.Hour), RF: 2,
-		Placement: held.Placement}, cb, "newer")
+	newer := *withCallback(withParts(&Timer{ID: id, Version: id + 1, Start: held.Start, interval: sec(time.Hour), repeatFor: sec(10 * time.Hour), RF: 2}, held.Placement(), nil), cb, "newer")
 	c.lose = func(host string, req Request) bool { return req.Method == "PUT" } // its own replication lost
 	c.place(other, newer)
 	c.lose = nil
@@ -112,8 +109,8 @@ func TestRepairDoesNotPushAMarkedTombstoneItsPeerRefusedAsACollision(t *testing.
 	id, _ := g.next(epoch.UnixMilli())
 	replicas := NewRing(two).Replicas(id, 2)
 	for _, a := range replicas {
-		c.place(a, Timer{ID: id, Version: id, Start: epoch.UnixMilli(), State: Tombstone, RF: 2, Placement: &Placement{Replicas: replicas},
-			def: definitionHash(time.Hour, 0, cb, a)})
+		c.place(a, *withParts(&Timer{ID: id, Version: id, Start: epoch.UnixMilli(), State: Tombstone, RF: 2,
+			def: definitionHash(time.Hour, 0, cb, a)}, &Placement{Replicas: replicas}, nil))
 		c.nodes[a].store.Get(id).setLacking(3) // both; a node's own bit is never read
 	}
 	before := c.collisionsRefused()
@@ -165,8 +162,7 @@ func TestHandOffDoesNotPushARecordItsTargetRefusedAsACollision(t *testing.T) {
 	held := c.mustTimer(NewRing([]string{nodeA, nodeB, nodeC}).Replicas(id, 2)[0], id)
 	c.join(nodeD, Membership{Nodes: five})
 	c.join(nodeE, Membership{Nodes: five})
-	twin := *withCallback(&Timer{ID: id, Version: held.Version, Start: held.Start, interval: sec(time.Hour), repeatFor: sec(10 * time.Hour), RF: 2,
-		Placement: &Placement{Replicas: NewRing(five).Replicas(id, 2)}}, cb, "twin")
+	twin := *withCallback(withParts(&Timer{ID: id, Version: held.Version, Start: held.Start, interval: sec(time.Hour), repeatFor: sec(10 * time.Hour), RF: 2}, &Placement{Replicas: NewRing(five).Replicas(id, 2)}, nil), cb, "twin")
 	c.place(nodeE, twin)
 	for _, a := range []string{nodeA, nodeB, nodeC} {
 		require.NoError(t, c.nodes[a].SetCluster(Membership{Nodes: five}))

@@ -569,7 +569,7 @@ func (n *Node) referDealt(pg *pageSync, dealt []*dealtTimer, then func()) {
 // nothing to decide and is not kept. An entry that does not place the
 // requester at all (one resyncPage never serves) is left alone.
 func (n *Node) rebalance(t *Timer, old []string, send func(peer string, held *Timer, replicate bool)) (rank int, took, passed bool) {
-	rank = slices.Index(t.Placement.Replicas, n.self)
+	rank = slices.Index(t.Placement().Replicas, n.self)
 	if rank < 0 {
 		return rank, false, false
 	}
@@ -602,7 +602,7 @@ func (n *Node) spreadNewer(t *Timer, old []string, send func(peer string, held *
 	if newer == nil || newer.Version <= t.Version || newer.ViewID() != n.ring.ViewID() {
 		return -1, false
 	}
-	rank := slices.Index(newer.Placement.Replicas, n.self)
+	rank := slices.Index(newer.Placement().Replicas, n.self)
 	if rank < 0 {
 		return rank, false // a factor that leaves this node out
 	}
@@ -616,7 +616,7 @@ func (n *Node) spreadNewer(t *Timer, old []string, send func(peer string, held *
 // rank no longer involved, leaving nodes excepted (the rebalancing
 // tombstone).
 func (n *Node) spread(held *Timer, rank int, old []string, send func(peer string, held *Timer, replicate bool)) {
-	replicas := held.Placement.Replicas
+	replicas := held.Placement().Replicas
 	if rank < 0 || rank >= len(replicas) || replicas[rank] != n.self {
 		return // the record held is of another factor than the one offered
 	}

@@ -96,8 +96,8 @@ func FuzzResyncPage(f *testing.F) {
 			clock.advance(time.Second)
 		}
 		n.Held(func(held *Timer) bool {
-			if held.State == Live && !slices.Contains(held.Placement.Replicas, nodeA) {
-				t.Fatalf("took %s placed on %v", wire.FormatID(held.ID), held.Placement.Replicas)
+			if held.State == Live && !slices.Contains(held.Placement().Replicas, nodeA) {
+				t.Fatalf("took %s placed on %v", wire.FormatID(held.ID), held.Placement().Replicas)
 			}
 			return true
 		})

@@ -135,7 +135,7 @@ func (c *cluster) requirePlaced(ids []uint64, members []string, rf int) {
 		assert.Equal(c.t, sorted(want), live[id], "timer %s holders", wire.FormatID(id))
 		for _, a := range want {
 			if t, ok := c.nodes[a].Timer(id); ok {
-				assert.Equal(c.t, want, t.Placement.Replicas, "timer %s placement on %s", wire.FormatID(id), a)
+				assert.Equal(c.t, want, t.Placement().Replicas, "timer %s placement on %s", wire.FormatID(id), a)
 			}
 		}
 	}
@@ -209,7 +209,7 @@ func readMovedTimer(t *testing.T, c *cluster, ids []uint64) {
 	before := NewRing([]string{nodeA, nodeB, nodeC})
 	for _, id := range ids {
 		from := before.Replicas(id, 1)
-		if held, ok := c.nodes[nodeD].Timer(id); !ok || held.State != Live || held.Placement.Replicas[0] != nodeD {
+		if held, ok := c.nodes[nodeD].Timer(id); !ok || held.State != Live || held.Placement().Replicas[0] != nodeD {
 			continue
 		}
 		r, got := readTimer(t, c, nodeD, wire.FormatWireID(id, before.Bloom(from)))
@@ -276,7 +276,7 @@ func TestScaleDownWorkedExample(t *testing.T) {
 	assert.Equal(t, []string{nodeA, nodeB}, c.holders(wid))
 	for _, a := range []string{nodeA, nodeB} {
 		held, _ := c.nodes[a].Timer(id)
-		assert.Equal(t, []string{nodeB, nodeA}, held.Placement.Replicas, a)
+		assert.Equal(t, []string{nodeB, nodeA}, held.Placement().Replicas, a)
 	}
 	held, _ := c.nodes[nodeC].Timer(id)
 	assert.Equal(t, Moved, held.State, "the leaving node's copy")

@@ -150,7 +150,7 @@ func (n *Node) resyncPage(req Request) Response {
 		}
 		// Every record held is placed under this node's view (place.go),
 		// which is the requested one.
-		i := slices.Index(t.Placement.Replicas, q.requester)
+		i := slices.Index(t.Placement().Replicas, q.requester)
 		if i < 0 {
 			return true
 		}
@@ -201,7 +201,7 @@ func (n *Node) resyncPage(req Request) Response {
 func (n *Node) markRepopulating(peer string, now int64) {
 	var held []*Timer
 	n.store.AscendFrom(0, func(t *Timer) bool {
-		if t.State == Live && slices.Contains(t.Placement.Replicas, peer) && !n.popsPast(t, now) {
+		if t.State == Live && slices.Contains(t.Placement().Replicas, peer) && !n.popsPast(t, now) {
 			held = append(held, t)
 		}
 		return true
@@ -220,11 +220,11 @@ func (n *Node) markRepopulating(peer string, now int64) {
 // without any change of view, so a page passes it over and a scale costs
 // the timers whose placement it changed only (docs/design.md 5).
 func (n *Node) placedAlike(t *Timer) bool {
-	if n.prevRing == nil || t.ViewID() != n.prevRing.ViewID() || !slices.Contains(t.Placement.Replicas, n.self) {
+	if n.prevRing == nil || t.ViewID() != n.prevRing.ViewID() || !slices.Contains(t.Placement().Replicas, n.self) {
 		return false
 	}
 	var buf [wire.MaxReplicationFactor]string
-	return slices.Equal(n.prevRing.AppendReplicas(buf[:0], t.ID, t.replicationFactor()), t.Placement.Replicas)
+	return slices.Equal(n.prevRing.AppendReplicas(buf[:0], t.ID, t.replicationFactor()), t.Placement().Replicas)
 }
 
 // oldReplicas is the replica list a page gives for t: where this node
@@ -232,10 +232,10 @@ func (n *Node) placedAlike(t *Timer) bool {
 // and this node itself when it holds t live without being a replica (its
 // copy, to be handed off, is an old replica's).
 func (n *Node) oldReplicas(t *Timer) []string {
-	if t.State == Live && !slices.Contains(t.Placement.Replicas, n.self) {
-		return append(slices.Clip(t.Placement.Replicas), n.self)
+	if t.State == Live && !slices.Contains(t.Placement().Replicas, n.self) {
+		return append(slices.Clip(t.Placement().Replicas), n.self)
 	}
-	return t.Placement.Replicas
+	return t.Placement().Replicas
 }
 
 // appendEntry appends one page entry (see wire.PageEntry) to b: timer id, its
@@ -259,7 +259,7 @@ func (t *Timer) replicationFactor() int {
 	if t.RF > 0 {
 		return int(t.RF)
 	}
-	return max(len(t.Placement.Replicas), 1)
+	return max(len(t.Placement().Replicas), 1)
 }
 
 // parseReferences reads a DELETE /timers/references body.
@@ -321,7 +321,7 @@ func (n *Node) references(req Request, reply func(Response)) {
 			n.hit(probeReferenceOlder)
 			continue
 		}
-		if t.State == Live && !slices.Contains(t.Placement.Replicas, n.self) {
+		if t.State == Live && !slices.Contains(t.Placement().Replicas, n.self) {
 			n.hit(probeReferenceMoved)
 			n.logTimer("resync drop", t, "reason", "the new primary took it")
 			n.release(t)

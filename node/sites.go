@@ -98,7 +98,7 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 			// tellLacking): the end of the definition (an update's
 			// last pop) must stay while one of them may hold an older
 			// one (TestUpdatesEndStaysWhileAReplicaOfTheRelaysSiteMayLackIt).
-			if i := slices.Index(t.Placement.Replicas, peer); i >= 0 && i < 32 {
+			if i := slices.Index(t.Placement().Replicas, peer); i >= 0 && i < 32 {
 				switch {
 				case ok:
 					w.vouched |= 1 << i
@@ -127,7 +127,7 @@ func (n *Node) repairSite(t *Timer, answer Response, from string) {
 	if !ok {
 		return
 	}
-	if from != n.self && slices.Contains(t.Placement.Replicas, n.self) {
+	if from != n.self && slices.Contains(t.Placement().Replicas, n.self) {
 		local := *rec
 		n.apply(&local)
 	}
@@ -139,7 +139,7 @@ func (n *Node) repairSite(t *Timer, answer Response, from string) {
 // client write is acknowledged by its local replicas.
 func (n *Node) forwardToSites(t *Timer) {
 	for _, site := range n.cfg.RemoteSites {
-		if slices.Contains(t.Placement.Sites, site.Name) {
+		if slices.Contains(t.Placement().Sites, site.Name) {
 			n.forwardToSite(site, t, 1)
 		}
 	}
@@ -173,7 +173,7 @@ var siteRetry = retryPolicy{attempts: 6, base: time.Second, max: 8 * time.Second
 // or none (its replicas' pop notices reach the other site).
 func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 	fwd := *t
-	fwd.Placement = &Placement{Sites: t.Placement.Sites, View: t.ViewID()}
+	fwd.setPlacement(&Placement{Sites: t.Placement().Sites, View: t.ViewID()})
 	n.stats.ReplicationsSent++
 	req := n.internalPut(site.Address, t.ID, 0, EncodeReplication(&fwd, n.nowMs()))
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
@@ -221,7 +221,7 @@ func (n *Node) tellSitesLacking(t *Timer, site string) {
 	if held == nil || held.State != Tombstone || held.Version != t.Version {
 		return
 	}
-	if i := slices.Index(held.Placement.Sites, site); i < 0 || i >= 32 || held.sitesLacking()&(1<<i) == 0 {
+	if i := slices.Index(held.Placement().Sites, site); i < 0 || i >= 32 || held.sitesLacking()&(1<<i) == 0 {
 		return
 	}
 	n.hit(probeTombstoneSiteTold)
@@ -229,7 +229,7 @@ func (n *Node) tellSitesLacking(t *Timer, site string) {
 	told.setViewID(n.ring.ViewID()) // held records are placed under this node's view (place.go)
 	now := n.nowMs()
 	body := encodeSitesLacking(&told, now)
-	for _, peer := range told.Placement.Replicas {
+	for _, peer := range told.Placement().Replicas {
 		if peer != n.self {
 			n.replicate(peer, &told, body, now, nil)
 		}
@@ -240,7 +240,7 @@ func (n *Node) tellSitesLacking(t *Timer, site string) {
 // the record this node holds live of it (Timer.heard).
 func (n *Node) markSiteHeard(t *Timer, site string) {
 	if held := n.heldLive(t); held != nil {
-		held.markSiteHeardAt(slices.Index(held.Placement.Sites, site))
+		held.markSiteHeardAt(slices.Index(held.Placement().Sites, site))
 	}
 }
 

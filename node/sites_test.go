@@ -16,8 +16,8 @@ import (
 func TestAnotherSitesNewerRecordRepairsThisSite(t *testing.T) {
 	h, id, fwd := forwardedCreate(t, 60)
 	held, _ := h.node.Timer(id)
-	tomb := Timer{ID: id, Version: held.Version + 1, Start: held.Start, interval: held.interval, repeatFor: held.repeatFor,
-		State: Tombstone, RF: held.RF, Placement: &Placement{Replicas: []string{otherSite}, Sites: []string{"site1", "site2"}}}
+	tomb := *withParts(&Timer{ID: id, Version: held.Version + 1, Start: held.Start, interval: held.interval, repeatFor: held.repeatFor,
+		State: Tombstone, RF: held.RF}, &Placement{Replicas: []string{otherSite}, Sites: []string{"site1", "site2"}}, nil)
 	fwd.done(Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(tomb.Version, 10)},
 		Body: EncodeReplication(&tomb, h.node.nowMs())}, nil)
 	if now, _ := h.node.Timer(id); now.State == Live || now.Version != tomb.Version {
@@ -333,7 +333,8 @@ func TestSiteRelayAnswersItsEarlierStart(t *testing.T) {
 	})
 	forward := func(start int64) Response {
 		fwd := held
-		fwd.Start, fwd.Placement = start, &Placement{Sites: held.Placement.Sites}
+		fwd.Start = start
+		fwd.setPlacement(&Placement{Sites: held.Placement().Sites})
 		return relay.send(Request{Method: "PUT", URL: "/timers/" + wire.FormatWireID(id, 0), Body: EncodeReplication(&fwd, relay.node.nowMs())})
 	}
 	now := relay.node.nowMs()
@@ -360,8 +361,8 @@ func TestRecordTooFarAheadIsNotTakenFromAnAnswer(t *testing.T) {
 		held, _ := h.node.Timer(id)
 		g := newIDGen(7, 0)
 		v, _ := g.next(h.node.nowMs() + ahead.Milliseconds())
-		tomb := Timer{ID: id, Version: v, Start: held.Start, interval: held.interval, repeatFor: held.repeatFor,
-			State: Tombstone, RF: held.RF, Placement: &Placement{Replicas: []string{h.node.self}, Sites: []string{"site1", "site2"}}}
+		tomb := *withParts(&Timer{ID: id, Version: v, Start: held.Start, interval: held.interval, repeatFor: held.repeatFor,
+			State: Tombstone, RF: held.RF}, &Placement{Replicas: []string{h.node.self}, Sites: []string{"site1", "site2"}}, nil)
 		answer := Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(v, 10)}, Body: EncodeReplication(&tomb, h.node.nowMs())}
 		_, fromNotice := h.node.answeredRecord(id, answer)
 		fwd.done(answer, nil)
@@ -479,8 +480,8 @@ func deleteWhileTheWestsHolderIsDown(t *testing.T, east, via int) {
 	for eastRing.Replicas(id, 1)[0] != a[east] || westRing.Replicas(id, 1)[0] != b[1] {
 		id++
 	}
-	rec := *withCallback(&Timer{ID: id, Version: id, Start: c.nodes[b[1]].nowMs(), interval: sec(time.Minute), repeatFor: sec(4 * time.Minute),
-		RF: 1, Placement: &Placement{Replicas: []string{b[1]}, Sites: []string{"west", "east"}}}, cb, "x")
+	rec := *withCallback(withParts(&Timer{ID: id, Version: id, Start: c.nodes[b[1]].nowMs(), interval: sec(time.Minute), repeatFor: sec(4 * time.Minute),
+		RF: 1}, &Placement{Replicas: []string{b[1]}, Sites: []string{"west", "east"}}, nil), cb, "x")
 	if r := replicateFrom(c.nodes[b[1]], b[0], rec); r.Status != 200 {
 		t.Fatalf("b1 taking the timer: got %d (%s)", r.Status, r.Body)
 	}
@@ -544,8 +545,8 @@ func TestUpdatesEndStaysWhileAReplicaOfTheRelaysSiteMayLackIt(t *testing.T) {
 	c, a, b := newSites(t)
 	id := uint64(1) << 40
 	west := NewRing(b).Replicas(id, 2)
-	old := *withCallback(&Timer{ID: id, Version: id, Start: c.nodes[b[1]].nowMs(), interval: sec(time.Minute), repeatFor: sec(4 * time.Minute),
-		RF: 2, Placement: &Placement{Replicas: west, Sites: []string{"west", "east"}}}, cb, "x")
+	old := *withCallback(withParts(&Timer{ID: id, Version: id, Start: c.nodes[b[1]].nowMs(), interval: sec(time.Minute), repeatFor: sec(4 * time.Minute),
+		RF: 2}, &Placement{Replicas: west, Sites: []string{"west", "east"}}, nil), cb, "x")
 	if r := replicateFrom(c.nodes[b[1]], b[0], old); r.Status != 200 {
 		t.Fatalf("b1 taking the timer: got %d (%s)", r.Status, r.Body)
 	}

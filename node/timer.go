@@ -48,11 +48,11 @@ func (t *Timer) entombAs(s State) {
 // holding node's wall clock (Unix epoch); durations are milliseconds.
 //
 // The record is kept small on purpose (docs/design.md section 5: at most 200
-// bytes per stored timer beyond its URI and opaque data): 112 bytes, one
+// bytes per stored timer beyond its URI and opaque data): 96 bytes, one
 // size class of the Go allocator, plus one allocation for the callback.
 // Rarely used parts live behind Extra; replica lists (with the view they
 // were placed under) and callback hosts are interned and shared (see
-// interned). Fields are ordered so that the small ones fill whole words: a
+// interned), and a record keeps the three behind one pointer (parts). Fields are ordered so that the small ones fill whole words: a
 // new field costs a size class (16 bytes a record;
 // TestTimerFitsItsSizeClass).
 type Timer struct {
@@ -100,19 +100,18 @@ type Timer struct {
 	// not learnt again (holdsTombstone). It sits in the padding after
 	// RF, so that a Timer stays in its size class (docs/design.md 5.1).
 	heard uint16
-	// Placement is the interned, ordered replica list (primary first) and
-	// the sites the timer is replicated to, and the cluster view they were
-	// computed under (ViewID).
-	Placement *Placement
-	// Extra holds the rarely used parts; nil for most timers.
-	Extra *TimerExtra
+	// parts holds what records share rather than each keep: the
+	// placement, the callback's host and the rarely used parts (Placement,
+	// Extra, host), interned per node (see parts); nil when all three
+	// are.
+	parts *parts
 
-	// The HTTP callback (CallbackURI, Opaque) is kept in two parts: host,
-	// the URI's interned scheme://authority (nil when the URI has none),
-	// and cb, one allocation holding the rest of the URI and the opaque
-	// data, "uvarint(len(rest)) rest opaque" ("" when both are empty).
-	host *string
-	cb   string
+	// The HTTP callback (CallbackURI, Opaque) is kept in two parts: its
+	// host, the URI's interned scheme://authority (in parts, nil when
+	// the URI has none), and cb, one allocation holding the rest of the
+	// URI and the opaque data, "uvarint(len(rest)) rest opaque" (""
+	// when both are empty).
+	cb string
 
 	// Store bookkeeping, owned by Store.
 	due        int64
@@ -149,10 +148,10 @@ func timingSeconds(d time.Duration) uint32 {
 // ViewID is the cluster view t's placement was computed under (0 for a
 // record with no placement).
 func (t *Timer) ViewID() uint64 {
-	if t.Placement == nil {
+	if t.Placement() == nil {
 		return 0
 	}
-	return t.Placement.View
+	return t.Placement().View
 }
 
 // setViewID marks t, a copy that travels (a message's record), as placed
@@ -164,10 +163,10 @@ func (t *Timer) setViewID(view uint64) {
 		return
 	}
 	p := Placement{View: view}
-	if t.Placement != nil {
-		p.Replicas, p.Sites = t.Placement.Replicas, t.Placement.Sites
+	if t.Placement() != nil {
+		p.Replicas, p.Sites = t.Placement().Replicas, t.Placement().Sites
 	}
-	t.Placement = &p
+	t.setPlacement(&p)
 }
 
 // Positions in Timer.heard.
@@ -205,10 +204,10 @@ func (t *Timer) markSiteHeardAt(i int) {
 // tombstone that never had one). It allocates when the URI has a host.
 func (t *Timer) CallbackURI() string {
 	rest, _ := t.callbackParts()
-	if t.host == nil {
+	if t.host() == nil {
 		return rest
 	}
-	return *t.host + rest
+	return *t.host() + rest
 }
 
 // Opaque returns the opaque data the timer's callback carries.
@@ -236,11 +235,19 @@ func (t *Timer) callbackParts() (rest, opaque string) {
 // setCallback stores uri and opaque in t, the URI's host interned in in
 // (nil shares nothing).
 func (t *Timer) setCallback(uri, opaque string, in *interned) {
+	t.setCallbackPlaced(uri, opaque, t.Placement(), in)
+}
+
+// setCallbackPlaced is setCallback giving t placement p too, its parts
+// interned once.
+func (t *Timer) setCallbackPlaced(uri, opaque string, p *Placement, in *interned) {
 	host, rest := splitCallbackHost(uri)
-	t.host = nil
+	parts := t.key()
+	parts.placement, parts.host = p, nil
 	if host != "" {
-		t.host = in.host(host)
+		parts.host = in.host(host)
 	}
+	t.setKey(parts, in)
 	if rest == "" && opaque == "" {
 		t.cb = ""
 		return
@@ -308,6 +315,126 @@ func (h hostTable) intern(host string) *string {
 type interned struct {
 	hosts  hostTable
 	placed map[placedKey]*Placement
+	parts  map[partsKey]*parts
+}
+
+// parts is what a record keeps behind one pointer, so that a Timer is
+// two words smaller (docs/design.md 5.1): its placement, its callback's
+// host and its rarely used parts. Records of one placement, one host and
+// no extra parts (or only the mark of a pop in flight, popInFlight) share
+// one, interned in the node's table (interned.partsOf); a record with
+// extra parts of its own has parts of its own. Never changed in place:
+// a record given another placement, host or Extra gets other parts.
+type parts struct {
+	placement *Placement
+	host      *string
+	extra     *TimerExtra
+	// in is the table the record's next parts are interned in (nil:
+	// not shared), so that a record's own methods keep sharing them.
+	in *interned
+}
+
+// partsKey is the parts of a record, without their table.
+type partsKey struct {
+	placement *Placement
+	host      *string
+	extra     *TimerExtra
+}
+
+// maxParts bounds the interned parts as maxPlacements bounds placements:
+// once the bound is reached the table starts over. Interning saves
+// memory; it never decides anything.
+const maxParts = 4096
+
+// partsOf returns the parts k, shared when in keeps them, nil when all
+// three are nil.
+func (in *interned) partsOf(k partsKey) *parts {
+	if k == (partsKey{}) {
+		return nil
+	}
+	if in == nil || in.parts == nil || (k.extra != nil && k.extra != &popInFlight) {
+		return &parts{placement: k.placement, host: k.host, extra: k.extra, in: in}
+	}
+	if p, ok := in.parts[k]; ok {
+		return p
+	}
+	if len(in.parts) >= maxParts {
+		clear(in.parts)
+	}
+	p := &parts{placement: k.placement, host: k.host, extra: k.extra, in: in}
+	in.parts[k] = p
+	return p
+}
+
+// Placement is the interned, ordered replica list (primary first) and
+// the sites the timer is replicated to, and the cluster view they were
+// computed under (ViewID); nil when the record has none.
+func (t *Timer) Placement() *Placement {
+	if t.parts == nil {
+		return nil
+	}
+	return t.parts.placement
+}
+
+// Extra holds the rarely used parts; nil for most timers. It is never
+// changed in place: records that share it share it.
+func (t *Timer) Extra() *TimerExtra {
+	if t.parts == nil {
+		return nil
+	}
+	return t.parts.extra
+}
+
+// host is the callback URI's interned scheme://authority, nil when the
+// URI has none.
+func (t *Timer) host() *string {
+	if t.parts == nil {
+		return nil
+	}
+	return t.parts.host
+}
+
+// key is t's parts without their table.
+func (t *Timer) key() partsKey {
+	if t.parts == nil {
+		return partsKey{}
+	}
+	return partsKey{t.parts.placement, t.parts.host, t.parts.extra}
+}
+
+// table is where t's parts are interned, nil when they are not.
+func (t *Timer) table() *interned {
+	if t.parts == nil {
+		return nil
+	}
+	return t.parts.in
+}
+
+// setKey gives t the parts k, interned in in.
+func (t *Timer) setKey(k partsKey, in *interned) {
+	if t.parts != nil && k == t.key() && in == t.parts.in {
+		return
+	}
+	t.parts = in.partsOf(k)
+}
+
+// setPlacement gives t placement p, its other parts kept, interned where
+// its parts are.
+func (t *Timer) setPlacement(p *Placement) { t.setPlacementIn(p, t.table()) }
+
+// setPlacementIn gives t placement p, its parts interned in in (a
+// node's own table, for a record it holds).
+func (t *Timer) setPlacementIn(p *Placement, in *interned) {
+	k := t.key()
+	k.placement = p
+	t.setKey(k, in)
+}
+
+// putExtra gives t the extra parts e (nil: none), its other parts kept.
+func (t *Timer) putExtra(e *TimerExtra) {
+	k := t.key()
+	k.extra = e
+	t.setKey(k, t.table())
 }
 
 // placedKey is a placement's interned lists and a view.
@@ -318,7 +445,7 @@ type placedKey struct {
 
 // newInterned returns empty tables.
 func newInterned() *interned {
-	return &interned{hosts: hostTable{}, placed: map[placedKey]*Placement{}}
+	return &interned{hosts: hostTable{}, placed: map[placedKey]*Placement{}, parts: map[partsKey]*parts{}}
 }
 
 // host returns the shared copy of a callback host (see hostTable).
@@ -449,10 +576,10 @@ const MissedWindow = 32
 
 // popMarks returns t's Missed and Owed marks.
 func (t *Timer) popMarks() (missed, owed uint32) {
-	if t.Extra == nil {
+	if t.Extra() == nil {
 		return 0, 0
 	}
-	return t.Extra.Missed, t.Extra.Owed
+	return t.Extra().Missed, t.Extra().Owed
 }
 
 // setPopMarks sets t's Missed and Owed marks. Extra is copied, never
@@ -463,22 +590,21 @@ func (t *Timer) setPopMarks(missed, owed uint32) {
 		return
 	}
 	var e TimerExtra
-	if t.Extra != nil {
-		e = *t.Extra
+	if t.Extra() != nil {
+		e = *t.Extra()
 	}
 	e.Missed, e.Owed = missed, owed
 	if e.empty() {
-		t.Extra = nil // most records have no extra parts: keep them small
+		t.putExtra(nil) // most records have no extra parts: keep them small
 		return
 	}
 	if e.onlyMissed(1) {
 		// The mark of a pop in flight on a record with no other extra
 		// part, as every pop sets it: shared, never changed in place.
-		t.Extra = &popInFlight
+		t.putExtra(&popInFlight)
 		return
 	}
-	t.Extra = new(TimerExtra)
-	*t.Extra = e
+	t.setExtra(e)
 }
 
 // popInFlight is the Extra of a record whose only extra part is the
@@ -517,10 +643,10 @@ func (t *Timer) setSitesLacking(m uint32) {
 
 // mask returns the mask of Extra that field picks, 0 with no Extra.
 func (t *Timer) mask(field func(*TimerExtra) *uint32) uint32 {
-	if t.Extra == nil {
+	if t.Extra() == nil {
 		return 0
 	}
-	return *field(t.Extra)
+	return *field(t.Extra())
 }
 
 // setMask sets the mask of Extra that field picks, copying Extra as
@@ -530,8 +656,8 @@ func (t *Timer) setMask(field func(*TimerExtra) *uint32, m uint32) {
 		return
 	}
 	var e TimerExtra
-	if t.Extra != nil {
-		e = *t.Extra
+	if t.Extra() != nil {
+		e = *t.Extra()
 	}
 	*field(&e) = m
 	t.setExtra(e)
@@ -539,10 +665,13 @@ func (t *Timer) setMask(field func(*TimerExtra) *uint32, m uint32) {
 
 // setExtra gives t a copy of e, or none when e holds nothing.
 func (t *Timer) setExtra(e TimerExtra) {
-	t.Extra = nil
-	if !e.empty() {
-		t.Extra = &e
+	if e.empty() {
+		t.putExtra(nil)
+		return
 	}
+	x := new(TimerExtra) // e stays on its caller's stack when empty
+	*x = e
+	t.putExtra(x)
 }
 
 // empty reports whether e holds nothing, so that its record can do
@@ -599,8 +728,8 @@ type Progress struct {
 // firstTry is the version of the first try of the client write t is of:
 // TimerExtra.FirstTry for a retry, t's own version otherwise.
 func (t *Timer) firstTry() uint64 {
-	if t.Extra != nil && t.Extra.FirstTry != 0 {
-		return t.Extra.FirstTry
+	if t.Extra() != nil && t.Extra().FirstTry != 0 {
+		return t.Extra().FirstTry
 	}
 	return t.Version
 }
@@ -612,8 +741,8 @@ func (t *Timer) setFirstTry(v uint64) {
 		v = 0
 	}
 	var e TimerExtra
-	if t.Extra != nil {
-		e = *t.Extra
+	if t.Extra() != nil {
+		e = *t.Extra()
 	}
 	if e.FirstTry == v {
 		return
@@ -639,10 +768,10 @@ func (t *Timer) Due() int64 { return t.due }
 
 // Tags returns the timer's statistics tags, or nil.
 func (t *Timer) Tags() []wire.Tag {
-	if t.Extra == nil {
+	if t.Extra() == nil {
 		return nil
 	}
-	return t.Extra.Tags
+	return t.Extra().Tags
 }
 
 // NextPopAt returns the due time of the pop this replica makes next,
@@ -677,8 +806,8 @@ func (t *Timer) nextPop() (uint32, bool) {
 // lastDue is the latest due time of t or of any definition it replaced.
 func (t *Timer) lastDue() int64 {
 	end := t.Start + t.RepeatFor().Milliseconds()
-	if t.Extra != nil {
-		end = max(end, t.Extra.Buried)
+	if t.Extra() != nil {
+		end = max(end, t.Extra().Buried)
 	}
 	return end
 }
@@ -693,8 +822,8 @@ const MaxReplaced = 4
 // one per definition, the latest, and at most MaxReplaced.
 func (t *Timer) replaced(ps ...Progress) {
 	var e TimerExtra
-	if t.Extra != nil {
-		e = *t.Extra
+	if t.Extra() != nil {
+		e = *t.Extra()
 	}
 	list := make([]Progress, 0, min(len(ps)+len(e.Replaced), MaxReplaced))
 	for _, p := range slices.Concat(ps, e.Replaced) {
@@ -706,17 +835,14 @@ func (t *Timer) replaced(ps ...Progress) {
 	if len(list) > 0 {
 		e.Replaced = list
 	}
-	t.Extra = nil
-	if !e.empty() {
-		t.Extra = &e
-	}
+	t.setExtra(e)
 }
 
 // remembered returns the progress of definition def that t remembers
 // (TimerExtra.Replaced), if any.
 func (t *Timer) remembered(def uint32) (Progress, bool) {
-	if t.Extra != nil {
-		for _, p := range t.Extra.Replaced {
+	if t.Extra() != nil {
+		for _, p := range t.Extra().Replaced {
 			if p.Def == def {
 				return p, true
 			}
@@ -732,11 +858,11 @@ func (t *Timer) bury(end int64) {
 		return
 	}
 	var e TimerExtra
-	if t.Extra != nil {
-		e = *t.Extra
+	if t.Extra() != nil {
+		e = *t.Extra()
 	}
 	e.Buried = end
-	t.Extra = &e
+	t.putExtra(&e)
 }
 
 // newTimer builds the record of one definition of timer id, its callback
@@ -752,17 +878,16 @@ func makeTimer(id, version uint64, spec wire.Timer, start int64, seq uint32, p *
 	t := Timer{
 		ID: id, Version: version, Start: start,
 		Seq: seq, RF: uint8(spec.ReplicationFactor),
-		Placement: in.under(p, view),
 	}
 	t.setTiming(spec.Interval, spec.RepeatFor)
-	t.setCallback(spec.URI, spec.Opaque, in)
+	t.setCallbackPlaced(spec.URI, spec.Opaque, in.under(p, view), in)
 	if deletes(spec) {
 		t.State = Tombstone
 	} else {
 		t.def = definitionHash(t.Interval(), t.RepeatFor(), spec.URI, spec.Opaque)
 	}
 	if len(spec.Tags) > 0 {
-		t.Extra = &TimerExtra{Tags: spec.Tags}
+		t.putExtra(&TimerExtra{Tags: spec.Tags})
 	}
 	return t
 }

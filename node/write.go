@@ -433,7 +433,7 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, 
 	w.rec = makeTimer(id, version, spec, start, 0, n.placement(n.ring.AppendReplicas(buf[:0], id, spec.ReplicationFactor), n.sites()),
 		n.ring.ViewID(), n.shared)
 	t := &w.rec
-	replicas := t.Placement.Replicas // interned: never changed
+	replicas := t.Placement().Replicas // interned: never changed
 	targets := replicas
 	for _, old := range n.named(oldBloom) {
 		if !slices.Contains(targets, old) {
@@ -463,7 +463,7 @@ func (n *Node) write(id, version uint64, spec wire.Timer, oldBloom uint64, now, 
 	// kept while another site may lack it (lackingTombstone), whose
 	// replica may hold the deleted definition and pop it once it is
 	// back, its notices coming here.
-	t.setSitesLacking(n.remoteSitesOf(t.Placement))
+	t.setSitesLacking(n.remoteSitesOf(t.Placement()))
 	n.forwardToSites(t)
 	// This node's own copy takes the write first: the pops it carries
 	// over (keepProgress) are told to the other replicas as a pop
@@ -826,7 +826,7 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 		}
 		body = EncodeReplication(t, now)
 	}
-	req := n.internalPut(peer, t.ID, n.ring.Bloom(t.Placement.Replicas), body)
+	req := n.internalPut(peer, t.ID, n.ring.Bloom(t.Placement().Replicas), body)
 	n.send(req, n.cfg.ReplicationTimeout, func(resp Response, err error) {
 		ok := n.countReplication(resp, err)
 		if n.logsTimers() {
@@ -872,7 +872,7 @@ func (n *Node) tellLacking(w *write) {
 	if t.State != Live && t.State != Tombstone || w.lacking == 0 {
 		return
 	}
-	replicas := t.Placement.Replicas
+	replicas := t.Placement().Replicas
 	for i, peer := range replicas {
 		if t.State == Live && w.lacking&(1<<i) != 0 {
 			n.markLacking(t, peer, true)
@@ -910,11 +910,11 @@ func (n *Node) markTombstoneLacking(t *Timer, lacking uint32) {
 		return
 	}
 	m := held.lacking()
-	for i, peer := range t.Placement.Replicas {
+	for i, peer := range t.Placement().Replicas {
 		if lacking&(1<<i) == 0 || peer == n.self {
 			continue
 		}
-		if j := slices.Index(held.Placement.Replicas, peer); j >= 0 && j < 32 {
+		if j := slices.Index(held.Placement().Replicas, peer); j >= 0 && j < 32 {
 			m |= 1 << j
 		}
 	}
@@ -946,7 +946,7 @@ func (n *Node) tombstoneUnanswered(t *Timer, peer string) {
 	if held == nil || held.State != Tombstone || held.Version < t.Version || peer == n.self {
 		return
 	}
-	i := slices.Index(held.Placement.Replicas, peer)
+	i := slices.Index(held.Placement().Replicas, peer)
 	if i < 0 || i >= 32 || held.lacking()&(1<<i) != 0 {
 		return
 	}
@@ -979,7 +979,7 @@ func (n *Node) markHeard(t *Timer, peer string) {
 	if held == nil || held.Version != t.Version || held.State == Moved {
 		return
 	}
-	if held.markHeardAt(slices.Index(held.Placement.Replicas, peer)) {
+	if held.markHeardAt(slices.Index(held.Placement().Replicas, peer)) {
 		n.hitIf(held.State == Live, probeHolderHeard)
 	}
 }
