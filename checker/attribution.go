@@ -476,7 +476,7 @@ func (x *index) popFault(d *def, k int, upTo time.Duration, skip func(Fault) boo
 		if skip != nil && skip(s.fault) {
 			continue
 		}
-		if _, record, ok := queuedWait(s.fault); ok && !record {
+		if _, record, ok := s.queuedWait(); ok && !record {
 			// A callback that waited in its endpoint's queue makes
 			// that delivery late by its wait (sendWait) and nothing
 			// else: a duplicate after it is the pop path's (L2).
@@ -551,7 +551,7 @@ func (x *index) dupFault(d *def, k int, upTo time.Duration, skip func(Fault) boo
 			// once they are set right (starts travel as deltas).
 			return s.fault, true
 		}
-		if _, record, ok := queuedWait(s.fault); ok && (!record || d.placed && !d.nodes[s.fault.Peers[0]]) {
+		if _, record, ok := s.queuedWait(); ok && (!record || d.placed && !d.nodes[s.fault.Peers[0]]) {
 			// A callback that waited at its endpoint was made once and
 			// arrives late (a late first delivery is weighed below, see
 			// mayDuplicate); a record that waited at a node of no role

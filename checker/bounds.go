@@ -47,8 +47,37 @@ func (x *index) lateBound(d *def, k int) (time.Duration, bool) {
 }
 
 // lateBoundOf is lateBound, weighing the failed callbacks of pop k only
-// when failed is true.
+// when failed is true. Memoised: it is asked once per delivery of the pop
+// and again by the G2 and coverage checks, and each time weighs every
+// fault of d; nothing it reads changes once the index is built.
 func (x *index) lateBoundOf(d *def, k int, failed bool) (time.Duration, bool) {
+	key := lateKey{d, k, failed}
+	if b, ok := x.lateBounds[key]; ok {
+		return b.bound, b.ok
+	}
+	bound, ok := x.lateBoundOnce(d, k, failed)
+	if x.lateBounds == nil {
+		x.lateBounds = map[lateKey]lateMemo{}
+	}
+	x.lateBounds[key] = lateMemo{bound, ok}
+	return bound, ok
+}
+
+// lateKey and lateMemo are lateBoundOf's memo.
+type (
+	lateKey struct {
+		d      *def
+		k      int
+		failed bool
+	}
+	lateMemo struct {
+		bound time.Duration
+		ok    bool
+	}
+)
+
+// lateBoundOnce computes lateBoundOf.
+func (x *index) lateBoundOnce(d *def, k int, failed bool) (time.Duration, bool) {
 	a, b := x.window(d, k)
 	var out, strict map[string]bool
 	if x.popTouched(d, k, b) {
@@ -56,8 +85,9 @@ func (x *index) lateBoundOf(d *def, k int, failed bool) (time.Duration, bool) {
 	} else {
 		out, strict = x.dropped(d, a, a)
 		if failed {
-			addAll(out, x.failedPop(d, k))
-			addAll(strict, x.failedPop(d, k))
+			f := x.failedPop(d, k)
+			addAll(out, f)
+			addAll(strict, f)
 		}
 	}
 	if hand, _ := x.handOff(d, k); hand > 0 {
@@ -143,7 +173,7 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, map[string]late
 	since := map[string]lateCopy{}
 	ret := min(d.hi, x.end)
 	for _, s := range d.spans {
-		if w, record, ok := overloadWait(s.fault); ok {
+		if w, record, ok := s.overloadWait(); ok {
 			if h := overloadHeld(s, x.leftAfter(s.fault, w), record, d.lo, ret); h > 0 {
 				if h > held {
 					held, by = h, ExHeld
@@ -152,7 +182,7 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, map[string]late
 			}
 			continue
 		}
-		if q, record, ok := queuedWait(s.fault); ok {
+		if q, record, ok := s.queuedWait(); ok {
 			if h := x.queuedHeld(d, s, q, record, ret); h > 0 {
 				if h > held {
 					held, by = h, ExHeldInbound
@@ -423,10 +453,10 @@ type waitedMsg struct {
 // a node and waited: its receiver, when it was sent, and its waits for
 // its sender and in its receiver's queue.
 func (x *index) waitedRecord(d *def, s *span) (to string, sent, w, q time.Duration, ok bool) {
-	if w, record, ok := overloadWait(s.fault); ok && record {
+	if w, record, ok := s.overloadWait(); ok && record {
 		return s.fault.Peers[0], s.from, x.leftAfter(s.fault, w), 0, true
 	}
-	if q, record, ok := queuedWait(s.fault); ok && record {
+	if q, record, ok := s.queuedWait(); ok && record {
 		w := x.sendWaitOf(d, s.fault.Nodes[0], s.fault.Peers[0], true, s.from)
 		return s.fault.Peers[0], s.from - w - x.h.MaxNetDelay, w, q, true
 	}
@@ -558,9 +588,9 @@ func (x *index) heldByRelay(d *def, ret time.Duration, late map[string]bool) (ti
 			if len(s.fault.Peers) == 0 || s.fault.Peers[0] != relay || s.fault.Nodes[0] == relay {
 				continue
 			}
-			if w, record, ok := overloadWait(s.fault); ok {
+			if w, record, ok := s.overloadWait(); ok {
 				relayHeld = max(relayHeld, overloadHeld(s, x.leftAfter(s.fault, w), record, d.lo, ret))
-			} else if q, record, ok := queuedWait(s.fault); ok {
+			} else if q, record, ok := s.queuedWait(); ok {
 				relayHeld = max(relayHeld, x.queuedHeld(d, s, q, record, ret))
 			}
 		}
@@ -924,7 +954,7 @@ func (x *index) replyLost(d *def, from, to string, t time.Duration) bool {
 		if f.Kind == Lost && strings.Contains(f.Detail, ReplyDetail) && f.Nodes[0] == from && f.Peers[0] == to {
 			return true
 		}
-		if q, _, ok := queuedWait(f); ok && f.Nodes[0] == to && f.Peers[0] == from && q+2*x.h.MaxNetDelay >= x.o.ReplicationTimeout {
+		if q, _, ok := s.queuedWait(); ok && f.Nodes[0] == to && f.Peers[0] == from && q+2*x.h.MaxNetDelay >= x.o.ReplicationTimeout {
 			return true
 		}
 	}
@@ -956,21 +986,27 @@ func (x *index) liveBound(d *def, k int, a, b time.Duration, out map[string]bool
 // overloadWait is how long the message of an Overload fault waited for
 // its sender, whether it carried the timer's record to a node, and false
 // for any other fault or a shed message.
-func overloadWait(f Fault) (w time.Duration, record, ok bool) {
-	if f.Kind != Overload {
+func (s *span) overloadWait() (w time.Duration, record, ok bool) {
+	if s.fault.Kind != Overload {
 		return 0, false, false
 	}
-	return waitOf(f)
+	return s.waited()
 }
 
 // queuedWait is how long the message of a Queued fault waited in its
 // receiver's inbound queue after it arrived (at f.At), whether it carried
 // the timer's record to a node, and false for any other fault.
-func queuedWait(f Fault) (w time.Duration, record, ok bool) {
-	if f.Kind != Queued {
+func (s *span) queuedWait() (w time.Duration, record, ok bool) {
+	if s.fault.Kind != Queued {
 		return 0, false, false
 	}
-	return waitOf(f)
+	return s.waited()
+}
+
+// waited is waitOf(s.fault), parsed when the span was made (see
+// buildTimeline): the checks ask it of a span many times over.
+func (s *span) waited() (w time.Duration, record, ok bool) {
+	return s.wait, s.waitRecord, s.waitOK
 }
 
 // lateAge is how long before f.At the request of a Late fault was sent
@@ -1058,7 +1094,7 @@ func (x *index) sendWaitOf(d *def, from, to string, record bool, t time.Duration
 // waits included).
 func (x *index) sendWaitWithin(d *def, from, to string, record bool, t, within time.Duration) time.Duration {
 	for _, s := range d.onLink(Overload, from, to) {
-		w, rec, ok := overloadWait(s.fault)
+		w, rec, ok := s.overloadWait()
 		if !ok || rec != record || s.fault.Nodes[0] != from || s.fault.Peers[0] != to {
 			continue
 		}

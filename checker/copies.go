@@ -192,7 +192,7 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 // definition meanwhile). It bounds no lateness: a copy the message
 // brings is held by its wait (heldFor), not lost.
 func (x *index) queuedPastLag(s *span, node string, b time.Duration) bool {
-	q, record, ok := queuedWait(s.fault)
+	q, record, ok := s.queuedWait()
 	return ok && record && s.fault.Nodes[0] == node && !x.sameSite(node, s.fault.Peers[0]) &&
 		s.from <= b+x.o.SiteLag && s.from+q > b+x.o.SiteLag
 }
@@ -213,7 +213,7 @@ func (x *index) queuedPastLag(s *span, node string, b time.Duration) bool {
 // limit kept nothing a stale pop could show. Another site takes the write
 // up to SiteLag later anyway: its waits are queuedPastLag's.
 func (x *index) inboundKept(d *def, s *span, op Op, b time.Duration) (string, bool) {
-	q, record, ok := queuedWait(s.fault)
+	q, record, ok := s.queuedWait()
 	if !ok || !record || s.fault.Nodes[0] != op.Node || s.from > b+x.h.MaxNetDelay {
 		return "", false
 	}
@@ -245,7 +245,7 @@ func (x *index) sentAt(d *def, s *span) time.Duration {
 	t := s.from // At less its Age (see buildTimeline)
 	if f.Age == 0 {
 		for _, o := range d.onLink(Queued, f.Nodes[0], f.Peers[0]) {
-			q, record, ok := queuedWait(o.fault)
+			q, record, ok := o.queuedWait()
 			if ok && record && o.fault.Nodes[0] == f.Nodes[0] && o.fault.Peers[0] == f.Peers[0] && o.from+q <= t && t <= o.from+q+x.h.MaxNetDelay {
 				t = o.from // when it arrived
 				break
@@ -284,19 +284,21 @@ func ackQuorum(rf int) int {
 // may have missed the write too, strict does not (see allLost).
 func (x *index) withoutCopy(d *def, k int, a, b time.Duration, failed bool) (all, strict map[string]bool) {
 	all, strict = x.dropped(d, a, b)
+	// What both sets add is weighed once.
+	both := x.downNodes(d, a, b)
+	for _, s := range d.spans {
+		// A lost request about the timer may have left its receiver
+		// without its copy until a later write or notice repairs it.
+		if s.from <= b && s.to >= a && lostRequest(s.fault) {
+			addAll(both, s.fault.Peers)
+		}
+	}
+	if failed {
+		addAll(both, x.failedPop(d, k))
+	}
 	for _, out := range []map[string]bool{all, strict} {
-		for n := range x.downNodes(d, a, b) {
+		for n := range both {
 			out[n] = true
-		}
-		for _, s := range d.spans {
-			// A lost request about the timer may have left its receiver
-			// without its copy until a later write or notice repairs it.
-			if s.from <= b && s.to >= a && lostRequest(s.fault) {
-				addAll(out, s.fault.Peers)
-			}
-		}
-		if failed {
-			addAll(out, x.failedPop(d, k))
 		}
 		if d.placed {
 			// Only the timer's replicas hold copies: a node cut off or
@@ -340,7 +342,7 @@ func (x *index) crashTookCallbacks(d *def, k int) []string {
 	var out []string
 	for _, sp := range d.spans {
 		f := sp.fault
-		w, record, ok := overloadWait(f)
+		w, record, ok := sp.overloadWait()
 		if !ok || record || len(f.Peers) == 0 || f.Peers[0] != d.host || d.placed && !slices.Contains(d.replicas, f.Nodes[0]) {
 			continue
 		}

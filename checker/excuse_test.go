@@ -538,18 +538,24 @@ func TestSitesWriteLagAndQuorum(t *testing.T) {
 	// the other site's pop of the deleted timer due meanwhile is no
 	// violation, within SiteLag after the answer or past it (U35). A pop
 	// due once the relay took it is: the site held the delete.
+	// queuedDelete is a delete through home returning at 2.51 s, a
+	// message of it from one node to another waiting in its receiver's
+	// inbound queue, and the other site's replica's pop seq at its rank.
+	queuedDelete := func(at time.Duration, from, to string, wait time.Duration, seq int) *History {
+		h := base(1, []Fault{{At: at, Kind: Queued, Nodes: []string{from}, Peers: []string{to},
+			Detail: OverloadWaited + wait.String() + OverloadRecord, Timer: placedTimer}})
+		h.Ops = append(h.Ops, del(2, placedTimer, 2500*ms, 2510*ms, OK))
+		h.Ops[1].Node = home
+		h.Pops = pops(home, "a", 1, 2, 0)
+		h.Pops = append(h.Pops, pop(time.Duration(seq)*sec+2*sec+20*ms, away, "a", seq))
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		return h
+	}
 	for _, wait := range []time.Duration{SiteLag + 500*ms, SiteLag / 2, 0} {
 		for _, seq := range []int{3, 4} {
-			h := base(1, []Fault{{At: 2505 * ms, Kind: Queued, Nodes: []string{home}, Peers: []string{relay(sites)},
-				Detail: OverloadWaited + wait.String() + OverloadRecord, Timer: placedTimer}})
-			h.Ops = append(h.Ops, del(2, placedTimer, 2500*ms, 2510*ms, OK))
-			h.Ops[1].Node = home
-			h.Pops = pops(home, "a", 1, 2, 0)
-			h.Pops = append(h.Pops, pop(time.Duration(seq)*sec+2*sec+20*ms, away, "a", seq))
-			for i := range h.Pops {
-				h.Pops[i].Timer = placedTimer
-			}
-			vs, cov := DefaultOptions().Judge(h)
+			vs, cov := DefaultOptions().Judge(queuedDelete(2505*ms, home, relay(sites), wait, seq))
 			switch {
 			case wait > SiteLag || wait > 0 && seq == 3:
 				requireNone(t, vs)
@@ -571,16 +577,7 @@ func TestSitesWriteLagAndQuorum(t *testing.T) {
 			if to == home {
 				from = away
 			}
-			h := base(1, []Fault{{At: 2520 * ms, Kind: Queued, Nodes: []string{from}, Peers: []string{to},
-				Detail: OverloadWaited + (SiteLag / 2).String() + OverloadRecord, Timer: placedTimer}})
-			h.Ops = append(h.Ops, del(2, placedTimer, 2500*ms, 2510*ms, OK))
-			h.Ops[1].Node = home
-			h.Pops = pops(home, "a", 1, 2, 0)
-			h.Pops = append(h.Pops, pop(time.Duration(seq)*sec+2*sec+20*ms, away, "a", seq))
-			for i := range h.Pops {
-				h.Pops[i].Timer = placedTimer
-			}
-			if vs := Check(h); to == away && seq == 3 {
+			if vs := Check(queuedDelete(2520*ms, from, to, SiteLag/2, seq)); to == away && seq == 3 {
 				requireNone(t, vs)
 			} else {
 				requireHas(t, vs, "G5")

@@ -50,6 +50,10 @@ type span struct {
 	// nodes that took a write of the timer and hold no replica: it
 	// touches the timer only while such a write runs.
 	writeOnly bool
+	// wait, waitRecord and waitOK are waitOf(fault) for a message fault
+	// that waited (Overload, Queued), parsed once (see waited).
+	wait               time.Duration
+	waitRecord, waitOK bool
 }
 
 // timeline answers "was a fault active in [a, b]" questions.
@@ -66,7 +70,10 @@ type timeline struct {
 	pauses map[string][]span
 	// crashes are the crash times of each node, in order (for
 	// crashedWaiting, asked once per waited callback).
-	crashes  map[string][]time.Duration
+	crashes map[string][]time.Duration
+	// slows are the slow-callback spans (for slowAt, asked once per
+	// pop judged).
+	slows    []span
 	liveFrom time.Duration
 	// clocks holds each node's clock changes, for lag.
 	clocks map[string][]clockChange
@@ -123,12 +130,15 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 			// request refused on arrival was in flight since its send
 			// (its Age before): the receiver missed it from then.
 			sp := span{from: f.At - f.Age, to: f.At + settle, end: f.At, fault: f}
+			if f.Kind == Overload || f.Kind == Queued {
+				sp.wait, sp.waitRecord, sp.waitOK = waitOf(f)
+			}
 			if lastingRefusal(f) {
 				// A refusal that lasts: every copy sent until then
 				// was refused as this one was (Fault.Until).
 				sp.to, sp.end = f.Until+settle, f.Until
 			}
-			if w, _, ok := queuedWait(f); ok {
+			if w, _, ok := sp.queuedWait(); ok {
 				// Its receiver processed it only after its wait.
 				sp.to, sp.end = f.At+w+settle, f.At+w
 			}
@@ -157,6 +167,9 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 			for _, n := range f.Nodes {
 				tl.crashes[n] = append(tl.crashes[n], f.At)
 			}
+		}
+		if f.Kind == SlowCallback {
+			tl.slows = append(tl.slows, sp)
 		}
 		if f.Kind == Pause {
 			if tl.pauses == nil {
@@ -243,7 +256,7 @@ func (x *index) down(d *def, a, b time.Duration, paused bool) map[string]bool {
 			// turn. A callback that waited was made, and arrives late
 			// by its wait (sendWait), unless its sender crashed before
 			// it left: the crash took it from the queue, never sent.
-			if w, record, ok := overloadWait(s.fault); !ok || record || !slices.Contains(s.fault.Peers, d.host) || x.crashedWaiting(s.fault, w) {
+			if w, record, ok := s.overloadWait(); !ok || record || !slices.Contains(s.fault.Peers, d.host) || x.crashedWaiting(s.fault, w) {
 				addAll(seen, s.fault.Nodes)
 			}
 		case Partition, Clog:
@@ -302,8 +315,8 @@ func (x *index) cutFromTimer(d *def, s *span, far []string) bool {
 // endpoint then answers after the service's callback timeout, which the
 // popping replica takes for a failure.
 func (tl timeline) slowAt(uri string, t time.Duration) bool {
-	for _, s := range tl.spans {
-		if s.fault.Kind == SlowCallback && s.from <= t && s.to >= t && slices.Contains(s.fault.Nodes, uri) {
+	for _, s := range tl.slows {
+		if s.from <= t && s.to >= t && slices.Contains(s.fault.Nodes, uri) {
 			return true
 		}
 	}

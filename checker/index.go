@@ -150,6 +150,8 @@ type index struct {
 	defsByTimer map[uint64][]*def
 	// factorsBefore memoises factorBefore, by op and seq.
 	factorsBefore map[[2]int]factors
+	// lateBounds memoises lateBoundOf.
+	lateBounds map[lateKey]lateMemo
 	// unjudged, when set, says why the history is too large to judge
 	// (Options.MaxAttributed): the index then holds no definitions, and the
 	// checks report only that, as a CHECK violation.

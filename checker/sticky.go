@@ -153,7 +153,7 @@ func (x *index) siteTook(s Op, d *def, node string) (took time.Duration, ok bool
 	}
 	took = limit
 	for _, sp := range d.spans {
-		q, record, isWait := queuedWait(sp.fault)
+		q, record, isWait := sp.queuedWait()
 		if !isWait || !record || sp.from < s.Invoke || sp.from > s.Return+x.o.SiteLag {
 			continue
 		}

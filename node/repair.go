@@ -488,7 +488,7 @@ func (n *Node) repairWith(peer string, view, after uint64, digests *repairDigest
 	}
 	body := repairDigestBody{View: strconv.FormatUint(view, 10), From: n.self, Digests: make([]string, repairBuckets), Room: n.roomToSay()}
 	for i, d := range digests.sums {
-		body.Digests[i] = fmt.Sprintf("%016x", d)
+		body.Digests[i] = wire.FormatID(d) // 16 hex digits, as %016x
 	}
 	if after > 0 {
 		body.After = wire.FormatID(after)

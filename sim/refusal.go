@@ -78,10 +78,15 @@ func outsideAgeWindow(m *machine, req node.Request) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	cfg := node.DefaultConfig()
+	cfg := &nodeDefaults
 	apparent := time.Duration(m.clock.Now().UnixMilli()-sent) * time.Millisecond
 	return apparent, apparent > cfg.MaxMessageAge+cfg.MaxClockSkew || -apparent > cfg.MaxClockSkew
 }
+
+// nodeDefaults is node.DefaultConfig(), made once for the checks asked
+// of every request (outsideAgeWindow, stormServe): making it formats an
+// address each time. Read only.
+var nodeDefaults = node.DefaultConfig()
 
 // refusalSlack is how far inside the window a refused request must have
 // been for the refusal to be a violation.
@@ -137,6 +142,35 @@ func (w *world) ownRefusal(m *machine, nd *node.Node, delivered int, shed bool, 
 	timer := timerOfURL(req.URL)
 	if !shed || req.Method != "PUT" || req.Header.Get(node.HeaderSent) == "" || timer == 0 ||
 		resp.Status == 503 && strings.HasPrefix(resp.Header.Get(wire.HeaderReason), "node holds ") {
+		return
+	}
+	w.refusedAtLimit(m, nd, delivered, m.addr, sent, req, timer, "refused its own copy at its limit",
+		fmt.Sprintf("%s refused its own copy of %s %s at its limit", m.addr, req.Method, req.URL))
+}
+
+// clientOwnRefusal is ownRefusal for a client's write (PUT or POST),
+// which a proxy that is one of the timer's replicas applies to its own
+// copy and answers on the quorum of the others: a write it acknowledged
+// may have missed the proxy alone (fresh seed 8457961: a full primary
+// refused its copy of an update its backup took, which made the pop at
+// its rank). Its apply may come after Handle returned (an update without
+// a factor reads a replica first), so the refusal is told by what the
+// answer leaves: the node shed a request while it handled this one
+// (shed, counted from delivery to answer), and it holds no live copy of
+// the timer the answer names (its Location) although the ID's replica
+// bits name it. Recorded as ownRefusal's, and held to the same
+// justification.
+func (w *world) clientOwnRefusal(m *machine, nd *node.Node, delivered int, shed bool, sent time.Duration, req node.Request, resp node.Response) {
+	if !shed || req.Header.Get(node.HeaderSent) != "" || req.Method != "PUT" && req.Method != "POST" || resp.Status/100 != 2 {
+		return
+	}
+	loc := resp.Header.Get(wire.HeaderLocation)
+	_, rest, _ := strings.Cut(loc, "/timers/")
+	timer, bloom, err := wire.ParseWireID(rest)
+	if own := node.BloomBits(m.addr); err != nil || bloom&own != own {
+		return
+	}
+	if t, ok := nd.Timer(timer); ok && t.State == node.Live {
 		return
 	}
 	w.refusedAtLimit(m, nd, delivered, m.addr, sent, req, timer, "refused its own copy at its limit",

@@ -122,10 +122,9 @@ func (w *world) stormServe(to, from string, req node.Request, resp node.Response
 		return
 	}
 	if w.storm.msgs == nil {
-		w.storm = newStormWatch(w.plan.LivenessFrom, node.DefaultConfig().RepairInterval)
+		w.storm = newStormWatch(w.plan.LivenessFrom, nodeDefaults.RepairInterval)
 	}
-	cfg := node.DefaultConfig()
-	apart := (w.machineAt(to).clock.Skew() - w.machineAt(from).clock.Skew()).Abs() > cfg.MaxClockSkew
+	apart := (w.machineAt(to).clock.Skew() - w.machineAt(from).clock.Skew()).Abs() > nodeDefaults.MaxClockSkew
 	w.storm.served(w.loop.Now(), from, to, req, resp.Status, apart)
 }
 

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -77,6 +78,9 @@ func main() {
 			os.Exit(0)
 		}
 		os.Exit(2)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(sim.GCPercent)
 	}
 	stop, err := startProfiles(*cpuProfile, *memProfile)
 	if err != nil {
