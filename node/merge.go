@@ -97,7 +97,8 @@ type mergeResult struct {
 //
 //  0. A record never brings progress from the future: the pops it says
 //     were made must be due by this node's clock, give or take
-//     MaxClockSkew (fromFuture).
+//     MaxClockSkew, and a tombstone that ended a life with missed pops
+//     (expire) must be past every replica's turn (fromFuture).
 //  1. A live record placed on other nodes (both records are placed under
 //     the node's own view: placeNow) is kept as Moved, a tombstone of its
 //     definition that never pops, unless the node holds that definition
