@@ -410,6 +410,11 @@ func (n *Node) received(id uint64, spec wire.Timer, r *wire.Replication, start i
 		// The other sites the sender knows may lack the tombstone
 		// (tellSitesLacking); never this node's own.
 		t.setSitesLacking(markOf(p.Sites, r.SitesLacking, n.cfg.LocalSite))
+		if t.def != 0 {
+			// A definition's end by the life of a copy that missed
+			// pops (expire): it owes none, fromFuture judges it.
+			t.setPopMarks(r.Missed, 0)
+		}
 	} else {
 		t.setPopMarks(r.Missed, r.Missed)
 	}

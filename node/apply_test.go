@@ -193,30 +193,13 @@ func TestProgressFromTheFutureIsNotTaken(t *testing.T) {
 		{"live, within the skew", Live, 4, skew, Live, 4, []string{"5:x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t)
-			wid := h.create(timerJSON(10, 50, cb, "x"))
-			h.clock.advance(25 * time.Second)
-			if got := seqs(h.drainPops(cb, 200)); len(got) != 2 {
-				t.Fatalf("pops by 25 s: got %v, want 2", got)
-			}
-			held, _ := h.node.Timer(mustID(t, wid))
-			rec := held
+			h, wid, rec := twoPopsOfFive(t)
 			rec.State, rec.Seq = tc.state, tc.seq
 			// Pop seq of the offer is due tc.ahead after now: its start
 			// is the held one's, or earlier (the held copy converges on
 			// the earlier start of its definition).
 			rec.Start = h.node.nowMs() + tc.ahead.Milliseconds() - int64(tc.seq)*10_000
-			if r := h.send(Request{Method: "PUT", URL: "/timers/" + wid, Body: EncodeReplication(&rec, h.node.nowMs())}); r.Status != 200 {
-				t.Fatalf("offer: got %d (%s), want 200", r.Status, r.Body)
-			}
-			got, _ := h.node.Timer(held.ID)
-			if got.State != tc.wantState || got.Seq != tc.wantSeq {
-				t.Fatalf("after the offer: got state %d at sequence %d, want state %d at %d", got.State, got.Seq, tc.wantState, tc.wantSeq)
-			}
-			h.clock.advance(time.Minute)
-			if got := seqs(h.drainPops(cb, 200)); !slices.Equal(got, tc.wantPops) {
-				t.Fatalf("pops after the offer: got %v, want %v", got, tc.wantPops)
-			}
+			offerThenPops(t, h, wid, &rec, tc.wantState, tc.wantSeq, tc.wantPops)
 		})
 	}
 }
@@ -259,4 +242,107 @@ func TestReplicaPushesItsEarlierStartWhenItsAnswerIsLost(t *testing.T) {
 	got = seqs(c.advance(40*time.Second, 200))
 	assert.Equal(t, []string{"2:x", "3:x", "4:x"}, got, "the pops after, once each")
 	assert.Equal(t, 1, pushes, "the backup's pushes of its start")
+}
+
+// TestExpiredTombstoneFromTheFutureIsNotTaken: a tombstone that ended a
+// copy's life with pops it knew were missed (expire) keeps their marks
+// and carries them, and a replica takes it only once every replica's
+// turn at the last pop is past on its clock, less MaxClockSkew. A holder
+// whose clock ran ahead popped the last pops early, failed them, and
+// ended the life early by the gain; taken, its tombstone buried the copy
+// of a replica whose turn at those pops was still to come, and nobody
+// made them (scenarios/README.md f8464798-1). A tombstone with no marks
+// is the last pop's notice, taken within the skew as before.
+func TestExpiredTombstoneFromTheFutureIsNotTaken(t *testing.T) {
+	skew := DefaultMaxClockSkew
+	for _, tc := range []struct {
+		name   string
+		missed uint32
+		// lastTurn is how long after now + MaxClockSkew the last pop's
+		// every turn is past (on this node's clock); lastDue is when
+		// the last pop is due, relative to now.
+		lastTurn  time.Duration
+		wantState State
+		wantSeq   uint32
+		wantPops  []string
+	}{
+		{"expired, last pop due within the skew", 1, -1, Live, 2, []string{"3:x", "4:x", "5:x"}},
+		{"expired, a millisecond before every turn is past", 1, time.Millisecond, Live, 2, []string{"3:x", "4:x", "5:x"}},
+		{"expired, every turn past", 1, 0, Tombstone, 5, nil},
+		{"last pop's notice, due within the skew", 0, -1, Tombstone, 5, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, wid, rec := twoPopsOfFive(t)
+			rec.State, rec.Seq = Tombstone, 5
+			rec.setPopMarks(tc.missed, 0)
+			now := h.node.nowMs()
+			if tc.lastTurn < 0 {
+				// The last pop due exactly MaxClockSkew from now.
+				rec.Start = now + skew.Milliseconds() - 50_000
+			} else {
+				life := maxSkewOf(&rec, h.node.cfg.ReplicationTimeout)
+				rec.Start = now + skew.Milliseconds() + tc.lastTurn.Milliseconds() - life.Milliseconds() - 50_000
+			}
+			offerThenPops(t, h, wid, &rec, tc.wantState, tc.wantSeq, tc.wantPops)
+		})
+	}
+}
+
+// twoPopsOfFive is a node holding a timer of five pops, 10 s apart, that
+// has made the first two, and its record.
+func twoPopsOfFive(t *testing.T) (*harness, string, Timer) {
+	t.Helper()
+	h := newHarness(t)
+	wid := h.create(timerJSON(10, 50, cb, "x"))
+	h.clock.advance(25 * time.Second)
+	if got := seqs(h.drainPops(cb, 200)); len(got) != 2 {
+		t.Fatalf("pops by 25 s: got %v, want 2", got)
+	}
+	held, _ := h.node.Timer(mustID(t, wid))
+	return h, wid, held
+}
+
+// offerThenPops offers rec to h's node and wants it to hold the timer in
+// state at seq afterwards, and to make pops in the next minute.
+func offerThenPops(t *testing.T, h *harness, wid string, rec *Timer, state State, seq uint32, pops []string) {
+	t.Helper()
+	if r := h.send(Request{Method: "PUT", URL: "/timers/" + wid, Body: EncodeReplication(rec, h.node.nowMs())}); r.Status != 200 {
+		t.Fatalf("offer: got %d (%s), want 200", r.Status, r.Body)
+	}
+	got, _ := h.node.Timer(rec.ID)
+	if got.State != state || got.Seq != seq {
+		t.Fatalf("after the offer: got state %d at sequence %d, want state %d at %d", got.State, got.Seq, state, seq)
+	}
+	h.clock.advance(time.Minute)
+	if got := seqs(h.drainPops(cb, 200)); !slices.Equal(got, pops) {
+		t.Fatalf("pops after the offer: got %v, want %v", got, pops)
+	}
+}
+
+// TestExpiredRecordKeepsItsMissedMarks: a finished copy whose last pop's
+// callback failed stays live, popping nothing, for its life, and then
+// goes on as a tombstone that still marks the pop missed (expire), so
+// that its messages do not tell of the pop as made.
+func TestExpiredRecordKeepsItsMissedMarks(t *testing.T) {
+	h := newHarness(t)
+	wid := h.create(timerJSON(10, 20, cb, "x"))
+	h.clock.advance(10 * time.Second)
+	h.drainPops(cb, 200)
+	h.clock.advance(10 * time.Second)
+	if got := seqs(h.drainPops(cb, 500)); !slices.Equal(got, []string{"2:x"}) {
+		t.Fatalf("pops by 20 s: got %v, want [2:x]", got)
+	}
+	h.clock.advance(CallbackTimeout)
+	if got, _ := h.node.Timer(mustID(t, wid)); got.State != Live {
+		t.Fatalf("after the failed last pop: got state %d, want live", got.State)
+	}
+	h.clock.advance(10 * time.Second) // past its life, within the tombstone's
+	got, ok := h.node.Timer(mustID(t, wid))
+	if missed, _ := got.popMarks(); !ok || got.State != Tombstone || missed != 1 {
+		t.Fatalf("after its life: got state %d marks %b, want a tombstone marking pop 2 missed", got.State, missed)
+	}
+	body := string(EncodeReplication(&got, h.node.nowMs()))
+	if !strings.Contains(body, `"missed":1`) {
+		t.Fatalf("its message: got %s, want the mark", body)
+	}
 }

@@ -61,8 +61,8 @@ func encodeSitesLacking(t *Timer, now int64) []byte {
 
 func appendReplication(b []byte, t *Timer, now int64, sitesLacking bool) []byte {
 	missed, _ := t.popMarks()
-	if t.State != Live {
-		missed = 0
+	if t.State == Moved {
+		missed = 0 // a tombstone's marks say its life ended (expire)
 	}
 	d := definition(t)
 	r := wire.Replication{

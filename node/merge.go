@@ -97,7 +97,8 @@ type mergeResult struct {
 //
 //  0. A record never brings progress from the future: the pops it says
 //     were made must be due by this node's clock, give or take
-//     MaxClockSkew (fromFuture).
+//     MaxClockSkew, and a tombstone that ended a life with missed pops
+//     (expire) must be past every replica's turn (fromFuture).
 //  1. A live record placed on other nodes (both records are placed under
 //     the node's own view: placeNow) is kept as Moved, a tombstone of its
 //     definition that never pops, unless the node holds that definition
@@ -250,6 +251,18 @@ func (r *mergeResult) arrive(env *mergeEnv, h, t *Timer) {
 // definition) ends the timer whatever its sequence number, and is not
 // judged.
 func (r *mergeResult) fromFuture(env *mergeEnv, t *Timer) bool {
+	if missed, _ := t.popMarks(); t.State == Tombstone && t.def != 0 && missed != 0 &&
+		t.lastDue()+maxSkewOf(t, env.replicationTimeout).Milliseconds() > env.now+env.maxClockSkew {
+		// A definition's end by the life of a copy that missed pops
+		// (expire): that life ends once every replica's turn at the
+		// last pop is past, on its holder's clock. Sooner on this
+		// clock, the holder's clock ran ahead of what the cluster
+		// tolerates, and the pops it missed may still be this
+		// replica's to make (TestExpiredTombstoneFromTheFutureIsNotTaken).
+		r.hit(probeApplyExpiredEarly)
+		r.verdict = kept
+		return true
+	}
 	if t.def == 0 || t.Seq == 0 || t.dueAt(t.Seq) <= env.now+env.maxClockSkew {
 		return false
 	}

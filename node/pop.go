@@ -147,9 +147,9 @@ func (n *Node) onAlarm(gen uint64) {
 			n.pop(t)
 		default:
 			// A finished record that knew of missed pops: its life as
-			// such is over, it goes on as a tombstone.
+			// such is over, it goes on as a tombstone that says so.
 			n.hit(probeAlarmMissedEnds)
-			t.entomb()
+			t.expire()
 			n.holdNext(t)
 		}
 	}

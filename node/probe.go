@@ -37,6 +37,7 @@ var (
 	probeApplyMovedAway       = probe("apply/moved-away")
 	probeApplyStaleNotice     = probe("apply/stale-notice-entombed")
 	probeApplyFromFuture      = probe("apply/progress-from-the-future")
+	probeApplyExpiredEarly    = probe("apply/expired-tombstone-early")
 	probeApplyCollision       = probe("apply/collision")
 	probeApplyDeleteTiming    = probe("apply/delete-takes-buried-timing")
 	probeApplyOutlive         = probe("apply/tombstone-outlives-stale")

@@ -43,6 +43,21 @@ func (t *Timer) entombAs(s State) {
 	t.setPopMarks(0, 0)
 }
 
+// expire makes a finished record that knew of missed pops a tombstone
+// at the end of its life (onAlarm). It owes nothing, but it keeps the
+// Missed marks, and its messages carry them: they say the definition
+// ended by a life measured on this node's clock, not by a pop made, so
+// a replica takes it only once every replica's turn at the last pop is
+// past on its own clock too (fromFuture). Without them, a replica whose
+// clock ran ahead ended its life early by the gain, and its tombstone
+// buried the copies of the replicas whose turn at the pop it had missed
+// was still to come (scenarios/README.md f8464798-1).
+func (t *Timer) expire() {
+	missed, _ := t.popMarks()
+	t.State = Tombstone
+	t.setPopMarks(missed, 0)
+}
+
 // Timer is one replica's record of a timer: its definition, how far it has
 // popped, and where it sits in the store. Times are milliseconds on the
 // holding node's wall clock (Unix epoch); durations are milliseconds.

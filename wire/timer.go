@@ -62,7 +62,8 @@ type Replication struct {
 	// fingerprinted by; 0 when absent.
 	Definition uint32
 	// Missed marks the pops up to Seq the sender knows were not made; 0
-	// when absent.
+	// when absent. On a definition's tombstone, the pops its holder knew
+	// were missed when the copy's life ended.
 	Missed uint32
 	// FirstTry is the version of the first try of the client write the
 	// record is a retry of: a proxy whose write met a newer version
