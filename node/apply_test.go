@@ -251,7 +251,7 @@ func TestReplicaPushesItsEarlierStartWhenItsAnswerIsLost(t *testing.T) {
 // whose clock ran ahead popped the last pops early, failed them, and
 // ended the life early by the gain; taken, its tombstone buried the copy
 // of a replica whose turn at those pops was still to come, and nobody
-// made them (scenarios/README.md f8464798-1). A tombstone with no marks
+// made them (scenarios/README.md N65). A tombstone with no marks
 // is the last pop's notice, taken within the skew as before.
 func TestExpiredTombstoneFromTheFutureIsNotTaken(t *testing.T) {
 	skew := DefaultMaxClockSkew

@@ -51,7 +51,7 @@ func (t *Timer) entombAs(s State) {
 // past on its own clock too (fromFuture). Without them, a replica whose
 // clock ran ahead ended its life early by the gain, and its tombstone
 // buried the copies of the replicas whose turn at the pop it had missed
-// was still to come (scenarios/README.md f8464798-1).
+// was still to come (scenarios/README.md N65).
 func (t *Timer) expire() {
 	missed, _ := t.popMarks()
 	t.State = Tombstone
