@@ -1,6 +1,9 @@
 package node
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Collision refusals in repair. Two timers can hold one ID: twins of a
 // shared instance number issue it twice (docs/design.md 4.2), and a
@@ -70,6 +73,17 @@ func (n *Node) noteCollision(peer string, id uint64, mine repairSummary, theirs 
 	}
 	n.hit(probeRepairCollisionNoted)
 	n.collisions[collisionKey{peer, id}] = note
+}
+
+// noteRefusedRecord notes a collision refusal of rec, peer's record,
+// which this node refused as one, or as older than the create it holds
+// that rec is below: the same collision, seen from the create's side
+// (collides is not symmetric, and the peer refuses the create). Only of
+// a repair peer: another site's node is no peer a round compares with.
+func (n *Node) noteRefusedRecord(peer string, rec *Timer) {
+	if held := n.store.Get(rec.ID); held != nil && slices.Contains(n.repairPeers(), peer) {
+		n.noteCollision(peer, rec.ID, summaryOf(held), &repairSummary{version: rec.Version, live: rec.State == Live, seq: rec.Seq})
+	}
 }
 
 // noteRefusedPush notes a collision refusal when resp, peer's answer to
