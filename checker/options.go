@@ -63,6 +63,9 @@ const (
 	// after the write and after the fault that kept it from the replica
 	// ended (see placementFault).
 	RepairRound = 30 * time.Second
+	// RepairTimeout is how long a node waits for the answer to a repair
+	// round's message before it asks again (node's repairTimeout).
+	RepairTimeout = 5 * time.Second
 	// ReplicationTimeout is how long a node waits for the answer to a
 	// request it sends another node (node.Config's default): a request
 	// that waited about as long in its receiver's inbound queue was

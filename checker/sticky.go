@@ -175,6 +175,7 @@ func (x *index) siteTook(s Op, d *def, node string) (took time.Duration, ok bool
 // the answer would pop a deleted timer for ever under the fault excuse.
 func (x *index) unrepaired(s Op, d *def) []Violation {
 	repairedAt := map[string]time.Duration{}
+	repairedBy := map[string]Pop{} // the pop that repaired each replica
 	var bad []Pop
 	note := ""
 	for _, p := range x.stalePops(s, d) {
@@ -186,17 +187,100 @@ func (x *index) unrepaired(s Op, d *def) []Violation {
 		if at, ok := repairedAt[p.Node]; ok {
 			if p.At > at+x.repairWindow() {
 				if len(bad) == 0 {
-					note = fmt.Sprintf(" (a fault hit the write, but the pop %s delivered at %v should have repaired that replica)", p.Node, at)
+					by := repairedBy[p.Node]
+					note = fmt.Sprintf(" (a fault hit the write, but the pop %s delivered at %v should have repaired that replica)", by.Node, by.At)
+					if by.Node != p.Node {
+						note = fmt.Sprintf(" (a fault hit the write, but the pop %s delivered at %v should have repaired it, and %s by its spread)", by.Node, by.At, p.Node)
+					}
 				}
 				bad = append(bad, p)
 			}
 			continue
 		}
+		if heal, ok := x.repairRoundDue(s, d, p); ok {
+			if len(bad) == 0 {
+				note = fmt.Sprintf(" (a fault hit the write, but every fault on the timer had healed by %v, and a repair round should have repaired %s by %v)", heal, p.Node, heal+x.repairRoundBound())
+			}
+			bad = append(bad, p)
+			continue
+		}
 		if x.repairs(s, d, p) {
-			repairedAt[p.Node] = p.At
+			repairedAt[p.Node], repairedBy[p.Node] = p.At, p
+			for _, r := range x.spreadTo(d, p) {
+				if _, ok := repairedAt[r]; !ok {
+					repairedAt[r], repairedBy[r] = p.At+x.h.MaxNetDelay, p
+				}
+			}
 		}
 	}
 	return x.staleViolation(s, d, bad, note)
+}
+
+// spreadTo is the other replicas that the repairing pop p of d (see
+// repairs) surely repaired too: its notice went to every replica of d,
+// and the replica that took the newer record from the answer sends it
+// on to each of them (node/pop.go spreadRepair), one network delay
+// after the answer, so a replica that still held d when the notice came
+// holds the newer record by then. Only for a placement the history
+// knows, of one factor, that no scale moved meanwhile, and with no fault
+// on d's nodes, links or messages until that spread has landed.
+func (x *index) spreadTo(d *def, p Pop) []string {
+	if !d.placed || d.rfUnknown {
+		return nil
+	}
+	b := p.At + x.repairWindow() + x.h.MaxNetDelay
+	for _, sp := range d.spans {
+		if sp.from > b {
+			break
+		}
+		if sp.end >= p.At {
+			return nil
+		}
+	}
+	var out []string
+	for _, r := range d.rankedIn(d.lo, b) {
+		if r != p.Node && x.sameSite(r, p.Node) { // a notice's replicas are its site's
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// repairRoundBound is how long after the faults on a timer healed a
+// replica a write missed may still hold the definition it replaced: the
+// next repair round of a replica that took the write (RepairRound at the
+// latest, plus a round of its own still waiting out an attempt's
+// timeout when the heal came), the round's messages and push
+// (RepopulateBound), and a pop that fired just before the push landed
+// (repairWindow).
+func (x *index) repairRoundBound() time.Duration {
+	return RepairRound + RepairTimeout + x.o.RepopulateBound + x.repairWindow()
+}
+
+// repairRoundDue reports whether stale pop p of d, which write s hit by a
+// fault replaced, comes after a repair round surely brought s's record to
+// its replica: every fault on d's nodes, links and messages (spans, their
+// settle time included) had ended, with s's return, by heal, none began
+// until p, p came more than repairRoundBound after heal, and a replica
+// at p's site other than p's surely took s and kept it (keptBy): it is
+// dirty (it changed when it took s, and a round that failed to reach a
+// peer marks it again), so its next round compares its records with p's
+// node and pushes s's.
+func (x *index) repairRoundDue(s Op, d *def, p Pop) (heal time.Duration, due bool) {
+	heal = effReturn(s) + x.o.FaultSettle
+	for _, sp := range d.spans {
+		if sp.from > p.At {
+			break
+		}
+		heal = max(heal, sp.to)
+	}
+	if p.At <= heal+x.repairRoundBound() || heal >= x.end {
+		return heal, false
+	}
+	if !d.placed && len(x.h.Sites) > 1 {
+		return heal, false // which replicas took s, at which site, is unknown
+	}
+	return heal, x.keptBy(s, d, p.Node, p.At, true)
 }
 
 // mayOrderBelow reports whether write s, hit by a fault, may carry a
@@ -254,7 +338,7 @@ func (x *index) repairs(s Op, d *def, p Pop) bool {
 			return false
 		}
 	}
-	return x.keptBy(s, d, p.Node, b)
+	return x.keptBy(s, d, p.Node, b, false)
 }
 
 // keptBy reports whether some replica other than the popping one surely
@@ -264,7 +348,14 @@ func (x *index) repairs(s Op, d *def, p Pop) bool {
 // tombstone of a delete; but the notice of a stale pop reaches every
 // replica, and one that kept s's record answers it (the stricter rule of
 // scenarios/README.md C4, now that a restarted replica repopulates).
-func (x *index) keptBy(s Op, d *def, popper string, b time.Duration) bool {
+//
+// With local, the keeper must be at the popping replica's site: a repair
+// round runs between the nodes of one site's view, and another site
+// hears of a write only from its forward and mends a replica that
+// missed it by that replica's notices (docs/design.md 4.10; fresh seed
+// 7101298, an update whose forward another site's relay refused as
+// dated ahead by its proxy's stepped clock).
+func (x *index) keptBy(s Op, d *def, popper string, b time.Duration, local bool) bool {
 	if !d.placed {
 		return !x.crashedIn(d, s.Invoke, b) // which replicas took s is unknown
 	}
@@ -287,7 +378,7 @@ func (x *index) keptBy(s Op, d *def, popper string, b time.Duration) bool {
 	x.missedAtSites(d, s.Node, ret, false, missed)
 	replicas := d.rankedIn(s.Invoke, b)
 	for _, r := range replicas {
-		if r == popper || missed[r] || x.nodeCrashedIn(d, r, s.Invoke, b) {
+		if r == popper || missed[r] || x.nodeCrashedIn(d, r, s.Invoke, b) || local && !x.sameSite(r, popper) {
 			continue
 		}
 		return true

@@ -231,3 +231,67 @@ func TestInboundQueueKeptTheDeleteFromAReplica(t *testing.T) {
 	requireHas(t, Check(build(2*sec, 4*sec, r[1], record, 6*sec)), "G5", "want none")
 	requireHas(t, Check(build(2*sec, 4*sec, r[0], !record, 6*sec)), "G5", "want none")
 }
+
+// TestRepairRoundEndsAStaleReplicasPopsAfterTheHeal is G5's repair
+// round (docs/design.md 3): a partition keeps a DELETE from the third of
+// three replicas, which then pops the deleted definition once, its first
+// due after the heal. Within RepairRound and the round's messages after
+// the heal (settle time included) that is its one repairing pop; later,
+// a repair round of a replica that took the delete should have brought
+// it the tombstone, and the pop is a violation, unless a fault on the
+// timer began again before it, or the replicas that took the delete all
+// crashed since.
+func TestRepairRoundEndsAStaleReplicasPopsAfterTheHeal(t *testing.T) {
+	members := []string{"n1", "n2", "n3"}
+	r := Replicas(members, placedTimer, 3)
+	build := func(interval time.Duration, faults ...Fault) *History {
+		h := &History{Members: members, End: 4 * interval, LivenessFrom: 12 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms}
+		h.Ops = []Op{write(1, Create, placedTimer, "a", interval, 3*interval, 0, 10*ms, OK), del(2, placedTimer, 2500*ms, 2510*ms, OK)}
+		h.Ops[0].Node, h.Ops[1].Node = r[0], r[0]
+		for i := range h.Ops {
+			h.Ops[i].Spec.ReplicationFactor = 3
+		}
+		h.Faults = append([]Fault{{At: 2 * sec, Kind: Partition, Nodes: []string{r[2]}, Peers: []string{r[0], r[1]}}, {At: 10 * sec, Kind: Heal}}, faults...)
+		h.Pops = []Pop{{At: interval + 4*sec + 20*ms, Node: r[2], Timer: placedTimer, URI: "http://client/cb", Opaque: "a", Seq: 1, Answered: 200}}
+		return h
+	}
+	// Healed at 10 s, settled at 15 s: a pop at 44 s is within the round.
+	requireNone(t, Check(build(40*sec)))
+	requireHas(t, Check(build(60*sec)), "G5", "a repair round should have repaired")
+	// A cut of the stale replica again before the pop: the round may
+	// not have reached it.
+	requireNone(t, Check(build(60*sec, Fault{At: 50 * sec, Kind: Partition, Nodes: []string{r[2]}, Peers: []string{r[0], r[1]}}, Fault{At: 70 * sec, Kind: Heal})))
+	// Every replica that took the delete crashed without storage since:
+	// nobody holds the tombstone to push.
+	requireNone(t, Check(build(60*sec, Fault{At: 20 * sec, Kind: Crash, Nodes: []string{r[0], r[1]}}, Fault{At: 21 * sec, Kind: Restart, Nodes: []string{r[0], r[1]}})))
+}
+
+// TestRepairingPopSpreadsToTheOtherStaleReplicas is G5's spread of a
+// repair (docs/design.md 3, node/pop.go spreadRepair): a partition keeps
+// an update from two of five replicas, the primary and the first
+// backup. After the heal the primary pops the old definition once, its
+// notice reaching every replica; the 409 that answers it brings the
+// primary the update, which it sends on to the backup. The backup's pop
+// of the next due, at its rank, is then a violation, unless a fault
+// touched the timer while the spread ran, when it is the backup's own
+// repairing pop.
+func TestRepairingPopSpreadsToTheOtherStaleReplicas(t *testing.T) {
+	members := []string{"n1", "n2", "n3", "n4", "n5"}
+	r := Replicas(members, placedTimer, 5)
+	build := func(faults ...Fault) *History {
+		h := &History{Members: members, End: 40 * sec, LivenessFrom: 30 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms}
+		h.Ops = []Op{write(1, Create, placedTimer, "a", sec, 60*sec, 0, 10*ms, OK), write(2, Update, placedTimer, "b", 100*sec, 200*sec, 2500*ms, 2510*ms, OK)}
+		h.Ops[0].Node, h.Ops[1].Node = r[2], r[2]
+		for i := range h.Ops {
+			h.Ops[i].Spec.ReplicationFactor = 5
+		}
+		h.Faults = append([]Fault{{At: 2 * sec, Kind: Partition, Nodes: []string{r[0], r[1]}, Peers: []string{r[2], r[3], r[4]}}, {At: 10 * sec, Kind: Heal}}, faults...)
+		h.Pops = append(pops(r[0], "a", 1, 11, 0), pop(14*sec+20*ms, r[1], "a", 12))
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		return h
+	}
+	requireHas(t, Check(build()), "G5", "and "+r[1]+" by its spread")
+	requireNone(t, Check(build(Fault{At: 11 * sec, Kind: Partition, Nodes: []string{r[1]}, Peers: []string{r[0], r[2], r[3], r[4]}}, Fault{At: 12 * sec, Kind: Heal})))
+}
