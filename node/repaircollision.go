@@ -23,7 +23,14 @@ import (
 // record with a collision (the push of a round, of a tombstone marked as
 // lacked, of a record a peer asked for), and when it refuses a peer's
 // record as one itself (replicaPut: that peer's record is what it
-// wanted, or would want, from that peer). While the note stands a round
+// wanted, or would want, from that peer). collides is not symmetric (a
+// create meeting a record below it), so one side of a collision may see
+// only an older record: a node also notes a peer's record it refuses as
+// older than a create it holds that the record is below, and a collision
+// it meets in the record a peer answered its push with
+// (repairPushAnswered; scenarios/README.md f8464212-1: the create's
+// holder asked for the other record every round and its holder pushed
+// it every round). While the note stands a round
 // neither pushes that peer the record nor asks the peer for its own
 // (collisionStands), and does not run again for it. The note ends when
 // either side's record changes: this node's (another version, state or
