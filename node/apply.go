@@ -257,13 +257,14 @@ func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, from 
 	}
 	t := n.fromReplication(id, spec, r)
 	a := n.apply(t)
-	if a.collision {
-		// The sender's record is another timer's: repair neither asks
-		// the sender for it again nor pushes it this node's while
-		// neither changes (repaircollision.go).
-		if held := n.store.Get(id); held != nil && slices.Contains(n.repairPeers(), from) {
-			n.noteCollision(from, id, summaryOf(held), &repairSummary{version: t.Version, live: t.State == Live, seq: t.Seq})
-		}
+	if a.collision || a.newer != nil && collides(t, a.newer) {
+		// The sender's record is another timer's: refused as a
+		// collision, or as older than the create this node holds, which
+		// it is below (the sender, meeting that create in the answer,
+		// refuses it as a collision). Repair neither asks the sender for
+		// it again nor pushes it this node's while neither changes
+		// (repaircollision.go).
+		n.noteRefusedRecord(from, t)
 	}
 	if !a.ok || a.newer != nil || a.collision {
 		reply(n.notApplied(a))

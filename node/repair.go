@@ -801,7 +801,7 @@ func (n *Node) repairAnswered(peer string, after uint64, d *repairDigests, ans r
 				answered()
 			}
 			n.noteRefusedPush(peer, placed, theirs, resp)
-			n.repairPushAnswered(t.ID, resp)
+			n.repairPushAnswered(peer, t.ID, resp)
 		})
 	}
 	if len(want) > 0 {
@@ -1338,7 +1338,7 @@ func (n *Node) repairGive(peer string, want []string) {
 			placed := n.placedNow(t)
 			n.replicate(peer, placed, nil, now, func(_ bool, resp Response) {
 				n.noteRefusedPush(peer, placed, nil, resp)
-				n.repairPushAnswered(id, resp)
+				n.repairPushAnswered(peer, id, resp)
 			})
 		}
 	}
@@ -1358,7 +1358,7 @@ func (n *Node) repairGive(peer string, want []string) {
 // N61). Taken, the newer record is kept as moved away where it is
 // placed elsewhere (merge, rule 1), so the stale copy stops popping and
 // no round compares it again.
-func (n *Node) repairPushAnswered(id uint64, resp Response) {
+func (n *Node) repairPushAnswered(peer string, id uint64, resp Response) {
 	if resp.Status != 409 || resp.Header.Get(HeaderCollision) != "" {
 		return
 	}
@@ -1366,7 +1366,15 @@ func (n *Node) repairPushAnswered(id uint64, resp Response) {
 	if !ok {
 		return
 	}
-	if a := n.apply(rec); a.took {
+	switch a := n.apply(rec); {
+	case a.took:
 		n.hit(probeRepairAnsweredNewer)
+	case a.collision:
+		// The peer's record is a create this node's is below: the peer
+		// found the push older, this node finds the answer another
+		// timer's. Noted, or the round pushes it again, and the peer,
+		// which cannot compare the two, asks for it again, every round
+		// (scenarios/README.md N66).
+		n.noteRefusedRecord(peer, rec)
 	}
 }

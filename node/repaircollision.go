@@ -1,6 +1,9 @@
 package node
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Collision refusals in repair. Two timers can hold one ID: twins of a
 // shared instance number issue it twice (docs/design.md 4.2), and a
@@ -20,7 +23,14 @@ import "time"
 // record with a collision (the push of a round, of a tombstone marked as
 // lacked, of a record a peer asked for), and when it refuses a peer's
 // record as one itself (replicaPut: that peer's record is what it
-// wanted, or would want, from that peer). While the note stands a round
+// wanted, or would want, from that peer). collides is not symmetric (a
+// create meeting a record below it), so one side of a collision may see
+// only an older record: a node also notes a peer's record it refuses as
+// older than a create it holds that the record is below, and a collision
+// it meets in the record a peer answered its push with
+// (repairPushAnswered; scenarios/README.md N66: the create's
+// holder asked for the other record every round and its holder pushed
+// it every round). While the note stands a round
 // neither pushes that peer the record nor asks the peer for its own
 // (collisionStands), and does not run again for it. The note ends when
 // either side's record changes: this node's (another version, state or
@@ -70,6 +80,17 @@ func (n *Node) noteCollision(peer string, id uint64, mine repairSummary, theirs 
 	}
 	n.hit(probeRepairCollisionNoted)
 	n.collisions[collisionKey{peer, id}] = note
+}
+
+// noteRefusedRecord notes a collision refusal of rec, peer's record,
+// which this node refused as one, or as older than the create it holds
+// that rec is below: the same collision, seen from the create's side
+// (collides is not symmetric, and the peer refuses the create). Only of
+// a repair peer: another site's node is no peer a round compares with.
+func (n *Node) noteRefusedRecord(peer string, rec *Timer) {
+	if held := n.store.Get(rec.ID); held != nil && slices.Contains(n.repairPeers(), peer) {
+		n.noteCollision(peer, rec.ID, summaryOf(held), &repairSummary{version: rec.Version, live: rec.State == Live, seq: rec.Seq})
+	}
 }
 
 // noteRefusedPush notes a collision refusal when resp, peer's answer to

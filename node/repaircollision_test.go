@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // collidingReplicas is a repairing cluster of two nodes holding two
@@ -181,5 +183,50 @@ func TestHandOffDoesNotPushARecordItsTargetRefusedAsACollision(t *testing.T) {
 	for _, a := range NewRing([]string{nodeA, nodeB, nodeC}).Replicas(id, 2) {
 		got := c.mustTimer(a, id)
 		assert.Equal(t, Live, got.State, "%s keeps its copy while a target lacks it", a)
+	}
+}
+
+// TestRepairDoesNotRepeatACollisionOnlyOneSideRefuses: a create
+// versioned by a clock stepped minutes ahead, at factor 1, held by its
+// creator alone, and the same timer's update versioned below it, at
+// factor 2, held by the creator's peer and placed on both (fresh seed
+// 8464212, scenarios/README.md N66). The two judge the pair
+// apart: the creator finds the update older than its create and answers
+// it 409 with the create, unmarked; the peer, taking that answer, finds
+// the create a collision with its update (collides) and keeps its own.
+// Neither refusal was noted, so every round the creator asked for the
+// update (its own record is placed on it alone, so a round cannot
+// compare the two) and the peer pushed it (the creator lists nothing of
+// the ID to it): a PUT and an ask in every round, for the life of the
+// records. Whichever side sees the collision notes it.
+func TestRepairDoesNotRepeatACollisionOnlyOneSideRefuses(t *testing.T) {
+	two := three[:2]
+	c := newRepairingCluster(t, two...)
+	g := newIDGen(1, 0)
+	id, _ := g.next(epoch.UnixMilli() + 90_000)
+	both := NewRing(two).Replicas(id, 2)
+	creator, other := both[0], both[1]
+	start := epoch.UnixMilli()
+	c.place(creator, *withCallback(withParts(&Timer{ID: id, Version: id, Start: start, interval: sec(time.Hour), repeatFor: sec(10 * time.Hour), RF: 1}, &Placement{Replicas: []string{creator}}, nil), cb, "created"))
+	c.place(other, *withCallback(withParts(&Timer{ID: id, Version: versionDatedAt(start) | 7, Start: start, interval: sec(2 * time.Hour), repeatFor: sec(2 * time.Hour), RF: 2}, &Placement{Replicas: both}, nil), cb, "updated"))
+	var pushes, asks int
+	c.watch = func(s *sent, to string, status int, lost bool) {
+		switch {
+		case s.from == other && to == creator && s.req.Method == "PUT" && strings.Contains(s.req.URL, "/timers/"+wire.FormatID(id)):
+			pushes++
+		case s.from == creator && to == other && strings.HasSuffix(s.req.URL, "/timers/repair") && strings.Contains(string(s.req.Body), `"want"`):
+			asks++
+		}
+	}
+	c.advance(20*DefaultRepairInterval, 200)
+	c.watch = nil
+	if pushes > 4 || asks > 4 {
+		t.Errorf("20 repair rounds: the update pushed to the creator %d times and asked for %d times, want at most 4 each (the collision is noted by the side that sees it)", pushes, asks)
+	}
+	if got := c.mustTimer(creator, id); got.Opaque() != "created" {
+		t.Errorf("the creator holds %q, want its create", got.Opaque())
+	}
+	if got := c.mustTimer(other, id); got.Opaque() != "updated" {
+		t.Errorf("the peer holds %q, want its update", got.Opaque())
 	}
 }
