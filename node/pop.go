@@ -27,11 +27,18 @@ func (n *Node) dueOf(t *Timer) int64 {
 	if at, ok := t.NextPopAt(); ok {
 		return at + n.skew(t).Milliseconds()
 	}
+	return max(n.nowMs()+max(t.Interval(), n.tombstoneMin()).Milliseconds(), n.lifeEnd(t))
+}
+
+// lifeEnd is when t, a record with nothing left to pop, is past every
+// replica's turn at its last pop: a tombstone's, at the last pop of any
+// definition it buried too (lastDue); a live record's, at its own.
+func (n *Node) lifeEnd(t *Timer) int64 {
 	end := t.lastDue()
 	if t.State == Live {
 		end = t.Start + t.RepeatFor().Milliseconds()
 	}
-	return max(n.nowMs()+max(t.Interval(), n.tombstoneMin()).Milliseconds(), end+n.maxSkew(t).Milliseconds())
+	return end + n.maxSkew(t).Milliseconds()
 }
 
 // maxSkew bounds how long after a due time any replica of t may still pop
