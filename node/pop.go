@@ -13,11 +13,32 @@ import (
 // dueOf returns when this replica acts on t next: its next pop, skewed by
 // its rank, or for a tombstone (or a timer with nothing left to pop) the
 // end of its life.
+//
+// A live record with nothing left to pop (it knows of missed pops,
+// holdNext) ends by its own definition's last due, not by lastDue: the
+// definition it buried (TimerExtra.Buried) is this node's alone, the
+// replicas that never held it end the same live record at once, and
+// repair compares live records. One replica held it live for the buried
+// definition's life (hours) while the others ended it, dropped the
+// tombstone, and asked for it again every round: a message storm
+// (scenarios/README.md N67). Its tombstone (expire) still
+// outlives the buried definition.
 func (n *Node) dueOf(t *Timer) int64 {
 	if at, ok := t.NextPopAt(); ok {
 		return at + n.skew(t).Milliseconds()
 	}
-	return max(n.nowMs()+max(t.Interval(), n.tombstoneMin()).Milliseconds(), t.lastDue()+n.maxSkew(t).Milliseconds())
+	return max(n.nowMs()+max(t.Interval(), n.tombstoneMin()).Milliseconds(), n.lifeEnd(t))
+}
+
+// lifeEnd is when t, a record with nothing left to pop, is past every
+// replica's turn at its last pop: a tombstone's, at the last pop of any
+// definition it buried too (lastDue); a live record's, at its own.
+func (n *Node) lifeEnd(t *Timer) int64 {
+	end := t.lastDue()
+	if t.State == Live {
+		end = t.Start + t.RepeatFor().Milliseconds()
+	}
+	return end + n.maxSkew(t).Milliseconds()
 }
 
 // maxSkew bounds how long after a due time any replica of t may still pop

@@ -344,3 +344,34 @@ func TestReplicaThatCarriesPopsIntoARetryTellsTheRetrysReplicas(t *testing.T) {
 	c.settle()
 	requireRetryHeldAndNoPopAgain(t, c, deleted, updated, id, a, b)
 }
+
+// TestMissedRecordEndsByItsOwnDefinition: a finished copy whose last
+// pop's callback failed, of an update that cut a long definition short,
+// ends its life as a live record by the update's last pop, as every
+// replica's copy does, not by the buried definition's (this node's
+// alone: a replica that never held it ended the same record hours
+// earlier, and repair asked this one for it every round,
+// scenarios/README.md N67). Its tombstone still outlives the
+// buried definition.
+func TestMissedRecordEndsByItsOwnDefinition(t *testing.T) {
+	h := newHarness(t)
+	wid := h.create(timerJSON(3600, 3600, cb, "old"))
+	if r := h.do("PUT", "/timers/"+wid, timerJSON(10, 20, cb, "x")); r.Status != 200 {
+		t.Fatalf("update: got %d (%s)", r.Status, r.Body)
+	}
+	h.clock.advance(10 * time.Second)
+	h.drainPops(cb, 200)
+	h.clock.advance(10 * time.Second)
+	if got := seqs(h.drainPops(cb, 500)); !slices.Equal(got, []string{"2:x"}) {
+		t.Fatalf("pops by 20 s: got %v, want [2:x]", got)
+	}
+	h.clock.advance(CallbackTimeout + 10*time.Second) // past its life
+	got, ok := h.node.Timer(mustID(t, wid))
+	if missed, _ := got.popMarks(); !ok || got.State != Tombstone || missed != 1 {
+		t.Fatalf("after its life: got state %d marks %b (held %v), want a tombstone marking pop 2 missed", got.State, missed, ok)
+	}
+	h.clock.advance(30 * time.Minute)
+	if got, ok := h.node.Timer(mustID(t, wid)); !ok || got.State != Tombstone {
+		t.Fatalf("within the buried definition's life: got state %d (held %v), want its tombstone", got.State, ok)
+	}
+}
