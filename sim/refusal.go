@@ -156,12 +156,15 @@ func (w *world) ownRefusal(m *machine, nd *node.Node, delivered int, shed bool, 
 // its rank). Its apply may come after Handle returned (an update without
 // a factor reads a replica first), so the refusal is told by what the
 // answer leaves: the node shed a request while it handled this one
-// (shed, counted from delivery to answer), and it holds no live copy of
+// (its shed count moved from shedBefore, at delivery), and it holds no live copy of
 // the timer the answer names (its Location) although the ID's replica
 // bits name it. Recorded as ownRefusal's, and held to the same
 // justification.
-func (w *world) clientOwnRefusal(m *machine, nd *node.Node, delivered int, shed bool, sent time.Duration, req node.Request, resp node.Response) {
-	if !shed || req.Header.Get(node.HeaderSent) != "" || req.Method != "PUT" && req.Method != "POST" || resp.Status/100 != 2 {
+func (w *world) clientOwnRefusal(m *machine, nd *node.Node, delivered int, shedBefore uint64, sent time.Duration, req node.Request, resp node.Response) {
+	// The cheap tests first: every answer of every node comes here, and
+	// counting sheds copies the node's stats.
+	if req.Method != "PUT" && req.Method != "POST" || resp.Status/100 != 2 || req.Header.Get(node.HeaderSent) != "" ||
+		shedCount(nd) == shedBefore {
 		return
 	}
 	loc := resp.Header.Get(wire.HeaderLocation)

@@ -322,7 +322,7 @@ func (w *world) boot(m *machine) {
 			w.fullRefusal(m, nd, held, from, sent, req, resp)
 			w.aheadRefusal(m, from, sent, req, resp)
 			w.stormServe(m.addr, from, req, resp)
-			w.clientOwnRefusal(m, nd, held, shedCount(nd) != shed, sent, req, resp)
+			w.clientOwnRefusal(m, nd, held, shed, sent, req, resp)
 			if returned {
 				w.ownRefusal(m, nd, held, shedHere, sent, req, resp)
 			} else {
