@@ -97,7 +97,14 @@ type Node struct {
 	rand        rng
 	repairAlarm Alarm
 	repairGen   uint64
-	repairDirty bool
+	// repairMarks counts the notes that the replicas may differ
+	// (repairNeeded); repairAsked is, for each peer, the count its last
+	// round started under. A peer is owed a round while the two differ:
+	// a note is discharged only by a round with that peer begun after it,
+	// not by a round that left the peer out because one with it was
+	// still under way (repairRound).
+	repairMarks uint64
+	repairAsked map[string]uint64
 	repairBusy  map[string]bool
 	// repairRoom is what is left of this node's room (room) for the
 	// records its current round asks its peers for and holds none of.
@@ -273,6 +280,7 @@ func New(cfg Config) (*Node, error) {
 		shared:         newInterned(),
 		stats:          Stats{Tags: map[string]int{}},
 		repairBusy:     map[string]bool{},
+		repairAsked:    map[string]uint64{},
 		clashes:        map[string]int64{},
 		peerInstances:  map[string]int{},
 		probeHits:      make([]uint64, len(probeNames)),

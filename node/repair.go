@@ -382,7 +382,10 @@ func (n *Node) scheduleRepair(d time.Duration) {
 		}
 		n.repairAlarm = nil
 		n.forgetOldCollisions()
-		if n.repairDirty || n.roomFreed() {
+		if n.roomFreed() {
+			n.repairNeeded()
+		}
+		if n.repairOwed() {
 			n.repairRound()
 		} else {
 			n.hit(probeRepairQuiet)
@@ -420,16 +423,46 @@ func (n *Node) roomFreed() bool {
 // messages are all as they were skips its periodic round: what the
 // replicas hold can only have changed through a change or a failure one
 // of them saw (a node that restarts empty runs a round at boot).
-func (n *Node) repairNeeded() { n.repairDirty = true }
+//
+// The note is owed to every peer until a round with that peer begins
+// after it (repairOwedBy). A round takes its digests when it begins and
+// may run long, retrying a peer cut off; one begun before a note does
+// not cover it, and a round with the other peers meanwhile does not
+// either. A single flag cleared by any round lost exactly that: a record
+// a round with a cut-off peer left out as young was never compared with
+// it once the cut healed (fresh seed 8497762, scenarios/README.md U37).
+func (n *Node) repairNeeded() { n.repairMarks++ }
 
-// repairRound starts a round with every peer that has none under way.
+// repairOwedBy reports whether peer is owed a round: a note was made
+// since its last round began.
+func (n *Node) repairOwedBy(peer string) bool { return n.repairAsked[peer] != n.repairMarks }
+
+// repairOwed reports whether a peer is owed a round.
+func (n *Node) repairOwed() bool {
+	for _, peer := range n.repairPeers() {
+		if n.repairOwedBy(peer) {
+			return true
+		}
+	}
+	return false
+}
+
+// repairRound starts a round with every peer that is owed one and has
+// none under way; a peer whose round is still under way stays owed, and
+// the next interval starts its round once that one has ended.
 func (n *Node) repairRound() {
 	n.stats.RepairRounds++
-	n.repairDirty = false
 	n.repairRoom = n.room()
 	view := n.ring.ViewID()
-	for _, peer := range n.repairPeers() {
-		if !n.repairBusy[peer] {
+	peers := n.repairPeers()
+	for peer := range n.repairAsked {
+		if !slices.Contains(peers, peer) {
+			delete(n.repairAsked, peer) // left the view: owed nothing
+		}
+	}
+	for _, peer := range peers {
+		if !n.repairBusy[peer] && n.repairOwedBy(peer) {
+			n.repairAsked[peer] = n.repairMarks
 			n.repairBusy[peer] = true
 			n.repairWith(peer, view, 0, nil, nil, 1)
 		}
