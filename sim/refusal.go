@@ -158,9 +158,14 @@ func (w *world) ownRefusal(m *machine, nd *node.Node, delivered int, shed bool, 
 // answer leaves: the node shed a request while it handled this one
 // (its shed count moved from shedBefore, at delivery), and it holds no live copy of
 // the timer the answer names (its Location) although the ID's replica
-// bits name it. Recorded as ownRefusal's, and held to the same
-// justification.
-func (w *world) clientOwnRefusal(m *machine, nd *node.Node, delivered int, shedBefore uint64, sent time.Duration, req node.Request, resp node.Response) {
+// bits name it, nor any record of it other than the one it held at
+// delivery (had, the version; 0 for none). A copy it took may have ended
+// by the answer, popped to its end or replaced: it holds its tombstone
+// then, a record it did not hold before (fresh seed 9313381: a create due
+// at once popped and finished before its backup's answer, 503 at its
+// own limit, let the proxy answer). Recorded as ownRefusal's, and held to
+// the same justification.
+func (w *world) clientOwnRefusal(m *machine, nd *node.Node, delivered int, shedBefore, had uint64, sent time.Duration, req node.Request, resp node.Response) {
 	// The cheap tests first: every answer of every node comes here, and
 	// counting sheds copies the node's stats.
 	if req.Method != "PUT" && req.Method != "POST" || resp.Status/100 != 2 || req.Header.Get(node.HeaderSent) != "" ||
@@ -173,11 +178,24 @@ func (w *world) clientOwnRefusal(m *machine, nd *node.Node, delivered int, shedB
 	if own := node.BloomBits(m.addr); err != nil || bloom&own != own {
 		return
 	}
-	if t, ok := nd.Timer(timer); ok && t.State == node.Live {
+	if t, ok := nd.Timer(timer); ok && (t.State == node.Live || t.Version != had) {
 		return
 	}
 	w.refusedAtLimit(m, nd, delivered, m.addr, sent, req, timer, "refused its own copy at its limit",
 		fmt.Sprintf("%s refused its own copy of %s %s at its limit", m.addr, req.Method, req.URL))
+}
+
+// heldVersion is the version of the record node nd holds of the timer a
+// client's PUT names, at its delivery (clientOwnRefusal); 0 for none, for
+// a POST (its ID is new) and for any other request.
+func heldVersion(nd *node.Node, req node.Request) uint64 {
+	if nd == nil || req.Method != "PUT" || req.Header.Get(node.HeaderSent) != "" {
+		return 0
+	}
+	if t, ok := nd.Timer(timerOfURL(req.URL)); ok {
+		return t.Version
+	}
+	return 0
 }
 
 // refusedAtLimit records node m's refusal at its limit of the record req

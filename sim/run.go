@@ -306,6 +306,7 @@ func (w *world) boot(m *machine) {
 			w.twins.served(m.addr, from, req)
 		}
 		held, shed := w.heldRecords(nd), shedCount(nd)
+		had := heldVersion(nd, req)
 		// Once Handle has returned (returned), shedHere says whether
 		// the node shed a record while handling req: its applies are
 		// synchronous, its answer may come later (see ownRefusal).
@@ -322,7 +323,7 @@ func (w *world) boot(m *machine) {
 			w.fullRefusal(m, nd, held, from, sent, req, resp)
 			w.aheadRefusal(m, from, sent, req, resp)
 			w.stormServe(m.addr, from, req, resp)
-			w.clientOwnRefusal(m, nd, held, shed, sent, req, resp)
+			w.clientOwnRefusal(m, nd, held, shed, had, sent, req, resp)
 			if returned {
 				w.ownRefusal(m, nd, held, shedHere, sent, req, resp)
 			} else {
