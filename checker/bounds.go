@@ -18,9 +18,31 @@ func (x *index) healthyLate() time.Duration {
 	return x.o.FaultFreeLate + time.Duration(x.o.NetHops)*x.h.MaxNetDelay
 }
 
-// rankBound is G3's bound with replica failures, for the worst rank.
+// rankBound is G3's bound with replica failures, for the worst rank:
+// the last replica of the last site (ranks).
 func (x *index) rankBound(d *def) time.Duration {
-	return x.o.ReplicaSkew*time.Duration(d.rf-1) + x.slack()
+	return x.o.ReplicaSkew*time.Duration(x.ranks(d)-1) + x.slack()
+}
+
+// ranks is how many ranks d's pops may take: its factor's replicas, at
+// every site when there are several, as a remote site's replicas pop
+// after every replica of the site before (docs/design.md 4.10; the rank
+// order is placement's). A placed definition's factor counts them
+// already (d.rf is its placement's length); one whose factor the history
+// leaves to the node counted one site's, so a pop a remote site made
+// once every replica of the write's site had lost its copy (crashed
+// without storage) was held to the first site's ranks (fresh seed
+// 9314195: pop 1 made 4 s after its due time, rf 2 at each of two
+// sites, judged against one rank).
+func (x *index) ranks(d *def) int {
+	if d.placed || len(x.h.Sites) <= 1 {
+		return d.rf
+	}
+	n := 0
+	for _, site := range x.h.Sites {
+		n += min(d.rf, len(site))
+	}
+	return n
 }
 
 // window is the stretch around pop k in which a fault "touches" it: from

@@ -675,6 +675,56 @@ func TestOtherSiteWaitsForEveryLocalRank(t *testing.T) {
 	}
 }
 
+// TestOtherSiteTurnIsWithinTheWorstRank: G3's and G7's worst rank with
+// sites is the last replica of the last site, not the factor's last, for
+// a write whose factor the history leaves to the node as for one that
+// gives it: with both replicas of the write's site crashed (no storage)
+// and the faults healed, the other site's first replica pops at its turn,
+// 4 s after due, in the liveness phase, and passes; past every turn is
+// G7. Fresh seed 9314195 held such a pop, of an update without a factor,
+// to one site's ranks.
+func TestOtherSiteTurnIsWithinTheWorstRank(t *testing.T) {
+	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	local := Replicas(sites[0], placedTimer, 2)
+	away := Replicas(sites[1], placedTimer, 2)[0]
+	for _, c := range []struct {
+		name  string
+		after time.Duration
+		rf    int
+		want  string
+	}{
+		{"at its turn", 4*sec + 20*ms, 2, ""},
+		{"at its turn, the factor the node's", 4*sec + 20*ms, 0, ""},
+		{"past every turn", 6*sec + 500*ms, 2, "G7"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+				Ops: []Op{
+					write(1, Create, placedTimer, "a", 10*sec, 10*sec, 0, 10*ms, OK),
+					write(2, Update, placedTimer, "b", 60*sec, 60*sec, 20*sec, 20*sec+10*ms, OK),
+				},
+				End: 200 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms, LivenessFrom: 30 * sec,
+				Faults: []Fault{
+					{At: 25 * sec, Kind: Crash, Nodes: []string{local[0]}}, {At: 25 * sec, Kind: Crash, Nodes: []string{local[1]}},
+					{At: 30 * sec, Kind: Restart, Nodes: []string{local[0]}}, {At: 30 * sec, Kind: Restart, Nodes: []string{local[1]}},
+				},
+			}
+			h.Ops[0].Node, h.Ops[1].Node = local[0], local[0]
+			h.Ops[1].Spec.ReplicationFactor = c.rf
+			if c.rf == 0 {
+				h.Ops[0].Spec.ReplicationFactor = 1 // ended: the update takes 1 or the default, 2
+			}
+			first := pop(10*sec+20*ms, local[0], "a", 1)
+			first.Timer = placedTimer
+			p := pop(80*sec+c.after, away, "b", 1)
+			p.Timer = placedTimer
+			h.Pops = append(h.Pops, first, p)
+			requireWant(t, Check(h), c.want, "pop 1")
+		})
+	}
+}
+
 // TestClockStepAtTheSkewMarginIsDecided pins where a clock step becomes
 // a fault: a backup whose clock moved ahead pops its rank that much
 // sooner, and the checker excuses the duplicate only once the step is
