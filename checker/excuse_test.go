@@ -832,7 +832,9 @@ func TestReplicaCrashedInTheLivenessPhaseIsUnable(t *testing.T) {
 // the last replica (here the one replica of a timer of factor 1): a
 // node sheds a pop only to leave it to a later holder (node/pop.go
 // handOnAfter), so the last one's pop waits for its CPU, and a shed of
-// it is the pop given up (the mutation `last-replica-hands-on`).
+// it is the pop given up (the mutation `last-replica-hands-on`): in the
+// liveness phase (G7) and in the safety phase (G2) alike, where the
+// shed once counted its sender as down (scenarios/README.md C63).
 func TestShedCallbackIsItsReplicasFailedAttempt(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -847,10 +849,14 @@ func TestShedCallbackIsItsReplicasFailedAttempt(t *testing.T) {
 		{"a node holding no replica shed it", 2, "other", ShedDetail + " " + CallbackDetail + "6", "G7"},
 		{"a shed naming no pop", 2, "p", ShedDetail, "G7"},
 		{"the last replica shed the pop's callback", 1, "p", ShedDetail + " " + CallbackDetail + "6", "G7"},
+		{"the last replica shed the pop's callback in the safety phase", 1, "p", ShedDetail + " " + CallbackDetail + "6", "G2"},
 	} {
 		h, p, b, other := placed(t)
 		h.Ops[0].Spec.ReplicationFactor = c.rf
 		h.LivenessFrom = 3 * sec
+		if c.want == "G2" {
+			h.LivenessFrom = 0 // no liveness phase: G2 judges every pop
+		}
 		h.Pops = slices.Delete(h.Pops, 5, 6) // pop 6
 		h.Faults = nil
 		if c.rf > 1 {

@@ -256,6 +256,13 @@ func (x *index) down(d *def, a, b time.Duration, paused bool) map[string]bool {
 			// turn. A callback that waited was made, and arrives late
 			// by its wait (sendWait), unless its sender crashed before
 			// it left: the crash took it from the queue, never sent.
+			// The last holder sheds no pop of d (it has nobody to
+			// leave it to, node/pop.go handOnAfter): a callback of d
+			// it shed is a pop given up, which leaves it no less able
+			// (lostCallbacks, scenarios/README.md C52).
+			if _, ok := lostCallback(s.fault, d.host); ok && shed(s.fault) && x.lastHolder(d, s.fault.Nodes[0]) {
+				continue
+			}
 			if w, record, ok := s.overloadWait(); !ok || record || !slices.Contains(s.fault.Peers, d.host) || x.crashedWaiting(s.fault, w) {
 				addAll(seen, s.fault.Nodes)
 			}

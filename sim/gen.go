@@ -230,6 +230,8 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 	genRetryAhead(p, faults, safety)
 	genTwinRestart(p, faults)
 	genUnpopped(p, faults, safety)
+	genLastHolder(p, work)
+	genMovedBack(p, work)
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
 }

@@ -269,7 +269,11 @@ func genReachFaults(p *Plan, faults Source, safety time.Duration) {
 // once it reloads and the timer is placed back on it, the first record
 // it is offered may be a replica's that knows one pop fewer, and the
 // copy brought back keeps the pop it knew (apply/moved-back-keeps-pops,
-// node/merge.go movedBack).
+// node/merge.go movedBack). Since a create is written to the replicas of
+// the view before too (node/write.go pastRings), which is the one the
+// return goes back to, that member holds a moved-away copy from the
+// create, frozen at no pop, and these timers no longer reach the probe:
+// genMovedBack does.
 func genBusyThrough(p *Plan, work Source, at time.Duration) {
 	if p.Callbacks == MaxCallbacks {
 		return
