@@ -1,6 +1,9 @@
 package checker
 
 import (
+	"bytes"
+	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"sort"
@@ -75,25 +78,190 @@ func (x *index) attribute(d *def) {
 		}
 	}
 	sets := replicaSets{d: d}
-	for i := range x.tl.spans {
+	for _, i := range x.tl.others {
 		s := &x.tl.spans[i]
 		switch {
 		case !d.placed || x.affects(s.fault, d, sets.in(s.from, s.to)):
-			d.spans = append(d.spans, s)
+			d.own = append(d.own, s)
 		case x.affects(s.fault, d, d.nodes):
-			d.spans = append(d.spans, x.tl.writeOnly(i))
+			d.own = append(d.own, x.tl.writeOnly(i))
 		}
 	}
-	d.spans = appendSpans(d.spans, d.moves)
-	d.spans = appendSpans(d.spans, x.clockSpread(d))
-	d.spans = appendSpans(d.spans, x.tl.byTimer[d.timer])
+	d.common = x.commonSpans(d, &sets)
+	d.own = appendSpans(d.own, d.moves)
+	d.own = appendSpans(d.own, x.clockSpread(d))
+	d.own = appendSpans(d.own, x.tl.byTimer[d.timer])
 	if d.shared = x.sharedID(d); d.shared {
 		// Excuse shared-id: another create was acknowledged under this
 		// timer's ID, so the two timers' replicas refuse each other's
 		// records and the survivor pops at whatever rank holds it.
-		d.spans = append(d.spans, &span{from: 0, to: never, end: x.end, fault: Fault{Kind: sharedIDFault, Detail: "the twins may have issued this ID twice"}})
+		d.own = append(d.own, &span{from: 0, to: never, end: x.end, fault: Fault{Kind: sharedIDFault, Detail: "the twins may have issued this ID twice"}})
 	}
-	sort.SliceStable(d.spans, func(i, j int) bool { return d.spans[i].from < d.spans[j].from })
+	sort.SliceStable(d.own, func(i, j int) bool { return d.own[i].from < d.own[j].from })
+}
+
+// spans yields the faults that touch d, by start, and among those that
+// start together in the order attribute found them: the timeline's, in
+// its order, then d's own (its scales' moves, clock spreads, the message
+// faults that name its timer, a shared ID). They come from two lists,
+// each in that order, merged: d.own, held by d alone, and d.common, the
+// timeline's message faults that touch d, a list each definition the
+// same message faults touch holds in common (see commonSpans).
+func (d *def) spans() iter.Seq[*span] {
+	var common []*span
+	if d.common != nil {
+		common = d.common.spans
+	}
+	return mergeSpans(d.own, common)
+}
+
+// mergeSpans yields own and common (each by start, common the
+// timeline's alone) merged as def.spans lists them.
+func mergeSpans(own, common []*span) iter.Seq[*span] {
+	return func(yield func(*span) bool) {
+		for len(own) > 0 && len(common) > 0 {
+			next := own[0]
+			if s := common[0]; s.from < next.from || s.from == next.from && (next.seq == 0 || s.seq < next.seq) {
+				next, common = s, common[1:]
+			} else {
+				own = own[1:]
+			}
+			if !yield(next) {
+				return
+			}
+		}
+		for _, rest := range [2][]*span{own, common} {
+			for _, s := range rest {
+				if !yield(s) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// commonList is a list of the timeline's message faults that touch a
+// definition, by start, which every definition they touch alike holds
+// (see commonSpans); links files its waits as def.links does.
+type commonList struct {
+	spans []*span
+	links map[link][]*span
+}
+
+// fileWaits files the waits among spans by kind and link, in order.
+func fileWaits(spans []*span) map[link][]*span {
+	links := map[link][]*span{}
+	for _, s := range spans {
+		if f := s.fault; (f.Kind == Overload || f.Kind == Queued) && len(f.Nodes) > 0 && len(f.Peers) > 0 {
+			k := link{f.Kind, f.Nodes[0], f.Peers[0]}
+			links[k] = append(links[k], s)
+		}
+	}
+	return links
+}
+
+// messageFiling files the timeline's message faults (none names a timer:
+// those are filed by it, timeline.byTimer) by what decides whether one
+// touches a definition (affects): its kind, its nodes and peers, and the
+// stretches between the scales' epoch bounds (epochsOf: a scale's start,
+// and FaultSettle after its end) its start and end fall in, as a
+// definition's placement changes only there (its epochs begin at such
+// bounds, so epochAt is the same anywhere in one stretch). A run whose
+// nodes refuse or wait many messages naming no timer holds tens of
+// thousands of them (scenarios/README.md U36: 50,500 waits), and testing
+// each against each definition, then copying those that touch it into
+// the definition's own list, made attribution a product of the two
+// (91.5 million attributions, two minutes, gigabytes of memory).
+type messageFiling struct {
+	// class is the class of each message fault, by its index in
+	// timeline.messages; first, a message fault of each class.
+	class []int
+	first []int
+	// lists are the lists of message faults that touch a definition,
+	// keyed by which classes touch it and how (see commonSpans): every
+	// definition the same classes touch holds the same list.
+	lists map[string]*commonList
+}
+
+// fileMessages builds x's messageFiling.
+func (x *index) fileMessages() *messageFiling {
+	var cuts []time.Duration
+	for _, s := range x.h.Scales {
+		cuts = append(cuts, s.Start)
+		if s.End != 0 {
+			cuts = append(cuts, s.End+x.o.FaultSettle)
+		}
+	}
+	slices.Sort(cuts)
+	stretch := func(t time.Duration) int {
+		n, _ := slices.BinarySearch(cuts, t+1) // the bounds at or before t
+		return n
+	}
+	mf := &messageFiling{class: make([]int, len(x.tl.messages)), lists: map[string]*commonList{}}
+	classes := map[string]int{}
+	for j, i := range x.tl.messages {
+		s := &x.tl.spans[i]
+		key := fmt.Sprintf("%s|%q|%q|%d|%d", s.fault.Kind, s.fault.Nodes, s.fault.Peers, stretch(s.from), stretch(s.to))
+		c, ok := classes[key]
+		if !ok {
+			c = len(mf.first)
+			classes[key] = c
+			mf.first = append(mf.first, i)
+		}
+		mf.class[j] = c
+	}
+	return mf
+}
+
+// commonSpans is the list of the timeline's message faults that touch d
+// (as attribute weighs the timeline's other faults, and so as the
+// product of every such fault and d would find them), by start: each
+// class of them (messageFiling) is weighed once, on its first fault,
+// and the list is made once for every definition the same classes touch
+// alike. A definition's list counts towards Options.MaxAttributed when
+// it is first made (index.attributedCommon).
+func (x *index) commonSpans(d *def, sets *replicaSets) *commonList {
+	if x.messages == nil {
+		x.messages = x.fileMessages()
+	}
+	mf := x.messages
+	const (
+		untouched = '0'
+		touches   = '1'
+		writeOnly = '2'
+	)
+	how := make([]byte, len(mf.first))
+	for c, i := range mf.first {
+		s := &x.tl.spans[i]
+		switch {
+		case !d.placed || x.affects(s.fault, d, sets.in(s.from, s.to)):
+			how[c] = touches
+		case x.affects(s.fault, d, d.nodes):
+			how[c] = writeOnly
+		default:
+			how[c] = untouched
+		}
+	}
+	if list, ok := mf.lists[string(how)]; ok {
+		return list
+	}
+	if !bytes.ContainsAny(how, string([]byte{touches, writeOnly})) {
+		mf.lists[string(how)] = nil
+		return nil
+	}
+	var list []*span
+	for j, i := range x.tl.messages {
+		switch how[mf.class[j]] {
+		case touches:
+			list = append(list, &x.tl.spans[i])
+		case writeOnly:
+			list = append(list, x.tl.writeOnly(i))
+		}
+	}
+	sort.SliceStable(list, func(i, j int) bool { return list[i].from < list[j].from })
+	mf.lists[string(how)] = &commonList{spans: list}
+	x.attributedCommon += len(list)
+	return mf.lists[string(how)]
 }
 
 // appendSpans appends a pointer to each of spans to to. The spans are
@@ -469,7 +637,7 @@ func (x *index) popFault(d *def, k int, upTo time.Duration, skip func(Fault) boo
 	lo, hi := d.due(k)
 	upTo = max(upTo, hi+r)
 	around := append([][2]time.Duration{{pl - r, ph + r}, {lo - r, upTo}}, x.writeWindows(d, pl-r, upTo)...)
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if s.from > upTo {
 			break
 		}
@@ -539,7 +707,7 @@ func (x *index) dupFault(d *def, k int, upTo time.Duration, skip func(Fault) boo
 		return f, true
 	}
 	around := append([][2]time.Duration{{lo - r, upTo}}, x.writeWindows(d, lo-r, upTo)...)
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if s.from > upTo {
 			break
 		}
@@ -582,7 +750,7 @@ func lasting(k FaultKind) bool {
 
 // touched reports whether a fault that touches d was active in [a, b].
 func (x *index) touched(d *def, a, b time.Duration) bool {
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if s.from > b {
 			break
 		}
@@ -633,7 +801,7 @@ func (x *index) writeHit(op Op) (time.Duration, bool) {
 func (x *index) writeHitBy(op Op) (at time.Duration, hit bool, why Excuse) {
 	ds := x.reachOf(op)
 	if len(ds) == 0 {
-		return x.spansHit(op, x.allSpans())
+		return x.spansHit(op, slices.Values(x.allSpans()))
 	}
 	at = never
 	for _, d := range ds {
@@ -697,9 +865,9 @@ func (x *index) defsOf(timer uint64) []*def {
 }
 
 // spansHit reports the first of spans that overlaps write op.
-func (x *index) spansHit(op Op, spans []*span) (at time.Duration, hit bool, why Excuse) {
+func (x *index) spansHit(op Op, spans iter.Seq[*span]) (at time.Duration, hit bool, why Excuse) {
 	ret := min(effReturn(op), x.end)
-	for _, s := range spans {
+	for s := range spans {
 		if s.from <= ret && s.to >= op.Invoke {
 			return max(s.from, op.Invoke), true, ""
 		}
@@ -720,10 +888,10 @@ func (x *index) allSpans() []*span {
 func (x *index) defWriteHit(op Op, d *def) (at time.Duration, hit bool, why Excuse) {
 	ret := min(effReturn(op), x.end)
 	if !d.placed {
-		return x.spansHit(op, d.spans)
+		return x.spansHit(op, d.spans())
 	}
 	missed := x.downNodes(d, op.Invoke, ret)
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if s.from <= ret && s.to >= op.Invoke && lostRequest(s.fault) {
 			missed[s.fault.Peers[0]] = true
 		}
@@ -733,7 +901,7 @@ func (x *index) defWriteHit(op Op, d *def) (at time.Duration, hit bool, why Excu
 	if hitBy() {
 		return op.Invoke, true, ""
 	}
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if r, ok := x.inboundKept(d, s, op, ret); ok {
 			missed[r] = true
 		}
@@ -742,7 +910,7 @@ func (x *index) defWriteHit(op Op, d *def) (at time.Duration, hit bool, why Excu
 		return op.Invoke, true, ExInboundKept
 	}
 	lagged := x.missedAtSites(d, op.Node, ret, true, missed)
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if x.queuedPastLag(s, op.Node, ret) && !missed[s.fault.Peers[0]] {
 			missed[s.fault.Peers[0]] = true
 			lagged = true

@@ -194,7 +194,7 @@ func (x *index) heldFor(d *def) (time.Duration, map[string]bool, map[string]late
 	late := map[string]bool{}
 	since := map[string]lateCopy{}
 	ret := min(d.hi, x.end)
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if w, record, ok := s.overloadWait(); ok {
 			if h := overloadHeld(s, x.leftAfter(s.fault, w), record, d.lo, ret); h > 0 {
 				if h > held {
@@ -291,7 +291,7 @@ func (x *index) heldByScale(d *def, late map[string]bool, since map[string]lateC
 		from := max(sc.Start, d.lo)
 		copies := map[string]lateCopy{}
 		for _, n := range sc.places(d.timer, d.rf) {
-			for _, s := range d.spans {
+			for s := range d.spans() {
 				if holdsInto(s.fault, n) && s.end > from && s.from <= end {
 					at := max(s.from, from)
 					copies[n] = copies[n].add(at, s.end-at)
@@ -356,7 +356,7 @@ func (x *index) heldByWait(d *def, writeHeld time.Duration, writeInbound bool, l
 			msgs = append(msgs, msg{from: m.from, to: m.to, sent: m.sent, w: m.w + m.q, inbound: m.q > 0})
 		}
 	}
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if age, record, ok := lateAge(s.fault); ok && record && s.from-age >= d.lo {
 			msgs = append(msgs, msg{from: s.fault.Nodes[0], to: s.fault.Peers[0], sent: s.from - age, w: age, taken: s.from})
 		}
@@ -455,7 +455,7 @@ func (x *index) waitedRecords(d *def) []waitedMsg {
 		return *d.waited
 	}
 	var out []waitedMsg
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if to, sent, w, q, ok := x.waitedRecord(d, s); ok {
 			out = append(out, waitedMsg{from: s.fault.Nodes[0], to: to, at: s.from, sent: sent, w: w, q: q})
 		}
@@ -548,7 +548,7 @@ func (x *index) heldAtSites(d *def, ret time.Duration, late map[string]bool) tim
 		until, counted := ret+x.o.SiteLag, map[*span]bool{}
 		for grown := true; grown; {
 			grown = false
-			for _, s := range d.spans {
+			for s := range d.spans() {
 				if counted[s] || s.from > until || s.end < d.lo {
 					continue
 				}
@@ -606,7 +606,7 @@ func (x *index) heldByRelay(d *def, ret time.Duration, late map[string]bool) (ti
 		}
 		relay := site[0]
 		var relayHeld time.Duration
-		for _, s := range d.spans {
+		for s := range d.spans() {
 			if len(s.fault.Peers) == 0 || s.fault.Peers[0] != relay || s.fault.Nodes[0] == relay {
 				continue
 			}
@@ -675,7 +675,7 @@ func (x *index) heldRefill(d *def, late map[string]bool, since map[string]lateCo
 	refilled := map[string]bool{}
 	own := map[string]lateCopy{}
 	for _, f := range fails {
-		for _, s := range d.spans {
+		for s := range d.spans() {
 			if s.end <= f.at || !holdsInto(s.fault, f.node) || x.revived(d, cf, f.node, f.at, s.from) {
 				continue
 			}
@@ -918,7 +918,7 @@ func (x *index) handedStart(d *def, r string, t time.Duration) (time.Duration, b
 // [a, b] may have been held or kept on its way: a fault hopKept counts
 // around some time in [a, b], or a waited record message between them.
 func (x *index) handOffKept(d *def, q, r string, a, b time.Duration) bool {
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if s.from > b+x.o.FaultSettle || s.to < a {
 			continue
 		}
@@ -968,7 +968,7 @@ func (x *index) keptStart(d *def, q string, t time.Duration) bool {
 // answered waited in its receiver's queue about as long as the sender
 // waits for an answer (ReplicationTimeout, less the two transits).
 func (x *index) replyLost(d *def, from, to string, t time.Duration) bool {
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		f := s.fault
 		if s.from > t+x.o.FaultSettle || s.to < t {
 			continue
@@ -1115,7 +1115,7 @@ func (x *index) sendWaitOf(d *def, from, to string, record bool, t time.Duration
 // only to within "within" after it left (its receiver's unrecorded
 // waits included).
 func (x *index) sendWaitWithin(d *def, from, to string, record bool, t, within time.Duration) time.Duration {
-	for _, s := range d.onLink(Overload, from, to) {
+	for s := range d.onLink(Overload, from, to) {
 		w, rec, ok := s.overloadWait()
 		if !ok || rec != record || s.fault.Nodes[0] != from || s.fault.Peers[0] != to {
 			continue

@@ -181,7 +181,7 @@ func (x *index) placementFault(id uint64, a, b time.Duration) (Fault, bool) {
 	var spans []*span
 	for _, d := range x.defs {
 		if d.timer == id {
-			spans = append(spans, d.spans...)
+			spans = slices.AppendSeq(spans, d.spans())
 		}
 	}
 	sort.SliceStable(spans, func(i, j int) bool { return spans[i].from < spans[j].from })

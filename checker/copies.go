@@ -110,7 +110,7 @@ func (x *index) missedWrite(d *def) map[string]bool {
 	}
 	missed := x.down(d, d.lo, min(d.hi, x.end), false)
 	addAll(missed, x.diskFaulty(d, d.lo, min(d.hi, x.end)))
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if s.to >= d.lo && lostRequest(s.fault) && !ownRefusal(s.fault) && x.sentAt(d, s) <= min(d.hi, x.end) {
 			addAll(missed, s.fault.Peers)
 		}
@@ -123,7 +123,7 @@ func (x *index) missedWrite(d *def) map[string]bool {
 	if len(x.h.Sites) > 1 {
 		lag = x.o.SiteLag
 	}
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if ownRefusal(s.fault) && x.sentAt(d, s) <= min(d.hi, x.end)+lag && s.to >= d.lo {
 			addAll(missed, s.fault.Peers)
 		}
@@ -156,7 +156,7 @@ func (x *index) missedAtSites(d *def, node string, b time.Duration, paused bool,
 	}
 	lagged := false
 	late := x.down(d, b, b+x.o.SiteLag, paused)
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if s.to >= b && lostRequest(s.fault) && !ownRefusal(s.fault) && x.sentAt(d, s) <= b+x.o.SiteLag {
 			addAll(late, s.fault.Peers)
 		}
@@ -244,7 +244,7 @@ func (x *index) sentAt(d *def, s *span) time.Duration {
 	}
 	t := s.from // At less its Age (see buildTimeline)
 	if f.Age == 0 {
-		for _, o := range d.onLink(Queued, f.Nodes[0], f.Peers[0]) {
+		for o := range d.onLink(Queued, f.Nodes[0], f.Peers[0]) {
 			q, record, ok := o.queuedWait()
 			if ok && record && o.fault.Nodes[0] == f.Nodes[0] && o.fault.Peers[0] == f.Peers[0] && o.from+q <= t && t <= o.from+q+x.h.MaxNetDelay {
 				t = o.from // when it arrived
@@ -286,7 +286,7 @@ func (x *index) withoutCopy(d *def, k int, a, b time.Duration, failed bool) (all
 	all, strict = x.dropped(d, a, b)
 	// What both sets add is weighed once.
 	both := x.downNodes(d, a, b)
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		// A lost request about the timer may have left its receiver
 		// without its copy until a later write or notice repairs it.
 		if s.from <= b && s.to >= a && lostRequest(s.fault) {
@@ -340,7 +340,7 @@ func (x *index) failedPop(d *def, k int) []string {
 // queued).
 func (x *index) crashTookCallbacks(d *def, k int) []string {
 	var out []string
-	for _, sp := range d.spans {
+	for sp := range d.spans() {
 		f := sp.fault
 		w, record, ok := sp.overloadWait()
 		if !ok || record || len(f.Peers) == 0 || f.Peers[0] != d.host || d.placed && !slices.Contains(d.replicas, f.Nodes[0]) {
@@ -366,7 +366,7 @@ func (x *index) crashTookCallbacks(d *def, k int) []string {
 // never an attempt (lastHolder; the mutation `last-replica-hands-on`).
 func (x *index) lostCallbacks(d *def, k int) []string {
 	var out []string
-	for _, sp := range d.spans {
+	for sp := range d.spans() {
 		if seq, ok := lostCallback(sp.fault, d.host); ok && seq == k && (!d.placed || slices.Contains(d.replicas, sp.fault.Nodes[0])) {
 			if shed(sp.fault) && x.lastHolder(d, sp.fault.Nodes[0]) {
 				continue
@@ -424,7 +424,7 @@ func (x *index) cutFromEndpoint(d *def, k int) []string {
 	lo, hi := d.due(k)
 	from, to := lo-x.forward(d, d.lo, hi), hi+x.rankBound(d)
 	var out []string
-	for _, sp := range d.spans {
+	for sp := range d.spans() {
 		if sp.fault.Kind != Partition && sp.fault.Kind != Clog || sp.from > to || sp.end < from {
 			continue
 		}
@@ -556,7 +556,7 @@ func (x *index) lostCopies(d *def, nodes []string) []copyFailure {
 			out = append(out, copyFailure{node: n, at: min(d.hi, x.end), from: -never, missed: true})
 		}
 	}
-	for _, sp := range d.spans {
+	for sp := range d.spans() {
 		if sp.fault.Kind == Crash && sp.end >= d.lo && x.crashLoses(sp) {
 			for _, n := range sp.fault.Nodes {
 				if slices.Contains(nodes, n) {
@@ -603,7 +603,7 @@ func (x *index) hopKept(d *def, from, to string, t time.Duration) bool {
 	if from == to {
 		return false
 	}
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if s.from > t+x.o.FaultSettle || s.to < t {
 			continue
 		}

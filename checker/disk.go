@@ -89,7 +89,7 @@ func (x *index) diskFaults() map[string]*nodeDisk {
 // crash takes it (a disk-lost excuse where it matters, see diskLost).
 func (x *index) diskFaulty(d *def, a, b time.Duration) []string {
 	var out []string
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if (s.fault.Kind == DiskFull || s.fault.Kind == DiskLie) && s.from <= b && s.to >= a {
 			out = append(out, s.fault.Nodes...)
 		}

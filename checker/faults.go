@@ -54,6 +54,10 @@ type span struct {
 	// that waited (Overload, Queued), parsed once (see waited).
 	wait               time.Duration
 	waitRecord, waitOK bool
+	// seq is, for a span of timeline.spans (and its writeOnly twin),
+	// its index there plus one; 0 for any other span. A definition's
+	// spans that start together come in that order (def.spans).
+	seq int
 }
 
 // timeline answers "was a fault active in [a, b]" questions.
@@ -62,6 +66,9 @@ type timeline struct {
 	// which byTimer files by the timer they hit.
 	spans   []span
 	byTimer map[uint64][]span
+	// messages and others are the indices in spans of the message
+	// faults and of the rest, in order (see messageFiling).
+	messages, others []int
 	// writeOnlys are the writeOnly twins of spans, by index, made as
 	// a definition first needs one (see writeOnly).
 	writeOnlys []*span
@@ -180,6 +187,14 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 			}
 		}
 	}
+	for i := range tl.spans {
+		tl.spans[i].seq = i + 1
+		if isMessageFault(tl.spans[i].fault.Kind) {
+			tl.messages = append(tl.messages, i)
+		} else {
+			tl.others = append(tl.others, i)
+		}
+	}
 	return tl
 }
 
@@ -239,7 +254,7 @@ func (x *index) downNodes(d *def, a, b time.Duration) map[string]bool {
 // paused node gets every message sent to it once it resumes.
 func (x *index) down(d *def, a, b time.Duration, paused bool) map[string]bool {
 	seen := map[string]bool{}
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if s.from > b || s.to < a {
 			continue
 		}

@@ -188,7 +188,7 @@ func (x *index) writeTimer(b *bufio.Writer, t uint64, defs []*def, vs []Violatio
 	var faults []string
 	seen := map[string]bool{}
 	for _, d := range defs {
-		for _, s := range d.spans {
+		for s := range d.spans() {
 			txt := fmt.Sprintf("%v..%v %s", s.from, s.end, faultText(s.fault))
 			if !seen[txt] {
 				seen[txt] = true

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"net/url"
 	"slices"
@@ -80,9 +81,11 @@ type def struct {
 	relays   []string // each site's address node, when there are several
 	nodes    map[string]bool
 	holders  map[string]bool // startHolders' cache
-	// spans are the faults that touch d, by start (see attribute).
-	spans []*span
-	// links files the spans of waits by kind and link (onLink).
+	// own and common are the faults that touch d, each by start: the
+	// spans method yields them merged (see attribute).
+	own    []*span
+	common *commonList
+	// links files the waits of own by kind and link (onLink).
 	links map[link][]*span
 	// missed and failures cache missedWrite and copyFailures, once spans
 	// are known.
@@ -98,25 +101,27 @@ type link struct {
 
 // onLink is d's spans of the waits of kind (Overload or Queued) on the
 // link from "from" to "to" (their first node and peer), in the order of
-// d.spans. The checks that look for the wait behind one message (a
+// d.spans(). The checks that look for the wait behind one message (a
 // send's wait for its sender, a refusal's in its receiver's queue) ask
 // it once per message: scanning every span each time made them
 // quadratic in a run's message faults (a run whose every message between
 // two nodes was refused for its age took minutes).
-func (d *def) onLink(kind FaultKind, from, to string) []*span {
+func (d *def) onLink(kind FaultKind, from, to string) iter.Seq[*span] {
 	if kind != Overload && kind != Queued {
 		panic(fmt.Sprintf("checker: onLink files waits only, asked for %q", kind))
 	}
 	if d.links == nil {
-		d.links = map[link][]*span{}
-		for _, s := range d.spans {
-			if f := s.fault; (f.Kind == Overload || f.Kind == Queued) && len(f.Nodes) > 0 && len(f.Peers) > 0 {
-				k := link{f.Kind, f.Nodes[0], f.Peers[0]}
-				d.links[k] = append(d.links[k], s)
-			}
-		}
+		d.links = fileWaits(d.own)
 	}
-	return d.links[link{kind, from, to}]
+	k := link{kind, from, to}
+	var common []*span
+	if d.common != nil {
+		if d.common.links == nil {
+			d.common.links = fileWaits(d.common.spans)
+		}
+		common = d.common.links[k]
+	}
+	return mergeSpans(d.links[k], common)
 }
 
 // due returns the window pop k falls due in.
@@ -144,6 +149,10 @@ type index struct {
 	taint map[string]time.Duration
 	// tlSpans points at tl's spans (allSpans).
 	tlSpans []*span
+	// messages files tl's message faults for commonSpans, and
+	// attributedCommon counts the faults in the lists it made.
+	messages         *messageFiling
+	attributedCommon int
 	// disks is each node's disk history (diskFaults).
 	disks map[string]*nodeDisk
 	// defsByTimer is the definitions by timer (defsOf).
@@ -302,7 +311,10 @@ func buildIndex(h *History, o Options, extra map[int]factors) *index {
 			sort.SliceStable(idx, func(i, j int) bool { return h.Pops[idx[i]].At < h.Pops[idx[j]].At })
 		}
 		x.attribute(d)
-		if attributed += len(d.spans); attributed > o.MaxAttributed {
+		// A list of message faults several definitions hold in common
+		// counts once (commonSpans), as it is stored once.
+		if attributed += len(d.own); attributed+x.attributedCommon > o.MaxAttributed {
+			attributed += x.attributedCommon
 			x.unjudged = fmt.Sprintf("not judged: the faults attributed to the first %d of %d definitions already number %d, past the checker's bound of %d (Options.MaxAttributed); %d faults recorded",
 				slices.Index(x.defs, d)+1, len(x.defs), attributed, o.MaxAttributed, len(h.Faults))
 			x.defs, x.byOpaque, x.orphans = nil, map[string]*def{}, nil

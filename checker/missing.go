@@ -137,7 +137,7 @@ func (x *index) lossFromAt(d *def, site int) time.Duration {
 	// its copy: for good, unless its restart repopulated it.
 	without := map[string]time.Duration{}
 	partial := x.touched(d, d.lo, min(d.hi, x.end))
-	for _, s := range d.spans { // by start
+	for s := range d.spans() { // by start
 		if s.to < d.lo || s.fault.Kind != Crash || !x.crashLoses(s) {
 			continue
 		}
@@ -198,7 +198,7 @@ func (x *index) liveAllLost(d *def, k int) bool {
 	a, b := x.window(d, k)
 	_, strict := x.dropped(d, a, b)
 	addAll(strict, x.failedPop(d, k))
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if (s.fault.Kind == Crash || s.fault.Kind == Pause) && s.from >= x.tl.liveFrom && s.from <= b && s.to >= a {
 			addAll(strict, s.fault.Nodes)
 		}

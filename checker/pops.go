@@ -265,7 +265,7 @@ func (x *index) homeRanks(d *def) (int, bool) {
 // (scenarios/README.md C8). The two add up: the bound is their sum.
 func (x *index) sendWait(d *def, p Pop) (wait, queued time.Duration) {
 	arrived := p.At
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		q, record, ok := s.queuedWait()
 		if !ok || record || s.fault.Nodes[0] != p.Node || s.fault.Peers[0] != d.host {
 			continue

@@ -365,7 +365,12 @@ func (r *realJudge) duplicate(d *def, k int, hi time.Duration, p Pop) {
 // during reports whether a fault touching d was active at t (from its
 // start to its end event, settle time left out).
 func during(d *def, t time.Duration) bool {
-	return slices.ContainsFunc(d.spans, func(s *span) bool { return s.from <= t && t <= s.end })
+	for s := range d.spans() {
+		if s.from <= t && t <= s.end {
+			return true
+		}
+	}
+	return false
 }
 
 // heldDelivery reports whether delivery p of pop k of d may have been
@@ -388,7 +393,7 @@ func (r *realJudge) heldDelivery(d *def, k int, p Pop) bool {
 // mayBeHeld is heldDelivery's test, uncounted.
 func (r *realJudge) mayBeHeld(d *def, k int, p Pop) bool {
 	lo, _ := d.due(max(k, 1))
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if s.from > p.At || lo > s.end || p.At > s.end+(s.end-s.from)+r.x.o.FaultSettle {
 			continue
 		}
@@ -412,7 +417,7 @@ func (r *realJudge) mayBeHeld(d *def, k int, p Pop) bool {
 // none).
 func lastHeal(d *def, t time.Duration) time.Duration {
 	var h time.Duration
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if s.end <= t {
 			h = max(h, s.end)
 		}

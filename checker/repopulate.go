@@ -73,7 +73,7 @@ func (x *index) keptCopy(d *def, q string, t time.Duration) bool {
 // link of either, in (a, b]. A fault that ended at a (the restart that
 // ends n's crash) is over.
 func (x *index) faultBetween(d *def, n, q string, a, b time.Duration) bool {
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if s.from > b || s.end <= a {
 			continue
 		}

@@ -211,7 +211,7 @@ func (x *index) joinedEmpty(d *def, n string, at time.Duration) bool {
 // since (repopulatedBy).
 func (x *index) holdsAt(d *def, h string, t time.Duration) bool {
 	var last *span
-	for _, s := range d.spans {
+	for s := range d.spans() {
 		if s.fault.Kind == Crash && s.to >= d.lo && s.from <= t && slices.Contains(s.fault.Nodes, h) && x.crashLoses(s) {
 			last = s
 		}

@@ -152,7 +152,7 @@ func (x *index) siteTook(s Op, d *def, node string) (took time.Duration, ok bool
 		relay = x.h.Sites[site][0]
 	}
 	took = limit
-	for _, sp := range d.spans {
+	for sp := range d.spans() {
 		q, record, isWait := sp.queuedWait()
 		if !isWait || !record || sp.from < s.Invoke || sp.from > s.Return+x.o.SiteLag {
 			continue
@@ -229,7 +229,7 @@ func (x *index) spreadTo(d *def, p Pop) []string {
 		return nil
 	}
 	b := p.At + x.repairWindow() + x.h.MaxNetDelay
-	for _, sp := range d.spans {
+	for sp := range d.spans() {
 		if sp.from > b {
 			break
 		}
@@ -268,7 +268,7 @@ func (x *index) repairRoundBound() time.Duration {
 // node and pushes s's.
 func (x *index) repairRoundDue(s Op, d *def, p Pop) (heal time.Duration, due bool) {
 	heal = effReturn(s) + x.o.FaultSettle
-	for _, sp := range d.spans {
+	for sp := range d.spans() {
 		if sp.from > p.At {
 			break
 		}
@@ -330,7 +330,7 @@ func (x *index) repairs(s Op, d *def, p Pop) bool {
 		return false
 	}
 	b := p.At + x.repairWindow()
-	for _, sp := range d.spans {
+	for sp := range d.spans() {
 		if sp.from > b {
 			break
 		}
@@ -361,7 +361,7 @@ func (x *index) keptBy(s Op, d *def, popper string, b time.Duration, local bool)
 	}
 	ret := min(effReturn(s), x.end)
 	missed := x.down(d, s.Invoke, ret, false)
-	for _, sp := range d.spans {
+	for sp := range d.spans() {
 		if sp.from <= ret && sp.to >= s.Invoke && lostRequest(sp.fault) {
 			addAll(missed, sp.fault.Peers)
 		}
@@ -388,7 +388,7 @@ func (x *index) keptBy(s Op, d *def, popper string, b time.Duration, local bool)
 
 // nodeCrashedIn reports whether node n of d crashed in [a, b].
 func (x *index) nodeCrashedIn(d *def, n string, a, b time.Duration) bool {
-	for _, sp := range d.spans {
+	for sp := range d.spans() {
 		if sp.fault.Kind == Crash && sp.from >= a && sp.from <= b && slices.Contains(sp.fault.Nodes, n) {
 			return true
 		}
@@ -399,7 +399,7 @@ func (x *index) nodeCrashedIn(d *def, n string, a, b time.Duration) bool {
 // crashedIn reports whether one of d's nodes crashed in [a, b], forgetting
 // what it held.
 func (x *index) crashedIn(d *def, a, b time.Duration) bool {
-	for _, sp := range d.spans {
+	for sp := range d.spans() {
 		if sp.fault.Kind == Crash && sp.from >= a && sp.from <= b {
 			return true
 		}
