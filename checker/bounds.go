@@ -123,6 +123,9 @@ func (x *index) lateBoundOnce(d *def, k int, failed bool) (time.Duration, bool) 
 			}
 		}
 	}
+	for n := range x.downInHeldTurn(d, k, b) {
+		out[n], strict[n] = true, true
+	}
 	if len(out) > 0 && x.allLost(d, strict, a, b) {
 		return 0, false
 	}
@@ -136,6 +139,29 @@ func (x *index) lateBoundOnce(d *def, k int, failed bool) (time.Duration, bool) 
 		return x.slack() + d.held, true
 	}
 	return x.rankBound(d) + d.held, true
+}
+
+// downInHeldTurn is the replicas of d down in the turn a hold gave them
+// past the window's end b: a replica that got the write late pops that
+// much later (heldAt, which the bound adds), so a crash before that turn
+// costs its pop as one inside the window does. The window stopped at b,
+// and a replica that crashed after it, before the turn its hold made,
+// was held to popping by the bound (fresh seed 9200846, U39: a relay
+// paused while a forward reached it passed the timer on 3.1 s late, and
+// its site's replica crashed at its held turn with every other node).
+func (x *index) downInHeldTurn(d *def, k int, b time.Duration) map[string]bool {
+	var out map[string]bool
+	for _, r := range d.replicas {
+		h := x.heldAt(d, r, k)
+		if h == 0 || !x.downNodes(d, b, b+h)[r] {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[r] = true
+	}
+	return out
 }
 
 // handOff is the one rank more pop k of d may take while a scale moves

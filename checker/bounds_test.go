@@ -218,6 +218,47 @@ func TestCopyBroughtBackLateIsRepairedByAReplicaThatKeptTheStart(t *testing.T) {
 	requireNone(t, Check(h))
 }
 
+// TestCrashInAHeldTurnCostsThatReplicasPop is U39: the other site's
+// relay, paused while the write's forward reached it, passes the timer
+// on 3 s late, so that site's replica (rf 1 a site) pops 3 s late, its
+// start rebuilt then: its turn for pop 2 is 20 s + 3 s + the write's
+// site's rank. With the write's site's replica down, a crash of the
+// other site's replica after pop 2's window (which ends about 22.1 s)
+// and before that turn costs the pop as one inside the window does: its
+// pop at its restart from disk is not G3. A crash after its held turn
+// leaves it held to the bound.
+func TestCrashInAHeldTurnCostsThatReplicasPop(t *testing.T) {
+	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
+	if away == sites[1][0] {
+		sites[1][0], sites[1][1] = sites[1][1], sites[1][0] // the relay is not the replica
+	}
+	for _, c := range []struct {
+		name    string
+		crashAt time.Duration
+		want    string
+	}{
+		{"before its held turn", 24 * sec, ""},
+		{"after its held turn", 25*sec + 500*ms, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites, Storage: true,
+				Ops: []Op{write(1, Create, placedTimer, "a", 10*sec, 20*sec, 0, 10*ms, OK)},
+				End: 60 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+				Faults: []Fault{{At: 0, Kind: Pause, Nodes: []string{relay(sites)}}, {At: 3 * sec, Kind: Resume, Nodes: []string{relay(sites)}},
+					{At: 8 * sec, Kind: Crash, Nodes: []string{home}},
+					{At: c.crashAt, Kind: Crash, Nodes: []string{away}}, {At: 35 * sec, Kind: Restart, Nodes: []string{away}}},
+			}
+			h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = home, 1
+			p1, p2 := pop(15*sec+20*ms, away, "a", 1), pop(35*sec+20*ms, away, "a", 2)
+			p1.Timer, p2.Timer = placedTimer, placedTimer
+			h.Pops = []Pop{p1, p2}
+			requireWant(t, Check(h), c.want, "pop 2")
+		})
+	}
+}
+
 // TestOverloadHoldsACopyOnlyPastTheAnswerByItsWait is C8: a replication
 // that waited for its overloaded sender holds its receiver's copy, which
 // rebuilds its start when it processes it, but only past the client's

@@ -35,6 +35,9 @@ func (x *index) crashLoses(s *span) bool {
 // boot before from, or a wipe at the restart.
 func (x *index) diskLost(n string, from, end time.Duration) bool {
 	d := x.diskFaults()[n]
+	if d == nil {
+		return false // never restarted and no disk fault: nothing lost to its disk
+	}
 	boot := time.Duration(0)
 	for _, at := range d.restarts {
 		if at < from {
