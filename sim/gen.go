@@ -230,6 +230,7 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 	genRetryAhead(p, faults, safety)
 	genTwinRestart(p, faults)
 	genUnpopped(p, faults, safety)
+	genHeldAnswer(p, faults, safety)
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
 }
