@@ -124,13 +124,24 @@ func (x *index) checkDuplicates(d *def, seq int) (verdict, Violation, bool) {
 				seq, len(idx), p.Node, p.At, from)), true
 		}
 	}
-	if ok >= 0 && ok < len(idx)-1 && allowed != strictly && !x.failed(x.h.Pops[idx[ok]]) {
-		// The node that delivered the accepted pop took it as made and
-		// told the other replicas so: an endpoint that failed or
-		// answered slowly at other times made no replica pop it again
-		// (mutations/escaped popped-answer-ignored).
-		if _, still := x.mayDuplicate(d, seq, func(f Fault) bool { return isCallbackFault(f.Kind) }); !still {
-			allowed = strictly
+	next := ok + 1 // the delivery after the accepted one that is judged
+	told, word := time.Duration(0), false
+	if ok >= 0 && ok < len(idx)-1 && allowed != strictly {
+		if told, word = x.tookAsMade(x.h.Pops[idx[ok]]); word {
+			// The node that delivered the accepted pop took it as made
+			// once the endpoint answered, and told the other replicas
+			// so: an endpoint that failed or answered slowly at other
+			// times made no replica pop it after that word reached it
+			// (mutations popped-answer-ignored, trim-keeps-owed). A
+			// slow answer within the timeout delays the word, so a
+			// replica may pop it before: that is the slow endpoint's.
+			if _, still := x.mayDuplicate(d, seq, func(f Fault) bool { return isCallbackFault(f.Kind) }); !still {
+				n, after := x.afterWord(d, idx[ok+1:], x.h.Pops[idx[ok]].Node, told)
+				if after {
+					allowed, next = strictly, ok+1+n
+				}
+				word = after
+			}
 		}
 	}
 	if ok < 0 || ok == len(idx)-1 || allowed != strictly {
@@ -138,10 +149,49 @@ func (x *index) checkDuplicates(d *def, seq int) (verdict, Violation, bool) {
 		// callback are the redundancy path), or one a fault excuses.
 		return allowed, Violation{}, false
 	}
-	p0, p1 := x.h.Pops[idx[ok]], x.h.Pops[idx[ok+1]]
+	p0, p1 := x.h.Pops[idx[ok]], x.h.Pops[idx[next]]
+	if word {
+		return violatedVerdict, x.violation("G4", p1.At, d, fmt.Sprintf(
+			"pop %d delivered %d times with no fault around it but the callback endpoint's (accepted from %s at %v, whose node had the answer and told the other replicas by %v; again from %s at %v, made after that): got %d deliveries, want 1",
+			seq, len(idx), p0.Node, p0.At, told, p1.Node, p1.At, len(idx))), true
+	}
 	return violatedVerdict, x.violation("G4", p1.At, d, fmt.Sprintf(
 		"pop %d delivered %d times with no fault around it (accepted from %s at %v, again from %s at %v): got %d deliveries, want 1",
 		seq, len(idx), p0.Node, p0.At, p1.Node, p1.At, len(idx))), true
+}
+
+// tookAsMade reports whether the node that delivered p surely took its
+// pop as made, and by when the other replicas had its word: the endpoint
+// accepted p and its answer, slow or not, reached the node within the
+// callback timeout with both hops at their longest, and the node's
+// notice then took one hop more (docs/design.md 4.7: the other replicas
+// hear of a pop once its callback succeeded). An endpoint slower than
+// the timeout, or whose delay the history does not give, may have made
+// the node take it for a failure.
+func (x *index) tookAsMade(p Pop) (time.Duration, bool) {
+	if !accepted(p) {
+		return 0, false
+	}
+	delay, ok := x.tl.slowDelay(p.URI, p.At)
+	if !ok || delay+2*x.h.MaxNetDelay >= x.o.CallbackTimeout {
+		return 0, false
+	}
+	return p.At + delay + 2*x.h.MaxNetDelay, true
+}
+
+// afterWord returns the first of the deliveries idx of pop d by a node
+// other than from that its node made after told, the time from's word
+// that the pop was made had reached it: sent no earlier than its delivery
+// less a network delay and the waits recorded on its path (sendWait).
+func (x *index) afterWord(d *def, idx []int, from string, told time.Duration) (int, bool) {
+	for n, i := range idx {
+		q := x.h.Pops[i]
+		wait, _ := x.sendWait(d, q)
+		if q.Node != from && q.At-wait-x.h.MaxNetDelay > told {
+			return n, true
+		}
+	}
+	return 0, false
 }
 
 // dupAllowance is G4's verdict on pop k of d before its deliveries are

@@ -547,3 +547,55 @@ func TestCallbackFaultExcusesNoPopAfterOneItsNodeTookAsMade(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowAnswerWithinTheTimeoutExcusesADuplicateOnlyUntilTheWord proves
+// a slow callback endpoint excuses a pop delivered again after an
+// accepted one, whose endpoint answered within the callback timeout,
+// only while that node's word that it made the pop may not have reached
+// the replica that popped again (tookAsMade, afterWord): rf 3, every
+// 10 s, the endpoint slow from 9.5 s to 15 s. The primary's pop 1 is
+// accepted at 10.02 s and answered 1.2 s later, so its notice reached the
+// others by 11.23 s, and the first backup popping it at its rank (12.02
+// s) popped a pop it had been told was made (the mutations
+// trim-keeps-owed and popped-answer-ignored): G4. Delivered at 11.2 s,
+// the backup made it before the word could reach it; with the endpoint
+// answering 2.5 s late, past the timeout, the primary took its pop for a
+// failure and the backup's is the redundancy path; and an endpoint
+// whose delay the history does not say excuses it as before.
+func TestSlowAnswerWithinTheTimeoutExcusesADuplicateOnlyUntilTheWord(t *testing.T) {
+	const cb = "http://client/cb"
+	for _, c := range []struct {
+		name  string
+		delay string
+		again time.Duration
+		dup   bool
+	}{
+		{"after the word", "delay=1.2s", 12020 * ms, true},
+		{"before the word", "delay=1.2s", 11200 * ms, false},
+		{"past the timeout", "delay=2.5s", 12020 * ms, false},
+		{"delay unknown", "", 12020 * ms, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &History{
+				Members: []string{"n1", "n2", "n3"},
+				Ops:     []Op{write(1, Create, placedTimer, "a", 10*sec, 30*sec, 0, 10*ms, OK)},
+				Faults: []Fault{{At: 9500 * ms, Kind: SlowCallback, Nodes: []string{cb}, Detail: c.delay},
+					{At: 15 * sec, Kind: CallbackOK, Nodes: []string{cb}}},
+				End: 60 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			}
+			h.Ops[0].Spec.ReplicationFactor = 3
+			r := Replicas(h.Members, placedTimer, 3)
+			h.Pops = []Pop{pop(10*sec+20*ms, r[0], "a", 1), pop(c.again, r[1], "a", 1),
+				pop(20*sec+20*ms, r[0], "a", 2), pop(30*sec+20*ms, r[0], "a", 3)}
+			for i := range h.Pops {
+				h.Pops[i].Timer = placedTimer
+			}
+			vs := Check(h)
+			if c.dup {
+				requireHas(t, vs, "G4", "pop 1")
+			} else {
+				requireNone(t, vs)
+			}
+		})
+	}
+}

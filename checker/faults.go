@@ -345,6 +345,24 @@ func (tl timeline) slowAt(uri string, t time.Duration) bool {
 	return false
 }
 
+// slowDelay is how long the endpoint of uri took to answer a callback it
+// received at t: the delay of the slow-callback fault in force then (the
+// endpoint takes its mode when the request arrives), 0 when none was;
+// ok is false when that fault's delay cannot be read.
+func (tl timeline) slowDelay(uri string, t time.Duration) (delay time.Duration, ok bool) {
+	for _, s := range tl.slows {
+		if s.from <= t && s.end >= t && slices.Contains(s.fault.Nodes, uri) {
+			v, found := strings.CutPrefix(s.fault.Detail, "delay=")
+			d, err := time.ParseDuration(v)
+			if !found || err != nil {
+				return 0, false
+			}
+			delay = max(delay, d)
+		}
+	}
+	return delay, true
+}
+
 func addAll(set map[string]bool, xs []string) {
 	for _, x := range xs {
 		set[x] = true

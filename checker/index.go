@@ -139,6 +139,11 @@ type index struct {
 	defs     []*def
 	byOpaque map[string]*def
 	byTimer  map[uint64][]Op
+	// extra is what newIndex's rounds add to the factors of the updates
+	// without one that may have found no copy or a copy a delete missed
+	// (by Seq): the factor such an update took, which a later update
+	// without one finds (factorBefore).
+	extra map[int]factors
 	// endpoints is the callback hosts, told apart from nodes in faults.
 	endpoints map[string]bool
 	// orphans are pops whose opaque no create or update sent.
@@ -272,7 +277,7 @@ func (x *index) mayFindNoTimer(d *def) bool {
 // that may have found no timer (and so may have taken the default
 // factor) or a copy a delete missed, the factors that adds.
 func buildIndex(h *History, o Options, extra map[int]factors) *index {
-	x := &index{h: h, o: o, end: historyEnd(h), byOpaque: map[string]*def{}, byTimer: map[uint64][]Op{}, endpoints: map[string]bool{},
+	x := &index{h: h, o: o, end: historyEnd(h), byOpaque: map[string]*def{}, byTimer: map[uint64][]Op{}, extra: extra, endpoints: map[string]bool{},
 		verdicts: map[popKey]*popVerdicts{}, writeVerdicts: map[int]verdict{}}
 	x.tl = buildTimeline(h, x.end, o.FaultSettle)
 	ops := append([]Op(nil), h.Ops...)
@@ -441,8 +446,19 @@ func (x *index) factorBefore(op Op, seq int) factors {
 			// An update without a factor leaves the one it took:
 			// the earlier writes' and, where another write ran
 			// beside it, what that race lets it take (racedRF,
-			// TestUpdateAfterARacedUpdateMayFindItsFactor).
-			if g, raced := x.racedRF(op, w, seq); raced {
+			// TestUpdateAfterARacedUpdateMayFindItsFactor), or,
+			// where it may have found no copy (or one a delete
+			// missed), what that adds (newIndex's rounds: fresh
+			// seed 9211761, TestUpdateAfterEveryCopyWasLostMayTakeTheDefault).
+			g, raced := x.racedRF(op, w, seq)
+			if e, ok := x.extra[w.Seq]; ok {
+				if raced {
+					g = g.or(e)
+				} else {
+					g, raced = e, true
+				}
+			}
+			if raced {
 				if anySkipped {
 					g = g.or(skipped)
 				}

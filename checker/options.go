@@ -19,6 +19,10 @@ const (
 	// replication or popped-notice message that can sit between a start
 	// time being fixed and the replica that pops learning of it.
 	NetHops = 2
+	// CallbackTimeout is how long a replica waits for the callback
+	// endpoint's answer from when the request leaves: a 2xx later than
+	// that counts as a failed pop (docs/design.md 4.7).
+	CallbackTimeout = 2 * time.Second
 	// DefaultReplicationFactor is what a create whose Spec has
 	// ReplicationFactor 0 gets (api.md: the default replication factor
 	// is 2). An update without one keeps its timer's (see writtenRF).
@@ -135,6 +139,10 @@ type Options struct {
 	RepopulateBound time.Duration
 	// ReplicationTimeout is how long a node waits for another's answer.
 	ReplicationTimeout time.Duration
+	// CallbackTimeout is how long a node waits for the callback
+	// endpoint's answer (see tookAsMade); 0 takes every callback a slow
+	// endpoint answered for a failure.
+	CallbackTimeout time.Duration
 }
 
 // DefaultOptions returns the bounds of docs/design.md section 3.
@@ -154,6 +162,7 @@ func DefaultOptions() Options {
 		SiteLag:                  SiteLag,
 		RepopulateBound:          RepopulateBound,
 		ReplicationTimeout:       ReplicationTimeout,
+		CallbackTimeout:          CallbackTimeout,
 	}
 }
 
@@ -188,6 +197,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("checker: RepopulateBound %v is negative", o.RepopulateBound)
 	case o.ReplicationTimeout < 0:
 		return fmt.Errorf("checker: ReplicationTimeout %v is negative", o.ReplicationTimeout)
+	case o.CallbackTimeout < 0:
+		return fmt.Errorf("checker: CallbackTimeout %v is negative", o.CallbackTimeout)
 	case o.MaxReportEvents < 1:
 		return fmt.Errorf("checker: MaxReportEvents %d is below 1", o.MaxReportEvents)
 	}

@@ -336,9 +336,13 @@ func TestUpdateAfterARacedUpdateMayFindItsFactor(t *testing.T) {
 // crash may have taken every copy of its timer before it was invoked: the
 // node finds no copy to take the factor from and creates the timer again
 // with the default. An rf 1 timer's only replica crashes (no disks) and
-// stays down; an update made after the crash may hold the default's two
-// replicas. Bounded: the crash of a member holding no copy, or a crash
-// after the update, leaves the timer's factor alone.
+// restarts empty; an update made after the crash may hold the default's two
+// replicas, and so may a later update without a factor, which keeps the
+// factor of the copy it finds (fresh seed 9211761: the later update's
+// node held the default's copy, a cut kept the other replica's notice
+// from it, and its pop at its rank was judged as a duplicate of a timer
+// of one replica). Bounded: the crash of a member holding no copy, or a
+// crash after the updates, leaves the timer's factor alone.
 func TestUpdateAfterEveryCopyWasLostMayTakeTheDefault(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -348,28 +352,34 @@ func TestUpdateAfterEveryCopyWasLostMayTakeTheDefault(t *testing.T) {
 	}{
 		{"only copy crashed before", true, 5 * sec, true},
 		{"other member crashed before", false, 5 * sec, false},
-		{"only copy crashed after", true, 9 * sec, false},
+		{"only copy crashed after", true, 25 * sec, false},
 	} {
 		h, _, _, other := placed(t)
 		only := Replicas(h.Members, placedTimer, 1)[0]
-		create := write(1, Create, placedTimer, "a", 10*sec, 20*sec, 0, 10*ms, OK)
+		create := write(1, Create, placedTimer, "a", 10*sec, time.Minute, 0, 10*ms, OK)
 		create.Spec.ReplicationFactor = 1
-		up := write(2, Update, placedTimer, "b", 20*sec, 2*time.Minute, 8*sec, 8*sec+10*ms, OK)
+		up := write(2, Update, placedTimer, "b", 20*sec, 2*time.Minute, 14*sec, 14*sec+10*ms, OK)
 		up.Spec.ReplicationFactor = 0
-		h.Ops = []Op{create, up}
+		again := write(3, Update, placedTimer, "c", 30*sec, 2*time.Minute, 20*sec, 20*sec+10*ms, OK)
+		again.Spec.ReplicationFactor = 0
+		h.Ops = []Op{create, up, again}
 		for i := range h.Ops {
 			h.Ops[i].Node = other
 		}
 		h.Pops = nil
-		h.Faults = []Fault{{At: c.crashAt, Kind: Crash, Nodes: []string{pick(c.onCopy, only, other)}}}
-		d := newIndex(h, DefaultOptions()).byOpaque["b"]
+		crashed := pick(c.onCopy, only, other)
+		h.Faults = []Fault{{At: c.crashAt, Kind: Crash, Nodes: []string{crashed}},
+			{At: c.crashAt + 2*sec, Kind: Restart, Nodes: []string{crashed}}}
+		x := newIndex(h, DefaultOptions())
 		lo, hi := 1, 1
 		if c.unknown {
 			hi = DefaultReplicationFactor
 		}
-		if d.rfUnknown != c.unknown || d.rfMin != lo || d.rf != hi {
-			t.Errorf("%s: update's factor %d..%d unknown %v, want %d..%d unknown %v",
-				c.name, d.rfMin, d.rf, d.rfUnknown, lo, hi, c.unknown)
+		for _, o := range []string{"b", "c"} {
+			if d := x.byOpaque[o]; d.rfUnknown != c.unknown || d.rfMin != lo || d.rf != hi {
+				t.Errorf("%s: update %s's factor %d..%d unknown %v, want %d..%d unknown %v",
+					c.name, o, d.rfMin, d.rf, d.rfUnknown, lo, hi, c.unknown)
+			}
 		}
 	}
 }
@@ -536,7 +546,7 @@ func TestUpdateThroughASiteThatLostEveryCopyMayTakeTheDefault(t *testing.T) {
 	} {
 		create := write(1, Create, placedTimer, "a", 10*sec, 20*sec, 0, 10*ms, OK)
 		create.Spec.ReplicationFactor = 1
-		up := write(2, Update, placedTimer, "b", 20*sec, 2*time.Minute, 8*sec, 8*sec+10*ms, OK)
+		up := write(2, Update, placedTimer, "b", 20*sec, 2*time.Minute, 14*sec, 14*sec+10*ms, OK)
 		up.Spec.ReplicationFactor = 0
 		create.Node, up.Node = proxy, proxy
 		h := &History{

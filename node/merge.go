@@ -58,7 +58,7 @@ const (
 // probeHits collects the coverage probes a pure function passes, for the
 // node to count (probe.go): merge has no node to count them on.
 type probeHits struct {
-	ids [12]probeID
+	ids [16]probeID
 	n   int
 }
 
@@ -634,6 +634,10 @@ func carryOwn(window int64, existing *Timer, own bool, prior Progress, priorVers
 	if own {
 		exMissed, exOwed := existing.popMarks()
 		missed, owed = trimMarks(exMissed, exOwed, t.Seq, inMissed, inSeq)
+		if owed != exOwed {
+			// A pop owed here that the other record knows was made.
+			probes.hit(probeOwedTrim)
+		}
 	}
 	if shiftMarks(inOwed, inSeq, t.Seq) != owed || shiftMarks(inMissed, inSeq, t.Seq) != missed {
 		probes.hit(probeKeepProgressBehind)
@@ -726,6 +730,10 @@ func mergeMarks(existing, incoming *Timer, probes *probeHits) bool {
 	}
 	if missed, owed := trimMarks(exMissed, exOwed, existing.Seq, inMissed, incoming.Seq); missed != exMissed || owed != exOwed {
 		probes.hit(probeMergeTrim)
+		if owed != exOwed {
+			// A pop owed here that the other record knows was made.
+			probes.hit(probeOwedTrim)
+		}
 		existing.setPopMarks(missed, owed)
 		return true
 	}

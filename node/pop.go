@@ -446,6 +446,9 @@ func (n *Node) learnPopped(notice *Timer, popped string) {
 	}
 	told := &Timer{ID: held.ID, Version: held.Version, Seq: seq}
 	n.hit(probeNoticePopped)
+	// An answer below what this replica holds now: it popped on while
+	// the notice was out.
+	n.hitIf(seq < held.Seq, probeNoticePoppedBehind)
 	told.setPopMarks(missed, 0)
 	var probes probeHits
 	changed := mergeMarks(held, told, &probes)

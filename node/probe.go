@@ -60,6 +60,7 @@ var (
 	probeEarliestStart     = probe("start/earliest-taken")
 	probeMergeAhead        = probe("marks/incoming-ahead")
 	probeMergeTrim         = probe("marks/held-trimmed")
+	probeOwedTrim          = probe("marks/owed-trimmed")
 	probeReplicaAhead      = probe("replica/version-too-far-ahead")
 	probeReplicaFromSite   = probe("replica/placed-from-site")
 	probeReplicaStartDelta = probe("replica/answers-earlier-start")
@@ -125,6 +126,7 @@ var (
 	probeNoticeNewer          = probe("notice/newer-applied")
 	probeNoticeRepair         = probe("notice/repair-spread")
 	probeNoticePopped         = probe("notice/popped-learnt")
+	probeNoticePoppedBehind   = probe("notice/popped-learnt-behind")
 	probeRefusingMarked       = probe("notice/refusing-marked")
 	probeRefusingCleared      = probe("notice/refusing-cleared")
 

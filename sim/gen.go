@@ -232,6 +232,7 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 	genUnpopped(p, faults, safety)
 	genLastHolder(p, work)
 	genMovedBack(p, work)
+	genHeldAnswer(p, faults, safety)
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
 }
