@@ -459,7 +459,10 @@ func (w *world) schedule() {
 func (w *world) finish(res *Result) {
 	h := &w.hist
 	h.End = w.plan.End
-	w.finishScales()
+	// What the nodes hold at the end of every run: G6 judges the
+	// placement of a run that scaled, and the definitions of every run
+	// once repair has had its rounds.
+	w.snapshot()
 	h.Sites = w.sites()
 	h.MaxNetDelay = w.plan.Net.MaxDelay()
 	h.LivenessFrom = w.plan.LivenessFrom
