@@ -235,6 +235,7 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 	genRetryAhead(p, faults, safety)
 	genTwinRestart(p, faults)
 	genUnpopped(p, faults, safety)
+	genStaleHeld(p, faults, safety)
 	p.End = max(p.End, p.LivenessFrom+genQuiet)
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p

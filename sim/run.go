@@ -461,8 +461,10 @@ func (w *world) finish(res *Result) {
 	h.End = w.plan.End
 	// What the nodes hold at the end of every run: G6 judges the
 	// placement of a run that scaled, and the definitions of every run
-	// once repair has had its rounds.
+	// once repair has had its rounds. The loop ran every event up to
+	// the end, so what they hold then is what they hold at the end.
 	w.snapshot()
+	h.Held[len(h.Held)-1].At = h.End
 	h.Sites = w.sites()
 	h.MaxNetDelay = w.plan.Net.MaxDelay()
 	h.LivenessFrom = w.plan.LivenessFrom
