@@ -63,8 +63,8 @@ func (x *index) checkVersions() ([]Violation, versionCount) {
 		defs := held.Defs[n]
 		for _, t := range slices.Sorted(maps.Keys(defs)) {
 			d := x.byOpaque[defs[t]]
-			if d == nil || d.op.Timer != t || d.shared {
-				continue // a definition the history cannot tell apart
+			if d == nil || d.op.Timer != t || d.shared || d.op.Outcome == Failed {
+				continue // a definition the history cannot tell apart, or refused (G5 judges its pops)
 			}
 			excuse, stale := x.heldVersion(d, n)
 			switch {
@@ -88,7 +88,7 @@ func (x *index) checkVersions() ([]Violation, versionCount) {
 // timer's last definition with no excuse).
 func (x *index) heldVersion(d *def, n string) (Excuse, *Op) {
 	ops := x.byTimer[d.op.Timer]
-	excuse, replaced := Excuse(""), false
+	excuse := Excuse("")
 	for i, s := range ops {
 		if s.Seq == d.op.Seq || s.Outcome == Failed {
 			continue
@@ -114,15 +114,11 @@ func (x *index) heldVersion(d *def, n string) (Excuse, *Op) {
 			excuse = ExClockAhead
 			continue
 		}
-		replaced = true
 		why, due := x.repairedByEnd(s, d, n)
 		if due {
 			return "", &ops[i]
 		}
 		excuse = why
-	}
-	if !replaced && d.op.Outcome == Failed {
-		return "", nil // a refused write holds nowhere; G5 judges its pops
 	}
 	return excuse, nil
 }
