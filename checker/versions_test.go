@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"slices"
 	"testing"
 	"time"
 )
@@ -13,27 +12,31 @@ import (
 // member that holds no replica.
 func versioned(t *testing.T) (h *History, primary, backup, other string) {
 	t.Helper()
-	members := []string{"n1", "n2", "n3", "n4", "n5"}
-	r := Replicas(members, placedTimer, 2)
-	for _, m := range members {
-		if !slices.Contains(r, m) {
-			other = m
-		}
+	h, primary, backup, other = placed(t)
+	h.Ops = []Op{
+		write(1, Create, placedTimer, "a", 3600*sec, 3600*sec, 0, 10*ms, OK),
+		write(2, Update, placedTimer, "b", 3600*sec, 3600*sec, 10*sec, 10*sec+10*ms, OK),
 	}
-	h = &History{
-		Members: members,
-		Ops: []Op{
-			write(1, Create, placedTimer, "a", 3600*sec, 3600*sec, 0, 10*ms, OK),
-			write(2, Update, placedTimer, "b", 3600*sec, 3600*sec, 10*sec, 10*sec+10*ms, OK),
-		},
-		End: 100 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
-	}
-	h.Ops[0].Node, h.Ops[1].Node = r[0], r[0]
+	h.Ops[0].Node, h.Ops[1].Node = primary, primary
+	h.Pops, h.End = nil, 100*sec
 	h.Held = []Held{{At: h.End, Live: map[string][]uint64{}, Defs: map[string]map[uint64]string{}}}
-	for _, n := range r {
+	for _, n := range []string{primary, backup} {
 		hold(h, n, "b")
 	}
-	return h, r[0], r[1], other
+	return h, primary, backup, other
+}
+
+// alongside is versioned with write w added, and the backup holding the
+// replaced "a" (bounded) or w's definition.
+func alongside(t *testing.T, w Op, bounded bool) *History {
+	h, _, backup, _ := versioned(t)
+	h.Ops = append(h.Ops, w)
+	if bounded {
+		hold(h, backup, "a")
+	} else {
+		hold(h, backup, w.Spec.Opaque)
+	}
+	return h
 }
 
 // hold makes node n hold definition opaque of placedTimer live at the end.
@@ -122,29 +125,13 @@ func TestStaleHoldingExcusesAreNeededAndBounded(t *testing.T) {
 		// hold it, or "b"; "a" is replaced whatever it did.
 		name: "a later write's outcome unknown", excuse: ExUnknownWrite,
 		build: func(bounded bool) *History {
-			h, _, backup, _ := versioned(t)
-			c := write(3, Update, placedTimer, "c", 3600*sec, 3600*sec, 20*sec, 0, Unknown)
-			h.Ops = append(h.Ops, c)
-			if bounded {
-				hold(h, backup, "a")
-			} else {
-				hold(h, backup, "c")
-			}
-			return h
+			return alongside(t, write(3, Update, placedTimer, "c", 3600*sec, 3600*sec, 20*sec, 0, Unknown), bounded)
 		},
 	}, {
 		// Two updates ran at once: either may have been applied last.
 		name: "two writes at once", excuse: ExSuperseded,
 		build: func(bounded bool) *History {
-			h, _, backup, _ := versioned(t)
-			c := write(3, Update, placedTimer, "c", 3600*sec, 3600*sec, 10*sec+5*ms, 10*sec+20*ms, OK)
-			h.Ops = append(h.Ops, c)
-			if bounded {
-				hold(h, backup, "a")
-			} else {
-				hold(h, backup, "c")
-			}
-			return h
+			return alongside(t, write(3, Update, placedTimer, "c", 3600*sec, 3600*sec, 10*sec+5*ms, 10*sec+20*ms, OK), bounded)
 		},
 	}, {
 		// The primary, the one replica that took the update (a lost
