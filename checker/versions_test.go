@@ -46,6 +46,23 @@ func hold(h *History, n, opaque string) {
 	end.Defs[n] = map[uint64]string{placedTimer: opaque}
 }
 
+// missedUpdate is versioned with the update lost on its way to the
+// backup, which holds the replaced "a" at the end, and the faults more
+// returns after it; the primary holds nothing when the faults crash it.
+func missedUpdate(t *testing.T, bounded bool, more func(primary, backup, other string) []Fault) *History {
+	h, primary, backup, other := versioned(t)
+	h.Faults = append([]Fault{{At: 10*sec + ms, Kind: Lost, Nodes: []string{primary}, Peers: []string{backup}, Timer: placedTimer}},
+		more(primary, backup, other)...)
+	for _, f := range h.Faults {
+		if f.Kind == Crash && f.Nodes[0] == primary {
+			delete(h.Held[0].Live, primary)
+			delete(h.Held[0].Defs, primary)
+		}
+	}
+	hold(h, backup, "a")
+	return h
+}
+
 // TestEndHoldsTheNewestDefinition shows G6 by version: at the end of a
 // run every replica holds the definition the last acknowledged write
 // gave (judged, and counted), and one that still holds the definition an
@@ -107,18 +124,13 @@ func TestStaleHoldingExcusesAreNeededAndBounded(t *testing.T) {
 		// by a repair round after they healed.
 		name: "fault on the timer healed too recently", excuse: ExFault + "/" + Excuse(Partition),
 		build: func(bounded bool) *History {
-			h, primary, backup, other := versioned(t)
-			cut := backup
-			if bounded {
-				cut = other
-			}
-			h.Faults = []Fault{
-				{At: 10*sec + ms, Kind: Lost, Nodes: []string{primary}, Peers: []string{backup}, Timer: placedTimer},
-				{At: 30 * sec, Kind: Partition, Nodes: []string{cut}, Peers: []string{primary}},
-				{At: 60 * sec, Kind: Heal},
-			}
-			hold(h, backup, "a")
-			return h
+			return missedUpdate(t, bounded, func(primary, backup, other string) []Fault {
+				cut := backup
+				if bounded {
+					cut = other
+				}
+				return []Fault{{At: 30 * sec, Kind: Partition, Nodes: []string{cut}, Peers: []string{primary}}, {At: 60 * sec, Kind: Heal}}
+			})
 		},
 	}, {
 		// The update's outcome is unknown after "b": the backup may
@@ -139,20 +151,13 @@ func TestStaleHoldingExcusesAreNeededAndBounded(t *testing.T) {
 		// nobody kept "b" to push to the backup.
 		name: "every copy of the update lost", excuse: ExCopiesLost,
 		build: func(bounded bool) *History {
-			h, primary, backup, other := versioned(t)
-			crashed := primary
-			if bounded {
-				crashed = other
-			}
-			h.Faults = []Fault{
-				{At: 10*sec + ms, Kind: Lost, Nodes: []string{primary}, Peers: []string{backup}, Timer: placedTimer},
-				{At: 12 * sec, Kind: Crash, Nodes: []string{crashed}},
-				{At: 13 * sec, Kind: Restart, Nodes: []string{crashed}},
-			}
-			delete(h.Held[0].Live, primary)
-			delete(h.Held[0].Defs, primary)
-			hold(h, backup, "a")
-			return h
+			return missedUpdate(t, bounded, func(primary, backup, other string) []Fault {
+				crashed := primary
+				if bounded {
+					crashed = other
+				}
+				return []Fault{{At: 12 * sec, Kind: Crash, Nodes: []string{crashed}}, {At: 13 * sec, Kind: Restart, Nodes: []string{crashed}}}
+			})
 		},
 	}}
 	for _, c := range cases {
