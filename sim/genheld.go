@@ -15,8 +15,10 @@ import (
 // it falls due before the heal's repair round, so no notice repairs
 // it); one of its replicas cut off from every other node
 // and from the writing client 2 to 10 s after the create; an update to
-// another hour-long definition, or a delete, through another node 0.5 to
-// 1.4 s into the cut; and the heal, the liveness phase's, 15 to 35 s
+// another hour-long definition (in one plan of three with a factor one
+// smaller, which leaves the cut replica, the last, out: it misses the
+// tell of that and holds the replaced definition), or a delete, through
+// another node 0.5 to 1.4 s into the cut; and the heal, the liveness phase's, 15 to 35 s
 // after the cut. The cut replica still holds the replaced definition
 // live when the faults stop, and a repair round of a replica that took
 // the write must bring it the newer record, or the tombstone, within a
@@ -37,12 +39,18 @@ func genStaleHeld(p *Plan, faults Source, safety time.Duration) {
 	c := genTimerStep(p, src, OpCreate, "r4", at)
 	c.ID = 1<<63 | uint64(src.IntN("held-id-hi", 1<<31))<<31 | uint64(src.IntN("held-id-lo", 1<<31))
 	c.Interval, c.RepeatFor, c.RF, c.Tag = time.Hour, genHeldFor, 2+src.IntN("held-rf", 2), ""
-	victim, others := staleVictim(p, c, src.IntN("held-rank", c.RF))
 	w := genTimerStep(p, src, OpUpdate, "r4", cut+time.Duration(5+src.IntN("held-write-at", 10))*100*time.Millisecond)
 	w.Interval, w.RepeatFor, w.RF, w.Tag, w.Bare = time.Hour, genHeldFor, c.RF, "", false
-	if src.IntN("held-delete", 2) == 0 {
+	rank := src.IntN("held-rank", c.RF)
+	switch src.IntN("held-write", 3) {
+	case 0:
 		w.Op = OpDelete
+	case 1:
+		// A smaller factor leaves the last replica out: cut off, it
+		// misses the tell of it and holds the replaced definition.
+		w.RF, rank = c.RF-1, c.RF-1
 	}
+	victim, others := staleVictim(p, c, rank)
 	fmt.Sscanf(others[src.IntN("held-via", len(others))], "n%d", &w.Via)
 	staleCut(p, []string{victim}, others, w.Client, cut, safety)
 	p.Steps = append(p.Steps, c, w)
