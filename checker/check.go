@@ -63,6 +63,7 @@ func (x *index) judgeWithCoverage() ([]Violation, Coverage) {
 	}
 	cov := x.coverage()
 	cov.Placements = placed.judged
+	cov.Versions = placed.versions
 	for e, n := range placed.excused {
 		cov.Excused[e] += n
 	}
@@ -86,6 +87,12 @@ func (x *index) judge() ([]Violation, LinearizabilityInfo, placedCount) {
 	vs = append(vs, linViolations(lin, x.end)...)
 	placements, placed := x.checkPlacements()
 	vs = append(vs, placements...)
+	versions, held := x.checkVersions()
+	vs = append(vs, versions...)
+	placed.versions = held.judged
+	for e, n := range held.excused {
+		placed.excused[e] += n
+	}
 	sortViolations(vs)
 	return vs, lin, placed
 }

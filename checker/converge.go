@@ -86,6 +86,9 @@ func (x *index) checkPlacements() ([]Violation, placedCount) {
 type placedCount struct {
 	judged  int
 	excused map[Excuse]int
+	// versions counts the live holdings the end of the run judged
+	// strictly by version (checkVersions).
+	versions int
 }
 
 // scaleBefore is the last scale that started by t, if it completed by t.

@@ -147,6 +147,9 @@ type Coverage struct {
 	// where the nodes held the timer live once a scale completed
 	// (History.Held); the excused ones are counted in Excused.
 	Placements int
+	// Versions counts the (node, timer) live holdings G6 held strictly
+	// by version at the end of the run (checkVersions).
+	Versions int
 	// Excused counts, per excuse, the (due pop or write, guarantee) pairs
 	// it covered.
 	Excused map[Excuse]int
@@ -175,6 +178,7 @@ func (c *Coverage) Add(o Coverage) {
 	c.Writes += o.Writes
 	c.StrictWrites += o.StrictWrites
 	c.Placements += o.Placements
+	c.Versions += o.Versions
 	for e, n := range o.Excused {
 		c.Excused[e] += n
 	}
@@ -206,6 +210,9 @@ func (c Coverage) String() string {
 	fmt.Fprintf(&b, "judged writes: %d, G5 %.1f%%\n", c.Writes, 100*c.WriteShare())
 	if c.Placements > 0 {
 		fmt.Fprintf(&b, "judged placements after scaling (G6): %d\n", c.Placements)
+	}
+	if c.Versions > 0 {
+		fmt.Fprintf(&b, "judged definitions held at the end (G6): %d\n", c.Versions)
 	}
 	ex := make([]Excuse, 0, len(c.Excused))
 	for e := range c.Excused {

@@ -241,8 +241,7 @@ type History struct {
 	// Scales are the membership changes, in order, none overlapping.
 	Scales []Scale
 	// Held are snapshots of what the nodes held live at the moments G6
-	// is checked: when a scale completed, and at the end of a run that
-	// scaled.
+	// is checked: when a scale completed, and at the end of the run.
 	Held []Held
 	// Sites, when the cluster spans several, holds each site's members,
 	// the site of the node that took a write first in its placement; the
@@ -316,6 +315,11 @@ type Scale struct {
 type Held struct {
 	At   time.Duration
 	Live map[string][]uint64
+	// Defs is, per node, the definition of each timer it held live: the
+	// opaque of the write that made it (nil when not recorded). G6
+	// judges at the end of a run that no node holds live a definition a
+	// later write surely replaced (checkVersions).
+	Defs map[string]map[uint64]string
 }
 
 // Violation is one broken guarantee.

@@ -165,6 +165,11 @@ const (
 	// genSettle is the slack after the last due pop before the run ends:
 	// backup skews, callback timeouts, retries and backward clock jumps.
 	genSettle = 30 * time.Second
+	// genQuiet is how long a run lasts at least after the liveness phase
+	// began: the faults' settle time (5 s) and a repair round after it
+	// (checker's repairRoundBound, about 41 s), so that G6 judges the
+	// definitions every node holds at the end (checkVersions).
+	genQuiet = time.Minute
 )
 
 // Generate returns the plan of a seed: its fault mix, workload and fault
@@ -233,6 +238,8 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 	genLastHolder(p, work)
 	genMovedBack(p, work)
 	genHeldAnswer(p, faults, safety)
+	genStaleHeld(p, faults, safety)
+	p.End = max(p.End, p.LivenessFrom+genQuiet)
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
 }

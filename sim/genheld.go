@@ -43,7 +43,7 @@ func genHeldAnswer(p *Plan, faults Source, safety time.Duration) {
 	at := time.Duration(faults.IntN("held-answer-at", int(room/time.Second)+1)) * time.Second
 	p.Callbacks++
 	cb := p.Callbacks
-	c := genTimerStep(p, faults, OpCreate, "h1", at)
+	c := genTimerStep(p, faults, OpCreate, "a1", at)
 	c.ID = 1<<63 | uint64(faults.IntN("held-answer-id-hi", 1<<31))<<31 | uint64(faults.IntN("held-answer-id-lo", 1<<31))
 	c.Interval, c.RepeatFor, c.RF, c.Tag, c.Callback, c.Bare = time.Second, span, 3, "", cb, false
 	primary, _ := staleVictim(p, c, 0)

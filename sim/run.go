@@ -460,7 +460,12 @@ func (w *world) schedule() {
 func (w *world) finish(res *Result) {
 	h := &w.hist
 	h.End = w.plan.End
-	w.finishScales()
+	// What the nodes hold at the end of every run: G6 judges the
+	// placement of a run that scaled, and the definitions of every run
+	// once repair has had its rounds. The loop ran every event up to
+	// the end, so what they hold then is what they hold at the end.
+	w.snapshot()
+	h.Held[len(h.Held)-1].At = h.End
 	h.Sites = w.sites()
 	h.MaxNetDelay = w.plan.Net.MaxDelay()
 	h.LivenessFrom = w.plan.LivenessFrom

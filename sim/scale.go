@@ -27,7 +27,7 @@ import (
 //     are removed) goes to every node, and the leaving nodes are stopped.
 //
 // The history records each scale (checker.Scale) and what every node held
-// live when it completed (checker.Held), for G6.
+// live when it completed and at the end of the run (checker.Held), for G6.
 
 // Scaling bounds.
 const (
@@ -217,29 +217,24 @@ func (w *world) stop(m *machine) {
 	w.tr.event("stop", m.addr, "", 0)
 }
 
-// snapshot records the timers every running node holds live now (G6).
+// snapshot records the timers every running node holds live now, and
+// the definition (its opaque) of each (G6).
 func (w *world) snapshot() {
-	held := checker.Held{At: w.loop.Now(), Live: map[string][]uint64{}}
+	held := checker.Held{At: w.loop.Now(), Live: map[string][]uint64{}, Defs: map[string]map[uint64]string{}}
 	for _, m := range w.machines {
 		if m.node == nil {
 			continue
 		}
 		var live []uint64
+		defs := map[uint64]string{}
 		m.node.Held(func(t *node.Timer) bool {
 			if t.State == node.Live {
 				live = append(live, t.ID)
+				defs[t.ID] = t.Opaque()
 			}
 			return true
 		})
-		held.Live[m.addr] = live
+		held.Live[m.addr], held.Defs[m.addr] = live, defs
 	}
 	w.hist.Held = append(w.hist.Held, held)
-}
-
-// finishScales closes the scaling record at the end of the run: what the
-// nodes hold then, in a run that scaled.
-func (w *world) finishScales() {
-	if len(w.hist.Scales) > 0 {
-		w.snapshot()
-	}
 }
