@@ -37,14 +37,24 @@ func (n *Node) overBudget(existing, t *Timer) string {
 }
 
 // refuseFull answers 503 when t cannot be held for a limit, counting and
-// logging it; a tombstone with nothing to bury is not worth holding and
-// is dropped quietly (ok, not stored).
+// logging it. A delete's tombstone (no definition) of a timer the node
+// holds nothing of is refused too: it is the only record of the delete,
+// and an answer of 200 acknowledges it held nowhere. A full site took a
+// delete of a timer it had missed that way, every replica dropping the
+// tombstone and answering 200, so nothing told the other site, whose
+// replica popped the deleted timer on (fresh seed 9310660,
+// scenarios/README.md N69). A tombstone that replaces a held record is
+// never refused (overBudget), so deletes still empty a full node. The
+// other records of a timer the node holds nothing of are dropped quietly
+// (ok, not stored): a finished definition's tombstone, which every
+// holder of the definition ends by itself, and a copy moved away from
+// this node, of a timer it is no replica of.
 func (n *Node) refuseFull(existing, t *Timer) (applied, bool) {
 	reason := n.overBudget(existing, t)
 	switch {
 	case reason == "":
 		return applied{}, false
-	case t.State != Live && existing == nil:
+	case t.State != Live && existing == nil && !t.deletes():
 		return applied{ok: true}, true
 	}
 	counter := &n.stats.ShedBytes
@@ -56,3 +66,8 @@ func (n *Node) refuseFull(existing, t *Timer) (applied, bool) {
 	resp := unavailable(reason)
 	return applied{refusal: &resp}, true
 }
+
+// deletes reports whether t is a client delete's tombstone: one without
+// a definition (a delete does not know the one it buries; merge's rule 4
+// gives it that definition's timing, never its definition).
+func (t *Timer) deletes() bool { return t.State == Tombstone && t.def == 0 }

@@ -189,7 +189,6 @@ func mergeRules(env *mergeEnv, held *Timer, in Timer) mergeResult {
 	}
 	if h == nil && env.full {
 		r.hit(probeApplyFull)
-		// A tombstone with nothing to bury is not worth refusing.
 		r.verdict = full
 		return r
 	}

@@ -232,6 +232,28 @@ func TestOverloadAnswers503(t *testing.T) {
 	}
 }
 
+// TestFullNodeRefusesADeleteItCannotHold proves a node at its timer limit
+// answers a delete of a timer it holds nothing of with 503, as it would
+// a create: the tombstone is the only record of the delete, and a 200
+// would acknowledge it held nowhere (scenarios/README.md N69: a full
+// site acknowledged a delete of a timer it had missed, and another
+// site's replica popped it on). A delete of a timer it holds is taken.
+func TestFullNodeRefusesADeleteItCannotHold(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Limits.MaxTimers = 2 })
+	held := h.create(timerJSON(5, 5, cb, "a"))
+	h.create(timerJSON(5, 5, cb, "b"))
+	o := newHarness(t)
+	o.clock.advance(time.Hour) // another ID than h's
+	other := o.create(timerJSON(5, 5, cb, "c"))
+	r := h.do("DELETE", "/timers/"+other, "")
+	if r.Status != 503 || r.Header.Get(wire.HeaderRetryAfter) == "" {
+		t.Fatalf("delete of a timer the full node holds nothing of: got %d %q, want 503 with Retry-After", r.Status, r.Body)
+	}
+	if r := h.do("DELETE", "/timers/"+held, ""); r.Status != 200 {
+		t.Fatalf("delete of a held timer on the full node: got %d %q, want 200", r.Status, r.Body)
+	}
+}
+
 // TestClockJumpBackNeverPopsEarly proves a node whose clock steps back
 // does not pop a timer before its due time on the new clock.
 func TestClockJumpBackNeverPopsEarly(t *testing.T) {
