@@ -259,6 +259,35 @@ func TestCrashInAHeldTurnCostsThatReplicasPop(t *testing.T) {
 	}
 }
 
+// TestHeldReplicaCutFromNoticesCarriesItsSeq: both replicas got the
+// write 6 s late (paused as it came through another node), so each pops
+// every pop 6 s late. Cut from the primary's notices from 23.5 s on, the
+// backup pops again each pop the primary made, at its rank, 8 s past due:
+// the pops' own windows end before the cut, but each pop's seq fits its
+// time with the hold, and the cut excuses the duplicates (fresh seed
+// 9322003 had them judged as carrying the wrong seq).
+func TestHeldReplicaCutFromNoticesCarriesItsSeq(t *testing.T) {
+	h, primary, backup, other := placed(t)
+	h.Ops[0].Node = other
+	h.Ops[0].Spec.Interval, h.Ops[0].Spec.RepeatFor = sec, 30*sec
+	h.End = 50 * sec
+	h.Faults = []Fault{{At: 0, Kind: Pause, Nodes: []string{primary}}, {At: 0, Kind: Pause, Nodes: []string{backup}},
+		{At: 6 * sec, Kind: Resume, Nodes: []string{primary}}, {At: 6 * sec, Kind: Resume, Nodes: []string{backup}},
+		{At: 23500 * ms, Kind: Partition, Nodes: []string{primary}, Peers: []string{backup}}}
+	h.Pops = nil
+	for k := 1; k <= 30; k++ {
+		p := pop(time.Duration(k)*sec+6*sec+20*ms, primary, "a", k)
+		p.Timer = placedTimer
+		h.Pops = append(h.Pops, p)
+		if k >= 18 {
+			d := pop(time.Duration(k)*sec+8*sec+20*ms, backup, "a", k)
+			d.Timer = placedTimer
+			h.Pops = append(h.Pops, d)
+		}
+	}
+	requireNone(t, Check(h))
+}
+
 // TestOverloadHoldsACopyOnlyPastTheAnswerByItsWait is C8: a replication
 // that waited for its overloaded sender holds its receiver's copy, which
 // rebuilds its start when it processes it, but only past the client's
