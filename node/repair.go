@@ -302,8 +302,8 @@ func (n *Node) drawRoom(peer string, t *Timer) (answered func(), ok bool) {
 // pushed nothing, and gets the records once it says it has room, as many
 // as that.
 func (n *Node) handOffRoom(peer string, placed *Timer) (answered func(), ok bool) {
-	if placed.State != Live {
-		return nil, true // a tombstone needs no room (refuseFull)
+	if placed.State != Live && !placed.deletes() {
+		return nil, true // a finished definition's tombstone needs no room (refuseFull)
 	}
 	if answered, ok = n.drawRoom(peer, placed); !ok {
 		if n.handOffHeld == nil {
@@ -630,6 +630,18 @@ func (n *Node) repairLacking(peer string, marked []*Timer) {
 		if n.collisionStands(peer, t, nil) {
 			continue // the peer refused it as a collision; the mark stays
 		}
+		// A delete's tombstone takes room at a peer that holds nothing
+		// of the timer (refuseFull): a full peer is pushed none, and
+		// gets it once it says it has room, as a hand-off's records.
+		var answered func()
+		if t.deletes() {
+			var ok bool
+			if answered, ok = n.drawRoom(peer, t); !ok {
+				n.hit(probeRepairHeldForRoom)
+				n.stats.RepairHeldForRoom++
+				continue
+			}
+		}
 		id, version := t.ID, t.Version
 		// held is the tombstone as the node holds it now, while it
 		// still marks peer.
@@ -661,6 +673,9 @@ func (n *Node) repairLacking(peer string, marked []*Timer) {
 				finish(tryDone, true)
 			})
 		}, func() bool { return held() != nil }, func(out tryOutcome) {
+			if answered != nil {
+				answered()
+			}
 			if out == tryFailed {
 				n.repairNeeded()
 			}

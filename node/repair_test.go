@@ -1031,7 +1031,8 @@ func TestHandOffResumesWhenAFullReplicaSaysItHasRoom(t *testing.T) {
 	require.True(t, pushed(placed), "a peer that said nothing of its room is pushed")
 	n.heardRoom(nodeB, &room{})
 	require.False(t, pushed(placed), "a full peer is pushed nothing")
-	require.True(t, pushed(&Timer{ID: 2, State: Tombstone}), "a tombstone takes no room")
+	require.True(t, pushed(&Timer{ID: 2, State: Tombstone, def: 1}), "a finished definition's tombstone takes no room")
+	require.False(t, pushed(&Timer{ID: 3, State: Tombstone}), "a delete's tombstone takes room the full peer has not")
 	marks := n.repairMarks
 	n.heardRoom(nodeB, &room{})
 	assert.Equal(t, marks, n.repairMarks, "still full: no round")
@@ -1091,6 +1092,34 @@ func TestTombstoneMarksDoNotGoRoundForEver(t *testing.T) {
 			assert.Zero(t, held.lacking(), "%s's tombstone still marks %b", a, held.lacking())
 		}
 	}
+}
+
+// TestDeleteTombstoneWaitsForAFullReplicasRoom: a full replica refuses a
+// delete's tombstone of a timer it holds nothing of (refuseFull, N69), so
+// the replicas that mark it as lacking the tombstone draw it on its room,
+// as a live record: pushed each round, refused each round, it was a
+// message storm (fresh seeds 9330012 and 9334701). The full replica is
+// pushed nothing, and holds nothing of the timer, which it never pops.
+func TestDeleteTombstoneWaitsForAFullReplicasRoom(t *testing.T) {
+	c := newClusterWith(t, func(addr string, cfg *Config) {
+		cfg.RepairInterval = DefaultRepairInterval
+		if addr == nodeC {
+			cfg.Limits.MaxTimers = 1
+		}
+	}, three...)
+	body := string(wire.Encode(wire.Timer{Interval: 10 * time.Minute, RepeatFor: time.Hour, URI: cb, ReplicationFactor: 3}))
+	createVia(t, c, nodeA, body) // fills nodeC
+	c.advance(time.Second, 200)
+	require.Equal(t, 1, c.nodes[nodeC].store.Len())
+	c.lose = func(host string, _ Request) bool { return host == nodeC }
+	wid := createVia(t, c, nodeA, body)
+	c.client(nodeA, "DELETE", "/timers/"+wid, "")
+	c.settle()
+	c.lose = nil
+	perMinute := putsPerMinute(c, 10, wid, "")
+	assert.Equal(t, []int{0, 0, 0, 0, 0}, perMinute[5:], "pushes of the tombstone to the full replica a minute: %v", perMinute)
+	_, held := c.nodes[nodeC].Timer(mustID(t, wid))
+	assert.False(t, held, "the full replica holds a record of the deleted timer")
 }
 
 // TestRepairPushAnsweredNewerTeachesThePusher proves a repair round that
