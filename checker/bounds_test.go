@@ -228,11 +228,7 @@ func TestCopyBroughtBackLateIsRepairedByAReplicaThatKeptTheStart(t *testing.T) {
 // pop at its restart from disk is not G3. A crash after its held turn
 // leaves it held to the bound.
 func TestCrashInAHeldTurnCostsThatReplicasPop(t *testing.T) {
-	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
-	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
-	if away == sites[1][0] {
-		sites[1][0], sites[1][1] = sites[1][1], sites[1][0] // the relay is not the replica
-	}
+	sites, home, away := twoSitesRelayNoReplica()
 	for _, c := range []struct {
 		name    string
 		crashAt time.Duration
@@ -1149,11 +1145,7 @@ func TestStartHandedOnByAnotherSitesHolderMayGainItsClock(t *testing.T) {
 // (the write reached the relay in time: such a message is a notice, not
 // the forward): G3.
 func TestRelayForwardThatWaitedHoldsItsSite(t *testing.T) {
-	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
-	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
-	if away == sites[1][0] {
-		sites[1][0], sites[1][1] = sites[1][1], sites[1][0] // the relay is not the replica
-	}
+	sites, home, away := twoSitesRelayNoReplica()
 	other := sites[0][0]
 	if other == home {
 		other = sites[0][1]
@@ -1207,11 +1199,7 @@ func TestRelayForwardThatWaitedHoldsItsSite(t *testing.T) {
 // pause 100 ms after the resume, when the relay had passed the write on,
 // holds nothing more (G3).
 func TestRelayPausedAgainAsItResumedHoldsItsSite(t *testing.T) {
-	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
-	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
-	if away == sites[1][0] {
-		sites[1][0], sites[1][1] = sites[1][1], sites[1][0] // the relay is not the replica
-	}
+	sites, home, away := twoSitesRelayNoReplica()
 	for _, c := range []struct {
 		name  string
 		again time.Duration // when the relay is paused again
@@ -1255,11 +1243,7 @@ func TestRelayPausedAgainAsItResumedHoldsItsSite(t *testing.T) {
 // nor one to a relay whose site had the write (the shed forward was
 // another timer's): G7.
 func TestRelayWithoutACopyPassesItsHoldToItsSite(t *testing.T) {
-	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
-	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
-	if away == sites[1][0] {
-		sites[1][0], sites[1][1] = sites[1][1], sites[1][0] // the relay is not the replica
-	}
+	sites, home, away := twoSitesRelayNoReplica()
 	other := sites[0][0]
 	if other == home {
 		other = sites[0][1]

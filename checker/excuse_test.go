@@ -494,11 +494,7 @@ func TestSitesPlaceEachTimerInBoth(t *testing.T) {
 // site-lag excuse), and a write is acknowledged by its own site alone, so
 // that a site's quorum, not the whole placement's, holds it.
 func TestSitesWriteLagAndQuorum(t *testing.T) {
-	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
-	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
-	if away == sites[1][0] {
-		sites[1][0], sites[1][1] = sites[1][1], sites[1][0] // the relay is not the replica
-	}
+	sites, home, away := twoSitesRelayNoReplica()
 	base := func(rf int, faults []Fault) *History {
 		h := &History{
 			Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
@@ -761,11 +757,7 @@ func TestClockStepAtTheSkewMarginIsDecided(t *testing.T) {
 // it from that site (cutFromTimer), and the pop is excused; the same cut
 // from a node of no role keeps nothing, and the pop is G5.
 func TestCutFromTheRelayKeepsAWriteFromItsSite(t *testing.T) {
-	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
-	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
-	if away == sites[1][0] {
-		sites[1][0], sites[1][1] = sites[1][1], sites[1][0] // the relay is not the replica
-	}
+	sites, home, away := twoSitesRelayNoReplica()
 	for _, from := range []string{relay(sites), "n9"} {
 		h := &History{
 			Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,

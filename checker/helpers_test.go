@@ -140,3 +140,16 @@ func dump(vs []Violation) string {
 	}
 	return b.String()
 }
+
+// twoSitesRelayNoReplica is two sites of two nodes, ordered so that the
+// other site's relay (its first node) is not placedTimer's replica there
+// at factor 1, and the timer's replicas at factor 1: home at the first
+// site, away at the other.
+func twoSitesRelayNoReplica() (sites [][]string, home, away string) {
+	sites = [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	home, away = Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
+	if away == sites[1][0] {
+		sites[1][0], sites[1][1] = sites[1][1], sites[1][0]
+	}
+	return sites, home, away
+}

@@ -124,11 +124,7 @@ func TestDeletedTimerNeverComesBackWhateverTheTombstoneAge(t *testing.T) {
 // update, the other site took the update and the home replica's first
 // pop after its restart repairs it; the next is a violation.
 func TestSiteWhoseRelayMissedTheUpdateOwesNoRepair(t *testing.T) {
-	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
-	home, away := Replicas(sites[0], placedTimer, 1)[0], Replicas(sites[1], placedTimer, 1)[0]
-	if away == sites[1][0] {
-		sites[1][0], sites[1][1] = sites[1][1], sites[1][0] // the relay is not the replica
-	}
+	sites, home, away := twoSitesRelayNoReplica()
 	if home == sites[0][0] {
 		sites[0][0], sites[0][1] = sites[0][1], sites[0][0] // nor at the home site
 	}

@@ -648,13 +648,7 @@ func TestRepairUnderAStreamOfWritesListsTheOldRecordsThatDiffer(t *testing.T) {
 // compared by a later round though nothing changes meanwhile: a node that
 // leaves a record out runs another round.
 func TestRepairComparesAYoungRecordOnceItSettles(t *testing.T) {
-	c := newRepairingCluster(t, three...)
-	c.advance(2*DefaultRepairInterval, 200) // the first, full rounds
-	ring := NewRing(three)
-	g := newIDGen(9, 0)
-	rec := streamRecord(t, &g, c.clock.now.UnixMilli(), ring, "young")
-	holder, lacker := rec.Placement().Replicas[0], rec.Placement().Replicas[1]
-	c.place(holder, rec)
+	c, rec, holder, lacker := youngRecordOnItsPrimary(t)
 	// A round right away leaves it out (its replication is lost) and
 	// leaves the node quiet but for it.
 	c.nodes[holder].repairRound()
@@ -675,13 +669,7 @@ func TestRepairComparesAYoungRecordOnceItSettles(t *testing.T) {
 // other peer, so once the cut healed the retried round compared nothing
 // and no round with the peer came again.
 func TestRepairOwesAPeerTheRoundAnotherRoundLeftOut(t *testing.T) {
-	c := newRepairingCluster(t, three...)
-	c.advance(2*DefaultRepairInterval, 200) // the first, full rounds
-	ring := NewRing(three)
-	g := newIDGen(9, 0)
-	rec := streamRecord(t, &g, c.clock.now.UnixMilli(), ring, "young")
-	holder, lacker := rec.Placement().Replicas[0], rec.Placement().Replicas[1]
-	c.place(holder, rec)
+	c, rec, holder, lacker := youngRecordOnItsPrimary(t)
 	c.lose = func(host string, _ Request) bool { return host == lacker }
 	c.nodes[holder].repairRound() // leaves rec out; its round with lacker retries
 	c.settle()
@@ -695,6 +683,19 @@ func TestRepairOwesAPeerTheRoundAnotherRoundLeftOut(t *testing.T) {
 	got := c.nodes[lacker].store.Get(rec.ID)
 	require.NotNil(t, got, "the record a round with a cut-off peer left out as young was never compared with it")
 	assert.Equal(t, Live, got.State)
+}
+
+// youngRecordOnItsPrimary is a repairing cluster of three past its first,
+// full rounds, and a record written just now placed on its primary
+// (holder) alone, its second replica (lacker) without it.
+func youngRecordOnItsPrimary(t *testing.T) (c *cluster, rec Timer, holder, lacker string) {
+	c = newRepairingCluster(t, three...)
+	c.advance(2*DefaultRepairInterval, 200) // the first, full rounds
+	g := newIDGen(9, 0)
+	rec = streamRecord(t, &g, c.clock.now.UnixMilli(), NewRing(three), "young")
+	holder, lacker = rec.Placement().Replicas[0], rec.Placement().Replicas[1]
+	c.place(holder, rec)
+	return c, rec, holder, lacker
 }
 
 // TestRepairAfterARestartLeavesNothingOut: a replica restarted empty is
