@@ -256,6 +256,24 @@ func TestRealRetriedWrite(t *testing.T) {
 			t.Errorf("%d attempts, pop 1 %d times: got no G4 violation, want one", c[0], c[1])
 		}
 	}
+	// Each replica is held to one attempt a try, whatever the others
+	// delivered: two tries, the backup's copy of pop 1 (cut off from the
+	// primary's notice) beside the primary's two still explain the
+	// primary's second; a third from the primary does not.
+	for _, c := range []struct {
+		primary int
+		want    bool
+	}{{2, false}, {3, true}} {
+		h := build(2, c.primary)
+		_, replicas, _ := realHistory()
+		h.Pops = append(h.Pops, pop(sec+2*sec+20*ms, replicas[1], "a", 1))
+		cutOff(h, replicas[1], 500*ms, 4*sec)
+		v := DefaultOptions().JudgeReal(h, DefaultRealBounds())
+		if got := len(violated(v, "G4")) > 0; got != c.want {
+			t.Errorf("two attempts, pop 1 %d times from the primary and once from the cut-off backup: G4 %v (%v), want %v",
+				c.primary, got, v.Violations, c.want)
+		}
+	}
 }
 
 // TestRealLateCopyOverridesUpdate proves R1 sees a replaced definition
