@@ -27,7 +27,9 @@ func TestByteBudget(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Limits.MaxHeldBytes = budget })
 	opaque := strings.Repeat("x", 10<<10)
 	var wires []string
+	step := loopBound(t, budget, "creates until the budget refuses one")
 	for {
+		step()
 		r := h.do("POST", "/timers", timerJSON(60, 60, cb, opaque))
 		if r.Status == 503 {
 			if !strings.Contains(r.Header.Get(wire.HeaderReason), "budget") || r.Header.Get(wire.HeaderRetryAfter) == "" {

@@ -52,7 +52,9 @@ func FuzzHandle(f *testing.F) {
 			replies := 0
 			var resp Response
 			n.Handle(req, func(r Response) { replies++; resp = r })
+			step := loopBound(t, 10_000, "answering what the node sent")
 			for len(net.out) > 0 { // answer everything the node sent, as a healthy peer would
+				step()
 				out := net.out
 				net.out = nil
 				for _, s := range out {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,9 +49,17 @@ func (c *manualClock) AfterFunc(d time.Duration, f func()) Alarm {
 	return a
 }
 
+// maxAlarmsAtOnce bounds the alarms one instant of a manualClock may
+// fire: far above what any test's node sets, so that an alarm that sets
+// itself again at once (a node spinning at one instant) fails its test
+// with a panic naming the instant instead of hanging it until the test
+// binary's timeout.
+const maxAlarmsAtOnce = 1_000_000
+
 // advance moves the clock to now+d, firing due alarms in time order.
 func (c *manualClock) advance(d time.Duration) {
 	end := c.now.Add(d)
+	atOnce := 0
 	for {
 		slices.SortFunc(c.alarms, func(a, b *manualAlarm) int {
 			if c := a.at.Compare(b.at); c != 0 {
@@ -63,6 +72,13 @@ func (c *manualClock) advance(d time.Duration) {
 		}
 		a := c.alarms[0]
 		c.alarms = c.alarms[1:]
+		if a.at.Equal(c.now) {
+			if atOnce++; atOnce > maxAlarmsAtOnce {
+				panic(fmt.Sprintf("manualClock: more than %d alarms fired at %v: an alarm that sets itself again at once?", maxAlarmsAtOnce, c.now))
+			}
+		} else {
+			atOnce = 0
+		}
 		c.now = a.at
 		a.f()
 	}
@@ -227,7 +243,9 @@ func (h *harness) pops(uri string, status int) []Request {
 func (h *harness) drainPops(uri string, status int) []Request {
 	h.t.Helper()
 	var all []Request
+	step := loopBound(h.t, 10_000, "drainPops: callbacks still sent")
 	for {
+		step()
 		reqs := h.pops(uri, status)
 		if len(reqs) == 0 {
 			return all
@@ -239,4 +257,20 @@ func (h *harness) drainPops(uri string, status int) []Request {
 
 func timerJSON(interval, repeatFor int, uri, opaque string) string {
 	return string(wire.Encode(wire.Timer{Interval: time.Duration(interval) * time.Second, RepeatFor: time.Duration(repeatFor) * time.Second, URI: uri, Opaque: opaque}))
+}
+
+// loopBound returns a step to call once each round of a test's loop that
+// waits for a node to do something (take a page, end its paging, fill its
+// budget). The step fails t once the loop has run more than max rounds,
+// far above what the test needs, so that a bug that never lets the loop
+// end fails the test at once, naming what it waited for, instead of
+// hanging it until the test binary's timeout.
+func loopBound(t testing.TB, max int, what string) func() {
+	rounds := 0
+	return func() {
+		t.Helper()
+		if rounds++; rounds > max {
+			t.Fatalf("%s: not done after %d rounds", what, max)
+		}
+	}
 }

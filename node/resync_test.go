@@ -1046,7 +1046,9 @@ func TestResyncPagesMoveOn(t *testing.T) {
 	assert.Equal(t, `{"timers":[]}`, string(r.Body))
 	seen := map[string]int{}
 	from, pages := "", 0
+	step := loopBound(t, 250, "resync pages until the last")
 	for {
+		step()
 		req := Request{Method: "GET", URL: resyncURL(nodeB, view, "&include-current-view=true"+from), Header: Header{HeaderRange: "60"}}
 		r := c.serve(nodeA, req)
 		require.Contains(t, []int{200, 206}, r.Status, "%s", r.Body)
@@ -1465,7 +1467,9 @@ func TestResyncTellsOthersToDropOnlyWhatIsDurable(t *testing.T) {
 	require.Equal(t, Live, held.State, "C's copy while B's take is not durable")
 
 	disk.hold = false
+	step := loopBound(t, 1000, "held disk writes done")
 	for len(disk.held) > 0 {
+		step()
 		done := disk.held[0]
 		disk.held = disk.held[1:]
 		disk.sync()
@@ -1564,7 +1568,9 @@ func TestResyncPageEndsAtItsByteBound(t *testing.T) {
 	}
 	view := c.nodes[nodeA].ring.ViewID()
 	seen, from, pages := 0, "", 0
+	step := loopBound(t, timers, "resync pages until the last")
 	for {
+		step()
 		req := Request{Method: "GET", URL: resyncURL(nodeB, view, "&include-current-view=true"+from), Header: Header{HeaderRange: strconv.Itoa(MaxResyncPage)}}
 		r := c.serve(nodeA, req)
 		require.Contains(t, []int{200, 206}, r.Status, "%s", r.Body)
@@ -1716,7 +1722,9 @@ func TestResyncGivenUpPeerEndsOnceItsPagesSettle(t *testing.T) {
 		}
 		c.deliver(deliver, nil)
 	}
+	step := loopBound(t, settleRounds, "the joining node's first pages taken")
 	for len(held) == 0 {
+		step()
 		holdAndDeliver() // until the first pages are taken
 	}
 
