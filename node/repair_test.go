@@ -1325,3 +1325,58 @@ func TestRepairBringsTheEndOfADefinitionToAReplicaThatMissedIt(t *testing.T) {
 		t.Errorf("pops of the timer: %q, want \"1:x 2:x\" (each once)", got)
 	}
 }
+
+// TestHandOffWaitsForATargetThatHoldsItLive: a scale down moves a timer
+// from the leaving node, its one replica, to a staying node that has not
+// reloaded for the scale yet and, placing the timer on the leaving node
+// under its old view, keeps each push of it as moved away: a 200 that
+// vouches for nothing (X-Chronos-Held says no live copy). The leaving
+// node's hand-off pushes it again while its waits for the reload last,
+// and when they run out it must not count that 200 as the target holding
+// the timer: it keeps its own copy live, for no other node holds one.
+// Once the target reloads, the next hand-off finds it holding the timer
+// live, and only then does the leaving node keep its copy as moved away.
+// Counted as held, the copy was ended while nobody held the timer live,
+// and no node was left to pop it, after the reload too (mutation
+// hand-off-on-any-200).
+func TestHandOffWaitsForATargetThatHoldsItLive(t *testing.T) {
+	c := newRepairingCluster(t, three...)
+	wid := createVia(t, c, three[0], `{"timing":{"interval":3600},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":1}}`)
+	id := mustID(t, wid)
+	leaving := NewRing(three).Replicas(id, 1)[0]
+	staying := slices.DeleteFunc(slices.Clone(three), func(a string) bool { return a == leaving })
+	target := NewRing(staying).Replicas(id, 1)[0]
+	shrunk := Membership{Nodes: staying, Leaving: []string{leaving}}
+	// Every node reloads for the scale but the target.
+	for _, a := range three {
+		if a != target {
+			require.NoError(t, c.nodes[a].SetCluster(shrunk), "SetCluster(%s)", a)
+		}
+	}
+	liveOn := func() []string {
+		var on []string
+		for _, a := range three {
+			if held, ok := c.nodes[a].Timer(id); ok && held.State == Live {
+				on = append(on, a)
+			}
+		}
+		return on
+	}
+	// Past the hand-off's waits for the target's reload (heldAwayRetry:
+	// eight tries, the waits between them at most 91 s in all) and a
+	// repair round's hand-off after them.
+	c.advance(4*time.Minute, 200)
+	require.Positive(t, c.nodes[leaving].probeHits[probePushAgainHeldAway], "the target kept the leaving node's push as moved away")
+	if held, ok := c.nodes[target].Timer(id); ok && held.State == Live {
+		t.Fatalf("the target, not reloaded, holds the timer live")
+	}
+	if on := liveOn(); !slices.Equal(on, []string{leaving}) {
+		t.Errorf("after four minutes of hand-offs to a target that keeps the timer as moved away, it is held live on %v, want on the leaving node %s alone", on, leaving)
+	}
+	require.NoError(t, c.nodes[target].SetCluster(shrunk))
+	c.advance(2*time.Minute, 200)
+	if on := liveOn(); !slices.Equal(on, []string{target}) {
+		t.Errorf("two minutes after the target reloaded, the timer is held live on %v, want on the target %s alone", on, target)
+	}
+}
