@@ -131,6 +131,56 @@ func TestEarlierStartIsAnsweredOnlyForTheSameDefinition(t *testing.T) {
 	}
 }
 
+// TestEarlierStartAnswerNeverMovesTheSenderEarlier proves the rounding
+// rule of a replica's answer with its earlier start (node.go startMs): the
+// delta is taken from the replica's clock truncated to the millisecond,
+// and the sender adds it to its own clock rounded up, so the start the
+// sender takes is never before the replica's own, by any fraction of a
+// millisecond, and no pop of its precedes the request's arrival plus the
+// interval. A client's create reaches its proxy, the backup, 0.2 ms into
+// a millisecond; the backup's clock runs 0.5 ms ahead of the primary's
+// (well within MaxClockSkew), and the rounding up each way leaves the
+// primary's copy a millisecond later than the backup's. The primary's
+// first pop notice is sent on a whole millisecond of its clock, the
+// backup's then 0.5 ms into one: a delta from the backup's time rounded
+// up moved the primary's start a millisecond early, 0.2 ms before the
+// request's arrival (mutation start-answer-rounded).
+func TestEarlierStartAnswerNeverMovesTheSenderEarlier(t *testing.T) {
+	primary, backup := three[0], three[1]
+	c := newSkewedCluster(t, map[string]time.Duration{backup: 500 * time.Microsecond}, primary, backup)
+	c.clock.advance(200 * time.Microsecond)
+	arrival := c.clock.now
+	var wid string
+	for try := 0; ; try++ {
+		if try == 32 {
+			t.Fatalf("no timer of %d created through %s is placed on %s first", try, backup, primary)
+		}
+		wid = createVia(t, c, backup, `{"timing":{"interval":10,"repeat-for":30},"callback":{"http":{"uri":"`+cb+
+			`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
+		if NewRing(three[:2]).Replicas(mustID(t, wid), 2)[0] == primary {
+			break
+		}
+		require.Equal(t, 200, c.client(backup, "DELETE", "/timers/"+wid, "").Status)
+	}
+	id := mustID(t, wid)
+	p, _ := c.nodes[primary].Timer(id)
+	b, _ := c.nodes[backup].Timer(id)
+	require.Greater(t, p.Start, b.Start, "the primary's start against the backup's, before the notice")
+	c.clock.advance(800 * time.Microsecond) // on whole milliseconds of the primary's clock from here on
+	require.Equal(t, []string{"1:x"}, seqs(c.advance(11*time.Second, 200)), "pop 1, by the primary")
+	require.Positive(t, c.nodes[primary].probeHits[probeStartAnswered], "the backup answered the notice with its start")
+	p, _ = c.nodes[primary].Timer(id)
+	b, _ = c.nodes[backup].Timer(id)
+	if p.Start < b.Start {
+		t.Errorf("the primary took the backup's earlier start as %d, %d ms before the backup's own (%d)", p.Start, b.Start-p.Start, b.Start)
+	}
+	// The primary's clock reads true time: its pops are due start +
+	// k intervals of it.
+	if start := time.UnixMilli(p.Start); start.Before(arrival) {
+		t.Errorf("the primary's start is %v before the create's arrival: each pop of it would be that early", arrival.Sub(start))
+	}
+}
+
 // TestEarlierStartIsTakenOnlyForTheSameDefinition is the sender's side: a
 // replication's answer with an earlier start is of the definition sent,
 // and the sender takes it only while it holds that one. Twins sharing an

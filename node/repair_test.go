@@ -1275,3 +1275,108 @@ func createPlacedOnAdded(t *testing.T, c *cluster, five []string) string {
 		require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
 	}
 }
+
+// TestRepairBringsTheEndOfADefinitionToAReplicaThatMissedIt: a replica
+// cut off from the last pop's notice (the link between it and the
+// primary cut just before the last pop) still holds the timer live, at
+// the version the other replicas hold ended: the tombstone of the same
+// version, which ranks above the live record. The backup that took the
+// notice holds no mark of the replica the notice missed (only the
+// primary noted it, and the primary cannot reach it), so a repair round
+// between the two replicas that still talk is the one path that tells
+// it before its turn at the last pop: the round's compare must rank the
+// tombstone above the live record of its version and push it, or the
+// replica pops the last pop again. (A client delete's tombstone carries
+// a version of its own, newer than the definition's, and wins the
+// compare by version.)
+func TestRepairBringsTheEndOfADefinitionToAReplicaThatMissedIt(t *testing.T) {
+	c := newClusterWith(t, func(_ string, cfg *Config) { cfg.RepairInterval = time.Second }, three...)
+	wid := createVia(t, c, three[0], `{"timing":{"interval":10,"repeat-for":20},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":3}}`)
+	id := mustID(t, wid)
+	replicas := NewRing(three).Replicas(id, 3)
+	primary, backup, last := replicas[0], replicas[1], replicas[2]
+	var pops []string
+	collect := func(d time.Duration) {
+		for _, s := range seqs(c.advance(d, 200)) {
+			pops = append(pops, s)
+		}
+	}
+	collect(15 * time.Second) // pop 1 at 10 s, told to every replica
+	require.Equal(t, []string{"1:x"}, pops)
+	from := func(req Request, node string) bool { return strings.Contains(req.Header.Get(HeaderInstance), node) }
+	c.lose = func(host string, req Request) bool {
+		return host == last && from(req, primary) || host == primary && from(req, last)
+	}
+	// The primary pops the last pop at 20 s; the backup's turn is at 22 s,
+	// the last replica's at 24 s.
+	collect(8 * time.Second)
+	held, ok := c.nodes[backup].Timer(id)
+	require.True(t, ok)
+	require.Equal(t, Tombstone, held.State, "the backup took the last pop's notice")
+	require.Zero(t, held.lacking(), "the backup's tombstone marks no replica as may lack it")
+	if got, _ := c.nodes[last].Timer(id); got.State == Live {
+		t.Errorf("at 23 s, before its turn at the last pop, the replica cut off from its notice holds the timer live "+
+			"(version %d, seq %d) where the backup holds the tombstone of that version: no repair round sent it",
+			got.Version, got.Seq)
+	}
+	collect(30 * time.Second)
+	if got := strings.Join(pops, " "); got != "1:x 2:x" {
+		t.Errorf("pops of the timer: %q, want \"1:x 2:x\" (each once)", got)
+	}
+}
+
+// TestHandOffWaitsForATargetThatHoldsItLive: a scale down moves a timer
+// from the leaving node, its one replica, to a staying node that has not
+// reloaded for the scale yet and, placing the timer on the leaving node
+// under its old view, keeps each push of it as moved away: a 200 that
+// vouches for nothing (X-Chronos-Held says no live copy). The leaving
+// node's hand-off pushes it again while its waits for the reload last,
+// and when they run out it must not count that 200 as the target holding
+// the timer: it keeps its own copy live, for no other node holds one.
+// Once the target reloads, the next hand-off finds it holding the timer
+// live, and only then does the leaving node keep its copy as moved away.
+// Counted as held, the copy was ended while nobody held the timer live,
+// and no node was left to pop it, after the reload too (mutation
+// hand-off-on-any-200).
+func TestHandOffWaitsForATargetThatHoldsItLive(t *testing.T) {
+	c := newRepairingCluster(t, three...)
+	wid := createVia(t, c, three[0], `{"timing":{"interval":3600},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":1}}`)
+	id := mustID(t, wid)
+	leaving := NewRing(three).Replicas(id, 1)[0]
+	staying := slices.DeleteFunc(slices.Clone(three), func(a string) bool { return a == leaving })
+	target := NewRing(staying).Replicas(id, 1)[0]
+	shrunk := Membership{Nodes: staying, Leaving: []string{leaving}}
+	// Every node reloads for the scale but the target.
+	for _, a := range three {
+		if a != target {
+			require.NoError(t, c.nodes[a].SetCluster(shrunk), "SetCluster(%s)", a)
+		}
+	}
+	liveOn := func() []string {
+		var on []string
+		for _, a := range three {
+			if held, ok := c.nodes[a].Timer(id); ok && held.State == Live {
+				on = append(on, a)
+			}
+		}
+		return on
+	}
+	// Past the hand-off's waits for the target's reload (heldAwayRetry:
+	// eight tries, the waits between them at most 91 s in all) and a
+	// repair round's hand-off after them.
+	c.advance(4*time.Minute, 200)
+	require.Positive(t, c.nodes[leaving].probeHits[probePushAgainHeldAway], "the target kept the leaving node's push as moved away")
+	if held, ok := c.nodes[target].Timer(id); ok && held.State == Live {
+		t.Fatalf("the target, not reloaded, holds the timer live")
+	}
+	if on := liveOn(); !slices.Equal(on, []string{leaving}) {
+		t.Errorf("after four minutes of hand-offs to a target that keeps the timer as moved away, it is held live on %v, want on the leaving node %s alone", on, leaving)
+	}
+	require.NoError(t, c.nodes[target].SetCluster(shrunk))
+	c.advance(2*time.Minute, 200)
+	if on := liveOn(); !slices.Equal(on, []string{target}) {
+		t.Errorf("two minutes after the target reloaded, the timer is held live on %v, want on the target %s alone", on, target)
+	}
+}
