@@ -54,7 +54,7 @@ func (n *Node) refuseFull(existing, t *Timer) (applied, bool) {
 	switch {
 	case reason == "":
 		return applied{}, false
-	case t.State != Live && existing == nil && !t.deletes():
+	case t.State != Live && existing == nil && !t.isDeleteTombstone():
 		return applied{ok: true}, true
 	}
 	counter := &n.stats.ShedBytes
@@ -67,7 +67,8 @@ func (n *Node) refuseFull(existing, t *Timer) (applied, bool) {
 	return applied{refusal: &resp}, true
 }
 
-// deletes reports whether t is a client delete's tombstone: one without
-// a definition (a delete does not know the one it buries; merge's rule 4
-// gives it that definition's timing, never its definition).
-func (t *Timer) deletes() bool { return t.State == Tombstone && t.def == 0 }
+// isDeleteTombstone reports whether t is a client delete's tombstone:
+// one without a definition (a delete does not know the one it buries;
+// merge's rule 4 gives it that definition's timing, never its
+// definition).
+func (t *Timer) isDeleteTombstone() bool { return t.State == Tombstone && t.def == 0 }

@@ -302,7 +302,7 @@ func (n *Node) drawRoom(peer string, t *Timer) (answered func(), ok bool) {
 // pushed nothing, and gets the records once it says it has room, as many
 // as that.
 func (n *Node) handOffRoom(peer string, placed *Timer) (answered func(), ok bool) {
-	if placed.State != Live && !placed.deletes() {
+	if placed.State != Live && !placed.isDeleteTombstone() {
 		return nil, true // a finished definition's tombstone needs no room (refuseFull)
 	}
 	if answered, ok = n.drawRoom(peer, placed); !ok {
@@ -634,7 +634,7 @@ func (n *Node) repairLacking(peer string, marked []*Timer) {
 		// of the timer (refuseFull): a full peer is pushed none, and
 		// gets it once it says it has room, as a hand-off's records.
 		var answered func()
-		if t.deletes() {
+		if t.isDeleteTombstone() {
 			var ok bool
 			if answered, ok = n.drawRoom(peer, t); !ok {
 				n.hit(probeRepairHeldForRoom)
