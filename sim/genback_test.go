@@ -28,18 +28,11 @@ func TestGenMovedBackLinesUp(t *testing.T) {
 			continue
 		}
 		plans++
-		staying := p.InitialMembers()
-		var d int
-		fmt.Sscanf(up.Side[0], "n%d", &d)
-		var full []string
-		for _, m := range staying {
-			full = append(full, p.nodeAddr(m))
-		}
+		d := nodeNum(up.Side[0])
+		full := initialAddrs(p)
 		after := slices.Clone(full)
 		for _, n := range up.Side {
-			var k int
-			fmt.Sscanf(n, "n%d", &k)
-			full = append(full, p.nodeAddr(k))
+			full = append(full, p.nodeAddr(nodeNum(n)))
 		}
 		for _, c := range timers {
 			if c.Via != d || c.At >= back.At || c.RF != 2 {
@@ -87,10 +80,7 @@ func TestGenLastHolderLinesUp(t *testing.T) {
 			continue
 		}
 		plans++
-		var members []string
-		for _, m := range p.InitialMembers() {
-			members = append(members, p.nodeAddr(m))
-		}
+		members := initialAddrs(p)
 		due := batch[0].At + batch[0].Interval
 		if time.Duration(len(batch))*p.Net.NodeSendTime <= node.ReplicaSkew || due < p.LivenessFrom {
 			t.Fatalf("%s: %d timers of %v sends due at %v (liveness from %v), want more than the skew's, in the liveness phase",
