@@ -58,3 +58,34 @@ func TestLackingMarkFollowsItsReplicaAcrossAReload(t *testing.T) {
 	require.Equal(t, []string{nodeA, nodeD, nodeB}, held.Placement().Replicas)
 	assert.Equal(t, []string{nodeB}, appendMarked(nil, held.Placement().Replicas, held.lacking()), "marked after the reload")
 }
+
+// TestReplicaPromotedByAReloadPopsAtItsNewRank: a backup that a change
+// of view makes a timer's primary pops it at the primary's time, not at
+// its old rank's 4 s later. Its alarm was set for the old rank, so a
+// reload must set it again for every record it places anew. (A primary
+// has the lowest score and backups follow from the highest down, so the
+// last backup of three becomes the primary of the two left.)
+func TestReplicaPromotedByAReloadPopsAtItsNewRank(t *testing.T) {
+	three, staying := []string{nodeA, nodeB, nodeC}, []string{nodeB, nodeC}
+	before, after := NewRing(three), NewRing(staying)
+	id := uint64(1)
+	step := loopBound(t, 1000, "an ID whose last backup the reload makes its primary")
+	for before.Replicas(id, 3)[0] != nodeA || before.Replicas(id, 3)[2] != after.Replicas(id, 3)[0] {
+		step()
+		id++
+	}
+
+	c := newCluster(t, three...)
+	r := c.client(nodeB, "PUT", "/timers/"+wire.FormatWireID(id, 0), string(wire.Encode(wire.Timer{Interval: 10 * time.Second, RepeatFor: 30 * time.Second, URI: cb, ReplicationFactor: 3})))
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	due := c.clock.now.Add(10 * time.Second)
+
+	// The primary is gone, and the others reload without it.
+	c.down[nodeA] = true
+	for _, a := range staying {
+		require.NoError(t, c.nodes[a].SetCluster(Membership{Nodes: staying}))
+	}
+	pops := c.advance(due.Add(ReplicaSkew/2).Sub(c.clock.now), 200)
+	require.Len(t, pops, 1, "pops by %v, half the backup skew after the first is due", ReplicaSkew/2)
+	assert.Equal(t, "1", pops[0].Header.Get(wire.HeaderSequenceNumber))
+}
