@@ -1354,15 +1354,6 @@ func TestHandOffWaitsForATargetThatHoldsItLive(t *testing.T) {
 			require.NoError(t, c.nodes[a].SetCluster(shrunk), "SetCluster(%s)", a)
 		}
 	}
-	liveOn := func() []string {
-		var on []string
-		for _, a := range three {
-			if held, ok := c.nodes[a].Timer(id); ok && held.State == Live {
-				on = append(on, a)
-			}
-		}
-		return on
-	}
 	// Past the hand-off's waits for the target's reload (heldAwayRetry:
 	// eight tries, the waits between them at most 91 s in all) and a
 	// repair round's hand-off after them.
@@ -1371,12 +1362,12 @@ func TestHandOffWaitsForATargetThatHoldsItLive(t *testing.T) {
 	if held, ok := c.nodes[target].Timer(id); ok && held.State == Live {
 		t.Fatalf("the target, not reloaded, holds the timer live")
 	}
-	if on := liveOn(); !slices.Equal(on, []string{leaving}) {
+	if on := c.holders(wid); !slices.Equal(on, []string{leaving}) {
 		t.Errorf("after four minutes of hand-offs to a target that keeps the timer as moved away, it is held live on %v, want on the leaving node %s alone", on, leaving)
 	}
 	require.NoError(t, c.nodes[target].SetCluster(shrunk))
 	c.advance(2*time.Minute, 200)
-	if on := liveOn(); !slices.Equal(on, []string{target}) {
+	if on := c.holders(wid); !slices.Equal(on, []string{target}) {
 		t.Errorf("two minutes after the target reloaded, the timer is held live on %v, want on the target %s alone", on, target)
 	}
 }
