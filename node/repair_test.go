@@ -1380,3 +1380,24 @@ func TestHandOffWaitsForATargetThatHoldsItLive(t *testing.T) {
 		t.Errorf("two minutes after the target reloaded, the timer is held live on %v, want on the target %s alone", on, target)
 	}
 }
+
+// TestDeleteMarksTheReplicaThatRefusedIt: a delete through one of the
+// timer's replicas reaches the other, which missed the create and, full,
+// refuses the delete's tombstone with 503 (refuseFull). The proxy's
+// tombstone marks it as may lack the delete, so that repair rounds push
+// it there once it has room and the tombstone outlives its own life
+// meanwhile; unmarked, the refused replica's copy of the timer, should a
+// repair hand it one, would never meet the delete.
+func TestDeleteMarksTheReplicaThatRefusedIt(t *testing.T) {
+	c := newCluster(t, three...)
+	proxy, refused := three[0], three[1]
+	c.lose = func(host string, _ Request) bool { return host == refused }
+	id := mustID(t, createVia(t, c, proxy, `{"timing":{"interval":60},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":3}}`))
+	c.lose = nil
+	require.Nil(t, c.nodes[refused].store.Get(id), "the replica missed the create")
+	c.nodes[refused].cfg.Limits.MaxTimers = c.nodes[refused].store.Len()
+	r := c.client(proxy, "DELETE", "/timers/"+wire.FormatWireID(id, 0), "")
+	held := c.nodes[proxy].store.Get(id)
+	require.NotNil(t, held, "the proxy's tombstone (delete answered %d %s)", r.Status, r.Body)
+	assert.True(t, lackedBy(held, refused), "the tombstone marks the replica that refused it (marks %b)", held.lacking())
+}
