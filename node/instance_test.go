@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/murmur3"
 	"pgregory.net/rapid"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // TestInstanceIDsAreUniqueAndAgreed proves the derivation every node runs:
@@ -148,7 +150,8 @@ func TestRenumberedNodeIssuesPastTheLead(t *testing.T) {
 
 // TestInstanceClashRefusesClientWrites: two members configured with one
 // instance number find out from the first message between them, refuse
-// client writes with a 503 that names the other, and take writes again
+// client writes (a delete too: its tombstone's version is an ID the twin
+// may issue as well) with a 503 that names the other, and take writes again
 // once the other is heard with a number of its own.
 func TestInstanceClashRefusesClientWrites(t *testing.T) {
 	c := newClusterWith(t, func(addr string, cfg *Config) {
@@ -158,12 +161,16 @@ func TestInstanceClashRefusesClientWrites(t *testing.T) {
 	}, three...)
 	body := `{"timing":{"interval":60},"callback":{"http":{"uri":"` + cb + `"}},"reliability":{"replication-factor":3}}`
 	// The first create reaches the twin and is taken: nothing was heard yet.
-	if r := c.client(three[0], "POST", "/timers", body); r.Status != 200 {
-		t.Fatalf("first create: %d %s", r.Status, r.Body)
+	first := c.client(three[0], "POST", "/timers", body)
+	if first.Status != 200 {
+		t.Fatalf("first create: %d %s", first.Status, first.Body)
 	}
 	r := c.client(three[1], "POST", "/timers", body)
 	if r.Status != 503 || !strings.Contains(string(r.Body), three[0]) {
 		t.Fatalf("create through the twin that was told: got %d %q, want 503 naming %s", r.Status, r.Body, three[0])
+	}
+	if r := c.client(three[1], "DELETE", first.Header.Get(wire.HeaderLocation), ""); r.Status != 503 || !strings.Contains(string(r.Body), three[0]) {
+		t.Fatalf("delete through the twin that was told: got %d %q, want 503 naming %s", r.Status, r.Body, three[0])
 	}
 	if got := c.nodes[three[1]].Stats().InstanceClashes; got != 1 {
 		t.Errorf("InstanceClashes = %d, want 1", got)
