@@ -2002,3 +2002,31 @@ func TestUpdateWithoutAFactorFollowsAMovedCopy(t *testing.T) {
 	assert.Equal(t, uint8(1), held.RF)
 	assert.Equal(t, "new", held.Opaque())
 }
+
+// TestSupersededResyncAsksForNoMorePages: a resync's page from a peer
+// that was down is to be asked again after a wait (retryPage), and the
+// operator reloads with a new view meanwhile. The old run asks the peer
+// for nothing more once the wait is over: its page would list the
+// replicas of a view the node no longer holds, a wasted read of the
+// peer's whole store, and the new run asks under its own view.
+func TestSupersededResyncAsksForNoMorePages(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	c.createMany(30, 2, 30, 30)
+	c.restart(nodeB)
+	old := c.nodes[nodeB].ring.ViewID()
+	c.down[nodeA] = true
+	c.nodes[nodeB].Resync(true)
+	c.settle()
+	c.down[nodeA] = false
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	require.NoError(t, c.nodes[nodeB].SetCluster(grown))
+	c.down[nodeD] = true // not started yet
+	stale := 0
+	c.watch = func(s *sent, _ string, _ int, _ bool) {
+		if s.from == nodeB && s.req.Method == "GET" && strings.Contains(s.req.URL, fmt.Sprintf("%s=%d", paramClusterViewID, old)) {
+			stale++
+		}
+	}
+	c.advance(time.Minute, 200)
+	assert.Zero(t, stale, "pages of the old view asked for after the reload")
+}
