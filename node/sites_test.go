@@ -127,36 +127,52 @@ func TestSitesReplicateAndPopAfterLocal(t *testing.T) {
 
 // TestSiteRelayRepairsAPopOfADeletedTimer shows a site that missed a
 // delete (its forward was lost, and so was every forward sent again)
-// repaired by its first pop: the other
-// site's relay holds the tombstone and answers the forwarded pop notice
-// with it, even though the relay's site peer, which missed the delete
-// too, took the notice; and that peer is repaired with it, so nobody pops
-// the deleted timer again.
+// repaired by its first pop: the other site's replica that took the
+// delete answers the forwarded pop notice with its tombstone (the relay
+// itself, or its site peer), even though the other replica of that site,
+// which missed the delete too, took the notice; and that replica is
+// repaired with it, the relay included, so nobody pops the deleted timer
+// again.
 func TestSiteRelayRepairsAPopOfADeletedTimer(t *testing.T) {
-	c, a, b := newSites(t)
-	r := c.client(a[1], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
-		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
-	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
-	var got *Response
-	c.nodes[b[0]].Handle(Request{Method: "DELETE", URL: "/timers/" + wid, Header: Header{}}, func(r Response) { got = &r })
-	c.settleLosing(func(host string, _ Request) bool { return host == a[0] || host == b[1] })
-	if got == nil || got.Status != 200 {
-		t.Fatalf("DELETE via %s: got %v, want 200", b[0], got)
-	}
-	if held := c.holders(wid); !slices.Equal(held, sorted(append(slices.Clone(a), b[1]))) {
-		t.Fatalf("after the partly lost delete: held by %v, want %v and %s", held, a, b[1])
-	}
-	// Every forward of the delete that the relay sends again is lost too
-	// (forwardToSite), and so is the relay's repair within its site.
-	c.lose = func(host string, req Request) bool {
-		from, _, _ := senderInstance(req)
-		return host == a[0] && from == b[0] && req.Method == "PUT" && strings.HasSuffix(req.URL, wire.FormatWireID(mustID(t, wid), 0))
-	}
-	if pops := seqs(c.advance(time.Minute, 200)); !slices.Equal(pops, []string{"1:x"}) {
-		t.Fatalf("pops of the deleted timer: got %v, want the one pop that met the tombstone", pops)
-	}
-	if held := c.holders(wid); len(held) != 0 {
-		t.Fatalf("after that pop: still held by %v, want none", held)
+	for _, tc := range []struct {
+		name      string
+		via, lost int // the west's nodes: the delete's proxy, and the one it missed
+	}{{"the relay took the delete", 0, 1}, {"the relay missed the delete", 1, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, a, b := newSites(t)
+			r := c.client(a[1], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
+				`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
+			wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+			via, missed := b[tc.via], b[tc.lost]
+			var got *Response
+			c.nodes[via].Handle(Request{Method: "DELETE", URL: "/timers/" + wid, Header: Header{}}, func(r Response) { got = &r })
+			c.settleLosing(func(host string, _ Request) bool { return host == a[0] || host == missed })
+			if got == nil || got.Status != 200 {
+				t.Fatalf("DELETE via %s: got %v, want 200", via, got)
+			}
+			if held := c.holders(wid); !slices.Equal(held, sorted(append(slices.Clone(a), missed))) {
+				t.Fatalf("after the partly lost delete: held by %v, want %v and %s", held, a, missed)
+			}
+			// Every forward of the delete that its proxy sends again is
+			// lost too (forwardToSite); so, when the relay missed it, is
+			// every push of it to the relay, which only the answer to the
+			// pop's notice then repairs (repairSite).
+			cut := []string{a[0]}
+			if missed == b[0] {
+				cut = append(cut, missed)
+			}
+			c.lose = func(host string, req Request) bool {
+				from, _, _ := senderInstance(req)
+				return slices.Contains(cut, host) && from == via && req.Method == "PUT" &&
+					strings.Contains(req.URL, "/timers/"+wire.FormatID(mustID(t, wid)))
+			}
+			if pops := seqs(c.advance(time.Minute, 200)); !slices.Equal(pops, []string{"1:x"}) {
+				t.Fatalf("pops of the deleted timer: got %v, want the one pop that met the tombstone", pops)
+			}
+			if held := c.holders(wid); len(held) != 0 {
+				t.Fatalf("after that pop: still held by %v, want none", held)
+			}
+		})
 	}
 }
 
