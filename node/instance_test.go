@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/murmur3"
 	"pgregory.net/rapid"
@@ -194,7 +195,8 @@ func TestInstanceClashRefusesClientWrites(t *testing.T) {
 
 // TestInstanceClashToldByAThirdNode: twins that never reach each other
 // learn of the clash from a node both write to, which names the other
-// twin in its answers; a twin renumbered ends it.
+// twin in its answers; the clash ends when the report is a minute old
+// (clashReported), or when the twin leaves the membership.
 func TestInstanceClashToldByAThirdNode(t *testing.T) {
 	c := newClusterWith(t, func(addr string, cfg *Config) {
 		if addr != three[2] {
@@ -219,5 +221,19 @@ func TestInstanceClashToldByAThirdNode(t *testing.T) {
 	}
 	if got := c.nodes[three[2]].Stats().InstanceClashes; got != 0 {
 		t.Errorf("the third node counts %d clashes of its own", got)
+	}
+	// Reported by a third node, a clash stands for clashReported unless
+	// reported again.
+	c.clock.advance(clashReported + time.Millisecond)
+	if r := c.client(three[1], "POST", "/timers", body); r.Status != 200 {
+		t.Errorf("create through twin %s once the report is old: got %d %s, want 200", three[1], r.Status, r.Body)
+	}
+	// Reported again by that create; the twin's leaving the membership
+	// ends it.
+	if err := c.nodes[three[1]].SetCluster(Membership{Nodes: three[1:]}); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.client(three[1], "POST", "/timers", body); r.Status != 200 {
+		t.Errorf("create through %s once its twin left the membership: got %d %s, want 200", three[1], r.Status, r.Body)
 	}
 }
