@@ -580,3 +580,34 @@ func TestUpdatesEndStaysWhileAReplicaOfTheRelaysSiteMayLackIt(t *testing.T) {
 		t.Fatalf("pops of the replaced definition once b1 is back: got %v, want at most b1's one repairing pop", got)
 	}
 }
+
+// TestSitesNewerRecordReachesTheReplicasThroughAProxy: an update through
+// a node that is not the timer's replica here is forwarded to the other
+// site, which answers with a newer record (a delete made there). The
+// proxy passes it to the timer's replicas here, which end the timer, and
+// keeps no copy of its own of a timer it is no replica of.
+func TestSitesNewerRecordReachesTheReplicasThroughAProxy(t *testing.T) {
+	c, a, b := newSites(t)
+	body := `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"` + cb + `","opaque":"x"}},"reliability":{"replication-factor":1}}`
+	wid := strings.TrimPrefix(c.client(a[0], "POST", "/timers", body).Header.Get(wire.HeaderLocation), "/timers/")
+	id := mustID(t, wid)
+	replica := NewRing(a).Replicas(id, 1)[0]
+	proxy := a[(slices.Index(a, replica)+1)%len(a)]
+	c.nodes[proxy].Handle(Request{Method: "PUT", URL: "/timers/" + wid, Header: Header{}, Body: []byte(body)}, func(Response) {})
+	fwd := c.net.take("http://" + b[0])
+	if len(fwd) != 1 {
+		t.Fatalf("got %d forwards of the update to the other site, want 1", len(fwd))
+	}
+	held, _ := c.nodes[proxy].Timer(id)
+	tomb := *withParts(&Timer{ID: id, Version: held.Version + 1, Start: held.Start, interval: held.interval, repeatFor: held.repeatFor,
+		State: Tombstone, RF: held.RF}, &Placement{Replicas: []string{b[0]}, Sites: []string{"east", "west"}}, nil)
+	fwd[0].done(Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(tomb.Version, 10)},
+		Body: EncodeReplication(&tomb, c.nodes[proxy].nowMs())}, nil)
+	c.settle()
+	if now, _ := c.nodes[replica].Timer(id); now.State != Tombstone || now.Version != tomb.Version {
+		t.Errorf("the replica %s after the other site's answer: version %d state %v, want the tombstone %d", replica, now.Version, now.State, tomb.Version)
+	}
+	if now, ok := c.nodes[proxy].Timer(id); ok && now.State == Live {
+		t.Errorf("the proxy %s holds the timer live", proxy)
+	}
+}
