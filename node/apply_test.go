@@ -276,6 +276,53 @@ func TestReplicaPushesItsEarlierStartWhenItsAnswerIsLost(t *testing.T) {
 	assert.Equal(t, 1, *pushes, "the backup's pushes of its start")
 }
 
+// TestHeldBackPushOfAStartIsDroppedOnceTheTimerChanged: the backup's
+// push of its earlier start waits behind a full window of bulk sends to
+// the primary (flow.go), and the timer is updated meanwhile. Once the
+// window has room, the push is dropped rather than sent: the update
+// has a start of its own, and the record it was for is no longer held.
+func TestHeldBackPushOfAStartIsDroppedOnceTheTimerChanged(t *testing.T) {
+	c, id, primary, backup := backupStartsEarlier(t)
+	release := fillBulkWindow(c, backup, primary)
+	pushes := countPushes(c, backup, primary)
+	require.Equal(t, []string{"1:x"}, seqs(c.advance(11*time.Second, 200)), "pop 1, by the primary")
+	require.Zero(t, *pushes, "pushes while the window is full")
+	require.Equal(t, 200, c.client(primary, "PUT", "/timers/"+wire.FormatWireID(id, 0), `{"timing":{"interval":10,"repeat-for":40},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"y"}},"reliability":{"replication-factor":2}}`).Status, "the update")
+	release()
+	assert.Zero(t, *pushes, "pushes of the replaced record's start")
+}
+
+// TestBurstOfNoticesWhileAPushIsHeldBackSendsOnePush: the backup's push
+// of its earlier start waits behind a full window of bulk sends to the
+// primary, and the primary pops twice meanwhile, each notice with its
+// later start (the answers that carry the earlier start are lost). Once
+// the window has room one push answers them both.
+func TestBurstOfNoticesWhileAPushIsHeldBackSendsOnePush(t *testing.T) {
+	c, _, primary, backup := backupStartsEarlier(t)
+	c.loseAnswer = timerPutsTo(backup) // the answers carrying the earlier start
+	release := fillBulkWindow(c, backup, primary)
+	pushes := countPushes(c, backup, primary)
+	require.Equal(t, []string{"1:x", "2:x"}, seqs(c.advance(21*time.Second, 200)), "pops 1 and 2, by the primary")
+	release()
+	assert.Equal(t, 1, *pushes, "pushes of the backup's start")
+}
+
+// fillBulkWindow fills from's window of bulk sends to (flow.go) with
+// sends that wait for release, which answers them all and settles.
+func fillBulkWindow(c *cluster, from, to string) (release func()) {
+	var finishes []func(bool)
+	for range bulkWindowStart {
+		c.nodes[from].bulkSend(to, func(finish func(bool)) { finishes = append(finishes, finish) }, func() {})
+	}
+	return func() {
+		for _, finish := range finishes {
+			finish(true)
+		}
+		c.settle()
+	}
+}
+
 // backupStartsEarlier creates a timer of four pops, one every 10 s, on
 // two replicas, and moves its backup's start 1.9 s earlier than its
 // primary's (a copy of the create that waited in a queue, N3).
