@@ -2030,3 +2030,33 @@ func TestSupersededResyncAsksForNoMorePages(t *testing.T) {
 	c.advance(time.Minute, 200)
 	assert.Zero(t, stale, "pages of the old view asked for after the reload")
 }
+
+// TestSupersededResyncSendsNoPushHeldBack: a restarted node's resync
+// passes the timers its pages bring on to their other replicas, and its
+// pushes to one wait behind a full window of bulk sends (flow.go) when
+// the operator reloads with a new view. Once the window has room the old
+// run's pushes are dropped, not sent: the new view's hand-off pushes
+// what that view moves, each timer once.
+func TestSupersededResyncSendsNoPushHeldBack(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	c.createMany(30, 2, 30, 30)
+	c.restart(nodeB)
+	release := fillBulkWindow(c, nodeB, nodeA)
+	c.nodes[nodeB].Resync(true)
+	c.settle()
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	require.NoError(t, c.nodes[nodeB].SetCluster(grown))
+	c.down[nodeD] = true // not started yet
+	pushed := map[uint64]int{}
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if s.from == nodeB && to == nodeA && s.req.Method == "PUT" {
+			id, _, _ := wire.ParseWireID(strings.TrimPrefix(s.req.URL, "http://"+nodeA+"/timers/"))
+			pushed[id]++
+		}
+	}
+	release()
+	require.NotEmpty(t, pushed, "the new view's pushes")
+	for id, n := range pushed {
+		assert.Equal(t, 1, n, "pushes of timer %s once the window had room", wire.FormatID(id))
+	}
+}
