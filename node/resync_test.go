@@ -2060,3 +2060,28 @@ func TestSupersededResyncSendsNoPushHeldBack(t *testing.T) {
 		assert.Equal(t, 1, n, "pushes of timer %s once the window had room", wire.FormatID(id))
 	}
 }
+
+// TestSupersededResyncSendsNoReferencesHeldBack: a scale-down's resync
+// tells the leaving node which of its timers the new replicas hold
+// (DELETE /timers/references), and those messages wait behind a full
+// window of bulk sends to it (flow.go) when the operator reloads again,
+// calling the scale-down off. Once the window has room the old run's
+// references are dropped, not sent: they speak of a view that no longer
+// holds, to a node that is no longer leaving.
+func TestSupersededResyncSendsNoReferencesHeldBack(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	c.createMany(30, 2, 30, 30)
+	release := fillBulkWindow(c, nodeA, nodeC)
+	shrunk := Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}
+	c.setCluster(shrunk, nodeA, nodeB, nodeC)
+	c.settle()
+	require.NoError(t, c.nodes[nodeA].SetCluster(Membership{Nodes: []string{nodeA, nodeB, nodeC}}))
+	refs := 0
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if s.from == nodeA && to == nodeC && strings.HasSuffix(s.req.URL, "/timers/references") {
+			refs++
+		}
+	}
+	release()
+	assert.Zero(t, refs, "references of the old run sent once the window had room")
+}
