@@ -369,25 +369,37 @@ func TestSiteRelayAnswersItsEarlierStart(t *testing.T) {
 // TestRecordTooFarAheadIsNotTakenFromAnAnswer proves a node takes no
 // record versioned more than twice MaxClockLead ahead of its clock from
 // an answer, as it takes none from a replication: not from another
-// site's 409 to a forward, nor from a peer's 409 to a notice. One within
-// the bound is taken.
+// site's 409 to a forward, nor from a peer's 409 to a notice or to a
+// repair round's push. One within the bound is taken.
 func TestRecordTooFarAheadIsNotTakenFromAnAnswer(t *testing.T) {
 	for _, ahead := range []time.Duration{DefaultMaxClockLead, 2*DefaultMaxClockLead + time.Second} {
+		want := ahead <= DefaultMaxClockLead
 		h, id, fwd := forwardedCreate(t, 60)
-		held, _ := h.node.Timer(id)
-		g := newIDGen(7, 0)
-		v, _ := g.next(h.node.nowMs() + ahead.Milliseconds())
-		tomb := *withParts(&Timer{ID: id, Version: v, Start: held.Start, interval: held.interval, repeatFor: held.repeatFor,
-			State: Tombstone, RF: held.RF}, &Placement{Replicas: []string{h.node.self}, Sites: []string{"site1", "site2"}}, nil)
-		answer := Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(v, 10)}, Body: EncodeReplication(&tomb, h.node.nowMs())}
+		v, answer := answerAhead(h, id, ahead)
 		_, fromNotice := h.node.answeredRecord(id, answer)
 		fwd.done(answer, nil)
 		now, _ := h.node.Timer(id)
-		taken := now.Version == v
-		if want := ahead <= DefaultMaxClockLead; taken != want || fromNotice != want {
+		if taken := now.Version == v; taken != want || fromNotice != want {
 			t.Errorf("a record %v ahead: taken from the forward's answer %v, from a notice's %v; want %v", ahead, taken, fromNotice, want)
 		}
+		h, id, _ = forwardedCreate(t, 60)
+		v, answer = answerAhead(h, id, ahead)
+		h.node.repairPushAnswered(otherSite, id, answer)
+		if now, _ := h.node.Timer(id); (now.Version == v) != want {
+			t.Errorf("a record %v ahead: taken from a repair push's answer %v, want %v", ahead, now.Version == v, want)
+		}
 	}
+}
+
+// answerAhead is a 409 that answers h's record of timer id with its
+// tombstone, versioned ahead of h's clock, and the tombstone's version.
+func answerAhead(h *harness, id uint64, ahead time.Duration) (uint64, Response) {
+	held, _ := h.node.Timer(id)
+	g := newIDGen(7, 0)
+	v, _ := g.next(h.node.nowMs() + ahead.Milliseconds())
+	tomb := *withParts(&Timer{ID: id, Version: v, Start: held.Start, interval: held.interval, repeatFor: held.repeatFor,
+		State: Tombstone, RF: held.RF}, &Placement{Replicas: []string{h.node.self}, Sites: []string{"site1", "site2"}}, nil)
+	return v, Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(v, 10)}, Body: EncodeReplication(&tomb, h.node.nowMs())}
 }
 
 // TestRelayPopsLastUntilItsReplicaAnswers: the other site's relay, which
