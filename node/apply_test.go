@@ -262,27 +262,9 @@ func TestProgressFromTheFutureIsNotTaken(t *testing.T) {
 // a few milliseconds of the backup's turn (seed 4101183:
 // two deliveries of pop 2). Once the starts agree, nothing more is pushed.
 func TestReplicaPushesItsEarlierStartWhenItsAnswerIsLost(t *testing.T) {
-	c := newCluster(t, three[:2]...)
-	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":40},"callback":{"http":{"uri":"`+cb+
-		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
-	require.Equal(t, 200, r.Status, "create: %s", r.Body)
-	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
-	id := mustID(t, wid)
-	held, _ := c.nodes[three[0]].Timer(id)
-	primary, backup := held.Placement().Replicas[0], held.Placement().Replicas[1]
-	early, _ := c.nodes[backup].Timer(id)
-	early.Start -= 1900
-	c.place(backup, early)
-	toBackup := func(host string, req Request) bool {
-		return host == backup && req.Method == "PUT" && strings.Contains(req.URL, "/timers/")
-	}
-	c.loseAnswer = toBackup
-	pushes := 0
-	c.watch = func(s *sent, to string, _ int, _ bool) {
-		if s.from == backup && to == primary && s.req.Method == "PUT" {
-			pushes++
-		}
-	}
+	c, id, primary, backup := backupStartsEarlier(t)
+	c.loseAnswer = timerPutsTo(backup)
+	pushes := countPushes(c, backup, primary)
 	got := seqs(c.advance(11*time.Second, 200))
 	require.Equal(t, []string{"1:x"}, got, "pop 1, by the primary")
 	p, _ := c.nodes[primary].Timer(id)
@@ -291,7 +273,118 @@ func TestReplicaPushesItsEarlierStartWhenItsAnswerIsLost(t *testing.T) {
 	c.loseAnswer = nil
 	got = seqs(c.advance(40*time.Second, 200))
 	assert.Equal(t, []string{"2:x", "3:x", "4:x"}, got, "the pops after, once each")
-	assert.Equal(t, 1, pushes, "the backup's pushes of its start")
+	assert.Equal(t, 1, *pushes, "the backup's pushes of its start")
+}
+
+// TestHeldBackPushOfAStartIsDroppedOnceTheTimerChanged: the backup's
+// push of its earlier start waits behind a full window of bulk sends to
+// the primary (flow.go), and the timer is updated meanwhile. Once the
+// window has room, the push is dropped rather than sent: the update
+// has a start of its own, and the record it was for is no longer held.
+func TestHeldBackPushOfAStartIsDroppedOnceTheTimerChanged(t *testing.T) {
+	c, id, primary, backup := backupStartsEarlier(t)
+	release := fillBulkWindow(c, backup, primary)
+	pushes := countPushes(c, backup, primary)
+	require.Equal(t, []string{"1:x"}, seqs(c.advance(11*time.Second, 200)), "pop 1, by the primary")
+	require.Zero(t, *pushes, "pushes while the window is full")
+	require.Equal(t, 200, c.client(primary, "PUT", "/timers/"+wire.FormatWireID(id, 0), `{"timing":{"interval":10,"repeat-for":40},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"y"}},"reliability":{"replication-factor":2}}`).Status, "the update")
+	release()
+	assert.Zero(t, *pushes, "pushes of the replaced record's start")
+}
+
+// TestBurstOfNoticesWhileAPushIsHeldBackSendsOnePush: the backup's push
+// of its earlier start waits behind a full window of bulk sends to the
+// primary, and the primary pops twice meanwhile, each notice with its
+// later start (the answers that carry the earlier start are lost). Once
+// the window has room one push answers them both.
+func TestBurstOfNoticesWhileAPushIsHeldBackSendsOnePush(t *testing.T) {
+	c, _, primary, backup := backupStartsEarlier(t)
+	c.loseAnswer = timerPutsTo(backup) // the answers carrying the earlier start
+	release := fillBulkWindow(c, backup, primary)
+	pushes := countPushes(c, backup, primary)
+	require.Equal(t, []string{"1:x", "2:x"}, seqs(c.advance(21*time.Second, 200)), "pops 1 and 2, by the primary")
+	release()
+	assert.Equal(t, 1, *pushes, "pushes of the backup's start")
+}
+
+// fillBulkWindow fills from's window of bulk sends to (flow.go) with
+// sends that wait for release, which answers them all and settles.
+func fillBulkWindow(c *cluster, from, to string) (release func()) {
+	var finishes []func(bool)
+	for range bulkWindowStart {
+		c.nodes[from].bulkSend(to, func(finish func(bool)) { finishes = append(finishes, finish) }, func() {})
+	}
+	return func() {
+		for _, finish := range finishes {
+			finish(true)
+		}
+		c.settle()
+	}
+}
+
+// backupStartsEarlier creates a timer of four pops, one every 10 s, on
+// two replicas, and moves its backup's start 1.9 s earlier than its
+// primary's (a copy of the create that waited in a queue, N3).
+func backupStartsEarlier(t *testing.T) (c *cluster, id uint64, primary, backup string) {
+	c = newCluster(t, three[:2]...)
+	r := c.client(three[0], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":40},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
+	require.Equal(t, 200, r.Status, "create: %s", r.Body)
+	id = mustID(t, strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/"))
+	held, _ := c.nodes[three[0]].Timer(id)
+	primary, backup = held.Placement().Replicas[0], held.Placement().Replicas[1]
+	early, _ := c.nodes[backup].Timer(id)
+	early.Start -= 1900
+	c.place(backup, early)
+	return c, id, primary, backup
+}
+
+// timerPutsTo picks the replications of a timer to host.
+func timerPutsTo(host string) func(string, Request) bool {
+	return func(to string, req Request) bool {
+		return to == host && req.Method == "PUT" && strings.Contains(req.URL, "/timers/")
+	}
+}
+
+// countPushes counts the replications from to to, delivered or not.
+func countPushes(c *cluster, from, to string) *int {
+	n := 0
+	c.watch = func(s *sent, host string, _ int, _ bool) {
+		if s.from == from && host == to && s.req.Method == "PUT" {
+			n++
+		}
+	}
+	return &n
+}
+
+// TestBackupPushesItsStartAgainUntilThePrimaryTakesIt: the backup's push
+// of its earlier start to the primary is lost, and the primary's notices
+// keep coming with the later start meanwhile (its own retries, their
+// answers lost too). The backup sends the push again until the primary
+// answers (bulkRetry), not only on the primary's next pop: the primary's
+// next pops come as far from the backup's turn as the rank skew says,
+// and each once.
+func TestBackupPushesItsStartAgainUntilThePrimaryTakesIt(t *testing.T) {
+	c, id, primary, backup := backupStartsEarlier(t)
+	c.loseAnswer = timerPutsTo(backup)
+	pushes := countPushes(c, backup, primary)
+	lost := 0
+	c.lose = func(host string, req Request) bool {
+		if timerPutsTo(primary)(host, req) && lost < 1 {
+			lost++
+			return true
+		}
+		return false
+	}
+	got := seqs(c.advance(11*time.Second, 200))
+	require.Equal(t, []string{"1:x"}, got, "pop 1, by the primary")
+	p, _ := c.nodes[primary].Timer(id)
+	b, _ := c.nodes[backup].Timer(id)
+	assert.InDelta(t, b.Start, p.Start, float64(startPushGap.Milliseconds()), "the primary's start against the backup's, ms")
+	assert.Equal(t, 2, *pushes, "the backup's pushes of its start: one lost, once again")
+	c.loseAnswer, c.lose = nil, nil
+	assert.Equal(t, []string{"2:x", "3:x", "4:x"}, seqs(c.advance(40*time.Second, 200)), "the pops after, once each")
 }
 
 // TestExpiredTombstoneFromTheFutureIsNotTaken: a tombstone that ended a

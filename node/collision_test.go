@@ -492,3 +492,33 @@ func TestWriteBelowANewerVersionIsNotAcknowledged(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryAfterTheClockSteppedBackIsRefused: an update met a newer
+// version, and the proxy's clock was stepped back past MaxClockLead
+// before the answer came. The proxy does not retry above the newer
+// version with a version dated beyond its clock's lead (nextID): it
+// refuses the write with 503, as it refuses a first try then.
+func TestRetryAfterTheClockSteppedBackIsRefused(t *testing.T) {
+	c := newCluster(t, three...)
+	rf1 := func(opaque string) string {
+		return `{"timing":{"interval":60},"callback":{"http":{"uri":"` + cb + `","opaque":"` + opaque + `"}},"reliability":{"replication-factor":1}}`
+	}
+	wid := createVia(t, c, three[0], rf1("created"))
+	id := mustID(t, wid)
+	replica := NewRing(three).Replicas(id, 1)[0]
+	proxy := three[(slices.Index(three, replica)+1)%len(three)]
+	held, _ := c.nodes[replica].Timer(id)
+	held.Version = versionAt(7, c.nodes[replica].nowMs()-idEpochMs+1000)
+	c.place(replica, held)
+	var got *Response
+	c.nodes[proxy].Handle(Request{Method: "PUT", URL: "/timers/" + wid, Header: Header{}, Body: []byte(rf1("later"))}, func(r Response) { got = &r })
+	c.watch = func(_ *sent, _ string, status int, _ bool) {
+		if status == 409 {
+			c.clock.now = c.clock.now.Add(-2 * DefaultMaxClockLead) // before the proxy reads the answer
+		}
+	}
+	c.settle()
+	if got == nil || got.Status != 503 || !strings.Contains(string(got.Body), "stepped back") {
+		t.Fatalf("the update's retry through a clock stepped back: got %+v, want 503 naming the step", got)
+	}
+}

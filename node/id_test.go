@@ -199,22 +199,45 @@ func TestObserveOrdersLaterVersions(t *testing.T) {
 // was stepped back further than MaxClockLead behind the IDs it issued
 // refuses writes with 503 until the clock catches up, rather than date
 // an ID or version beyond what its peers take or can ever supersede
-// (scenarios/n21-clock-step-lead.scenario); within the lead it goes on.
+// (scenarios/n21-clock-step-lead.scenario), an update or delete as a
+// create; within the lead it goes on.
 func TestClockSteppedBackIssuesNoVersionBeyondTheLead(t *testing.T) {
 	h := newHarness(t)
 	lead := DefaultConfig().MaxClockLead
-	h.create(timerJSON(60, 60, cb, "before"))
+	wid := h.create(timerJSON(60, 60, cb, "before"))
 	h.clock.now = h.clock.now.Add(-lead / 2)
 	if r := h.do("POST", "/timers", timerJSON(60, 60, cb, "within")); r.Status != 200 {
 		t.Fatalf("clock stepped back within the lead: %d %s, want 200", r.Status, r.Body)
 	}
 	h.clock.now = h.clock.now.Add(-2 * lead)
-	r := h.do("POST", "/timers", timerJSON(60, 60, cb, "behind"))
-	if r.Status != 503 || !strings.Contains(string(r.Body), "stepped back") {
-		t.Fatalf("clock stepped back past the lead: %d %s, want 503 naming the step", r.Status, r.Body)
+	for _, w := range []struct{ method, url, body string }{
+		{"POST", "/timers", timerJSON(60, 60, cb, "behind")},
+		{"PUT", "/timers/" + wid, timerJSON(60, 60, cb, "behind")},
+		{"DELETE", "/timers/" + wid, ""},
+	} {
+		if r := h.do(w.method, w.url, w.body); r.Status != 503 || !strings.Contains(string(r.Body), "stepped back") {
+			t.Fatalf("%s %s, clock stepped back past the lead: %d %s, want 503 naming the step", w.method, w.url, r.Status, r.Body)
+		}
+	}
+	if held, _ := h.node.Timer(mustID(t, wid)); held.State != Live || held.Opaque() != "before" {
+		t.Fatalf("the timer after refused writes: state %v, opaque %q; want it live as created", held.State, held.Opaque())
 	}
 	h.clock.now = h.clock.now.Add(2 * lead)
 	if r := h.do("POST", "/timers", timerJSON(60, 60, cb, "caught up")); r.Status != 200 {
 		t.Fatalf("clock caught up: %d %s, want 200", r.Status, r.Body)
+	}
+}
+
+// TestWritesPastTheEndOfTheIDSpaceAreRefused: a node whose clock is past
+// the end of the ID space (2159), once it has issued every ID of its last
+// millisecond, refuses writes with 503 rather than issue an ID that
+// orders before one it issued.
+func TestWritesPastTheEndOfTheIDSpaceAreRefused(t *testing.T) {
+	h := newHarness(t)
+	h.clock.now = time.UnixMilli(idEpochMs + maxIDMs + 1000)
+	h.node.ids.lastMs, h.node.ids.seq = maxIDMs, 1<<seqBits-2
+	h.create(timerJSON(60, 60, cb, "last"))
+	if r := h.do("POST", "/timers", timerJSON(60, 60, cb, "past")); r.Status != 503 || !strings.Contains(string(r.Body), errIDSpaceEnded) {
+		t.Fatalf("create past the end of the ID space: %d %s, want 503 naming it", r.Status, r.Body)
 	}
 }

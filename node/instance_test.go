@@ -6,9 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/murmur3"
 	"pgregory.net/rapid"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // TestInstanceIDsAreUniqueAndAgreed proves the derivation every node runs:
@@ -148,7 +151,8 @@ func TestRenumberedNodeIssuesPastTheLead(t *testing.T) {
 
 // TestInstanceClashRefusesClientWrites: two members configured with one
 // instance number find out from the first message between them, refuse
-// client writes with a 503 that names the other, and take writes again
+// client writes (a delete too: its tombstone's version is an ID the twin
+// may issue as well) with a 503 that names the other, and take writes again
 // once the other is heard with a number of its own.
 func TestInstanceClashRefusesClientWrites(t *testing.T) {
 	c := newClusterWith(t, func(addr string, cfg *Config) {
@@ -158,12 +162,16 @@ func TestInstanceClashRefusesClientWrites(t *testing.T) {
 	}, three...)
 	body := `{"timing":{"interval":60},"callback":{"http":{"uri":"` + cb + `"}},"reliability":{"replication-factor":3}}`
 	// The first create reaches the twin and is taken: nothing was heard yet.
-	if r := c.client(three[0], "POST", "/timers", body); r.Status != 200 {
-		t.Fatalf("first create: %d %s", r.Status, r.Body)
+	first := c.client(three[0], "POST", "/timers", body)
+	if first.Status != 200 {
+		t.Fatalf("first create: %d %s", first.Status, first.Body)
 	}
 	r := c.client(three[1], "POST", "/timers", body)
 	if r.Status != 503 || !strings.Contains(string(r.Body), three[0]) {
 		t.Fatalf("create through the twin that was told: got %d %q, want 503 naming %s", r.Status, r.Body, three[0])
+	}
+	if r := c.client(three[1], "DELETE", first.Header.Get(wire.HeaderLocation), ""); r.Status != 503 || !strings.Contains(string(r.Body), three[0]) {
+		t.Fatalf("delete through the twin that was told: got %d %q, want 503 naming %s", r.Status, r.Body, three[0])
 	}
 	if got := c.nodes[three[1]].Stats().InstanceClashes; got != 1 {
 		t.Errorf("InstanceClashes = %d, want 1", got)
@@ -187,7 +195,8 @@ func TestInstanceClashRefusesClientWrites(t *testing.T) {
 
 // TestInstanceClashToldByAThirdNode: twins that never reach each other
 // learn of the clash from a node both write to, which names the other
-// twin in its answers; a twin renumbered ends it.
+// twin in its answers; the clash ends when the report is a minute old
+// (clashReported), or when the twin leaves the membership.
 func TestInstanceClashToldByAThirdNode(t *testing.T) {
 	c := newClusterWith(t, func(addr string, cfg *Config) {
 		if addr != three[2] {
@@ -212,5 +221,19 @@ func TestInstanceClashToldByAThirdNode(t *testing.T) {
 	}
 	if got := c.nodes[three[2]].Stats().InstanceClashes; got != 0 {
 		t.Errorf("the third node counts %d clashes of its own", got)
+	}
+	// Reported by a third node, a clash stands for clashReported unless
+	// reported again.
+	c.clock.advance(clashReported + time.Millisecond)
+	if r := c.client(three[1], "POST", "/timers", body); r.Status != 200 {
+		t.Errorf("create through twin %s once the report is old: got %d %s, want 200", three[1], r.Status, r.Body)
+	}
+	// Reported again by that create; the twin's leaving the membership
+	// ends it.
+	if err := c.nodes[three[1]].SetCluster(Membership{Nodes: three[1:]}); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.client(three[1], "POST", "/timers", body); r.Status != 200 {
+		t.Errorf("create through %s once its twin left the membership: got %d %s, want 200", three[1], r.Status, r.Body)
 	}
 }

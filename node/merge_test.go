@@ -569,3 +569,95 @@ func versionAt(instance uint64, ms int64) uint64 {
 	v, _ := g.next(idEpochMs + ms)
 	return v
 }
+
+// TestProgressFromFarAheadDropsMarksOutsideTheWindow: a live record from
+// a clock that ran far ahead is taken with the pops that can be due here
+// (fromFuture), more than a window of marks behind the sequence number
+// it told of. Its marks told of pops it says it missed far ahead, none
+// of which is a pop at or below the sequence number taken: they are
+// dropped, so this replica neither makes again nor tells as missed a pop
+// that nobody missed.
+func TestProgressFromFarAheadDropsMarksOutsideTheWindow(t *testing.T) {
+	const now = int64(1_000_000)
+	p := &Placement{Replicas: mergeNodes[:2]}
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 100 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 2}
+	in := newTimer(7, 1, spec, now, MissedWindow+10, p, mergeViews[0], nil)
+	in.setPopMarks(0b101, 0b001)
+	r := merge(testEnv(now), nil, *in)
+	want := uint32(DefaultMaxClockSkew / time.Second)
+	if missed, owed := r.in.popMarks(); r.verdict != took || r.in.Seq != want || missed != 0 || owed != 0 {
+		t.Fatalf("verdict %d, sequence %d, missed %b, owed %b; want taken at %d with no marks", r.verdict, r.in.Seq, missed, owed, want)
+	}
+}
+
+// TestLiveCopyTakenKeepsTheSitesItsForwardMissed: a replica marked the
+// sites its forward of a definition missed (SitesLacking, known only
+// here); a record of the same definition further on taken over its copy
+// keeps the marks, so the replica still forwards to those sites.
+func TestLiveCopyTakenKeepsTheSitesItsForwardMissed(t *testing.T) {
+	const now = int64(1_000_000)
+	p := &Placement{Replicas: mergeNodes[:2]}
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 10 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 2}
+	held := newTimer(7, 1, spec, now-3500, 2, p, mergeViews[0], nil)
+	held.setSitesLacking(0b10)
+	in := newTimer(7, 1, spec, now-3500, 3, p, mergeViews[0], nil)
+	r := merge(testEnv(now), held, *in)
+	if r.verdict != took || r.in.sitesLacking() != 0b10 {
+		t.Fatalf("verdict %d, sites lacking %b; want the pop taken with sites %b", r.verdict, r.in.sitesLacking(), 0b10)
+	}
+}
+
+// TestHeldCopyLearnsTheFirstTryItsPeerNames: two copies of one version
+// meet, the held one not naming the client write's first try and the
+// offered one naming it. The copy held learns it, so that a later try of
+// the same write, dated too far apart to tell otherwise, is still known
+// as that write (sameWrite by name) and pops nothing again.
+func TestHeldCopyLearnsTheFirstTryItsPeerNames(t *testing.T) {
+	const now = int64(1_000_000)
+	p := &Placement{Replicas: mergeNodes[:2]}
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 10 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 2}
+	held := newTimer(7, 5, spec, now-3500, 2, p, mergeViews[0], nil)
+	in := newTimer(7, 5, spec, now-3500, 2, p, mergeViews[0], nil)
+	in.setFirstTry(3)
+	r := merge(testEnv(now), held, *in)
+	if got := r.after(held).firstTry(); got != 3 {
+		t.Fatalf("verdict %d: the copy held names first try %d, want 3", r.verdict, got)
+	}
+}
+
+// TestAboveCoversEveryMarkPastTheWindow: the marks above a sequence
+// number a window or more below are every mark (bit i is pop seq-i, each
+// above from), as they are one short of it.
+func TestAboveCoversEveryMarkPastTheWindow(t *testing.T) {
+	for _, tc := range []struct{ from, seq, want uint32 }{
+		{5, 5, 0},
+		{5, 6, 1},
+		{1, MissedWindow, 1<<(MissedWindow-1) - 1},
+		{0, MissedWindow, ^uint32(0)},
+		{3, 3 + 2*MissedWindow, ^uint32(0)},
+	} {
+		if got := above(tc.from, tc.seq); got != tc.want {
+			t.Errorf("above(%d, %d) = %b, want %b", tc.from, tc.seq, got, tc.want)
+		}
+	}
+}
+
+// TestNewWriteWhoseHashCollidesStartsOver: a client's new write of
+// another definition whose 32-bit definition hash happens to equal the
+// held one's (a different interval) is not a retry of it, however close
+// together they were written: it starts over, and takes none of the
+// pops the held definition made.
+func TestNewWriteWhoseHashCollidesStartsOver(t *testing.T) {
+	const now = int64(1_000_000)
+	p := &Placement{Replicas: mergeNodes[:2]}
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 10 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 2}
+	held := newTimer(7, versionAt(1, now-3500), spec, now-3500, 3, p, mergeViews[0], nil)
+	other := spec
+	other.Interval = 2 * time.Second
+	in := newTimer(7, versionAt(1, now-3400), other, now-3400, 0, p, mergeViews[0], nil)
+	in.def = held.def
+	r := merge(testEnv(now), held, *in)
+	if r.verdict != took || r.in.Seq != 0 || r.in.Start != now-3400 {
+		t.Fatalf("verdict %d, sequence %d, start %d; want the new write taken at 0 from %d", r.verdict, r.in.Seq, r.in.Start, now-3400)
+	}
+}

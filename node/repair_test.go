@@ -1371,3 +1371,80 @@ func TestHandOffWaitsForATargetThatHoldsItLive(t *testing.T) {
 		t.Errorf("two minutes after the target reloaded, the timer is held live on %v, want on the target %s alone", on, target)
 	}
 }
+
+// TestDeleteMarksTheReplicaThatRefusedIt: a delete through one of the
+// timer's replicas reaches the other, which missed the create and, full,
+// refuses the delete's tombstone with 503 (refuseFull). The proxy's
+// tombstone marks it as may lack the delete, so that repair rounds push
+// it there once it has room and the tombstone outlives its own life
+// meanwhile; unmarked, the refused replica's copy of the timer, should a
+// repair hand it one, would never meet the delete.
+func TestDeleteMarksTheReplicaThatRefusedIt(t *testing.T) {
+	c := newCluster(t, three...)
+	proxy, refused := three[0], three[1]
+	c.lose = func(host string, _ Request) bool { return host == refused }
+	id := mustID(t, createVia(t, c, proxy, `{"timing":{"interval":60},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":3}}`))
+	c.lose = nil
+	require.Nil(t, c.nodes[refused].store.Get(id), "the replica missed the create")
+	c.nodes[refused].cfg.Limits.MaxTimers = c.nodes[refused].store.Len()
+	r := c.client(proxy, "DELETE", "/timers/"+wire.FormatWireID(id, 0), "")
+	held := c.nodes[proxy].store.Get(id)
+	require.NotNil(t, held, "the proxy's tombstone (delete answered %d %s)", r.Status, r.Body)
+	assert.True(t, lackedBy(held, refused), "the tombstone marks the replica that refused it (marks %b)", held.lacking())
+}
+
+// TestRepairServeRefusesBadMessages proves POST /timers/repair answers a
+// message it cannot read with 400 naming the field, one from a node
+// outside the cluster with 404, and one of another view with 409 (its
+// sender reloads and asks again), and takes none of them.
+func TestRepairServeRefusesBadMessages(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Address, c.Cluster = nodeA, Membership{Nodes: []string{nodeA, nodeB}} })
+	view := strconv.FormatUint(h.node.ring.ViewID(), 10)
+	digests := slices.Repeat([]string{"0000000000000000"}, repairBuckets)
+	for _, tc := range []struct {
+		name string
+		body string
+		want int
+	}{
+		{"not JSON", "digests", 400},
+		{"not a repair message", `{"view":1}`, 400},
+		{"a view not a number", `{"view":"x","from":"` + nodeB + `"}`, 400},
+		{"from a stranger", `{"view":"` + view + `","from":"10.9.9.9:7253"}`, 404},
+		{"of another view", `{"view":"1","from":"` + nodeB + `"}`, 409},
+		{"too few digests", `{"view":"` + view + `","from":"` + nodeB + `","digests":["0"]}`, 400},
+		{"a digest not hex", `{"view":"` + view + `","from":"` + nodeB + `","digests":["zz"` + strings.Repeat(`,"0"`, repairBuckets-1) + `]}`, 400},
+		{"after not an ID", repairBody(view, digests, `"after":"zz"`), 400},
+		{"young not versions", repairBody(view, digests, `"young-from":"zz","young-to":"0000000000000001"`), 400},
+		{"a round's first page", repairBody(view, digests, ""), 200},
+	} {
+		r := h.do("POST", repairPath, tc.body)
+		assert.Equal(t, tc.want, r.Status, "%s: %s", tc.name, r.Body)
+		if tc.want != 200 {
+			assert.NotEmpty(t, r.Header.Get(wire.HeaderReason), tc.name)
+		}
+	}
+}
+
+// repairBody is a repair message from nodeB of view with digests, and
+// extra fields (JSON members) if any.
+func repairBody(view string, digests []string, extra string) string {
+	d, _ := json.Marshal(digests)
+	if extra != "" {
+		extra = "," + extra
+	}
+	return `{"view":"` + view + `","from":"` + nodeB + `","digests":` + string(d) + extra + `}`
+}
+
+// TestRepairGivesAtMostAPageOfWantedRecords: a peer's message wanting
+// more records than a page (MaxRepairEntries) is given a page of them:
+// one message makes a node push no more than a page lists.
+func TestRepairGivesAtMostAPageOfWantedRecords(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Address, c.Cluster = nodeA, Membership{Nodes: []string{nodeA, nodeB}} })
+	id := mustID(t, h.create(`{"timing":{"interval":60},"callback":{"http":{"uri":"`+cb+`"}},"reliability":{"replication-factor":1}}`))
+	h.net.take("http://")
+	want, _ := json.Marshal(slices.Repeat([]string{wire.FormatID(id)}, MaxRepairEntries+1))
+	view := strconv.FormatUint(h.node.ring.ViewID(), 10)
+	r := h.do("POST", repairPath, `{"view":"`+view+`","from":"`+nodeB+`","want":`+string(want)+`}`)
+	require.Equal(t, 202, r.Status, "%s", r.Body)
+	assert.Len(t, h.net.take("http://"+nodeB), MaxRepairEntries, "pushes to the peer")
+}

@@ -2002,3 +2002,86 @@ func TestUpdateWithoutAFactorFollowsAMovedCopy(t *testing.T) {
 	assert.Equal(t, uint8(1), held.RF)
 	assert.Equal(t, "new", held.Opaque())
 }
+
+// TestSupersededResyncAsksForNoMorePages: a resync's page from a peer
+// that was down is to be asked again after a wait (retryPage), and the
+// operator reloads with a new view meanwhile. The old run asks the peer
+// for nothing more once the wait is over: its page would list the
+// replicas of a view the node no longer holds, a wasted read of the
+// peer's whole store, and the new run asks under its own view.
+func TestSupersededResyncAsksForNoMorePages(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	c.createMany(30, 2, 30, 30)
+	c.restart(nodeB)
+	old := c.nodes[nodeB].ring.ViewID()
+	c.down[nodeA] = true
+	c.nodes[nodeB].Resync(true)
+	c.settle()
+	c.down[nodeA] = false
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	require.NoError(t, c.nodes[nodeB].SetCluster(grown))
+	c.down[nodeD] = true // not started yet
+	stale := 0
+	c.watch = func(s *sent, _ string, _ int, _ bool) {
+		if s.from == nodeB && s.req.Method == "GET" && strings.Contains(s.req.URL, fmt.Sprintf("%s=%d", paramClusterViewID, old)) {
+			stale++
+		}
+	}
+	c.advance(time.Minute, 200)
+	assert.Zero(t, stale, "pages of the old view asked for after the reload")
+}
+
+// TestSupersededResyncSendsNoPushHeldBack: a restarted node's resync
+// passes the timers its pages bring on to their other replicas, and its
+// pushes to one wait behind a full window of bulk sends (flow.go) when
+// the operator reloads with a new view. Once the window has room the old
+// run's pushes are dropped, not sent: the new view's hand-off pushes
+// what that view moves, each timer once.
+func TestSupersededResyncSendsNoPushHeldBack(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	c.createMany(30, 2, 30, 30)
+	c.restart(nodeB)
+	release := fillBulkWindow(c, nodeB, nodeA)
+	c.nodes[nodeB].Resync(true)
+	c.settle()
+	grown := Membership{Nodes: []string{nodeA, nodeB, nodeC}, Joining: []string{nodeD}}
+	require.NoError(t, c.nodes[nodeB].SetCluster(grown))
+	c.down[nodeD] = true // not started yet
+	pushed := map[uint64]int{}
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if s.from == nodeB && to == nodeA && s.req.Method == "PUT" {
+			id, _, _ := wire.ParseWireID(strings.TrimPrefix(s.req.URL, "http://"+nodeA+"/timers/"))
+			pushed[id]++
+		}
+	}
+	release()
+	require.NotEmpty(t, pushed, "the new view's pushes")
+	for id, n := range pushed {
+		assert.Equal(t, 1, n, "pushes of timer %s once the window had room", wire.FormatID(id))
+	}
+}
+
+// TestSupersededResyncSendsNoReferencesHeldBack: a scale-down's resync
+// tells the leaving node which of its timers the new replicas hold
+// (DELETE /timers/references), and those messages wait behind a full
+// window of bulk sends to it (flow.go) when the operator reloads again,
+// calling the scale-down off. Once the window has room the old run's
+// references are dropped, not sent: they speak of a view that no longer
+// holds, to a node that is no longer leaving.
+func TestSupersededResyncSendsNoReferencesHeldBack(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB, nodeC)
+	c.createMany(30, 2, 30, 30)
+	release := fillBulkWindow(c, nodeA, nodeC)
+	shrunk := Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}
+	c.setCluster(shrunk, nodeA, nodeB, nodeC)
+	c.settle()
+	require.NoError(t, c.nodes[nodeA].SetCluster(Membership{Nodes: []string{nodeA, nodeB, nodeC}}))
+	refs := 0
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if s.from == nodeA && to == nodeC && strings.HasSuffix(s.req.URL, "/timers/references") {
+			refs++
+		}
+	}
+	release()
+	assert.Zero(t, refs, "references of the old run sent once the window had room")
+}

@@ -127,36 +127,52 @@ func TestSitesReplicateAndPopAfterLocal(t *testing.T) {
 
 // TestSiteRelayRepairsAPopOfADeletedTimer shows a site that missed a
 // delete (its forward was lost, and so was every forward sent again)
-// repaired by its first pop: the other
-// site's relay holds the tombstone and answers the forwarded pop notice
-// with it, even though the relay's site peer, which missed the delete
-// too, took the notice; and that peer is repaired with it, so nobody pops
-// the deleted timer again.
+// repaired by its first pop: the other site's replica that took the
+// delete answers the forwarded pop notice with its tombstone (the relay
+// itself, or its site peer), even though the other replica of that site,
+// which missed the delete too, took the notice; and that replica is
+// repaired with it, the relay included, so nobody pops the deleted timer
+// again.
 func TestSiteRelayRepairsAPopOfADeletedTimer(t *testing.T) {
-	c, a, b := newSites(t)
-	r := c.client(a[1], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
-		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
-	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
-	var got *Response
-	c.nodes[b[0]].Handle(Request{Method: "DELETE", URL: "/timers/" + wid, Header: Header{}}, func(r Response) { got = &r })
-	c.settleLosing(func(host string, _ Request) bool { return host == a[0] || host == b[1] })
-	if got == nil || got.Status != 200 {
-		t.Fatalf("DELETE via %s: got %v, want 200", b[0], got)
-	}
-	if held := c.holders(wid); !slices.Equal(held, sorted(append(slices.Clone(a), b[1]))) {
-		t.Fatalf("after the partly lost delete: held by %v, want %v and %s", held, a, b[1])
-	}
-	// Every forward of the delete that the relay sends again is lost too
-	// (forwardToSite), and so is the relay's repair within its site.
-	c.lose = func(host string, req Request) bool {
-		from, _, _ := senderInstance(req)
-		return host == a[0] && from == b[0] && req.Method == "PUT" && strings.HasSuffix(req.URL, wire.FormatWireID(mustID(t, wid), 0))
-	}
-	if pops := seqs(c.advance(time.Minute, 200)); !slices.Equal(pops, []string{"1:x"}) {
-		t.Fatalf("pops of the deleted timer: got %v, want the one pop that met the tombstone", pops)
-	}
-	if held := c.holders(wid); len(held) != 0 {
-		t.Fatalf("after that pop: still held by %v, want none", held)
+	for _, tc := range []struct {
+		name      string
+		via, lost int // the west's nodes: the delete's proxy, and the one it missed
+	}{{"the relay took the delete", 0, 1}, {"the relay missed the delete", 1, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, a, b := newSites(t)
+			r := c.client(a[1], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
+				`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
+			wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+			via, missed := b[tc.via], b[tc.lost]
+			var got *Response
+			c.nodes[via].Handle(Request{Method: "DELETE", URL: "/timers/" + wid, Header: Header{}}, func(r Response) { got = &r })
+			c.settleLosing(func(host string, _ Request) bool { return host == a[0] || host == missed })
+			if got == nil || got.Status != 200 {
+				t.Fatalf("DELETE via %s: got %v, want 200", via, got)
+			}
+			if held := c.holders(wid); !slices.Equal(held, sorted(append(slices.Clone(a), missed))) {
+				t.Fatalf("after the partly lost delete: held by %v, want %v and %s", held, a, missed)
+			}
+			// Every forward of the delete that its proxy sends again is
+			// lost too (forwardToSite); so, when the relay missed it, is
+			// every push of it to the relay, which only the answer to the
+			// pop's notice then repairs (repairSite).
+			cut := []string{a[0]}
+			if missed == b[0] {
+				cut = append(cut, missed)
+			}
+			c.lose = func(host string, req Request) bool {
+				from, _, _ := senderInstance(req)
+				return slices.Contains(cut, host) && from == via && req.Method == "PUT" &&
+					strings.Contains(req.URL, "/timers/"+wire.FormatID(mustID(t, wid)))
+			}
+			if pops := seqs(c.advance(time.Minute, 200)); !slices.Equal(pops, []string{"1:x"}) {
+				t.Fatalf("pops of the deleted timer: got %v, want the one pop that met the tombstone", pops)
+			}
+			if held := c.holders(wid); len(held) != 0 {
+				t.Fatalf("after that pop: still held by %v, want none", held)
+			}
+		})
 	}
 }
 
@@ -353,25 +369,37 @@ func TestSiteRelayAnswersItsEarlierStart(t *testing.T) {
 // TestRecordTooFarAheadIsNotTakenFromAnAnswer proves a node takes no
 // record versioned more than twice MaxClockLead ahead of its clock from
 // an answer, as it takes none from a replication: not from another
-// site's 409 to a forward, nor from a peer's 409 to a notice. One within
-// the bound is taken.
+// site's 409 to a forward, nor from a peer's 409 to a notice or to a
+// repair round's push. One within the bound is taken.
 func TestRecordTooFarAheadIsNotTakenFromAnAnswer(t *testing.T) {
 	for _, ahead := range []time.Duration{DefaultMaxClockLead, 2*DefaultMaxClockLead + time.Second} {
+		want := ahead <= DefaultMaxClockLead
 		h, id, fwd := forwardedCreate(t, 60)
-		held, _ := h.node.Timer(id)
-		g := newIDGen(7, 0)
-		v, _ := g.next(h.node.nowMs() + ahead.Milliseconds())
-		tomb := *withParts(&Timer{ID: id, Version: v, Start: held.Start, interval: held.interval, repeatFor: held.repeatFor,
-			State: Tombstone, RF: held.RF}, &Placement{Replicas: []string{h.node.self}, Sites: []string{"site1", "site2"}}, nil)
-		answer := Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(v, 10)}, Body: EncodeReplication(&tomb, h.node.nowMs())}
+		v, answer := answerAhead(h, id, ahead)
 		_, fromNotice := h.node.answeredRecord(id, answer)
 		fwd.done(answer, nil)
 		now, _ := h.node.Timer(id)
-		taken := now.Version == v
-		if want := ahead <= DefaultMaxClockLead; taken != want || fromNotice != want {
+		if taken := now.Version == v; taken != want || fromNotice != want {
 			t.Errorf("a record %v ahead: taken from the forward's answer %v, from a notice's %v; want %v", ahead, taken, fromNotice, want)
 		}
+		h, id, _ = forwardedCreate(t, 60)
+		v, answer = answerAhead(h, id, ahead)
+		h.node.repairPushAnswered(otherSite, id, answer)
+		if now, _ := h.node.Timer(id); (now.Version == v) != want {
+			t.Errorf("a record %v ahead: taken from a repair push's answer %v, want %v", ahead, now.Version == v, want)
+		}
 	}
+}
+
+// answerAhead is a 409 that answers h's record of timer id with its
+// tombstone, versioned ahead of h's clock, and the tombstone's version.
+func answerAhead(h *harness, id uint64, ahead time.Duration) (uint64, Response) {
+	held, _ := h.node.Timer(id)
+	g := newIDGen(7, 0)
+	v, _ := g.next(h.node.nowMs() + ahead.Milliseconds())
+	tomb := *withParts(&Timer{ID: id, Version: v, Start: held.Start, interval: held.interval, repeatFor: held.repeatFor,
+		State: Tombstone, RF: held.RF}, &Placement{Replicas: []string{h.node.self}, Sites: []string{"site1", "site2"}}, nil)
+	return v, Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(v, 10)}, Body: EncodeReplication(&tomb, h.node.nowMs())}
 }
 
 // TestRelayPopsLastUntilItsReplicaAnswers: the other site's relay, which
@@ -562,5 +590,38 @@ func TestUpdatesEndStaysWhileAReplicaOfTheRelaysSiteMayLackIt(t *testing.T) {
 	c.down[b[1]] = false
 	if got := seqs(c.advance(4*time.Minute, 200)); len(got) > 1 {
 		t.Fatalf("pops of the replaced definition once b1 is back: got %v, want at most b1's one repairing pop", got)
+	}
+}
+
+// TestSitesNewerRecordReachesTheReplicasThroughAProxy: an update through
+// a node that is not the timer's replica here is forwarded to the other
+// site, which answers with a newer record (a delete made there). The
+// proxy passes it to the timer's replicas here, which end the timer, and
+// keeps no copy of its own of a timer it is no replica of (at most the
+// marker of a copy moved away): a copy there would be one more holder to
+// hand off and repair.
+func TestSitesNewerRecordReachesTheReplicasThroughAProxy(t *testing.T) {
+	c, a, b := newSites(t)
+	body := `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"` + cb + `","opaque":"x"}},"reliability":{"replication-factor":1}}`
+	wid := strings.TrimPrefix(c.client(a[0], "POST", "/timers", body).Header.Get(wire.HeaderLocation), "/timers/")
+	id := mustID(t, wid)
+	replica := NewRing(a).Replicas(id, 1)[0]
+	proxy := a[(slices.Index(a, replica)+1)%len(a)]
+	c.nodes[proxy].Handle(Request{Method: "PUT", URL: "/timers/" + wid, Header: Header{}, Body: []byte(body)}, func(Response) {})
+	fwd := c.net.take("http://" + b[0])
+	if len(fwd) != 1 {
+		t.Fatalf("got %d forwards of the update to the other site, want 1", len(fwd))
+	}
+	held, _ := c.nodes[proxy].Timer(id)
+	tomb := *withParts(&Timer{ID: id, Version: held.Version + 1, Start: held.Start, interval: held.interval, repeatFor: held.repeatFor,
+		State: Tombstone, RF: held.RF}, &Placement{Replicas: []string{b[0]}, Sites: []string{"east", "west"}}, nil)
+	fwd[0].done(Response{Status: 409, Header: Header{HeaderVersion: strconv.FormatUint(tomb.Version, 10)},
+		Body: EncodeReplication(&tomb, c.nodes[proxy].nowMs())}, nil)
+	c.settle()
+	if now, _ := c.nodes[replica].Timer(id); now.State != Tombstone || now.Version != tomb.Version {
+		t.Errorf("the replica %s after the other site's answer: version %d state %v, want the tombstone %d", replica, now.Version, now.State, tomb.Version)
+	}
+	if now := c.nodes[proxy].store.Get(id); now != nil && now.State != Moved {
+		t.Errorf("the proxy %s holds a copy of the timer, state %v", proxy, now.State)
 	}
 }
