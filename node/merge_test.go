@@ -661,3 +661,52 @@ func TestNewWriteWhoseHashCollidesStartsOver(t *testing.T) {
 		t.Fatalf("verdict %d, sequence %d, start %d; want the new write taken at 0 from %d", r.verdict, r.in.Seq, r.in.Start, now-3400)
 	}
 }
+
+// TestLateNoticeDoesNotLowerTheProgressRemembered: a replica popped pops
+// 1 to 4 of a client write's first try, their callbacks still in flight,
+// when a concurrent write of another definition replaced it, remembering
+// the first try at pop 4. Notices of the first try's pops 1 and 3, which
+// another replica sent before this one had popped as far, arrive after,
+// older than the record held; the write's retry, written again above the
+// concurrent one, lands last. What a replica remembers of one write only
+// goes forward: each late notice took the place of what it remembered,
+// and the retry, taken at pop 3, popped pop 4 again. Seed 9425636
+// (scenarios/README.md f9425636-1): so the proxy's retry had a replica
+// pop pops 4 and 5 of the first try a second time.
+func TestLateNoticeDoesNotLowerTheProgressRemembered(t *testing.T) {
+	const now = int64(1_000_000)
+	env := testEnv(now)
+	p := &Placement{Replicas: mergeNodes[:3]}
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 5 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 3}
+	other := spec
+	other.Opaque = "concurrent"
+	start := now - 4500
+	first := newTimer(7, 1, spec, start, 4, p, mergeViews[0], nil)
+	first.setPopMarks(0b1111, 0) // every callback in flight
+	r := merge(env, first, *newTimer(7, 2, other, now-100, 0, p, mergeViews[0], nil))
+	if r.verdict != took {
+		t.Fatalf("concurrent write: verdict %d, want it taken", r.verdict)
+	}
+	held := r.in
+	for _, seq := range []uint32{1, 3} {
+		notice := newTimer(7, 1, spec, start, seq, p, mergeViews[0], nil)
+		notice.setPopMarks(1, 1)
+		r = merge(env, &held, *notice)
+		if r.verdict != older {
+			t.Fatalf("late notice of pop %d: verdict %d, want it older", seq, r.verdict)
+		}
+		held = *r.after(&held)
+		if got, ok := held.remembered(first.def); !ok || got.Seq != 4 {
+			t.Fatalf("after a late notice of pop %d: remembered %+v (%v), want the first try at pop 4", seq, got, ok)
+		}
+	}
+	retry := newTimer(7, 3, spec, start, 0, p, mergeViews[0], nil) // the proxy's write again
+	retry.setFirstTry(1)
+	r = merge(env, &held, *retry)
+	if r.verdict != took {
+		t.Fatalf("retry: verdict %d, want it taken", r.verdict)
+	}
+	if pop, ok := r.in.nextPop(); ok && pop <= 4 {
+		t.Errorf("the retry, landing after the late notices: pops %d again (taken at sequence %d)", pop, r.in.Seq)
+	}
+}

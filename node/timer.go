@@ -834,7 +834,13 @@ const MaxReplaced = 4
 
 // replaced records the progress of definitions t replaces, the latest
 // first, ahead of what it remembers already (see TimerExtra.Replaced):
-// one per definition, the latest, and at most MaxReplaced.
+// one per definition, the latest, and at most MaxReplaced. Of one
+// client write (oneWrite) it keeps the furthest progress, whichever came
+// last: what a replica knows was popped of a write only grows. A notice
+// of the write that its sender sent before it had popped as far reaches
+// this replica after the write was replaced here, and, taken as the
+// latest, it put back pops this replica had made, which the write's
+// retry then popped again (TestLateNoticeDoesNotLowerTheProgressRemembered).
 func (t *Timer) replaced(ps ...Progress) {
 	var e TimerExtra
 	if t.Extra() != nil {
@@ -842,7 +848,14 @@ func (t *Timer) replaced(ps ...Progress) {
 	}
 	list := make([]Progress, 0, min(len(ps)+len(e.Replaced), MaxReplaced))
 	for _, p := range slices.Concat(ps, e.Replaced) {
-		if len(list) < MaxReplaced && p.Def != 0 && !slices.ContainsFunc(list, func(q Progress) bool { return q.Def == p.Def }) {
+		if p.Def == 0 {
+			continue
+		}
+		i := slices.IndexFunc(list, func(q Progress) bool { return q.Def == p.Def })
+		switch {
+		case i >= 0 && oneWrite(list[i], p) && p.Seq > list[i].Seq:
+			list[i] = p
+		case i < 0 && len(list) < MaxReplaced:
 			list = append(list, p)
 		}
 	}
@@ -851,6 +864,14 @@ func (t *Timer) replaced(ps ...Progress) {
 		e.Replaced = list
 	}
 	t.setExtra(e)
+}
+
+// oneWrite reports whether p and q, progress of one definition, are of
+// one client write: tries that name the same first try, or that share
+// the first try's start, which a retry keeps (rewrite) and by which a
+// sender's build that names no first try tells its tries.
+func oneWrite(p, q Progress) bool {
+	return p.FirstTry != 0 && p.FirstTry == q.FirstTry || p.Start == q.Start
 }
 
 // remembered returns the progress of definition def that t remembers
