@@ -502,7 +502,7 @@ func above(from, seq uint32) uint32 {
 // existing made or remembers (remember), for a retry of that one to come.
 func keepProgress(window int64, existing, t *Timer, probes *probeHits) {
 	prior, own, priorVersion := existing.progress(), true, existing.Version
-	if p, ok := existing.remembered(t.def); ok && prior.Def != t.def {
+	if p, ok := existing.remembered(window, t); ok && prior.Def != t.def {
 		// A remembered definition's version is not kept: its tries are
 		// told by their starts and the first try they name.
 		prior, own, priorVersion = p, false, 0

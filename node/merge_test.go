@@ -696,7 +696,7 @@ func TestLateNoticeDoesNotLowerTheProgressRemembered(t *testing.T) {
 			t.Fatalf("late notice of pop %d: verdict %d, want it older", seq, r.verdict)
 		}
 		held = *r.after(&held)
-		if got, ok := held.remembered(first.def); !ok || got.Seq != 4 {
+		if got, ok := held.remembered(env.retryWindow, first); !ok || got.Seq != 4 {
 			t.Fatalf("after a late notice of pop %d: remembered %+v (%v), want the first try at pop 4", seq, got, ok)
 		}
 	}
@@ -708,5 +708,44 @@ func TestLateNoticeDoesNotLowerTheProgressRemembered(t *testing.T) {
 	}
 	if pop, ok := r.in.nextPop(); ok && pop <= 4 {
 		t.Errorf("the retry, landing after the late notices: pops %d again (taken at sequence %d)", pop, r.in.Seq)
+	}
+}
+
+// TestLateNoticeOfAnotherWriteKeepsTheProgressRemembered: what a replica
+// remembers is kept per client write, not per definition. The same
+// definition written twice, as two client writes 20 s apart, is two
+// writes: the replica popped pops 1 to 4 of the second when a concurrent
+// write of another definition replaced it. A late notice of the first
+// write's pop 2, older than the record held, is remembered beside it,
+// not in its place: kept as the definition's latest, it took the place
+// of the second write's memory, and the second write's retry, which is
+// not the first write, found nothing of its own and popped 1 to 4 again.
+func TestLateNoticeOfAnotherWriteKeepsTheProgressRemembered(t *testing.T) {
+	const now = int64(1_000_000)
+	env := testEnv(now)
+	p := &Placement{Replicas: mergeNodes[:3]}
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 5 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 3}
+	other := spec
+	other.Opaque = "concurrent"
+	earlier := newTimer(7, versionAt(1, now-25000), spec, now-25000, 2, p, mergeViews[0], nil)
+	second := newTimer(7, versionAt(1, now-4500), spec, now-4500, 4, p, mergeViews[0], nil)
+	r := merge(env, second, *newTimer(7, versionAt(2, now-100), other, now-100, 0, p, mergeViews[0], nil))
+	if r.verdict != took {
+		t.Fatalf("concurrent write: verdict %d, want it taken", r.verdict)
+	}
+	held := r.in
+	r = merge(env, &held, *earlier)
+	if r.verdict != older {
+		t.Fatalf("late notice of the first write: verdict %d, want it older", r.verdict)
+	}
+	held = *r.after(&held)
+	retry := newTimer(7, versionAt(1, now), spec, now-4500, 0, p, mergeViews[0], nil) // the second write again
+	retry.setFirstTry(second.Version)
+	r = merge(env, &held, *retry)
+	if r.verdict != took {
+		t.Fatalf("retry: verdict %d, want it taken", r.verdict)
+	}
+	if pop, ok := r.in.nextPop(); ok && pop <= 4 {
+		t.Errorf("the second write's retry, after a late notice of the first write: pops %d again (taken at sequence %d)", pop, r.in.Seq)
 	}
 }

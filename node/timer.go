@@ -527,9 +527,10 @@ type TimerExtra struct {
 	Buried int64
 	// Replaced is the pop progress of the definitions this record
 	// replaced, or the records before it replaced, when those had
-	// popped: one per definition, the latest first, at most
-	// MaxReplaced. A proxy that retries its write above this record's
-	// version brings that definition back, and it must not pop again
+	// popped: one per client write (a definition written twice is two),
+	// the furthest it was told, the latest first, at most MaxReplaced.
+	// A proxy that retries its write above this record's version
+	// brings that definition back, and it must not pop again
 	// what it popped (see keepProgress). Writes that race each retry
 	// above the others, so one is not enough: the third write's record
 	// took the place of the second's memory of the first, and the
@@ -834,13 +835,16 @@ const MaxReplaced = 4
 
 // replaced records the progress of definitions t replaces, the latest
 // first, ahead of what it remembers already (see TimerExtra.Replaced):
-// one per definition, the latest, and at most MaxReplaced. Of one
-// client write (oneWrite) it keeps the furthest progress, whichever came
-// last: what a replica knows was popped of a write only grows. A notice
-// of the write that its sender sent before it had popped as far reaches
-// this replica after the write was replaced here, and, taken as the
-// latest, it put back pops this replica had made, which the write's
-// retry then popped again (TestLateNoticeDoesNotLowerTheProgressRemembered).
+// one per client write (oneWrite), at most MaxReplaced. Of one write it
+// keeps the furthest progress, whichever came last: what a replica knows
+// was popped of a write only grows. A notice of the write that its
+// sender sent before it had popped as far reaches this replica after the
+// write was replaced here, and, taken as the latest, it put back pops
+// this replica had made, which the write's retry then popped again
+// (TestLateNoticeDoesNotLowerTheProgressRemembered). Another write of
+// the same definition is kept beside it, not in its place: a late notice
+// of an earlier write took the place of a later one's memory
+// (TestLateNoticeOfAnotherWriteKeepsTheProgressRemembered).
 func (t *Timer) replaced(ps ...Progress) {
 	var e TimerExtra
 	if t.Extra() != nil {
@@ -851,11 +855,13 @@ func (t *Timer) replaced(ps ...Progress) {
 		if p.Def == 0 {
 			continue
 		}
-		i := slices.IndexFunc(list, func(q Progress) bool { return q.Def == p.Def })
+		i := slices.IndexFunc(list, func(q Progress) bool { return q.Def == p.Def && oneWrite(q, p) })
 		switch {
-		case i >= 0 && oneWrite(list[i], p) && p.Seq > list[i].Seq:
-			list[i] = p
-		case i < 0 && len(list) < MaxReplaced:
+		case i >= 0:
+			if p.Seq > list[i].Seq {
+				list[i] = p
+			}
+		case len(list) < MaxReplaced:
 			list = append(list, p)
 		}
 	}
@@ -874,17 +880,26 @@ func oneWrite(p, q Progress) bool {
 	return p.FirstTry != 0 && p.FirstTry == q.FirstTry || p.Start == q.Start
 }
 
-// remembered returns the progress of definition def that t remembers
-// (TimerExtra.Replaced), if any.
-func (t *Timer) remembered(def uint32) (Progress, bool) {
+// remembered returns what t remembers (TimerExtra.Replaced) of the
+// client write in is a try of (sameWrite, by a retry window of window
+// ms), or else the latest it remembers of in's definition, if any.
+func (t *Timer) remembered(window int64, in *Timer) (Progress, bool) {
+	var latest Progress
+	found := false
 	if t.Extra() != nil {
 		for _, p := range t.Extra().Replaced {
-			if p.Def == def {
+			if p.Def != in.def {
+				continue
+			}
+			if sameWrite(window, p, 0, in, &probeHits{}) {
 				return p, true
+			}
+			if !found {
+				latest, found = p, true
 			}
 		}
 	}
-	return Progress{}, false
+	return latest, found
 }
 
 // bury records that t replaced a definition due until end. The extra
