@@ -714,12 +714,13 @@ func TestLateNoticeDoesNotLowerTheProgressRemembered(t *testing.T) {
 // TestLateNoticeOfAnotherWriteKeepsTheProgressRemembered: what a replica
 // remembers is kept per client write, not per definition. The same
 // definition written twice, as two client writes 20 s apart, is two
-// writes: the replica popped pops 1 to 4 of the second when a concurrent
+// writes: the replica popped pops 1 to 3 of the second when a concurrent
 // write of another definition replaced it. A late notice of the first
-// write's pop 2, older than the record held, is remembered beside it,
-// not in its place: kept as the definition's latest, it took the place
-// of the second write's memory, and the second write's retry, which is
-// not the first write, found nothing of its own and popped 1 to 4 again.
+// write's last pop, 5, older than the record held, is remembered beside
+// it, not in its place: kept as the definition's only memory, it took
+// the place of the second write's, and the second write's retry, which
+// is not the first write, found nothing of its own and popped 1 to 3
+// again (mutation replaced-one-per-definition).
 func TestLateNoticeOfAnotherWriteKeepsTheProgressRemembered(t *testing.T) {
 	const now = int64(1_000_000)
 	env := testEnv(now)
@@ -727,8 +728,8 @@ func TestLateNoticeOfAnotherWriteKeepsTheProgressRemembered(t *testing.T) {
 	spec := wire.Timer{Interval: time.Second, RepeatFor: 5 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 3}
 	other := spec
 	other.Opaque = "concurrent"
-	earlier := newTimer(7, versionAt(1, now-25000), spec, now-25000, 2, p, mergeViews[0], nil)
-	second := newTimer(7, versionAt(1, now-4500), spec, now-4500, 4, p, mergeViews[0], nil)
+	earlier := newTimer(7, versionAt(1, now-25000), spec, now-25000, 5, p, mergeViews[0], nil)
+	second := newTimer(7, versionAt(1, now-3500), spec, now-3500, 3, p, mergeViews[0], nil)
 	r := merge(env, second, *newTimer(7, versionAt(2, now-100), other, now-100, 0, p, mergeViews[0], nil))
 	if r.verdict != took {
 		t.Fatalf("concurrent write: verdict %d, want it taken", r.verdict)
@@ -739,13 +740,13 @@ func TestLateNoticeOfAnotherWriteKeepsTheProgressRemembered(t *testing.T) {
 		t.Fatalf("late notice of the first write: verdict %d, want it older", r.verdict)
 	}
 	held = *r.after(&held)
-	retry := newTimer(7, versionAt(1, now), spec, now-4500, 0, p, mergeViews[0], nil) // the second write again
+	retry := newTimer(7, versionAt(1, now), spec, now-3500, 0, p, mergeViews[0], nil) // the second write again
 	retry.setFirstTry(second.Version)
 	r = merge(env, &held, *retry)
 	if r.verdict != took {
 		t.Fatalf("retry: verdict %d, want it taken", r.verdict)
 	}
-	if pop, ok := r.in.nextPop(); ok && pop <= 4 {
+	if pop, ok := r.in.nextPop(); ok && pop <= 3 {
 		t.Errorf("the second write's retry, after a late notice of the first write: pops %d again (taken at sequence %d)", pop, r.in.Seq)
 	}
 }
