@@ -671,7 +671,7 @@ func TestNewWriteWhoseHashCollidesStartsOver(t *testing.T) {
 // concurrent one, lands last. What a replica remembers of one write only
 // goes forward: each late notice took the place of what it remembered,
 // and the retry, taken at pop 3, popped pop 4 again. Seed 9425636
-// (scenarios/README.md f9425636-1): so the proxy's retry had a replica
+// (scenarios/README.md N70): so the proxy's retry had a replica
 // pop pops 4 and 5 of the first try a second time.
 func TestLateNoticeDoesNotLowerTheProgressRemembered(t *testing.T) {
 	const now = int64(1_000_000)
