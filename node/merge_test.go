@@ -675,11 +675,7 @@ func TestNewWriteWhoseHashCollidesStartsOver(t *testing.T) {
 // pop pops 4 and 5 of the first try a second time.
 func TestLateNoticeDoesNotLowerTheProgressRemembered(t *testing.T) {
 	const now = int64(1_000_000)
-	env := testEnv(now)
-	p := &Placement{Replicas: mergeNodes[:3]}
-	spec := wire.Timer{Interval: time.Second, RepeatFor: 5 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 3}
-	other := spec
-	other.Opaque = "concurrent"
+	env, p, spec, other := replacedWriteSetup(now)
 	start := now - 4500
 	first := newTimer(7, 1, spec, start, 4, p, mergeViews[0], nil)
 	first.setPopMarks(0b1111, 0) // every callback in flight
@@ -723,11 +719,7 @@ func TestLateNoticeDoesNotLowerTheProgressRemembered(t *testing.T) {
 // again (mutation replaced-one-per-definition).
 func TestLateNoticeOfAnotherWriteKeepsTheProgressRemembered(t *testing.T) {
 	const now = int64(1_000_000)
-	env := testEnv(now)
-	p := &Placement{Replicas: mergeNodes[:3]}
-	spec := wire.Timer{Interval: time.Second, RepeatFor: 5 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 3}
-	other := spec
-	other.Opaque = "concurrent"
+	env, p, spec, other := replacedWriteSetup(now)
 	earlier := newTimer(7, versionAt(1, now-25000), spec, now-25000, 5, p, mergeViews[0], nil)
 	second := newTimer(7, versionAt(1, now-3500), spec, now-3500, 3, p, mergeViews[0], nil)
 	r := merge(env, second, *newTimer(7, versionAt(2, now-100), other, now-100, 0, p, mergeViews[0], nil))
@@ -749,4 +741,14 @@ func TestLateNoticeOfAnotherWriteKeepsTheProgressRemembered(t *testing.T) {
 	if pop, ok := r.in.nextPop(); ok && pop <= 3 {
 		t.Errorf("the second write's retry, after a late notice of the first write: pops %d again (taken at sequence %d)", pop, r.in.Seq)
 	}
+}
+
+// replacedWriteSetup is what the tests of a replaced write's memory
+// share: a merge environment at now, three replicas, a timer of five
+// pops of 1 s, and a concurrent write of another definition.
+func replacedWriteSetup(now int64) (env *mergeEnv, p *Placement, spec, other wire.Timer) {
+	spec = wire.Timer{Interval: time.Second, RepeatFor: 5 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 3}
+	other = spec
+	other.Opaque = "concurrent"
+	return testEnv(now), &Placement{Replicas: mergeNodes[:3]}, spec, other
 }
