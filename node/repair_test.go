@@ -1298,9 +1298,7 @@ func TestRepairBringsTheEndOfADefinitionToAReplicaThatMissedIt(t *testing.T) {
 	primary, backup, last := replicas[0], replicas[1], replicas[2]
 	var pops []string
 	collect := func(d time.Duration) {
-		for _, s := range seqs(c.advance(d, 200)) {
-			pops = append(pops, s)
-		}
+		pops = append(pops, seqs(c.advance(d, 200))...)
 	}
 	collect(15 * time.Second) // pop 1 at 10 s, told to every replica
 	require.Equal(t, []string{"1:x"}, pops)
