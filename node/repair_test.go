@@ -1448,3 +1448,78 @@ func TestRepairGivesAtMostAPageOfWantedRecords(t *testing.T) {
 	require.Equal(t, 202, r.Status, "%s", r.Body)
 	assert.Len(t, h.net.take("http://"+nodeB), MaxRepairEntries, "pushes to the peer")
 }
+
+// createPlacedAlong creates, through nodeA of c, a timer at rf 1 whose
+// one replica differs in each of views (each ring's members), and returns
+// its ID as the wire has it and its replica in each view.
+func createPlacedAlong(t *testing.T, c *cluster, views ...[]string) (string, []string) {
+	t.Helper()
+	step := loopBound(t, 1000, "createPlacedAlong: no timer placed apart in every view")
+	for i := 0; ; i++ {
+		step()
+		wid := createVia(t, c, nodeA, `{"timing":{"interval":7200},"callback":{"http":{"uri":"`+cb+
+			`","opaque":"`+strconv.Itoa(i)+`"}},"reliability":{"replication-factor":1}}`)
+		var on []string
+		for _, v := range views {
+			if r := NewRing(v).Replicas(mustID(t, wid), 1)[0]; !slices.Contains(on, r) {
+				on = append(on, r)
+			}
+		}
+		if len(on) == len(views) {
+			return wid, on
+		}
+		require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
+	}
+}
+
+// TestTombstoneHandedOffBeforeAReloadGoesToTheLaterViewsReplicas: a
+// node holds the tombstone of a deleted timer and hands it off to the
+// replica a scale added (nodeD); before nodeD's answer arrives, the node
+// reloads for a second scale, which places the timer on nodeE, unreached
+// for now. The answer tells of the view the node has left: the tombstone
+// must not be noted as handed off (tombsHanded) under the new view, or
+// no later hand-off would push it, and nodeE, the timer's replica now,
+// would never learn of the delete (a copy of the timer it holds live, or
+// is later repaired, would pop a deleted timer). Once nodeE answers, the
+// node's repair rounds hand the tombstone off to it.
+func TestTombstoneHandedOffBeforeAReloadGoesToTheLaterViewsReplicas(t *testing.T) {
+	const nodeE = "10.0.0.5:7253"
+	four := []string{nodeA, nodeB, nodeC, nodeD}
+	five := append(slices.Clone(four), nodeE)
+	c := newRepairingCluster(t, nodeA, nodeB, nodeC)
+	wid, on := createPlacedAlong(t, c, []string{nodeA, nodeB, nodeC}, four, five)
+	id, holder := mustID(t, wid), on[0]
+	require.Equal(t, []string{nodeD, nodeE}, on[1:], "the timer's replica under four, then five")
+	require.Equal(t, 200, c.client(holder, "DELETE", "/timers/"+wid, "").Status)
+	// Nothing passes between the holder and nodeE until the tombstone's
+	// first hand-off under five has failed.
+	c.join(nodeE, Membership{Nodes: five})
+	apart := func(host string, req Request) bool {
+		return host == nodeE && strings.Contains(req.Header.Get(HeaderInstance), holder) ||
+			host == holder && strings.Contains(req.Header.Get(HeaderInstance), nodeE)
+	}
+	c.lose = apart
+	c.watch = func(s *sent, to string, _ int, lost bool) {
+		if s.from == holder && to == nodeD && s.req.Method == "PUT" && strings.Contains(s.req.URL, wid[:16]) && !lost {
+			c.watch = nil
+			require.NoError(t, c.nodes[holder].SetCluster(Membership{Nodes: five}))
+		}
+	}
+	c.join(nodeD, Membership{Nodes: four})
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		require.NoError(t, c.nodes[a].SetCluster(Membership{Nodes: four}))
+	}
+	c.settle()
+	require.Nil(t, c.watch, "nodeD answered the tombstone's hand-off under four")
+	got, ok := c.nodes[nodeD].Timer(id)
+	require.True(t, ok, "%s holds the tombstone", nodeD)
+	require.Equal(t, Tombstone, got.State)
+	c.advance(3*time.Minute, 200)
+	c.lose = nil
+	c.advance(2*DefaultRepairInterval, 200)
+	got, ok = c.nodes[nodeE].Timer(id)
+	if !ok || got.State != Tombstone {
+		t.Errorf("%s, the timer's replica under five, holds %v (%v) of the deleted timer, want its tombstone (the holder noted it handed off: %v)",
+			nodeE, got.State, ok, c.nodes[holder].tombsHanded[id] != 0)
+	}
+}
