@@ -1517,9 +1517,60 @@ func TestTombstoneHandedOffBeforeAReloadGoesToTheLaterViewsReplicas(t *testing.T
 	c.advance(3*time.Minute, 200)
 	c.lose = nil
 	c.advance(2*DefaultRepairInterval, 200)
-	got, ok = c.nodes[nodeE].Timer(id)
-	if !ok || got.State != Tombstone {
-		t.Errorf("%s, the timer's replica under five, holds %v (%v) of the deleted timer, want its tombstone (the holder noted it handed off: %v)",
-			nodeE, got.State, ok, c.nodes[holder].tombsHanded[id] != 0)
+	if got, ok = c.nodes[nodeE].Timer(id); !ok || got.State != Tombstone {
+		t.Errorf("%s, the timer's replica under five, holds no tombstone of the deleted timer (held %v, state %v; the holder noted it handed off: %v)",
+			nodeE, ok, got.State, c.nodes[holder].tombsHanded[id] != 0)
+	}
+}
+
+// TestHandOffPushesAgainATargetHeardBeforeAReload: a node hands off a
+// live timer to the two replicas a scale added, nodeD and nodeE (down).
+// Between its push to nodeD and nodeD's answer that it holds the copy,
+// the node reloads (an operator's wrong membership) and back. A change
+// of view forgets which targets were heard to hold a copy (keepHeard):
+// the answer came under a view the node had left, so it must not be
+// noted (handHeard). Noted, it was kept as of the view the node returned
+// to, and every repair round skipped nodeD as holding the copy for as
+// long as nodeE stayed down: nodeD, restarted empty meanwhile, never got
+// the timer back from the hand-off, its one source (the other old
+// replica restarted empty before the scale). Unnoted, the first round
+// once nodeD is back pushes it the timer.
+func TestHandOffPushesAgainATargetHeardBeforeAReload(t *testing.T) {
+	const nodeE = "10.0.0.5:7253"
+	olds := []string{nodeA, nodeB, nodeC}
+	five := []string{nodeA, nodeB, nodeC, nodeD, nodeE}
+	c := newRepairingCluster(t, olds...)
+	wid := createPlacedOnAdded(t, c, five)
+	id := mustID(t, wid)
+	old := NewRing(olds).Replicas(id, 2)
+	holder := old[0]
+	c.restart(old[1]) // the holder's copy is the only one left
+	c.down[nodeE] = true
+	phase := 0
+	c.watch = func(s *sent, to string, status int, lost bool) {
+		switch {
+		case phase == 0 && s.from == holder && to == nodeD && s.req.Method == "PUT" && strings.Contains(s.req.URL, wid[:16]) && !lost:
+			require.NoError(t, c.nodes[holder].SetCluster(Membership{Nodes: olds}))
+			c.down[nodeD] = true
+			phase = 1
+		case phase == 1: // nodeD's answer has been taken
+			require.NoError(t, c.nodes[holder].SetCluster(Membership{Nodes: five}))
+			phase = 2
+		}
+	}
+	c.join(nodeD, Membership{Nodes: five})
+	for _, a := range olds {
+		require.NoError(t, c.nodes[a].SetCluster(Membership{Nodes: five}))
+	}
+	c.advance(time.Minute, 200) // the holder's first repair round hands the timer off
+	require.Equal(t, 2, phase, "the holder reloaded and back around nodeD's answer")
+	c.watch = nil
+	c.advance(3*time.Minute, 200)
+	c.restart(nodeD)
+	delete(c.down, nodeD)
+	c.advance(2*DefaultRepairInterval, 200)
+	if on := c.holders(wid); !slices.Contains(on, nodeD) {
+		t.Errorf("%s, back and empty, does not hold the timer live after two repair intervals (held live on %v; the holder skipped it as heard %d times)",
+			nodeD, on, c.nodes[holder].probeHits[probeHandOffHeardSkipped])
 	}
 }
