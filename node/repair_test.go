@@ -1446,3 +1446,129 @@ func TestRepairGivesAtMostAPageOfWantedRecords(t *testing.T) {
 	require.Equal(t, 202, r.Status, "%s", r.Body)
 	assert.Len(t, h.net.take("http://"+nodeB), MaxRepairEntries, "pushes to the peer")
 }
+
+// createPlacedAlong creates, through nodeA of c, a timer at rf 1 whose
+// one replica differs in each of views (each ring's members), and returns
+// its ID as the wire has it and its replica in each view.
+func createPlacedAlong(t *testing.T, c *cluster, views ...[]string) (string, []string) {
+	t.Helper()
+	step := loopBound(t, 1000, "createPlacedAlong: no timer placed apart in every view")
+	for i := 0; ; i++ {
+		step()
+		wid := createVia(t, c, nodeA, `{"timing":{"interval":7200},"callback":{"http":{"uri":"`+cb+
+			`","opaque":"`+strconv.Itoa(i)+`"}},"reliability":{"replication-factor":1}}`)
+		var on []string
+		for _, v := range views {
+			if r := NewRing(v).Replicas(mustID(t, wid), 1)[0]; !slices.Contains(on, r) {
+				on = append(on, r)
+			}
+		}
+		if len(on) == len(views) {
+			return wid, on
+		}
+		require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
+	}
+}
+
+// TestTombstoneHandedOffBeforeAReloadGoesToTheLaterViewsReplicas: a
+// node holds the tombstone of a deleted timer and hands it off to the
+// replica a scale added (nodeD); before nodeD's answer arrives, the node
+// reloads for a second scale, which places the timer on nodeE, unreached
+// for now. The answer tells of the view the node has left: the tombstone
+// must not be noted as handed off (tombsHanded) under the new view, or
+// no later hand-off would push it, and nodeE, the timer's replica now,
+// would never learn of the delete (a copy of the timer it holds live, or
+// is later repaired, would pop a deleted timer). Once nodeE answers, the
+// node's repair rounds hand the tombstone off to it.
+func TestTombstoneHandedOffBeforeAReloadGoesToTheLaterViewsReplicas(t *testing.T) {
+	const nodeE = "10.0.0.5:7253"
+	four := []string{nodeA, nodeB, nodeC, nodeD}
+	five := append(slices.Clone(four), nodeE)
+	c := newRepairingCluster(t, nodeA, nodeB, nodeC)
+	wid, on := createPlacedAlong(t, c, []string{nodeA, nodeB, nodeC}, four, five)
+	id, holder := mustID(t, wid), on[0]
+	require.Equal(t, []string{nodeD, nodeE}, on[1:], "the timer's replica under four, then five")
+	require.Equal(t, 200, c.client(holder, "DELETE", "/timers/"+wid, "").Status)
+	// Nothing passes between the holder and nodeE until the tombstone's
+	// first hand-off under five has failed.
+	c.join(nodeE, Membership{Nodes: five})
+	apart := func(host string, req Request) bool {
+		return host == nodeE && strings.Contains(req.Header.Get(HeaderInstance), holder) ||
+			host == holder && strings.Contains(req.Header.Get(HeaderInstance), nodeE)
+	}
+	c.lose = apart
+	c.watch = func(s *sent, to string, _ int, lost bool) {
+		if s.from == holder && to == nodeD && s.req.Method == "PUT" && strings.Contains(s.req.URL, wid[:16]) && !lost {
+			c.watch = nil
+			require.NoError(t, c.nodes[holder].SetCluster(Membership{Nodes: five}))
+		}
+	}
+	c.join(nodeD, Membership{Nodes: four})
+	for _, a := range []string{nodeA, nodeB, nodeC} {
+		require.NoError(t, c.nodes[a].SetCluster(Membership{Nodes: four}))
+	}
+	c.settle()
+	require.Nil(t, c.watch, "nodeD answered the tombstone's hand-off under four")
+	got, ok := c.nodes[nodeD].Timer(id)
+	require.True(t, ok, "%s holds the tombstone", nodeD)
+	require.Equal(t, Tombstone, got.State)
+	c.advance(3*time.Minute, 200)
+	c.lose = nil
+	c.advance(2*DefaultRepairInterval, 200)
+	if got, ok = c.nodes[nodeE].Timer(id); !ok || got.State != Tombstone {
+		t.Errorf("%s, the timer's replica under five, holds no tombstone of the deleted timer (held %v, state %v; the holder noted it handed off: %v)",
+			nodeE, ok, got.State, c.nodes[holder].tombsHanded[id] != 0)
+	}
+}
+
+// TestHandOffPushesAgainATargetHeardBeforeAReload: a node hands off a
+// live timer to the two replicas a scale added, nodeD and nodeE (down).
+// Between its push to nodeD and nodeD's answer that it holds the copy,
+// the node reloads (an operator's wrong membership) and back. A change
+// of view forgets which targets were heard to hold a copy (keepHeard):
+// the answer came under a view the node had left, so it must not be
+// noted (handHeard). Noted, it was kept as of the view the node returned
+// to, and every repair round skipped nodeD as holding the copy for as
+// long as nodeE stayed down: nodeD, restarted empty meanwhile, never got
+// the timer back from the hand-off, its one source (the other old
+// replica restarted empty before the scale). Unnoted, the first round
+// once nodeD is back pushes it the timer.
+func TestHandOffPushesAgainATargetHeardBeforeAReload(t *testing.T) {
+	const nodeE = "10.0.0.5:7253"
+	olds := []string{nodeA, nodeB, nodeC}
+	five := []string{nodeA, nodeB, nodeC, nodeD, nodeE}
+	c := newRepairingCluster(t, olds...)
+	wid := createPlacedOnAdded(t, c, five)
+	id := mustID(t, wid)
+	old := NewRing(olds).Replicas(id, 2)
+	holder := old[0]
+	c.restart(old[1]) // the holder's copy is the only one left
+	c.down[nodeE] = true
+	phase := 0
+	c.watch = func(s *sent, to string, status int, lost bool) {
+		switch {
+		case phase == 0 && s.from == holder && to == nodeD && s.req.Method == "PUT" && strings.Contains(s.req.URL, wid[:16]) && !lost:
+			require.NoError(t, c.nodes[holder].SetCluster(Membership{Nodes: olds}))
+			c.down[nodeD] = true
+			phase = 1
+		case phase == 1: // nodeD's answer has been taken
+			require.NoError(t, c.nodes[holder].SetCluster(Membership{Nodes: five}))
+			phase = 2
+		}
+	}
+	c.join(nodeD, Membership{Nodes: five})
+	for _, a := range olds {
+		require.NoError(t, c.nodes[a].SetCluster(Membership{Nodes: five}))
+	}
+	c.advance(time.Minute, 200) // the holder's first repair round hands the timer off
+	require.Equal(t, 2, phase, "the holder reloaded and back around nodeD's answer")
+	c.watch = nil
+	c.advance(3*time.Minute, 200)
+	c.restart(nodeD)
+	delete(c.down, nodeD)
+	c.advance(2*DefaultRepairInterval, 200)
+	if on := c.holders(wid); !slices.Contains(on, nodeD) {
+		t.Errorf("%s, back and empty, does not hold the timer live after two repair intervals (held live on %v; the holder skipped it as heard %d times)",
+			nodeD, on, c.nodes[holder].probeHits[probeHandOffHeardSkipped])
+	}
+}
