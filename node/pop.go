@@ -394,9 +394,10 @@ func (n *Node) hasListeners(t *Timer) bool {
 // the stack when nobody is told.
 func (n *Node) sendNotice(notice Timer) {
 	now := n.nowMs()
+	spread := false // whether an answer has had the notice's recipients repaired
 	for _, peer := range notice.Placement().Replicas {
 		if peer != n.self {
-			n.replicate(peer, &notice, nil, now, func(_ bool, resp Response) { n.noticeAnswered(peer, &notice, resp) })
+			n.replicate(peer, &notice, nil, now, func(_ bool, resp Response) { n.noticeAnswered(peer, &notice, &spread, resp) })
 		}
 	}
 	n.forwardToSites(&notice)
@@ -407,7 +408,17 @@ func (n *Node) sendNotice(notice Timer) {
 // across a net-split, and would otherwise pop it until repeat-for ends),
 // or which pops of the same one it made. An earlier start of the same
 // one is taken from any answer (startAnswered).
-func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
+//
+// A notice answered with a newer record was stale, and the other
+// replicas it reached may have taken it: the newer record this replica
+// then holds is spread to them (spreadRepair), once a notice (spread),
+// whether the answer brought it or this replica held it already. Spread
+// only when an answer changed the record held, a replica that took the
+// newer record from a repair push while its notice was out left another
+// stale replica holding the old definition it had told it of, which
+// popped it at its own turn (fresh seed 9452775, scenarios/README.md
+// N71; TestStaleNoticeIsRepairedWhereverItWasTaken).
+func (n *Node) noticeAnswered(from string, notice *Timer, spread *bool, resp Response) {
 	if resp.Status == 409 && resp.Header.Get(HeaderCollision) != "" {
 		n.hit(probeNoticeCollision)
 		// The peer holds another timer under this ID: neither record may
@@ -421,7 +432,8 @@ func (n *Node) noticeAnswered(from string, notice *Timer, resp Response) {
 			n.hit(probeNoticeNewer)
 			before := n.store.Get(notice.ID)
 			n.apply(rec)
-			if held := n.store.Get(notice.ID); held != nil && held != before {
+			if held := n.store.Get(notice.ID); held != nil && (held != before || !*spread && held.Version > notice.Version) {
+				*spread = true
 				n.hit(probeNoticeRepair)
 				n.spreadRepair(held, notice, from)
 			}

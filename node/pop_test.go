@@ -375,3 +375,61 @@ func TestMissedRecordEndsByItsOwnDefinition(t *testing.T) {
 		t.Fatalf("within the buried definition's life: got state %d (held %v), want its tombstone", got.State, ok)
 	}
 }
+
+// TestStaleNoticeIsRepairedWhereverItWasTaken: a replica cut off from an
+// update pops the old definition, and its notice of that pop is taken by
+// another replica that missed the update too. The replicas that hold the
+// update answer the notice 409 with it, and the stale replica spreads it
+// to every replica its notice reached, so the other one pops the old
+// definition no more. It must spread the update even when it holds it
+// already as the answers come (taken meanwhile from a repair push, say):
+// spread only when an answer changed its record, the other stale replica
+// kept the old definition and popped it at its own turn (fresh seed
+// 9452775, scenarios/README.md N71).
+func TestStaleNoticeIsRepairedWhereverItWasTaken(t *testing.T) {
+	five := []string{nodeA, nodeB, nodeC, nodeD, "10.0.0.5:7253"}
+	c := newCluster(t, five...)
+	wid := createVia(t, c, nodeA, `{"timing":{"interval":10,"repeat-for":100},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"old"}},"reliability":{"replication-factor":5}}`)
+	id := mustID(t, wid)
+	replicas := NewRing(five).Replicas(id, 5)
+	stale, other := replicas[2], replicas[3] // their turns: 4 s and 6 s after the primary's
+	c.down[stale], c.down[other] = true, true
+	r := c.client(replicas[0], "PUT", "/timers/"+wid, `{"timing":{"interval":10,"repeat-for":100},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"new"}},"reliability":{"replication-factor":5}}`)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	updated, _ := c.nodes[replicas[0]].Timer(id)
+	// From here the two hear only the stale replica: the update's
+	// retries and every other node's word stay lost to them.
+	c.lose = func(host string, req Request) bool {
+		return (host == stale || host == other) && !strings.Contains(req.Header.Get(HeaderInstance), stale)
+	}
+	delete(c.down, stale)
+	delete(c.down, other)
+
+	// The stale replica's turn at pop 1 of the old definition: its
+	// callback answered, its notices not yet delivered.
+	step := loopBound(t, 200, "the stale replica's pop of the old definition")
+	for popped := false; !popped; {
+		step()
+		c.clock.advance(100 * time.Millisecond)
+		for _, s := range c.net.take(cb) {
+			popped = popped || string(s.req.Body) == "old"
+			s.done(Response{Status: 200}, nil)
+		}
+		if !popped {
+			c.settle()
+		}
+	}
+	// Meanwhile the stale replica took the update as the primary holds
+	// it now (a repair push): the answers bring it nothing new.
+	updated, _ = c.nodes[replicas[0]].Timer(id)
+	c.place(stale, updated)
+	c.settle()
+	held, ok := c.nodes[other].Timer(id)
+	require.True(t, ok)
+	assert.Equal(t, updated.Version, held.Version, "the other stale replica, once the notice's answers came back")
+	for _, s := range seqs(c.advance(10*time.Second, 200)) { // past the other's own turn
+		assert.NotContains(t, s, "old", "a pop of the old definition")
+	}
+}
