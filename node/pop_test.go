@@ -398,7 +398,6 @@ func TestStaleNoticeIsRepairedWhereverItWasTaken(t *testing.T) {
 	r := c.client(replicas[0], "PUT", "/timers/"+wid, `{"timing":{"interval":10,"repeat-for":100},"callback":{"http":{"uri":"`+cb+
 		`","opaque":"new"}},"reliability":{"replication-factor":5}}`)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
-	updated, _ := c.nodes[replicas[0]].Timer(id)
 	// From here the two hear only the stale replica: the update's
 	// retries and every other node's word stay lost to them.
 	c.lose = func(host string, req Request) bool {
@@ -423,7 +422,7 @@ func TestStaleNoticeIsRepairedWhereverItWasTaken(t *testing.T) {
 	}
 	// Meanwhile the stale replica took the update as the primary holds
 	// it now (a repair push): the answers bring it nothing new.
-	updated, _ = c.nodes[replicas[0]].Timer(id)
+	updated, _ := c.nodes[replicas[0]].Timer(id)
 	c.place(stale, updated)
 	c.settle()
 	held, ok := c.nodes[other].Timer(id)
