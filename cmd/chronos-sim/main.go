@@ -262,12 +262,13 @@ func sweep(from uint64, n int) int {
 			collided++ // the collision defence at work
 		}
 		switch {
-		case !o.Deterministic():
-			failed = append(failed, o.Line())
-		case o.Pinned(known):
+		case o.Pinned(known) && o.Deterministic():
 			pinned++
-		case o.Result.Failed():
+		case !o.Deterministic() || o.Result.Failed():
 			failed = append(failed, o.Line())
+			// At once too: a long sweep's failures can be replayed
+			// while it runs; the summary lists them all at its end.
+			fmt.Fprintf(os.Stderr, "sweep: FAIL %s\n", o.Line())
 		}
 		switch {
 		case tty:
