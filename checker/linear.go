@@ -422,6 +422,13 @@ func (x *index) epochs() {
 		if hit {
 			x.taint[st.key] = min(x.taint[st.key], at)
 		}
+		if d := x.byOpaque[op.Spec.Opaque]; op.Kind != Delete && d != nil && d.op.Seq == op.Seq && d.lossFrom < never {
+			// Every copy of the write may be gone (lossFrom): what the
+			// timer pops from then is what survived it, the definition
+			// it replaced on a replica it never reached included
+			// (scenarios/README.md C66).
+			x.taint[st.key] = min(x.taint[st.key], d.lossFrom)
+		}
 		st.pending = max(st.pending, min(effReturn(op), x.end+1))
 	}
 	for _, d := range x.defs {

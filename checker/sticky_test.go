@@ -291,3 +291,37 @@ func TestRepairingPopSpreadsToTheOtherStaleReplicas(t *testing.T) {
 	requireHas(t, Check(build()), "G5", "and "+r[1]+" by its spread")
 	requireNone(t, Check(build(Fault{At: 11 * sec, Kind: Partition, Nodes: []string{r[1]}, Peers: []string{r[0], r[2], r[3], r[4]}}, Fault{At: 12 * sec, Kind: Heal})))
 }
+
+// TestUpdateLostWithEveryCopyFreesTheDefinitionItReplaced is C66: an
+// update that lowers a timer's factor from 2 to 1 reaches its one
+// replica, the primary, while its word to the backup it drops is lost.
+// When the primary's crash takes the update's only copy (no storage),
+// the primary repopulates from the backup, which still holds the
+// definition the update replaced, and pops it: that pop is what survived
+// the loss, not a stale pop of a write that stuck. Without the crash the
+// primary keeps the update, and the same pop is G5's.
+func TestUpdateLostWithEveryCopyFreesTheDefinitionItReplaced(t *testing.T) {
+	build := func(crash bool) *History {
+		h, p, b, other := placed(t)
+		h.End = 3 * time.Minute
+		create := write(1, Create, placedTimer, "a", time.Minute, 10*time.Minute, 0, 10*ms, OK)
+		up := write(2, Update, placedTimer, "b", time.Minute, 10*time.Minute, 20*sec, 20*sec+10*ms, OK)
+		up.Spec.ReplicationFactor = 1
+		create.Node, up.Node = other, other
+		h.Ops = []Op{create, up}
+		h.Faults = []Fault{{At: 20*sec + ms, Kind: Lost, Nodes: []string{other}, Peers: []string{b}, Timer: placedTimer}}
+		if crash {
+			h.Faults = append(h.Faults, Fault{At: 25 * sec, Kind: Crash, Nodes: []string{p}},
+				Fault{At: 27 * sec, Kind: Restart, Nodes: []string{p}})
+		}
+		h.Pops = []Pop{pop(2*time.Minute+20*ms, p, "a", 2)}
+		h.Pops[0].Timer = placedTimer
+		return h
+	}
+	for _, v := range Check(build(true)) {
+		if v.Guarantee == "G5" {
+			t.Fatalf("got %s, want no G5 once the crash took the update's only copy", dump([]Violation{v}))
+		}
+	}
+	requireHas(t, Check(build(false)), "G5")
+}
