@@ -326,12 +326,10 @@ func buildIndex(h *History, o Options, extra map[int]factors) *index {
 			return x
 		}
 	}
-	for _, d := range x.defs {
-		d.lossFrom = x.lossFrom(d) // epochs reads it
-	}
 	x.epochs()
 	for _, d := range x.defs {
 		d.cutoff, d.replacedBy = x.cutoff(d)
+		d.lossFrom = x.lossFrom(d)
 		d.held, d.late, d.reheld, d.heldBy = x.heldFor(d)
 	}
 	return x

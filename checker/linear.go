@@ -413,6 +413,9 @@ func (x *index) epochs() {
 			x.taint[base] = never
 		}
 		at, hit := x.writeHit(op)
+		if !hit {
+			at, hit = x.replacedDefHit(op)
+		}
 		if x.taint[st.key] < never && !hit && op.Outcome == OK && st.pending < op.Invoke && op.Timer != 0 {
 			st.epoch++
 			st.key = fmt.Sprintf("%s #%d", base, st.epoch+1)
@@ -422,13 +425,6 @@ func (x *index) epochs() {
 		if hit {
 			x.taint[st.key] = min(x.taint[st.key], at)
 		}
-		if d := x.byOpaque[op.Spec.Opaque]; op.Kind != Delete && d != nil && d.op.Seq == op.Seq && d.lossFrom < never {
-			// Every copy of the write may be gone (lossFrom): what the
-			// timer pops from then is what survived it, the definition
-			// it replaced on a replica it never reached included
-			// (scenarios/README.md C66).
-			x.taint[st.key] = min(x.taint[st.key], d.lossFrom)
-		}
 		st.pending = max(st.pending, min(effReturn(op), x.end+1))
 	}
 	for _, d := range x.defs {
@@ -436,6 +432,31 @@ func (x *index) epochs() {
 			d.key = k
 		}
 	}
+}
+
+// replacedDefHit reports whether a fault may have kept update op from a
+// replica of a definition it replaced, one that is no replica of op's
+// own (a factor the update lowered, a scale): that replica pops the old
+// definition until it is repaired, as checkSticky judges (replacedHit,
+// unrepaired), so the timer leaves the model as for any write a fault
+// hit. Fresh seed 9508166 (scenarios/README.md C66): an update to rf 1
+// whose word to the replica it dropped was blocked; its one replica's
+// disk was wiped, and it took the old definition back from the dropped
+// replica and popped it an hour on.
+func (x *index) replacedDefHit(op Op) (time.Duration, bool) {
+	if op.Kind != Update || op.Outcome != OK {
+		return never, false
+	}
+	at, hit := never, false
+	for _, d := range x.defsOf(op.Timer) {
+		if d.op.Seq == op.Seq || d.op.Outcome == Failed || effReturn(d.op) >= op.Invoke {
+			continue
+		}
+		if a, h, _ := x.defWriteHit(op, d); h && a < at {
+			at, hit = a, true
+		}
+	}
+	return at, hit
 }
 
 func timerKey(t uint64) string { return fmt.Sprintf("timer %016x", t) }
