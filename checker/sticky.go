@@ -179,6 +179,14 @@ func (x *index) unrepaired(s Op, d *def) []Violation {
 	var bad []Pop
 	note := ""
 	for _, p := range x.stalePops(s, d) {
+		if x.tookAndKept(s, d, p.Node, p.At) {
+			// A fault kept s from another replica, not from this one.
+			if len(bad) == 0 {
+				note = fmt.Sprintf(" (a fault hit the write, but %s took it and kept it)", p.Node)
+			}
+			bad = append(bad, p)
+			continue
+		}
 		if at, ok := repairedAt[p.Node]; ok && x.h.Storage && x.nodeCrashedIn(d, p.Node, at, p.At) {
 			// The repair reached the disk lazily: the replica may
 			// have come back from the crash with the old definition.
@@ -384,6 +392,39 @@ func (x *index) keptBy(s Op, d *def, popper string, b time.Duration, local bool)
 		return true
 	}
 	return false
+}
+
+// tookAndKept reports whether node, a replica of d that write s replaced,
+// surely took s and still held its record at b: no fault may have kept s
+// from it while s ran (down, paused, cut off, a request about the timer
+// lost on its way to it, its disk faulty, the replication held in its
+// inbound queue, another site's lag), and it did not crash since. Such a
+// replica holds a newer version than d's, which no record of d replaces
+// (last writer wins), so its pop of d is stale however the fault left the
+// others: it owes no repair, and has no repairing pop of its own. Without
+// this a replica that took an update and went back to the definition it
+// replaced (a merge or a repair taking the older record) popped it for
+// as long as every other replica had missed the write.
+func (x *index) tookAndKept(s Op, d *def, node string, b time.Duration) bool {
+	if !d.placed || !slices.Contains(d.rankedIn(s.Invoke, b), node) || x.nodeCrashedIn(d, node, s.Invoke, b) {
+		return false
+	}
+	ret := min(effReturn(s), x.end)
+	missed := x.downNodes(d, s.Invoke, ret)
+	addAll(missed, x.diskFaulty(d, s.Invoke, ret))
+	for sp := range d.spans() {
+		if sp.from <= ret && sp.to >= s.Invoke && lostRequest(sp.fault) {
+			missed[sp.fault.Peers[0]] = true
+		}
+		if r, ok := x.inboundKept(d, sp, s, ret); ok {
+			missed[r] = true
+		}
+		if x.queuedPastLag(sp, s.Node, ret) {
+			missed[sp.fault.Peers[0]] = true
+		}
+	}
+	x.missedAtSites(d, s.Node, ret, true, missed)
+	return !missed[s.Node] && !missed[node]
 }
 
 // nodeCrashedIn reports whether node n of d crashed in [a, b].

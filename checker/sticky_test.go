@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -159,8 +160,10 @@ func TestSiteWhoseRelayMissedTheUpdateOwesNoRepair(t *testing.T) {
 		t.Errorf("copies-lost covered nothing: got %v, want the update's pop lost with its only holder", cov.Excused)
 	}
 	// The same crash of the home site's relay hits the update too, but
-	// the other site took it: the first pop after the restart repairs.
-	requireHas(t, Check(build(sites[0][0], 20*sec, 35*sec)), "G5", "should have repaired that replica")
+	// the other site took it: its replica's pop of the old definition is
+	// stale (it holds the update), and the home replica's first pop
+	// after the restart repairs it.
+	requireHas(t, Check(build(sites[0][0], 20*sec, 35*sec)), "G5", "took it and kept it")
 	requireHas(t, Check(build("n9", 20*sec, 35*sec)), "G5")
 	requireHas(t, Check(build(relay(sites), 5*sec, 15*sec)), "G5")
 }
@@ -345,6 +348,49 @@ func TestUpdateKeptFromADroppedReplicaFreesTheDefinitionItReplaced(t *testing.T)
 		}
 		if (g5 > 0) != c.wantG5 {
 			t.Errorf("%s: %d G5 violations, want G5 %v:\n%s", c.name, g5, c.wantG5, dump(Check(h)))
+		}
+	}
+}
+
+// TestReplicaThatTookTheWriteHasNoStalePop: a partition keeps an update
+// from the backup, and the primary takes it. The backup may pop the old
+// definition until its first pop's notice repairs it, but the primary
+// holds the newer version, which no record of the old definition
+// replaces: its pop of the old definition is stale at once. A primary
+// that crashed after the update (no storage) may have lost it and taken
+// the old definition back from the backup, and owes no such promise.
+func TestReplicaThatTookTheWriteHasNoStalePop(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		byPrimary, crash bool
+		want             bool
+	}{
+		{"the backup's repairing pop", false, false, false},
+		{"the primary's pop", true, false, true},
+		{"the primary's pop after its crash", true, true, false},
+	} {
+		h, p, b, _ := placed(t)
+		h.End = time.Minute
+		create := write(1, Create, placedTimer, "a", 10*sec, 10*time.Minute, 0, 10*ms, OK)
+		up := write(2, Update, placedTimer, "b", 10*sec, 10*time.Minute, 15*sec, 15*sec+10*ms, OK)
+		create.Node, up.Node = p, p
+		h.Ops = []Op{create, up}
+		h.Faults = []Fault{{At: 14 * sec, Kind: Partition, Nodes: []string{b}, Peers: []string{p}}, {At: 16 * sec, Kind: Heal}}
+		if c.crash {
+			h.Faults = append(h.Faults, Fault{At: 17 * sec, Kind: Crash, Nodes: []string{p}}, Fault{At: 18 * sec, Kind: Restart, Nodes: []string{p}})
+		}
+		h.Pops = []Pop{pop(10*sec+20*ms, p, "a", 1), pop(30*sec+20*ms, pick(c.byPrimary, p, b), "a", 3)}
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		found := false
+		for _, v := range Check(h) {
+			if v.Guarantee == "G5" && strings.Contains(v.Message, "took it and kept it") {
+				found = true
+			}
+		}
+		if found != c.want {
+			t.Errorf("%s: a G5 of a replica that took the write: %v, want %v:\n%s", c.name, found, c.want, dump(Check(h)))
 		}
 	}
 }
