@@ -300,21 +300,84 @@ func (x *index) mayOrderBelow(s Op, d *def) bool {
 }
 
 // clockAhead reports whether d's version may order above write s's by
-// the clock faults alone: the clock of d's proxy, stepped or drifted
-// ahead, showed a later time while d ran than the clock of s's proxy
-// showed when s began, boot offsets left out (they are within the
-// tolerance the other rules allow for). With one acknowledgement per
-// write (d.quorum 1) no replica need have held both, so last-writer-wins
-// orders them by those clocks and rightly keeps d: a clock moved further
-// than the gap between two writes is beyond what G5 can promise
-// (docs/design.md 4.2). From three replicas up a replica that holds d
-// answers s's proxy with it, and s is written above it or refused.
+// the clock faults alone: d's proxy may have dated d later (genLatest)
+// than the clock of s's proxy showed when s began, boot offsets left out
+// (they are within the tolerance the other rules allow for). With one
+// acknowledgement per write (d.quorum 1) no replica need have held both,
+// so last-writer-wins orders them by those dates and rightly keeps d: a
+// clock moved further than the gap between two writes is beyond what G5
+// can promise (docs/design.md 4.2). From three replicas up a replica that
+// holds d answers s's proxy with it, and s is written above it or
+// refused, unless too few of d's holders took s's request for every
+// quorum of s to meet one (answeredAbove).
 func (x *index) clockAhead(d *def, s Op) bool {
-	if d.quorum != 1 || d.op.Node == "" || s.Node == "" {
+	if d.op.Node == "" || s.Node == "" || x.genLatest(d) <= s.Invoke+x.tl.offset(s.Node, s.Invoke) {
 		return false
 	}
-	dLatest := x.tl.latestLocal(d.op.Node, d.op.Invoke, min(effReturn(d.op), x.end))
-	return dLatest > s.Invoke+x.tl.offset(s.Node, s.Invoke)
+	return d.quorum == 1 || !x.answeredAbove(d, s)
+}
+
+// genLatest is the latest date d's proxy may have given d's version: its
+// clock's latest reading while d ran, or up to ClockLead past that when
+// the clock of a node that holds or wrote d's timer (startHolders) had
+// read later before d returned. A node's version generator is a hybrid
+// logical clock (node/id.go): it moves past the versions and IDs it is
+// sent, as far as the lead ahead of its own clock, so a clock stepped
+// ahead drags the versions of the nodes it exchanges records with, a lead
+// at most (fresh seed 9516144, scenarios/README.md C67: a replica's clock
+// 2m22s ahead for 8 s, and a create through another replica half a
+// minute later dated 53 s ahead). Nodes that share none of the timer's
+// records are left out: their versions reach its proxy only through a
+// third node's records, which this does not follow.
+func (x *index) genLatest(d *def) time.Duration {
+	ret := min(effReturn(d.op), x.end)
+	own := x.tl.latestLocal(d.op.Node, d.op.Invoke, ret)
+	seen := own
+	for n := range x.startHolders(d) {
+		seen = max(seen, x.tl.latestLocal(n, 0, ret))
+	}
+	return max(own, min(seen, own+ClockLead))
+}
+
+// answeredAbove reports whether every quorum of write s's acknowledgements
+// includes a replica of d that surely held d's record when s ran (it took
+// d's write, and no crash since took its copy) and surely took s's
+// request: that replica answers s's proxy with d, newer by its version,
+// and s is written above it or refused. With rf replicas and a quorum of
+// q, that takes rf-q+1 of them: an update through a node whose version
+// generator ran behind, while one holder of d was cut off and the other
+// had lost it to a disk found corrupt, was acknowledged by two replicas
+// holding nothing, below d's version, and the cut-off holder's record of
+// d won at the heal (scenarios/README.md C67).
+func (x *index) answeredAbove(d *def, s Op) bool {
+	replicas := d.rankedIn(d.op.Invoke, s.Invoke)
+	if len(replicas) == 0 {
+		return false
+	}
+	tookD := x.writeMissed(d.op, d)
+	tookS := x.writeMissed(s, d)
+	if tookD[d.op.Node] || tookS[s.Node] {
+		return false
+	}
+	held := 0
+	for _, r := range replicas {
+		if !tookD[r] && !tookS[r] && !x.lostCopyIn(d, r, d.op.Invoke, s.Invoke) {
+			held++
+		}
+	}
+	return held >= len(replicas)-ackQuorum(len(replicas))+1
+}
+
+// lostCopyIn reports whether a crash of node n of d in [a, b] may have
+// taken its copy: every crash without storage, one with storage only
+// where a disk fault lost it (crashLoses).
+func (x *index) lostCopyIn(d *def, n string, a, b time.Duration) bool {
+	for sp := range d.spans() {
+		if sp.fault.Kind == Crash && sp.from >= a && sp.from <= b && slices.Contains(sp.fault.Nodes, n) && x.crashLoses(sp) {
+			return true
+		}
+	}
+	return false
 }
 
 // repairWindow bounds a healthy pop notice's round trip after the pop
@@ -409,6 +472,15 @@ func (x *index) tookAndKept(s Op, d *def, node string, b time.Duration) bool {
 	if !d.placed || !slices.Contains(d.rankedIn(s.Invoke, b), node) || x.nodeCrashedIn(d, node, s.Invoke, b) {
 		return false
 	}
+	missed := x.writeMissed(s, d)
+	return !missed[s.Node] && !missed[node]
+}
+
+// writeMissed is the nodes of d that a fault may have kept write s from
+// while it ran: down, paused, cut off, a request about the timer lost on
+// its way to them, their disk faulty, the replication held in their
+// inbound queue past the write's stick limit, another site's lag.
+func (x *index) writeMissed(s Op, d *def) map[string]bool {
 	ret := min(effReturn(s), x.end)
 	missed := x.downNodes(d, s.Invoke, ret)
 	addAll(missed, x.diskFaulty(d, s.Invoke, ret))
@@ -424,7 +496,7 @@ func (x *index) tookAndKept(s Op, d *def, node string, b time.Duration) bool {
 		}
 	}
 	x.missedAtSites(d, s.Node, ret, true, missed)
-	return !missed[s.Node] && !missed[node]
+	return missed
 }
 
 // nodeCrashedIn reports whether node n of d crashed in [a, b].

@@ -394,3 +394,61 @@ func TestReplicaThatTookTheWriteHasNoStalePop(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionDraggedAheadBeatsALaterUpdateItsHoldersMissed is C67: one
+// replica of an rf 3 timer had its clock stepped two minutes ahead, and
+// the others' version generators, which observe its records, ran a
+// minute ahead of their clocks, so the create through another replica is
+// dated a minute late. An update 25 s later through the third replica is
+// dated by its clock, below the create. Had a holder of the create taken
+// the update's request, it would have answered with the create and the
+// update been written above it; but the create's proxy lost its copy to a
+// crash and the stepped replica was cut off, so the update was
+// acknowledged by replicas holding nothing, and the create's record wins
+// at the heal: the update's pops are not owed (clock-ahead). Without the
+// crash, two holders of the create took the update, and its pops are
+// owed; without the stepped clock, nothing dated the create ahead.
+func TestVersionDraggedAheadBeatsALaterUpdateItsHoldersMissed(t *testing.T) {
+	members := []string{"n1", "n2", "n3"}
+	r := Replicas(members, placedTimer, 3)
+	for _, c := range []struct {
+		name           string
+		stepped, crash bool
+		wantG2         bool
+	}{
+		{"holders lost or cut off", true, true, false},
+		{"a holder kept the create", true, false, true},
+		{"no clock ahead", false, true, true},
+	} {
+		h := &History{Members: members, End: 3 * time.Minute, LivenessFrom: 2 * time.Minute, MaxClockSkew: ms, MaxNetDelay: 5 * ms}
+		create := write(1, Create, placedTimer, "a", 3*sec, 15*sec, 20*sec, 20*sec+10*ms, OK)
+		up := write(2, Update, placedTimer, "b", 5*sec, 20*sec, 45*sec, 45*sec+10*ms, OK)
+		create.Node, up.Node = r[0], r[2]
+		create.Spec.ReplicationFactor, up.Spec.ReplicationFactor = 3, 3
+		h.Ops = []Op{create, up}
+		if c.stepped {
+			h.Faults = append(h.Faults, Fault{At: 5 * sec, Kind: ClockJump, Nodes: []string{r[1]}, Detail: "+2m0s"},
+				Fault{At: 12 * sec, Kind: ClockJump, Nodes: []string{r[1]}, Detail: "-2m0s"})
+		}
+		h.Faults = append(h.Faults, Fault{At: 44 * sec, Kind: Partition, Nodes: []string{r[1]}, Peers: []string{r[0], r[2], "client"}},
+			Fault{At: 50 * sec, Kind: Heal})
+		if c.crash {
+			h.Faults = append(h.Faults, Fault{At: 40 * sec, Kind: Crash, Nodes: []string{r[0]}}, Fault{At: 41 * sec, Kind: Restart, Nodes: []string{r[0]}})
+		}
+		for k := 1; k <= 5; k++ {
+			h.Pops = append(h.Pops, pop(20*sec+time.Duration(3*k)*sec+20*ms, r[0], "a", k))
+		}
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		g2 := 0
+		for _, v := range Check(h) {
+			if v.Guarantee == "G2" || v.Guarantee == "G7" {
+				g2++
+			}
+		}
+		if (g2 > 0) != c.wantG2 {
+			t.Errorf("%s: %d G2 or G7 violations of the update's pops, want some: %v:\n%s", c.name, g2, c.wantG2, dump(Check(h)))
+		}
+	}
+}
