@@ -1,0 +1,198 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Told is a record of a definition that had popped, handed to node Node
+// by node From in an internal message (a pop notice, a repair push, a
+// hand-off), as the simulator delivered it: the message, never the
+// receiver's answer. Seq is how far the sender's record had popped and
+// Missed the pops up to Seq it knew were not made (bit i: pop Seq-i,
+// docs/design.md 4.7); so the receiver was told that every other pop of
+// that window was made. A notice is sent once a pop's callback succeeded,
+// and a pop counts as missed until then, so the word is true when it is
+// sent, however late it arrives.
+type Told struct {
+	// At is when the receiver was handed the message (after any wait in
+	// its inbound queue), Sent when its sender sent it.
+	At, Sent   time.Duration
+	From, Node string
+	// Timer is the timer the message named, Opaque the definition's
+	// body: the definition whose pops it tells of.
+	Timer  uint64
+	Opaque string
+	Seq    int
+	Missed uint32
+}
+
+// toldWindow is how many pops up to Seq a record's marks cover (the
+// node's MissedWindow): of a pop further below, the record says nothing.
+const toldWindow = 32
+
+// saysMade reports whether the record t tells its receiver that pop k
+// was made.
+func (t Told) saysMade(k int) bool {
+	return k <= t.Seq && t.Seq-k < toldWindow && t.Missed&(1<<(t.Seq-k)) == 0
+}
+
+// toldIndex files History.Told by receiver and timer, and the requests
+// recorded as refused by sender, receiver, timer and sending time.
+type toldIndex struct {
+	by      map[toldKey][]int
+	refused map[refusedKey]bool
+	// judged counts the deliveries of duplicated pops, excused by a fault
+	// around the pop, that checkTold held to a record their replica had
+	// been handed (Coverage.Told).
+	judged map[int]bool
+}
+
+type toldKey struct {
+	node  string
+	timer uint64
+}
+
+type refusedKey struct {
+	from, to string
+	timer    uint64
+	sent     time.Duration
+}
+
+func (x *index) toldFiled() *toldIndex {
+	if x.told != nil {
+		return x.told
+	}
+	ti := &toldIndex{by: map[toldKey][]int{}, refused: map[refusedKey]bool{}, judged: map[int]bool{}}
+	for i, t := range x.h.Told {
+		k := toldKey{t.Node, t.Timer}
+		ti.by[k] = append(ti.by[k], i)
+	}
+	for _, f := range x.h.Faults {
+		if f.Kind == Lost && f.Timer != 0 && len(f.Nodes) > 0 && len(f.Peers) > 0 {
+			ti.refused[refusedKey{f.Nodes[0], f.Peers[0], f.Timer, f.At - f.Age}] = true
+		}
+	}
+	x.told = ti
+	return ti
+}
+
+// toldBefore returns the first record of d's definition handed to node
+// before made, not refused, and whether it says pop k was made; ok is
+// false when node was handed no record of d before made.
+func (x *index) toldBefore(d *def, node string, k int, made time.Duration) (t Told, says, ok bool) {
+	ti := x.toldFiled()
+	for _, i := range ti.by[toldKey{node, d.timer}] {
+		r := x.h.Told[i]
+		if r.At >= made {
+			break
+		}
+		if r.Opaque != d.op.Spec.Opaque || ti.refused[refusedKey{r.From, r.Node, r.Timer, r.Sent}] {
+			continue
+		}
+		if r.saysMade(k) {
+			return r, true, true
+		}
+		t, ok = r, true
+	}
+	return t, false, ok
+}
+
+// checkTold reports a replica that made pop k of d after it was handed a
+// record of the definition saying the pop was made (G4): a record's word
+// that a pop was made stands (docs/design.md 4.7: a pop either record
+// knows was made was made, node/merge.go mergeMarks), so the replica
+// skips the pop whatever the faults around it. A fault excuses the
+// duplicate only where it may have taken the word from the replica: a
+// crash since (a restarted node holds nothing of what it was told), a
+// scale-down that stopped it since, or the timer's tombstone expired on
+// its clock (ExForgot, as for its own attempt, see checkRetries); or
+// where its view placed the timer elsewhere when the record came, so
+// that it kept the record as moved away (ExKeptAway, see keptAway). A
+// pop under an ID two timers may share is ExSharedID's. The attempt was made
+// as early as madeFrom; a record handed to it after that may have met
+// the pop on its way. The record is the one the network handed the node
+// (History.Told); one its receiver refused is recorded as lost (a
+// refusal by age is never handed over) and tells nothing; one of
+// another definition (the receiver held a newer one) tells nothing of
+// this one's pops.
+func (x *index) checkTold(d *def, k int) (verdict, Violation, bool) {
+	idx := d.bySeq[k]
+	if len(idx) < 2 || len(x.h.Told) == 0 {
+		return strictly, Violation{}, false
+	}
+	first := x.h.Pops[idx[0]].Node
+	if !slices.ContainsFunc(idx, func(j int) bool { return x.h.Pops[j].Node != first }) {
+		return strictly, Violation{}, false // one replica's attempts: checkRetries'
+	}
+	v := strictly
+	var excusedByFault *bool
+	for _, i := range idx {
+		q := x.h.Pops[i]
+		made := x.madeFrom(d, q)
+		t, says, ok := x.toldBefore(d, q.Node, k, made)
+		if !ok {
+			continue
+		}
+		if excusedByFault == nil {
+			b := x.dupAllowance(d, k) != strictly
+			excusedByFault = &b
+		}
+		if *excusedByFault {
+			x.told.judged[i] = true
+		}
+		switch {
+		case !says:
+		case d.shared:
+			v = v.or(excused(ExSharedID))
+		case x.forgot(d, q, t.At, t.At):
+			v = v.or(excused(ExForgot))
+		case x.keptAway(d, q.Node, t.At):
+			v = v.or(excused(ExKeptAway))
+		default:
+			return violatedVerdict, x.violation("G4", q.At, d, fmt.Sprintf(
+				"pop %d delivered by %s at %v, made from %v, after %s's record (pop %d, missed %#x) told it at %v that the pop was made: got an attempt after the word, want none (%d deliveries)",
+				k, q.Node, q.At, made, t.From, t.Seq, t.Missed, t.At, len(idx))), true
+		}
+	}
+	return v, Violation{}, false
+}
+
+// keptAway reports whether node may have kept a record of d handed to it
+// at t as moved away: the view it held then (the members, or for a scale
+// begun by t, the membership after it once node reloaded for it or
+// joined by it, else either) leaves it out of d's replicas. A moved-away
+// copy is a tombstone of the definition that never pops and learns only
+// its earliest start from a record (docs/design.md 4.8, node/merge.go);
+// the copy placed back later (movedBack) takes the pops it had reached,
+// not those a record told it of meanwhile, and owes what the record that
+// placed it back says was missed (fresh seed 6: a notice of pop 13
+// reached a node not yet reloaded for a scale that made it the timer's
+// primary; its resync then took the copy of an old replica that still
+// marked pop 13 missed, and it made the pop again). Where the placement
+// is unknown (several sites, no members) any scale begun by t may have.
+func (x *index) keptAway(d *def, node string, t time.Duration) bool {
+	views := [][]string{x.h.Members}
+	scaled := false
+	for _, s := range x.h.Scales {
+		if s.Start > t {
+			break
+		}
+		scaled = true
+		if r, ok := s.Reloaded[node]; ok && r <= t || !slices.Contains(s.Before, node) {
+			views = [][]string{s.After}
+		} else {
+			views = [][]string{s.Before, s.After}
+		}
+	}
+	if !d.placed || len(x.h.Sites) > 1 || len(x.h.Members) == 0 {
+		return scaled
+	}
+	for _, v := range views {
+		if !slices.Contains(Replicas(v, d.timer, d.rfMin), node) {
+			return true
+		}
+	}
+	return false
+}
