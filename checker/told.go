@@ -17,7 +17,9 @@ import (
 // sent, however late it arrives.
 type Told struct {
 	// At is when the receiver was handed the message (after any wait in
-	// its inbound queue), Sent when its sender sent it.
+	// its inbound queue), Sent when its sender sent it; for an answer to
+	// a record Node sent (X-Chronos-Popped, 4.7), At is when Node took
+	// the answer, and Sent is -1.
 	At, Sent   time.Duration
 	From, Node string
 	// Timer is the timer the message named, Opaque the definition's
@@ -151,9 +153,13 @@ func (x *index) checkTold(d *def, k int) (verdict, Violation, bool) {
 		case x.keptAway(d, q.Node, t.At):
 			v = v.or(excused(ExKeptAway))
 		default:
+			what := "record"
+			if t.Sent < 0 {
+				what = "answer to its record"
+			}
 			return violatedVerdict, x.violation("G4", q.At, d, fmt.Sprintf(
-				"pop %d delivered by %s at %v, made from %v, after %s's record (pop %d, missed %#x) told it at %v that the pop was made: got an attempt after the word, want none (%d deliveries)",
-				k, q.Node, q.At, made, t.From, t.Seq, t.Missed, t.At, len(idx))), true
+				"pop %d delivered by %s at %v, made from %v, after %s's %s (pop %d, missed %#x) told it at %v that the pop was made: got an attempt after the word, want none (%d deliveries)",
+				k, q.Node, q.At, made, t.From, what, t.Seq, t.Missed, t.At, len(idx))), true
 		}
 	}
 	return v, Violation{}, false
