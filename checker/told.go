@@ -45,6 +45,8 @@ func (t Told) saysMade(k int) bool {
 type toldIndex struct {
 	by      map[toldKey][]int
 	refused map[refusedKey]bool
+	// late holds the Late faults by link and timer (see toldAge).
+	late map[refusedKey][]Fault
 	// judged counts the deliveries of duplicated pops, excused by a fault
 	// around the pop, that checkTold held to a record their replica had
 	// been handed (Coverage.Told).
@@ -66,7 +68,7 @@ func (x *index) toldFiled() *toldIndex {
 	if x.told != nil {
 		return x.told
 	}
-	ti := &toldIndex{by: map[toldKey][]int{}, refused: map[refusedKey]bool{}, judged: map[int]bool{}}
+	ti := &toldIndex{by: map[toldKey][]int{}, refused: map[refusedKey]bool{}, judged: map[int]bool{}, late: map[refusedKey][]Fault{}}
 	for i, t := range x.h.Told {
 		k := toldKey{t.Node, t.Timer}
 		ti.by[k] = append(ti.by[k], i)
@@ -75,14 +77,19 @@ func (x *index) toldFiled() *toldIndex {
 		if f.Kind == Lost && f.Timer != 0 && len(f.Nodes) > 0 && len(f.Peers) > 0 {
 			ti.refused[refusedKey{f.Nodes[0], f.Peers[0], f.Timer, f.At - f.Age}] = true
 		}
+		if _, record, ok := lateAge(f); ok && record {
+			k := refusedKey{f.Nodes[0], f.Peers[0], f.Timer, 0}
+			ti.late[k] = append(ti.late[k], f)
+		}
 	}
 	x.told = ti
 	return ti
 }
 
 // toldBefore returns the first record of d's definition handed to node
-// before made, not refused, and whether it says pop k was made; ok is
-// false when node was handed no record of d before made.
+// before made, not refused, and whether it says pop k was made, and pop
+// k was surely due on it (wordDue); ok is false when node was handed no
+// record of d before made.
 func (x *index) toldBefore(d *def, node string, k int, made time.Duration) (t Told, says, ok bool) {
 	ti := x.toldFiled()
 	for _, i := range ti.by[toldKey{node, d.timer}] {
@@ -93,7 +100,7 @@ func (x *index) toldBefore(d *def, node string, k int, made time.Duration) (t To
 		if r.Opaque != d.op.Spec.Opaque || ti.refused[refusedKey{r.From, r.Node, r.Timer, r.Sent}] {
 			continue
 		}
-		if r.saysMade(k) {
+		if r.saysMade(k) && x.wordDue(d, r, k) {
 			return r, true, true
 		}
 		t, ok = r, true
@@ -173,7 +180,7 @@ func (x *index) checkTold(d *def, k int) (verdict, Violation, bool) {
 // its earliest start from a record (docs/design.md 4.8, node/merge.go);
 // the copy placed back later (movedBack) takes the pops it had reached,
 // not those a record told it of meanwhile, and owes what the record that
-// placed it back says was missed (fresh seed 6: a notice of pop 13
+// placed it back says was missed (seed 6: a notice of pop 13
 // reached a node not yet reloaded for a scale that made it the timer's
 // primary; its resync then took the copy of an old replica that still
 // marked pop 13 missed, and it made the pop again). Where the placement
@@ -201,4 +208,43 @@ func (x *index) keptAway(d *def, node string, t time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// wordDue reports whether the receiver of record t surely took its word
+// that pop k was made: a record brings no progress from the future
+// (node/merge.go rule 0, docs/design.md 4.13). Its receiver takes the
+// pops due, by its clock, on the start the record hands it (its arrival
+// plus the record's start delta) and no further: a sender whose clock
+// ran ahead pops early, and its word of a pop not yet due elsewhere is
+// not taken (fresh seed 320469: a pop made 150 s early, told by a repair
+// push 35 s later). That start is late, in true time, by no more than
+// the message's age (its transit and waits, and for a late or replayed
+// one the age its Late fault records), the holds the write and the
+// messages that brought copies back gave it (d.held, d.reheld), and what
+// the clocks that held it lost since the write (their lag): pop k is
+// surely due on it when its latest due time plus all that has passed
+// by the record's arrival. An answer to a node's own record is merged
+// with the record the node holds, never from the future (learnPopped):
+// its word stands.
+func (x *index) wordDue(d *def, t Told, k int) bool {
+	if t.Sent < 0 {
+		return true
+	}
+	_, hi := d.due(k)
+	hold := d.held
+	for _, c := range d.reheld {
+		hold = max(hold, c.hold)
+	}
+	late := hold + t.At - t.Sent
+	for _, f := range x.told.late[refusedKey{t.From, t.Node, t.Timer, 0}] {
+		if age, _, _ := lateAge(f); f.At >= t.Sent && f.At <= t.At {
+			late += age
+		}
+	}
+	for n := range x.tl.clocks {
+		if !d.placed || x.startHolders(d)[n] {
+			late += x.tl.lag(n, t.At) - x.tl.lag(n, d.lo)
+		}
+	}
+	return hi+late <= t.At
 }

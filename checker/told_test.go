@@ -33,7 +33,9 @@ func toldHistory(t *testing.T) (h *History, r0, r1 string, told Told) {
 // notice that pop 3 was made and delivering it again is a violation,
 // where the same history without the notice, or with a notice that marks
 // pop 3 missed, that came after the backup's attempt, that its receiver
-// refused, that was of another definition, passes. An answer to the
+// refused, that was of another definition, or that told of pop 3 before
+// it was surely due on the start it handed over (its age included: no
+// progress from the future), passes. An answer to the
 // backup's own record saying the pop was made (X-Chronos-Popped) holds
 // it as a notice does.
 func TestRecordsWordThatAPopWasMadeHoldsItsReceiver(t *testing.T) {
@@ -59,6 +61,8 @@ func TestRecordsWordThatAPopWasMadeHoldsItsReceiver(t *testing.T) {
 		"another definition": func(c *Told) { c.Opaque = "b" },
 		"another node":       func(c *Told) { c.Node = r0 },
 		"below the window":   func(c *Told) { c.Seq = 3 + toldWindow },
+		"not yet due":        func(c *Told) { c.At, c.Sent = 2900*ms, 2895*ms },
+		"late by its age":    func(c *Told) { c.Sent = 2900 * ms },
 	} {
 		c := told
 		change(&c)
