@@ -86,11 +86,11 @@ func (x *index) toldFiled() *toldIndex {
 	return ti
 }
 
-// toldBefore returns the first record of d's definition handed to node
-// before made, not refused, and whether it says pop k was made, and pop
-// k was surely due on it (wordDue); ok is false when node was handed no
-// record of d before made.
-func (x *index) toldBefore(d *def, node string, k int, made time.Duration) (t Told, says, ok bool) {
+// toldBefore returns the records of d's definition handed to node
+// before made, not refused, that say pop k was made when it was surely
+// due on them (wordDue), and whether node was handed any record of d
+// before made.
+func (x *index) toldBefore(d *def, node string, k int, made time.Duration) (words []Told, any bool) {
 	ti := x.toldFiled()
 	for _, i := range ti.by[toldKey{node, d.timer}] {
 		r := x.h.Told[i]
@@ -100,12 +100,12 @@ func (x *index) toldBefore(d *def, node string, k int, made time.Duration) (t To
 		if r.Opaque != d.op.Spec.Opaque || ti.refused[refusedKey{r.From, r.Node, r.Timer, r.Sent}] {
 			continue
 		}
+		any = true
 		if r.saysMade(k) && x.wordDue(d, r, k) {
-			return r, true, true
+			words = append(words, r)
 		}
-		t, ok = r, true
 	}
-	return t, false, ok
+	return words, any
 }
 
 // checkTold reports a replica that made pop k of d after it was handed a
@@ -140,8 +140,8 @@ func (x *index) checkTold(d *def, k int) (verdict, Violation, bool) {
 	for _, i := range idx {
 		q := x.h.Pops[i]
 		made := x.madeFrom(d, q)
-		t, says, ok := x.toldBefore(d, q.Node, k, made)
-		if !ok {
+		words, any := x.toldBefore(d, q.Node, k, made)
+		if !any {
 			continue
 		}
 		if excusedByFault == nil {
@@ -151,22 +151,25 @@ func (x *index) checkTold(d *def, k int) (verdict, Violation, bool) {
 		if *excusedByFault {
 			x.told.judged[i] = true
 		}
-		switch {
-		case !says:
-		case d.shared:
-			v = v.or(excused(ExSharedID))
-		case x.forgot(d, q, t.At, t.At):
-			v = v.or(excused(ExForgot))
-		case x.keptAway(d, q.Node, t.At):
-			v = v.or(excused(ExKeptAway))
-		default:
-			what := "record"
-			if t.Sent < 0 {
-				what = "answer to its record"
+		// Each word is one the replica may have lost; one it surely
+		// kept is enough.
+		for _, t := range words {
+			switch {
+			case d.shared:
+				v = v.or(excused(ExSharedID))
+			case x.forgot(d, q, t.At, t.At):
+				v = v.or(excused(ExForgot))
+			case x.keptAway(d, q.Node, t.At):
+				v = v.or(excused(ExKeptAway))
+			default:
+				what := "record"
+				if t.Sent < 0 {
+					what = "answer to its record"
+				}
+				return violatedVerdict, x.violation("G4", q.At, d, fmt.Sprintf(
+					"pop %d delivered by %s at %v, made from %v, after %s's %s (pop %d, missed %#x) told it at %v that the pop was made: got an attempt after the word, want none (%d deliveries)",
+					k, q.Node, q.At, made, t.From, what, t.Seq, t.Missed, t.At, len(idx))), true
 			}
-			return violatedVerdict, x.violation("G4", q.At, d, fmt.Sprintf(
-				"pop %d delivered by %s at %v, made from %v, after %s's %s (pop %d, missed %#x) told it at %v that the pop was made: got an attempt after the word, want none (%d deliveries)",
-				k, q.Node, q.At, made, t.From, what, t.Seq, t.Missed, t.At, len(idx))), true
 		}
 	}
 	return v, Violation{}, false

@@ -81,8 +81,9 @@ func TestRecordsWordThatAPopWasMadeHoldsItsReceiver(t *testing.T) {
 
 // TestRecordsWordForgotten proves the excuses checkTold makes are needed
 // and bounded: a backup that crashed after the notice reached it (and
-// before its attempt) may have forgotten the word (forgot), one that
-// crashed before the notice did not; a backup whose view placed the timer
+// before its attempt) may have forgotten the word (forgot), unless it
+// was told again after its restart, and one that crashed before the
+// notice did not; a backup whose view placed the timer
 // elsewhere when the notice came, a scale it had not reloaded for, kept
 // the notice as moved away, which learns no pops (kept-away), and the
 // same scale begun after the notice excuses nothing.
@@ -97,6 +98,13 @@ func TestRecordsWordForgotten(t *testing.T) {
 		h.Faults = append(h.Faults, Fault{At: at, Kind: Crash, Nodes: []string{r1}}, Fault{At: at + 100*ms, Kind: Restart, Nodes: []string{r1}})
 		slices.SortStableFunc(h.Faults, func(a, b Fault) int { return int(a.At - b.At) })
 		requireExcusedElseG4(t, h, after, ExForgot, "told it at 3.05s")
+		if after {
+			// Told again once it restarted: that word it kept.
+			again := told
+			again.At, again.Sent = at+300*ms, at+295*ms
+			h.Told = append(h.Told, again)
+			requireHas(t, requireOnly(t, judgeOnly(t, h), "G4"), "G4", "told it at 3.55s")
+		}
 	}
 }
 
