@@ -64,6 +64,9 @@ func (x *index) judgeWithCoverage() ([]Violation, Coverage) {
 	cov := x.coverage()
 	cov.Placements = placed.judged
 	cov.Versions = placed.versions
+	if x.told != nil {
+		cov.Told = len(x.told.judged)
+	}
 	for e, n := range placed.excused {
 		cov.Excused[e] += n
 	}

@@ -109,6 +109,13 @@ const (
 	// tombstone had expired on its clock by the second (a replica paused
 	// meanwhile may bring the finished timer back with its stale copy).
 	ExForgot Excuse = "forgot"
+	// ExKeptAway: a replica made a pop after it was handed a record
+	// saying the pop was made, at a moment its view placed the timer
+	// elsewhere (a scale it had not reloaded for, or one that left it
+	// out): it kept the record as moved away, which learns no pops, and
+	// the copy placed back owes what its sender marked missed (G4 only,
+	// checkTold).
+	ExKeptAway Excuse = "kept-away"
 	// ExPastEnd: the pop's bound (with the worst clock lag) ends after
 	// the history does, so that a delivery still owed cannot be told
 	// from a lost one (G2).
@@ -150,6 +157,11 @@ type Coverage struct {
 	// Versions counts the (node, timer) live holdings G6 held strictly
 	// by version at the end of the run (checkVersions).
 	Versions int
+	// Told counts the deliveries of duplicated pops, excused by a fault
+	// around the pop, whose replica had been handed a record of the
+	// definition before it made them: held to that record's word that
+	// the pop was made (checkTold), which the fault does not excuse.
+	Told int
 	// Excused counts, per excuse, the (due pop or write, guarantee) pairs
 	// it covered.
 	Excused map[Excuse]int
@@ -179,6 +191,7 @@ func (c *Coverage) Add(o Coverage) {
 	c.StrictWrites += o.StrictWrites
 	c.Placements += o.Placements
 	c.Versions += o.Versions
+	c.Told += o.Told
 	for e, n := range o.Excused {
 		c.Excused[e] += n
 	}
@@ -213,6 +226,9 @@ func (c Coverage) String() string {
 	}
 	if c.Versions > 0 {
 		fmt.Fprintf(&b, "judged definitions held at the end (G6): %d\n", c.Versions)
+	}
+	if c.Told > 0 {
+		fmt.Fprintf(&b, "judged duplicates after a record's word (G4): %d\n", c.Told)
 	}
 	ex := make([]Excuse, 0, len(c.Excused))
 	for e := range c.Excused {

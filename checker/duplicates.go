@@ -23,21 +23,10 @@ import (
 func (x *index) checkRetries(d *def, seq int) (verdict, Violation, bool) {
 	v := strictly
 	last := map[string]Pop{}
-	lastDue, _ := d.due(d.op.Spec.Pops())
 	for _, i := range d.bySeq[seq] {
 		p := x.h.Pops[i]
 		q, seen := last[p.Node]
-		// A clock that moved ahead ends the tombstone early in true time,
-		// also one that stepped ahead before the first attempt and back
-		// since (latestLocal). The replica measures the tombstone's life
-		// from its own start, which every clock that held the schedule
-		// on its way moved early by what it gained (forward, the
-		// replica's own clock included), so the tombstone may end that
-		// much before the definition's last due time plus its life.
-		gain := max(x.tl.gain(p.Node, q.At, p.At), x.forward(d, d.lo, p.At))
-		local := max(p.At+gain, x.tl.latestLocal(p.Node, q.At, p.At))
-		made := x.madeFrom(d, q)
-		forgot := local >= lastDue+x.o.TombstoneLife || x.crashedWithin(p.Node, made, p.At) || x.leftIn(p.Node, made, p.At)
+		forgot := x.forgot(d, p, q.At, x.madeFrom(d, q))
 		// A pop under an ID that collided is of the first write of a
 		// create the proxy wrote again under a new ID (see sharedID).
 		withdrawn := d.shared && p.Timer != q.Timer
@@ -53,7 +42,26 @@ func (x *index) checkRetries(d *def, seq int) (verdict, Violation, bool) {
 		}
 		last[p.Node] = p
 	}
-	return v, Violation{}, false
+	told, viol, bad := x.checkTold(d, seq)
+	return v.or(told), viol, bad
+}
+
+// forgot reports whether the replica that delivered p may have forgotten
+// by then what it knew at since (its clock read from there) of a pop of
+// d, its own attempt or a record's word, made or handed to it from made:
+// it crashed or a scale-down stopped it in between, or the timer's
+// tombstone had expired on its clock. A clock that moved ahead ends the
+// tombstone early in true time, also one that stepped ahead before since
+// and back later (latestLocal). The replica measures the tombstone's
+// life from its own start, which every clock that held the schedule on
+// its way moved early by what it gained (forward, the replica's own
+// clock included), so the tombstone may end that much before the
+// definition's last due time plus its life.
+func (x *index) forgot(d *def, p Pop, since, made time.Duration) bool {
+	lastDue, _ := d.due(d.op.Spec.Pops())
+	gain := max(x.tl.gain(p.Node, since, p.At), x.forward(d, d.lo, p.At))
+	local := max(p.At+gain, x.tl.latestLocal(p.Node, since, p.At))
+	return local >= lastDue+x.o.TombstoneLife || x.crashedWithin(p.Node, made, p.At) || x.leftIn(p.Node, made, p.At)
 }
 
 // madeFrom is the earliest time the replica may have made the attempt

@@ -272,6 +272,9 @@ type History struct {
 	// Clashes are the moments a twin surely learned that it shares its
 	// number, from what the network handed it (see Clash).
 	Clashes []Clash
+	// Told are the records of popped definitions the network handed
+	// the nodes (see Told), in order.
+	Told []Told
 }
 
 // Clash is a moment twin Node surely learned that another member shares

@@ -174,6 +174,8 @@ type index struct {
 	// and guarantee and per write (by Seq); coverage tallies them.
 	verdicts      map[popKey]*popVerdicts
 	writeVerdicts map[int]verdict
+	// told files History.Told (toldFiled).
+	told *toldIndex
 }
 
 // newIndex attributes every pop to its definition. Where an update

@@ -338,7 +338,7 @@ var _ node.Network = (*pageNet)(nil)
 // resync page request notes the records the node refused taking it.
 func (n *pageNet) Send(req node.Request, timeout time.Duration, done func(node.Response, error)) {
 	if req.Method != "GET" || !strings.Contains(req.URL, "node-for-replicas=") {
-		n.inner.Send(req, timeout, done)
+		n.inner.Send(req, timeout, n.w.noteAnswer(n.m.addr, req, done))
 		return
 	}
 	sent := n.w.loop.Now()

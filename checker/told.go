@@ -1,0 +1,253 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Told is a record of a definition that had popped, handed to node Node
+// by node From in an internal message (a pop notice, a repair push, a
+// hand-off), as the simulator delivered it: the message, never the
+// receiver's answer. Seq is how far the sender's record had popped and
+// Missed the pops up to Seq it knew were not made (bit i: pop Seq-i,
+// docs/design.md 4.7); so the receiver was told that every other pop of
+// that window was made. A notice is sent once a pop's callback succeeded,
+// and a pop counts as missed until then, so the word is true when it is
+// sent, however late it arrives.
+type Told struct {
+	// At is when the receiver was handed the message (after any wait in
+	// its inbound queue), Sent when its sender sent it; for an answer to
+	// a record Node sent (X-Chronos-Popped, 4.7), At is when Node took
+	// the answer, and Sent is -1.
+	At, Sent   time.Duration
+	From, Node string
+	// Timer is the timer the message named, Opaque the definition's
+	// body: the definition whose pops it tells of.
+	Timer  uint64
+	Opaque string
+	Seq    int
+	Missed uint32
+}
+
+// toldWindow is how many pops up to Seq a record's marks cover (the
+// node's MissedWindow): of a pop further below, the record says nothing.
+const toldWindow = 32
+
+// saysMade reports whether the record t tells its receiver that pop k
+// was made.
+func (t Told) saysMade(k int) bool {
+	return k <= t.Seq && t.Seq-k < toldWindow && t.Missed&(1<<(t.Seq-k)) == 0
+}
+
+// toldIndex files History.Told by receiver and timer, and the requests
+// recorded as refused by sender, receiver, timer and sending time.
+type toldIndex struct {
+	by      map[toldKey][]int
+	refused map[refusedKey]bool
+	// late holds the Late faults by link and timer (see toldAge).
+	late map[refusedKey][]Fault
+	// judged counts the deliveries of duplicated pops, excused by a fault
+	// around the pop, that checkTold held to a record their replica had
+	// been handed (Coverage.Told).
+	judged map[int]bool
+}
+
+type toldKey struct {
+	node  string
+	timer uint64
+}
+
+type refusedKey struct {
+	from, to string
+	timer    uint64
+	sent     time.Duration
+}
+
+func (x *index) toldFiled() *toldIndex {
+	if x.told != nil {
+		return x.told
+	}
+	ti := &toldIndex{by: map[toldKey][]int{}, refused: map[refusedKey]bool{}, judged: map[int]bool{}, late: map[refusedKey][]Fault{}}
+	for i, t := range x.h.Told {
+		k := toldKey{t.Node, t.Timer}
+		ti.by[k] = append(ti.by[k], i)
+	}
+	for _, f := range x.h.Faults {
+		if f.Kind == Lost && f.Timer != 0 && len(f.Nodes) > 0 && len(f.Peers) > 0 {
+			ti.refused[refusedKey{f.Nodes[0], f.Peers[0], f.Timer, f.At - f.Age}] = true
+		}
+		if _, record, ok := lateAge(f); ok && record {
+			k := refusedKey{f.Nodes[0], f.Peers[0], f.Timer, 0}
+			ti.late[k] = append(ti.late[k], f)
+		}
+	}
+	x.told = ti
+	return ti
+}
+
+// toldBefore returns the records of d's definition handed to node
+// before made, not refused, that say pop k was made when it was surely
+// due on them (wordDue), and whether node was handed any record of d
+// before made.
+func (x *index) toldBefore(d *def, node string, k int, made time.Duration) (words []Told, any bool) {
+	ti := x.toldFiled()
+	for _, i := range ti.by[toldKey{node, d.timer}] {
+		r := x.h.Told[i]
+		if r.At >= made {
+			break
+		}
+		if r.Opaque != d.op.Spec.Opaque || ti.refused[refusedKey{r.From, r.Node, r.Timer, r.Sent}] {
+			continue
+		}
+		any = true
+		if r.saysMade(k) && x.wordDue(d, r, k) {
+			words = append(words, r)
+		}
+	}
+	return words, any
+}
+
+// checkTold reports a replica that made pop k of d after it was handed a
+// record of the definition saying the pop was made (G4): a record's word
+// that a pop was made stands (docs/design.md 4.7: a pop either record
+// knows was made was made, node/merge.go mergeMarks), so the replica
+// skips the pop whatever the faults around it. A fault excuses the
+// duplicate only where it may have taken the word from the replica: a
+// crash since (a restarted node holds nothing of what it was told), a
+// scale-down that stopped it since, or the timer's tombstone expired on
+// its clock (ExForgot, as for its own attempt, see checkRetries); or
+// where its view placed the timer elsewhere when the record came, so
+// that it kept the record as moved away (ExKeptAway, see keptAway). A
+// pop under an ID two timers may share is ExSharedID's. The attempt was made
+// as early as madeFrom; a record handed to it after that may have met
+// the pop on its way. The record is the one the network handed the node
+// (History.Told); one its receiver refused is recorded as lost (a
+// refusal by age is never handed over) and tells nothing; one of
+// another definition (the receiver held a newer one) tells nothing of
+// this one's pops.
+func (x *index) checkTold(d *def, k int) (verdict, Violation, bool) {
+	idx := d.bySeq[k]
+	if len(idx) < 2 || len(x.h.Told) == 0 {
+		return strictly, Violation{}, false
+	}
+	first := x.h.Pops[idx[0]].Node
+	if !slices.ContainsFunc(idx, func(j int) bool { return x.h.Pops[j].Node != first }) {
+		return strictly, Violation{}, false // one replica's attempts: checkRetries'
+	}
+	v := strictly
+	var excusedByFault *bool
+	for _, i := range idx {
+		q := x.h.Pops[i]
+		made := x.madeFrom(d, q)
+		words, any := x.toldBefore(d, q.Node, k, made)
+		if !any {
+			continue
+		}
+		if excusedByFault == nil {
+			b := x.dupAllowance(d, k) != strictly
+			excusedByFault = &b
+		}
+		if *excusedByFault {
+			x.told.judged[i] = true
+		}
+		// Each word is one the replica may have lost; one it surely
+		// kept is enough.
+		for _, t := range words {
+			switch {
+			case d.shared:
+				v = v.or(excused(ExSharedID))
+			case x.forgot(d, q, t.At, t.At):
+				v = v.or(excused(ExForgot))
+			case x.keptAway(d, q.Node, t.At):
+				v = v.or(excused(ExKeptAway))
+			default:
+				what := "record"
+				if t.Sent < 0 {
+					what = "answer to its record"
+				}
+				return violatedVerdict, x.violation("G4", q.At, d, fmt.Sprintf(
+					"pop %d delivered by %s at %v, made from %v, after %s's %s (pop %d, missed %#x) told it at %v that the pop was made: got an attempt after the word, want none (%d deliveries)",
+					k, q.Node, q.At, made, t.From, what, t.Seq, t.Missed, t.At, len(idx))), true
+			}
+		}
+	}
+	return v, Violation{}, false
+}
+
+// keptAway reports whether node may have kept a record of d handed to it
+// at t as moved away: the view it held then (the members, or for a scale
+// begun by t, the membership after it once node reloaded for it or
+// joined by it, else either) leaves it out of d's replicas. A moved-away
+// copy is a tombstone of the definition that never pops and learns only
+// its earliest start from a record (docs/design.md 4.8, node/merge.go);
+// the copy placed back later (movedBack) takes the pops it had reached,
+// not those a record told it of meanwhile, and owes what the record that
+// placed it back says was missed (seed 6: a notice of pop 13
+// reached a node not yet reloaded for a scale that made it the timer's
+// primary; its resync then took the copy of an old replica that still
+// marked pop 13 missed, and it made the pop again). Where the placement
+// is unknown (several sites, no members) any scale begun by t may have.
+func (x *index) keptAway(d *def, node string, t time.Duration) bool {
+	views := [][]string{x.h.Members}
+	scaled := false
+	for _, s := range x.h.Scales {
+		if s.Start > t {
+			break
+		}
+		scaled = true
+		if r, ok := s.Reloaded[node]; ok && r <= t || !slices.Contains(s.Before, node) {
+			views = [][]string{s.After}
+		} else {
+			views = [][]string{s.Before, s.After}
+		}
+	}
+	if !d.placed || len(x.h.Sites) > 1 || len(x.h.Members) == 0 {
+		return scaled
+	}
+	for _, v := range views {
+		if !slices.Contains(Replicas(v, d.timer, d.rfMin), node) {
+			return true
+		}
+	}
+	return false
+}
+
+// wordDue reports whether the receiver of record t surely took its word
+// that pop k was made: a record brings no progress from the future
+// (node/merge.go rule 0, docs/design.md 4.13). Its receiver takes the
+// pops due, by its clock, on the start the record hands it (its arrival
+// plus the record's start delta) and no further: a sender whose clock
+// ran ahead pops early, and its word of a pop not yet due elsewhere is
+// not taken (fresh seed 320469: a pop made 150 s early, told by a repair
+// push 35 s later). That start is late, in true time, by no more than
+// the message's age (its transit and waits, and for a late or replayed
+// one the age its Late fault records), the holds the write and the
+// messages that brought copies back gave it (d.held, d.reheld), and what
+// the clocks that held it lost since the write (their lag): pop k is
+// surely due on it when its latest due time plus all that has passed
+// by the record's arrival. An answer to a node's own record is merged
+// with the record the node holds, never from the future (learnPopped):
+// its word stands.
+func (x *index) wordDue(d *def, t Told, k int) bool {
+	if t.Sent < 0 {
+		return true
+	}
+	_, hi := d.due(k)
+	hold := d.held
+	for _, c := range d.reheld {
+		hold = max(hold, c.hold)
+	}
+	late := hold + t.At - t.Sent
+	for _, f := range x.told.late[refusedKey{t.From, t.Node, t.Timer, 0}] {
+		if age, _, _ := lateAge(f); f.At >= t.Sent && f.At <= t.At {
+			late += age
+		}
+	}
+	for n := range x.tl.clocks {
+		if !d.placed || x.startHolders(d)[n] {
+			late += x.tl.lag(n, t.At) - x.tl.lag(n, d.lo)
+		}
+	}
+	return hi+late <= t.At
+}
