@@ -354,14 +354,14 @@ func (x *index) answeredAbove(d *def, s Op) bool {
 	if len(replicas) == 0 {
 		return false
 	}
-	tookD := x.writeMissed(d.op, d)
-	tookS := x.writeMissed(s, d)
-	if tookD[d.op.Node] || tookS[s.Node] {
+	missedD := x.writeMissed(d.op, d)
+	missedS := x.writeMissed(s, d)
+	if missedD[d.op.Node] || missedS[s.Node] {
 		return false
 	}
 	held := 0
 	for _, r := range replicas {
-		if !tookD[r] && !tookS[r] && !x.lostCopyIn(d, r, d.op.Invoke, s.Invoke) {
+		if !missedD[r] && !missedS[r] && !x.lostCopyIn(d, r, d.op.Invoke, s.Invoke) {
 			held++
 		}
 	}
