@@ -64,6 +64,7 @@ func (x *index) judgeWithCoverage() ([]Violation, Coverage) {
 	cov := x.coverage()
 	cov.Placements = placed.judged
 	cov.Versions = placed.versions
+	cov.Resynced = placed.resynced
 	for e, n := range placed.excused {
 		cov.Excused[e] += n
 	}
@@ -87,6 +88,12 @@ func (x *index) judge() ([]Violation, LinearizabilityInfo, placedCount) {
 	vs = append(vs, linViolations(lin, x.end)...)
 	placements, placed := x.checkPlacements()
 	vs = append(vs, placements...)
+	resynced, took := x.checkResynced()
+	vs = append(vs, resynced...)
+	placed.resynced = took.judged
+	for e, n := range took.excused {
+		placed.excused[e] += n
+	}
 	versions, held := x.checkVersions()
 	vs = append(vs, versions...)
 	placed.versions = held.judged

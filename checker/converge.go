@@ -89,6 +89,9 @@ type placedCount struct {
 	// versions counts the live holdings the end of the run judged
 	// strictly by version (checkVersions).
 	versions int
+	// resynced counts the (resync, timer) pairs judged strictly at a
+	// resync's completion (checkResynced).
+	resynced int
 }
 
 // scaleBefore is the last scale that started by t, if it completed by t.

@@ -150,6 +150,10 @@ type Coverage struct {
 	// Versions counts the (node, timer) live holdings G6 held strictly
 	// by version at the end of the run (checkVersions).
 	Versions int
+	// Resynced counts the (resync, timer) pairs G6 held strictly at a
+	// resync's completion: the node held live the timer it replicates
+	// (checkResynced).
+	Resynced int
 	// Excused counts, per excuse, the (due pop or write, guarantee) pairs
 	// it covered.
 	Excused map[Excuse]int
@@ -179,6 +183,7 @@ func (c *Coverage) Add(o Coverage) {
 	c.StrictWrites += o.StrictWrites
 	c.Placements += o.Placements
 	c.Versions += o.Versions
+	c.Resynced += o.Resynced
 	for e, n := range o.Excused {
 		c.Excused[e] += n
 	}
@@ -213,6 +218,9 @@ func (c Coverage) String() string {
 	}
 	if c.Versions > 0 {
 		fmt.Fprintf(&b, "judged definitions held at the end (G6): %d\n", c.Versions)
+	}
+	if c.Resynced > 0 {
+		fmt.Fprintf(&b, "judged timers held at a resync's completion (G6): %d\n", c.Resynced)
 	}
 	ex := make([]Excuse, 0, len(c.Excused))
 	for e := range c.Excused {
