@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // G6 at each resync's end (docs/design.md 4.8, the resync): a node's
@@ -31,13 +32,21 @@ import (
 // its factor may have, include that node. A write in the scale itself
 // may land on a member after that member's page went past it, and the
 // resync owes it nothing (repair and hand-off bring it). Within the
-// domain, a timer is judged unless one of G6's own excuses covers it at
-// that moment (placementOf): a write whose outcome is unknown, two
-// writes at once, its last pop due around the finish (a tombstone by
-// then), crashes that may have taken every copy, or a fault that touched
-// it from the scale's start less FaultSettle to the finish
-// (fault-window/<kind>), or kept a write of it from a replica until a
-// repair round mended it (fault-window/write). Each is counted.
+// domain, a timer is judged unless an excuse covers it at that moment,
+// each named and counted: G6's own that do not depend on faults
+// (placementWith): a write whose outcome is unknown, two writes at once,
+// its last pop due around the finish (a tombstone by then: in-motion),
+// crashes that may have taken every copy (copies-lost, disk-lost); and
+// of the faults from the scale's start less FaultSettle to the finish,
+// only those that may keep a timer from a node whose every page was
+// answered (resyncFault): a crash, restart or disk fault of the node
+// itself, a clock fault on the timer's nodes, a lasting refusal of a
+// version ahead by the node (fault-window/<kind>). A cut, pause or clog
+// between the node and a holder, a crash of one holder, a lost page or
+// a write kept from a replica excuses nothing here: the resync retries
+// a page until it is answered or gives the peer up (then it is
+// incomplete and not recorded), and every other member that held the
+// timer offered it.
 
 // checkResynced judges, at each resync's completion, the timers its node
 // replicates (History.Resyncs).
@@ -60,7 +69,9 @@ func (x *index) checkResynced() ([]Violation, placedCount) {
 			if !x.resyncOwes(id, r, s) {
 				continue
 			}
-			replicas, _, excuse, judged := x.placementOf(id, r.At, s)
+			replicas, _, excuse, judged := x.placementWith(id, r.At, s, func(id uint64, a, b time.Duration) (Fault, bool) {
+				return x.resyncFault(id, r.Node, a, b)
+			})
 			switch {
 			case excuse != "":
 				cov.excused[excuse]++
@@ -107,4 +118,43 @@ func (x *index) resyncOwes(id uint64, r Resynced, s Scale) bool {
 	}
 	replicas := Replicas(s.After, id, d.rf)
 	return slices.Contains(replicas[:min(d.rfMin, len(replicas))], r.Node)
+}
+
+// resyncFault is the first fault in [a, b] that may have kept timer id
+// from node n's completed resync though a member held it: one on n
+// itself that takes or spoils what it holds (a crash, a restart, a disk
+// fault), a clock fault on the timer's nodes (a version dated ahead of
+// n's clock is refused, 4.2), or a refusal of a version ahead that lasts
+// (Fault.Until) on a message to n. Faults elsewhere (a cut, a pause or a
+// clog between n and a holder, a lost page) only delay the pages, and a
+// resync that completed had every page answered.
+func (x *index) resyncFault(id uint64, n string, a, b time.Duration) (Fault, bool) {
+	for _, d := range x.defs {
+		if d.timer != id {
+			continue
+		}
+		for s := range d.spans() {
+			f := s.fault
+			to := s.to
+			if lastingRefusal(f) {
+				to += RepairRound
+			}
+			if s.from > b || to < a {
+				continue
+			}
+			switch f.Kind {
+			case ClockJump, ClockDrift:
+				return f, true
+			case Crash, Restart, DiskWiped, DiskCorrupt, DiskFull, DiskLie:
+				if slices.Contains(f.Nodes, n) {
+					return f, true
+				}
+			case Lost:
+				if lastingRefusal(f) && slices.Contains(f.Peers, n) {
+					return f, true
+				}
+			}
+		}
+	}
+	return Fault{}, false
 }
