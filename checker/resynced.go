@@ -41,7 +41,9 @@ import (
 // only those that may keep a timer from a node whose every page was
 // answered (resyncFault): a crash, restart or disk fault of the node
 // itself, a clock fault on the timer's nodes, a lasting refusal of a
-// version ahead by the node (fault-window/<kind>). A cut, pause or clog
+// version ahead by the node (fault-window/<kind>), and an ID two timers
+// may share (shared-id: the twins of a misconfigured plan issued it
+// twice, and a node refuses one of the two records as a collision). A cut, pause or clog
 // between the node and a holder, a crash of one holder, a lost page or
 // a write kept from a replica excuses nothing here: the resync retries
 // a page until it is answered or gives the peer up (then it is
@@ -124,8 +126,9 @@ func (x *index) resyncOwes(id uint64, r Resynced, s Scale) bool {
 // from node n's completed resync though a member held it: one on n
 // itself that takes or spoils what it holds (a crash, a restart, a disk
 // fault), a clock fault on the timer's nodes (a version dated ahead of
-// n's clock is refused, 4.2), or a refusal of a version ahead that lasts
-// (Fault.Until) on a message to n. Faults elsewhere (a cut, a pause or a
+// n's clock is refused, 4.2), a refusal of a version ahead that lasts
+// (Fault.Until) on a message to n, or an ID two timers may share (a
+// node refuses the other's record as a collision, 4.2). Faults elsewhere (a cut, a pause or a
 // clog between n and a holder, a lost page) only delay the pages, and a
 // resync that completed had every page answered.
 func (x *index) resyncFault(id uint64, n string, a, b time.Duration) (Fault, bool) {
@@ -143,7 +146,7 @@ func (x *index) resyncFault(id uint64, n string, a, b time.Duration) (Fault, boo
 				continue
 			}
 			switch f.Kind {
-			case ClockJump, ClockDrift:
+			case ClockJump, ClockDrift, sharedIDFault:
 				return f, true
 			case Crash, Restart, DiskWiped, DiskCorrupt, DiskFull, DiskLie:
 				if slices.Contains(f.Nodes, n) {
