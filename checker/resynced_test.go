@@ -94,3 +94,29 @@ func TestResyncExcusesAreNeededAndBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestResyncOfAnIDTwoTimersMayShare shows that an ID the plan's twins
+// may have issued twice excuses a completed resync without it (a node
+// refuses one of two records under one ID as a collision), counted as
+// shared-id, and that twins whose number the ID does not carry excuse
+// nothing.
+func TestResyncOfAnIDTwoTimersMayShare(t *testing.T) {
+	for _, related := range []bool{true, false} {
+		h, _, _, _ := resynced(t)
+		twinned(h, "n1", "n2", related)
+		h.Resyncs[0].Live = nil
+		vs, cov := DefaultOptions().Judge(h)
+		if !related {
+			requireHas(t, vs, "G6", "completed without")
+			continue
+		}
+		for _, v := range vs {
+			if v.Guarantee == "G6" {
+				t.Fatalf("got %s, want the resync excused by the shared ID", dump(vs))
+			}
+		}
+		if cov.Excused[ExSharedID] == 0 {
+			t.Errorf("excuses: got %v, want shared-id counted", cov.Excused)
+		}
+	}
+}
