@@ -67,6 +67,7 @@ func (x *index) judgeWithCoverage() ([]Violation, Coverage) {
 	if x.told != nil {
 		cov.Told = len(x.told.judged)
 	}
+	cov.Resynced = placed.resynced
 	for e, n := range placed.excused {
 		cov.Excused[e] += n
 	}
@@ -90,6 +91,12 @@ func (x *index) judge() ([]Violation, LinearizabilityInfo, placedCount) {
 	vs = append(vs, linViolations(lin, x.end)...)
 	placements, placed := x.checkPlacements()
 	vs = append(vs, placements...)
+	resynced, took := x.checkResynced()
+	vs = append(vs, resynced...)
+	placed.resynced = took.judged
+	for e, n := range took.excused {
+		placed.excused[e] += n
+	}
 	versions, held := x.checkVersions()
 	vs = append(vs, versions...)
 	placed.versions = held.judged

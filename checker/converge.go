@@ -89,6 +89,9 @@ type placedCount struct {
 	// versions counts the live holdings the end of the run judged
 	// strictly by version (checkVersions).
 	versions int
+	// resynced counts the (resync, timer) pairs judged strictly at a
+	// resync's completion (checkResynced).
+	resynced int
 }
 
 // scaleBefore is the last scale that started by t, if it completed by t.
@@ -122,6 +125,13 @@ func (x *index) timersAt(t time.Duration) []uint64 {
 // a timer that is not live (finished, or never written OK); excuse names
 // what keeps it from being judged.
 func (x *index) placementOf(id uint64, t time.Duration, s Scale) (replicas []string, fewest int, excuse Excuse, judged bool) {
+	return x.placementWith(id, t, s, x.placementFault)
+}
+
+// placementWith is placementOf with the faults that excuse the timer in
+// [a, b] given by faultOf (placementFault for the snapshots; a resync's
+// own for checkResynced).
+func (x *index) placementWith(id uint64, t time.Duration, s Scale, faultOf func(id uint64, a, b time.Duration) (Fault, bool)) (replicas []string, fewest int, excuse Excuse, judged bool) {
 	var last *Op
 	for i, op := range x.byTimer[id] {
 		if op.Invoke > t {
@@ -158,7 +168,7 @@ func (x *index) placementOf(id uint64, t time.Duration, s Scale) (replicas []str
 			return nil, 0, x.lossExcuse(), false // crashes may have taken every copy
 		}
 	}
-	if f, ok := x.placementFault(id, from, t); ok {
+	if f, ok := faultOf(id, from, t); ok {
 		return nil, 0, excuseOf(f), false
 	}
 	if last.Kind == Delete {

@@ -162,6 +162,10 @@ type Coverage struct {
 	// definition before it made them: held to that record's word that
 	// the pop was made (checkTold), which the fault does not excuse.
 	Told int
+	// Resynced counts the (resync, timer) pairs G6 held strictly at a
+	// resync's completion: the node held live the timer it replicates
+	// (checkResynced).
+	Resynced int
 	// Excused counts, per excuse, the (due pop or write, guarantee) pairs
 	// it covered.
 	Excused map[Excuse]int
@@ -192,6 +196,7 @@ func (c *Coverage) Add(o Coverage) {
 	c.Placements += o.Placements
 	c.Versions += o.Versions
 	c.Told += o.Told
+	c.Resynced += o.Resynced
 	for e, n := range o.Excused {
 		c.Excused[e] += n
 	}
@@ -229,6 +234,9 @@ func (c Coverage) String() string {
 	}
 	if c.Told > 0 {
 		fmt.Fprintf(&b, "judged duplicates after a record's word (G4): %d\n", c.Told)
+	}
+	if c.Resynced > 0 {
+		fmt.Fprintf(&b, "judged timers held at a resync's completion (G6): %d\n", c.Resynced)
 	}
 	ex := make([]Excuse, 0, len(c.Excused))
 	for e := range c.Excused {

@@ -243,6 +243,11 @@ type History struct {
 	// Held are snapshots of what the nodes held live at the moments G6
 	// is checked: when a scale completed, and at the end of the run.
 	Held []Held
+	// Resyncs are the resyncs that completed while a scale ran, to the
+	// scale's view, with what their node held live as each finished:
+	// G6 judges that the node took every timer it replicates then
+	// (checker/resynced.go).
+	Resyncs []Resynced
 	// Sites, when the cluster spans several, holds each site's members,
 	// the site of the node that took a write first in its placement; the
 	// first member of each is the address the other sites forward to.
@@ -323,6 +328,17 @@ type Held struct {
 	// judges at the end of a run that no node holds live a definition a
 	// later write surely replaced (checkVersions).
 	Defs map[string]map[uint64]string
+}
+
+// Resynced is one resync that completed (it gave up on no peer, failed
+// no send and refused no record) while scale Scale (its index in
+// History.Scales) ran, to that scale's view: when it finished, on which
+// node, and the timers the node held live at that moment.
+type Resynced struct {
+	At    time.Duration
+	Node  string
+	Scale int
+	Live  []uint64
 }
 
 // Violation is one broken guarantee.

@@ -373,7 +373,7 @@ func (w *world) boot(m *machine) {
 	cfg.Clock = m.clock
 	pages := &pageNet{w: w, m: m, inner: w.twins.network(m)}
 	cfg.Network = pages
-	cfg.Logger = w.opts.Logger
+	cfg.Logger = w.nodeLogger(m, &nd)
 	var kept []recovered
 	if m.disk != nil {
 		m.storage, kept = w.openStorage(m)

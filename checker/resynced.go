@@ -1,0 +1,163 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// G6 at each resync's end (docs/design.md 4.8, the resync): a node's
+// resync asks every member, itself included, for the timers placed on it
+// under the new view, takes each one offered, and completes only once
+// every peer answered every page, every message it sent was answered and
+// it refused no record. So when a resync to a scale's view completes, its
+// node holds live every timer it replicates under the new membership that
+// some member held live as it answered: every timer acknowledged before
+// the scale began, no later write of it since, and no fault on it since
+// that may have kept it from every member the node asked.
+//
+// G6 at a scale's completion judges the placement once every node has
+// finished; a page that left a timer out there is mended by the old
+// holders' hand-off (at their own resync's end and every repair round)
+// before the operator looks, and the pop due in between is made late by
+// the old holder, which the scale's window excuses (mutations/README.md,
+// "G6 and the placement mutations"). This rule judges each node at its
+// own moment, which the simulator records as the node's log says it
+// (History.Resyncs, sim/resynced.go).
+//
+// Its domain: a node of the scale's new membership (a leaving node
+// replicates nothing), and a timer whose every write returned, with its
+// settle time, before the scale started, the last one OK and not a
+// delete, whose replicas under the new membership, for the fewest copies
+// its factor may have, include that node. A write in the scale itself
+// may land on a member after that member's page went past it, and the
+// resync owes it nothing (repair and hand-off bring it). Within the
+// domain, a timer is judged unless an excuse covers it at that moment,
+// each named and counted: G6's own that do not depend on faults
+// (placementWith): a write whose outcome is unknown, two writes at once,
+// its last pop due around the finish (a tombstone by then: in-motion),
+// crashes that may have taken every copy (copies-lost, disk-lost); and
+// of the faults from the scale's start less FaultSettle to the finish,
+// only those that may keep a timer from a node whose every page was
+// answered (resyncFault): a crash, restart or disk fault of the node
+// itself, a clock fault on the timer's nodes, a lasting refusal of a
+// version ahead by the node (fault-window/<kind>), and an ID two timers
+// may share (shared-id: the twins of a misconfigured plan issued it
+// twice, and a node refuses one of the two records as a collision). A cut, pause or clog
+// between the node and a holder, a crash of one holder, a lost page or
+// a write kept from a replica excuses nothing here: the resync retries
+// a page until it is answered or gives the peer up (then it is
+// incomplete and not recorded), and every other member that held the
+// timer offered it.
+
+// checkResynced judges, at each resync's completion, the timers its node
+// replicates (History.Resyncs).
+func (x *index) checkResynced() ([]Violation, placedCount) {
+	var vs []Violation
+	cov := placedCount{excused: map[Excuse]int{}}
+	for _, r := range x.h.Resyncs {
+		if r.Scale < 0 || r.Scale >= len(x.h.Scales) {
+			continue
+		}
+		s := x.h.Scales[r.Scale]
+		if !slices.Contains(s.After, r.Node) {
+			continue
+		}
+		holds := map[uint64]bool{}
+		for _, t := range r.Live {
+			holds[t] = true
+		}
+		for _, id := range x.timersAt(r.At) {
+			if !x.resyncOwes(id, r, s) {
+				continue
+			}
+			replicas, _, excuse, judged := x.placementWith(id, r.At, s, func(id uint64, a, b time.Duration) (Fault, bool) {
+				return x.resyncFault(id, r.Node, a, b)
+			})
+			switch {
+			case excuse != "":
+				cov.excused[excuse]++
+				continue
+			case !judged:
+				continue
+			}
+			cov.judged++
+			if !holds[id] {
+				vs = append(vs, Violation{Guarantee: "G6", At: r.At, Timer: id, Message: fmt.Sprintf(
+					"at %v, %s's resync for the %s that started at %v completed without timer %016x, acknowledged before the scale, which it replicates under the new membership: got missing, want held live (replicas %v)",
+					r.At, r.Node, s.Kind, s.Start, id, replicas)})
+			}
+		}
+	}
+	return vs, cov
+}
+
+// resyncOwes reports whether timer id is in the domain of r's resync:
+// every write of it invoked by r's end returned, with its settle time,
+// before scale s started, the last one that changed it was an OK create
+// or update, and r's node is among its replicas under s.After for the
+// fewest copies its factor may have.
+func (x *index) resyncOwes(id uint64, r Resynced, s Scale) bool {
+	var last *Op
+	for i, op := range x.byTimer[id] {
+		if op.Invoke > r.At {
+			break
+		}
+		if op.Outcome != OK {
+			continue // a failed write changed nothing; G6 excuses an unknown one
+		}
+		if effReturn(op)+x.o.FaultSettle >= s.Start {
+			return false
+		}
+		last = &x.byTimer[id][i]
+	}
+	if last == nil || last.Kind == Delete {
+		return false
+	}
+	d := x.byOpaque[last.Spec.Opaque]
+	if d == nil {
+		return false
+	}
+	replicas := Replicas(s.After, id, d.rf)
+	return slices.Contains(replicas[:min(d.rfMin, len(replicas))], r.Node)
+}
+
+// resyncFault is the first fault in [a, b] that may have kept timer id
+// from node n's completed resync though a member held it: one on n
+// itself that takes or spoils what it holds (a crash, a restart, a disk
+// fault), a clock fault on the timer's nodes (a version dated ahead of
+// n's clock is refused, 4.2), a refusal of a version ahead that lasts
+// (Fault.Until) on a message to n, or an ID two timers may share (a
+// node refuses the other's record as a collision, 4.2). Faults elsewhere (a cut, a pause or a
+// clog between n and a holder, a lost page) only delay the pages, and a
+// resync that completed had every page answered.
+func (x *index) resyncFault(id uint64, n string, a, b time.Duration) (Fault, bool) {
+	for _, d := range x.defs {
+		if d.timer != id {
+			continue
+		}
+		for s := range d.spans() {
+			f := s.fault
+			to := s.to
+			if lastingRefusal(f) {
+				to += RepairRound
+			}
+			if s.from > b || to < a {
+				continue
+			}
+			switch f.Kind {
+			case ClockJump, ClockDrift, sharedIDFault:
+				return f, true
+			case Crash, Restart, DiskWiped, DiskCorrupt, DiskFull, DiskLie:
+				if slices.Contains(f.Nodes, n) {
+					return f, true
+				}
+			case Lost:
+				if lastingRefusal(f) && slices.Contains(f.Peers, n) {
+					return f, true
+				}
+			}
+		}
+	}
+	return Fault{}, false
+}

@@ -1,0 +1,122 @@
+package checker
+
+import (
+	"slices"
+	"testing"
+)
+
+// resynced is scaled's history with the scale moved to 6 s..9 s, so that
+// the create (returned at 10 ms) settled before it, and one completed
+// resync: the new replica's (n5, joining) at 8 s, holding the timer live.
+// It returns the history, the new replica, the old replica the scale took
+// the timer off and a member that is a replica neither before nor after.
+func resynced(t *testing.T) (h *History, joined, old, other string) {
+	t.Helper()
+	h, after, other := scaled(t)
+	h.Scales[0].Start, h.Scales[0].End, h.Held[0].At = 6*sec, 9*sec, 9*sec
+	before := Replicas(h.Members, placedTimer, 2)
+	for _, r := range after {
+		if !slices.Contains(before, r) {
+			joined = r
+		}
+	}
+	for _, r := range before {
+		if !slices.Contains(after, r) {
+			old = r
+		}
+	}
+	if joined == "" || old == "" {
+		t.Fatalf("the scale moves nothing: %v before, %v after", before, after)
+	}
+	h.Resyncs = []Resynced{{At: 8 * sec, Node: joined, Scale: 0, Live: []uint64{placedTimer}}}
+	return h, joined, old, other
+}
+
+// TestResyncCompletesHoldingWhatItReplicates shows G6 at a resync's
+// completion: the new replica that holds the timer it replicates passes
+// and is counted; one that completed without it fails, though the
+// snapshot at the scale's completion has it (the old holder's hand-off
+// brought it since); a node that replicates nothing need hold nothing; a
+// timer written in the scale is owed nothing by a resync.
+func TestResyncCompletesHoldingWhatItReplicates(t *testing.T) {
+	h, joined, _, other := resynced(t)
+	if vs, cov := DefaultOptions().Judge(h); len(vs) != 0 || cov.Resynced != 1 {
+		t.Errorf("the replica that holds the timer: got %s and %d judged at a resync's completion, want none and 1", dump(vs), cov.Resynced)
+	}
+
+	h, joined, _, _ = resynced(t)
+	h.Resyncs[0].Live = nil
+	requireHas(t, requireOnly(t, Check(h), "G6"), "G6", joined, "resync", "completed without")
+
+	h, _, _, other = resynced(t)
+	h.Resyncs[0].Node, h.Resyncs[0].Live = other, nil
+	if vs, cov := DefaultOptions().Judge(h); len(vs) != 0 || cov.Resynced != 0 {
+		t.Errorf("a resync of a node that replicates nothing: got %s and %d judged, want nothing", dump(vs), cov.Resynced)
+	}
+
+	// An update returned after the scale began: a member may have
+	// answered the new replica's page before it took the update.
+	h, _, _, _ = resynced(t)
+	h.Ops = append(h.Ops, write(2, Update, placedTimer, "b", 3600*sec, 3600*sec, 6500*ms, 6510*ms, OK))
+	h.Resyncs[0].Live = nil
+	h.Held[0].At, h.Scales[0].End = 19*sec, 19*sec
+	if vs, cov := DefaultOptions().Judge(h); len(vs) != 0 || cov.Resynced != 0 {
+		t.Errorf("a timer written in the scale: got %s and %d judged, want nothing", dump(vs), cov.Resynced)
+	}
+}
+
+// TestResyncExcusesAreNeededAndBounded shows that a crash of the node
+// that resyncs, in the scale, excuses its completed resync without the
+// timer (counted by its name: it came back empty, or its disk lost what
+// it took), and that the same crash of the old replica the scale took
+// the timer off (the other old replica still held it and offered it), or
+// of a node that is a replica neither before nor after, excuses nothing:
+// a fault that only delayed or took one holder's pages leaves the
+// timer to the others'.
+func TestResyncExcusesAreNeededAndBounded(t *testing.T) {
+	for _, who := range []string{"joined", "old", "other"} {
+		h, joined, old, other := resynced(t)
+		n := map[string]string{"joined": joined, "old": old, "other": other}[who]
+		h.Faults = []Fault{{At: 6500 * ms, Kind: Crash, Nodes: []string{n}}, {At: 7 * sec, Kind: Restart, Nodes: []string{n}}}
+		h.Resyncs[0].Live = nil
+		vs, cov := DefaultOptions().Judge(h)
+		if who != "joined" {
+			requireHas(t, vs, "G6", "completed without")
+			continue
+		}
+		for _, v := range vs {
+			if v.Guarantee == "G6" {
+				t.Fatalf("got %s, want the resync excused by its node's crash", dump(vs))
+			}
+		}
+		if cov.Excused[ExFault+"/crash"] == 0 {
+			t.Errorf("excuses: got %v, want fault-window/crash counted", cov.Excused)
+		}
+	}
+}
+
+// TestResyncOfAnIDTwoTimersMayShare shows that an ID the plan's twins
+// may have issued twice excuses a completed resync without it (a node
+// refuses one of two records under one ID as a collision), counted as
+// shared-id, and that twins whose number the ID does not carry excuse
+// nothing.
+func TestResyncOfAnIDTwoTimersMayShare(t *testing.T) {
+	for _, related := range []bool{true, false} {
+		h, _, _, _ := resynced(t)
+		twinned(h, "n1", "n2", related)
+		h.Resyncs[0].Live = nil
+		vs, cov := DefaultOptions().Judge(h)
+		if !related {
+			requireHas(t, vs, "G6", "completed without")
+			continue
+		}
+		for _, v := range vs {
+			if v.Guarantee == "G6" {
+				t.Fatalf("got %s, want the resync excused by the shared ID", dump(vs))
+			}
+		}
+		if cov.Excused[ExSharedID] == 0 {
+			t.Errorf("excuses: got %v, want shared-id counted", cov.Excused)
+		}
+	}
+}
