@@ -39,16 +39,16 @@ func resynced(t *testing.T) (h *History, joined, old, other string) {
 // brought it since); a node that replicates nothing need hold nothing; a
 // timer written in the scale is owed nothing by a resync.
 func TestResyncCompletesHoldingWhatItReplicates(t *testing.T) {
-	h, joined, _, other := resynced(t)
+	h, _, _, _ := resynced(t)
 	if vs, cov := DefaultOptions().Judge(h); len(vs) != 0 || cov.Resynced != 1 {
 		t.Errorf("the replica that holds the timer: got %s and %d judged at a resync's completion, want none and 1", dump(vs), cov.Resynced)
 	}
 
-	h, joined, _, _ = resynced(t)
+	h, joined, _, _ := resynced(t)
 	h.Resyncs[0].Live = nil
 	requireHas(t, requireOnly(t, Check(h), "G6"), "G6", joined, "resync", "completed without")
 
-	h, _, _, other = resynced(t)
+	h, _, _, other := resynced(t)
 	h.Resyncs[0].Node, h.Resyncs[0].Live = other, nil
 	if vs, cov := DefaultOptions().Judge(h); len(vs) != 0 || cov.Resynced != 0 {
 		t.Errorf("a resync of a node that replicates nothing: got %s and %d judged, want nothing", dump(vs), cov.Resynced)
