@@ -442,11 +442,24 @@ func (n *Node) noticeAnswered(from string, notice *Timer, spread *bool, resp Res
 	}
 	if resp.Status >= 200 && resp.Status <= 299 {
 		n.markRefusing(notice, from, false)
-		n.learnPopped(notice, resp.Header.Get(HeaderPopped))
 	}
 }
 
-// learnPopped merges a replica's answer to a notice that told of missed
+// poppedAnswered takes what a replica's answer to any record t of a
+// definition that missed pops says of them (HeaderPopped, which apply
+// answers to every such record, not to notices alone): a pop notice, a
+// repair push, a pass-on or a hand-off alike. A pop the answering
+// replica made is made, whichever message carried the word; a sender
+// that heard it only in the answer to a repair push popped it again at
+// its own turn (fresh seeds 9532021 and 9532062, scenarios/README.md
+// N72).
+func (n *Node) poppedAnswered(t *Timer, resp Response) {
+	if popped := resp.Header.Get(HeaderPopped); popped != "" && resp.Status >= 200 && resp.Status <= 299 {
+		n.learnPopped(t, popped)
+	}
+}
+
+// learnPopped merges a replica's answer to a record that told of missed
 // pops: how far its record of the definition popped, and which pops it
 // knows were missed (HeaderPopped). Pops the answer knows were made are
 // no longer missed here, and later notices stop telling of them.

@@ -432,3 +432,40 @@ func TestStaleNoticeIsRepairedWhereverItWasTaken(t *testing.T) {
 		assert.NotContains(t, s, "old", "a pop of the old definition")
 	}
 }
+
+// TestAnswerToAnyRecordSaysWhichPopsWereMade: the primary's callback of
+// pop 1 fails, and the backup makes the pop at its turn, but its notice
+// never reaches the primary, which still marks pop 1 missed. The backup
+// answers any record of the definition that marks a pop missed with the
+// pops it made (HeaderPopped), a repair push as a notice; a primary that
+// took the word from a notice's answer alone went on telling of pop 1 as
+// missed, and a replica that took its record owed and made the pop again
+// (fresh seeds 9532021 and 9532062, scenarios/README.md N72).
+func TestAnswerToAnyRecordSaysWhichPopsWereMade(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB)
+	wid := createVia(t, c, nodeA, `{"timing":{"interval":10,"repeat-for":100},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"x"}},"reliability":{"replication-factor":2}}`)
+	id := mustID(t, wid)
+	replicas := NewRing([]string{nodeA, nodeB}).Replicas(id, 2)
+	p, q := replicas[0], replicas[1]
+	c.lose = func(host string, req Request) bool {
+		return host == p && strings.Contains(req.Header.Get(HeaderInstance), q)
+	}
+	c.advanceWith(13*time.Second, func(s *sent) int {
+		if s.from == p {
+			return 500
+		}
+		return 200
+	})
+	c.lose = nil
+	held, ok := c.nodes[p].Timer(id)
+	require.True(t, ok)
+	missed, _ := held.popMarks()
+	require.Equal(t, uint32(1), held.Seq, "the primary's record after pop 1")
+	require.NotZero(t, missed, "the primary marks pop 1 missed before the backup's word")
+	c.nodes[p].replicate(q, &held, nil, c.nodes[p].nowMs(), nil) // a repair push, say
+	c.settle()
+	held, _ = c.nodes[p].Timer(id)
+	missed, _ = held.popMarks()
+	assert.Zero(t, missed, "the primary's marks once the backup answered its record with the pops it made")
+}

@@ -184,6 +184,7 @@ func (n *Node) forwardToSite(site Site, t *Timer, attempt int) {
 				n.markSiteHeard(t, site.Name)
 			}
 			n.startAnswered(t, resp)
+			n.poppedAnswered(t, resp)
 			n.siteAnswered(t.ID, resp)
 			return
 		}

@@ -833,6 +833,7 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 			n.logTimer("replicated", t, "peer", peer, "status", resp.Status, "applied", ok)
 		}
 		n.startAnswered(t, resp)
+		n.poppedAnswered(t, resp)
 		switch {
 		case keptAway(t, ok, resp):
 			// The peer took the message but holds no live copy: its
