@@ -183,6 +183,13 @@ const (
 // response: the request itself arrived.
 const ReplyDetail = "reply"
 
+// RefusedDatedDetail starts the Detail of a Lost fault that is a request
+// its receiver refused as dated outside its age window, which the
+// simulator records only when the clocks or the request's age explain it
+// ("refused as dated 2.1s ago, clocks 2.1s apart"): the receiver's own
+// condition, which refuses every peer's request alike.
+const RefusedDatedDetail = "refused as dated"
+
 // CallbackDetail marks, in a message fault's Detail, a fault that hit a
 // pop's callback request, followed by its sequence number
 // ("callback-seq=3").

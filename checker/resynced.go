@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -127,7 +128,11 @@ func (x *index) resyncOwes(id uint64, r Resynced, s Scale) bool {
 // itself that takes or spoils what it holds (a crash, a restart, a disk
 // fault), a clock fault on the timer's nodes (a version dated ahead of
 // n's clock is refused, 4.2), a refusal of a version ahead that lasts
-// (Fault.Until) on a message to n, or an ID two timers may share (a
+// (Fault.Until) on a message to n, a request about the timer that n
+// refused as dated outside its age window (its clock apart from the
+// sender's past the skew it allows, 4.13: it refuses every peer's record
+// alike, its hand-offs and pass-ons included; fresh seed 9539326,
+// scenarios/README.md C68), or an ID two timers may share (a
 // node refuses the other's record as a collision, 4.2). Faults elsewhere (a cut, a pause or a
 // clog between n and a holder, a lost page) only delay the pages, and a
 // resync that completed had every page answered.
@@ -153,7 +158,7 @@ func (x *index) resyncFault(id uint64, n string, a, b time.Duration) (Fault, boo
 					return f, true
 				}
 			case Lost:
-				if lastingRefusal(f) && slices.Contains(f.Peers, n) {
+				if slices.Contains(f.Peers, n) && (lastingRefusal(f) || f.Timer == id && strings.HasPrefix(f.Detail, RefusedDatedDetail)) {
 					return f, true
 				}
 			}

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -117,6 +118,48 @@ func TestResyncOfAnIDTwoTimersMayShare(t *testing.T) {
 		}
 		if cov.Excused[ExSharedID] == 0 {
 			t.Errorf("excuses: got %v, want shared-id counted", cov.Excused)
+		}
+	}
+}
+
+// TestResyncOfANodeThatRefusedTheTimer is C68: the resyncing node's
+// clock is apart from its peers' past the skew it allows, and it refuses
+// the record of the timer an old holder hands it (recorded as a Lost
+// request to it, refused as dated outside its age window): it refuses
+// every peer's record alike, so its completed resync is excused. The same
+// request lost on its way, or refused by another node, excuses nothing:
+// another member, or the page, brings the timer.
+func TestResyncOfANodeThatRefusedTheTimer(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		refused bool
+		to      string // "joined" or "old"
+		want    bool
+	}{
+		{"refused by the resyncing node", true, "joined", true},
+		{"lost on its way to it", false, "joined", false},
+		{"refused by an old replica", true, "old", false},
+	} {
+		h, joined, old, _ := resynced(t)
+		detail := ""
+		if c.refused {
+			detail = RefusedDatedDetail + " -2.1s ago, clocks -2.1s apart"
+		}
+		to := map[string]string{"joined": joined, "old": old}[c.to]
+		from := old
+		if to == old {
+			from = joined
+		}
+		h.Faults = []Fault{{At: 6500 * ms, Kind: Lost, Nodes: []string{from}, Peers: []string{to}, Timer: placedTimer, Detail: detail}}
+		h.Resyncs[0].Live = nil
+		excused := true
+		for _, v := range Check(h) {
+			if v.Guarantee == "G6" && strings.Contains(v.Message, "completed without") {
+				excused = false
+			}
+		}
+		if excused != c.want {
+			t.Errorf("%s: resync excused %v, want %v", c.name, excused, c.want)
 		}
 	}
 }

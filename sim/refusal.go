@@ -57,7 +57,7 @@ func (w *world) ageRefusal(m *machine, from string, sent, apparent, skew time.Du
 		// The simulator's own clocks explain the refusal: a lost
 		// message the checker may weigh. An unjustified one excuses
 		// nothing; it is the node's fault.
-		detail := fmt.Sprintf("refused as dated %v ago, clocks %v apart", apparent, apart)
+		detail := fmt.Sprintf("%s %v ago, clocks %v apart", checker.RefusedDatedDetail, apparent, apart)
 		w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Age: w.loop.Now() - sent, Kind: checker.Lost,
 			Nodes: []string{from}, Peers: []string{m.addr}, Timer: timerOfURL(req.URL), Detail: detail})
 		return
