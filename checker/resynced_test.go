@@ -163,3 +163,42 @@ func TestResyncOfANodeThatRefusedTheTimer(t *testing.T) {
 		}
 	}
 }
+
+// TestResyncOfAReplicaTheWriteMissed is C69: a replica before the scale
+// and after it, which a lost replication kept the timer's create from,
+// completes its resync without the timer within a repair round of the
+// create: repair mends a replica a write missed, and the old holder
+// hands its copy off to the replica the scale added only. Without the
+// loss, or with the loss on the way to another node, the same resync
+// fails.
+func TestResyncOfAReplicaTheWriteMissed(t *testing.T) {
+	for _, c := range []struct {
+		name, lostTo string
+		want         bool
+	}{
+		{"the create lost on its way to it", "staying", true},
+		{"no loss", "", false},
+		{"the create lost on its way to another node", "other", false},
+	} {
+		h, joined, _, other := resynced(t)
+		staying := ""
+		for _, r := range Replicas(h.Scales[0].After, placedTimer, 2) {
+			if r != joined {
+				staying = r
+			}
+		}
+		if to := map[string]string{"staying": staying, "other": other}[c.lostTo]; to != "" {
+			h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{h.Ops[0].Node}, Peers: []string{to}, Timer: placedTimer}}
+		}
+		h.Resyncs[0].Node, h.Resyncs[0].Live = staying, nil
+		excused := true
+		for _, v := range Check(h) {
+			if v.Guarantee == "G6" && strings.Contains(v.Message, "completed without") {
+				excused = false
+			}
+		}
+		if excused != c.want {
+			t.Errorf("%s: resync excused %v, want %v", c.name, excused, c.want)
+		}
+	}
+}
