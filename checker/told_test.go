@@ -75,8 +75,18 @@ func TestRecordsWordThatAPopWasMadeHoldsItsReceiver(t *testing.T) {
 	// Refused by its receiver (recorded as a lost request sent when the
 	// notice was): it told nothing.
 	h.Told = []Told{told}
-	h.Faults = append(h.Faults, Fault{At: told.At, Age: told.At - told.Sent, Kind: Lost, Nodes: []string{r0}, Peers: []string{r1}, Timer: told.Timer})
+	faults := h.Faults
+	h.Faults = append(slices.Clip(faults), Fault{At: told.At, Age: told.At - told.Sent, Kind: Lost, Nodes: []string{r0}, Peers: []string{r1}, Timer: told.Timer})
 	requireNone(t, judgeOnly(t, h))
+
+	// Its own copy of the record refused at its limit, as a site's relay
+	// placing another site's record records it (a lost request from the
+	// node to itself, C70): it told nothing either; a refusal of another
+	// request sent at another time changes nothing.
+	h.Faults = append(slices.Clip(faults), Fault{At: told.At, Age: told.At - told.Sent, Kind: Lost, Nodes: []string{r1}, Peers: []string{r1}, Timer: told.Timer})
+	requireNone(t, judgeOnly(t, h))
+	h.Faults = append(slices.Clip(faults), Fault{At: told.At, Age: 1 * ms, Kind: Lost, Nodes: []string{r1}, Peers: []string{r1}, Timer: told.Timer})
+	requireHas(t, requireOnly(t, judgeOnly(t, h), "G4"), "G4", "pop 3 delivered by "+r1)
 }
 
 // TestRecordsWordForgotten proves the excuses checkTold makes are needed

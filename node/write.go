@@ -848,7 +848,12 @@ func (n *Node) replicate(peer string, t *Timer, body []byte, now int64, done fun
 		case ok:
 			n.markLacking(t, peer, false)
 			n.markHeard(t, peer)
-		case resp.Status == 0:
+		case resp.Status != 409:
+			// Unanswered, or refused (dated outside the peer's window,
+			// shed, full): the peer may hold an older definition
+			// still, as one that never answered may (fresh seed
+			// 9546075, scenarios/README.md N73). A 409 says what it
+			// holds instead.
 			n.tombstoneUnanswered(t, peer)
 		}
 		if done != nil {
