@@ -58,6 +58,10 @@ type span struct {
 	// its index there plus one; 0 for any other span. A definition's
 	// spans that start together come in that order (def.spans).
 	seq int
+	// crashed marks a pause its node never resumed from: it crashed
+	// while paused, and the crash took every message that waited for
+	// the resume (see down).
+	crashed bool
 }
 
 // timeline answers "was a fault active in [a, b]" questions.
@@ -157,15 +161,22 @@ func buildTimeline(h *History, end, settle time.Duration) timeline {
 			continue
 		}
 		to := tl.horizon(f.At, end)
+		crashed := false
 		if k, ok := endKind[f.Kind]; ok {
 			for _, g := range fs[i+1:] {
 				if g.Kind == k && sameTarget(f, g) {
 					to = g.At
 					break
 				}
+				if f.Kind == Pause && g.Kind == Crash && sameTarget(f, g) {
+					// The crash ends the pause (sim/faults.go): no
+					// resume follows it.
+					to, crashed = g.At, true
+					break
+				}
 			}
 		}
-		sp := span{from: f.At, to: to + settle, end: to, fault: f}
+		sp := span{from: f.At, to: to + settle, end: to, fault: f, crashed: crashed}
 		tl.spans = append(tl.spans, sp)
 		if f.Kind == Crash {
 			if tl.crashes == nil {
@@ -251,7 +262,12 @@ func (x *index) downNodes(d *def, a, b time.Duration) map[string]bool {
 }
 
 // down is downNodes, leaving out paused nodes when paused is false: a
-// paused node gets every message sent to it once it resumes.
+// paused node gets every message sent to it once it resumes. One that
+// crashed while paused never resumed, and lost every message that had
+// waited for it, as if it had been down from the pause on (fresh seed
+// 9552609: another site's relay, paused as an update's forward left and
+// crashed 11 s later, took none of the forward's tries, and its site
+// never heard of the update; scenarios/README.md C71).
 func (x *index) down(d *def, a, b time.Duration, paused bool) map[string]bool {
 	seen := map[string]bool{}
 	for s := range d.spans() {
@@ -260,7 +276,7 @@ func (x *index) down(d *def, a, b time.Duration, paused bool) map[string]bool {
 		}
 		switch s.fault.Kind {
 		case Pause:
-			if paused {
+			if paused || s.crashed {
 				addAll(seen, s.fault.Nodes)
 			}
 		case Crash:

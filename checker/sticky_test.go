@@ -452,3 +452,50 @@ func TestVersionDraggedAheadBeatsALaterUpdateItsHoldersMissed(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayThatCrashedWhilePausedMissedTheForward is the shape of fresh
+// seed 9552609 (scenarios/README.md C71): the other site's relay, a
+// replica there, is paused as an update's forward leaves, and crashes
+// before it resumes. A paused node takes what waited for it at its
+// resume; this one never resumed, so its site took none of the
+// forward's tries: the relay, back from its crash, takes the old
+// definition from the site's other replica and pops it until a notice
+// meets the update. Its first pop, however long after the heal, is the
+// repairing one (no repair round runs across sites), and a second is a
+// violation. Resumed instead of crashed, the relay took the forward at
+// its resume and passed it to the other replica, which kept it: a
+// repair round within the site is due by then.
+func TestRelayThatCrashedWhilePausedMissedTheForward(t *testing.T) {
+	sites := [][]string{{"n1", "n2"}, {"n3", "n4"}}
+	home, relayNode := "n1", sites[1][0]
+	build := func(end FaultKind, pops ...time.Duration) *History {
+		h := &History{
+			Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+			Ops: []Op{
+				write(1, Create, placedTimer, "a", 100*sec, 400*sec, 0, 10*ms, OK),
+				write(2, Update, placedTimer, "b", 1000*sec, 1000*sec, 25*sec, 25*sec+10*ms, OK),
+			},
+			End: 400 * sec, LivenessFrom: 60 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			Faults: []Fault{
+				{At: 24 * sec, Kind: Pause, Nodes: []string{relayNode}},
+				{At: 35 * sec, Kind: end, Nodes: []string{relayNode}},
+			},
+		}
+		if end == Crash {
+			h.Faults = append(h.Faults, Fault{At: 45 * sec, Kind: Restart, Nodes: []string{relayNode}})
+		}
+		for i := range h.Ops {
+			h.Ops[i].Node, h.Ops[i].Spec.ReplicationFactor = home, 2
+		}
+		for i, at := range pops {
+			p := pop(at, relayNode, "a", i+1)
+			p.Timer = placedTimer
+			h.Pops = append(h.Pops, p)
+		}
+		return h
+	}
+	due := func(k int) time.Duration { return time.Duration(k)*100*sec + 8*sec + 20*ms } // after both ranks at home
+	requireNone(t, Check(build(Crash, due(1))))
+	requireHas(t, Check(build(Crash, due(1), due(2))), "G5")
+	requireHas(t, Check(build(Resume, due(1))), "G5", "repair round")
+}
