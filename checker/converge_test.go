@@ -536,3 +536,42 @@ func TestRefusalOfAVersionAheadExcusesPlacementWhileItLasts(t *testing.T) {
 		})
 	}
 }
+
+// TestLeavingNodeStoppedWithTheLastCopy is the shape of fresh seed
+// 9553680 (scenarios/README.md C72): a scale-down takes a timer's third
+// replica away; while it runs, the two staying replicas crash without
+// storage, after the leaving one handed them the timer. The simulator
+// stops the leaving node at the scale's end, and its copy goes with it:
+// no copy is left, and the scale-up that brings the node back finds
+// none to place (copies lost, not G6). With one staying replica crashed,
+// the other kept the timer and each replica after the scale-up must
+// hold it.
+func TestLeavingNodeStoppedWithTheLastCopy(t *testing.T) {
+	members := []string{"n1", "n2", "n3"}
+	leaver := members[2]
+	staying := members[:2]
+	build := func(crashed ...string) *History {
+		h := &History{
+			Members: members,
+			Ops:     []Op{write(1, Create, placedTimer, "a", 3600*sec, 3600*sec, 0, 10*ms, OK)},
+			Scales: []Scale{
+				{Kind: ScaleDown, Start: 25 * sec, End: 48 * sec, Before: members, After: staying},
+				{Kind: ScaleUp, Start: 58 * sec, End: 61 * sec, Before: staying, After: members},
+			},
+			Held: []Held{{At: 61 * sec, Live: map[string][]uint64{}}},
+			End:  70 * sec, LivenessFrom: 50 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+		}
+		h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = leaver, 3
+		for i, n := range crashed {
+			at := time.Duration(34+3*i) * sec
+			h.Faults = append(h.Faults, Fault{At: at, Kind: Crash, Nodes: []string{n}}, Fault{At: at + 7*sec, Kind: Restart, Nodes: []string{n}})
+		}
+		return h
+	}
+	vs, cov := DefaultOptions().Judge(build(staying...))
+	requireNone(t, vs)
+	if cov.Excused[ExCopiesLost] == 0 {
+		t.Errorf("copies-lost covered nothing: got %v, want the placement after the scale-up", cov.Excused)
+	}
+	requireHas(t, Check(build(staying[0])), "G6", "holds no copy")
+}

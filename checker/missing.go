@@ -137,22 +137,9 @@ func (x *index) lossFromAt(d *def, site int) time.Duration {
 	// its copy: for good, unless its restart repopulated it.
 	without := map[string]time.Duration{}
 	partial := x.touched(d, d.lo, min(d.hi, x.end))
-	for s := range d.spans() { // by start
-		if s.to < d.lo || s.fault.Kind != Crash || !x.crashLoses(s) {
-			continue
-		}
-		at := max(s.from, d.lo)
-		for _, n := range s.fault.Nodes {
-			if !here(n) {
-				continue
-			}
-			if !d.placed || slices.Contains(d.nodesIn(s.from, s.from), n) {
-				without[n] = never
-				if by, ok := x.repopulatedBy(d, n, s.end); ok {
-					without[n] = by
-				}
-			}
-		}
+	// gone reports whether, at at, every copy of d may be gone: the
+	// copies are on the nodes that may hold d then.
+	gone := func(at time.Duration) bool {
 		// Of a timer a scale moves, the copies at the crash are on the
 		// nodes that may hold it then, however many replicas a later
 		// membership gives it (d.rf is the largest placement's), less
@@ -180,7 +167,52 @@ func (x *index) lossFromAt(d *def, site int) time.Duration {
 		}
 		// An acknowledged write reached at least a quorum of the
 		// replicas, all of them unless a fault touched it.
-		if partial && lost >= d.quorum || lost >= need || len(s.fault.Nodes) == 0 {
+		return partial && lost >= d.quorum || lost >= need
+	}
+	// A scale's end, once its settle time is over, takes the nodes it
+	// removed out of the holders: the simulator stops a leaving node at
+	// the scale's end (sim/scale.go), and its copy, kept as moved away
+	// once the new replicas held the timer, goes with it. When the new
+	// replicas lost theirs meanwhile, that stop leaves no copy (fresh seed
+	// 9553680, scenarios/README.md C72: both replicas of a scaled-down
+	// timer crashed without storage while the scale ran, and the leaving
+	// node, which had handed them the timer, was stopped at its end).
+	var shrinks []time.Duration
+	if d.placed {
+		for i := 1; i < len(d.epochs); i++ {
+			if e := d.epochs[i]; e.from > d.lo && len(e.nodes) < len(d.epochs[i-1].nodes) {
+				shrinks = append(shrinks, e.from)
+			}
+		}
+	}
+	for s := range d.spans() { // by start
+		if s.to < d.lo || s.fault.Kind != Crash || !x.crashLoses(s) {
+			continue
+		}
+		for len(shrinks) > 0 && shrinks[0] <= s.from {
+			if gone(shrinks[0]) {
+				return shrinks[0]
+			}
+			shrinks = shrinks[1:]
+		}
+		at := max(s.from, d.lo)
+		for _, n := range s.fault.Nodes {
+			if !here(n) {
+				continue
+			}
+			if !d.placed || slices.Contains(d.nodesIn(s.from, s.from), n) {
+				without[n] = never
+				if by, ok := x.repopulatedBy(d, n, s.end); ok {
+					without[n] = by
+				}
+			}
+		}
+		if gone(at) || len(s.fault.Nodes) == 0 {
+			return at
+		}
+	}
+	for _, at := range shrinks {
+		if gone(at) {
 			return at
 		}
 	}
