@@ -568,3 +568,48 @@ func TestUpdateThroughASiteThatLostEveryCopyMayTakeTheDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestNoticeOfAnUpdateLeftOnOneReplicaRepairsNothing is the shape of
+// fresh seed 9565325 (scenarios/README.md C73): a timer created with
+// factor 1 pops its one pop, and is updated without a factor: the node
+// may take the ended record's factor 1 (or the default, which the
+// history cannot tell), and placed so the update stays on the primary
+// alone; a delete through another member
+// is placed wider but misses the primary, cut off while it ran. The
+// primary's pops of the update send their notices to no one (the record
+// places the timer on the primary alone), so none of them repairs it: a
+// second pop soon after the heal is no violation. Created with factor
+// 2, the update may have no fewer than two replicas, the notice of the
+// first pop meets the backup, which took the delete, and the second pop
+// is a violation.
+func TestNoticeOfAnUpdateLeftOnOneReplicaRepairsNothing(t *testing.T) {
+	history := func(createRF int) *History {
+		h, primary, backup, _ := placed(t)
+		create := write(1, Create, placedTimer, "a", 0, 0, 0, 10*ms, OK)
+		create.Spec.ReplicationFactor = createRF
+		up := write(2, Update, placedTimer, "b", 10*sec, 600*sec, 5*sec, 5*sec+10*ms, OK)
+		up.Spec.ReplicationFactor = 0
+		gone := del(3, placedTimer, 20*sec, 20*sec+500*ms, OK)
+		h.Ops = []Op{create, up, gone}
+		h.Ops[0].Node, h.Ops[1].Node, h.Ops[2].Node = primary, primary, backup
+		var others []string
+		for _, m := range h.Members {
+			if m != primary {
+				others = append(others, m)
+			}
+		}
+		h.Faults = []Fault{{At: 19 * sec, Kind: Partition, Nodes: []string{primary}, Peers: others}, {At: 21 * sec, Kind: Heal}}
+		h.Pops = []Pop{pop(20*ms, primary, "a", 1), pop(15*sec+20*ms, primary, "b", 1), pop(25*sec+20*ms, primary, "b", 2), pop(35*sec+20*ms, primary, "b", 3)}
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		h.End = 60 * sec
+		return h
+	}
+	x := newIndex(history(1), DefaultOptions())
+	if d := x.byOpaque["b"]; d.rfMin != 1 || !d.rfUnknown {
+		t.Fatalf("update without a factor of an rf 1 timer: factors %d..%d, unknown %v; want 1.., unknown", d.rfMin, d.rf, d.rfUnknown)
+	}
+	requireNone(t, Check(history(1)))
+	requireHas(t, Check(history(2)), "G5", "pop 3")
+}

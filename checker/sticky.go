@@ -396,8 +396,12 @@ func (x *index) repairWindow() time.Duration {
 // replica that took s keeps what it needs to refuse d (a tombstone that
 // outlives every message still in flight about d), and an expired
 // tombstone excuses nothing.
+//
+// A notice goes to the replicas of the popping node's record of d, so
+// it meets a keeper only where that record has a replica besides the
+// popper (noticeLeaves).
 func (x *index) repairs(s Op, d *def, p Pop) bool {
-	if x.failed(p) {
+	if x.failed(p) || !x.noticeLeaves(d, p) {
 		return false
 	}
 	b := p.At + x.repairWindow()
@@ -410,6 +414,27 @@ func (x *index) repairs(s Op, d *def, p Pop) bool {
 		}
 	}
 	return x.keptBy(s, d, p.Node, b, false)
+}
+
+// noticeLeaves reports whether the notice of pop p of d surely went to
+// a node besides its popper: the replicas of the popper's record of d.
+// Of a placed write those are d's (keptBy looks among them); of a write
+// whose factor the history leaves to the node, as many as its fewest
+// factor (rfMin), and the replicas ranked above the popper, which holds
+// a record that places it (ranked over the members when no scale moves
+// them). A factor of one that the popper holds at rank 0 places it
+// alone, and its notice goes nowhere (fresh seed 9565325,
+// scenarios/README.md C73: an update without a factor of a timer
+// created with one stayed on its one replica, which popped it after a
+// delete placed on every member had missed that replica).
+func (x *index) noticeLeaves(d *def, p Pop) bool {
+	if d.placed || d.rfMin > 1 {
+		return true
+	}
+	if len(x.h.Members) == 0 || len(x.h.Scales) > 0 || d.timer == 0 {
+		return false
+	}
+	return slices.Index(Replicas(x.h.Members, d.timer, len(x.h.Members)), p.Node) > 0
 }
 
 // keptBy reports whether some replica other than the popping one surely
