@@ -175,3 +175,25 @@ func requireExcusedElseG4(t *testing.T, h *History, excused bool, e Excuse, part
 		t.Errorf("%s excused nothing: %v", e, cov.Excused)
 	}
 }
+
+// TestCallbackHeldByAPauseWasMadeBeforeIt is the shape of fresh seed
+// 9564772 (scenarios/README.md C74): the backup is paused at the instant
+// it takes the word that pop 3 was made, and its callback of pop 3
+// arrives just after it resumes. A paused process sends nothing, so the
+// callback may have been made before the pause began, before the word,
+// and have left at the resume: no violation. Resumed a second before the
+// callback arrived, it made the attempt after the resume, after the
+// word: a violation.
+func TestCallbackHeldByAPauseWasMadeBeforeIt(t *testing.T) {
+	for _, resume := range []time.Duration{5 * sec, 4 * sec} {
+		h, _, r1, told := toldHistory(t)
+		h.Told = []Told{told}
+		h.Faults = append(h.Faults, Fault{At: told.At, Kind: Pause, Nodes: []string{r1}}, Fault{At: resume, Kind: Resume, Nodes: []string{r1}})
+		slices.SortStableFunc(h.Faults, func(a, b Fault) int { return int(a.At - b.At) })
+		if resume == 5*sec {
+			requireNone(t, judgeOnly(t, h))
+		} else {
+			requireHas(t, requireOnly(t, judgeOnly(t, h), "G4"), "G4", "pop 3 delivered by "+r1, "told it at 3.05s")
+		}
+	}
+}
