@@ -109,13 +109,6 @@ const (
 	// tombstone had expired on its clock by the second (a replica paused
 	// meanwhile may bring the finished timer back with its stale copy).
 	ExForgot Excuse = "forgot"
-	// ExKeptAway: a replica made a pop after it was handed a record
-	// saying the pop was made, at a moment its view placed the timer
-	// elsewhere (a scale it had not reloaded for, or one that left it
-	// out): it kept the record as moved away, which learns no pops, and
-	// the copy placed back owes what its sender marked missed (G4 only,
-	// checkTold).
-	ExKeptAway Excuse = "kept-away"
 	// ExPastEnd: the pop's bound (with the worst clock lag) ends after
 	// the history does, so that a delivery still owed cannot be told
 	// from a lost one (G2).

@@ -122,9 +122,10 @@ func (x *index) toldBefore(d *def, node string, k int, made time.Duration) (word
 // duplicate only where it may have taken the word from the replica: a
 // crash since (a restarted node holds nothing of what it was told), a
 // scale-down that stopped it since, or the timer's tombstone expired on
-// its clock (ExForgot, as for its own attempt, see checkRetries); or
-// where its view placed the timer elsewhere when the record came, so
-// that it kept the record as moved away (ExKeptAway, see keptAway). A
+// its clock (ExForgot, as for its own attempt, see checkRetries). A
+// replica whose view placed the timer elsewhere when the record came
+// kept it as moved away, and a moved copy learns the pops a record tells
+// of (node/merge.go learnMoved): the word holds it too. A
 // pop under an ID two timers may share is ExSharedID's. The attempt was made
 // as early as madeFrom; a record handed to it after that may have met
 // the pop on its way. The record is the one the network handed the node
@@ -165,8 +166,6 @@ func (x *index) checkTold(d *def, k int) (verdict, Violation, bool) {
 				v = v.or(excused(ExSharedID))
 			case x.forgot(d, q, t.At, t.At):
 				v = v.or(excused(ExForgot))
-			case x.keptAway(d, q.Node, t.At):
-				v = v.or(excused(ExKeptAway))
 			default:
 				what := "record"
 				if t.Sent < 0 {
@@ -179,44 +178,6 @@ func (x *index) checkTold(d *def, k int) (verdict, Violation, bool) {
 		}
 	}
 	return v, Violation{}, false
-}
-
-// keptAway reports whether node may have kept a record of d handed to it
-// at t as moved away: the view it held then (the members, or for a scale
-// begun by t, the membership after it once node reloaded for it or
-// joined by it, else either) leaves it out of d's replicas. A moved-away
-// copy is a tombstone of the definition that never pops and learns only
-// its earliest start from a record (docs/design.md 4.8, node/merge.go);
-// the copy placed back later (movedBack) takes the pops it had reached,
-// not those a record told it of meanwhile, and owes what the record that
-// placed it back says was missed (seed 6: a notice of pop 13
-// reached a node not yet reloaded for a scale that made it the timer's
-// primary; its resync then took the copy of an old replica that still
-// marked pop 13 missed, and it made the pop again). Where the placement
-// is unknown (several sites, no members) any scale begun by t may have.
-func (x *index) keptAway(d *def, node string, t time.Duration) bool {
-	views := [][]string{x.h.Members}
-	scaled := false
-	for _, s := range x.h.Scales {
-		if s.Start > t {
-			break
-		}
-		scaled = true
-		if r, ok := s.Reloaded[node]; ok && r <= t || !slices.Contains(s.Before, node) {
-			views = [][]string{s.After}
-		} else {
-			views = [][]string{s.Before, s.After}
-		}
-	}
-	if !d.placed || len(x.h.Sites) > 1 || len(x.h.Members) == 0 {
-		return scaled
-	}
-	for _, v := range views {
-		if !slices.Contains(Replicas(v, d.timer, d.rfMin), node) {
-			return true
-		}
-	}
-	return false
 }
 
 // wordDue reports whether the receiver of record t surely took its word

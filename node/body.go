@@ -60,10 +60,9 @@ func encodeSitesLacking(t *Timer, now int64) []byte {
 }
 
 func appendReplication(b []byte, t *Timer, now int64, sitesLacking bool) []byte {
+	// A Moved copy's marks are the pops it owes (entombAs): missed, and
+	// not attempted here.
 	missed, _ := t.popMarks()
-	if t.State == Moved {
-		missed = 0 // a tombstone's marks say its life ended (expire)
-	}
 	d := definition(t)
 	r := wire.Replication{
 		StartTimeDelta: time.Duration(t.Start-now) * time.Millisecond,

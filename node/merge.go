@@ -101,9 +101,10 @@ type mergeResult struct {
 //     (expire) must be past every replica's turn (fromFuture).
 //  1. A live record placed on other nodes (both records are placed under
 //     the node's own view: placeNow) is kept as Moved, a tombstone of its
-//     definition that never pops, unless the node holds that definition
-//     live: its copy is one to hand off (handOff), which only its
-//     replicas' word ends, and it learns the record's progress.
+//     definition that never pops but learns the pops records tell of
+//     (learnMoved), unless the node holds that definition live: its copy
+//     is one to hand off (handOff), which only its replicas' word ends,
+//     and it learns the record's progress.
 //  2. A notice of a forgotten timer whose every pop is past at every rank
 //     is kept as a tombstone.
 //  3. A record of another timer under the same ID collides.
@@ -305,6 +306,10 @@ func (r *mergeResult) converge(env *mergeEnv, h, t *Timer) {
 	if h.State == Live && t.State == Live && mergeMarks(h, t, &r.probeHits) {
 		r.change(h, true)
 	}
+	if h.State == Moved && t.State == Moved && learnMoved(h, t) {
+		r.hit(probeMovedLearns)
+		r.change(h, false) // it pops nothing; kept on disk with the record
+	}
 	if h.State == Live && t.State == Live && mergeLacking(h, t) {
 		r.hit(probeLackingLearnt)
 		r.change(h, true) // kept on disk with the record
@@ -455,25 +460,62 @@ func (t *Timer) progress() Progress {
 // replica (under its own view, as every record here is placed), replaces
 // existing, the copy of the same definition it keeps as moved away: a
 // scale moved the timer off this node and a later one moved it back. It
-// takes the pops existing knows were made.
+// takes what existing knows of the pops, as a live record would
+// (mergeMarks): a pop either knows was made was made, and of the pops
+// existing reached, this replica owes only those existing owes (one
+// attempt per replica per pop: it may have made them itself, before the
+// timer moved away, and a pop it attempted is never owed).
 func movedBack(existing, t *Timer, probes *probeHits) bool {
 	if existing == nil || existing.State != Moved || t.State != Live || existing.Version != t.Version {
 		return false
 	}
 	probes.hit(probeMovedBack)
-	missed, owed := t.popMarks()
+	missed, owedBefore := t.popMarks()
+	_, exOwed := existing.popMarks()
 	if existing.Seq > t.Seq {
 		probes.hit(probeMovedBackSeq)
-		missed, owed = shiftMarks(missed, t.Seq, existing.Seq), shiftMarks(owed, t.Seq, existing.Seq)
-		t.Seq = existing.Seq
 	}
-	// One attempt per replica per pop: the moved copy owes nothing, so
-	// the pops it had reached are not owed here, whatever the sender
-	// says it missed (this replica may have made them itself).
-	if owed&^above(existing.Seq, t.Seq) != 0 {
+	seq, owed := owedByBoth(existing.Seq, exOwed, t.Seq, owedBefore)
+	missed = shiftMarks(missed, t.Seq, seq) | shiftMarks(exOwed, existing.Seq, seq)&above(t.Seq, seq)
+	if shiftMarks(owedBefore, t.Seq, seq)&^owed != 0 {
 		probes.hit(probeMovedBackOwes)
 	}
-	t.setPopMarks(missed, owed&above(existing.Seq, t.Seq))
+	t.Seq = seq
+	t.setPopMarks(missed, owed)
+	return true
+}
+
+// owedByBoth is what two records of one definition, at sequence numbers
+// a and b, owing the pops owedA and owedB, leave this replica owing:
+// a pop is owed only where every record that reached it owes it (a pop
+// either knows was made, or that this replica attempted, is not owed),
+// at the later of the two sequence numbers.
+func owedByBoth(a, owedA, b, owedB uint32) (seq, owed uint32) {
+	seq = max(a, b)
+	owed = (shiftMarks(owedA, a, seq) | above(a, seq)) & (shiftMarks(owedB, b, seq) | above(b, seq))
+	return seq, owed
+}
+
+// learnMoved gives held, a copy kept as moved away, what t, a record of
+// the same definition kept as moved away here too, knows of the pops
+// (mergeMarks: a pop either knows was made was made, and those t is
+// ahead by and marks missed this replica has not attempted), and reports
+// whether held changed. A moved copy that learnt nothing and was placed
+// back took the pops it had reached, not those a record told it of
+// meanwhile, and owed what the record that placed it back said was
+// missed: it made again a pop another replica had made (seed 443: a
+// notice of pop 11 reached the timer's new replica before it reloaded
+// for the scale; the copy its resync took was behind it, and the
+// replica made pop 11 again).
+func learnMoved(held, t *Timer) bool {
+	_, heldOwed := held.popMarks()
+	_, tOwed := t.popMarks()
+	seq, owed := owedByBoth(held.Seq, heldOwed, t.Seq, tOwed)
+	if seq == held.Seq && owed == heldOwed {
+		return false
+	}
+	held.Seq = seq
+	held.setPopMarks(owed, owed) // a moved copy keeps only what it owes (entombAs)
 	return true
 }
 

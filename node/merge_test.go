@@ -202,6 +202,61 @@ func TestMovedCopyTakesItsDefinitionsEnd(t *testing.T) {
 	}
 }
 
+// TestMovedCopyLearnsThePopsItIsToldOf is the shape of seed 443
+// (scenarios/README.md N74): a node not yet reloaded for a scale that
+// makes it a replica keeps a hand-off (pop 1 made) as moved away; a
+// notice then tells it pops 2 and 3 were made and 4 missed. Once
+// reloaded it takes the definition back from a resync page of a replica
+// that lagged (pop 1, nothing missed): it owes pop 4 alone, as it never
+// attempted it, and makes neither 2 nor 3 again. A moved copy that owes
+// a pop (missed, never attempted here) still owes it placed back, where
+// one it attempted itself before the timer moved away it does not.
+func TestMovedCopyLearnsThePopsItIsToldOf(t *testing.T) {
+	const now = int64(1_000_000)
+	env := testEnv(now)
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 10 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 2}
+	elsewhere := &Placement{Replicas: mergeNodes[2:4]}
+	here := &Placement{Replicas: mergeNodes[:2]}
+	start := now - 5500
+	handOff := newTimer(7, 1, spec, start, 1, elsewhere, mergeViews[0], nil)
+	r := merge(env, nil, *handOff)
+	moved := r.in
+	if moved.State != Moved {
+		t.Fatalf("hand-off to a node that places the timer elsewhere: state %d, want moved", moved.State)
+	}
+	notice := newTimer(7, 1, spec, start, 4, elsewhere, mergeViews[0], nil)
+	notice.setPopMarks(1, 1) // pop 4 missed
+	r = merge(env, &moved, *notice)
+	held := r.after(&moved)
+	if held.State != Moved || held.Seq != 4 {
+		t.Fatalf("moved copy told of pops 2 to 4: state %d seq %d, want moved at 4", held.State, held.Seq)
+	}
+	if _, owed := held.popMarks(); owed != 1 {
+		t.Fatalf("moved copy owes %#b at seq 4, want pop 4 (0b1)", owed)
+	}
+	page := newTimer(7, 1, spec, start, 1, here, mergeViews[1], nil)
+	r = merge(env, held, *page)
+	if r.verdict != took || r.in.State != Live || r.in.Seq != 4 {
+		t.Fatalf("placed back: verdict %d, state %d, seq %d; want the live record taken at seq 4", r.verdict, r.in.State, r.in.Seq)
+	}
+	if p, ok := r.in.nextPop(); !ok || p != 4 {
+		t.Fatalf("placed back, the copy pops %d next (ok %v), want the owed pop 4", p, ok)
+	}
+
+	// Pop 4 in flight when the copy moved away: attempted here, so not
+	// owed (one attempt per replica per pop), whatever the record that
+	// places it back says.
+	live := newTimer(7, 1, spec, start, 4, here, mergeViews[1], nil)
+	live.setPopMarks(1, 0)
+	live.entombAs(Moved)
+	back := newTimer(7, 1, spec, start, 4, here, mergeViews[2], nil)
+	back.setPopMarks(1, 1)
+	r = merge(env, live, *back)
+	if p, ok := r.in.nextPop(); r.verdict != took || ok && p <= 4 {
+		t.Fatalf("placed back after its own attempt: verdict %d, pops %d next; want pop 4 not owed", r.verdict, p)
+	}
+}
+
 // TestMovedCopyLearnsTheEarliestStart: a node whose view is not yet
 // reloaded for a scale keeps the hand-offs it is sent as moved copies. The
 // first comes from a replica that took the write late (its start late by

@@ -47,6 +47,7 @@ var (
 	probeApplyFull            = probe("apply/full")
 	probeMovedBack            = probe("apply/moved-back")
 	probeMovedBackSeq         = probe("apply/moved-back-keeps-pops")
+	probeMovedLearns          = probe("apply/moved-copy-learns-pops")
 	probeKeepProgressCarry    = probe("progress/retry-carries-pops")
 	probeCarriedTold          = probe("progress/carried-pops-told")
 	probeKeepProgressReplace  = probe("progress/replaced-remembered")

@@ -37,9 +37,18 @@ const (
 // keeps no missed or owed pops.
 func (t *Timer) entomb() { t.entombAs(Tombstone) }
 
-// entombAs makes the record a tombstone of the given kind.
+// entombAs makes the record a tombstone of the given kind. A Moved copy
+// keeps the pops this replica owes (Owed, as its Missed marks too): it
+// pops nothing while moved away, but placed back (movedBack) it owes
+// what it had not attempted, and no more. A pop it attempted, or has in
+// flight, is not owed: one attempt per replica per pop.
 func (t *Timer) entombAs(s State) {
 	t.State = s
+	if s == Moved {
+		_, owed := t.popMarks()
+		t.setPopMarks(owed, owed)
+		return
+	}
 	t.setPopMarks(0, 0)
 }
 
