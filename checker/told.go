@@ -28,6 +28,10 @@ type Told struct {
 	Opaque string
 	Seq    int
 	Missed uint32
+	// Held is whether the receiver held any record of the timer (live,
+	// a tombstone, a copy moved away) when it was handed the message;
+	// false for an answer (Sent -1).
+	Held bool
 }
 
 // toldWindow is how many pops up to Seq a record's marks cover (the
@@ -147,6 +151,12 @@ func (x *index) checkTold(d *def, k int) (verdict, Violation, bool) {
 	for _, i := range idx {
 		q := x.h.Pops[i]
 		made := x.madeFrom(d, q)
+		if r, ok := x.staleNoticeTaken(d, q, made); ok && !d.shared {
+			x.told.judged[i] = true
+			return violatedVerdict, x.violation("G4", q.At, d, fmt.Sprintf(
+				"pop %d delivered by %s at %v, made from %v, after %s's notice (pop %d, missed %#x) reached it at %v holding no copy of the timer, when every pop of the definition was past at every rank: got an attempt, want none: a notice of a forgotten timer is kept as a tombstone (%d deliveries)",
+				k, q.Node, q.At, made, r.From, r.Seq, r.Missed, r.At, len(idx))), true
+		}
 		words, any := x.toldBefore(d, q.Node, k, made)
 		if !any {
 			continue
@@ -180,6 +190,54 @@ func (x *index) checkTold(d *def, k int) (verdict, Violation, bool) {
 	return v, Violation{}, false
 }
 
+// staleNoticeTaken returns a record of d, with pops made, that its
+// receiver, the node of q, was handed holding no record of the timer,
+// when every pop of d was surely past at every rank on its clock
+// (pastEveryRank), and from which it may have made q (made, the earliest
+// q was made, is no later than the notice): node/merge.go rule 2 keeps
+// such a notice as a tombstone, since taking it pops again, late, what
+// was popped. Holding nothing when the notice came, the replica had no
+// record q could have been made of before it (a record ends as a
+// tombstone that outlives a callback's healthy delay), and a crash
+// since would have emptied it again; so q was made of the notice.
+// Without this the rule went unchecked: the pops it kept were late and
+// came around the fault that made the notice stale, which excused them
+// as duplicates (the mutation stale-notice-taken).
+func (x *index) staleNoticeTaken(d *def, q Pop, made time.Duration) (Told, bool) {
+	ti := x.toldFiled()
+	for _, i := range ti.by[toldKey{q.Node, d.timer}] {
+		r := x.h.Told[i]
+		if r.At > q.At {
+			break
+		}
+		if r.Sent < 0 || r.Held || r.Seq == 0 || r.At < made || r.Opaque != d.op.Spec.Opaque ||
+			ti.refused[refusedKey{r.From, r.Node, r.Timer, r.Sent}] || ti.refused[refusedKey{r.Node, r.Node, r.Timer, r.Sent}] {
+			continue
+		}
+		if x.crashedWithin(q.Node, r.At, q.At) || !x.pastEveryRank(d, r) {
+			continue
+		}
+		return r, true
+	}
+	return Told{}, false
+}
+
+// pastEveryRank reports whether every pop of d was surely past at every
+// rank, on the clock of the receiver of record t, when t was handed to
+// it, on the start t hands it: the latest time its last pop may be due
+// on that start (dueOnRecord, by the holds of its sender's own copy:
+// senderHold) plus the node's bound for every rank's
+// turn (node/pop.go maxSkewOf: each rank's skew, at every site, a
+// callback's timeout and an answer's).
+func (x *index) pastEveryRank(d *def, t Told) bool {
+	last := d.op.Spec.Pops()
+	if last < 1 {
+		return false
+	}
+	bound := x.o.ReplicaSkew*time.Duration(x.ranks(d)) + x.o.CallbackTimeout + x.o.ReplicationTimeout
+	return x.dueOnRecordHeld(d, t, last, x.senderHold(d, t))+bound < t.At
+}
+
 // wordDue reports whether the receiver of record t surely took its word
 // that pop k was made: a record brings no progress from the future
 // (node/merge.go rule 0, docs/design.md 4.13). Its receiver takes the
@@ -200,11 +258,48 @@ func (x *index) wordDue(d *def, t Told, k int) bool {
 	if t.Sent < 0 {
 		return true
 	}
-	_, hi := d.due(k)
+	return x.dueOnRecord(d, t, k) <= t.At
+}
+
+// dueOnRecord is the latest time pop k of d may be due on the start
+// record t hands its receiver (see wordDue).
+func (x *index) dueOnRecord(d *def, t Told, k int) time.Duration {
+	return x.dueOnRecordHeld(d, t, k, x.anyHold(d))
+}
+
+// anyHold is the longest hold any copy of d may carry in its start: the
+// write's (d.held) or a message's that brought a copy back (d.reheld).
+func (x *index) anyHold(d *def) time.Duration {
 	hold := d.held
 	for _, c := range d.reheld {
 		hold = max(hold, c.hold)
 	}
+	return hold
+}
+
+// senderHold is the hold the start of record t's sender may carry: a
+// replica's start is late only by the holds of its own copy (the write
+// held on its way to it, d.late, or a message that brought its copy
+// back, d.reheld), as a start only ever moves earlier (node/merge.go
+// earliestStart). With several sites a relay passes on another site's
+// record, whose start is that site's: any copy's hold.
+func (x *index) senderHold(d *def, t Told) time.Duration {
+	if len(x.h.Sites) > 1 || !d.placed {
+		return x.anyHold(d)
+	}
+	var hold time.Duration
+	if d.late[t.From] {
+		hold = d.held
+	}
+	if c, ok := d.reheld[t.From]; ok {
+		hold = max(hold, c.hold)
+	}
+	return hold
+}
+
+// dueOnRecordHeld is dueOnRecord with the start's hold given.
+func (x *index) dueOnRecordHeld(d *def, t Told, k int, hold time.Duration) time.Duration {
+	_, hi := d.due(k)
 	late := hold + t.At - t.Sent
 	for _, f := range x.told.late[refusedKey{t.From, t.Node, t.Timer, 0}] {
 		if age, _, _ := lateAge(f); f.At >= t.Sent && f.At <= t.At {
@@ -216,5 +311,5 @@ func (x *index) wordDue(d *def, t Told, k int) bool {
 			late += x.tl.lag(n, t.At) - x.tl.lag(n, d.lo)
 		}
 	}
-	return hi+late <= t.At
+	return hi + late
 }

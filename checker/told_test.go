@@ -199,3 +199,42 @@ func TestCallbackHeldByAPauseWasMadeBeforeIt(t *testing.T) {
 		}
 	}
 }
+
+// TestNoticeOfAForgottenTimerIsKeptAsATombstone proves G4's rule 2 check
+// (node/merge.go: a notice of a timer its receiver holds nothing of,
+// whose every pop is past at every rank, is kept as a tombstone): the
+// backup, cut off from the create and so holding nothing, is handed a
+// stale notice of pop 5 at 20 s, when pop 10 was past every rank's turn,
+// and pops 6 to 10 again from it. The duplicates fall in the cut's
+// window, which excuses them as duplicates, but not as pops made of such
+// a notice: a violation. Handed the notice holding a record, or before
+// every pop was past at every rank, or crashed between the notice and
+// the pops, the backup may have taken it, and the pops are the cut's.
+func TestNoticeOfAForgottenTimerIsKeptAsATombstone(t *testing.T) {
+	build := func(held bool, at time.Duration, crash bool) *History {
+		h, primary, backup, _ := placed(t)
+		h.End = 40 * sec
+		var others []string
+		for _, m := range h.Members {
+			if m != backup {
+				others = append(others, m)
+			}
+		}
+		h.Faults = []Fault{{At: 0, Kind: Partition, Nodes: []string{backup}, Peers: others}, {At: at - 500*ms, Kind: Heal}}
+		if crash {
+			h.Faults = append(h.Faults, Fault{At: at + 5*ms, Kind: Crash, Nodes: []string{backup}}, Fault{At: at + 8*ms, Kind: Restart, Nodes: []string{backup}})
+		}
+		h.Told = []Told{{At: at, Sent: at - 5*ms, From: primary, Node: backup, Timer: h.Ops[0].Timer, Opaque: "a", Seq: 5, Held: held}}
+		for k := 6; k <= 10; k++ {
+			p := pop(at+20*ms, backup, "a", k)
+			p.Timer = h.Ops[0].Timer
+			h.Pops = append(h.Pops, p)
+		}
+		slices.SortStableFunc(h.Pops, func(a, b Pop) int { return int(a.At - b.At) })
+		return h
+	}
+	requireHas(t, requireOnly(t, judgeOnly(t, build(false, 20*sec, false)), "G4"), "G4", "holding no copy of the timer", "every pop of the definition was past at every rank")
+	requireNone(t, judgeOnly(t, build(true, 20*sec, false)))
+	requireNone(t, judgeOnly(t, build(false, 12*sec, false)))
+	requireNone(t, judgeOnly(t, build(false, 20*sec, true)))
+}

@@ -304,7 +304,7 @@ func (w *world) boot(m *machine) {
 			// request it admits (node's admit): one it dates out of
 			// its age window tells it nothing.
 			w.twins.served(m.addr, from, req)
-			w.noteTold(m.addr, from, sent, req)
+			w.noteTold(m.addr, from, sent, req, nd)
 		}
 		held, shed := w.heldRecords(nd), shedCount(nd)
 		had := heldVersion(nd, req)

@@ -16,8 +16,10 @@ import (
 // has a sequence number): its receiver is told which pops up to that
 // number were made (checker.Told). Taken from the message the network
 // delivers, never from the receiver's answer; a refusal of it the
-// simulator records as a lost request names the same sending time.
-func (w *world) noteTold(at, from string, sent time.Duration, req node.Request) {
+// simulator records as a lost request names the same sending time. nd is
+// the receiver, as it is when handed req: whether it holds a record of
+// the timer then is Told.Held.
+func (w *world) noteTold(at, from string, sent time.Duration, req node.Request, nd *node.Node) {
 	if req.Method != "PUT" || req.Header.Get(node.HeaderSent) == "" {
 		return
 	}
@@ -29,8 +31,12 @@ func (w *world) noteTold(at, from string, sent time.Duration, req node.Request) 
 	if id == 0 {
 		return
 	}
+	held := false
+	if nd != nil {
+		_, held = nd.Timer(id)
+	}
 	w.hist.Told = append(w.hist.Told, checker.Told{At: w.loop.Now(), Sent: sent, From: from, Node: at,
-		Timer: id, Opaque: t.Opaque, Seq: int(r.Seq), Missed: r.Missed})
+		Timer: id, Opaque: t.Opaque, Seq: int(r.Seq), Missed: r.Missed, Held: held})
 }
 
 // noteAnswer wraps done, the handler of the answer to req that node self
