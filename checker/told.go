@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/chronos-timer/chronos/wire"
 )
 
 // Told is a record of a definition that had popped, handed to node Node
@@ -224,18 +226,19 @@ func (x *index) staleNoticeTaken(d *def, q Pop, made time.Duration) (Told, bool)
 
 // pastEveryRank reports whether every pop of d was surely past at every
 // rank, on the clock of the receiver of record t, when t was handed to
-// it, on the start t hands it: the latest time its last pop may be due
-// on that start (dueOnRecord, by the holds of its sender's own copy:
-// senderHold) plus the node's bound for every rank's
+// it, on the start t hands it: the latest its repeat-for may end on
+// that start (dueOnRecord: any copy's hold, as a start passes from
+// replica to replica, a copy given to one that lost its own carrying
+// its giver's, fresh seed 9581398) plus the node's bound for every rank's
 // turn (node/pop.go maxSkewOf: each rank's skew, at every site, a
 // callback's timeout and an answer's).
 func (x *index) pastEveryRank(d *def, t Told) bool {
-	last := d.op.Spec.Pops()
-	if last < 1 {
-		return false
-	}
+	// The node dates the end from the start by the repeat-for, which
+	// may run past the last pop's due time (node's Timer.lastDue: fresh
+	// seed 9582795, a timer of one pop at 30 s and a repeat-for of 38).
+	end := wire.Timer{Interval: d.op.Spec.Interval, RepeatFor: d.op.Spec.RepeatFor}.Stated().RepeatFor
 	bound := x.o.ReplicaSkew*time.Duration(x.ranks(d)) + x.o.CallbackTimeout + x.o.ReplicationTimeout
-	return x.dueOnRecordHeld(d, t, last, x.senderHold(d, t))+bound < t.At
+	return x.dueOnRecord(d, t, 0)+end+bound < t.At
 }
 
 // wordDue reports whether the receiver of record t surely took its word
@@ -264,43 +267,16 @@ func (x *index) wordDue(d *def, t Told, k int) bool {
 // dueOnRecord is the latest time pop k of d may be due on the start
 // record t hands its receiver (see wordDue).
 func (x *index) dueOnRecord(d *def, t Told, k int) time.Duration {
-	return x.dueOnRecordHeld(d, t, k, x.anyHold(d))
-}
-
-// anyHold is the longest hold any copy of d may carry in its start: the
-// write's (d.held) or a message's that brought a copy back (d.reheld).
-func (x *index) anyHold(d *def) time.Duration {
+	_, hi := d.due(k)
 	hold := d.held
 	for _, c := range d.reheld {
 		hold = max(hold, c.hold)
 	}
-	return hold
-}
-
-// senderHold is the hold the start of record t's sender may carry: a
-// replica's start is late only by the holds of its own copy (the write
-// held on its way to it, d.late, or a message that brought its copy
-// back, d.reheld), as a start only ever moves earlier (node/merge.go
-// earliestStart). With several sites a relay passes on another site's
-// record, whose start is that site's: any copy's hold.
-func (x *index) senderHold(d *def, t Told) time.Duration {
-	if len(x.h.Sites) > 1 || !d.placed {
-		return x.anyHold(d)
-	}
-	var hold time.Duration
-	if d.late[t.From] {
-		hold = d.held
-	}
-	if c, ok := d.reheld[t.From]; ok {
-		hold = max(hold, c.hold)
-	}
-	return hold
-}
-
-// dueOnRecordHeld is dueOnRecord with the start's hold given.
-func (x *index) dueOnRecordHeld(d *def, t Told, k int, hold time.Duration) time.Duration {
-	_, hi := d.due(k)
-	late := hold + t.At - t.Sent
+	// The record's start delta was taken when its sender built it,
+	// before any wait for its overloaded CPU (fresh seed 9581345: a
+	// notice that waited 2 s to leave carried a start 2 s older than
+	// its sending time says).
+	late := hold + t.At - t.Sent + x.sendWaitOf(d, t.From, t.Node, true, t.Sent)
 	for _, f := range x.told.late[refusedKey{t.From, t.Node, t.Timer, 0}] {
 		if age, _, _ := lateAge(f); f.At >= t.Sent && f.At <= t.At {
 			late += age
