@@ -190,6 +190,13 @@ const ReplyDetail = "reply"
 // condition, which refuses every peer's request alike.
 const RefusedDatedDetail = "refused as dated"
 
+// RefusedAtLimitDetail starts the Detail of a Lost fault that is a
+// record its receiver refused at its limit of timers or bytes (a write's,
+// a resync page's), which the simulator records only when what the
+// receiver held justifies it (sim/refusal.go): the receiver's own
+// condition, which refuses every new record alike.
+const RefusedAtLimitDetail = "refused at its limit"
+
 // CallbackDetail marks, in a message fault's Detail, a fault that hit a
 // pop's callback request, followed by its sequence number
 // ("callback-seq=3").

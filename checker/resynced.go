@@ -177,7 +177,9 @@ func (x *index) resyncOwes(id uint64, r Resynced, s Scale) bool {
 // refused as dated outside its age window (its clock apart from the
 // sender's past the skew it allows, 4.13: it refuses every peer's record
 // alike, its hand-offs and pass-ons included; fresh seed 9539326,
-// scenarios/README.md C68), or an ID two timers may share (a
+// scenarios/README.md C68) or at its limit of timers or bytes (it holds
+// no new record until it has room; fresh seed 9592514, C76), or an ID
+// two timers may share (a
 // node refuses the other's record as a collision, 4.2). Faults elsewhere (a cut, a pause or a
 // clog between n and a holder, a lost page) only delay the pages, and a
 // resync that completed had every page answered.
@@ -203,7 +205,7 @@ func (x *index) resyncFault(id uint64, n string, a, b time.Duration) (Fault, boo
 					return f, true
 				}
 			case Lost:
-				if slices.Contains(f.Peers, n) && (lastingRefusal(f) || f.Timer == id && strings.HasPrefix(f.Detail, RefusedDatedDetail)) {
+				if slices.Contains(f.Peers, n) && (lastingRefusal(f) || f.Timer == id && (strings.HasPrefix(f.Detail, RefusedDatedDetail) || strings.HasPrefix(f.Detail, RefusedAtLimitDetail))) {
 					return f, true
 				}
 			}

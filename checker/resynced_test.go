@@ -126,25 +126,27 @@ func TestResyncOfAnIDTwoTimersMayShare(t *testing.T) {
 // clock is apart from its peers' past the skew it allows, and it refuses
 // the record of the timer an old holder hands it (recorded as a Lost
 // request to it, refused as dated outside its age window): it refuses
-// every peer's record alike, so its completed resync is excused. The same
-// request lost on its way, or refused by another node, excuses nothing:
-// another member, or the page, brings the timer.
+// every peer's record alike, so its completed resync is excused, as it
+// is when the node refused it at its limit of timers or bytes (C76). The
+// same request lost on its way, or refused by another node, excuses
+// nothing: another member, or the page, brings the timer.
 func TestResyncOfANodeThatRefusedTheTimer(t *testing.T) {
 	for _, c := range []struct {
-		name    string
-		refused bool
-		to      string // "joined" or "old"
-		want    bool
+		name   string
+		detail string
+		to     string // "joined" or "old"
+		want   bool
 	}{
-		{"refused by the resyncing node", true, "joined", true},
-		{"lost on its way to it", false, "joined", false},
-		{"refused by an old replica", true, "old", false},
+		{"refused by the resyncing node", RefusedDatedDetail + " -2.1s ago, clocks -2.1s apart", "joined", true},
+		{"lost on its way to it", "", "joined", false},
+		{"refused by an old replica", RefusedDatedDetail + " -2.1s ago, clocks -2.1s apart", "old", false},
+		// At its limit (fresh seed 9592514, C76): it holds no new
+		// record until it has room, whoever sends it.
+		{"refused by the resyncing node at its limit", RefusedAtLimitDetail + " (a resync page): holds 1 records, 224 bytes", "joined", true},
+		{"refused by an old replica at its limit", RefusedAtLimitDetail + ": holds 1 records, 224 bytes", "old", false},
 	} {
 		h, joined, old, _ := resynced(t)
-		detail := ""
-		if c.refused {
-			detail = RefusedDatedDetail + " -2.1s ago, clocks -2.1s apart"
-		}
+		detail := c.detail
 		to := map[string]string{"joined": joined, "old": old}[c.to]
 		from := old
 		if to == old {

@@ -121,7 +121,7 @@ func (w *world) fullRefusal(m *machine, nd *node.Node, delivered int, from strin
 	if resp.Status != 503 || req.Header.Get(node.HeaderSent) == "" || !strings.HasPrefix(reason, "node holds ") {
 		return
 	}
-	w.refusedAtLimit(m, nd, delivered, from, sent, req, timerOfURL(req.URL), "refused at its limit",
+	w.refusedAtLimit(m, nd, delivered, from, sent, req, timerOfURL(req.URL), checker.RefusedAtLimitDetail,
 		fmt.Sprintf("%s refused %s %s from %s at its limit (%q)", m.addr, req.Method, req.URL, from, reason))
 }
 
@@ -385,7 +385,7 @@ func (w *world) pageRefusals(m *machine, nd *node.Node, held int, req node.Reque
 			continue
 		}
 		rec := node.Request{Method: "PUT", URL: "http://" + m.addr + "/timers/" + e.TimerID, Body: e.Timer}
-		w.refusedAtLimit(m, nd, held, peer, sent, rec, id, "refused at its limit (a resync page)",
+		w.refusedAtLimit(m, nd, held, peer, sent, rec, id, checker.RefusedAtLimitDetail+" (a resync page)",
 			fmt.Sprintf("%s refused timer %s of a resync page from %s at its limit", m.addr, e.TimerID, peer))
 	}
 }
