@@ -463,13 +463,29 @@ func (n *Node) poppedAnswered(t *Timer, resp Response) {
 // pops: how far its record of the definition popped, and which pops it
 // knows were missed (HeaderPopped). Pops the answer knows were made are
 // no longer missed here, and later notices stop telling of them.
+//
+// A copy kept as moved away learns the answer too (learnMoved), as it
+// learns a record: its record was sent as the live definition it is (a
+// repair push, a hand-off), and placed back it would owe a pop the
+// answer said was made (fresh seed 9598630, scenarios/README.md N75).
 func (n *Node) learnPopped(notice *Timer, popped string) {
 	seq, missed, ok := parsePopped(popped)
 	held := n.store.Get(notice.ID)
-	if !ok || held == nil || held.Version != notice.Version || held.State != Live || seq > held.Seq {
+	if !ok || held == nil || held.Version != notice.Version || seq > held.Seq {
 		return
 	}
 	told := &Timer{ID: held.ID, Version: held.Version, Seq: seq}
+	if held.State == Moved {
+		told.setPopMarks(missed, missed)
+		if learnMoved(held, told) {
+			n.hit(probeMovedLearns)
+			n.changedInPlace(held) // kept on disk with the record
+		}
+		return
+	}
+	if held.State != Live {
+		return
+	}
 	n.hit(probeNoticePopped)
 	// An answer below what this replica holds now: it popped on while
 	// the notice was out.

@@ -469,3 +469,37 @@ func TestAnswerToAnyRecordSaysWhichPopsWereMade(t *testing.T) {
 	missed, _ = held.popMarks()
 	assert.Zero(t, missed, "the primary's marks once the backup answered its record with the pops it made")
 }
+
+// TestMovedCopyLearnsWhichPopsAnAnswerSaysWereMade is the shape of fresh
+// seed 9598630 (scenarios/README.md N75): a node keeps a record of a
+// timer its view places elsewhere as moved away, owing pop 3, which the
+// record marked missed; it pushes that copy to a replica, whose answer
+// says pop 3 was made. The moved copy owes it no more, so that placed
+// back by a later scale it does not make pop 3 again; an answer ahead of
+// the copy teaches it nothing (no progress from the future).
+func TestMovedCopyLearnsWhichPopsAnAnswerSaysWereMade(t *testing.T) {
+	c := newCluster(t, nodeA, nodeB)
+	n := c.nodes[nodeA]
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 10 * time.Second, URI: cb, ReplicationFactor: 1}
+	id := uint64(0x125f17e3add14000)
+	for id = id + 1; slices.Contains(n.ring.Replicas(id, 1), nodeA); id++ {
+	}
+	rec := newTimer(id, 1, spec, n.nowMs()-3500, 3, n.placement(n.ring.Replicas(id, 1), nil), n.ring.ViewID(), nil)
+	rec.setPopMarks(1, 1) // pop 3 missed
+	n.apply(rec)
+	held, ok := n.Timer(id)
+	require.True(t, ok)
+	require.Equal(t, Moved, held.State, "a record placed elsewhere is kept as moved away")
+	_, owed := held.popMarks()
+	require.Equal(t, uint32(1), owed, "the moved copy owes pop 3, which it never attempted")
+
+	n.learnPopped(&held, "4 0") // ahead of the copy
+	held, _ = n.Timer(id)
+	_, owed = held.popMarks()
+	require.Equal(t, uint32(1), owed, "an answer ahead of the copy teaches it nothing")
+
+	n.learnPopped(&held, "3 0")
+	held, _ = n.Timer(id)
+	_, owed = held.popMarks()
+	assert.Zero(t, owed, "the moved copy, told pop 3 was made, owes it no more")
+}
