@@ -224,7 +224,7 @@ func TestNoticeOfAForgottenTimerIsKeptAsATombstone(t *testing.T) {
 		if crash {
 			h.Faults = append(h.Faults, Fault{At: at + 5*ms, Kind: Crash, Nodes: []string{backup}}, Fault{At: at + 8*ms, Kind: Restart, Nodes: []string{backup}})
 		}
-		h.Told = []Told{{At: at, Sent: at - 5*ms, From: primary, Node: backup, Timer: h.Ops[0].Timer, Opaque: "a", Seq: 5, Held: held}}
+		h.Told = []Told{{At: at, Sent: at - 5*ms, From: primary, Node: backup, Timer: h.Ops[0].Timer, Opaque: "a", Seq: 5, Held: held, StartDelta: -(at - 5*ms)}}
 		for k := 6; k <= 10; k++ {
 			p := pop(at+20*ms, backup, "a", k)
 			p.Timer = h.Ops[0].Timer
