@@ -39,6 +39,10 @@ type Told struct {
 	// rebuilds the start as its own time less it, so the start it takes
 	// is no earlier than At + StartDelta. 0 for an answer.
 	StartDelta time.Duration
+	// RF is the replication factor the record carried (0: none), by
+	// which its receiver places it, and counts the ranks whose turns
+	// its pops wait for.
+	RF int
 }
 
 // toldWindow is how many pops up to Seq a record's marks cover (the
@@ -247,7 +251,11 @@ func (x *index) pastEveryRank(d *def, t Told) bool {
 		return false
 	}
 	end := wire.Timer{Interval: d.op.Spec.Interval, RepeatFor: d.op.Spec.RepeatFor}.Stated().RepeatFor
-	bound := x.o.ReplicaSkew*time.Duration(x.ranks(d)) + x.o.CallbackTimeout + x.o.ReplicationTimeout
+	// The receiver places the record by the factor it carries, at every
+	// site (fresh seed 9603597: an update the history gives no factor
+	// was placed on four replicas, the checker's ranks counted two).
+	ranks := max(x.ranks(d), t.RF*max(len(x.h.Sites), 1))
+	bound := x.o.ReplicaSkew*time.Duration(ranks) + x.o.CallbackTimeout + x.o.ReplicationTimeout
 	return t.StartDelta+end+bound < -time.Millisecond
 }
 

@@ -36,7 +36,7 @@ func (w *world) noteTold(at, from string, sent time.Duration, req node.Request, 
 		_, held = nd.Timer(id)
 	}
 	w.hist.Told = append(w.hist.Told, checker.Told{At: w.loop.Now(), Sent: sent, From: from, Node: at,
-		Timer: id, Opaque: t.Opaque, Seq: int(r.Seq), Missed: r.Missed, Held: held, StartDelta: r.StartTimeDelta})
+		Timer: id, Opaque: t.Opaque, Seq: int(r.Seq), Missed: r.Missed, Held: held, StartDelta: r.StartTimeDelta, RF: t.ReplicationFactor})
 }
 
 // noteAnswer wraps done, the handler of the answer to req that node self
