@@ -202,16 +202,12 @@ func mergeRules(env *mergeEnv, held *Timer, in Timer) mergeResult {
 	return r
 }
 
-// arrive is what the offered record t is on this replica, holding h: kept
-// as moved away when it is placed on others (rule 1), as a tombstone when
-// it tells of a timer forgotten here whose every pop is past (rule 2), and
-// a client delete's tombstone with the timing of what it buries (rule 4).
+// arrive is what the offered record t is on this replica, holding h: a
+// tombstone when it tells of a timer forgotten here whose every pop is
+// past (rule 2, wherever it is placed), kept as moved away when it is
+// placed on others (rule 1), and a client delete's tombstone with the
+// timing of what it buries (rule 4).
 func (r *mergeResult) arrive(env *mergeEnv, h, t *Timer) {
-	if t.State == Live && !slices.Contains(t.Placement().Replicas, env.self) &&
-		(h == nil || h.State != Live || h.Version != t.Version) {
-		r.hit(probeApplyMovedAway)
-		t.entombAs(Moved)
-	}
 	if h == nil && t.State == Live && t.Seq > 0 && t.lastDue()+maxSkewOf(t, env.replicationTimeout).Milliseconds() < env.now {
 		r.hit(probeApplyStaleNotice)
 		// A pop notice of a timer every pop of which, at every rank, is
@@ -219,8 +215,17 @@ func (r *mergeResult) arrive(env *mergeEnv, h, t *Timer) {
 		// expired) or never held it, and a paused or cut-off replica
 		// tells of an old pop. Taking it would pop again, late, what was
 		// popped; the sender pops what it has left itself. Keep it as a
-		// tombstone, so that further stale notices meet one.
+		// tombstone, so that further stale notices meet one. Placed on
+		// other nodes too: kept as moved away it owed the pops the
+		// notice marked missed, and a scale that placed it back here
+		// made them, late and again (fresh seed 9615765,
+		// scenarios/README.md N76).
 		t.entomb()
+	}
+	if t.State == Live && !slices.Contains(t.Placement().Replicas, env.self) &&
+		(h == nil || h.State != Live || h.Version != t.Version) {
+		r.hit(probeApplyMovedAway)
+		t.entombAs(Moved)
 	}
 	if t.State != Live && h != nil && t.def == 0 && t.interval == 0 {
 		r.hit(probeApplyDeleteTiming)

@@ -257,6 +257,34 @@ func TestMovedCopyLearnsThePopsItIsToldOf(t *testing.T) {
 	}
 }
 
+// TestStaleNoticePlacedElsewhereIsATombstone is the shape of fresh seed
+// 9615765 (scenarios/README.md N76): a node holding nothing of a timer
+// is handed a notice of it, every pop past at every rank, that its view
+// places on other nodes. Rule 2 keeps it as a tombstone, not a copy
+// moved away: moved away, it owed the pops the notice marked missed, and
+// a scale that placed the timer back here made them, late and again. A
+// record of the same version placed back later meets the tombstone.
+func TestStaleNoticePlacedElsewhereIsATombstone(t *testing.T) {
+	const now = int64(1_000_000)
+	env := testEnv(now)
+	spec := wire.Timer{Interval: time.Second, RepeatFor: 5 * time.Second, URI: "http://cb.example/cb", ReplicationFactor: 2}
+	elsewhere := &Placement{Replicas: mergeNodes[2:4]}
+	here := &Placement{Replicas: mergeNodes[:2]}
+	start := now - 40_000
+	notice := newTimer(7, 1, spec, start, 5, elsewhere, mergeViews[0], nil)
+	notice.setPopMarks(3, 3) // pops 4 and 5 missed
+	r := merge(env, nil, *notice)
+	if r.verdict != took || r.in.State != Tombstone {
+		t.Fatalf("stale notice placed elsewhere: verdict %d, state %d; want a tombstone taken", r.verdict, r.in.State)
+	}
+	held := r.in
+	back := newTimer(7, 1, spec, start, 5, here, mergeViews[1], nil)
+	back.setPopMarks(3, 3)
+	if r := merge(env, &held, *back); r.verdict == took {
+		t.Fatalf("the definition placed back over the tombstone: state %d, seq %d; want it kept out", r.in.State, r.in.Seq)
+	}
+}
+
 // TestMovedCopyLearnsTheEarliestStart: a node whose view is not yet
 // reloaded for a scale keeps the hand-offs it is sent as moved copies. The
 // first comes from a replica that took the write late (its start late by
