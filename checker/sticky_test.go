@@ -499,3 +499,42 @@ func TestRelayThatCrashedWhilePausedMissedTheForward(t *testing.T) {
 	requireHas(t, Check(build(Crash, due(1), due(2))), "G5")
 	requireHas(t, Check(build(Resume, due(1))), "G5", "repair round")
 }
+
+// TestNoticeMeetsAnotherSiteThroughItsRelayAlone is the shape of fresh
+// seed 9620465 (scenarios/README.md C77): site B's relay was down while
+// an update went through the home replica at site A, so site B's replica
+// kept the old definition. Its first stale pop's notice reaches site A
+// through A's relay alone, which answers with what it holds itself.
+// When A's relay is the home replica, which took the update, that pop
+// repairs B's replica and a second stale pop is a violation; when A's
+// relay holds no copy, nothing repaired it, and the second is not.
+func TestNoticeMeetsAnotherSiteThroughItsRelayAlone(t *testing.T) {
+	for _, relayKeeps := range []bool{true, false} {
+		sites, home, away := twoSitesRelayNoReplica()
+		if (sites[0][0] == home) != relayKeeps {
+			sites[0][0], sites[0][1] = sites[0][1], sites[0][0]
+		}
+		h := &History{
+			Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+			Ops: []Op{
+				write(1, Create, placedTimer, "a", 10*sec, 120*sec, 0, 10*ms, OK),
+				write(2, Update, placedTimer, "b", 30*sec, 30*sec, 25*sec, 25*sec+10*ms, OK),
+			},
+			End: 80 * sec, LivenessFrom: 79 * sec, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+			Faults: []Fault{{At: 20 * sec, Kind: Crash, Nodes: []string{relay(sites)}}, {At: 35 * sec, Kind: Restart, Nodes: []string{relay(sites)}}},
+		}
+		for i := range h.Ops {
+			h.Ops[i].Node, h.Ops[i].Spec.ReplicationFactor = home, 1
+		}
+		h.Pops = []Pop{pop(10*sec+20*ms, home, "a", 1), pop(20*sec+20*ms, home, "a", 2),
+			pop(52*sec+20*ms, away, "a", 5), pop(55*sec+20*ms, home, "b", 1), pop(62*sec+20*ms, away, "a", 6)}
+		for i := range h.Pops {
+			h.Pops[i].Timer = placedTimer
+		}
+		if relayKeeps {
+			requireHas(t, Check(h), "G5", "should have repaired")
+		} else {
+			requireNone(t, Check(h))
+		}
+	}
+}
