@@ -451,7 +451,11 @@ func (x *index) noticeLeaves(d *def, p Pop) bool {
 // missed it by that replica's notices (docs/design.md 4.10; fresh seed
 // 7101298, an update whose forward another site's relay refused as
 // dated ahead by its proxy's stepped clock). Without, a keeper at
-// another site must be its relay, which the notice reaches (siteRelay).
+// another site must be its relay (d.relays), which the notice reaches
+// and which answers with what it holds itself (fresh seed 9620465,
+// scenarios/README.md C77: the notice went only to the other site's
+// relay, which held no copy, while the update's holder there was
+// another node).
 func (x *index) keptBy(s Op, d *def, popper string, b time.Duration, local bool) bool {
 	if !d.placed {
 		return !x.crashedIn(d, s.Invoke, b) // which replicas took s is unknown
@@ -475,26 +479,10 @@ func (x *index) keptBy(s Op, d *def, popper string, b time.Duration, local bool)
 	x.missedAtSites(d, s.Node, ret, false, missed)
 	replicas := d.rankedIn(s.Invoke, b)
 	for _, r := range replicas {
-		if r == popper || missed[r] || x.nodeCrashedIn(d, r, s.Invoke, b) || !x.sameSite(r, popper) && (local || !x.siteRelay(r)) {
+		if r == popper || missed[r] || x.nodeCrashedIn(d, r, s.Invoke, b) || !x.sameSite(r, popper) && (local || !slices.Contains(d.relays, r)) {
 			continue
 		}
 		return true
-	}
-	return false
-}
-
-// siteRelay reports whether n is its site's relay, the node its address
-// names (History.Sites, first of each): a pop notice reaches another
-// site through it alone, which answers with what it holds itself, so of
-// that site's replicas only the relay meets a notice with the record it
-// kept (fresh seed 9620465, scenarios/README.md C77: a stale replica's
-// notice went only to the other site's relay, which held no copy, while
-// the update's holder there was another node).
-func (x *index) siteRelay(n string) bool {
-	for _, site := range x.h.Sites {
-		if len(site) > 0 && site[0] == n {
-			return true
-		}
 	}
 	return false
 }
