@@ -1572,3 +1572,43 @@ func TestHandOffPushesAgainATargetHeardBeforeAReload(t *testing.T) {
 			nodeD, on, c.nodes[holder].probeHits[probeHandOffHeardSkipped])
 	}
 }
+
+// TestHandOffConfirmsAFullTargetHeardToHoldTheCopy: a node hands off a
+// live timer to the two replicas a scale added; nodeE has said it is
+// full, so the resync's hand-off pushes nodeD alone, and the copy stays.
+// Once nodeE says it has room for one, a round pushes it the copy, which
+// it answers it holds; then nodeE says it is full again (it is at its
+// limit). The round that confirms both targets must push nodeE too: it
+// holds the record, which takes none of its room. Drawn on its room, the
+// push was held back in every confirming round, the copy never ended,
+// and each round pushed the same record to one target or the other for
+// as long as nodeE stayed at its limit (scenarios/README.md N77, seed
+// 9617973).
+func TestHandOffConfirmsAFullTargetHeardToHoldTheCopy(t *testing.T) {
+	const nodeE = "10.0.0.5:7253"
+	olds := []string{nodeA, nodeB, nodeC}
+	five := []string{nodeA, nodeB, nodeC, nodeD, nodeE}
+	c := newClusterWith(t, nil, olds...)
+	wid := createPlacedOnAdded(t, c, five)
+	id := mustID(t, wid)
+	holder := NewRing(olds).Replicas(id, 2)[0]
+	n := c.nodes[holder]
+	n.heardRoom(nodeE, &room{})
+	c.join(nodeD, Membership{Nodes: five})
+	c.join(nodeE, Membership{Nodes: five})
+	for _, a := range olds {
+		require.NoError(t, c.nodes[a].SetCluster(Membership{Nodes: five}))
+	}
+	c.settle()
+	state := func() State { got, ok := n.Timer(id); require.True(t, ok); return got.State }
+	require.Equal(t, Live, state(), "nodeE, full, was pushed nothing: the copy stays")
+	n.heardRoom(nodeE, &room{Timers: 1, Bytes: 1 << 20})
+	n.handOff(nil)
+	c.settle()
+	require.Equal(t, Live, state(), "a round that skipped nodeD as heard ends nothing")
+	n.heardRoom(nodeE, &room{})
+	n.handOff(nil)
+	c.settle()
+	assert.Equal(t, Moved, state(), "both targets answered the confirming round that they hold the copy (held back for room: %d)",
+		n.probeHits[probeHandOffHeldForRoom])
+}
