@@ -300,7 +300,8 @@ func (n *Node) drawRoom(peer string, t *Timer) (answered func(), ok bool) {
 // returns). A record the peer holds already takes no room there, but
 // this node cannot tell, so it counts every one: a full replica is
 // pushed nothing, and gets the records once it says it has room, as many
-// as that.
+// as that. The one record it can tell of, a copy the peer answered that
+// it holds, is pushed without asking (handOff, heardHolding).
 func (n *Node) handOffRoom(peer string, placed *Timer) (answered func(), ok bool) {
 	if placed.State != Live && !placed.isDeleteTombstone() {
 		return nil, true // a finished definition's tombstone needs no room (refuseFull)
