@@ -74,6 +74,28 @@ func BenchmarkCreateReplicated(b *testing.B) {
 	}
 }
 
+// BenchmarkCreateReplicatedH2C is BenchmarkCreateReplicated with the
+// requests between nodes sent each alone over unencrypted HTTP/2
+// (transport.Client.UseUnencryptedHTTP2) instead of in batches over the
+// workers' own HTTP/1.1 connections: the measurement of docs/design.md
+// section 5 that chose the batches.
+func BenchmarkCreateReplicatedH2C(b *testing.B) {
+	urls := startServers(b, 3, useUnencryptedHTTP2)
+	rate := drive(b, benchBodyRF2, urls...)
+	if bareRate > 0 {
+		b.ReportMetric(rate/bareRate, "ratio")
+	}
+}
+
+// useUnencryptedHTTP2 makes s take HTTP/2 without TLS as well as
+// HTTP/1.1, and send the requests between nodes each alone over it.
+func useUnencryptedHTTP2(s *Server) {
+	s.http.Protocols = new(http.Protocols)
+	s.http.Protocols.SetHTTP1(true)
+	s.http.Protocols.SetUnencryptedHTTP2(true)
+	s.client.UseUnencryptedHTTP2()
+}
+
 // benchBodyRF2 is benchBody with replication factor 2.
 var benchBodyRF2 = bytes.Replace(benchBody, []byte(`"replication-factor":1`), []byte(`"replication-factor":2`), 1)
 
@@ -81,6 +103,13 @@ var benchBodyRF2 = bytes.Replace(benchBody, []byte(`"replication-factor":1`), []
 // configured further by the options, and returns the URL of each one's
 // /timers; they stop when b ends.
 func startCluster(b *testing.B, n int, options ...func(*config.Node)) []string {
+	b.Helper()
+	return startServers(b, n, nil, options...)
+}
+
+// startServers is startCluster, each server changed by adjust, if not
+// nil, before it serves.
+func startServers(b testing.TB, n int, adjust func(*Server), options ...func(*config.Node)) []string {
 	b.Helper()
 	lns := make([]net.Listener, n)
 	var m node.Membership
@@ -103,6 +132,9 @@ func startCluster(b *testing.B, n int, options ...func(*config.Node)) []string {
 		if err != nil {
 			b.Fatal(err)
 		}
+		if adjust != nil {
+			adjust(srv)
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(ctx, ln) }()
@@ -117,7 +149,7 @@ func startCluster(b *testing.B, n int, options ...func(*config.Node)) []string {
 	return urls
 }
 
-func listenLoopback(b *testing.B) net.Listener {
+func listenLoopback(b testing.TB) net.Listener {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -308,4 +340,48 @@ func createAll(b *testing.B, n int, body func(i int) []byte, url string) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestCreateReplicatedOverUnencryptedHTTP2 proves that the other arm of
+// BenchmarkCreateReplicatedH2C measures what it says: with
+// useUnencryptedHTTP2, requests between nodes arrive as HTTP/2, none in
+// a batch, and none fails. The creates are of factor 3, whose quorum of
+// two is met only once a peer has answered: each is answered after at
+// least one request between nodes arrived.
+func TestCreateReplicatedOverUnencryptedHTTP2(t *testing.T) {
+	var h2 atomic.Int64
+	var servers []*Server
+	urls := startServers(t, 3, func(s *Server) {
+		useUnencryptedHTTP2(s)
+		inner := s.http.Handler
+		s.http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ProtoMajor == 2 {
+				h2.Add(1)
+			}
+			inner.ServeHTTP(w, r)
+		})
+		servers = append(servers, s)
+	})
+	const creates = 30
+	rf3 := bytes.Replace(benchBody, []byte(`"replication-factor":1`), []byte(`"replication-factor":3`), 1)
+	for i := range creates {
+		resp, err := http.Post(urls[i%len(urls)], "application/json", bytes.NewReader(rf3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("create %d: status %d", i, resp.StatusCode)
+		}
+	}
+	var ok, failed, batches uint64
+	for _, s := range servers {
+		st := s.client.Stats()
+		ok, failed, batches = ok+st.OK, failed+st.Failed, batches+st.PeerBatches
+	}
+	if h2.Load() < creates || failed != 0 || batches != 0 {
+		t.Errorf("%d requests arrived over HTTP/2 of %d answered between nodes (want at least one a create, %d), %d failed, %d batches (want none)",
+			h2.Load(), ok, creates, failed, batches)
+	}
 }

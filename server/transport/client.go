@@ -45,6 +45,9 @@ type Client struct {
 	// https when peerHTTPS; rt, unless the server gives its own.
 	peerRT    http.RoundTripper
 	peerHTTPS bool
+	// unbatched sends every request between nodes alone, through peerRT
+	// (UseUnencryptedHTTP2).
+	unbatched bool
 	// linkDial dials the connections the workers of peers' batched queues
 	// hold themselves (peerconn.go); nil sends those through peerRT.
 	linkDial *linkDialer
@@ -148,7 +151,10 @@ func newTransport(dial func(context.Context, string, string) (net.Conn, error)) 
 func (c *Client) Send(req node.Request, timeout time.Duration, done func(node.Response, error)) {
 	key, kind := hostKey(req.URL), kindOf(req)
 	j := c.jobs.Get().(*job)
-	*j = job{req: req, kind: kind, timeout: timeout, done: done, target: batchTarget(req, kind)}
+	*j = job{req: req, kind: kind, timeout: timeout, done: done}
+	if !c.unbatched {
+		j.target = batchTarget(req, kind)
+	}
 	id := hostID{key: key, batch: j.target != ""}
 	if id.batch {
 		j.size = batchEntrySize(node.Request{Method: req.Method, URL: j.target, Header: req.Header, Body: req.Body})

@@ -116,6 +116,24 @@ func (c *Client) SetPeers(local string, tlsConfig *tls.Config) {
 	c.linkDial = &linkDialer{dial: dial, tls: tlsConfig}
 }
 
+// UseUnencryptedHTTP2 makes the Client send each request between nodes
+// alone, on a stream of its own of one unencrypted HTTP/2 connection per
+// peer (prior knowledge: the peer's server must accept it), instead of in
+// batches on its workers' own HTTP/1.1 connections. It is the other arm
+// of the measurement in docs/design.md section 5 that chose the batches
+// (BenchmarkCreateReplicatedH2C); call it after SetPeers, before the first
+// Send. Without TLS only: over TLS it changes nothing.
+func (c *Client) UseUnencryptedHTTP2() {
+	t, ok := c.peerRT.(*http.Transport)
+	if !ok || c.peerHTTPS {
+		return
+	}
+	t = t.Clone()
+	t.Protocols = new(http.Protocols)
+	t.Protocols.SetUnencryptedHTTP2(true)
+	c.peerRT, c.linkDial, c.unbatched = t, nil, true
+}
+
 // peerDial is dial behind the Client's static DNS records, as callbacks
 // are: a remote site may be named by one.
 func (c *Client) peerDial(dial func(context.Context, string, string) (net.Conn, error)) func(context.Context, string, string) (net.Conn, error) {
