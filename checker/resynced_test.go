@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // resynced is scaled's history with the scale moved to 6 s..9 s, so that
@@ -187,6 +188,53 @@ func TestResyncOfAReplicaTheWriteMissed(t *testing.T) {
 			h.Faults = []Fault{{At: 5 * ms, Kind: Lost, Nodes: []string{h.Ops[0].Node}, Peers: []string{to}, Timer: placedTimer}}
 		}
 		h.Resyncs[0].Node, h.Resyncs[0].Live = staying, nil
+		if excused := resyncExcused(h); excused != c.want {
+			t.Errorf("%s: resync excused %v, want %v", c.name, excused, c.want)
+		}
+	}
+}
+
+// TestResyncOfAReplicaCutOffSinceTheWriteMissedIt is C78: as C69, but
+// the resync completes more than a repair round after the create, while
+// a partition that began after the create kept the replica from every
+// other node until shortly before: the round that would have mended it
+// could not run. The same resync fails when the partition left that
+// replica on the holders' side, or ended a repair round before it.
+func TestResyncOfAReplicaCutOffSinceTheWriteMissedIt(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		cut    bool // the partition names the replica
+		healed time.Duration
+		want   bool
+	}{
+		{"cut off until 40 s", true, 40 * sec, true},
+		{"cut off until 5 s", true, 5 * sec, false},
+		{"a partition elsewhere until 40 s", false, 40 * sec, false},
+	} {
+		h, joined, _, other := resynced(t)
+		staying := ""
+		for _, r := range Replicas(h.Scales[0].After, placedTimer, 2) {
+			if r != joined {
+				staying = r
+			}
+		}
+		h.Scales[0].Start, h.Scales[0].End, h.Held[0].At, h.End = 42*sec, 48*sec, 48*sec, 60*sec
+		h.Resyncs[0].At, h.Resyncs[0].Node, h.Resyncs[0].Live = 45*sec, staying, nil
+		side := staying
+		if !c.cut {
+			side = other
+		}
+		var rest []string
+		for _, m := range h.Members {
+			if m != side {
+				rest = append(rest, m)
+			}
+		}
+		h.Faults = []Fault{
+			{At: 5 * ms, Kind: Lost, Nodes: []string{h.Ops[0].Node}, Peers: []string{staying}, Timer: placedTimer},
+			{At: 2 * sec, Kind: Partition, Nodes: []string{side}, Peers: rest},
+			{At: c.healed, Kind: Heal},
+		}
 		if excused := resyncExcused(h); excused != c.want {
 			t.Errorf("%s: resync excused %v, want %v", c.name, excused, c.want)
 		}
