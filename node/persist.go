@@ -211,8 +211,29 @@ func (n *Node) Restore(id uint64, rec []byte) error {
 	// scale would otherwise pop at its old rank beside the new primary.
 	n.placeNow(t)
 	n.hitIf(t.State == Live && !slices.Contains(t.Placement().Replicas, n.self), probePlacedAway)
-	n.holdNext(t)
+	due := n.nextDue(t)
+	if now := n.nowMs(); t.State == Live && due <= now && n.othersHold(t) {
+		// Its turn at a pop came while the node was down, when the
+		// notices of the pops the other holders made could not reach
+		// it: popped now, before the start-up resync hears from them,
+		// every pop they made meanwhile was made again (a backup of a
+		// timer popping every second, down for 20 s, made 18 pops again
+		// at its restart; TestRestartedBackupMakesNoPopTheOthersMadeWhileItWasDown).
+		// It waits one backup skew for their word: a page or a notice
+		// that tells it of pops made reschedules it at once, and what
+		// no holder made it pops then, late as it was.
+		n.hit(probeRestoredWaits)
+		due = now + ReplicaSkew.Milliseconds()
+	}
+	n.hold(t, due)
 	return nil
+}
+
+// othersHold reports whether t's placement names a holder besides this
+// node: another replica, or another site.
+func (n *Node) othersHold(t *Timer) bool {
+	return slices.ContainsFunc(t.Placement().Replicas, func(r string) bool { return r != n.self }) ||
+		len(t.Placement().Sites) > 1
 }
 
 // SnapshotCursor is where Snapshot goes on: after the last record it

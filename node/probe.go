@@ -206,6 +206,7 @@ var (
 	probePlacedMarks       = probe("place/marks-follow-their-replicas")
 	probeInstanceClash     = probe("cluster/instance-clash-detected")
 	probeClashRefused      = probe("cluster/instance-clash-refuses-write")
+	probeRestoredWaits     = probe("restore/late-pop-waits-for-word")
 )
 
 // hits counts the probes a pure function passed (see probeHits).

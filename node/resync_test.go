@@ -2085,3 +2085,51 @@ func TestSupersededResyncSendsNoReferencesHeldBack(t *testing.T) {
 	release()
 	assert.Zero(t, refs, "references of the old run sent once the window had room")
 }
+
+// TestRestartedBackupMakesNoPopTheOthersMadeWhileItWasDown: a backup of a
+// timer popping every second keeps its records on disk, and is down for
+// 20 s while the primary pops and tells the other backup. Back from its
+// disk, its record says no pop was made, every one past its turn. Popped
+// at once, each of them was made twice; it waits one backup skew for
+// word, the start-up resync's pages tell it which pops were made, and it
+// makes none of them.
+func TestRestartedBackupMakesNoPopTheOthersMadeWhileItWasDown(t *testing.T) {
+	disk := newMemStorage()
+	c := newClusterWith(t, func(addr string, cfg *Config) {
+		if addr == nodeC {
+			cfg.Storage = disk
+		}
+	}, three...)
+	var wid string
+	for i := 0; ; i++ {
+		wid = createVia(t, c, nodeA, `{"timing":{"interval":1,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
+			`","opaque":"`+strconv.Itoa(i)+`"}},"reliability":{"replication-factor":3}}`)
+		if NewRing(three).Replicas(mustID(t, wid), 3)[0] != nodeC {
+			break
+		}
+		require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
+	}
+	id := mustID(t, wid)
+	c.advance(500*time.Millisecond, 200)
+	_, durable := disk.durable[id]
+	require.True(t, durable, "the backup's copy on its disk")
+
+	*c.cfgs[nodeC].Clock.(skewedClock).gone = true // it crashes
+	c.down[nodeC] = true
+	made := len(c.advance(20*time.Second, 200))
+	require.GreaterOrEqual(t, made, 19, "the others' pops while it was down")
+
+	c.restart(nodeC)
+	disk.restore(t, c.nodes[nodeC])
+	delete(c.down, nodeC)
+	c.nodes[nodeC].Resync(true)
+	var again []string
+	c.advanceWith(3*time.Second, func(s *sent) int {
+		if seq, _ := strconv.Atoi(s.req.Header.Get(wire.HeaderSequenceNumber)); s.from == nodeC && seq <= made {
+			again = append(again, s.req.Header.Get(wire.HeaderSequenceNumber))
+		}
+		return 200
+	})
+	assert.Empty(t, again, "pops the restarted backup made again of the %d the others made while it was down (restored records that waited: %d)",
+		made, c.nodes[nodeC].probeHits[probeRestoredWaits])
+}
