@@ -67,6 +67,11 @@ type persist struct {
 	// disk already.
 	restoring bool
 	buf       []byte
+	// restarted is the node's time at its first Restore, and quiet the
+	// end of the backup skew after it in which a pop whose turn came
+	// while the node was down waits for word (dueOf); both 0 for a node
+	// that restored nothing.
+	restarted, quiet int64
 }
 
 // mark notes that the record under id changed (Store's change hook).
@@ -211,22 +216,34 @@ func (n *Node) Restore(id uint64, rec []byte) error {
 	// scale would otherwise pop at its old rank beside the new primary.
 	n.placeNow(t)
 	n.hitIf(t.State == Live && !slices.Contains(t.Placement().Replicas, n.self), probePlacedAway)
-	due := n.nextDue(t)
-	if now := n.nowMs(); t.State == Live && due <= now && n.othersHold(t) {
-		// Its turn at a pop came while the node was down, when the
-		// notices of the pops the other holders made could not reach
-		// it: popped now, before the start-up resync hears from them,
-		// every pop they made meanwhile was made again (a backup of a
-		// timer popping every second, down for 20 s, made 18 pops again
-		// at its restart; TestRestartedBackupMakesNoPopTheOthersMadeWhileItWasDown).
-		// It waits one backup skew for their word: a page or a notice
-		// that tells it of pops made reschedules it at once, and what
-		// no holder made it pops then, late as it was.
-		n.hit(probeRestoredWaits)
-		due = now + ReplicaSkew.Milliseconds()
+	if n.persist.restarted == 0 {
+		n.persist.restarted = n.nowMs()
+		n.persist.quiet = n.persist.restarted + ReplicaSkew.Milliseconds()
 	}
-	n.hold(t, due)
+	n.holdNext(t)
 	return nil
+}
+
+// waitForWord returns due, the time a pop of t is due on this replica,
+// or, for a pop whose turn came while the node was down (before its
+// restart from disk), the end of the backup skew after the restart.
+// Such a turn passed when the notices of the pops the other holders
+// made could not reach the node: popped at once, before the start-up
+// resync heard from them, every pop they made meanwhile was made again
+// (a backup of a timer popping every second, down for 20 s, made 18 of
+// them again at its restart;
+// TestRestartedBackupMakesNoPopTheOthersMadeWhileItWasDown). In that
+// skew their pages and notices tell it which pops were made, whichever
+// peer answers first; what none made it pops then, late as it was. A
+// record no other node holds has nobody to hear from, and pops at once.
+func (n *Node) waitForWord(t *Timer, due int64) int64 {
+	if due > n.persist.restarted || !n.othersHold(t) {
+		return due
+	}
+	if n.persist.quiet > n.nowMs() {
+		n.hit(probeRestoredWaits)
+	}
+	return max(due, n.persist.quiet)
 }
 
 // othersHold reports whether t's placement names a holder besides this

@@ -25,7 +25,7 @@ import (
 // outlives the buried definition.
 func (n *Node) dueOf(t *Timer) int64 {
 	if at, ok := t.NextPopAt(); ok {
-		return at + n.skew(t).Milliseconds()
+		return n.waitForWord(t, at+n.skew(t).Milliseconds())
 	}
 	return max(n.nowMs()+max(t.Interval(), n.tombstoneMin()).Milliseconds(), n.lifeEnd(t))
 }
@@ -79,17 +79,13 @@ func (n *Node) skew(t *Timer) time.Duration {
 // still tell of them (a tombstone would make the replicas that owe them
 // drop them: TestAnotherSitesAnswerKeepsItsMissedPops), until a replica
 // says they were made or its life ends (onAlarm).
-func (n *Node) holdNext(t *Timer) { n.hold(t, n.nextDue(t)) }
-
-// nextDue is when t is next due (dueOf), a live record with nothing left
-// to pop made a tombstone first.
-func (n *Node) nextDue(t *Timer) int64 {
+func (n *Node) holdNext(t *Timer) {
 	if _, ok := t.NextPopAt(); !ok && t.State == Live {
 		if missed, _ := t.popMarks(); missed == 0 {
 			t.entomb()
 		}
 	}
-	return n.dueOf(t)
+	n.hold(t, n.dueOf(t))
 }
 
 // hold inserts t, due at due, and counts it.
