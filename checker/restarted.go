@@ -1,0 +1,117 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/chronos-timer/chronos/wire"
+)
+
+// G4 at a restart from disk (docs/design.md 5.2, scenarios/README.md
+// N78): a node that restarts on its records read back holds, of each
+// timer whose turn at a pop came while it was down, the progress of
+// before its crash; the notices of the pops the other replicas made
+// meanwhile never reached it. It waits one backup skew for their word
+// (the start-up resync's pages, their notices) before it pops such a
+// pop, so it does not make again a pop another replica made and can
+// tell it of.
+//
+// The rule judges only where nothing but the node's own crash could
+// keep that word from it: a pop the restarted node delivered within the
+// skew after its restart (less a margin for the network and the clocks),
+// of a sequence number another node delivered, answered 2xx, more than
+// every rank's turn before the restart, of a definition live well past
+// the restart that no later write replaced by then, when no fault but
+// the node's own crash and disk faults touched the definition from that
+// delivery to the restarted node's, and no scale ran. Such a pop is one
+// the node made before it could hear, a duplicate nothing excuses.
+func (x *index) checkRestartWord() []Violation {
+	if !x.h.Storage {
+		return nil
+	}
+	var vs []Violation
+	for _, f := range x.h.Faults {
+		if f.Kind != Restart || len(f.Nodes) == 0 || x.wipedAt(f.Nodes[0], f.At) {
+			continue
+		}
+		for _, d := range x.defs {
+			if v, bad := x.restartWord(d, f.Nodes[0], f.At); bad {
+				vs = append(vs, v)
+			}
+		}
+	}
+	return vs
+}
+
+// restartMargin is what the rule leaves of the backup skew after a
+// restart: a pop the node waited for sends in the skew's last instants,
+// on a clock that may run apart from true time.
+const restartMargin = 500 * time.Millisecond
+
+// restartWord judges d's pops by node n restarted from disk at r.
+func (x *index) restartWord(d *def, n string, r time.Duration) (Violation, bool) {
+	end := d.op.Invoke + wire.Timer{Interval: d.op.Spec.Interval, RepeatFor: d.op.Spec.RepeatFor}.Stated().RepeatFor
+	if end < r+time.Minute || d.cutoff < r+x.o.ReplicaSkew {
+		return Violation{}, false
+	}
+	before := r - x.o.ReplicaSkew*time.Duration(x.ranks(d)) - time.Second
+	for _, seq := range sortedSeqs(d) {
+		var made *Pop
+		for _, i := range d.bySeq[seq] {
+			p := &x.h.Pops[i]
+			switch {
+			case p.Node != n && p.At < before && p.Answered >= 200 && p.Answered <= 299:
+				if made == nil {
+					made = p
+				}
+			case made != nil && p.Node == n && p.At >= r && p.At < r+x.o.ReplicaSkew-restartMargin:
+				if x.restartFaulted(d, n, made.At, p.At) {
+					return Violation{}, false
+				}
+				return x.violation("G4", p.At, d, fmt.Sprintf(
+					"pop %d delivered by %s at %v, %v after its restart from disk at %v, though %s delivered it at %v: got a pop before the word of the other replicas could come, want none (a restarted replica waits %v for it)",
+					seq, n, p.At, p.At-r, r, made.Node, made.At, x.o.ReplicaSkew)), true
+			}
+		}
+	}
+	return Violation{}, false
+}
+
+// restartFaulted reports whether something but n's own crash and disk
+// faults touched d from a to b, or a scale ran then: the word of the
+// pops made may not have reached n, or its holder lost it.
+func (x *index) restartFaulted(d *def, n string, a, b time.Duration) bool {
+	for _, s := range x.h.Scales {
+		if s.Start <= b && s.End+x.o.FaultSettle >= a {
+			return true
+		}
+	}
+	for s := range d.spans() {
+		if s.from > b {
+			break
+		}
+		if s.to < a {
+			continue
+		}
+		switch s.fault.Kind {
+		case Crash, DiskFull, DiskLie, DiskCorrupt:
+			if slices.Equal(s.fault.Nodes, []string{n}) {
+				continue
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// wipedAt reports whether node n's restart at r found its disk wiped
+// (DiskWiped): it holds nothing of before.
+func (x *index) wipedAt(n string, r time.Duration) bool {
+	for _, f := range x.h.Faults {
+		if f.Kind == DiskWiped && f.At == r && slices.Contains(f.Nodes, n) {
+			return true
+		}
+	}
+	return false
+}
