@@ -239,6 +239,7 @@ func GeneratePlan(seed uint64, work, faults Source) *Plan {
 	genMovedBack(p, work)
 	genHeldAnswer(p, faults, safety)
 	genStaleHeld(p, faults, safety)
+	genRestartWord(p, faults)
 	p.End = max(p.End, p.LivenessFrom+genQuiet)
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return int(a.At - b.At) })
 	return p
