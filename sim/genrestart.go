@@ -35,7 +35,7 @@ func genRestartWord(p *Plan, faults Source) {
 	}
 	p.Callbacks++
 	cb := p.Callbacks
-	c := genTimerStep(p, faults, OpCreate, "w1", at)
+	c := genTimerStep(p, faults, OpCreate, "k1", at)
 	c.ID = 1<<63 | uint64(faults.IntN("restart-word-id-hi", 1<<31))<<31 | uint64(faults.IntN("restart-word-id-lo", 1<<31))
 	c.Interval, c.RepeatFor, c.RF, c.Tag, c.Callback, c.Bare = time.Second, 3*time.Minute, 3, "", cb, false
 	primary, _ := staleVictim(p, c, 0)

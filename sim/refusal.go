@@ -210,6 +210,7 @@ func (w *world) refusedAtLimit(m *machine, nd *node.Node, delivered int, from st
 	w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Age: w.loop.Now() - sent, Kind: checker.Lost,
 		Nodes: []string{from}, Peers: []string{m.addr}, Timer: timer,
 		Detail: fmt.Sprintf("%s: holds %d records, %d bytes", what, held, st.HeldBytes)})
+	w.lackFrom(m, timer)
 	// A record past the byte budget needs more room than the held bytes
 	// leave: the request's body bounds the record's bytes from above.
 	if held < cfg.Limits.MaxTimers && st.HeldBytes+int64(len(req.Body)+node.RecordOverheadBytes) <= cfg.Limits.MaxHeldBytes {
@@ -387,5 +388,59 @@ func (w *world) pageRefusals(m *machine, nd *node.Node, held int, req node.Reque
 		rec := node.Request{Method: "PUT", URL: "http://" + m.addr + "/timers/" + e.TimerID, Body: e.Timer}
 		w.refusedAtLimit(m, nd, held, peer, sent, rec, id, checker.RefusedAtLimitDetail+" (a resync page)",
 			fmt.Sprintf("%s refused timer %s of a resync page from %s at its limit", m.addr, e.TimerID, peer))
+	}
+}
+
+// lackingHold is a refusal at a limit (the fault at index fault) of a
+// record of timer, by the node on m, that lasts until that node holds
+// a record of the timer.
+type lackingHold struct {
+	fault int
+	m     *machine
+	timer uint64
+}
+
+// lackFrom makes the refusal just recorded last (checker.Fault.Until):
+// a node at its limit refuses every copy of the timer, by whatever path
+// it comes, for as long as it holds no room for it, and until then the
+// timer has one replica fewer; the refused request alone lasted only
+// its settle time, and a pop every other replica failed was owed by the
+// one that refused it (fresh seed 9700420, scenarios/README.md C79: a
+// replica of the second site, full from the create on, never held the
+// timer, and G2 held it to the pop the others' failed callbacks left).
+// Until is the run's end until watchLacking finds the node holding a
+// record of the timer, checked once a second, rounded up.
+func (w *world) lackFrom(m *machine, timer uint64) {
+	if timer == 0 {
+		return
+	}
+	i := len(w.hist.Faults) - 1
+	w.hist.Faults[i].Until = max(w.plan.End, w.loop.Now()+time.Second)
+	w.lacking = append(w.lacking, lackingHold{fault: i, m: m, timer: timer})
+	if !w.lackingWatch {
+		w.lackingWatch = true
+		w.loop.At(w.loop.Now()+time.Second, w.watchLacking)
+	}
+}
+
+// watchLacking ends each lasting refusal at a limit whose node now holds
+// a record of the timer (live or a tombstone), and looks again in a
+// second while any is left.
+func (w *world) watchLacking() {
+	now := w.loop.Now()
+	kept := w.lacking[:0]
+	for _, h := range w.lacking {
+		if nd := h.m.node; nd != nil && !h.m.crashed {
+			if t, ok := nd.Timer(h.timer); ok && (t.State == node.Live || t.State == node.Tombstone) {
+				w.hist.Faults[h.fault].Until = now
+				continue
+			}
+		}
+		kept = append(kept, h)
+	}
+	w.lacking = kept
+	w.lackingWatch = len(kept) > 0
+	if w.lackingWatch {
+		w.loop.At(now+time.Second, w.watchLacking)
 	}
 }

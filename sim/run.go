@@ -140,6 +140,10 @@ type world struct {
 	// ahead are the refusals of versions dated ahead whose end waits on
 	// their receiver's clock (aheadRefusal, retimeAhead).
 	ahead []aheadHold
+	// lacking are the refusals at a limit whose end waits on their
+	// receiver holding the timer (refusedAtLimit, watchLacking).
+	lacking      []lackingHold
+	lackingWatch bool
 	// storm watches the internal requests of the liveness phase for a
 	// message storm (storm.go).
 	storm stormWatch
