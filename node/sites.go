@@ -66,18 +66,26 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 			w.done(ok, resp)
 		}
 	}
+	if held := n.store.Get(id); refutes(held, t) {
+		// This node holds a newer record than the one forwarded: a
+		// delete or an update it took or proxied, its tombstone kept
+		// while a replica may lack it. The forwarded record is stale, and
+		// it places it on nobody: passed on, it was taken live by a
+		// replica here that held nothing newer any more (its tombstone
+		// of the update had expired), and the repair that followed the
+		// answer was lost to an overloaded link, so that replica popped
+		// the replaced definition (fresh seed 9713084, scenarios/
+		// README.md N79). It answers with its own record, which repairs
+		// the stale sender, and spreads it to this site's replicas.
+		n.hit(probeSiteRelayRefutes)
+		a := n.notApplied(applied{newer: held})
+		n.repairSite(t, a, n.self)
+		reply(a)
+		return
+	}
 	// Older copies at this site hear of it as a local write's would
 	// (alsoHolders), but only the site's replicas count for its answer.
 	targets := n.alsoHolders(t, r.Replicas)
-	if held := n.store.Get(id); !slices.Contains(targets, n.self) && refutes(held, t) {
-		// This node holds a newer record than the one forwarded without
-		// being its replica here: a delete or an update it proxied, its
-		// tombstone kept while the forwarding site may lack it. The
-		// stale record's sender is repaired by it, as by a replica's.
-		n.hit(probeSiteRelayRefutes)
-		a := n.notApplied(applied{newer: held})
-		newer, newest, from = &a, held.Version, n.self
-	}
 	w.pending = len(targets)
 	for _, peer := range targets {
 		counts := slices.Contains(r.Replicas, peer)

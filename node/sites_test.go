@@ -625,3 +625,53 @@ func TestSitesNewerRecordReachesTheReplicasThroughAProxy(t *testing.T) {
 		t.Errorf("the proxy %s holds a copy of the timer, state %v", proxy, now.State)
 	}
 }
+
+// TestSiteRelayPassesOnNoRecordItKnowsIsStale: the west updates a timer
+// both sites hold while the east cannot hear it, so the east pops the old
+// definition and forwards its notices to the west's relay, which holds
+// the update. The relay answers with the update and passes the stale
+// record to nobody: passed on, it was taken live by a replica of the
+// west that held nothing newer any more (its record of the update, a
+// tombstone, had expired), and when the repair after the answer was
+// lost on an overloaded link, that replica popped the replaced
+// definition (fresh seed 9713084, scenarios/README.md N79).
+func TestSiteRelayPassesOnNoRecordItKnowsIsStale(t *testing.T) {
+	c, a, b := newSites(t)
+	r := c.client(a[0], "POST", "/timers", `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"old"}},"reliability":{"replication-factor":2}}`)
+	if r.Status != 200 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	wid := strings.TrimPrefix(r.Header.Get(wire.HeaderLocation), "/timers/")
+	var got *Response
+	body := `{"timing":{"interval":10,"repeat-for":60},"callback":{"http":{"uri":"` + cb + `","opaque":"new"}},"reliability":{"replication-factor":2}}`
+	// Nothing the west sends reaches the east from now on.
+	c.lose = func(host string, req Request) bool {
+		from, _, _ := senderInstance(req)
+		return slices.Contains(a, host) && slices.Contains(b, from)
+	}
+	c.nodes[b[0]].Handle(Request{Method: "PUT", URL: "/timers/" + wid, Header: Header{}, Body: []byte(body)}, func(r Response) { got = &r })
+	c.settle()
+	if got == nil || got.Status != 200 {
+		t.Fatalf("update via the west's relay: got %v, want 200", got)
+	}
+	var passed []string
+	c.watch = func(s *sent, to string, _ int, _ bool) {
+		if slices.Contains(b, s.from) && slices.Contains(b, to) && s.from != to && s.req.Method == "PUT" &&
+			strings.Contains(s.req.URL, wid[:16]) && strings.Contains(string(s.req.Body), `"old"`) {
+			passed = append(passed, s.from+" -> "+to)
+		}
+	}
+	if pops := seqs(c.advance(15*time.Second, 200)); len(pops) == 0 {
+		t.Fatal("the east popped nothing of the old definition")
+	}
+	if len(passed) > 0 {
+		t.Errorf("the west's nodes passed the stale record on among themselves: %v (the relay refuted %d forwards)",
+			passed, c.nodes[b[0]].probeHits[probeSiteRelayRefutes])
+	}
+	for _, addr := range b {
+		if held, ok := c.nodes[addr].Timer(mustID(t, wid)); ok && held.State == Live && string(held.Opaque()) != "new" {
+			t.Errorf("%s holds %q live, want new", addr, held.Opaque())
+		}
+	}
+}
