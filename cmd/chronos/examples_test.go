@@ -18,6 +18,7 @@ import (
 	"github.com/chronos-timer/chronos/internal/localcluster"
 	"github.com/chronos-timer/chronos/internal/proctest"
 	"github.com/chronos-timer/chronos/node"
+	"github.com/chronos-timer/chronos/server/config"
 )
 
 // TestExamples starts real processes from the files of examples/, each
@@ -219,6 +220,23 @@ func moveExamples(t *testing.T) *movedExamples {
 			}
 		}
 	}
+	// A node configured with an instance number refuses to start when
+	// another member's address derives that number (node.Config): the
+	// examples' own ports derive none of theirs, but a free port may,
+	// about one run in a few hundred. Such ports are drawn again.
+	for range 20 {
+		m.place(t, ports)
+		if !m.instanceClash(t) {
+			return m
+		}
+	}
+	t.Fatal("20 draws of free ports each gave a member the instance number another node is configured with")
+	return nil
+}
+
+// place writes the copy of examples/ with ports moved to free ones.
+func (m *movedExamples) place(t *testing.T, ports []string) {
+	t.Helper()
 	addrs, err := localcluster.FreeAddrs(len(ports))
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +267,23 @@ func moveExamples(t *testing.T) *movedExamples {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+}
+
+// instanceClash reports whether a node of the copy refuses its
+// configuration because a member's address derives the instance number
+// it is configured with.
+func (m *movedExamples) instanceClash(t *testing.T) bool {
+	t.Helper()
+	for _, s := range exampleSetups() {
+		for _, n := range m.setup(t, s.name).nodes {
+			f := config.Flags{LocalConfigFile: n.path(n.local), ClusterConfigFile: n.path(n.cluster),
+				SharedConfigFile: n.path(n.shared), DNSConfigFile: n.path(n.dns)}
+			if _, err := f.Load(); err != nil && strings.Contains(err.Error(), " derives;") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // setup returns the example configuration name of exampleSetups, its
