@@ -749,12 +749,16 @@ func lasting(k FaultKind) bool {
 }
 
 // touched reports whether a fault that touches d was active in [a, b].
-func (x *index) touched(d *def, a, b time.Duration) bool {
+func (x *index) touched(d *def, a, b time.Duration) bool { return x.touchedBut(d, a, b, nil) }
+
+// touchedBut is touched, passing over the spans skip (if not nil)
+// reports true for.
+func (x *index) touchedBut(d *def, a, b time.Duration, skip func(*span) bool) bool {
 	for s := range d.spans() {
 		if s.from > b {
 			break
 		}
-		if s.to >= a {
+		if s.to >= a && (skip == nil || !skip(s)) {
 			return true
 		}
 	}

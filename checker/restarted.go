@@ -87,22 +87,13 @@ func (x *index) restartFaulted(d *def, n string, a, b time.Duration) bool {
 			return true
 		}
 	}
-	for s := range d.spans() {
-		if s.from > b {
-			break
-		}
-		if s.to < a {
-			continue
-		}
+	return x.touchedBut(d, a, b, func(s *span) bool {
 		switch s.fault.Kind {
 		case Crash, DiskFull, DiskLie, DiskCorrupt:
-			if slices.Equal(s.fault.Nodes, []string{n}) {
-				continue
-			}
+			return slices.Equal(s.fault.Nodes, []string{n})
 		}
-		return true
-	}
-	return false
+		return false
+	})
 }
 
 // wipedAt reports whether node n's restart at r found its disk wiped

@@ -14,6 +14,23 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 	now := n.nowMs()
 	spec.ReplicationFactor = max(spec.ReplicationFactor, 1)
 	t := n.received(id, spec, r, now+r.StartTimeDelta.Milliseconds(), n.placement(r.Replicas, r.Sites), n.ring.ViewID())
+	if held := n.store.Get(id); refutes(held, t) {
+		// This node holds a newer record than the one forwarded: a
+		// delete or an update it took or proxied, its tombstone kept
+		// while a replica may lack it. The forwarded record is stale, and
+		// it places it on nobody: passed on, it was taken live by a
+		// replica here that held nothing newer any more (its tombstone
+		// of the update had expired), and the repair that followed the
+		// answer was lost to an overloaded link, so that replica popped
+		// the replaced definition (fresh seed 9713084, scenarios/
+		// README.md N79). It answers with its own record, which repairs
+		// the stale sender, and spreads it to this site's replicas.
+		n.hit(probeSiteRelayRefutes)
+		a := n.notApplied(applied{newer: held})
+		n.repairSite(t, a, n.self)
+		reply(a)
+		return
+	}
 	// A replica holding a newer record answers 409 with it. The newest
 	// goes back to the forwarding site (see siteAnswered), even when
 	// another replica here took the stale record, and to the replicas here
@@ -65,23 +82,6 @@ func (n *Node) placeFromSite(id uint64, spec wire.Timer, r *wire.Replication, re
 			}
 			w.done(ok, resp)
 		}
-	}
-	if held := n.store.Get(id); refutes(held, t) {
-		// This node holds a newer record than the one forwarded: a
-		// delete or an update it took or proxied, its tombstone kept
-		// while a replica may lack it. The forwarded record is stale, and
-		// it places it on nobody: passed on, it was taken live by a
-		// replica here that held nothing newer any more (its tombstone
-		// of the update had expired), and the repair that followed the
-		// answer was lost to an overloaded link, so that replica popped
-		// the replaced definition (fresh seed 9713084, scenarios/
-		// README.md N79). It answers with its own record, which repairs
-		// the stale sender, and spreads it to this site's replicas.
-		n.hit(probeSiteRelayRefutes)
-		a := n.notApplied(applied{newer: held})
-		n.repairSite(t, a, n.self)
-		reply(a)
-		return
 	}
 	// Older copies at this site hear of it as a local write's would
 	// (alsoHolders), but only the site's replicas count for its answer.
