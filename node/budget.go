@@ -44,17 +44,23 @@ func (n *Node) overBudget(existing, t *Timer) string {
 // tombstone and answering 200, so nothing told the other site, whose
 // replica popped the deleted timer on (fresh seed 9310660,
 // scenarios/README.md N69). A tombstone that replaces a held record is
-// never refused (overBudget), so deletes still empty a full node. The
-// other records of a timer the node holds nothing of are dropped quietly
-// (ok, not stored): a finished definition's tombstone, which every
-// holder of the definition ends by itself, and a copy moved away from
-// this node, of a timer it is no replica of.
+// never refused (overBudget), so deletes still empty a full node. A copy
+// moved away from this node (a live record its view places on others,
+// kept as Moved) is refused too: its sender places the timer here, and
+// the copy keeps what it tells, the pops made and the version, for the
+// day a view places the timer here and a stale record brings it back
+// (learnMoved). A full replica dropped one quietly and answered 200; a
+// scale placed the timer on it, a stale resync page brought it, and it
+// popped again the five pops the dropped notice had told of (fresh seed
+// 9728020, scenarios/README.md N80). A finished definition's tombstone
+// of a timer the node holds nothing of is dropped quietly (ok, not
+// stored): every holder of the definition ends it by itself.
 func (n *Node) refuseFull(existing, t *Timer) (applied, bool) {
 	reason := n.overBudget(existing, t)
 	switch {
 	case reason == "":
 		return applied{}, false
-	case t.State != Live && existing == nil && !t.isDeleteTombstone():
+	case t.State == Tombstone && existing == nil && !t.isDeleteTombstone():
 		return applied{ok: true}, true
 	}
 	counter := &n.stats.ShedBytes

@@ -1182,12 +1182,12 @@ func idMoving(before, after *Ring, from, to []string) uint64 {
 // whose view has moved on (a scale-down under way) to the one replica
 // that view names, which has not reloaded and places the timer on the
 // leaving node instead. That replica answers 200, keeping a moved marker
-// and passing the record on; a full one would drop the marker and pass
-// nothing. Neither holds the timer, so neither vouches for the write:
-// the proxy answers 503 (it may still take effect) rather than
-// acknowledge a timer no replica it wrote to holds. Counted on such
-// answers, a generated plan whose nodes were full acknowledged hundreds
-// of creates that no node held.
+// and passing the record on; a full one has no room for the marker and
+// refuses it at its limit, as it would the timer (refuseFull). Neither
+// holds the timer, so neither vouches for the write: the proxy answers
+// 503 rather than acknowledge a timer no replica it wrote to holds.
+// Counted on such answers, a generated plan whose nodes were full
+// acknowledged hundreds of creates that no node held.
 func TestWriteCountsOnlyReplicasThatHoldIt(t *testing.T) {
 	for _, full := range []bool{false, true} {
 		t.Run(fmt.Sprintf("full %v", full), func(t *testing.T) {
@@ -1211,7 +1211,11 @@ func TestWriteCountsOnlyReplicasThatHoldIt(t *testing.T) {
 			body := string(wire.Encode(wire.Timer{Interval: 30 * time.Second, RepeatFor: 10 * time.Minute, URI: cb, ReplicationFactor: 1}))
 			r := c.client(nodeA, "PUT", "/timers/"+wid, body)
 			assert.Equal(t, 503, r.Status, "%s", r.Body)
-			assert.Contains(t, string(r.Body), "may still take effect")
+			if full {
+				assert.Contains(t, string(r.Body), "no replica could take the write: node holds 1 timers, its limit")
+			} else {
+				assert.Contains(t, string(r.Body), "may still take effect")
+			}
 			assert.Empty(t, slices.DeleteFunc(c.holders(wid), func(a string) bool { return a == nodeC }),
 				"no node but the one B's view places it on holds it")
 
@@ -1223,6 +1227,51 @@ func TestWriteCountsOnlyReplicasThatHoldIt(t *testing.T) {
 				assert.Equal(t, 200, r.Status, "%s", r.Body)
 				assert.Contains(t, c.holders(wid), nodeB)
 			}
+		})
+	}
+}
+
+// TestFullNodeRefusesAMovedCopyItCannotKeep hands B a pop notice of a
+// timer its view places on C alone, from a primary whose view places it
+// on B (a scale under way). With room, B keeps it as a copy moved away,
+// which learns the pops the notice tells of: should a later view place
+// the timer on B, a stale record that brings it back pops none of them
+// again (learnMoved). Full, B has no room for that copy, and says so
+// with a 503 at its limit, as it would for the timer: answering 200 it
+// acknowledged a word it had dropped. A full replica was told pops 15 to
+// 19 were made, answered 200, dropped the copy, and popped all five again
+// once a scale placed the timer on it and a stale resync page brought
+// it (fresh seed 9728020, scenarios/README.md N80).
+func TestFullNodeRefusesAMovedCopyItCannotKeep(t *testing.T) {
+	ring := NewRing([]string{nodeA, nodeB, nodeC})
+	id := idMoving(ring, ring, []string{nodeC}, []string{nodeC})
+	for _, full := range []bool{false, true} {
+		t.Run(fmt.Sprintf("full %v", full), func(t *testing.T) {
+			c := newClusterWith(t, func(a string, cfg *Config) {
+				if full && a == nodeB {
+					cfg.Limits.MaxTimers = 1
+				}
+			}, nodeA, nodeB, nodeC)
+			if full { // one timer of B's own fills it
+				own := idMoving(ring, ring, []string{nodeB}, []string{nodeB})
+				r := c.client(nodeB, "PUT", "/timers/"+wire.FormatWireID(own, 0),
+					string(wire.Encode(wire.Timer{Interval: time.Minute, URI: cb, ReplicationFactor: 1})))
+				require.Equal(t, 200, r.Status, "%s", r.Body)
+			}
+			spec := wire.Timer{Interval: time.Second, RepeatFor: time.Minute, URI: cb, ReplicationFactor: 1}
+			notice := newTimer(id, id, spec, c.clock.now.UnixMilli()-3500, 3, &Placement{Replicas: []string{nodeB}}, 0, nil)
+			r := c.offer(nodeB, *notice)
+			if full {
+				assert.Equal(t, 503, r.Status, "%s", r.Body)
+				assert.Equal(t, "node holds 1 timers, its limit", r.Header.Get(wire.HeaderReason))
+				_, held := c.nodes[nodeB].Timer(id)
+				assert.False(t, held, "a full node keeps no copy")
+				return
+			}
+			assert.Equal(t, 200, r.Status, "%s", r.Body)
+			moved := c.mustTimer(nodeB, id)
+			assert.Equal(t, Moved, moved.State)
+			assert.Equal(t, uint32(3), moved.Seq, "the moved copy learned the pops the notice told of")
 		})
 	}
 }

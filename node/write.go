@@ -34,6 +34,10 @@ type write struct {
 	// disagreement between nodes (a cluster key or clock), not the
 	// client's fault.
 	refused string
+	// unavailable is the first reason a replica gave for a 503 (at its
+	// limit, refuseFull, or shedding load): it was reached, and could
+	// not take the write.
+	unavailable string
 	// elsewhere counts the peers that took a live write with a 200 but
 	// do not hold it as its replicas (vouches): they count for nothing.
 	elsewhere int
@@ -143,6 +147,8 @@ func (w *write) done(applied bool, resp Response) {
 		}
 	case resp.Status/100 == 4 && w.refused == "":
 		w.refused = fmt.Sprintf("%d %s", resp.Status, reasonOf(resp))
+	case resp.Status == 503 && w.unavailable == "":
+		w.unavailable = reasonOf(resp)
 	}
 	if w.pending > 0 {
 		return
@@ -179,6 +185,8 @@ func (w *write) done(applied bool, resp Response) {
 		w.reply(unavailable(fmt.Sprintf("only %d of the %d replicas needed hold the write, and %d more took it but place the timer elsewhere (a scale is under way): it may still take effect", w.applied, w.quorum, w.elsewhere)))
 	case w.applied > 0:
 		w.reply(unavailable(fmt.Sprintf("only %d of the %d replicas needed applied the write: it may still take effect", w.applied, w.quorum)))
+	case w.unavailable != "":
+		w.reply(unavailable("no replica could take the write: " + w.unavailable))
 	default:
 		w.reply(unavailable("no replica of the timer could be reached"))
 	}
