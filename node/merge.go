@@ -118,9 +118,10 @@ type mergeResult struct {
 //  7. A record that does not win teaches the held one: a tombstone
 //     outlives a stale definition still popping somewhere, and the pops
 //     of an older version are remembered for a retry of it.
-//  8. A record that wins keeps the end of what it buried and the pops of
+//  8. A record that wins keeps the end of what it buried, the pops of
 //     a retried write (keepProgress), which its other replicas are then
-//     told of (carried).
+//     told of (carried), and, over an older version, the replicas that
+//     may lack it (inheritLacking).
 func merge(env *mergeEnv, held *Timer, in Timer) mergeResult {
 	r := mergeRules(env, held, in)
 	r.check(held)
@@ -198,8 +199,45 @@ func mergeRules(env *mergeEnv, held *Timer, in Timer) mergeResult {
 		seq := t.Seq
 		keepProgress(env.retryWindow, h, t, &r.probeHits)
 		r.carried = t.Seq > seq
+		if h.Version < t.Version && inheritLacking(h, t) {
+			r.hit(probeLackingInherited)
+		}
 	}
 	return r
+}
+
+// inheritLacking marks on t, a newer version taking over h, the replicas
+// h marks as may lack it (TimerExtra.Lacking), by address, where t's
+// placement names them too, and reports whether it marked any. A replica
+// that may lack one version lacks every later one it has not answered a
+// message of: it holds an older record still, or none. Marked, the newer
+// version's tombstone stays while it may (lackingTombstone), and repair
+// rounds push it there (repairLacking). Dropped, a replica down through
+// a run of updates came back from its disk with the first definition
+// after every tombstone of the later ones had expired (the last update
+// went through a node that was none of its replicas, and was not live
+// when it took over the marked copy), and brought it back live to the
+// other replica (fresh seed 5815261, scenarios/README.md N81). A copy
+// moved away marks nothing: this node is no replica of it.
+func inheritLacking(h, t *Timer) bool {
+	if h.State == Moved || t.State == Moved || h.lacking() == 0 {
+		return false
+	}
+	from, to := h.Placement().Replicas, t.Placement().Replicas
+	m := t.lacking()
+	for i, peer := range from {
+		if i >= 32 || h.lacking()&(1<<i) == 0 {
+			continue
+		}
+		if j := slices.Index(to, peer); j >= 0 && j < 32 {
+			m |= 1 << j
+		}
+	}
+	if m == t.lacking() {
+		return false
+	}
+	t.setLacking(m)
+	return true
 }
 
 // arrive is what the offered record t is on this replica, holding h: a

@@ -2182,3 +2182,65 @@ func TestRestartedBackupMakesNoPopTheOthersMadeWhileItWasDown(t *testing.T) {
 	assert.Empty(t, again, "pops the restarted backup made again of the %d the others made while it was down (restored records that waited: %d)",
 		made, c.nodes[nodeC].probeHits[probeRestoredWaits])
 }
+
+// TestRestartedReplicaHearsOfUpdatesItMissedWhileDown crashes C, a
+// replica of a timer on A and C with its disk, and updates the timer
+// twice while it is down: through A, then through B (no replica) to a
+// definition that makes no pop, whose replication A answers as ended, so
+// B, with no replica holding it live, tells nobody who lacks it. C comes
+// back from its disk long after every tombstone's own life, holding the
+// first definition. A keeps the last update's tombstone for it: the
+// newer version took over the marks of the copy it replaced
+// (inheritLacking), and C's start-up resync has it pushed there at once
+// (markRepopulating), well within the backup skew C waits for word
+// (waitForWord). Without either, C popped the first definition's pops,
+// all of them late, the last update's tombstone long expired (fresh seed
+// 5815261, scenarios/README.md N81).
+func TestRestartedReplicaHearsOfUpdatesItMissedWhileDown(t *testing.T) {
+	disk := newMemStorage()
+	c := newClusterWith(t, func(addr string, cfg *Config) {
+		if addr == nodeC {
+			cfg.Storage = disk
+		}
+	}, three...)
+	var wid string
+	for i := 0; ; i++ {
+		wid = createVia(t, c, nodeA, `{"timing":{"interval":2,"repeat-for":20},"callback":{"http":{"uri":"`+cb+
+			`","opaque":"first`+strconv.Itoa(i)+`"}},"reliability":{"replication-factor":2}}`)
+		if r := NewRing(three).Replicas(mustID(t, wid), 2); slices.Contains(r, nodeA) && slices.Contains(r, nodeC) {
+			break
+		}
+		require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
+	}
+	id := mustID(t, wid)
+	c.advance(500*time.Millisecond, 200)
+	_, durable := disk.durable[id]
+	require.True(t, durable, "C's copy on its disk")
+
+	*c.cfgs[nodeC].Clock.(skewedClock).gone = true // it crashes
+	c.down[nodeC] = true
+	r := c.client(nodeA, "PUT", "/timers/"+wid, `{"timing":{"interval":5,"repeat-for":5},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"second"}},"reliability":{"replication-factor":2}}`)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	c.advance(time.Second, 200)
+	r = c.client(nodeB, "PUT", "/timers/"+wid, `{"timing":{"interval":15,"repeat-for":14},"callback":{"http":{"uri":"`+cb+
+		`","opaque":"third"}},"reliability":{"replication-factor":2}}`)
+	require.Contains(t, []int{200, 503}, r.Status, "%s", r.Body) // 503: no replica holds it live
+	third := c.mustTimer(nodeA, id)
+	require.Equal(t, 15*time.Second, third.Interval(), "A took the third definition")
+	c.advance(time.Minute, 200)
+
+	c.restart(nodeC)
+	disk.restore(t, c.nodes[nodeC])
+	delete(c.down, nodeC)
+	c.nodes[nodeC].Resync(true)
+	var stale []string
+	c.advanceWith(30*time.Second, func(s *sent) int {
+		if s.from == nodeC && strings.HasPrefix(string(s.req.Body), "first") {
+			stale = append(stale, s.req.Header.Get(wire.HeaderSequenceNumber))
+		}
+		return 200
+	})
+	assert.Empty(t, stale, "pops of the first definition C made once back from its disk")
+	assert.Positive(t, c.nodes[nodeA].probeHits[probeRepopulatingToldTombstones], "A pushed C its tombstone at C's start-up")
+}

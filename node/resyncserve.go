@@ -198,17 +198,35 @@ func (n *Node) resyncPage(req Request) Response {
 // pop was left to a node that held nothing (scenarios/README.md N31). It
 // marks on the first page only: a later one asks from where the
 // requester has got to, and the marks stand until answers clear them.
+//
+// The tombstones this node keeps for peer (lackedBy: a delete or an
+// update it may have missed, while it was down) are pushed to it at once
+// (repairLacking), not at the next repair round: a node restarted from
+// its disk holds the definitions they replaced, and waits one backup
+// skew for word before it pops what fell due while it was down
+// (waitForWord). A replica down through a run of updates waited, heard
+// nothing in its pages (which carry live records), and popped the first
+// definition's six pops, two minutes late, 13 s before the round that
+// pushed it the last update's tombstone (fresh seed 5815261,
+// scenarios/README.md N81).
 func (n *Node) markRepopulating(peer string, now int64) {
-	var held []*Timer
+	var held, buried []*Timer
 	n.store.AscendFrom(0, func(t *Timer) bool {
-		if t.State == Live && slices.Contains(t.Placement().Replicas, peer) && !n.popsPast(t, now) {
+		switch {
+		case t.State == Live && slices.Contains(t.Placement().Replicas, peer) && !n.popsPast(t, now):
 			held = append(held, t)
+		case lackedBy(t, peer):
+			buried = append(buried, t)
 		}
 		return true
 	})
 	n.hitIf(len(held) > 0, probeLackingRepopulating)
 	for _, t := range held {
 		n.markLacking(t, peer, true)
+	}
+	if len(buried) > 0 {
+		n.hit(probeRepopulatingToldTombstones)
+		n.repairLacking(peer, buried)
 	}
 }
 
