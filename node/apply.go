@@ -256,6 +256,7 @@ func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, from 
 		return
 	}
 	t := n.fromReplication(id, spec, r)
+	offeredLive := t.State == Live // apply may end it: a definition that never fires
 	a := n.apply(t)
 	if a.collision || a.newer != nil && collides(t, a.newer) {
 		// The sender's record is another timer's: refused as a
@@ -298,11 +299,13 @@ func (n *Node) replicaPut(id uint64, spec wire.Timer, r *wire.Replication, from 
 		resp.Header[HeaderHeld] = "live"
 	case a.buriedLive:
 		resp.Header[HeaderHeld] = heldBuried
-	case held != nil && held.Version == t.Version && held.State == Tombstone && t.State == Live:
-		// The definition has ended here (its last pop made): a sender
-		// still holding it live, a copy a scale left it to hand off,
-		// learns that every pop it has left was made
-		// (TestHandOffEndsOnAReplicaThatHoldsTheDefinitionEnded).
+	case held != nil && held.Version == t.Version && held.State == Tombstone && offeredLive:
+		// The definition has ended here (its last pop made, or none
+		// to make): a sender still holding it live, a copy a scale
+		// left it to hand off, learns that every pop it has left was
+		// made (TestHandOffEndsOnAReplicaThatHoldsTheDefinitionEnded),
+		// and a write's proxy that the replica holds the write
+		// (vouches).
 		resp.Header[HeaderHeld] = heldEnded
 	}
 	if held != nil && held.Version == t.Version && held.def == t.def && held.Start < n.startOf(r) {

@@ -1011,7 +1011,7 @@ func (n *Node) handOff(done func(all bool)) {
 				// while this copy was waiting to be handed off). A 200
 				// from a node that keeps a live record as moved away
 				// (on another view) is no hand-off.
-				held := ok && (vouches(placed, resp) || resp.Header.Get(HeaderHeld) == heldEnded) ||
+				held := ok && vouches(placed, resp) ||
 					resp.Status == 409 && resp.Header.Get(HeaderCollision) == ""
 				if held {
 					n.heard(placed, peer)

@@ -1231,6 +1231,29 @@ func TestWriteCountsOnlyReplicasThatHoldIt(t *testing.T) {
 	}
 }
 
+// TestWriteOfADefinitionThatNeverFiresIsAcknowledged updates a timer,
+// through a node that is none of its replicas, to a definition that
+// never fires (api.md: a repeat-for below the interval). Its replica
+// takes it and holds it ended at once, and says so (HeaderHeld "ended");
+// that answer vouches for the write as a live copy's would: the update
+// is acknowledged, and the replica pops nothing more. Counted as a copy
+// kept elsewhere, the proxy answered 503 "a scale is under way" to a
+// write that had taken effect.
+func TestWriteOfADefinitionThatNeverFiresIsAcknowledged(t *testing.T) {
+	ring := NewRing([]string{nodeA, nodeB, nodeC})
+	id := idMoving(ring, ring, []string{nodeC}, []string{nodeC})
+	c := newClusterWith(t, nil, nodeA, nodeB, nodeC)
+	wid := wire.FormatWireID(id, 0)
+	r := c.client(nodeA, "PUT", "/timers/"+wid, string(wire.Encode(wire.Timer{Interval: time.Second, RepeatFor: time.Minute, URI: cb, ReplicationFactor: 1})))
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	c.advance(1500*time.Millisecond, 200)
+	r = c.client(nodeA, "PUT", "/timers/"+wid, string(wire.Encode(wire.Timer{Interval: 15 * time.Second, RepeatFor: 14 * time.Second, URI: cb, ReplicationFactor: 1})))
+	assert.Equal(t, 200, r.Status, "%s", r.Body)
+	held := c.mustTimer(nodeC, id)
+	assert.Equal(t, Tombstone, held.State, "the replica holds the update ended")
+	assert.Empty(t, c.advance(time.Minute, 200), "pops after the update")
+}
+
 // TestFullNodeRefusesAMovedCopyItCannotKeep hands B a pop notice of a
 // timer its view places on C alone, from a primary whose view places it
 // on B (a scale under way). With room, B keeps it as a copy moved away,

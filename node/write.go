@@ -539,13 +539,17 @@ const heldEnded = "ended"
 // peer now answers for the record, so that it counts towards the write's
 // quorum: a tombstone any 200 answers for (there is nothing to pop, and a
 // node that holds nothing pops nothing), a live definition only the 200
-// of a peer that holds it live as one of its replicas (HeaderHeld). A peer
-// whose own view places the timer elsewhere (a scale under way) holds at
-// most a moved marker and passes the record on, and a full one may drop
-// that marker: neither will pop it, and a write counted on such answers
-// was acknowledged while no replica held it.
+// of a peer that holds it live as one of its replicas, or holds its
+// tombstone (HeaderHeld): a definition that never fires (api.md: a
+// repeat-for below the interval) ends as it is taken, and a write of
+// one, which buries what it replaces, was answered 503 "a scale is under
+// way" by a proxy that was none of its replicas. A peer whose own view
+// places the timer elsewhere (a scale under way) holds at most a moved
+// marker and passes the record on, and a full one refuses it: neither
+// will pop it, and a write counted on such answers was acknowledged
+// while no replica held it.
 func vouches(t *Timer, resp Response) bool {
-	return t.State != Live || resp.Header.Get(HeaderHeld) == "live"
+	return t.State != Live || resp.Header.Get(HeaderHeld) == "live" || resp.Header.Get(HeaderHeld) == heldEnded
 }
 
 // keptAway reports whether a peer's answer to a replication of t, a live
@@ -556,7 +560,7 @@ func vouches(t *Timer, resp Response) bool {
 // that a scale's hand-off or resync counts on is sent again after its
 // reload (pushUntilHeld).
 func keptAway(t *Timer, ok bool, resp Response) bool {
-	return ok && t.State == Live && !vouches(t, resp) && resp.Header.Get(HeaderHeld) != heldEnded
+	return ok && t.State == Live && !vouches(t, resp)
 }
 
 // named returns the nodes a wire ID's bloom filter names: the members
