@@ -326,7 +326,52 @@ func (x *index) failedPop(d *def, k int) []string {
 	}
 	out = append(out, x.cutFromEndpoint(d, k)...)
 	out = append(out, x.crashTookCallbacks(d, k)...)
+	out = append(out, x.cutTookCallbacks(d, k)...)
 	return append(out, x.lostCallbacks(d, k)...)
+}
+
+// cutTookCallbacks is the nodes whose callback of pop k of d waited for
+// its overloaded sender and left (see leftAfter) into a cut between the
+// node and the endpoint (a partition or a clog, as cutFromEndpoint's):
+// each made the pop and failed it, once, however long after the pop's
+// window the callback left. cutFromEndpoint looks for cuts around the
+// pop's window only; a callback that waited longer for its sender than
+// that window reached met a cut that began after it (fresh seed 9732728:
+// a burst of one-shot timers of factor 1, each made on time, waited up
+// to 1.1 s to leave and was blocked by a cut from the endpoint that began
+// 0.7 s after the burst; 43 pops were judged owed, G2).
+func (x *index) cutTookCallbacks(d *def, k int) []string {
+	var out []string
+	for sp := range d.spans() {
+		f := sp.fault
+		w, record, ok := sp.overloadWait()
+		if !ok || record || len(f.Peers) == 0 || f.Peers[0] != d.host || d.placed && !slices.Contains(d.replicas, f.Nodes[0]) {
+			continue
+		}
+		if seq, ok := callbackSeq(f.Detail); !ok || seq != k {
+			continue
+		}
+		if left := f.At + x.leftAfter(f, w); x.cutAt(d, f.Nodes[0], left) {
+			out = append(out, f.Nodes[0])
+		}
+	}
+	return out
+}
+
+// cutAt reports whether a cut among d's fault spans (a partition or a
+// clog) stood between node n and d's callback endpoint at t.
+func (x *index) cutAt(d *def, n string, t time.Duration) bool {
+	for sp := range d.spans() {
+		if sp.fault.Kind != Partition && sp.fault.Kind != Clog || sp.from > t || sp.end < t {
+			continue
+		}
+		for _, side := range [2][2][]string{{sp.fault.Nodes, sp.fault.Peers}, {sp.fault.Peers, sp.fault.Nodes}} {
+			if slices.Contains(side[1], d.host) && slices.Contains(side[0], n) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // crashTookCallbacks is the nodes whose callback of pop k of d waited

@@ -874,6 +874,49 @@ func TestShedCallbackIsItsReplicasFailedAttempt(t *testing.T) {
 	}
 }
 
+// TestCallbackThatLeftIntoACutIsItsReplicasFailedAttempt: the one
+// replica of a timer of factor 1 made pop 6 on time, its callback waited
+// 1.5 s for its overloaded sender, and left into a cut from the endpoint
+// that began after the pop's window: the pop was made and failed, once,
+// and nobody owes it (ExAllFailed). A cut that began after the callback
+// left, or a wait of another pop's callback, excuses nothing (fresh seed
+// 9732728, scenarios/README.md C80).
+func TestCallbackThatLeftIntoACutIsItsReplicasFailedAttempt(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		detail string        // the Overload fault's ("": none)
+		cut    time.Duration // when the cut from the endpoint began
+		want   string
+	}{
+		{"left into the cut", OverloadWaited + "1.5s " + CallbackDetail + "6", 7 * sec, ""},
+		{"left before the cut", OverloadWaited + "1.5s " + CallbackDetail + "6", 7600 * ms, "G2"},
+		{"another pop's callback waited", OverloadWaited + "1.5s " + CallbackDetail + "5", 7 * sec, "G2"},
+		{"no wait", "", 7 * sec, "G2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p, _, _ := placed(t)
+			h.Ops[0].Spec.ReplicationFactor = 1
+			h.LivenessFrom = 0                   // no liveness phase: G2 judges every pop
+			h.Pops = slices.Delete(h.Pops, 5, 6) // pop 6
+			h.Faults = nil
+			if c.detail != "" {
+				h.Faults = append(h.Faults, Fault{At: 6 * sec, Kind: Overload, Nodes: []string{p}, Peers: []string{"client"},
+					Timer: placedTimer, Detail: c.detail})
+			}
+			h.Faults = append(h.Faults, Fault{At: c.cut, Kind: Partition, Nodes: []string{p}, Peers: []string{"client"}}, Fault{At: 9 * sec, Kind: Heal})
+			vs, cov := DefaultOptions().Judge(h)
+			if c.want != "" {
+				requireHas(t, vs, c.want, "pop 6", "never delivered")
+				return
+			}
+			requireNone(t, vs)
+			if cov.Excused[ExAllFailed] == 0 {
+				t.Errorf("the replica not counted as failed: %v", cov.Excused)
+			}
+		})
+	}
+}
+
 // TestSitesRelayRefusingItsOwnCopy is the shape of a fresh seed of the
 // sites and storage mixes (G2): rf 2 in each site, every node full but
 // the write's primary. The home backup refuses its copy at its limit, and
