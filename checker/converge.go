@@ -214,7 +214,7 @@ func (x *index) placementFault(id uint64, a, b time.Duration) (Fault, bool) {
 				until = max(until, s.to)
 			}
 		}
-		if until+RepairRound >= a {
+		if a-RepairRound <= until { // until may be never: no overflow
 			return Fault{At: at, Kind: "write"}, true
 		}
 	}

@@ -282,7 +282,7 @@ func (x *index) repairRoundDue(s Op, d *def, p Pop) (heal time.Duration, due boo
 		}
 		heal = max(heal, sp.to)
 	}
-	if p.At <= heal+x.repairRoundBound() || heal >= x.end {
+	if p.At-x.repairRoundBound() <= heal || heal >= x.end { // heal may be never
 		return heal, false
 	}
 	if !d.placed && len(x.h.Sites) > 1 {

@@ -142,7 +142,7 @@ func (x *index) repairedByEnd(s Op, d *def, n string) (why Excuse, due bool) {
 		}
 	}
 	switch {
-	case x.end <= heal+x.repairRoundBound():
+	case x.end-x.repairRoundBound() <= heal: // heal may be never (a scale that never ended)
 		return why, false
 	case !d.placed && len(x.h.Sites) > 1:
 		return ExWorstRank, false // which replicas took s, at which site, is unknown
