@@ -1230,6 +1230,58 @@ func TestRelayPausedAgainAsItResumedHoldsItsSite(t *testing.T) {
 	}
 }
 
+// TestRelayPausedAfterACutFromItHoldsItsSite proves another site's copy
+// is held by a pause of its relay that began after a cut between the
+// write's node and the relay healed, within the wait before the forward
+// is sent again (SiteRetry; fresh seed 9820413): the cut loses every
+// forward until 5 s, the relay pauses, and the forward sent again 3 s
+// before its resume is processed then, so the relay's replica rebuilds
+// its start 3 s late. The home replica restarts empty after the resume
+// and takes that start from the other site's notice of pop 1: every pop
+// after comes 3 s late from it. Bounded: a pause that began past
+// SiteRetry after the heal held nothing of the write, which had reached
+// the site by then, nor does a cut elsewhere (G3).
+func TestRelayPausedAfterACutFromItHoldsItsSite(t *testing.T) {
+	sites, home, away := twoSitesRelayNoReplica()
+	for _, c := range []struct {
+		name   string
+		cut    [2][]string // the partition's sides
+		paused time.Duration
+		want   string
+	}{
+		{"paused after the cut healed", [2][]string{{home}, {relay(sites)}}, 8 * sec, ""},
+		{"paused after a one-way cut from the relay healed", [2][]string{{relay(sites)}, {home, away}}, 8 * sec, ""},
+		{"paused past the retry", [2][]string{{home}, {relay(sites)}}, 5*sec + SiteRetry + 100*ms, "G3"},
+		{"a cut elsewhere", [2][]string{{home}, {"n2"}}, 8 * sec, "G3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resume := c.paused + 4*sec
+			const late = 3 * sec
+			h := &History{
+				Members: []string{"n1", "n2", "n3", "n4"}, Sites: sites,
+				Ops: []Op{write(1, Create, placedTimer, "a", 30*sec, 90*sec, 0, 10*ms, OK)},
+				End: 2 * time.Minute, MaxClockSkew: ms, MaxNetDelay: 5 * ms,
+				Faults: []Fault{{At: 0, Kind: Partition, Nodes: c.cut[0], Peers: c.cut[1]},
+					{At: 5 * sec, Kind: Heal},
+					{At: c.paused, Kind: Pause, Nodes: []string{relay(sites)}},
+					{At: resume, Kind: Resume, Nodes: []string{relay(sites)}},
+					{At: 25 * sec, Kind: Crash, Nodes: []string{home}},
+					{At: 26 * sec, Kind: Restart, Nodes: []string{home}}},
+			}
+			h.Ops[0].Node, h.Ops[0].Spec.ReplicationFactor = home, 1
+			p := pop(30*sec+2*sec+late+20*ms, away, "a", 1)
+			p.Timer = placedTimer
+			h.Pops = append(h.Pops, p)
+			for k := 2; k <= 3; k++ {
+				p := pop(time.Duration(30*k)*sec+late+20*ms, home, "a", k)
+				p.Timer = placedTimer
+				h.Pops = append(h.Pops, p)
+			}
+			requireWant(t, Check(h), c.want)
+		})
+	}
+}
+
 // TestRelayWithoutACopyPassesItsHoldToItsSite proves another site's
 // replica that missed the write is held by the waits of the message that
 // brought the record to its relay, when the relay holds no copy of its

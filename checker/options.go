@@ -73,6 +73,12 @@ const (
 	// RepairTimeout is how long a node waits for the answer to a repair
 	// round's message before it asks again (node's repairTimeout).
 	RepairTimeout = 5 * time.Second
+	// SiteRetry is the longest a write's forward to another site's relay
+	// may still be on its way after a cut between them healed: the
+	// node's siteRetry sends it again after a wait of at most 8 s, drawn
+	// after the try before timed out (ReplicationTimeout), until the
+	// relay answers (see heldAtSites).
+	SiteRetry = 8*time.Second + ReplicationTimeout
 	// ReplicationTimeout is how long a node waits for the answer to a
 	// request it sends another node (node.Config's default): a request
 	// that waited about as long in its receiver's inbound queue was
