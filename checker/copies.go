@@ -325,37 +325,8 @@ func (x *index) failedPop(d *def, k int) []string {
 		}
 	}
 	out = append(out, x.cutFromEndpoint(d, k)...)
-	out = append(out, x.crashTookCallbacks(d, k)...)
-	out = append(out, x.cutTookCallbacks(d, k)...)
+	out = append(out, x.waitedCallbacksLost(d, k)...)
 	return append(out, x.lostCallbacks(d, k)...)
-}
-
-// cutTookCallbacks is the nodes whose callback of pop k of d waited for
-// its overloaded sender and left (see leftAfter) into a cut between the
-// node and the endpoint (a partition or a clog, as cutFromEndpoint's):
-// each made the pop and failed it, once, however long after the pop's
-// window the callback left. cutFromEndpoint looks for cuts around the
-// pop's window only; a callback that waited longer for its sender than
-// that window reached met a cut that began after it (fresh seed 9732728:
-// a burst of one-shot timers of factor 1, each made on time, waited up
-// to 1.1 s to leave and was blocked by a cut from the endpoint that began
-// 0.7 s after the burst; 43 pops were judged owed, G2).
-func (x *index) cutTookCallbacks(d *def, k int) []string {
-	var out []string
-	for sp := range d.spans() {
-		f := sp.fault
-		w, record, ok := sp.overloadWait()
-		if !ok || record || len(f.Peers) == 0 || f.Peers[0] != d.host || d.placed && !slices.Contains(d.replicas, f.Nodes[0]) {
-			continue
-		}
-		if seq, ok := callbackSeq(f.Detail); !ok || seq != k {
-			continue
-		}
-		if left := f.At + x.leftAfter(f, w); x.cutAt(d, f.Nodes[0], left) {
-			out = append(out, f.Nodes[0])
-		}
-	}
-	return out
 }
 
 // cutAt reports whether a cut among d's fault spans (a partition or a
@@ -374,16 +345,26 @@ func (x *index) cutAt(d *def, n string, t time.Duration) bool {
 	return false
 }
 
-// crashTookCallbacks is the nodes whose callback of pop k of d waited
-// for its overloaded sender and was taken by the sender's crash before
-// it left (see crashedWaiting), whenever that was: each made the pop
-// and failed it, once, and a restart from disk reads the attempt back
-// (docs/design.md 4.7, 4.16). The callback names its pop, so the attempt
-// counts where a clock ahead made it, long before the pop's window
-// (scenarios/README.md C34: a clock 3m36s ahead made six pops of each
-// timer at once, and a crash took the callbacks of the last two still
-// queued).
-func (x *index) crashTookCallbacks(d *def, k int) []string {
+// waitedCallbacksLost is the nodes whose callback of pop k of d waited
+// for its overloaded sender and never reached the endpoint, whenever
+// that was: each made the pop and failed it, once (docs/design.md 4.7),
+// and a restart from disk reads the attempt back (4.16). The callback
+// names its pop, so the attempt counts where a clock ahead made it, long
+// before the pop's window. It was lost one of two ways:
+//
+//   - the sender's crash took it before it left (crashedWaiting;
+//     scenarios/README.md C34: a clock 3m36s ahead made six pops of each
+//     timer at once, and a crash took the callbacks of the last two
+//     still queued);
+//   - it left (leftAfter) into a cut between the node and the endpoint
+//     (cutAt). cutFromEndpoint looks for cuts around the pop's window
+//     only; a callback that waited longer for its sender than that
+//     window reached met a cut that began after it (fresh seed 9732728,
+//     C80: a burst of one-shot timers of factor 1, each made on time,
+//     waited up to 1.1 s to leave and was blocked by a cut from the
+//     endpoint that began 0.7 s after the burst; 43 pops were judged
+//     owed, G2).
+func (x *index) waitedCallbacksLost(d *def, k int) []string {
 	var out []string
 	for sp := range d.spans() {
 		f := sp.fault
@@ -391,7 +372,10 @@ func (x *index) crashTookCallbacks(d *def, k int) []string {
 		if !ok || record || len(f.Peers) == 0 || f.Peers[0] != d.host || d.placed && !slices.Contains(d.replicas, f.Nodes[0]) {
 			continue
 		}
-		if seq, ok := callbackSeq(f.Detail); ok && seq == k && x.crashedWaiting(f, w) {
+		if seq, ok := callbackSeq(f.Detail); !ok || seq != k {
+			continue
+		}
+		if x.crashedWaiting(f, w) || x.cutAt(d, f.Nodes[0], f.At+x.leftAfter(f, w)) {
 			out = append(out, f.Nodes[0])
 		}
 	}

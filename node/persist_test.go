@@ -57,7 +57,7 @@ func (s *memStorage) sync() {
 }
 
 // restore hands n every durable record, in ID order.
-func (s *memStorage) restore(t *testing.T, n *Node) {
+func (s *memStorage) restore(t testing.TB, n *Node) {
 	t.Helper()
 	ids := make([]uint64, 0, len(s.durable))
 	for id := range s.durable {
