@@ -1178,6 +1178,24 @@ func idMoving(before, after *Ring, from, to []string) uint64 {
 	}
 }
 
+// clusterWithBFull is a cluster of A, B and C, in which B, if full, may
+// hold one timer and holds one of its own.
+func clusterWithBFull(t *testing.T, full bool) *cluster {
+	c := newClusterWith(t, func(a string, cfg *Config) {
+		if full && a == nodeB {
+			cfg.Limits.MaxTimers = 1
+		}
+	}, nodeA, nodeB, nodeC)
+	if full {
+		ring := NewRing([]string{nodeA, nodeB, nodeC})
+		own := idMoving(ring, ring, []string{nodeB}, []string{nodeB})
+		r := c.client(nodeB, "PUT", "/timers/"+wire.FormatWireID(own, 0),
+			string(wire.Encode(wire.Timer{Interval: time.Minute, URI: cb, ReplicationFactor: 1})))
+		require.Equal(t, 200, r.Status, "%s", r.Body)
+	}
+	return c
+}
+
 // TestWriteCountsOnlyReplicasThatHoldIt writes a timer through a node
 // whose view has moved on (a scale-down under way) to the one replica
 // that view names, which has not reloaded and places the timer on the
@@ -1194,17 +1212,7 @@ func TestWriteCountsOnlyReplicasThatHoldIt(t *testing.T) {
 			before := NewRing([]string{nodeA, nodeB, nodeC})
 			after := NewRing([]string{nodeA, nodeB})
 			id := idMoving(before, after, []string{nodeC}, []string{nodeB})
-			c := newClusterWith(t, func(a string, cfg *Config) {
-				if full && a == nodeB {
-					cfg.Limits.MaxTimers = 1
-				}
-			}, nodeA, nodeB, nodeC)
-			if full { // one timer of B's own fills it
-				other := idMoving(before, before, []string{nodeB}, []string{nodeB})
-				r := c.client(nodeB, "PUT", "/timers/"+wire.FormatWireID(other, 0),
-					string(wire.Encode(wire.Timer{Interval: time.Minute, URI: cb, ReplicationFactor: 1})))
-				require.Equal(t, 200, r.Status, "%s", r.Body)
-			}
+			c := clusterWithBFull(t, full)
 			require.NoError(t, c.nodes[nodeA].SetCluster(Membership{Nodes: []string{nodeA, nodeB}, Leaving: []string{nodeC}}))
 			c.settle()
 			wid := wire.FormatWireID(id, 0)
@@ -1270,17 +1278,7 @@ func TestFullNodeRefusesAMovedCopyItCannotKeep(t *testing.T) {
 	id := idMoving(ring, ring, []string{nodeC}, []string{nodeC})
 	for _, full := range []bool{false, true} {
 		t.Run(fmt.Sprintf("full %v", full), func(t *testing.T) {
-			c := newClusterWith(t, func(a string, cfg *Config) {
-				if full && a == nodeB {
-					cfg.Limits.MaxTimers = 1
-				}
-			}, nodeA, nodeB, nodeC)
-			if full { // one timer of B's own fills it
-				own := idMoving(ring, ring, []string{nodeB}, []string{nodeB})
-				r := c.client(nodeB, "PUT", "/timers/"+wire.FormatWireID(own, 0),
-					string(wire.Encode(wire.Timer{Interval: time.Minute, URI: cb, ReplicationFactor: 1})))
-				require.Equal(t, 200, r.Status, "%s", r.Body)
-			}
+			c := clusterWithBFull(t, full)
 			spec := wire.Timer{Interval: time.Second, RepeatFor: time.Minute, URI: cb, ReplicationFactor: 1}
 			notice := newTimer(id, id, spec, c.clock.now.UnixMilli()-3500, 3, &Placement{Replicas: []string{nodeB}}, 0, nil)
 			r := c.offer(nodeB, *notice)
@@ -2166,21 +2164,8 @@ func TestSupersededResyncSendsNoReferencesHeldBack(t *testing.T) {
 // word, the start-up resync's pages tell it which pops were made, and it
 // makes none of them.
 func TestRestartedBackupMakesNoPopTheOthersMadeWhileItWasDown(t *testing.T) {
-	disk := newMemStorage()
-	c := newClusterWith(t, func(addr string, cfg *Config) {
-		if addr == nodeC {
-			cfg.Storage = disk
-		}
-	}, three...)
-	var wid string
-	for i := 0; ; i++ {
-		wid = createVia(t, c, nodeA, `{"timing":{"interval":1,"repeat-for":60},"callback":{"http":{"uri":"`+cb+
-			`","opaque":"`+strconv.Itoa(i)+`"}},"reliability":{"replication-factor":3}}`)
-		if NewRing(three).Replicas(mustID(t, wid), 3)[0] != nodeC {
-			break
-		}
-		require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
-	}
+	c, disk := clusterWithDiskOnC(t)
+	wid := createPlaced(t, c, `{"interval":1,"repeat-for":60}`, "", 3, func(r []string) bool { return r[0] != nodeC })
 	id := mustID(t, wid)
 	c.advance(500*time.Millisecond, 200)
 	_, durable := disk.durable[id]
@@ -2200,6 +2185,31 @@ func TestRestartedBackupMakesNoPopTheOthersMadeWhileItWasDown(t *testing.T) {
 	})
 	assert.Empty(t, again, "pops the restarted backup made again of the %d the others made while it was down (restored records that waited: %d)",
 		made, c.nodes[nodeC].probeHits[probeRestoredWaits])
+}
+
+// clusterWithDiskOnC is a cluster of three nodes of which C keeps its
+// records on disk.
+func clusterWithDiskOnC(t *testing.T) (*cluster, *memStorage) {
+	disk := newMemStorage()
+	return newClusterWith(t, func(addr string, cfg *Config) {
+		if addr == nodeC {
+			cfg.Storage = disk
+		}
+	}, three...), disk
+}
+
+// createPlaced creates through A a timer of the given timing and factor
+// whose replicas placed accepts, deleting those it does not; its opaque
+// data is prefix and a count.
+func createPlaced(t *testing.T, c *cluster, timing, prefix string, rf int, placed func([]string) bool) string {
+	for i := 0; ; i++ {
+		wid := createVia(t, c, nodeA, `{"timing":`+timing+`,"callback":{"http":{"uri":"`+cb+
+			`","opaque":"`+prefix+strconv.Itoa(i)+`"}},"reliability":{"replication-factor":`+strconv.Itoa(rf)+`}}`)
+		if placed(NewRing(three).Replicas(mustID(t, wid), rf)) {
+			return wid
+		}
+		require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
+	}
 }
 
 // crash stops node addr as a crash does: it answers nothing, and its
@@ -2232,21 +2242,10 @@ func (c *cluster) restartFromDisk(addr string, disk *memStorage) {
 // all of them late, the last update's tombstone long expired (fresh seed
 // 5815261, scenarios/README.md N81).
 func TestRestartedReplicaHearsOfUpdatesItMissedWhileDown(t *testing.T) {
-	disk := newMemStorage()
-	c := newClusterWith(t, func(addr string, cfg *Config) {
-		if addr == nodeC {
-			cfg.Storage = disk
-		}
-	}, three...)
-	var wid string
-	for i := 0; ; i++ {
-		wid = createVia(t, c, nodeA, `{"timing":{"interval":2,"repeat-for":20},"callback":{"http":{"uri":"`+cb+
-			`","opaque":"first`+strconv.Itoa(i)+`"}},"reliability":{"replication-factor":2}}`)
-		if r := NewRing(three).Replicas(mustID(t, wid), 2); slices.Contains(r, nodeA) && slices.Contains(r, nodeC) {
-			break
-		}
-		require.Equal(t, 200, c.client(nodeA, "DELETE", "/timers/"+wid, "").Status)
-	}
+	c, disk := clusterWithDiskOnC(t)
+	wid := createPlaced(t, c, `{"interval":2,"repeat-for":20}`, "first", 2, func(r []string) bool {
+		return slices.Contains(r, nodeA) && slices.Contains(r, nodeC)
+	})
 	id := mustID(t, wid)
 	c.advance(500*time.Millisecond, 200)
 	_, durable := disk.durable[id]
