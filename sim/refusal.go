@@ -350,10 +350,12 @@ func (n *pageNet) Send(req node.Request, timeout time.Duration, done func(node.R
 			return
 		}
 		held, refused := n.w.heldRecords(nd), nd.ResyncStatus().Refused
+		ahead := n.w.aheadOfPage(n.m, nd, resp.Body)
 		done(resp, err)
 		if nd.ResyncStatus().Refused > refused {
 			n.w.pageRefusals(n.m, nd, held, req, sent, resp.Body)
 		}
+		n.w.pageAheadRefusals(n.m, req, sent, ahead)
 	})
 }
 
@@ -388,6 +390,66 @@ func (w *world) pageRefusals(m *machine, nd *node.Node, held int, req node.Reque
 		rec := node.Request{Method: "PUT", URL: "http://" + m.addr + "/timers/" + e.TimerID, Body: e.Timer}
 		w.refusedAtLimit(m, nd, held, peer, sent, rec, id, checker.RefusedAtLimitDetail+" (a resync page)",
 			fmt.Sprintf("%s refused timer %s of a resync page from %s at its limit", m.addr, e.TimerID, peer))
+	}
+}
+
+// pageEntryAhead is a live record of a resync page whose version is
+// dated more than twice the lead after its taker's clock: the taker
+// refuses it (node's resyncRecord, aheadOfClock) until its clock reads
+// target (since Epoch).
+type pageEntryAhead struct {
+	id     uint64
+	target time.Duration
+}
+
+// aheadOfPage returns the records of a resync page, body, that the node
+// nd on m refuses as dated ahead of its clock as it takes the page: by
+// the simulator's clock of m, read as the node reads it then, never the
+// node's word.
+func (w *world) aheadOfPage(m *machine, nd *node.Node, body []byte) []pageEntryAhead {
+	entries, err := wire.ParsePage(body)
+	if err != nil {
+		return nil
+	}
+	cfg := node.DefaultConfig()
+	w.plan.Node.configure(&cfg)
+	reading := m.clock.Now().Sub(Epoch)
+	var out []pageEntryAhead
+	for _, e := range entries {
+		id, err := wire.ParseID(e.TimerID)
+		if err != nil {
+			continue
+		}
+		spec, r, err := wire.ParseValid(e.Timer)
+		if err != nil || r == nil || r.ViewID != nd.ViewID() || spec.URI == "" {
+			continue
+		}
+		// The node refuses a version dated more than twice the lead
+		// after its clock's millisecond.
+		if target := takenFrom(r.Version, cfg.MaxClockLead); reading.Truncate(time.Millisecond) < target {
+			out = append(out, pageEntryAhead{id: id, target: target})
+		}
+	}
+	return out
+}
+
+// pageAheadRefusals records each record of a resync page its taker on m
+// refused as dated ahead of its clock (aheadOfPage) as aheadRefusal
+// records a refused replication: a lost request from the page's server
+// about the timer, lasting until the taker's clock reaches the version's
+// date less twice the lead. The node pulled the page, so no answer shows
+// the refusal: without this record, a staying node's resync that
+// completed without a timer whose version a clock jumped ahead had dated
+// minutes after its clock was judged as one that left it out (fresh
+// seed 9838500, scenarios/README.md C83).
+func (w *world) pageAheadRefusals(m *machine, req node.Request, sent time.Duration, ahead []pageEntryAhead) {
+	peer, _, _ := strings.Cut(strings.TrimPrefix(req.URL, "http://"), "/")
+	for _, a := range ahead {
+		h := aheadHold{fault: len(w.hist.Faults), m: m, target: a.target}
+		w.hist.Faults = append(w.hist.Faults, checker.Fault{At: w.loop.Now(), Age: w.loop.Now() - sent, Kind: checker.Lost,
+			Nodes: []string{peer}, Peers: []string{m.addr}, Timer: a.id, Until: m.clock.trueAt(a.target),
+			Detail: "refused: its version dated beyond the receiver's clock lead (a resync page)"})
+		w.ahead = append(w.ahead, h)
 	}
 }
 
