@@ -88,6 +88,7 @@ func (x *index) judge() ([]Violation, LinearizabilityInfo, placedCount) {
 	vs = append(vs, x.checkSticky()...)
 	vs = append(vs, x.checkClashRefused()...)
 	vs = append(vs, x.checkRestartWord()...)
+	vs = append(vs, x.checkRestartReplaced()...)
 	lin := x.o.linearizable(x)
 	vs = append(vs, linViolations(lin, x.end)...)
 	placements, placed := x.checkPlacements()

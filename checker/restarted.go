@@ -78,6 +78,79 @@ func (x *index) restartWord(d *def, n string, r time.Duration) (Violation, bool)
 	return Violation{}, false
 }
 
+// G5 at a restart from disk (scenarios/README.md N81): a node that
+// restarts on its records read back holds the definitions it held at its
+// crash, and a write that replaced one while it was down (an update, a
+// delete) never reached it. The nodes that took that write keep its
+// tombstone for the node (its replication to the node went unanswered:
+// Lacking, docs/design.md 4.15) and push it to the node as soon as its
+// start-up resync asks (node's markRepopulating), within the backup skew
+// the node waits before it pops what fell due while it was down. So the
+// node never pops the replaced definition.
+//
+// The rule judges only where nothing but the node's own crash could keep
+// that word from it: a pop of definition d the restarted node delivered
+// after its restart, when a later write of d's timer returned OK a
+// backup skew before the restart and within MaxLackingHold (1 h) of it,
+// no fault but the node's own crash and disk faults touched d or that
+// write's definition from the write to the pop, and no scale ran. The
+// checker's rule that a repair round mends a replica a write missed
+// (repairRoundDue) allows the pop up to a round after the restart; a
+// restart from disk has a quicker promise, and this is it.
+func (x *index) checkRestartReplaced() []Violation {
+	if !x.h.Storage {
+		return nil
+	}
+	var vs []Violation
+	for _, f := range x.h.Faults {
+		if f.Kind != Restart || len(f.Nodes) == 0 || x.wipedAt(f.Nodes[0], f.At) {
+			continue
+		}
+		for _, d := range x.defs {
+			if v, bad := x.restartReplaced(d, f.Nodes[0], f.At); bad {
+				vs = append(vs, v)
+			}
+		}
+	}
+	return vs
+}
+
+// maxLackingHold is the node's MaxLackingHold: how long past its life a
+// tombstone is kept for a replica that may lack it.
+const maxLackingHold = time.Hour
+
+// restartReplaced judges d's pops by node n restarted from disk at r.
+func (x *index) restartReplaced(d *def, n string, r time.Duration) (Violation, bool) {
+	if d.shared {
+		return Violation{}, false
+	}
+	var w *Op
+	for i, op := range x.byTimer[d.timer] {
+		if op.Invoke > d.op.Invoke && op.Outcome == OK && op.Return < r-x.o.ReplicaSkew && op.Return > r-maxLackingHold {
+			w = &x.byTimer[d.timer][i]
+			break
+		}
+	}
+	if w == nil {
+		return Violation{}, false
+	}
+	for _, p := range x.h.Pops {
+		if p.Node != n || p.At < r || p.Opaque != d.op.Spec.Opaque {
+			continue
+		}
+		if x.restartFaulted(d, n, w.Invoke, p.At) {
+			return Violation{}, false
+		}
+		if nd := x.byOpaque[w.Spec.Opaque]; w.Kind != Delete && nd != nil && x.restartFaulted(nd, n, w.Invoke, p.At) {
+			return Violation{}, false
+		}
+		return x.violation("G5", p.At, d, fmt.Sprintf(
+			"pop %d of the replaced definition delivered by %s at %v, %v after its restart from disk at %v, though op %d (%s) returned OK at %v, while it was down: got a pop of the old definition, want none (the nodes that took the write push its tombstone to a restarted replica as it asks for its first pages)",
+			p.Seq, n, p.At, p.At-r, r, w.Seq, w.Kind, w.Return)), true
+	}
+	return Violation{}, false
+}
+
 // restartFaulted reports whether something but n's own crash and disk
 // faults touched d from a to b, or a scale ran then: the word of the
 // pops made may not have reached n, or its holder lost it.
