@@ -90,10 +90,11 @@ func (x *index) restartWord(d *def, n string, r time.Duration) (Violation, bool)
 //
 // The rule judges only where nothing but the node's own crash could keep
 // that word from it: a pop of definition d the restarted node delivered
-// after its restart, when a later write of d's timer returned OK a
-// backup skew before the restart and within MaxLackingHold (1 h) of it,
-// no fault but the node's own crash and disk faults touched d or that
-// write's definition from the write to the pop, and no scale ran. The
+// after its restart, when the one later write of d's timer returned OK a
+// backup skew before the restart and within MaxLackingHold (1 h) of it
+// and placed the timer on the node, no fault but the node's own crash
+// and disk faults touched d or that write's definition from the write
+// to the pop, and no scale ran. The
 // checker's rule that a repair round mends a replica a write missed
 // (repairRoundDue) allows the pop up to a round after the restart; a
 // restart from disk has a quicker promise, and this is it.
@@ -124,14 +125,27 @@ func (x *index) restartReplaced(d *def, n string, r time.Duration) (Violation, b
 	if d.shared {
 		return Violation{}, false
 	}
+	// The one write after d, before the pop, that may have changed the
+	// timer: one that returned OK a backup skew before the restart, and
+	// placed the timer on n (a delete, or an update whose factor places
+	// it there), so that its holders keep it for n. A later write placed
+	// elsewhere takes the mark with it (node's inheritLacking keeps only
+	// the replicas the newer placement names), and n's first pop of d is
+	// then the one that repairs it, as G5 allows
+	// (TestDeleteKeptFromAReplicaAllowsItsRepairAfterALaterWrite).
 	var w *Op
+	later := 0
 	for i, op := range x.byTimer[d.timer] {
-		if op.Invoke > d.op.Invoke && op.Outcome == OK && op.Return < r-x.o.ReplicaSkew && op.Return > r-maxLackingHold {
+		if op.Invoke <= d.op.Invoke || op.Outcome == Failed {
+			continue
+		}
+		later++
+		if w == nil {
 			w = &x.byTimer[d.timer][i]
-			break
 		}
 	}
-	if w == nil {
+	if w == nil || later != 1 || w.Outcome != OK || w.Return >= r-x.o.ReplicaSkew || w.Return <= r-maxLackingHold ||
+		w.Kind != Delete && (w.Spec.ReplicationFactor == 0 || !slices.Contains(Replicas(x.h.Members, d.timer, w.Spec.ReplicationFactor), n)) {
 		return Violation{}, false
 	}
 	for _, p := range x.h.Pops {

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +82,18 @@ func TestRestartReplaced(t *testing.T) {
 		}, false},
 		{"the update returned after the restart", 42*sec + 5*ms, func(h *History) {
 			h.Ops[1].Invoke, h.Ops[1].Return = 39*sec+500*ms, 40*sec+100*ms
+		}, false},
+		{"the update placed elsewhere", 42*sec + 5*ms, func(h *History) {
+			for _, rf := range []int{1, 2} {
+				if !slices.Contains(Replicas(h.Members, 7, rf), "n3") {
+					h.Ops[1].Spec.ReplicationFactor = rf
+					return
+				}
+			}
+			t.Fatal("no factor places timer 7 off n3")
+		}, false},
+		{"a second later write", 42*sec + 5*ms, func(h *History) {
+			h.Ops = append(h.Ops, del(3, 7, 20*sec, 20*sec+10*ms, OK))
 		}, false},
 	} {
 		op := write(1, Create, 7, "t", time.Second, 2*time.Minute, 0, 10*ms, OK)
