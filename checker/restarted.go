@@ -93,8 +93,8 @@ func (x *index) restartWord(d *def, n string, r time.Duration) (Violation, bool)
 // after its restart, when the one later write of d's timer returned OK a
 // backup skew before the restart and within MaxLackingHold (1 h) of it
 // and placed the timer on the node, no fault but the node's own crash
-// and disk faults touched d or that write's definition from the write
-// to the pop, and no scale ran. The
+// touched d or that write's definition from the write to the pop, and
+// no scale ran. The
 // checker's rule that a repair round mends a replica a write missed
 // (repairRoundDue) allows the pop up to a round after the restart; a
 // restart from disk has a quicker promise, and this is it.
@@ -152,10 +152,10 @@ func (x *index) restartReplaced(d *def, n string, r time.Duration) (Violation, b
 		if p.Node != n || p.At < r || p.Opaque != d.op.Spec.Opaque {
 			continue
 		}
-		if x.restartFaulted(d, n, w.Invoke, p.At) {
+		if x.crashOnlyBut(d, n, w.Invoke, p.At) {
 			return Violation{}, false
 		}
-		if nd := x.byOpaque[w.Spec.Opaque]; w.Kind != Delete && nd != nil && x.restartFaulted(nd, n, w.Invoke, p.At) {
+		if nd := x.byOpaque[w.Spec.Opaque]; w.Kind != Delete && nd != nil && x.crashOnlyBut(nd, n, w.Invoke, p.At) {
 			return Violation{}, false
 		}
 		return x.violation("G5", p.At, d, fmt.Sprintf(
@@ -165,14 +165,24 @@ func (x *index) restartReplaced(d *def, n string, r time.Duration) (Violation, b
 	return Violation{}, false
 }
 
+// crashOnlyBut reports whether something but n's own crash touched d
+// from a to b, or a scale ran then. A disk fault of n counts: a write n
+// took and its disk lost leaves no holder marking n as may lack it.
+func (x *index) crashOnlyBut(d *def, n string, a, b time.Duration) bool {
+	if x.scaleDuring(a, b) {
+		return true
+	}
+	return x.touchedBut(d, a, b, func(s *span) bool {
+		return s.fault.Kind == Crash && slices.Equal(s.fault.Nodes, []string{n})
+	})
+}
+
 // restartFaulted reports whether something but n's own crash and disk
 // faults touched d from a to b, or a scale ran then: the word of the
 // pops made may not have reached n, or its holder lost it.
 func (x *index) restartFaulted(d *def, n string, a, b time.Duration) bool {
-	for _, s := range x.h.Scales {
-		if s.Start <= b && s.End+x.o.FaultSettle >= a {
-			return true
-		}
+	if x.scaleDuring(a, b) {
+		return true
 	}
 	return x.touchedBut(d, a, b, func(s *span) bool {
 		switch s.fault.Kind {
@@ -181,6 +191,21 @@ func (x *index) restartFaulted(d *def, n string, a, b time.Duration) bool {
 		}
 		return false
 	})
+}
+
+// scaleDuring reports whether a scale ran in [a, b], settle time
+// included: one that never completed runs to the end of the history.
+func (x *index) scaleDuring(a, b time.Duration) bool {
+	for _, s := range x.h.Scales {
+		end := x.end
+		if s.End != 0 {
+			end = s.End + x.o.FaultSettle
+		}
+		if s.Start <= b && end >= a {
+			return true
+		}
+	}
+	return false
 }
 
 // wipedAt reports whether node n's restart at r found its disk wiped
