@@ -32,9 +32,8 @@ import (
 // restarting-replica-waits-for-a-round escapes it all the same: the
 // replica's own first repair round, within a second of its boot, pushes
 // its stale copy to the primary, whose 409 answers with the tombstone.)
-// Drawn from faults
-// after every other draw of the plan (Generate calls it last), so that
-// it moves no earlier choice.
+// Drawn from faults after every other draw of the plan (Generate calls
+// it last), so that it moves no earlier choice.
 func genRestartWord(p *Plan, faults Source) {
 	if !p.enabled(MixStorage) || p.enabled(mixScale) || p.enabled(mixSites) || len(p.InitialMembers()) < 3 ||
 		p.Callbacks == MaxCallbacks {
