@@ -27,6 +27,13 @@ import (
 // delivery to the restarted node's, and no scale ran. Such a pop is one
 // the node made before it could hear, a duplicate nothing excuses.
 func (x *index) checkRestartWord() []Violation {
+	return x.judgeRestarts(x.restartWord)
+}
+
+// judgeRestarts runs judge on every definition for every restart from
+// disk (a restart that found its disk wiped holds nothing of before), in
+// a history with storage, and returns the violations it found.
+func (x *index) judgeRestarts(judge func(d *def, n string, r time.Duration) (Violation, bool)) []Violation {
 	if !x.h.Storage {
 		return nil
 	}
@@ -36,7 +43,7 @@ func (x *index) checkRestartWord() []Violation {
 			continue
 		}
 		for _, d := range x.defs {
-			if v, bad := x.restartWord(d, f.Nodes[0], f.At); bad {
+			if v, bad := judge(d, f.Nodes[0], f.At); bad {
 				vs = append(vs, v)
 			}
 		}
@@ -99,21 +106,7 @@ func (x *index) restartWord(d *def, n string, r time.Duration) (Violation, bool)
 // (repairRoundDue) allows the pop up to a round after the restart; a
 // restart from disk has a quicker promise, and this is it.
 func (x *index) checkRestartReplaced() []Violation {
-	if !x.h.Storage {
-		return nil
-	}
-	var vs []Violation
-	for _, f := range x.h.Faults {
-		if f.Kind != Restart || len(f.Nodes) == 0 || x.wipedAt(f.Nodes[0], f.At) {
-			continue
-		}
-		for _, d := range x.defs {
-			if v, bad := x.restartReplaced(d, f.Nodes[0], f.At); bad {
-				vs = append(vs, v)
-			}
-		}
-	}
-	return vs
+	return x.judgeRestarts(x.restartReplaced)
 }
 
 // maxLackingHold is the node's MaxLackingHold: how long past its life a

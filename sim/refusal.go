@@ -370,20 +370,9 @@ func (n *pageNet) Send(req node.Request, timeout time.Duration, done func(node.R
 // to nd about the timer, and judged as fullRefusal's: an API violation
 // when what nd holds does not justify it.
 func (w *world) pageRefusals(m *machine, nd *node.Node, held int, req node.Request, sent time.Duration, body []byte) {
-	entries, err := wire.ParsePage(body)
-	if err != nil {
-		return
-	}
 	peer, _, _ := strings.Cut(strings.TrimPrefix(req.URL, "http://"), "/")
-	for _, e := range entries {
-		id, err := wire.ParseID(e.TimerID)
-		if err != nil {
-			continue
-		}
-		spec, r, err := wire.ParseValid(e.Timer)
-		if err != nil || r == nil || r.ViewID != nd.ViewID() || spec.URI == "" {
-			continue // not offered to take (node's resyncRecord), or a tombstone
-		}
+	for _, e := range pageOffers(nd, body) {
+		id, r := e.id, e.r
 		if t, ok := nd.Timer(id); ok && t.Version >= r.Version {
 			continue
 		}
@@ -407,14 +396,36 @@ type pageEntryAhead struct {
 // the simulator's clock of m, read as the node reads it then, never the
 // node's word.
 func (w *world) aheadOfPage(m *machine, nd *node.Node, body []byte) []pageEntryAhead {
-	entries, err := wire.ParsePage(body)
-	if err != nil {
-		return nil
-	}
 	cfg := node.DefaultConfig()
 	w.plan.Node.configure(&cfg)
 	reading := m.clock.Now().Sub(Epoch)
 	var out []pageEntryAhead
+	for _, e := range pageOffers(nd, body) {
+		// The node refuses a version dated more than twice the lead
+		// after its clock's millisecond.
+		if target := takenFrom(e.r.Version, cfg.MaxClockLead); reading.Truncate(time.Millisecond) < target {
+			out = append(out, pageEntryAhead{id: e.id, target: target})
+		}
+	}
+	return out
+}
+
+// pageOffer is a live record a resync page offers its taker to take.
+type pageOffer struct {
+	id uint64
+	wire.PageEntry
+	r *wire.Replication
+}
+
+// pageOffers returns the live records of a resync page, body, of the
+// view of nd, its taker: the ones it is offered to take (node's
+// resyncRecord), tombstones and other views' records left out.
+func pageOffers(nd *node.Node, body []byte) []pageOffer {
+	entries, err := wire.ParsePage(body)
+	if err != nil {
+		return nil
+	}
+	var out []pageOffer
 	for _, e := range entries {
 		id, err := wire.ParseID(e.TimerID)
 		if err != nil {
@@ -424,11 +435,7 @@ func (w *world) aheadOfPage(m *machine, nd *node.Node, body []byte) []pageEntryA
 		if err != nil || r == nil || r.ViewID != nd.ViewID() || spec.URI == "" {
 			continue
 		}
-		// The node refuses a version dated more than twice the lead
-		// after its clock's millisecond.
-		if target := takenFrom(r.Version, cfg.MaxClockLead); reading.Truncate(time.Millisecond) < target {
-			out = append(out, pageEntryAhead{id: id, target: target})
-		}
+		out = append(out, pageOffer{id: id, PageEntry: e, r: r})
 	}
 	return out
 }
